@@ -1,0 +1,323 @@
+//! [`ChatAccumulator`]: turns streamed [`ChatResponse`] chunks into one message.
+
+use serde_json::Value;
+
+use crate::message::{ContentBlock, Msg, Role, ToolUseBlock};
+use crate::model::{ChatResponse, ChatUsage};
+
+/// Assembles streamed model chunks into the final assistant message.
+///
+/// - text fragments are concatenated into one text block, thinking fragments into one
+///   thinking block;
+/// - a tool-use fragment with a new, non-empty id starts a call; one with an empty id (or the
+///   current id) continues it: its `raw_input` is appended to the argument text and a name
+///   fills in a missing one;
+/// - blocks are ordered thinking, text, then tool calls (then anything else);
+/// - usage is summed and stored under `metadata["usage"]`.
+///
+/// At [`finish`](Self::finish), argument text is parsed as JSON; text that does not parse is
+/// kept in `raw_input` (with `input` null) so the engine reports an argument error to the
+/// model instead of failing.
+///
+/// Every model feeds the engine through this type, so a model (scripted or real) and its
+/// conformance tests assemble messages identically.
+///
+/// ```
+/// use agentscope_core::{ChatAccumulator, ChatResponse, ContentBlock, ToolUseBlock};
+/// use serde_json::json;
+///
+/// let mut acc = ChatAccumulator::new("assistant");
+/// acc.push(&ChatResponse::new(vec![ContentBlock::text("The answer")]));
+/// acc.push(&ChatResponse::new(vec![ContentBlock::text(" is 42.")]));
+/// let fragment = |id: &str, args: &str| ToolUseBlock {
+///     id: id.into(), name: if id.is_empty() { String::new() } else { "calc".into() },
+///     input: json!(null), raw_input: Some(args.into()),
+/// };
+/// acc.push(&ChatResponse::new(vec![fragment("c1", "{\"expr\":").into()]));
+/// acc.push(&ChatResponse::new(vec![fragment("", "\"6*7\"}").into()]));
+/// let msg = acc.finish();
+/// assert_eq!(msg.text(), "The answer is 42.");
+/// assert_eq!(msg.tool_uses()[0].input, json!({"expr": "6*7"}));
+/// ```
+#[derive(Debug, Clone)]
+pub struct ChatAccumulator {
+    message: Msg,
+    // Thinking, when present, is block 0; text comes right after it.
+    has_thinking: bool,
+    has_text: bool,
+    current_tool_at: Option<usize>,
+    usage: Option<ChatUsage>,
+    finish_reason: Option<String>,
+}
+
+impl ChatAccumulator {
+    /// Starts an empty assistant message with the given name.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self::with_role(Role::Assistant, name)
+    }
+
+    /// Starts an empty message with the given role and name.
+    pub fn with_role(role: Role, name: impl Into<String>) -> Self {
+        Self {
+            message: Msg::new(role, name, Vec::new()),
+            has_thinking: false,
+            has_text: false,
+            current_tool_at: None,
+            usage: None,
+            finish_reason: None,
+        }
+    }
+
+    /// Applies one chunk.
+    pub fn push(&mut self, chunk: &ChatResponse) {
+        for block in &chunk.content {
+            self.push_block(block);
+        }
+        if let Some(usage) = chunk.usage {
+            let total = self.usage.get_or_insert_with(ChatUsage::default);
+            total.input_tokens += usage.input_tokens;
+            total.output_tokens += usage.output_tokens;
+        }
+        if let Some(reason) = &chunk.finish_reason {
+            self.finish_reason = Some(reason.clone());
+        }
+    }
+
+    fn push_block(&mut self, block: &ContentBlock) {
+        match block {
+            ContentBlock::Text(delta) => {
+                if delta.text.is_empty() {
+                    return;
+                }
+                let at = usize::from(self.has_thinking);
+                if self.has_text {
+                    if let ContentBlock::Text(text) = &mut self.message.content[at] {
+                        text.text.push_str(&delta.text);
+                    }
+                } else {
+                    self.insert_front(at, ContentBlock::Text(delta.clone()));
+                    self.has_text = true;
+                }
+            }
+            ContentBlock::Thinking(delta) => {
+                if delta.thinking.is_empty() {
+                    return;
+                }
+                if self.has_thinking {
+                    if let ContentBlock::Thinking(thinking) = &mut self.message.content[0] {
+                        thinking.thinking.push_str(&delta.thinking);
+                    }
+                } else {
+                    self.insert_front(0, ContentBlock::Thinking(delta.clone()));
+                    self.has_thinking = true;
+                }
+            }
+            ContentBlock::ToolUse(fragment) => self.push_tool_fragment(fragment),
+            other => self.message.content.push(other.clone()),
+        }
+    }
+
+    fn push_tool_fragment(&mut self, fragment: &ToolUseBlock) {
+        let continues = match self.current_tool_at {
+            Some(at) => match &self.message.content[at] {
+                ContentBlock::ToolUse(current) => {
+                    fragment.id.is_empty() || fragment.id == current.id
+                }
+                _ => false,
+            },
+            None => false,
+        };
+        if continues {
+            if let Some(ContentBlock::ToolUse(current)) = self
+                .current_tool_at
+                .and_then(|at| self.message.content.get_mut(at))
+            {
+                if current.name.is_empty() && !fragment.name.is_empty() {
+                    current.name.clone_from(&fragment.name);
+                }
+                match &fragment.raw_input {
+                    Some(piece) => current
+                        .raw_input
+                        .get_or_insert_with(String::new)
+                        .push_str(piece),
+                    None if !fragment.input.is_null() => current.input = fragment.input.clone(),
+                    None => {}
+                }
+            }
+            return;
+        }
+        self.message
+            .content
+            .push(ContentBlock::ToolUse(fragment.clone()));
+        self.current_tool_at = Some(self.message.content.len() - 1);
+    }
+
+    /// Inserts a thinking or text block before the tool calls.
+    fn insert_front(&mut self, at: usize, block: ContentBlock) {
+        self.message.content.insert(at, block);
+        if let Some(i) = &mut self.current_tool_at {
+            *i += 1;
+        }
+    }
+
+    /// The message so far. Tool calls still being streamed have their argument text in
+    /// `raw_input`.
+    pub fn message(&self) -> &Msg {
+        &self.message
+    }
+
+    /// Whether nothing has been received that would make a message (no text, thinking, tool
+    /// call or other block).
+    pub fn is_empty(&self) -> bool {
+        self.message.content.is_empty()
+    }
+
+    /// The usage received so far.
+    pub fn usage(&self) -> Option<ChatUsage> {
+        self.usage
+    }
+
+    /// The finish reason, when the model sent one.
+    pub fn finish_reason(&self) -> Option<&str> {
+        self.finish_reason.as_deref()
+    }
+
+    /// Finishes the message: parses tool-call arguments, gives id-less calls an id, and
+    /// records usage in the metadata.
+    pub fn finish(mut self) -> Msg {
+        for block in &mut self.message.content {
+            if let ContentBlock::ToolUse(tool_use) = block {
+                finish_tool_use(tool_use);
+            }
+        }
+        if let Some(usage) = self.usage {
+            if let Ok(value) = serde_json::to_value(usage) {
+                self.message.metadata.insert("usage".to_owned(), value);
+            }
+        }
+        self.message
+    }
+}
+
+fn finish_tool_use(tool_use: &mut ToolUseBlock) {
+    if tool_use.id.is_empty() {
+        tool_use.id = format!("call_{}", crate::message::new_id());
+    }
+    let Some(raw) = tool_use.raw_input.take() else {
+        if tool_use.input.is_null() {
+            tool_use.input = Value::Object(Default::default());
+        }
+        return;
+    };
+    if raw.trim().is_empty() {
+        tool_use.input = Value::Object(Default::default());
+        return;
+    }
+    match serde_json::from_str::<Value>(&raw) {
+        Ok(value) => tool_use.input = value,
+        Err(_) => {
+            tool_use.input = Value::Null;
+            tool_use.raw_input = Some(raw);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn chunk(blocks: Vec<ContentBlock>) -> ChatResponse {
+        ChatResponse::new(blocks)
+    }
+
+    fn fragment(id: &str, name: &str, raw: &str) -> ContentBlock {
+        ToolUseBlock {
+            id: id.into(),
+            name: name.into(),
+            input: Value::Null,
+            raw_input: Some(raw.into()),
+        }
+        .into()
+    }
+
+    #[test]
+    fn orders_thinking_text_tools_whatever_the_arrival_order() {
+        let mut acc = ChatAccumulator::new("a");
+        acc.push(&chunk(vec![fragment("c1", "calc", "{}")]));
+        acc.push(&chunk(vec![ContentBlock::text("hel")]));
+        acc.push(&chunk(vec![ContentBlock::thinking("th")]));
+        acc.push(&chunk(vec![ContentBlock::text("lo")]));
+        acc.push(&chunk(vec![ContentBlock::thinking("ink")]));
+        let msg = acc.finish();
+        assert_eq!(msg.content.len(), 3);
+        assert!(matches!(&msg.content[0], ContentBlock::Thinking(t) if t.thinking == "think"));
+        assert!(matches!(&msg.content[1], ContentBlock::Text(t) if t.text == "hello"));
+        assert!(
+            matches!(&msg.content[2], ContentBlock::ToolUse(t) if t.id == "c1" && t.input == json!({}))
+        );
+    }
+
+    #[test]
+    fn parallel_tool_calls_with_fragmented_arguments() {
+        let mut acc = ChatAccumulator::new("a");
+        acc.push(&chunk(vec![fragment("c1", "calc", "{\"a\":")]));
+        acc.push(&chunk(vec![fragment("", "", "1}")]));
+        acc.push(&chunk(vec![fragment("c2", "search", "")]));
+        acc.push(&chunk(vec![fragment("", "", "{\"q\":\"x\"}")]));
+        let msg = acc.finish();
+        let uses = msg.tool_uses();
+        assert_eq!(uses.len(), 2);
+        assert_eq!(
+            (uses[0].name.as_str(), &uses[0].input),
+            ("calc", &json!({"a": 1}))
+        );
+        assert_eq!(
+            (uses[1].name.as_str(), &uses[1].input),
+            ("search", &json!({"q": "x"}))
+        );
+        assert!(uses.iter().all(|u| u.raw_input.is_none()));
+    }
+
+    #[test]
+    fn invalid_json_arguments_are_kept_raw() {
+        let mut acc = ChatAccumulator::new("a");
+        acc.push(&chunk(vec![fragment("c1", "calc", "{\"a\": 1")]));
+        let msg = acc.finish();
+        let tool_use = msg.tool_uses()[0];
+        assert_eq!(tool_use.input, Value::Null);
+        assert_eq!(tool_use.raw_input.as_deref(), Some("{\"a\": 1"));
+    }
+
+    #[test]
+    fn complete_tool_calls_and_usage() {
+        let mut acc = ChatAccumulator::new("a");
+        acc.push(&ChatResponse {
+            content: vec![ToolUseBlock::new("c1", "calc", json!({"x": 1})).into()],
+            usage: Some(ChatUsage {
+                input_tokens: 3,
+                output_tokens: 4,
+            }),
+            finish_reason: Some("tool_calls".into()),
+            ..ChatResponse::default()
+        });
+        assert_eq!(acc.finish_reason(), Some("tool_calls"));
+        let msg = acc.finish();
+        assert_eq!(msg.tool_uses()[0].input, json!({"x": 1}));
+        assert_eq!(
+            msg.metadata["usage"],
+            json!({"input_tokens": 3, "output_tokens": 4})
+        );
+    }
+
+    #[test]
+    fn empty_text_is_empty() {
+        let mut acc = ChatAccumulator::new("a");
+        acc.push(&chunk(vec![ContentBlock::text("")]));
+        acc.push(&ChatResponse {
+            usage: Some(ChatUsage::default()),
+            ..ChatResponse::default()
+        });
+        assert!(acc.is_empty());
+    }
+}

@@ -1,0 +1,364 @@
+//! Errors, one enum per seam.
+//!
+//! Every error type is `Clone` (sources are shared behind an `Arc`) so that hooks can keep
+//! copies of the events that carry them, and `#[non_exhaustive]` so new cases are not
+//! breaking changes. No variant holds a dependency's error type; sources are type-erased.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::event::HookEventType;
+
+/// A type-erased error source, shared so that errors stay `Clone`.
+pub type ErrorSource = Arc<dyn StdError + Send + Sync + 'static>;
+
+/// A hook failed.
+///
+/// Returning `Err` from a chained event (Pre*/Post*) stops the chain and fails the call; from
+/// a notification (chunk events, `Error`) it is logged and otherwise ignored.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum HookError {
+    /// The hook decided the call must fail.
+    #[error("{message}")]
+    Failed {
+        /// What went wrong.
+        message: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<ErrorSource>,
+    },
+    /// The hook panicked; the panic was caught.
+    #[error("hook panicked: {message}")]
+    Panicked {
+        /// The panic payload, when it was a string.
+        message: String,
+    },
+    /// `goto_reasoning` was called with messages that cannot continue the conversation.
+    #[error("{message}")]
+    InvalidGoto {
+        /// Why the goto was rejected.
+        message: String,
+    },
+    /// A setter was given a value that would break the call (e.g. a tool-use id change).
+    #[error("{message}")]
+    InvalidModification {
+        /// Why the change was rejected.
+        message: String,
+    },
+}
+
+impl HookError {
+    /// A failure with a message.
+    ///
+    /// ```
+    /// use agentscope_core::HookError;
+    /// let err = HookError::msg("budget exhausted");
+    /// assert_eq!(err.to_string(), "budget exhausted");
+    /// ```
+    pub fn msg(message: impl fmt::Display) -> Self {
+        HookError::Failed {
+            message: message.to_string(),
+            source: None,
+        }
+    }
+
+    /// A failure caused by another error (its message becomes this error's message).
+    pub fn new(source: impl StdError + Send + Sync + 'static) -> Self {
+        HookError::Failed {
+            message: source.to_string(),
+            source: Some(Arc::new(source)),
+        }
+    }
+
+    pub(crate) fn panicked(payload: &(dyn std::any::Any + Send)) -> Self {
+        HookError::Panicked {
+            message: panic_message(payload),
+        }
+    }
+}
+
+/// Extracts a readable message from a panic payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
+
+/// A model call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The provider answered with an HTTP error status.
+    #[error("HTTP {status}: {message}")]
+    Status {
+        /// The HTTP status code.
+        status: u16,
+        /// The provider's error message (or the response body).
+        message: String,
+        /// How long the provider asked us to wait (`Retry-After`), if it said.
+        retry_after: Option<Duration>,
+    },
+    /// The request or the stream timed out.
+    #[error("model request timed out")]
+    Timeout,
+    /// The connection could not be established or broke.
+    #[error("connection error: {message}")]
+    Connection {
+        /// What went wrong.
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<ErrorSource>,
+    },
+    /// The provider sent something that is not a valid response.
+    #[error("invalid model response: {message}")]
+    InvalidResponse {
+        /// What was wrong with it.
+        message: String,
+    },
+    /// The provider reported an error in the middle of a streamed response.
+    #[error("model stream error: {message}")]
+    Stream {
+        /// The provider's message.
+        message: String,
+    },
+    /// The model produced no content at all.
+    #[error("model '{model}' returned an empty response")]
+    EmptyResponse {
+        /// The model's name.
+        model: String,
+    },
+    /// The model was configured wrongly (missing API key, bad URL, ...).
+    #[error("model configuration error: {message}")]
+    Config {
+        /// What is wrong.
+        message: String,
+    },
+    /// Any other failure.
+    #[error("{message}")]
+    Other {
+        /// What went wrong.
+        message: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<ErrorSource>,
+    },
+}
+
+impl ModelError {
+    /// Any other failure, with a message.
+    pub fn msg(message: impl fmt::Display) -> Self {
+        ModelError::Other {
+            message: message.to_string(),
+            source: None,
+        }
+    }
+
+    /// The HTTP status, when the provider answered with one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ModelError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// Whether the provider rejected the request for exceeding a rate limit (HTTP 429).
+    pub fn is_rate_limited(&self) -> bool {
+        self.status() == Some(429)
+    }
+
+    /// Whether the request timed out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, ModelError::Timeout)
+    }
+
+    /// Whether the provider rejected the credentials (HTTP 401 or 403).
+    pub fn is_auth(&self) -> bool {
+        matches!(self.status(), Some(401 | 403))
+    }
+}
+
+/// A tool call failed. The engine turns this into an error result the model sees
+/// (`"Error: Tool execution failed: ..."`), never into a failed agent call.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The arguments did not fit the tool (reported to the model as a parameter error).
+    #[error("{message}")]
+    InvalidArguments {
+        /// What is wrong with them.
+        message: String,
+    },
+    /// The tool ran and failed.
+    #[error("{message}")]
+    Failed {
+        /// What went wrong.
+        message: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<ErrorSource>,
+    },
+    /// The tool observed cancellation and stopped.
+    #[error("tool call was cancelled")]
+    Cancelled,
+    /// The tool did not finish in time.
+    #[error("tool timed out after {0:?}")]
+    Timeout(Duration),
+}
+
+impl ToolError {
+    /// A failure with a message.
+    pub fn msg(message: impl fmt::Display) -> Self {
+        ToolError::Failed {
+            message: message.to_string(),
+            source: None,
+        }
+    }
+
+    /// A failure caused by another error.
+    pub fn new(source: impl StdError + Send + Sync + 'static) -> Self {
+        ToolError::Failed {
+            message: source.to_string(),
+            source: Some(Arc::new(source)),
+        }
+    }
+
+    /// Arguments that do not fit the tool.
+    pub fn invalid_arguments(message: impl fmt::Display) -> Self {
+        ToolError::InvalidArguments {
+            message: message.to_string(),
+        }
+    }
+}
+
+/// An agent call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// Another call is running on this agent (see `check_running`). No hook saw this call.
+    #[error("agent '{agent}' is busy with another call")]
+    Busy {
+        /// The agent's name.
+        agent: String,
+    },
+    /// A hook returned `Err` (or panicked) while handling a chained event.
+    #[error("hook '{hook}' failed at {event}: {source}")]
+    Hook {
+        /// The hook's name.
+        hook: String,
+        /// The event it was handling.
+        event: HookEventType,
+        /// What it returned.
+        #[source]
+        source: HookError,
+    },
+    /// The model failed.
+    #[error("model error: {0}")]
+    Model(#[from] ModelError),
+    /// The call's input (or a hook's change to it) cannot be processed.
+    #[error("{message}")]
+    InvalidInput {
+        /// Why.
+        message: String,
+    },
+    /// New input arrived while tool calls of the previous reply have no results.
+    #[error(
+        "Cannot accept new input while tool calls are pending. Pending tool call ids: [{}]. \
+         Resume with their results (Msg::tool_result) or with no input.",
+        ids.join(", ")
+    )]
+    PendingToolCalls {
+        /// The ids of the pending tool calls, in call order.
+        ids: Vec<String>,
+    },
+    /// Hooks requested `goto_reasoning` more often than `max_goto_reasoning` allows.
+    #[error("goto_reasoning was requested more than {max} times in one call")]
+    GotoLimitExceeded {
+        /// The configured limit.
+        max: usize,
+    },
+    /// The agent's memory failed.
+    #[error("memory error: {message}")]
+    Memory {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl AgentError {
+    /// An invalid-input error with a message.
+    pub fn invalid_input(message: impl fmt::Display) -> Self {
+        AgentError::InvalidInput {
+            message: message.to_string(),
+        }
+    }
+
+    /// Whether this is a busy rejection.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, AgentError::Busy { .. })
+    }
+
+    /// The hook error, when a hook failed the call.
+    pub fn hook_error(&self) -> Option<&HookError> {
+        match self {
+            AgentError::Hook { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// The model error, when the model failed the call.
+    pub fn model_error(&self) -> Option<&ModelError> {
+        match self {
+            AgentError::Model(err) => Some(err),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_error_helpers() {
+        let rate = ModelError::Status {
+            status: 429,
+            message: "slow down".into(),
+            retry_after: Some(Duration::from_secs(2)),
+        };
+        assert!(rate.is_rate_limited());
+        assert!(!rate.is_auth());
+        assert_eq!(rate.status(), Some(429));
+        assert!(ModelError::Timeout.is_timeout());
+        let auth = ModelError::Status {
+            status: 401,
+            message: "bad key".into(),
+            retry_after: None,
+        };
+        assert!(auth.is_auth());
+    }
+
+    #[test]
+    fn pending_tool_calls_message_names_ids() {
+        let err = AgentError::PendingToolCalls {
+            ids: vec!["c1".into(), "c2".into()],
+        };
+        assert!(err.to_string().contains("[c1, c2]"), "{err}");
+    }
+
+    #[test]
+    fn errors_are_send_sync_clone() {
+        fn check<T: Send + Sync + Clone + 'static>() {}
+        check::<HookError>();
+        check::<ModelError>();
+        check::<ToolError>();
+        check::<AgentError>();
+    }
+}

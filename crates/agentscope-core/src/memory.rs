@@ -1,0 +1,34 @@
+//! The memory seam.
+
+use crate::message::Msg;
+
+/// Where an agent keeps its conversation.
+///
+/// Object-safe and synchronous: memory is read and written between steps of a call, never
+/// across an `.await`, which is what lets the engine repair it even when a call is dropped.
+/// System messages are never stored (the engine keeps the system message separately).
+pub trait Memory: Send + Sync + 'static {
+    /// Appends one message.
+    fn add(&self, message: Msg);
+
+    /// Appends several messages, in order.
+    fn extend(&self, messages: Vec<Msg>) {
+        for message in messages {
+            self.add(message);
+        }
+    }
+
+    /// A copy of all messages, oldest first. Copies are cheap: message text is shared.
+    fn messages(&self) -> Vec<Msg>;
+
+    /// Removes every message.
+    fn clear(&self);
+
+    /// The number of messages.
+    fn len(&self) -> usize;
+
+    /// Whether there are no messages.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

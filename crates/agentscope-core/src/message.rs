@@ -1,0 +1,547 @@
+//! Messages and content blocks.
+//!
+//! A [`Msg`] is one turn of a conversation: who said it ([`Role`] and `name`), what was said
+//! (a list of [`ContentBlock`]s), free-form `metadata`, an `id` and a `timestamp`.
+//!
+//! # JSON shape
+//!
+//! Messages serialise with serde as plain JSON objects; content blocks are tagged by `type`:
+//!
+//! ```json
+//! {
+//!   "id": "0b5c…", "name": "assistant", "role": "assistant",
+//!   "content": [
+//!     {"type": "thinking", "thinking": "The user wants 6*7."},
+//!     {"type": "text", "text": "Let me compute that."},
+//!     {"type": "tool_use", "id": "call_1", "name": "calculator", "input": {"expression": "6*7"}}
+//!   ],
+//!   "metadata": {"generate_reason": "model_stop"},
+//!   "timestamp": "2026-11-30T10:00:00Z"
+//! }
+//! ```
+//!
+//! A tool result is `{"type": "tool_result", "id": "call_1", "name": "calculator",
+//! "output": [{"type": "text", "text": "42"}], "is_error": false}`. Unknown block types fail to
+//! deserialise with an error (never a panic).
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::text::SharedString;
+
+/// The metadata key under which [`Msg::generate_reason`] is stored.
+pub const GENERATE_REASON_KEY: &str = "generate_reason";
+
+/// Who produced a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A human or calling program.
+    User,
+    /// The agent (model output).
+    Assistant,
+    /// Instructions for the model. Never stored in an agent's memory.
+    System,
+    /// The result of a tool call.
+    Tool,
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::System => "system",
+            Role::Tool => "tool",
+        })
+    }
+}
+
+/// Why the agent's reply ended the way it did; read it with [`Msg::generate_reason`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GenerateReason {
+    /// The model answered without calling tools.
+    ModelStop,
+    /// A tool suspended for external execution; its call stays pending.
+    ToolSuspended,
+    /// A `PostReasoning` hook called `stop_agent()`.
+    ReasoningStopRequested,
+    /// A `PostActing` hook called `stop_agent()`.
+    ActingStopRequested,
+    /// The call was interrupted with `interrupt()`.
+    Interrupted,
+    /// The iteration limit was reached and the reply is a summary.
+    MaxIterations,
+    /// A structured-output call produced its value.
+    StructuredOutput,
+}
+
+/// A plain text block.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TextBlock {
+    /// The text.
+    pub text: SharedString,
+}
+
+/// A block of model reasoning ("thinking") that precedes the answer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ThinkingBlock {
+    /// The reasoning text.
+    pub thinking: SharedString,
+}
+
+/// An image, by URL (`https:` or a `data:` URL).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ImageBlock {
+    /// Where the image is.
+    pub url: String,
+}
+
+/// A request from the model to call a tool.
+///
+/// In a final message `input` holds the parsed JSON arguments. While a model streams, a
+/// chunk carries a fragment: `id` is empty when the fragment continues the current call, and
+/// `raw_input` holds a piece of the argument text. In a final message `raw_input` is `Some`
+/// only when the model's argument text was not valid JSON; the engine then reports an
+/// argument error to the model instead of running the tool.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolUseBlock {
+    /// The call id, unique within a conversation; results refer to it.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The JSON arguments.
+    pub input: Value,
+    /// Unparsed argument text (see the type docs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_input: Option<String>,
+}
+
+impl ToolUseBlock {
+    /// Creates a tool call with parsed arguments.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            input,
+            raw_input: None,
+        }
+    }
+}
+
+/// The result of a tool call, matched to its [`ToolUseBlock`] by `id`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolResultBlock {
+    /// The id of the tool call this answers.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// What the tool returned.
+    pub output: Vec<ContentBlock>,
+    /// Whether the output describes a failure (unknown tool, bad arguments, tool error).
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+impl ToolResultBlock {
+    /// A successful result holding one text block.
+    pub fn text(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        text: impl Into<SharedString>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            output: vec![ContentBlock::text(text)],
+            is_error: false,
+        }
+    }
+
+    /// A failed result holding one text block describing the failure.
+    pub fn error(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        text: impl Into<SharedString>,
+    ) -> Self {
+        Self {
+            is_error: true,
+            ..Self::text(id, name, text)
+        }
+    }
+
+    /// The text blocks of the output joined by `"\n"`.
+    pub fn text_output(&self) -> String {
+        join_text(&self.output)
+    }
+}
+
+/// One piece of a message's content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ContentBlock {
+    /// Text.
+    Text(TextBlock),
+    /// Model reasoning.
+    Thinking(ThinkingBlock),
+    /// A tool call requested by the model.
+    ToolUse(ToolUseBlock),
+    /// The result of a tool call.
+    ToolResult(ToolResultBlock),
+    /// An image.
+    Image(ImageBlock),
+}
+
+impl ContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<SharedString>) -> Self {
+        ContentBlock::Text(TextBlock { text: text.into() })
+    }
+
+    /// A thinking block.
+    pub fn thinking(thinking: impl Into<SharedString>) -> Self {
+        ContentBlock::Thinking(ThinkingBlock {
+            thinking: thinking.into(),
+        })
+    }
+
+    /// The text of a text block, `None` for every other kind.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            ContentBlock::Text(block) => Some(&block.text),
+            _ => None,
+        }
+    }
+}
+
+impl From<&str> for ContentBlock {
+    fn from(text: &str) -> Self {
+        ContentBlock::text(text)
+    }
+}
+
+impl From<String> for ContentBlock {
+    fn from(text: String) -> Self {
+        ContentBlock::text(text)
+    }
+}
+
+impl From<ToolUseBlock> for ContentBlock {
+    fn from(block: ToolUseBlock) -> Self {
+        ContentBlock::ToolUse(block)
+    }
+}
+
+impl From<ToolResultBlock> for ContentBlock {
+    fn from(block: ToolResultBlock) -> Self {
+        ContentBlock::ToolResult(block)
+    }
+}
+
+/// One message of a conversation.
+///
+/// ```
+/// use agentscope_core::{Msg, Role};
+///
+/// let msg = Msg::user("What is 6*7?");
+/// assert_eq!(msg.role, Role::User);
+/// assert_eq!(msg.name, "user");
+/// assert_eq!(msg.text(), "What is 6*7?");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Msg {
+    /// A unique id (a UUID unless set otherwise).
+    pub id: String,
+    /// The speaker's name: `"user"`, the agent's name, a tool's name, ...
+    pub name: String,
+    /// The speaker's role.
+    pub role: Role,
+    /// The content, in order.
+    pub content: Vec<ContentBlock>,
+    /// Free-form metadata. The engine stores the generate reason under
+    /// [`GENERATE_REASON_KEY`] and model usage under `"usage"`.
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+    /// When the message was created.
+    pub timestamp: DateTime<Utc>,
+}
+
+impl Msg {
+    /// Creates a message with the given role, name and content, a new id and the current time.
+    pub fn new(role: Role, name: impl Into<String>, content: Vec<ContentBlock>) -> Self {
+        Self {
+            id: new_id(),
+            name: name.into(),
+            role,
+            content,
+            metadata: Map::new(),
+            timestamp: Utc::now(),
+        }
+    }
+
+    /// A user message named `"user"` holding one text block.
+    pub fn user(text: impl Into<SharedString>) -> Self {
+        Self::new(Role::User, "user", vec![ContentBlock::text(text)])
+    }
+
+    /// An assistant message named `"assistant"` holding one text block.
+    pub fn assistant(text: impl Into<SharedString>) -> Self {
+        Self::new(Role::Assistant, "assistant", vec![ContentBlock::text(text)])
+    }
+
+    /// A system message named `"system"` holding one text block.
+    pub fn system(text: impl Into<SharedString>) -> Self {
+        Self::new(Role::System, "system", vec![ContentBlock::text(text)])
+    }
+
+    /// A tool message carrying one result, named after the tool.
+    ///
+    /// This is how a caller resumes an agent whose tool calls are pending (for example after a
+    /// tool suspended for external execution).
+    pub fn tool_result(result: ToolResultBlock) -> Self {
+        Self::new(
+            Role::Tool,
+            result.name.clone(),
+            vec![ContentBlock::ToolResult(result)],
+        )
+    }
+
+    /// Starts a builder for a message with the given role.
+    ///
+    /// ```
+    /// use agentscope_core::{Msg, Role};
+    ///
+    /// let msg = Msg::builder(Role::User)
+    ///     .name("alice")
+    ///     .text("hello")
+    ///     .metadata("channel", "web")
+    ///     .build();
+    /// assert_eq!(msg.name, "alice");
+    /// assert_eq!(msg.metadata["channel"], "web");
+    /// ```
+    pub fn builder(role: Role) -> MsgBuilder {
+        MsgBuilder {
+            msg: Self::new(role, role.to_string(), Vec::new()),
+        }
+    }
+
+    /// The text blocks joined by `"\n"` (other blocks are skipped).
+    pub fn text(&self) -> String {
+        join_text(&self.content)
+    }
+
+    /// The thinking blocks joined by `"\n"`.
+    pub fn thinking(&self) -> String {
+        let mut parts = self.content.iter().filter_map(|block| match block {
+            ContentBlock::Thinking(t) => Some(t.thinking.as_str()),
+            _ => None,
+        });
+        join_parts(&mut parts)
+    }
+
+    /// The tool calls in this message, in order.
+    pub fn tool_uses(&self) -> Vec<&ToolUseBlock> {
+        self.content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::ToolUse(t) => Some(t),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether this message holds at least one tool call.
+    pub fn has_tool_uses(&self) -> bool {
+        self.content
+            .iter()
+            .any(|block| matches!(block, ContentBlock::ToolUse(_)))
+    }
+
+    /// The tool results in this message, in order.
+    pub fn tool_results(&self) -> Vec<&ToolResultBlock> {
+        self.content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::ToolResult(t) => Some(t),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Why generation ended, when the engine recorded it (final replies carry one).
+    pub fn generate_reason(&self) -> Option<GenerateReason> {
+        self.metadata
+            .get(GENERATE_REASON_KEY)
+            .and_then(|value| GenerateReason::deserialize(value).ok())
+    }
+
+    /// Records why generation ended.
+    pub fn set_generate_reason(&mut self, reason: GenerateReason) {
+        if let Ok(value) = serde_json::to_value(reason) {
+            self.metadata.insert(GENERATE_REASON_KEY.to_owned(), value);
+        }
+    }
+
+    /// Returns this message with the given generate reason.
+    #[must_use]
+    pub fn with_generate_reason(mut self, reason: GenerateReason) -> Self {
+        self.set_generate_reason(reason);
+        self
+    }
+}
+
+/// Builds a [`Msg`]; start with [`Msg::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct MsgBuilder {
+    msg: Msg,
+}
+
+impl MsgBuilder {
+    /// Sets the id (default: a new UUID).
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.msg.id = id.into();
+        self
+    }
+
+    /// Sets the name (default: the role, e.g. `"user"`).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.msg.name = name.into();
+        self
+    }
+
+    /// Appends a text block.
+    pub fn text(mut self, text: impl Into<SharedString>) -> Self {
+        self.msg.content.push(ContentBlock::text(text));
+        self
+    }
+
+    /// Appends a block.
+    pub fn block(mut self, block: impl Into<ContentBlock>) -> Self {
+        self.msg.content.push(block.into());
+        self
+    }
+
+    /// Appends blocks.
+    pub fn blocks(mut self, blocks: impl IntoIterator<Item = ContentBlock>) -> Self {
+        self.msg.content.extend(blocks);
+        self
+    }
+
+    /// Sets one metadata entry.
+    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.msg.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets the timestamp (default: now).
+    pub fn timestamp(mut self, timestamp: DateTime<Utc>) -> Self {
+        self.msg.timestamp = timestamp;
+        self
+    }
+
+    /// Finishes the message.
+    pub fn build(self) -> Msg {
+        self.msg
+    }
+}
+
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+fn join_text(blocks: &[ContentBlock]) -> String {
+    let mut parts = blocks.iter().filter_map(ContentBlock::as_text);
+    join_parts(&mut parts)
+}
+
+fn join_parts(parts: &mut dyn Iterator<Item = &str>) -> String {
+    let mut out = String::new();
+    for (i, part) in parts.enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(part);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn text_joins_text_blocks_only() {
+        let msg = Msg::builder(Role::Assistant)
+            .block(ContentBlock::thinking("hmm"))
+            .text("a")
+            .block(ToolUseBlock::new("1", "t", json!({})))
+            .text("b")
+            .build();
+        assert_eq!(msg.text(), "a\nb");
+        assert_eq!(msg.thinking(), "hmm");
+        assert_eq!(msg.tool_uses().len(), 1);
+        assert!(msg.has_tool_uses());
+        assert!(msg.tool_results().is_empty());
+    }
+
+    #[test]
+    fn generate_reason_round_trips_through_metadata() {
+        let msg = Msg::assistant("x").with_generate_reason(GenerateReason::MaxIterations);
+        assert_eq!(msg.generate_reason(), Some(GenerateReason::MaxIterations));
+        assert_eq!(msg.metadata[GENERATE_REASON_KEY], "max_iterations");
+        assert_eq!(Msg::assistant("x").generate_reason(), None);
+    }
+
+    #[test]
+    fn json_shape_is_documented_shape() {
+        let mut msg = Msg::builder(Role::Assistant)
+            .id("m1")
+            .name("assistant")
+            .text("hi")
+            .block(ToolUseBlock::new(
+                "c1",
+                "calc",
+                json!({"expression": "1+1"}),
+            ))
+            .block(ToolResultBlock::text("c1", "calc", "2"))
+            .build();
+        msg.timestamp = DateTime::parse_from_rfc3339("2026-11-30T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let value = serde_json::to_value(&msg).unwrap();
+        assert_eq!(
+            value,
+            json!({
+                "id": "m1", "name": "assistant", "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "hi"},
+                    {"type": "tool_use", "id": "c1", "name": "calc", "input": {"expression": "1+1"}},
+                    {"type": "tool_result", "id": "c1", "name": "calc",
+                     "output": [{"type": "text", "text": "2"}], "is_error": false}
+                ],
+                "metadata": {},
+                "timestamp": "2026-11-30T10:00:00Z"
+            })
+        );
+        let back: Msg = serde_json::from_value(value).unwrap();
+        assert_eq!(back, msg);
+    }
+
+    #[test]
+    fn unknown_block_type_is_an_error_not_a_panic() {
+        let err = serde_json::from_value::<Msg>(json!({
+            "id": "m", "name": "n", "role": "user",
+            "content": [{"type": "hologram", "data": 1}],
+            "timestamp": "2026-11-30T10:00:00Z"
+        }))
+        .unwrap_err();
+        assert!(err.to_string().contains("hologram"), "{err}");
+    }
+}
