@@ -190,10 +190,11 @@ impl ChatAccumulator {
                 finish_tool_use(tool_use);
             }
         }
-        if let Some(usage) = self.usage {
-            if let Ok(value) = serde_json::to_value(usage) {
-                self.message.metadata.insert("usage".to_owned(), value);
-            }
+        if let Some(value) = self
+            .usage
+            .and_then(|usage| serde_json::to_value(usage).ok())
+        {
+            self.message.metadata.insert("usage".to_owned(), value);
         }
         self.message
     }
