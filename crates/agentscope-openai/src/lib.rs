@@ -1,0 +1,1 @@
+//! OpenAI-compatible chat-completions model for agentscope-rs (work in progress).
