@@ -1,0 +1,27 @@
+//! Test support for agentscope-rs.
+//!
+//! - [`ScriptedModel`]: a model that plays scripted responses (text, thinking, tool calls,
+//!   chunked streams, errors, delays) and records every request it receives;
+//! - [`RecordingHook`]: a hook that records every event it sees;
+//! - [`tools`]: small real tools (a calculator, echo, failing, panicking, slow, progress and
+//!   suspending tools) that record their calls.
+//!
+//! Use them to test your own hooks and tools against the real engine:
+//!
+//! ```
+//! use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
+//!
+//! let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+//! let hook = RecordingHook::new(100);
+//! // ReActAgent::builder().model(model.clone()).hook(hook.clone()).build()?
+//! assert_eq!(model.remaining(), 1);
+//! assert!(hook.events().is_empty());
+//! ```
+#![warn(missing_docs)]
+
+mod recording;
+mod scripted;
+pub mod tools;
+
+pub use recording::RecordingHook;
+pub use scripted::{ScriptedChunk, ScriptedModel, ScriptedResponse};

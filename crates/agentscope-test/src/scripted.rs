@@ -1,0 +1,486 @@
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use agentscope_core::{
+    ChatResponse, ChatStream, ChatUsage, ContentBlock, Model, ModelError, ModelRequest,
+    ToolUseBlock,
+};
+use futures::StreamExt;
+use serde_json::Value;
+
+/// One streamed chunk of a [`ScriptedResponse`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ScriptedChunk {
+    /// A text fragment.
+    Text(String),
+    /// A thinking fragment.
+    Thinking(String),
+    /// A whole tool call in one chunk.
+    ToolCall {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments.
+        input: Value,
+    },
+    /// The first fragment of a tool call: id and name, no arguments yet.
+    ToolCallStart {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+    },
+    /// A fragment of the current tool call's argument text.
+    ToolCallArgs(String),
+    /// The stream fails here (a mid-stream error).
+    Error(ModelError),
+}
+
+impl ScriptedChunk {
+    /// A text fragment.
+    pub fn text(text: impl Into<String>) -> Self {
+        ScriptedChunk::Text(text.into())
+    }
+
+    /// A thinking fragment.
+    pub fn thinking(text: impl Into<String>) -> Self {
+        ScriptedChunk::Thinking(text.into())
+    }
+
+    /// A whole tool call.
+    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        ScriptedChunk::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            input,
+        }
+    }
+
+    /// The start of a streamed tool call.
+    pub fn tool_call_start(id: impl Into<String>, name: impl Into<String>) -> Self {
+        ScriptedChunk::ToolCallStart {
+            id: id.into(),
+            name: name.into(),
+        }
+    }
+
+    /// A piece of the current tool call's argument text.
+    pub fn tool_call_args(piece: impl Into<String>) -> Self {
+        ScriptedChunk::ToolCallArgs(piece.into())
+    }
+
+    /// A mid-stream error.
+    pub fn error(message: impl std::fmt::Display) -> Self {
+        ScriptedChunk::Error(ModelError::Stream {
+            message: message.to_string(),
+        })
+    }
+
+    fn into_item(self) -> Result<ChatResponse, ModelError> {
+        let block: ContentBlock = match self {
+            ScriptedChunk::Text(text) => ContentBlock::text(text),
+            ScriptedChunk::Thinking(text) => ContentBlock::thinking(text),
+            ScriptedChunk::ToolCall { id, name, input } => {
+                ToolUseBlock::new(id, name, input).into()
+            }
+            ScriptedChunk::ToolCallStart { id, name } => ToolUseBlock {
+                id,
+                name,
+                input: Value::Null,
+                raw_input: Some(String::new()),
+            }
+            .into(),
+            ScriptedChunk::ToolCallArgs(piece) => ToolUseBlock {
+                raw_input: Some(piece),
+                ..ToolUseBlock::default()
+            }
+            .into(),
+            ScriptedChunk::Error(err) => return Err(err),
+        };
+        Ok(ChatResponse::new(vec![block]))
+    }
+}
+
+/// What a [`ScriptedModel`] plays for one request.
+///
+/// ```
+/// use agentscope_test::{ScriptedChunk, ScriptedResponse};
+/// use serde_json::json;
+///
+/// let answer = ScriptedResponse::text("42").with_usage(10, 2);
+/// let call = ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"}));
+/// let streamed = ScriptedResponse::chunks([
+///     ScriptedChunk::thinking("Multiply."),
+///     ScriptedChunk::text("The answer "),
+///     ScriptedChunk::text("is 42."),
+/// ]);
+/// let failing = ScriptedResponse::error("model overloaded");
+/// # let _ = (answer, call, streamed, failing);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ScriptedResponse {
+    chunks: Vec<ScriptedChunk>,
+    fail_before: Option<ModelError>,
+    usage: Option<ChatUsage>,
+    delay: Option<Duration>,
+}
+
+impl ScriptedResponse {
+    /// A response streamed as the given chunks.
+    pub fn chunks(chunks: impl IntoIterator<Item = ScriptedChunk>) -> Self {
+        Self {
+            chunks: chunks.into_iter().collect(),
+            fail_before: None,
+            usage: None,
+            delay: None,
+        }
+    }
+
+    /// A text answer in one chunk.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::chunks([ScriptedChunk::text(text)])
+    }
+
+    /// One tool call in one chunk.
+    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        Self::chunks([ScriptedChunk::tool_call(id, name, input)])
+    }
+
+    /// Several tool calls (a parallel batch), one chunk each.
+    pub fn tool_calls<I, S, N>(calls: I) -> Self
+    where
+        I: IntoIterator<Item = (S, N, Value)>,
+        S: Into<String>,
+        N: Into<String>,
+    {
+        Self::chunks(
+            calls
+                .into_iter()
+                .map(|(id, name, input)| ScriptedChunk::tool_call(id, name, input)),
+        )
+    }
+
+    /// A text followed by tool calls, in one response.
+    pub fn text_and_tool_call(
+        text: impl Into<String>,
+        id: impl Into<String>,
+        name: impl Into<String>,
+        input: Value,
+    ) -> Self {
+        Self::chunks([
+            ScriptedChunk::text(text),
+            ScriptedChunk::tool_call(id, name, input),
+        ])
+    }
+
+    /// The model call fails before any output.
+    pub fn error(message: impl std::fmt::Display) -> Self {
+        Self::failure(ModelError::msg(message))
+    }
+
+    /// The model call fails before any output with the given error.
+    pub fn failure(error: ModelError) -> Self {
+        Self {
+            fail_before: Some(error),
+            ..Self::chunks([])
+        }
+    }
+
+    /// A response with no content at all.
+    pub fn empty() -> Self {
+        Self::chunks([])
+    }
+
+    /// Adds a final usage-only chunk.
+    #[must_use]
+    pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> Self {
+        self.usage = Some(ChatUsage {
+            input_tokens,
+            output_tokens,
+        });
+        self
+    }
+
+    /// Waits this long (on the tokio timer) before the response starts.
+    #[must_use]
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
+        self
+    }
+
+    fn into_stream(self) -> Result<ChatStream, ModelError> {
+        if let Some(err) = self.fail_before {
+            return Err(err);
+        }
+        let usage = self.usage.map(|usage| {
+            Ok(ChatResponse {
+                usage: Some(usage),
+                finish_reason: Some("stop".to_owned()),
+                ..ChatResponse::default()
+            })
+        });
+        let items = self
+            .chunks
+            .into_iter()
+            .map(ScriptedChunk::into_item)
+            .chain(usage);
+        Ok(futures::stream::iter(items).boxed())
+    }
+}
+
+/// A [`Model`] that plays scripted responses, one per request, and records every request.
+///
+/// Cloning shares the script and the record. When the script runs out, requests fail with
+/// a [`ModelError`] saying so (or, with [`cycling`](Self::cycling), the script starts over).
+///
+/// ```
+/// use agentscope_core::{Model, ModelRequest, Msg};
+/// use agentscope_test::{ScriptedModel, ScriptedResponse};
+///
+/// # futures::executor::block_on(async {
+/// let model = ScriptedModel::new([ScriptedResponse::text("hi")]);
+/// let request = ModelRequest { messages: vec![Msg::user("hello")], ..Default::default() };
+/// let _stream = model.stream(request).await.unwrap();
+/// assert_eq!(model.requests()[0].messages[0].text(), "hello");
+/// assert!(model.stream(ModelRequest::default()).await.is_err()); // script exhausted
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct ScriptedModel {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    state: Mutex<State>,
+}
+
+struct State {
+    script: VecDeque<ScriptedResponse>,
+    played: Vec<ScriptedResponse>,
+    cycling: bool,
+    requests: Vec<ModelRequest>,
+    record_requests: bool,
+    request_count: usize,
+}
+
+impl ScriptedModel {
+    /// A model named `"scripted-model"` that plays `responses` in order.
+    pub fn new(responses: impl IntoIterator<Item = ScriptedResponse>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                name: "scripted-model".to_owned(),
+                state: Mutex::new(State {
+                    script: responses.into_iter().collect(),
+                    played: Vec::new(),
+                    cycling: false,
+                    requests: Vec::new(),
+                    record_requests: true,
+                    request_count: 0,
+                }),
+            }),
+        }
+    }
+
+    /// The same script under another model name.
+    #[must_use]
+    pub fn with_name(self, name: impl Into<String>) -> Self {
+        let state = self.take_state();
+        Self {
+            inner: Arc::new(Inner {
+                name: name.into(),
+                state: Mutex::new(state),
+            }),
+        }
+    }
+
+    /// Starts the script over when it runs out (for benchmarks and soak tests).
+    #[must_use]
+    pub fn cycling(self) -> Self {
+        self.lock().cycling = true;
+        self
+    }
+
+    /// Stops recording requests (for benchmarks: recording copies every request).
+    #[must_use]
+    pub fn without_recording(self) -> Self {
+        self.lock().record_requests = false;
+        self
+    }
+
+    fn take_state(&self) -> State {
+        let mut state = self.lock();
+        State {
+            script: std::mem::take(&mut state.script),
+            played: std::mem::take(&mut state.played),
+            cycling: state.cycling,
+            requests: std::mem::take(&mut state.requests),
+            record_requests: state.record_requests,
+            request_count: state.request_count,
+        }
+    }
+
+    /// Appends a response to the script.
+    pub fn push(&self, response: ScriptedResponse) {
+        self.lock().script.push_back(response);
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.lock().requests.clone()
+    }
+
+    /// The last request received.
+    pub fn last_request(&self) -> Option<ModelRequest> {
+        self.lock().requests.last().cloned()
+    }
+
+    /// How many requests were received.
+    pub fn request_count(&self) -> usize {
+        self.lock().request_count
+    }
+
+    /// How many scripted responses are left.
+    pub fn remaining(&self) -> usize {
+        self.lock().script.len()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn next_response(&self, request: ModelRequest) -> Result<ScriptedResponse, ModelError> {
+        let mut state = self.lock();
+        state.request_count += 1;
+        let number = state.request_count;
+        if state.record_requests {
+            state.requests.push(request);
+        }
+        if state.script.is_empty() && state.cycling {
+            let played = std::mem::take(&mut state.played);
+            state.script.extend(played);
+        }
+        match state.script.pop_front() {
+            Some(response) => {
+                if state.cycling {
+                    state.played.push(response.clone());
+                }
+                Ok(response)
+            }
+            None => Err(ModelError::msg(format!(
+                "ScriptedModel '{}': no scripted response left for request #{number}",
+                self.inner.name
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Debug for ScriptedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedModel")
+            .field("name", &self.inner.name)
+            .field("remaining", &self.remaining())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Model for ScriptedModel {
+    fn model_name(&self) -> &str {
+        &self.inner.name
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
+        let response = self.next_response(request)?;
+        if let Some(delay) = response.delay {
+            tokio::time::sleep(delay).await;
+        }
+        response.into_stream()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentscope_core::ChatAccumulator;
+    use futures::executor::block_on;
+    use serde_json::json;
+
+    async fn assemble(model: &ScriptedModel) -> Result<agentscope_core::Msg, ModelError> {
+        let mut stream = model.stream(ModelRequest::default()).await?;
+        let mut acc = ChatAccumulator::new("a");
+        while let Some(chunk) = stream.next().await {
+            acc.push(&chunk?);
+        }
+        Ok(acc.finish())
+    }
+
+    #[test]
+    fn plays_in_order_and_records() {
+        let model = ScriptedModel::new([
+            ScriptedResponse::text("one"),
+            ScriptedResponse::tool_call("c1", "calc", json!({"a": 1})).with_usage(5, 6),
+        ]);
+        let first = block_on(assemble(&model)).unwrap();
+        assert_eq!(first.text(), "one");
+        let second = block_on(assemble(&model)).unwrap();
+        assert_eq!(second.tool_uses()[0].input, json!({"a": 1}));
+        assert_eq!(second.metadata["usage"]["output_tokens"], 6);
+        assert_eq!(model.request_count(), 2);
+        let err = block_on(assemble(&model)).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("no scripted response left for request #3")
+        );
+    }
+
+    #[test]
+    fn streamed_tool_call_fragments_assemble() {
+        let model = ScriptedModel::new([ScriptedResponse::chunks([
+            ScriptedChunk::tool_call_start("c9", "search"),
+            ScriptedChunk::tool_call_args("{\"q\":"),
+            ScriptedChunk::tool_call_args("\"rust\"}"),
+        ])]);
+        let msg = block_on(assemble(&model)).unwrap();
+        assert_eq!(msg.tool_uses()[0].id, "c9");
+        assert_eq!(msg.tool_uses()[0].input, json!({"q": "rust"}));
+    }
+
+    #[test]
+    fn errors_before_and_during_the_stream() {
+        let model = ScriptedModel::new([
+            ScriptedResponse::error("down"),
+            ScriptedResponse::chunks([ScriptedChunk::text("par"), ScriptedChunk::error("cut")]),
+        ]);
+        assert_eq!(block_on(assemble(&model)).unwrap_err().to_string(), "down");
+        let err = block_on(assemble(&model)).unwrap_err();
+        assert!(matches!(err, ModelError::Stream { ref message } if message == "cut"));
+    }
+
+    #[test]
+    fn cycling_restarts_the_script() {
+        let model = ScriptedModel::new([ScriptedResponse::text("a"), ScriptedResponse::text("b")])
+            .cycling()
+            .with_name("loop");
+        let texts: Vec<String> = (0..5)
+            .map(|_| block_on(assemble(&model)).unwrap().text())
+            .collect();
+        assert_eq!(texts, ["a", "b", "a", "b", "a"]);
+        assert_eq!(model.model_name(), "loop");
+    }
+
+    #[tokio::test]
+    async fn delay_waits_on_the_timer() {
+        let model = ScriptedModel::new([
+            ScriptedResponse::text("late").with_delay(Duration::from_millis(30))
+        ]);
+        let start = std::time::Instant::now();
+        assemble(&model).await.unwrap();
+        assert!(start.elapsed() >= Duration::from_millis(30));
+    }
+}
