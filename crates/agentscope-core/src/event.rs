@@ -1131,6 +1131,18 @@ macro_rules! from_event {
             fn from(event: $ty) -> Self {
                 HookEvent::$variant(event)
             }
+        }
+
+        impl TryFrom<HookEvent> for $ty {
+            type Error = HookEvent;
+
+            /// Unwraps the event, or gives it back when it is of another kind.
+            fn try_from(event: HookEvent) -> Result<Self, HookEvent> {
+                match event {
+                    HookEvent::$variant(inner) => Ok(inner),
+                    other => Err(other),
+                }
+            }
         })*
     };
 }

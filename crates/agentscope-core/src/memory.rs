@@ -32,3 +32,29 @@ pub trait Memory: Send + Sync + 'static {
         self.len() == 0
     }
 }
+
+impl<M: Memory> Memory for std::sync::Arc<M> {
+    fn add(&self, message: Msg) {
+        (**self).add(message);
+    }
+
+    fn extend(&self, messages: Vec<Msg>) {
+        (**self).extend(messages);
+    }
+
+    fn messages(&self) -> Vec<Msg> {
+        (**self).messages()
+    }
+
+    fn clear(&self) {
+        (**self).clear();
+    }
+
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+
+    fn is_empty(&self) -> bool {
+        (**self).is_empty()
+    }
+}

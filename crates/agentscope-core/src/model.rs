@@ -137,8 +137,19 @@ pub struct ToolSchema {
     pub name: String,
     /// What the tool does, for the model.
     pub description: String,
-    /// The JSON schema of the arguments object.
-    pub parameters: Value,
+    /// The JSON schema of the arguments object (shared: requests copy schemas cheaply).
+    pub parameters: Arc<Value>,
+}
+
+impl ToolSchema {
+    /// Describes a tool.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters: Arc::new(parameters),
+        }
+    }
 }
 
 /// Which tool the model must (or must not) call.

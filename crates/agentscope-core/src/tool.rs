@@ -109,11 +109,7 @@ impl BoxedTool {
         if let Some(boxed) = (&tool as &dyn std::any::Any).downcast_ref::<BoxedTool>() {
             return boxed.clone();
         }
-        let schema = ToolSchema {
-            name: tool.name().to_owned(),
-            description: tool.description().to_owned(),
-            parameters: tool.parameters(),
-        };
+        let schema = ToolSchema::new(tool.name(), tool.description(), tool.parameters());
         Self {
             tool: Arc::new(tool),
             schema: Arc::new(schema),
@@ -142,7 +138,7 @@ impl Tool for BoxedTool {
     }
 
     fn parameters(&self) -> Value {
-        self.schema.parameters.clone()
+        (*self.schema.parameters).clone()
     }
 
     fn call(

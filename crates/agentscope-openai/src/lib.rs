@@ -1,1 +1,59 @@
-//! OpenAI-compatible chat-completions model for agentscope-rs (work in progress).
+//! An OpenAI-compatible chat-completions [`Model`](agentscope_core::Model) for agentscope-rs.
+//!
+//! [`OpenAIChatModel`] speaks the chat-completions wire protocol over HTTP (reqwest with
+//! rustls, no OpenSSL) and streams every answer with server-sent events. It works with
+//! OpenAI and with the servers that copy its API: Azure-style gateways, vLLM, llama.cpp
+//! server, Ollama, LM Studio, DeepSeek, DashScope (compatible mode), OpenRouter and others.
+//!
+//! ```no_run
+//! use agentscope_openai::OpenAIChatModel;
+//!
+//! // OPENAI_API_KEY, OPENAI_BASE_URL (optional) and AGENTSCOPE_MODEL
+//! let model = OpenAIChatModel::from_env()?;
+//!
+//! // or explicitly, e.g. a local vLLM server
+//! let local = OpenAIChatModel::builder()
+//!     .base_url("http://127.0.0.1:8000/v1")
+//!     .model("Qwen/Qwen3-8B")
+//!     .build()?;
+//! # Ok::<(), agentscope_core::ModelError>(())
+//! ```
+//!
+//! # What is sent
+//!
+//! A [`ModelRequest`](agentscope_core::ModelRequest) maps to one chat-completions body:
+//!
+//! - messages in order: system and user messages as text (user messages holding images as
+//!   content parts with `image_url`), assistant messages with their text and `tool_calls`
+//!   (thinking is not sent back), and one `tool` message per tool result, with its
+//!   `tool_call_id`;
+//! - tool schemas as `tools` (`{"type": "function", "function": {name, description,
+//!   parameters}}`), and `tool_choice` / `parallel_tool_calls` only when there are tools;
+//! - the [`GenerateOptions`](agentscope_core::GenerateOptions) that are set (`temperature`,
+//!   `top_p`, `max_tokens`, `stop`, `seed`, `response_format`), then the `extra` fields,
+//!   which are merged into the top level of the body last (so they can override anything,
+//!   e.g. `max_completion_tokens` for models that want it);
+//! - `stream: true` and `stream_options: {"include_usage": true}`.
+//!
+//! # What comes back
+//!
+//! Each streamed delta becomes one [`ChatResponse`](agentscope_core::ChatResponse): text and
+//! `refusal` as text blocks, `reasoning_content` (DeepSeek, Qwen, vLLM) or `reasoning`
+//! (OpenRouter) as thinking blocks, and tool-call fragments as
+//! [`ToolUseBlock`](agentscope_core::ToolUseBlock) fragments that
+//! [`ChatAccumulator`](agentscope_core::ChatAccumulator) assembles. The first tool call of a
+//! response streams live (its id and name first, then argument pieces with an empty id);
+//! further calls are buffered per index and arrive whole, in index order, at the end of the
+//! response, which keeps interleaved parallel calls correct. Usage arrives on the last
+//! chunk. Arguments that are not valid JSON at the end stay in `raw_input`, so the engine
+//! reports an argument error to the model instead of failing.
+#![warn(missing_docs)]
+
+mod client;
+mod decode;
+mod request;
+mod sse;
+
+pub use client::{
+    DEFAULT_BASE_URL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAIChatModel, OpenAIChatModelBuilder,
+};

@@ -1,0 +1,741 @@
+//! Turns the chat-completions wire format (SSE bytes, or one JSON completion) into
+//! [`ChatResponse`] delta chunks.
+//!
+//! # Tool-call fragments
+//!
+//! OpenAI streams a tool call as `delta.tool_calls[{index, id?, function{name?, arguments?}}]`:
+//! the first fragment of an index carries the id and name, later ones pieces of the argument
+//! text. The engine's [`ChatAccumulator`](agentscope_core::ChatAccumulator) continues only the
+//! most recent call (a fragment with an empty id), so fragments can be forwarded live only
+//! for one call at a time. The decoder therefore streams the **first** call of a response
+//! live (first fragment with id and name, continuations with an empty id) and buffers every
+//! other call per index; buffered calls are emitted whole, in index order, when the response
+//! ends (`[DONE]` or end of body). That assembles correctly whatever order the provider sends
+//! fragments in, including interleaved parallel calls, and still streams the arguments of
+//! the common single call as they arrive.
+
+use agentscope_core::{ChatResponse, ChatUsage, ContentBlock, ModelError, ToolUseBlock};
+use serde_json::Value;
+
+use crate::sse::{SseEvent, SseParser};
+
+/// Decodes one streamed response.
+#[derive(Debug, Default)]
+pub(crate) struct Decoder {
+    sse: SseParser,
+    events: Vec<SseEvent>,
+    id: String,
+    calls: Vec<CallState>,
+    /// The position in `calls` of the call that is streamed live.
+    live: Option<usize>,
+    usage: Option<ChatUsage>,
+    done: bool,
+}
+
+#[derive(Debug)]
+struct CallState {
+    /// The provider's index (or a synthetic one when it sent none).
+    index: u64,
+    id: String,
+    name: String,
+    /// Argument text received so far (buffered calls only).
+    arguments: String,
+}
+
+impl Decoder {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether the response ended (`[DONE]`, a final JSON completion or an error).
+    pub(crate) fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Feeds a piece of the SSE body; returns the chunks it completes. An `Err` item is
+    /// always the last one: the response is over.
+    ///
+    /// After `[DONE]` the final chunk (buffered tool calls and usage) is returned and further
+    /// input is ignored.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<Result<ChatResponse, ModelError>> {
+        if self.done {
+            return Vec::new();
+        }
+        self.sse.feed(bytes, &mut self.events);
+        self.drain_events()
+    }
+
+    /// Ends the body: dispatches an unterminated last event, then returns the final chunk
+    /// (buffered tool calls and usage), if any.
+    pub(crate) fn finish(&mut self) -> Vec<Result<ChatResponse, ModelError>> {
+        if self.done {
+            return Vec::new();
+        }
+        self.sse.finish(&mut self.events);
+        let mut out = self.drain_events();
+        if !self.done {
+            self.done = true;
+            out.extend(self.final_chunk().map(Ok));
+        }
+        out
+    }
+
+    /// Decodes a whole (non-streamed) chat completion, for servers that ignore `stream`.
+    pub(crate) fn decode_completion(
+        &mut self,
+        body: &[u8],
+    ) -> Vec<Result<ChatResponse, ModelError>> {
+        self.done = true;
+        let value: Value = match serde_json::from_slice(body) {
+            Ok(value) => value,
+            Err(err) => return vec![Err(invalid_json(body, &err))],
+        };
+        match self.handle_value(&value, false) {
+            Ok(chunk) => chunk
+                .into_iter()
+                .chain(self.final_chunk())
+                .map(Ok)
+                .collect(),
+            Err(err) => vec![Err(err)],
+        }
+    }
+
+    fn drain_events(&mut self) -> Vec<Result<ChatResponse, ModelError>> {
+        let mut out = Vec::new();
+        let events = std::mem::take(&mut self.events);
+        for event in events {
+            let data = event.data.trim();
+            if data == "[DONE]" {
+                self.done = true;
+                out.extend(self.final_chunk().map(Ok));
+                break;
+            }
+            if data.is_empty() {
+                continue;
+            }
+            let is_error_event = event.event.as_deref() == Some("error");
+            let result = match serde_json::from_str::<Value>(data) {
+                Ok(value) => self.handle_value(&value, is_error_event),
+                Err(_) if is_error_event => Err(ModelError::Stream {
+                    message: data.to_owned(),
+                }),
+                Err(err) => Err(invalid_json(data.as_bytes(), &err)),
+            };
+            match result {
+                Ok(chunk) => out.extend(chunk.map(Ok)),
+                Err(err) => {
+                    self.done = true;
+                    out.push(Err(err));
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    /// Handles one chunk object (`chat.completion.chunk`, or a whole `chat.completion`).
+    fn handle_value(
+        &mut self,
+        value: &Value,
+        is_error_event: bool,
+    ) -> Result<Option<ChatResponse>, ModelError> {
+        if let Some(message) = error_message(value) {
+            return Err(ModelError::Stream { message });
+        }
+        if is_error_event {
+            return Err(ModelError::Stream {
+                message: value.to_string(),
+            });
+        }
+        if !value.is_object() {
+            return Err(ModelError::InvalidResponse {
+                message: format!(
+                    "expected a JSON object, got: {}",
+                    snippet(&value.to_string())
+                ),
+            });
+        }
+        if self.id.is_empty()
+            && let Some(id) = value.get("id").and_then(Value::as_str)
+        {
+            id.clone_into(&mut self.id);
+        }
+        if let Some(usage) = value.get("usage").and_then(parse_usage) {
+            // Deferred to the final chunk: some servers repeat cumulative usage on every
+            // chunk, and the accumulator sums what it is given.
+            self.usage = Some(usage);
+        }
+        let choice = value
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|choices| {
+                choices
+                    .iter()
+                    .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+            });
+        let Some(choice) = choice else {
+            return Ok(None);
+        };
+        let mut content = Vec::new();
+        let delta = choice.get("delta").or_else(|| choice.get("message"));
+        if let Some(delta) = delta {
+            self.handle_delta(delta, &mut content);
+        }
+        let finish_reason = choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if content.is_empty() && finish_reason.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(ChatResponse {
+            id: self.id.clone(),
+            content,
+            usage: None,
+            finish_reason,
+        }))
+    }
+
+    fn handle_delta(&mut self, delta: &Value, content: &mut Vec<ContentBlock>) {
+        let reasoning = non_empty_str(delta.get("reasoning_content"))
+            .or_else(|| non_empty_str(delta.get("reasoning")));
+        if let Some(thinking) = reasoning {
+            content.push(ContentBlock::thinking(thinking));
+        }
+        match delta.get("content") {
+            Some(Value::String(text)) if !text.is_empty() => {
+                content.push(ContentBlock::text(text.as_str()));
+            }
+            // Some servers send content as an array of parts.
+            Some(Value::Array(parts)) => {
+                for part in parts {
+                    if part.get("type").and_then(Value::as_str) == Some("text")
+                        && let Some(text) = non_empty_str(part.get("text"))
+                    {
+                        content.push(ContentBlock::text(text));
+                    }
+                }
+            }
+            _ => {}
+        }
+        if let Some(refusal) = non_empty_str(delta.get("refusal")) {
+            content.push(ContentBlock::text(refusal));
+        }
+        if let Some(tool_calls) = delta.get("tool_calls").and_then(Value::as_array) {
+            for fragment in tool_calls {
+                if let Some(block) = self.tool_fragment(fragment) {
+                    content.push(block);
+                }
+            }
+        }
+    }
+
+    /// Records one tool-call fragment; returns the block to emit now (live call only).
+    fn tool_fragment(&mut self, fragment: &Value) -> Option<ContentBlock> {
+        let index = fragment.get("index").and_then(Value::as_u64);
+        let id = non_empty_str(fragment.get("id"));
+        let function = fragment.get("function");
+        let name = non_empty_str(function.and_then(|f| f.get("name")));
+        let piece = match function.and_then(|f| f.get("arguments")) {
+            Some(Value::String(text)) => text.clone(),
+            None | Some(Value::Null) => String::new(),
+            // A few servers send the arguments as an object rather than a string.
+            Some(other) => other.to_string(),
+        };
+
+        let existing = match index {
+            Some(index) => self
+                .calls
+                .iter()
+                .rposition(|call| call.index == index)
+                // The same index with another id is a new call (seen from servers that
+                // number every call 0).
+                .filter(|&at| id.is_none_or(|id| self.calls[at].id == id)),
+            None => match self.calls.last() {
+                Some(last) if id.is_none_or(|id| last.id == id) => Some(self.calls.len() - 1),
+                _ => None,
+            },
+        };
+
+        match existing {
+            Some(at) => {
+                let live = self.live == Some(at);
+                let call = &mut self.calls[at];
+                let named_now = call.name.is_empty() && name.is_some();
+                if let Some(name) = name
+                    && call.name.is_empty()
+                {
+                    name.clone_into(&mut call.name);
+                }
+                if !live {
+                    call.arguments.push_str(&piece);
+                    return None;
+                }
+                if piece.is_empty() && !named_now {
+                    return None;
+                }
+                Some(
+                    ToolUseBlock {
+                        id: String::new(),
+                        name: if named_now {
+                            call.name.clone()
+                        } else {
+                            String::new()
+                        },
+                        input: Value::Null,
+                        raw_input: Some(piece),
+                    }
+                    .into(),
+                )
+            }
+            None => {
+                let index = index
+                    .unwrap_or_else(|| self.calls.iter().map(|c| c.index + 1).max().unwrap_or(0));
+                let call = CallState {
+                    index,
+                    id: id.map_or_else(generated_call_id, str::to_owned),
+                    name: name.unwrap_or_default().to_owned(),
+                    arguments: String::new(),
+                };
+                if self.live.is_none() {
+                    let block = ToolUseBlock {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        input: Value::Null,
+                        raw_input: Some(piece),
+                    };
+                    self.calls.push(call);
+                    self.live = Some(self.calls.len() - 1);
+                    Some(block.into())
+                } else {
+                    let mut call = call;
+                    call.arguments = piece;
+                    self.calls.push(call);
+                    None
+                }
+            }
+        }
+    }
+
+    /// The last chunk: buffered tool calls in index order, and the usage.
+    fn final_chunk(&mut self) -> Option<ChatResponse> {
+        let live = self.live;
+        let mut buffered: Vec<CallState> = std::mem::take(&mut self.calls)
+            .into_iter()
+            .enumerate()
+            .filter(|(at, _)| Some(*at) != live)
+            .map(|(_, call)| call)
+            .collect();
+        buffered.sort_by_key(|call| call.index); // stable: same-index calls keep arrival order
+        let content: Vec<ContentBlock> = buffered
+            .into_iter()
+            .map(|call| {
+                ToolUseBlock {
+                    id: call.id,
+                    name: call.name,
+                    input: Value::Null,
+                    raw_input: Some(call.arguments),
+                }
+                .into()
+            })
+            .collect();
+        let usage = self.usage.take();
+        if content.is_empty() && usage.is_none() {
+            return None;
+        }
+        Some(ChatResponse {
+            id: self.id.clone(),
+            content,
+            usage,
+            finish_reason: None,
+        })
+    }
+}
+
+fn non_empty_str(value: Option<&Value>) -> Option<&str> {
+    value.and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+fn parse_usage(value: &Value) -> Option<ChatUsage> {
+    let object = value.as_object()?;
+    let get = |key: &str| object.get(key).and_then(Value::as_u64).unwrap_or(0);
+    Some(ChatUsage {
+        input_tokens: get("prompt_tokens"),
+        output_tokens: get("completion_tokens"),
+    })
+}
+
+/// The provider's error message in an `{"error": ...}` object, if this is one.
+pub(crate) fn error_message(value: &Value) -> Option<String> {
+    let error = value.get("error")?;
+    match error {
+        Value::Null => None,
+        Value::String(message) => Some(message.clone()),
+        Value::Object(object) => Some(
+            object
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_owned),
+        ),
+        other => Some(other.to_string()),
+    }
+}
+
+fn invalid_json(data: &[u8], err: &serde_json::Error) -> ModelError {
+    ModelError::InvalidResponse {
+        message: format!(
+            "not a JSON chunk ({err}): {}",
+            snippet(&String::from_utf8_lossy(data))
+        ),
+    }
+}
+
+/// At most 200 characters of `text`, for error messages.
+pub(crate) fn snippet(text: &str) -> String {
+    const MAX: usize = 200;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+fn generated_call_id() -> String {
+    format!("call_{:016x}", crate::client::random_u64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentscope_core::{ChatAccumulator, Msg};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    const TEXT: &str = include_str!("../tests/fixtures/text.sse");
+    const THINKING: &str = include_str!("../tests/fixtures/thinking_text.sse");
+    const TOOL: &str = include_str!("../tests/fixtures/tool_call.sse");
+    const PARALLEL: &str = include_str!("../tests/fixtures/parallel_tool_calls.sse");
+    const INTERLEAVED: &str = include_str!("../tests/fixtures/interleaved_tool_calls.sse");
+    const INVALID: &str = include_str!("../tests/fixtures/invalid_arguments.sse");
+    const KEEPALIVE: &str = include_str!("../tests/fixtures/keepalive_multiline.sse");
+
+    /// Every fixture, and every fixture again with CRLF line endings.
+    fn fixtures() -> Vec<String> {
+        let lf = [
+            TEXT,
+            THINKING,
+            TOOL,
+            PARALLEL,
+            INTERLEAVED,
+            INVALID,
+            KEEPALIVE,
+        ];
+        let crlf = lf.map(|body| body.replace('\n', "\r\n"));
+        lf.iter()
+            .map(|body| (*body).to_owned())
+            .chain(crlf)
+            .collect()
+    }
+
+    /// Decodes `pieces` in order; the chunks, or the error that ended them.
+    fn decode(pieces: &[&[u8]]) -> (Vec<ChatResponse>, Option<ModelError>) {
+        let mut decoder = Decoder::new();
+        let mut items = Vec::new();
+        for piece in pieces {
+            items.extend(decoder.feed(piece));
+        }
+        items.extend(decoder.finish());
+        let mut chunks = Vec::new();
+        for (i, item) in items.into_iter().enumerate() {
+            match item {
+                Ok(chunk) => chunks.push(chunk),
+                Err(err) => {
+                    assert!(decoder.is_done(), "error at item {i} must end the stream");
+                    return (chunks, Some(err));
+                }
+            }
+        }
+        (chunks, None)
+    }
+
+    fn assemble(chunks: &[ChatResponse]) -> Msg {
+        let mut acc = ChatAccumulator::new("assistant");
+        for chunk in chunks {
+            acc.push(chunk);
+        }
+        acc.finish()
+    }
+
+    fn pieces_at<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+        cuts.sort_unstable();
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        for cut in cuts {
+            pieces.push(&bytes[start..cut]);
+            start = cut;
+        }
+        pieces.push(&bytes[start..]);
+        pieces
+    }
+
+    #[test]
+    fn every_single_split_point_of_every_fixture_decodes_identically() {
+        for body in fixtures() {
+            let bytes = body.as_bytes();
+            let (whole, err) = decode(&[bytes]);
+            assert!(err.is_none(), "{err:?}");
+            for split in 0..=bytes.len() {
+                let (a, b) = bytes.split_at(split);
+                let (chunks, err) = decode(&[a, b]);
+                assert!(err.is_none());
+                // Generated ids are the only thing allowed to differ; fixtures have ids.
+                assert_eq!(chunks, whole, "split at {split}");
+            }
+        }
+    }
+
+    #[test]
+    fn byte_by_byte_decodes_identically() {
+        for body in fixtures() {
+            let bytes = body.as_bytes();
+            let pieces: Vec<&[u8]> = bytes.chunks(1).collect();
+            assert_eq!(decode(&pieces).0, decode(&[bytes]).0);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_split_assembles_the_same_message(
+            which in 0usize..14,
+            cuts in proptest::collection::vec(any::<usize>(), 0..40),
+        ) {
+            let fixtures = fixtures();
+            let bytes = fixtures[which].as_bytes();
+            let (whole, _) = decode(&[bytes]);
+            let (split, err) = decode(&pieces_at(bytes, &cuts));
+            prop_assert!(err.is_none());
+            prop_assert_eq!(&split, &whole);
+            prop_assert_eq!(assemble(&split).content, assemble(&whole).content);
+        }
+    }
+
+    #[test]
+    fn first_tool_call_streams_live_with_continuations_and_others_are_buffered() {
+        let (chunks, _) = decode(&[PARALLEL.as_bytes()]);
+        let tool_blocks: Vec<&ToolUseBlock> = chunks
+            .iter()
+            .flat_map(|c| &c.content)
+            .filter_map(|b| match b {
+                ContentBlock::ToolUse(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        let first = tool_blocks[0];
+        assert_eq!(
+            (
+                first.id.as_str(),
+                first.name.as_str(),
+                first.raw_input.as_deref()
+            ),
+            ("call_Qx1Hc0mKo9bW2c3P4jrT8fGv", "get_weather", Some(""))
+        );
+        assert_eq!(first.input, Value::Null);
+        // Continuations of the live call have an empty id and name.
+        assert!(
+            tool_blocks[1..tool_blocks.len() - 1]
+                .iter()
+                .all(|t| t.id.is_empty() && t.name.is_empty() && t.raw_input.is_some())
+        );
+        // The second call arrives whole in the final chunk, with the usage.
+        let last = chunks.last().unwrap();
+        assert!(last.usage.is_some());
+        assert_eq!(
+            last.content,
+            vec![ContentBlock::ToolUse(ToolUseBlock {
+                id: "call_Zb4k1lJ7tYbU2WqfE5nRxC3a".into(),
+                name: "get_time".into(),
+                input: Value::Null,
+                raw_input: Some("{\"timezone\": \"Europe/Paris\"}".into()),
+            })]
+        );
+    }
+
+    fn sse(values: &[Value]) -> String {
+        let mut body = String::new();
+        for value in values {
+            body.push_str(&format!("data: {value}\n\n"));
+        }
+        body.push_str("data: [DONE]\n\n");
+        body
+    }
+
+    fn tool_delta(tool_calls: Value) -> Value {
+        json!({"id": "r1", "choices": [{"index": 0, "delta": {"tool_calls": tool_calls}}]})
+    }
+
+    #[test]
+    fn calls_numbered_all_zero_with_distinct_ids_stay_distinct() {
+        let body = sse(&[
+            tool_delta(
+                json!([{"index": 0, "id": "a", "function": {"name": "f", "arguments": "{\"x\":1}"}}]),
+            ),
+            tool_delta(
+                json!([{"index": 0, "id": "b", "function": {"name": "g", "arguments": "{\"y\":2}"}}]),
+            ),
+        ]);
+        let msg = assemble(&decode(&[body.as_bytes()]).0);
+        let uses = msg.tool_uses();
+        assert_eq!(uses.len(), 2);
+        assert_eq!(
+            (uses[0].id.as_str(), &uses[0].input),
+            ("a", &json!({"x": 1}))
+        );
+        assert_eq!(
+            (uses[1].id.as_str(), &uses[1].input),
+            ("b", &json!({"y": 2}))
+        );
+    }
+
+    #[test]
+    fn calls_without_index_or_id_and_object_arguments() {
+        let body = sse(&[
+            tool_delta(json!([
+                {"function": {"name": "f", "arguments": {"x": 1}}},
+                {"id": "k", "function": {"name": "g", "arguments": ""}}
+            ])),
+            tool_delta(json!([{"function": {"arguments": "{}"}}])),
+        ]);
+        let msg = assemble(&decode(&[body.as_bytes()]).0);
+        let uses = msg.tool_uses();
+        assert_eq!(uses.len(), 2);
+        assert!(
+            uses[0].id.starts_with("call_") && uses[0].id.len() == 21,
+            "{}",
+            uses[0].id
+        );
+        assert_eq!(
+            (uses[0].name.as_str(), &uses[0].input),
+            ("f", &json!({"x": 1}))
+        );
+        assert_eq!((uses[1].id.as_str(), &uses[1].input), ("k", &json!({})));
+    }
+
+    #[test]
+    fn late_name_fills_in() {
+        let body = sse(&[
+            tool_delta(json!([{"index": 0, "id": "a", "function": {"arguments": "{"}}])),
+            tool_delta(json!([{"index": 0, "function": {"name": "f", "arguments": "}"}}])),
+        ]);
+        let msg = assemble(&decode(&[body.as_bytes()]).0);
+        assert_eq!(msg.tool_uses()[0].name, "f");
+        assert_eq!(msg.tool_uses()[0].input, json!({}));
+    }
+
+    #[test]
+    fn openrouter_reasoning_field_and_refusal_and_content_parts() {
+        let body = sse(&[
+            json!({"id": "r", "choices": [{"index": 0, "delta": {"reasoning": "hmm"}}]}),
+            json!({"id": "r", "choices": [{"index": 0, "delta": {"content": [{"type": "text", "text": "a"}]}}]}),
+            json!({"id": "r", "choices": [{"index": 0, "delta": {"refusal": "b"}}]}),
+        ]);
+        let msg = assemble(&decode(&[body.as_bytes()]).0);
+        assert_eq!(
+            msg.content,
+            vec![ContentBlock::thinking("hmm"), ContentBlock::text("ab")]
+        );
+    }
+
+    #[test]
+    fn cumulative_usage_is_reported_once() {
+        let body = sse(&[
+            json!({"id": "r", "choices": [{"index": 0, "delta": {"content": "a"}}], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}),
+            json!({"id": "r", "choices": [{"index": 0, "delta": {"content": "b"}}], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}),
+        ]);
+        let msg = assemble(&decode(&[body.as_bytes()]).0);
+        assert_eq!(
+            msg.metadata["usage"],
+            json!({"input_tokens": 5, "output_tokens": 2})
+        );
+    }
+
+    #[test]
+    fn error_frames_and_garbage_end_the_stream() {
+        let body = "data: {\"id\":\"r\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n\
+                    data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n\
+                    data: {\"id\":\"r\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]}\n\n";
+        let (chunks, err) = decode(&[body.as_bytes()]);
+        assert_eq!(chunks.len(), 1);
+        assert!(matches!(err, Some(ModelError::Stream { ref message }) if message == "overloaded"));
+
+        let (_, err) = decode(&[b"event: error\ndata: upstream went away\n\n"]);
+        assert!(
+            matches!(err, Some(ModelError::Stream { ref message }) if message == "upstream went away")
+        );
+
+        let (_, err) = decode(&[b"data: {not json\n\n"]);
+        assert!(
+            matches!(err, Some(ModelError::InvalidResponse { ref message }) if message.contains("{not json"))
+        );
+
+        let (_, err) = decode(&[b"data: [1, 2]\n\n"]);
+        assert!(matches!(err, Some(ModelError::InvalidResponse { .. })));
+    }
+
+    #[test]
+    fn nothing_after_done_is_read_and_missing_done_still_finishes() {
+        let (chunks, err) = decode(&[b"data: [DONE]\n\ndata: {broken\n\n"]);
+        assert!(chunks.is_empty() && err.is_none());
+        let body = "data: {\"id\":\"r\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}";
+        let (chunks, err) = decode(&[body.as_bytes()]);
+        assert!(err.is_none());
+        assert_eq!(chunks.len(), 2);
+        assert_eq!(
+            chunks[1].usage,
+            Some(ChatUsage {
+                input_tokens: 1,
+                output_tokens: 1
+            })
+        );
+    }
+
+    #[test]
+    fn whole_completion_decodes_like_a_stream() {
+        let body = json!({
+            "id": "chatcmpl-9", "object": "chat.completion",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": "Checking.", "reasoning_content": "Need weather.",
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{\"city\":\"Paris\"}"}},
+                    {"id": "c2", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+                ]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}
+        });
+        let chunks: Vec<ChatResponse> = Decoder::new()
+            .decode_completion(body.to_string().as_bytes())
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(chunks[0].finish_reason.as_deref(), Some("tool_calls"));
+        let msg = assemble(&chunks);
+        assert_eq!(msg.thinking(), "Need weather.");
+        assert_eq!(msg.text(), "Checking.");
+        let uses = msg.tool_uses();
+        assert_eq!(
+            (uses[0].id.as_str(), &uses[0].input),
+            ("c1", &json!({"city": "Paris"}))
+        );
+        assert_eq!((uses[1].id.as_str(), &uses[1].input), ("c2", &json!({})));
+        assert_eq!(
+            msg.metadata["usage"],
+            json!({"input_tokens": 10, "output_tokens": 20})
+        );
+    }
+
+    #[test]
+    fn snippet_cuts_on_char_boundaries() {
+        let long = "é".repeat(300);
+        let cut = snippet(&long);
+        assert_eq!(cut.chars().count(), 203);
+        assert_eq!(snippet("short"), "short");
+    }
+}

@@ -1,0 +1,392 @@
+//! [`ReActAgent`]: the agent handle.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use agentscope_core::{
+    AgentError, AgentInfo, BoxedModel, CancellationToken, GenerateOptions, Hook, HookChain, HookId,
+    HookInfo, Memory, Msg, Role, system_injection_message,
+};
+
+use crate::builder::ReActAgentBuilder;
+use crate::engine;
+use crate::stream::{AgentStream, StreamOptions};
+use crate::toolkit::Toolkit;
+
+/// The input of one call: the new messages (empty to resume pending tool calls).
+///
+/// Converts from a [`Msg`], a `Vec<Msg>`, an array of messages, a string (a user message)
+/// and `()` (no input).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallInput(Vec<Msg>);
+
+impl CallInput {
+    /// The messages.
+    pub fn into_messages(self) -> Vec<Msg> {
+        self.0
+    }
+}
+
+impl From<Msg> for CallInput {
+    fn from(msg: Msg) -> Self {
+        CallInput(vec![msg])
+    }
+}
+
+impl From<Vec<Msg>> for CallInput {
+    fn from(msgs: Vec<Msg>) -> Self {
+        CallInput(msgs)
+    }
+}
+
+impl<const N: usize> From<[Msg; N]> for CallInput {
+    fn from(msgs: [Msg; N]) -> Self {
+        CallInput(msgs.into())
+    }
+}
+
+impl From<Option<Msg>> for CallInput {
+    fn from(msg: Option<Msg>) -> Self {
+        CallInput(msg.into_iter().collect())
+    }
+}
+
+impl From<&str> for CallInput {
+    fn from(text: &str) -> Self {
+        CallInput(vec![Msg::user(text)])
+    }
+}
+
+impl From<String> for CallInput {
+    fn from(text: String) -> Self {
+        CallInput(vec![Msg::user(text)])
+    }
+}
+
+impl From<()> for CallInput {
+    fn from((): ()) -> Self {
+        CallInput(Vec::new())
+    }
+}
+
+/// A ReAct agent: it reasons with a model, acts with tools, and reports every step of the
+/// way to its hooks.
+///
+/// `ReActAgent` is a cheap handle (an `Arc` inside): clone it to share the agent between
+/// tasks. Build one with [`ReActAgent::builder`].
+///
+/// ```
+/// use agentscope::prelude::*;
+/// use agentscope_test::{ScriptedModel, ScriptedResponse};
+///
+/// # tokio_test_block_on(async {
+/// let agent = ReActAgent::builder()
+///     .name("assistant")
+///     .sys_prompt("You are helpful.")
+///     .model(ScriptedModel::new([ScriptedResponse::text("Hi! How can I help?")]))
+///     .build()?;
+/// let reply = agent.call(Msg::user("hello")).await?;
+/// assert_eq!(reply.text(), "Hi! How can I help?");
+/// assert_eq!(reply.generate_reason(), Some(GenerateReason::ModelStop));
+/// assert_eq!(agent.memory().len(), 2); // the user message and the reply
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output { futures::executor::block_on(f) }
+/// ```
+#[derive(Clone)]
+pub struct ReActAgent {
+    inner: Arc<AgentInner>,
+}
+
+pub(crate) struct AgentInner {
+    pub(crate) info: Arc<AgentInfo>,
+    pub(crate) sys_prompt: Option<String>,
+    pub(crate) model: BoxedModel,
+    pub(crate) model_name: Arc<str>,
+    pub(crate) toolkit: Toolkit,
+    pub(crate) memory: Arc<dyn Memory>,
+    pub(crate) max_iters: usize,
+    pub(crate) max_goto_reasoning: usize,
+    pub(crate) options: GenerateOptions,
+    check_running: bool,
+    hooks: Mutex<Arc<HookChain>>,
+    running: AtomicBool,
+    active: Mutex<Vec<(u64, CancellationToken)>>,
+    next_call: AtomicU64,
+}
+
+/// Everything the builder decided.
+pub(crate) struct AgentConfig {
+    pub(crate) info: AgentInfo,
+    pub(crate) sys_prompt: Option<String>,
+    pub(crate) model: BoxedModel,
+    pub(crate) toolkit: Toolkit,
+    pub(crate) memory: Arc<dyn Memory>,
+    pub(crate) max_iters: usize,
+    pub(crate) max_goto_reasoning: usize,
+    pub(crate) options: GenerateOptions,
+    pub(crate) check_running: bool,
+    pub(crate) hooks: HookChain,
+}
+
+impl ReActAgent {
+    /// Starts building an agent.
+    pub fn builder() -> ReActAgentBuilder {
+        ReActAgentBuilder::default()
+    }
+
+    pub(crate) fn from_config(config: AgentConfig) -> Self {
+        use agentscope_core::Model;
+        let model_name: Arc<str> = Arc::from(config.model.model_name());
+        Self {
+            inner: Arc::new(AgentInner {
+                info: Arc::new(config.info),
+                sys_prompt: config.sys_prompt,
+                model: config.model,
+                model_name,
+                toolkit: config.toolkit,
+                memory: config.memory,
+                max_iters: config.max_iters,
+                max_goto_reasoning: config.max_goto_reasoning,
+                options: config.options,
+                check_running: config.check_running,
+                hooks: Mutex::new(Arc::new(config.hooks)),
+                running: AtomicBool::new(false),
+                active: Mutex::new(Vec::new()),
+                next_call: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Runs one call and returns the reply (after PostCall hooks).
+    ///
+    /// `input` is the new messages: a [`Msg`], a `Vec<Msg>`, a `&str` (a user message), or
+    /// `()` to resume tool calls left pending by a previous call (stopped or suspended). To
+    /// resume with externally computed results, pass tool messages
+    /// ([`Msg::tool_result`]). See the lifecycle in `docs/hooks.md`.
+    ///
+    /// The returned future is `Send + 'static`: spawn it if you like.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Busy`] at once when another call is running on this agent (unless
+    /// `check_running(false)`); otherwise whatever failed the call (a hook, the model,
+    /// invalid input), after `ErrorEvent` hooks ran.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future cancels the call at once: the model stream and running tools are
+    /// dropped, the agent is free again immediately, and any tool call stored without a
+    /// result gets an error result (memory never holds an orphan tool-use). Messages already
+    /// stored stay. Hooks see neither PostCall nor Error for a dropped call.
+    pub fn call(
+        &self,
+        input: impl Into<CallInput>,
+    ) -> impl Future<Output = Result<Msg, AgentError>> + Send + 'static {
+        let inner = Arc::clone(&self.inner);
+        let input = input.into().into_messages();
+        async move { engine::run(&inner, input, None).await }
+    }
+
+    /// Runs one call, delivering its events as a stream; the last item is the reply
+    /// (`EventType::AgentResult`) or the error.
+    ///
+    /// Hooks see exactly what they see with [`call`](Self::call): both run the same engine.
+    ///
+    /// ```
+    /// use agentscope::prelude::*;
+    /// use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
+    /// use futures::StreamExt;
+    ///
+    /// # futures::executor::block_on(async {
+    /// let model = ScriptedModel::new([ScriptedResponse::chunks([
+    ///     ScriptedChunk::text("Hel"),
+    ///     ScriptedChunk::text("lo"),
+    /// ])]);
+    /// let agent = ReActAgent::builder().model(model).build()?;
+    /// let mut events = agent.stream("hi", StreamOptions::default());
+    /// let mut deltas = String::new();
+    /// while let Some(event) = events.next().await {
+    ///     let event = event?;
+    ///     match (event.event_type, event.is_last) {
+    ///         (EventType::Reasoning, false) => deltas.push_str(&event.message.text()),
+    ///         (EventType::AgentResult, _) => assert_eq!(event.message.text(), "Hello"),
+    ///         _ => {}
+    ///     }
+    /// }
+    /// assert_eq!(deltas, "Hello");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`call`](Self::call): dropping the stream cancels the call at once; see
+    /// [`AgentStream`].
+    pub fn stream(&self, input: impl Into<CallInput>, options: StreamOptions) -> AgentStream {
+        let inner = Arc::clone(&self.inner);
+        let input = input.into().into_messages();
+        AgentStream::new(options, move |sink| async move {
+            engine::run(&inner, input, Some(&sink)).await
+        })
+    }
+
+    /// Stores messages in memory without replying; hooks see them as history on the next
+    /// call.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Busy`] while a call is running; [`AgentError::InvalidInput`] for
+    /// `System` messages (the system message is configured with `sys_prompt` or hooks).
+    pub async fn observe(&self, input: impl Into<CallInput>) -> Result<(), AgentError> {
+        let messages = input.into().into_messages();
+        if messages.iter().any(|msg| msg.role == Role::System) {
+            return Err(AgentError::invalid_input(system_injection_message(
+                "observed messages",
+            )));
+        }
+        let _guard = self.inner.begin_call()?;
+        self.inner.memory.extend(messages);
+        Ok(())
+    }
+
+    /// Asks the running call(s) to stop. Observed between steps, on every model chunk and by
+    /// running tools (through their context); the call stores what it has, gives pending
+    /// tool calls "interrupted" results and returns
+    /// `"I noticed that you have interrupted me. What can I do for you?"`
+    /// ([`GenerateReason::Interrupted`](agentscope_core::GenerateReason::Interrupted)).
+    /// Interrupting an idle agent does nothing.
+    pub fn interrupt(&self) {
+        for (_, token) in self.inner.active().iter() {
+            token.cancel();
+        }
+    }
+
+    /// Whether a call is running.
+    pub fn is_running(&self) -> bool {
+        !self.inner.active().is_empty()
+    }
+
+    /// The agent's memory.
+    pub fn memory(&self) -> &dyn Memory {
+        &*self.inner.memory
+    }
+
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        self.inner.info.name()
+    }
+
+    /// The agent's id.
+    pub fn id(&self) -> &str {
+        self.inner.info.id()
+    }
+
+    /// The agent's toolkit.
+    pub fn toolkit(&self) -> &Toolkit {
+        &self.inner.toolkit
+    }
+
+    /// The model's name.
+    pub fn model_name(&self) -> &str {
+        &self.inner.model_name
+    }
+
+    /// Registers a hook; it applies from the next call on.
+    pub fn add_hook(&self, hook: impl Hook) -> HookId {
+        let mut hooks = self.inner.hooks();
+        Arc::make_mut(&mut hooks).push(hook)
+    }
+
+    /// Removes a hook (including a system hook copied at build time); it applies from the
+    /// next call on. Returns whether the hook was registered.
+    pub fn remove_hook(&self, id: HookId) -> bool {
+        let mut hooks = self.inner.hooks();
+        Arc::make_mut(&mut hooks).remove(id)
+    }
+
+    /// Removes every hook of this agent (system hooks copied at build time included); it
+    /// applies from the next call on.
+    pub fn clear_hooks(&self) {
+        *self.inner.hooks() = Arc::new(HookChain::new());
+    }
+
+    /// The effective hook chain in execution order, for debugging.
+    pub fn hook_order(&self) -> Vec<HookInfo> {
+        self.inner.hooks().order()
+    }
+}
+
+impl fmt::Debug for ReActAgent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReActAgent")
+            .field("name", &self.name())
+            .field("id", &self.id())
+            .field("model", &self.model_name())
+            .field("tools", &self.inner.toolkit.names())
+            .field("max_iters", &self.inner.max_iters)
+            .field("hooks", &self.inner.hooks().len())
+            .finish()
+    }
+}
+
+impl AgentInner {
+    fn hooks(&self) -> MutexGuard<'_, Arc<HookChain>> {
+        self.hooks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The chain for one call; later changes don't affect it.
+    pub(crate) fn hook_snapshot(&self) -> Arc<HookChain> {
+        Arc::clone(&self.hooks())
+    }
+
+    fn active(&self) -> MutexGuard<'_, Vec<(u64, CancellationToken)>> {
+        self.active.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The busy check: claims the agent for one call, or fails with `Busy`.
+    pub(crate) fn begin_call(&self) -> Result<CallGuard<'_>, AgentError> {
+        if self.check_running
+            && self
+                .running
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            return Err(AgentError::Busy {
+                agent: self.info.name().to_owned(),
+            });
+        }
+        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let token = CancellationToken::new();
+        self.active().push((id, token.clone()));
+        Ok(CallGuard {
+            agent: self,
+            id,
+            token,
+        })
+    }
+}
+
+/// Holds the agent for one call; releases it when dropped (completion or cancellation).
+pub(crate) struct CallGuard<'a> {
+    agent: &'a AgentInner,
+    id: u64,
+    token: CancellationToken,
+}
+
+impl CallGuard<'_> {
+    pub(crate) fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+}
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        self.agent.active().retain(|(id, _)| *id != self.id);
+        if self.agent.check_running {
+            self.agent.running.store(false, Ordering::Release);
+        }
+    }
+}

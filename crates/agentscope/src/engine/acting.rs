@@ -1,0 +1,272 @@
+//! Acting (step 6 of the lifecycle): PreActing for the whole batch, execution (sequential or
+//! concurrent) with progress chunks, then PostActing and storage in call order.
+
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::Poll;
+
+use agentscope_core::{
+    ActingChunkEvent, AgentError, ContentBlock, GenerateReason, HookError, HookEventType, Msg,
+    PostActingEvent, PreActingEvent, Role, ToolContext, ToolProgress, ToolResultBlock,
+    ToolUseBlock, progress_channel,
+};
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+
+use super::{Call, Halt, Step};
+use crate::stream::EventType;
+use crate::toolkit::{ToolRun, Toolkit};
+
+/// How many progress chunks may wait for hooks and the stream before tools block.
+const PROGRESS_BUFFER: usize = 16;
+
+pub(super) enum Acted {
+    /// The call ends with this message (stop or suspension).
+    Done(Msg),
+    /// Reason again.
+    Continue,
+}
+
+/// One call of the batch after PreActing: what executes, and its result when a hook
+/// skipped it.
+struct Job {
+    tool_use: Arc<ToolUseBlock>,
+    run: Option<ToolRun>,
+}
+
+impl Call<'_> {
+    pub(super) async fn act(&mut self, calls: Vec<ToolUseBlock>) -> Step<Acted> {
+        // A resumed batch was stored by an earlier call: track it from now on.
+        self.open.open(&calls);
+
+        // PreActing for every call, in order, before any tool runs.
+        let mut jobs = Vec::with_capacity(calls.len());
+        for call in calls {
+            let (tool_use, skip) = if self.hooks.is_interested(HookEventType::PreActing) {
+                let id = call.id.clone();
+                let (tool_use, skip) = self
+                    .chained(PreActingEvent::new(self.info(), call))
+                    .await?
+                    .into_parts();
+                if tool_use.id != id {
+                    return Err(AgentError::Hook {
+                        hook: "PreActing hooks".to_owned(),
+                        event: HookEventType::PreActing,
+                        source: HookError::InvalidModification {
+                            message: format!("the tool call id '{id}' must not change"),
+                        },
+                    }
+                    .into());
+                }
+                (tool_use, skip)
+            } else {
+                (call, None)
+            };
+            jobs.push(Job {
+                tool_use: Arc::new(tool_use),
+                run: skip.map(ToolRun::Done),
+            });
+        }
+
+        self.run_tools(&mut jobs).await?;
+
+        // PostActing for each result, in call order; each result is stored as it settles.
+        let mut stop = false;
+        let mut last = None;
+        let mut suspended = Vec::new();
+        for job in jobs {
+            let tool_use = Arc::unwrap_or_clone(job.tool_use);
+            let result = match job.run {
+                Some(ToolRun::Done(result)) => result,
+                Some(ToolRun::Suspended) => {
+                    // Stays pending on purpose: the caller resumes it with its result.
+                    self.open.settle(&tool_use.id);
+                    suspended.push(ContentBlock::ToolUse(tool_use));
+                    continue;
+                }
+                None => {
+                    ToolResultBlock::error(&tool_use.id, &tool_use.name, super::CANCELLED_RESULT)
+                }
+            };
+            let (result, stop_here) = if self.hooks.is_interested(HookEventType::PostActing) {
+                self.chained(PostActingEvent::new(self.info(), tool_use, result))
+                    .await?
+                    .into_parts()
+            } else {
+                (result, false)
+            };
+            stop |= stop_here;
+            let message = Msg::tool_result(result);
+            self.agent.memory.add(message.clone());
+            self.open.settle(&message.tool_results()[0].id);
+            self.emit(EventType::ToolResult, true, || message.clone())
+                .await;
+            last = Some(message);
+        }
+
+        if !suspended.is_empty() {
+            let reply = Msg::new(Role::Assistant, self.agent.info.name(), suspended)
+                .with_generate_reason(GenerateReason::ToolSuspended);
+            return Ok(Acted::Done(reply));
+        }
+        match last {
+            Some(message) if stop => Ok(Acted::Done(
+                message.with_generate_reason(GenerateReason::ActingStopRequested),
+            )),
+            _ => Ok(Acted::Continue),
+        }
+    }
+
+    /// Runs the jobs that have no result yet, delivering their progress chunks as
+    /// ActingChunk events and stream events while they run. On interrupt, the results that
+    /// are ready are kept (as computed results of the open calls) and the rest are dropped.
+    async fn run_tools(&mut self, jobs: &mut [Job]) -> Step<()> {
+        let agent = self.agent;
+        let hook_chunks = self.hooks.is_interested(HookEventType::ActingChunk);
+        let sink_chunks = self
+            .sink
+            .is_some_and(|sink| sink.wants(EventType::ToolResult, false));
+        let (progress, mut receiver) = if hook_chunks || sink_chunks {
+            let (sender, receiver) = progress_channel(PROGRESS_BUFFER);
+            (Some(sender), Some(receiver))
+        } else {
+            (None, None)
+        };
+        let contexts: Vec<Option<ToolContext>> = jobs
+            .iter()
+            .enumerate()
+            .map(|(index, job)| {
+                job.run.is_none().then(|| {
+                    let ctx = ToolContext::new(Arc::clone(&job.tool_use))
+                        .with_cancellation(self.cancel.clone());
+                    match &progress {
+                        Some(sender) => ctx.with_progress(sender.with_index(index)),
+                        None => ctx,
+                    }
+                })
+            })
+            .collect();
+        // Only the contexts hold senders now, so the receiver ends when the tools are done.
+        drop(progress);
+
+        let tool_uses: Vec<Arc<ToolUseBlock>> =
+            jobs.iter().map(|job| Arc::clone(&job.tool_use)).collect();
+        let mut slots: Vec<Option<ToolRun>> = jobs.iter_mut().map(|job| job.run.take()).collect();
+        let interrupted = {
+            let mut batch = pin!(run_batch(
+                &agent.toolkit,
+                &tool_uses,
+                contexts,
+                &mut slots,
+                agent.toolkit.is_parallel()
+            ));
+            let mut cancelled = pin!(self.cancel.cancelled());
+            let mut batch_done = false;
+            loop {
+                let wake = std::future::poll_fn(|cx| {
+                    if let Some(receiver) = receiver.as_mut()
+                        && let Poll::Ready(Some(progress)) = receiver.poll_next_unpin(cx)
+                    {
+                        return Poll::Ready(Wake::Progress(progress));
+                    }
+                    if !batch_done && batch.as_mut().poll(cx).is_ready() {
+                        batch_done = true;
+                        // Chunks sent just before the end are still queued: deliver them.
+                        if let Some(receiver) = receiver.as_mut()
+                            && let Poll::Ready(Some(progress)) = receiver.poll_next_unpin(cx)
+                        {
+                            return Poll::Ready(Wake::Progress(progress));
+                        }
+                    }
+                    if batch_done {
+                        return Poll::Ready(Wake::Done);
+                    }
+                    if cancelled.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(Wake::Interrupted);
+                    }
+                    Poll::Pending
+                })
+                .await;
+                match wake {
+                    Wake::Progress(progress) => {
+                        self.deliver_progress(hook_chunks, &tool_uses[progress.index], progress)
+                            .await;
+                    }
+                    Wake::Done => break false,
+                    Wake::Interrupted => break true,
+                }
+            }
+        };
+        for (job, slot) in jobs.iter_mut().zip(slots) {
+            if let Some(ToolRun::Done(result)) = &slot {
+                self.open.computed(result);
+            }
+            job.run = slot;
+        }
+        if interrupted {
+            return Err(Halt::Interrupted);
+        }
+        Ok(())
+    }
+
+    async fn deliver_progress(
+        &self,
+        hook_chunks: bool,
+        tool_use: &Arc<ToolUseBlock>,
+        progress: ToolProgress,
+    ) {
+        let chunk = ToolResultBlock {
+            id: tool_use.id.clone(),
+            name: tool_use.name.clone(),
+            output: vec![progress.chunk],
+            is_error: false,
+        };
+        if hook_chunks {
+            self.notify(ActingChunkEvent::new(
+                self.info(),
+                Arc::clone(tool_use),
+                chunk.clone(),
+            ))
+            .await;
+        }
+        self.emit(EventType::ToolResult, false, || Msg::tool_result(chunk))
+            .await;
+    }
+}
+
+enum Wake {
+    Progress(ToolProgress),
+    Done,
+    Interrupted,
+}
+
+/// Runs every job whose slot is empty, writing each result into its slot as it finishes.
+async fn run_batch(
+    toolkit: &Toolkit,
+    tool_uses: &[Arc<ToolUseBlock>],
+    contexts: Vec<Option<ToolContext>>,
+    slots: &mut [Option<ToolRun>],
+    parallel: bool,
+) {
+    if parallel {
+        let mut running: FuturesUnordered<_> = contexts
+            .into_iter()
+            .enumerate()
+            .filter_map(|(index, ctx)| ctx.map(|ctx| (index, ctx)))
+            .map(|(index, ctx)| {
+                toolkit
+                    .run(&tool_uses[index], ctx)
+                    .map(move |run| (index, run))
+            })
+            .collect();
+        while let Some((index, run)) = running.next().await {
+            slots[index] = Some(run);
+        }
+    } else {
+        for (index, ctx) in contexts.into_iter().enumerate() {
+            if let Some(ctx) = ctx {
+                slots[index] = Some(toolkit.run(&tool_uses[index], ctx).await);
+            }
+        }
+    }
+}

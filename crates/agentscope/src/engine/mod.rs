@@ -1,0 +1,339 @@
+//! The call lifecycle. Reads top to bottom like section 5 of DESIGN.md: busy check, system
+//! message seed, PreCall, pending tool calls, the reason/act loop (with the summary at the
+//! iteration limit), PostCall, and the error path. `call()` and `stream()` both run
+//! [`run`]; streaming only adds a sink.
+
+mod acting;
+mod open_calls;
+mod reasoning;
+mod summary;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use agentscope_core::{
+    AgentError, AgentInfo, CancellationToken, ErrorEvent, GenerateReason, HookChain, HookEvent,
+    HookEventType, Msg, PostCallEvent, PreCallEvent, Role, ToolResultBlock, ToolUseBlock,
+    system_injection_message,
+};
+
+use crate::agent::AgentInner;
+use crate::stream::{Event, EventSink, EventType};
+
+use open_calls::OpenToolCalls;
+
+/// The reply to an interrupted call.
+pub(crate) const INTERRUPT_REPLY: &str =
+    "I noticed that you have interrupted me. What can I do for you?";
+/// The result given to tool calls an interrupt left without one.
+pub(crate) const INTERRUPTED_RESULT: &str = "Error: Tool execution was interrupted.";
+/// The result given to tool calls a failed or dropped call left without one.
+pub(crate) const CANCELLED_RESULT: &str =
+    "Error: Tool execution was cancelled because the agent call ended before it finished.";
+
+/// Runs one call on `agent`, delivering events to `sink` when streaming.
+pub(crate) async fn run(
+    agent: &AgentInner,
+    input: Vec<Msg>,
+    sink: Option<&EventSink>,
+) -> Result<Msg, AgentError> {
+    // 1. Busy check: a rejected call is seen by no hook.
+    let guard = agent.begin_call()?;
+    let hooks = agent.hook_snapshot();
+    let mut call = Call::new(agent, &hooks, sink, guard.token());
+    let result = match call.execute(input).await {
+        Ok(reply) => call.post_call(reply).await,
+        Err(error) => Err(error),
+    };
+    let result = match result {
+        Ok(reply) => Ok(reply),
+        Err(error) => {
+            call.open.close(CANCELLED_RESULT);
+            Err(call.notify_error(error).await)
+        }
+    };
+    drop(call);
+    // Released before the result is delivered, so back-to-back calls never trip the check.
+    drop(guard);
+    result
+}
+
+/// Why the loop stopped early.
+pub(crate) enum Halt {
+    Failed(AgentError),
+    Interrupted,
+}
+
+impl From<AgentError> for Halt {
+    fn from(error: AgentError) -> Self {
+        Halt::Failed(error)
+    }
+}
+
+pub(crate) type Step<T> = Result<T, Halt>;
+
+enum Next {
+    Reason,
+    Act(Vec<ToolUseBlock>),
+}
+
+/// The state of one call.
+pub(crate) struct Call<'a> {
+    agent: &'a AgentInner,
+    hooks: &'a HookChain,
+    sink: Option<&'a EventSink>,
+    cancel: &'a CancellationToken,
+    /// The system message frozen after PreCall; each model call gets a fresh copy.
+    base_system: Option<Msg>,
+    iteration: usize,
+    gotos: usize,
+    open: OpenToolCalls<'a>,
+}
+
+impl<'a> Call<'a> {
+    fn new(
+        agent: &'a AgentInner,
+        hooks: &'a HookChain,
+        sink: Option<&'a EventSink>,
+        cancel: &'a CancellationToken,
+    ) -> Self {
+        Self {
+            agent,
+            hooks,
+            sink,
+            cancel,
+            base_system: None,
+            iteration: 0,
+            gotos: 0,
+            open: OpenToolCalls::new(&*agent.memory),
+        }
+    }
+
+    fn info(&self) -> Arc<AgentInfo> {
+        Arc::clone(&self.agent.info)
+    }
+
+    async fn execute(&mut self, input: Vec<Msg>) -> Result<Msg, AgentError> {
+        match self.lifecycle(input).await {
+            Ok(reply) => Ok(reply),
+            Err(Halt::Interrupted) => Ok(self.finish_interrupted()),
+            Err(Halt::Failed(error)) => Err(error),
+        }
+    }
+
+    async fn lifecycle(&mut self, input: Vec<Msg>) -> Step<Msg> {
+        // 2. System message seed.
+        let seed = self.agent.sys_prompt.as_deref().map(Msg::system);
+        // 3. PreCall, then the system message is frozen as this call's base.
+        let (input, system) = if self.hooks.is_interested(HookEventType::PreCall) {
+            let history = self.agent.memory.messages();
+            self.chained(PreCallEvent::new(self.info(), input, history, seed))
+                .await?
+                .into_parts()
+        } else {
+            (input, seed)
+        };
+        reject_system(&input, "PreCallEvent input messages")?;
+        self.base_system = system;
+        // 4. Pending tool calls.
+        let mut next = match self.accept_input(input)? {
+            Some(pending) => Next::Act(pending),
+            None => Next::Reason,
+        };
+        // 5-7. The loop.
+        loop {
+            if self.cancel.is_cancelled() {
+                return Err(Halt::Interrupted);
+            }
+            next = match next {
+                Next::Reason if self.iteration >= self.agent.max_iters => {
+                    return self.summarize().await;
+                }
+                Next::Reason => match self.reason().await? {
+                    reasoning::Reasoned::Done(reply) => return Ok(reply),
+                    reasoning::Reasoned::Again => Next::Reason,
+                    reasoning::Reasoned::Act(calls) => Next::Act(calls),
+                },
+                Next::Act(calls) => match self.act(calls).await? {
+                    acting::Acted::Done(reply) => return Ok(reply),
+                    acting::Acted::Continue => Next::Reason,
+                },
+            };
+        }
+    }
+
+    /// Stores the input, or decides how to resume pending tool calls. Returns the calls to
+    /// act on first, if any.
+    fn accept_input(&self, input: Vec<Msg>) -> Result<Option<Vec<ToolUseBlock>>, AgentError> {
+        let memory = &self.agent.memory;
+        let pending = pending_tool_uses(&memory.messages());
+        if pending.is_empty() {
+            memory.extend(input);
+            return Ok(None);
+        }
+        if input.is_empty() {
+            return Ok(Some(pending));
+        }
+        let results: Vec<&ToolResultBlock> =
+            input.iter().flat_map(|msg| msg.tool_results()).collect();
+        let ids = |calls: &[&ToolUseBlock]| {
+            calls
+                .iter()
+                .map(|c| c.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if results.is_empty() {
+            return Err(AgentError::PendingToolCalls {
+                ids: pending.iter().map(|c| c.id.clone()).collect(),
+            });
+        }
+        let mut seen = HashSet::new();
+        for result in &results {
+            if !seen.insert(result.id.as_str()) {
+                return Err(AgentError::invalid_input(format!(
+                    "Duplicate tool result for tool call id '{}'",
+                    result.id
+                )));
+            }
+            if !pending.iter().any(|call| call.id == result.id) {
+                return Err(AgentError::invalid_input(format!(
+                    "Tool result id '{}' does not match any pending tool call. Pending tool call ids: [{}]",
+                    result.id,
+                    ids(&pending.iter().collect::<Vec<_>>())
+                )));
+            }
+        }
+        let still_pending: Vec<ToolUseBlock> = pending
+            .into_iter()
+            .filter(|call| !seen.contains(call.id.as_str()))
+            .collect();
+        let has_other_content = input.iter().any(|msg| {
+            msg.content
+                .iter()
+                .any(|block| !matches!(block, agentscope_core::ContentBlock::ToolResult(_)))
+        });
+        if !still_pending.is_empty() && has_other_content {
+            return Err(AgentError::invalid_input(format!(
+                "Partial tool results cannot be mixed with new content: results are missing for pending tool call ids [{}]",
+                ids(&still_pending.iter().collect::<Vec<_>>())
+            )));
+        }
+        memory.extend(input);
+        Ok((!still_pending.is_empty()).then_some(still_pending))
+    }
+
+    /// Writes results for every tool call left open and stores the interrupt reply.
+    fn finish_interrupted(&mut self) -> Msg {
+        self.open.close(INTERRUPTED_RESULT);
+        let memory = &self.agent.memory;
+        for call in pending_tool_uses(&memory.messages()) {
+            memory.add(Msg::tool_result(ToolResultBlock::error(
+                call.id,
+                call.name,
+                INTERRUPTED_RESULT,
+            )));
+        }
+        let reply = Msg::new(
+            Role::Assistant,
+            self.agent.info.name(),
+            vec![agentscope_core::ContentBlock::text(INTERRUPT_REPLY)],
+        )
+        .with_generate_reason(GenerateReason::Interrupted);
+        memory.add(reply.clone());
+        reply
+    }
+
+    /// 8. PostCall: its result goes to the caller; memory keeps the loop's message.
+    async fn post_call(&self, reply: Msg) -> Result<Msg, AgentError> {
+        if !self.hooks.is_interested(HookEventType::PostCall) {
+            return Ok(reply);
+        }
+        Ok(self
+            .chained(PostCallEvent::new(self.info(), reply))
+            .await?
+            .into_final_message())
+    }
+
+    /// Notifies ErrorEvent hooks; they get a copy, so nothing they do replaces the error.
+    async fn notify_error(&self, error: AgentError) -> AgentError {
+        if self.hooks.is_interested(HookEventType::Error) {
+            let mut event = HookEvent::Error(ErrorEvent::new(self.info(), error.clone()));
+            self.hooks.notify(&mut event).await;
+        }
+        error
+    }
+
+    /// Runs a chained event through the hooks and unwraps it again.
+    async fn chained<E>(&self, event: E) -> Result<E, AgentError>
+    where
+        E: Into<HookEvent> + TryFrom<HookEvent, Error = HookEvent>,
+    {
+        let mut event = event.into();
+        self.hooks.dispatch(&mut event).await?;
+        // `dispatch` rejects hooks that change the event's kind, so this cannot fail.
+        E::try_from(event).map_err(|other| {
+            AgentError::invalid_input(format!(
+                "the hook chain returned a {} event",
+                other.event_type()
+            ))
+        })
+    }
+
+    /// Delivers a notification to the interested hooks.
+    async fn notify(&self, event: impl Into<HookEvent>) {
+        let mut event = event.into();
+        self.hooks.notify(&mut event).await;
+    }
+
+    /// Sends a stream event when the consumer wants it; `message` is built only then.
+    async fn emit(&self, event_type: EventType, is_last: bool, message: impl FnOnce() -> Msg) {
+        if let Some(sink) = self.sink.filter(|sink| sink.wants(event_type, is_last)) {
+            sink.send(Event {
+                event_type,
+                message: message(),
+                is_last,
+            })
+            .await;
+        }
+    }
+}
+
+/// Fails when a message list that hooks or callers can change holds a SYSTEM message.
+fn reject_system(messages: &[Msg], place: &str) -> Result<(), AgentError> {
+    if messages.iter().any(|msg| msg.role == Role::System) {
+        return Err(AgentError::invalid_input(system_injection_message(place)));
+    }
+    Ok(())
+}
+
+/// The model's input: the system message (when there is one) followed by `messages`.
+fn with_system(system: Option<Msg>, messages: Vec<Msg>) -> Vec<Msg> {
+    match system {
+        Some(system) => {
+            let mut all = Vec::with_capacity(messages.len() + 1);
+            all.push(system);
+            all.extend(messages);
+            all
+        }
+        None => messages,
+    }
+}
+
+/// The tool calls of the last assistant message that have no result after it.
+pub(crate) fn pending_tool_uses(messages: &[Msg]) -> Vec<ToolUseBlock> {
+    let Some(at) = messages.iter().rposition(|msg| msg.role == Role::Assistant) else {
+        return Vec::new();
+    };
+    let answered: HashSet<&str> = messages[at + 1..]
+        .iter()
+        .flat_map(|msg| msg.tool_results())
+        .map(|result| result.id.as_str())
+        .collect();
+    messages[at]
+        .tool_uses()
+        .into_iter()
+        .filter(|call| !answered.contains(call.id.as_str()))
+        .cloned()
+        .collect()
+}

@@ -1,0 +1,226 @@
+//! Reasoning (step 5 of the lifecycle): PreReasoning, the model call with chunk events,
+//! PostReasoning, and what the message decides (stop, goto, answer, act).
+
+use agentscope_core::{
+    AgentError, ChatAccumulator, GenerateReason, HookEventType, Model, ModelError, ModelRequest,
+    Msg, PostReasoningEvent, PreReasoningEvent, ReasoningChunkEvent, SummaryChunkEvent,
+    ToolUseBlock, validate_goto,
+};
+use futures::StreamExt;
+use futures::future::{Either, select};
+
+use super::{Call, Halt, Step, reject_system, with_system};
+use crate::stream::{Event, EventType};
+
+pub(super) enum Reasoned {
+    /// The call ends with this message (an answer, or a stop).
+    Done(Msg),
+    /// A hook asked to reason again (goto).
+    Again,
+    /// Run these tool calls.
+    Act(Vec<ToolUseBlock>),
+}
+
+/// Which model call is streaming: it decides the chunk event kinds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Phase {
+    Reasoning,
+    Summary,
+}
+
+impl Phase {
+    fn hook_kind(self) -> HookEventType {
+        match self {
+            Phase::Reasoning => HookEventType::ReasoningChunk,
+            Phase::Summary => HookEventType::SummaryChunk,
+        }
+    }
+
+    fn event_type(self) -> EventType {
+        match self {
+            Phase::Reasoning => EventType::Reasoning,
+            Phase::Summary => EventType::Summary,
+        }
+    }
+}
+
+impl Call<'_> {
+    pub(super) async fn reason(&mut self) -> Step<Reasoned> {
+        let agent = self.agent;
+        let history = agent.memory.messages();
+        // A fresh copy of the frozen base: per-iteration appends never accumulate.
+        let system = self.base_system.clone();
+        let options = agent.options.clone();
+        let (messages, system, options) = if self.hooks.is_interested(HookEventType::PreReasoning) {
+            self.chained(PreReasoningEvent::new(
+                self.info(),
+                history,
+                system,
+                agent.model_name.clone(),
+                options,
+                self.iteration,
+            ))
+            .await?
+            .into_parts()
+        } else {
+            (history, system, options)
+        };
+        reject_system(&messages, "PreReasoningEvent input messages")?;
+        let request = ModelRequest {
+            messages: with_system(system, messages),
+            tools: agent.toolkit.schemas().to_vec(),
+            options,
+        };
+        let message = self.generate(request, Phase::Reasoning).await?;
+
+        let (mut message, stop, goto) = if self.hooks.is_interested(HookEventType::PostReasoning) {
+            self.chained(PostReasoningEvent::new(
+                self.info(),
+                message,
+                agent.model_name.clone(),
+                self.iteration,
+            ))
+            .await?
+            .into_parts()
+        } else {
+            (message, false, None)
+        };
+
+        if stop {
+            // Its tool calls stay pending on purpose: the next call resumes them.
+            message.set_generate_reason(GenerateReason::ReasoningStopRequested);
+            self.store_reasoning(&message).await;
+            return Ok(Reasoned::Done(message));
+        }
+        if let Some(goto) = goto {
+            // Hooks validated at goto_reasoning(); a later hook may have changed the message.
+            validate_goto(&message, &goto).map_err(AgentError::invalid_input)?;
+            self.store_reasoning(&message).await;
+            agent.memory.extend(goto.clone());
+            for hint in goto {
+                self.emit(EventType::Hint, true, || hint).await;
+            }
+            self.gotos += 1;
+            if self.gotos > agent.max_goto_reasoning {
+                return Err(AgentError::GotoLimitExceeded {
+                    max: agent.max_goto_reasoning,
+                }
+                .into());
+            }
+            return Ok(Reasoned::Again);
+        }
+        if !message.has_tool_uses() {
+            message.set_generate_reason(GenerateReason::ModelStop);
+            self.store_reasoning(&message).await;
+            return Ok(Reasoned::Done(message));
+        }
+        let calls: Vec<ToolUseBlock> = message.tool_uses().into_iter().cloned().collect();
+        agent.memory.add(message.clone());
+        // Tracked from the moment they are stored, so no exit leaves them without a result.
+        self.open.open(&calls);
+        self.emit(EventType::Reasoning, true, || message).await;
+        self.iteration += 1;
+        Ok(Reasoned::Act(calls))
+    }
+
+    async fn store_reasoning(&self, message: &Msg) {
+        self.agent.memory.add(message.clone());
+        self.emit(EventType::Reasoning, true, || message.clone())
+            .await;
+    }
+
+    /// Calls the model and assembles its streamed answer, firing chunk events for hooks and
+    /// the stream. Interrupts are observed while waiting and after every chunk.
+    pub(super) async fn generate(&self, request: ModelRequest, phase: Phase) -> Step<Msg> {
+        let agent = self.agent;
+        let hook_chunks = self.hooks.is_interested(phase.hook_kind());
+        let sink = self
+            .sink
+            .filter(|sink| sink.wants(phase.event_type(), false));
+
+        let started = std::pin::pin!(agent.model.stream(request));
+        let mut stream = match select(started, self.cancel.cancelled()).await {
+            Either::Left((started, _)) => started.map_err(AgentError::Model)?,
+            Either::Right(_) => return Err(Halt::Interrupted),
+        };
+        let mut acc = ChatAccumulator::new(agent.info.name());
+        loop {
+            let next = match select(stream.next(), self.cancel.cancelled()).await {
+                Either::Left((next, _)) => next,
+                Either::Right(_) => return Err(self.interrupted(phase, acc)),
+            };
+            let Some(chunk) = next else { break };
+            let chunk = chunk.map_err(AgentError::Model)?;
+            acc.push(&chunk);
+            if (hook_chunks || sink.is_some()) && !chunk.content.is_empty() {
+                let accumulated = acc.message();
+                let delta = Msg {
+                    id: accumulated.id.clone(),
+                    name: accumulated.name.clone(),
+                    role: accumulated.role,
+                    content: chunk.content,
+                    metadata: Default::default(),
+                    timestamp: accumulated.timestamp,
+                };
+                let (hook_delta, sink_delta) = match (hook_chunks, sink.is_some()) {
+                    (true, true) => (Some(delta.clone()), Some(delta)),
+                    (true, false) => (Some(delta), None),
+                    (false, _) => (None, Some(delta)),
+                };
+                if let Some(hook_delta) = hook_delta {
+                    match phase {
+                        Phase::Reasoning => {
+                            self.notify(ReasoningChunkEvent::new(
+                                self.info(),
+                                agent.model_name.clone(),
+                                hook_delta,
+                                accumulated.clone(),
+                            ))
+                            .await;
+                        }
+                        Phase::Summary => {
+                            self.notify(SummaryChunkEvent::new(
+                                self.info(),
+                                hook_delta,
+                                accumulated.clone(),
+                            ))
+                            .await;
+                        }
+                    }
+                }
+                if let (Some(sink), Some(delta)) = (sink, sink_delta) {
+                    let message = if sink.incremental() {
+                        delta
+                    } else {
+                        acc.message().clone()
+                    };
+                    sink.send(Event {
+                        event_type: phase.event_type(),
+                        message,
+                        is_last: false,
+                    })
+                    .await;
+                }
+            }
+            if self.cancel.is_cancelled() {
+                return Err(self.interrupted(phase, acc));
+            }
+        }
+        if acc.is_empty() {
+            return Err(AgentError::Model(ModelError::EmptyResponse {
+                model: agent.model_name.to_string(),
+            })
+            .into());
+        }
+        Ok(acc.finish())
+    }
+
+    /// An interrupt arrived mid-response: the partial reasoning message is stored (its tool
+    /// calls then get "interrupted" results); a partial summary is dropped.
+    fn interrupted(&self, phase: Phase, acc: ChatAccumulator) -> Halt {
+        if phase == Phase::Reasoning && !acc.is_empty() {
+            self.agent.memory.add(acc.finish());
+        }
+        Halt::Interrupted
+    }
+}

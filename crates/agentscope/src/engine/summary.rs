@@ -1,0 +1,86 @@
+//! The summary at the iteration limit (step 7 of the lifecycle).
+
+use agentscope_core::{
+    AgentError, ContentBlock, GenerateReason, HookEventType, ModelRequest, Msg, PostSummaryEvent,
+    PreSummaryEvent, Role, ToolChoice, ToolResultBlock,
+};
+
+use super::reasoning::Phase;
+use super::{Call, Halt, Step, pending_tool_uses, reject_system, with_system};
+use crate::stream::EventType;
+
+/// The user hint the summary model call gets (not stored in memory).
+pub(crate) const SUMMARY_HINT: &str = "You have failed to generate response within the maximum iterations. Now respond directly by summarizing the current situation.";
+
+impl Call<'_> {
+    pub(super) async fn summarize(&mut self) -> Step<Msg> {
+        let agent = self.agent;
+        let max = agent.max_iters;
+        for call in pending_tool_uses(&agent.memory.messages()) {
+            self.open.settle(&call.id);
+            agent.memory.add(Msg::tool_result(ToolResultBlock::error(
+                call.id,
+                call.name,
+                format!(
+                    "[ERROR] Tool execution cancelled because maximum iterations limit ({max}) was reached"
+                ),
+            )));
+        }
+
+        let mut messages = agent.memory.messages();
+        messages.push(Msg::user(SUMMARY_HINT));
+        let system = self.base_system.clone();
+        // No tools are offered, so no tool choice can be honoured.
+        let options = agent.options.clone().tool_choice(ToolChoice::Auto);
+        let (messages, system, options) = if self.hooks.is_interested(HookEventType::PreSummary) {
+            self.chained(PreSummaryEvent::new(
+                self.info(),
+                messages,
+                system,
+                options,
+                max,
+                self.iteration,
+            ))
+            .await?
+            .into_parts()
+        } else {
+            (messages, system, options)
+        };
+        reject_system(&messages, "PreSummaryEvent input messages")?;
+        let request = ModelRequest {
+            messages: with_system(system, messages),
+            tools: Vec::new(),
+            options,
+        };
+
+        let summary = match self.generate(request, Phase::Summary).await {
+            Ok(summary) => summary,
+            Err(Halt::Failed(AgentError::Model(error))) => {
+                // A model failure here becomes the reply.
+                let reply = Msg::new(
+                    Role::Assistant,
+                    agent.info.name(),
+                    vec![ContentBlock::text(format!(
+                        "Maximum iterations ({max}) reached. Error generating summary: {error}"
+                    ))],
+                )
+                .with_generate_reason(GenerateReason::MaxIterations);
+                agent.memory.add(reply.clone());
+                return Ok(reply);
+            }
+            Err(halt) => return Err(halt),
+        };
+        let summary = if self.hooks.is_interested(HookEventType::PostSummary) {
+            self.chained(PostSummaryEvent::new(self.info(), summary))
+                .await?
+                .into_summary_message()
+        } else {
+            summary
+        }
+        .with_generate_reason(GenerateReason::MaxIterations);
+        agent.memory.add(summary.clone());
+        self.emit(EventType::Summary, true, || summary.clone())
+            .await;
+        Ok(summary)
+    }
+}

@@ -1,0 +1,516 @@
+//! [`Toolkit`]: the tools an agent may call, and the closure adapters [`tool_fn`] and
+//! [`typed_tool_fn`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use agentscope_core::{
+    BoxedTool, Tool, ToolContext, ToolError, ToolOutput, ToolResultBlock, ToolSchema, ToolUseBlock,
+    panic_message,
+};
+use futures::FutureExt;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::ToolkitError;
+
+/// The tools an agent may call.
+///
+/// Each tool's parameter schema is compiled once, when it is added; every call's arguments
+/// are validated against it before the tool runs. A toolkit that was given a bad tool
+/// (duplicate name, invalid schema) remembers the first error, and the agent builder
+/// returns it.
+///
+/// Tools of one batch run one after another by default; with [`parallel`](Self::parallel)
+/// they run concurrently on the calling task (results stay in call order).
+///
+/// ```
+/// use agentscope::{tool_fn, Toolkit, ToolOutput};
+/// use serde_json::json;
+///
+/// let toolkit = Toolkit::new()
+///     .tool(tool_fn(
+///         "greet",
+///         "Greets someone by name.",
+///         json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+///         |input, _ctx| async move {
+///             Ok(format!("Hello, {}!", input["name"].as_str().unwrap_or("you")))
+///         },
+///     ))
+///     .parallel(true);
+/// assert_eq!(toolkit.names(), ["greet"]);
+/// ```
+#[derive(Clone, Default)]
+pub struct Toolkit {
+    tools: Vec<Entry>,
+    index: HashMap<String, usize>,
+    schemas: Vec<ToolSchema>,
+    parallel: bool,
+    error: Option<ToolkitError>,
+}
+
+#[derive(Clone)]
+struct Entry {
+    tool: BoxedTool,
+    validator: Arc<jsonschema::Validator>,
+}
+
+/// How a tool call ended (before PostActing hooks).
+#[derive(Debug, Clone)]
+pub(crate) enum ToolRun {
+    Done(ToolResultBlock),
+    Suspended,
+}
+
+impl Toolkit {
+    /// An empty toolkit.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool. An invalid tool is remembered as the toolkit's error (see
+    /// [`error`](Self::error)), which the agent builder reports.
+    #[must_use]
+    pub fn tool(mut self, tool: impl Tool) -> Self {
+        if let Err(err) = self.add_tool(tool) {
+            self.error.get_or_insert(err);
+        }
+        self
+    }
+
+    /// Adds a tool, or says why it cannot be added.
+    pub fn add_tool(&mut self, tool: impl Tool) -> Result<(), ToolkitError> {
+        let tool = BoxedTool::new(tool);
+        let schema = tool.schema().clone();
+        if schema.name.trim().is_empty() {
+            return Err(ToolkitError::EmptyName);
+        }
+        if self.index.contains_key(&schema.name) {
+            return Err(ToolkitError::DuplicateTool { name: schema.name });
+        }
+        let invalid = |message: String| ToolkitError::InvalidSchema {
+            tool: schema.name.clone(),
+            message,
+        };
+        match schema.parameters.get("type") {
+            None => {}
+            Some(Value::String(kind)) if kind == "object" => {}
+            Some(other) => {
+                return Err(invalid(format!(
+                    "arguments must be an object schema (\"type\": \"object\"), got \"type\": {other}"
+                )));
+            }
+        }
+        if !schema.parameters.is_object() {
+            return Err(invalid("the schema must be a JSON object".to_owned()));
+        }
+        let validator =
+            jsonschema::validator_for(&schema.parameters).map_err(|e| invalid(e.to_string()))?;
+        self.index.insert(schema.name.clone(), self.tools.len());
+        self.schemas.push(schema);
+        self.tools.push(Entry {
+            tool,
+            validator: Arc::new(validator),
+        });
+        Ok(())
+    }
+
+    /// Runs the tools of a batch concurrently (`true`) or one after another (`false`, the
+    /// default).
+    #[must_use]
+    pub fn parallel(mut self, parallel: bool) -> Self {
+        self.parallel = parallel;
+        self
+    }
+
+    /// Whether batches run concurrently.
+    pub fn is_parallel(&self) -> bool {
+        self.parallel
+    }
+
+    /// The first error met while adding tools.
+    pub fn error(&self) -> Option<&ToolkitError> {
+        self.error.as_ref()
+    }
+
+    /// The tool names, in registration order.
+    pub fn names(&self) -> Vec<&str> {
+        self.schemas.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// The schemas the model sees, in registration order.
+    pub fn schemas(&self) -> &[ToolSchema] {
+        &self.schemas
+    }
+
+    /// The number of tools.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether there are no tools.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Runs one call: resolves the tool, validates the arguments, runs it, and turns every
+    /// failure (unknown tool, bad arguments, error, panic) into an error result.
+    pub(crate) async fn run(&self, tool_use: &ToolUseBlock, ctx: ToolContext) -> ToolRun {
+        let fail = |text: String| {
+            ToolRun::Done(ToolResultBlock::error(&tool_use.id, &tool_use.name, text))
+        };
+        let Some(entry) = self.index.get(&tool_use.name).map(|&i| &self.tools[i]) else {
+            return fail(format!("Error: Tool not found: {}", tool_use.name));
+        };
+        if let Some(raw) = &tool_use.raw_input {
+            let reason = serde_json::from_str::<Value>(raw)
+                .err()
+                .map_or_else(String::new, |e| format!(" ({e})"));
+            return fail(parameter_error(
+                &tool_use.name,
+                &format!("the arguments are not valid JSON{reason}: {raw}"),
+            ));
+        }
+        let problems: Vec<String> = entry
+            .validator
+            .iter_errors(&tool_use.input)
+            .map(|error| {
+                let path = error.instance_path().to_string();
+                if path.is_empty() {
+                    error.to_string()
+                } else {
+                    format!("{path}: {error}")
+                }
+            })
+            .collect();
+        if !problems.is_empty() {
+            return fail(parameter_error(&tool_use.name, &problems.join("; ")));
+        }
+        let outcome = AssertUnwindSafe(entry.tool.call(tool_use.input.clone(), ctx))
+            .catch_unwind()
+            .await;
+        match outcome {
+            Ok(Ok(ToolOutput::Content(output))) => ToolRun::Done(ToolResultBlock {
+                id: tool_use.id.clone(),
+                name: tool_use.name.clone(),
+                output,
+                is_error: false,
+            }),
+            Ok(Ok(ToolOutput::Suspended)) => ToolRun::Suspended,
+            Ok(Ok(_)) => fail("Error: Tool execution failed: unsupported tool output".to_owned()),
+            Ok(Err(ToolError::InvalidArguments { message })) => {
+                fail(parameter_error(&tool_use.name, &message))
+            }
+            Ok(Err(error)) => fail(format!("Error: Tool execution failed: {error}")),
+            Err(payload) => fail(format!(
+                "Error: Tool execution failed: tool panicked: {}",
+                panic_message(&*payload)
+            )),
+        }
+    }
+}
+
+fn parameter_error(tool: &str, detail: &str) -> String {
+    format!("Error: Parameter validation failed for tool '{tool}': {detail}")
+}
+
+impl fmt::Debug for Toolkit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Toolkit")
+            .field("tools", &self.names())
+            .field("parallel", &self.parallel)
+            .field("error", &self.error)
+            .finish()
+    }
+}
+
+/// A tool made from a closure over JSON arguments; build one with [`tool_fn`].
+pub struct ToolFn<F> {
+    name: String,
+    description: String,
+    parameters: Value,
+    f: F,
+}
+
+/// Builds a tool from a name, a description, a JSON schema for the arguments and an async
+/// closure. The closure returns anything that converts into [`ToolOutput`] (a `String` is a
+/// text result).
+///
+/// See [`Toolkit`] for an example.
+pub fn tool_fn<F, Fut, O>(
+    name: impl Into<String>,
+    description: impl Into<String>,
+    parameters: Value,
+    f: F,
+) -> ToolFn<F>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+    O: Into<ToolOutput>,
+{
+    ToolFn {
+        name: name.into(),
+        description: description.into(),
+        parameters,
+        f,
+    }
+}
+
+impl<F, Fut, O> Tool for ToolFn<F>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+    O: Into<ToolOutput>,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.parameters.clone()
+    }
+
+    fn call(
+        &self,
+        input: Value,
+        ctx: ToolContext,
+    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send {
+        let future = (self.f)(input, ctx);
+        async move { future.await.map(Into::into) }
+    }
+}
+
+impl<F> fmt::Debug for ToolFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolFn")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A tool whose arguments are a serde type; build one with [`typed_tool_fn`].
+pub struct TypedToolFn<A, F> {
+    name: String,
+    description: String,
+    parameters: Value,
+    f: F,
+    _args: PhantomData<fn() -> A>,
+}
+
+/// Builds a tool whose argument schema comes from a type (`serde::Deserialize` +
+/// `schemars::JsonSchema`); the closure gets the deserialised arguments.
+///
+/// ```
+/// use agentscope::{typed_tool_fn, Toolkit};
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct AddArgs {
+///     /// First addend.
+///     a: f64,
+///     /// Second addend.
+///     b: f64,
+/// }
+///
+/// let add = typed_tool_fn("add", "Adds two numbers.", |args: AddArgs, _ctx| async move {
+///     Ok((args.a + args.b).to_string())
+/// });
+/// let toolkit = Toolkit::new().tool(add);
+/// assert_eq!(toolkit.schemas()[0].parameters["required"], serde_json::json!(["a", "b"]));
+/// ```
+pub fn typed_tool_fn<A, F, Fut, O>(
+    name: impl Into<String>,
+    description: impl Into<String>,
+    f: F,
+) -> TypedToolFn<A, F>
+where
+    A: DeserializeOwned + schemars::JsonSchema + 'static,
+    F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+    O: Into<ToolOutput>,
+{
+    TypedToolFn {
+        name: name.into(),
+        description: description.into(),
+        parameters: schema_of::<A>(),
+        f,
+        _args: PhantomData,
+    }
+}
+
+/// The JSON schema of `T`, without the `$schema` and `title` keys models don't need.
+pub(crate) fn schema_of<T: schemars::JsonSchema>() -> Value {
+    let mut value = schemars::schema_for!(T).to_value();
+    if let Some(object) = value.as_object_mut() {
+        object.remove("$schema");
+        object.remove("title");
+    }
+    value
+}
+
+impl<A, F, Fut, O> Tool for TypedToolFn<A, F>
+where
+    A: DeserializeOwned + schemars::JsonSchema + 'static,
+    F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+    O: Into<ToolOutput>,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.parameters.clone()
+    }
+
+    fn call(
+        &self,
+        input: Value,
+        ctx: ToolContext,
+    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send {
+        let future = serde_json::from_value::<A>(input)
+            .map(|args| (self.f)(args, ctx))
+            .map_err(ToolError::invalid_arguments);
+        async move {
+            match future {
+                Ok(future) => future.await.map(Into::into),
+                Err(err) => Err(err),
+            }
+        }
+    }
+}
+
+impl<A, F> fmt::Debug for TypedToolFn<A, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TypedToolFn")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::executor::block_on;
+    use serde_json::json;
+
+    fn echo() -> impl Tool {
+        tool_fn(
+            "echo",
+            "echo",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+            |input, _ctx| async move { Ok(input["text"].as_str().unwrap_or_default().to_owned()) },
+        )
+    }
+
+    fn run(toolkit: &Toolkit, name: &str, input: Value) -> ToolResultBlock {
+        let tool_use = ToolUseBlock::new("c1", name, input);
+        match block_on(toolkit.run(&tool_use, ToolContext::new(tool_use.clone()))) {
+            ToolRun::Done(result) => result,
+            ToolRun::Suspended => panic!("suspended"),
+        }
+    }
+
+    #[test]
+    fn duplicate_names_and_bad_schemas_are_rejected() {
+        let toolkit = Toolkit::new().tool(echo()).tool(echo());
+        assert_eq!(
+            toolkit.error(),
+            Some(&ToolkitError::DuplicateTool {
+                name: "echo".into()
+            })
+        );
+        let bad = tool_fn(
+            "bad",
+            "bad",
+            json!({"type": "object", "properties": {"x": {"type": 12}}}),
+            |_, _| async { Ok("x") },
+        );
+        let err = Toolkit::new().tool(bad).error().cloned().unwrap();
+        assert!(
+            matches!(err, ToolkitError::InvalidSchema { ref tool, .. } if tool == "bad"),
+            "{err}"
+        );
+        let not_object = tool_fn("arr", "arr", json!({"type": "array"}), |_, _| async {
+            Ok("x")
+        });
+        assert!(Toolkit::new().tool(not_object).error().is_some());
+    }
+
+    #[test]
+    fn errors_become_results_the_model_sees() {
+        let toolkit = Toolkit::new().tool(echo());
+        let result = run(&toolkit, "nope", json!({}));
+        assert!(result.is_error);
+        assert_eq!(result.text_output(), "Error: Tool not found: nope");
+
+        let result = run(&toolkit, "echo", json!({"text": 5}));
+        assert!(result.is_error);
+        assert!(
+            result
+                .text_output()
+                .starts_with("Error: Parameter validation failed for tool 'echo': /text: 5 is not of type \"string\""),
+            "{}",
+            result.text_output()
+        );
+
+        let result = run(&toolkit, "echo", json!({"text": "hi"}));
+        assert!(!result.is_error);
+        assert_eq!(result.text_output(), "hi");
+    }
+
+    #[test]
+    fn invalid_json_arguments_are_reported() {
+        let toolkit = Toolkit::new().tool(echo());
+        let tool_use = ToolUseBlock {
+            raw_input: Some("{\"text\": ".into()),
+            ..ToolUseBlock::new("c1", "echo", Value::Null)
+        };
+        let ToolRun::Done(result) =
+            block_on(toolkit.run(&tool_use, ToolContext::new(tool_use.clone())))
+        else {
+            panic!("suspended")
+        };
+        assert!(result.text_output().starts_with(
+            "Error: Parameter validation failed for tool 'echo': the arguments are not valid JSON ("
+        ));
+    }
+
+    #[test]
+    fn typed_tools_get_schema_and_deserialised_args() {
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        struct Args {
+            n: u32,
+        }
+        let toolkit = Toolkit::new().tool(typed_tool_fn(
+            "double",
+            "doubles",
+            |args: Args, _ctx| async move { Ok((args.n * 2).to_string()) },
+        ));
+        let schema = &toolkit.schemas()[0].parameters;
+        assert_eq!(schema["type"], "object");
+        assert!(schema.get("$schema").is_none());
+        assert_eq!(
+            run(&toolkit, "double", json!({"n": 21})).text_output(),
+            "42"
+        );
+        let bad = run(&toolkit, "double", json!({"n": -1}));
+        assert!(
+            bad.text_output()
+                .starts_with("Error: Parameter validation failed for tool 'double'")
+        );
+    }
+}
