@@ -1,0 +1,170 @@
+//! Quickstart: a ReAct agent with a calculator tool and a hook that prints its lifecycle.
+//!
+//! ```sh
+//! cargo run --example quickstart                 # offline, on the built-in demo model
+//! OPENAI_API_KEY=sk-... cargo run --example quickstart   # a real OpenAI-compatible endpoint
+//! ```
+//!
+//! The offline demo model is a `ScriptedModel` (from `agentscope-test`): it asks for the
+//! calculator, then answers with whatever the calculator returned. Everything else (the loop,
+//! the hooks, the tool, JSON-schema validation, memory) is the real engine.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use agentscope::prelude::*;
+use agentscope::{BoxedModel, ChatStream, ModelError, ModelRequest};
+use agentscope_test::tools::Calculator;
+use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
+use serde_json::json;
+
+/// Prints every step of the agent's lifecycle. The `match` is exhaustive: if a new event
+/// kind existed, this would not compile until it was handled.
+struct PrintLifecycle;
+
+impl Hook for PrintLifecycle {
+    async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
+        match event {
+            HookEvent::PreCall(e) => println!(
+                "[PreCall]        {} new message(s), system prompt: {:?}",
+                e.input_messages().len(),
+                e.system_message().map(|m| m.text())
+            ),
+            HookEvent::PreReasoning(e) => println!(
+                "[PreReasoning]   iteration {} with {} message(s) for model '{}'",
+                e.iteration(),
+                e.input_messages().len(),
+                e.model_name()
+            ),
+            HookEvent::ReasoningChunk(e) => {
+                let chunk = e.incremental_chunk();
+                let (thinking, text) = (chunk.thinking(), chunk.text());
+                if !thinking.is_empty() {
+                    println!("[ReasoningChunk] (thinking) {thinking:?}");
+                }
+                if !text.is_empty() {
+                    println!("[ReasoningChunk] {text:?}");
+                }
+            }
+            HookEvent::PostReasoning(e) => {
+                let msg = e.reasoning_message();
+                for call in msg.tool_uses() {
+                    println!("[PostReasoning]  model calls {}({})", call.name, call.input);
+                }
+                if !msg.has_tool_uses() {
+                    println!("[PostReasoning]  model answers: {}", msg.text());
+                }
+            }
+            HookEvent::PreActing(e) => println!("[PreActing]      running {}", e.tool_use().name),
+            HookEvent::ActingChunk(e) => {
+                println!(
+                    "[ActingChunk]    {}: {}",
+                    e.tool_use().name,
+                    e.chunk().text_output()
+                )
+            }
+            HookEvent::PostActing(e) => println!(
+                "[PostActing]     {} returned {:?}",
+                e.tool_use().name,
+                e.tool_result().text_output()
+            ),
+            HookEvent::PreSummary(e) => {
+                println!(
+                    "[PreSummary]     iteration limit {} reached",
+                    e.max_iterations()
+                )
+            }
+            HookEvent::SummaryChunk(e) => {
+                println!("[SummaryChunk]   {:?}", e.incremental_chunk().text())
+            }
+            HookEvent::PostSummary(e) => {
+                println!("[PostSummary]    {}", e.summary_message().text())
+            }
+            HookEvent::PostCall(e) => {
+                println!("[PostCall]       reply: {}", e.final_message().text())
+            }
+            HookEvent::Error(e) => println!("[Error]          {}", e.error()),
+        }
+        Ok(())
+    }
+}
+
+/// The offline demo model (clearly not a language model): it plays a calculator call, then
+/// streams an answer quoting the calculator's result from the conversation.
+struct DemoModel {
+    script: ScriptedModel,
+}
+
+impl DemoModel {
+    fn new(question_expression: &str) -> Self {
+        Self {
+            script: ScriptedModel::new([ScriptedResponse::chunks([
+                ScriptedChunk::thinking("The user wants arithmetic; I'll use the calculator."),
+                ScriptedChunk::tool_call(
+                    "call_1",
+                    "calculator",
+                    json!({"expression": question_expression}),
+                ),
+            ])])
+            .with_name("demo-model (offline, scripted)"),
+        }
+    }
+}
+
+impl Model for DemoModel {
+    fn model_name(&self) -> &str {
+        self.script.model_name()
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
+        // Once the calculator has answered, reply with its result, streamed word by word.
+        let result = request
+            .messages
+            .iter()
+            .flat_map(|m| m.tool_results())
+            .last()
+            .map(|r| r.text_output());
+        if let Some(result) = result {
+            let answer = format!("The answer is {result}.");
+            let words: Vec<ScriptedChunk> = answer
+                .split_inclusive(' ')
+                .map(ScriptedChunk::text)
+                .collect();
+            self.script.push(ScriptedResponse::chunks(words));
+        }
+        self.script.stream(request).await
+    }
+}
+
+/// The seam for a real model: `OPENAI_API_KEY` (and optionally `OPENAI_BASE_URL`,
+/// `AGENTSCOPE_MODEL`) selects the OpenAI-compatible client.
+fn model() -> BoxedModel {
+    if std::env::var_os("OPENAI_API_KEY").is_some() {
+        eprintln!(
+            "note: OPENAI_API_KEY is set, but this build has no OpenAI client yet; using the demo model"
+        );
+    }
+    BoxedModel::new(DemoModel::new("6*7"))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let agent = ReActAgent::builder()
+        .name("assistant")
+        .sys_prompt("You are a helpful assistant. Use the calculator for arithmetic.")
+        .model(model())
+        .toolkit(Toolkit::new().tool(Calculator::new()))
+        .max_iters(10)
+        .hook(PrintLifecycle)
+        .build()?;
+
+    println!("hook chain (priority, name, events):");
+    for hook in agent.hook_order() {
+        println!("  {hook}");
+    }
+    println!();
+    let reply = agent.call(Msg::user("What is 6*7?")).await?;
+
+    println!("\nFinal answer: {}", reply.text());
+    println!("Why it ended: {:?}", reply.generate_reason());
+    println!("Memory now holds {} messages.", agent.memory().len());
+    Ok(())
+}
