@@ -12,6 +12,7 @@
 
 use agentscope::prelude::*;
 use agentscope::{BoxedModel, ChatStream, ModelError, ModelRequest};
+use agentscope_openai::OpenAIChatModel;
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::json;
@@ -134,15 +135,16 @@ impl Model for DemoModel {
     }
 }
 
-/// The seam for a real model: `OPENAI_API_KEY` (and optionally `OPENAI_BASE_URL`,
-/// `AGENTSCOPE_MODEL`) selects the OpenAI-compatible client.
-fn model() -> BoxedModel {
+/// The model: the OpenAI-compatible client when `OPENAI_API_KEY` is set (with optional
+/// `OPENAI_BASE_URL` and `AGENTSCOPE_MODEL`), otherwise the offline demo model.
+fn model() -> Result<BoxedModel, ModelError> {
     if std::env::var_os("OPENAI_API_KEY").is_some() {
-        eprintln!(
-            "note: OPENAI_API_KEY is set, but this build has no OpenAI client yet; using the demo model"
-        );
+        let model = OpenAIChatModel::from_env()?;
+        println!("model: {} at {}\n", model.model(), model.endpoint());
+        return Ok(BoxedModel::new(model));
     }
-    BoxedModel::new(DemoModel::new("6*7"))
+    println!("model: offline demo model (set OPENAI_API_KEY to use a real endpoint)\n");
+    Ok(BoxedModel::new(DemoModel::new("6*7")))
 }
 
 #[tokio::main]
@@ -150,7 +152,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = ReActAgent::builder()
         .name("assistant")
         .sys_prompt("You are a helpful assistant. Use the calculator for arithmetic.")
-        .model(model())
+        .model(model()?)
         .toolkit(Toolkit::new().tool(Calculator::new()))
         .max_iters(10)
         .hook(PrintLifecycle)

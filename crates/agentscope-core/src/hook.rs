@@ -348,11 +348,12 @@ pub struct HookInfo {
 
 impl fmt::Display for HookInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{:>5}  {}  {:?}",
-            self.priority, self.name, self.interests
-        )
+        write!(f, "{:>5}  {}  ", self.priority, self.name)?;
+        if self.interests == HookEventTypes::ALL {
+            f.write_str("(all events)")
+        } else {
+            write!(f, "{:?}", self.interests)
+        }
     }
 }
 

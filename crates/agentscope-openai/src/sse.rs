@@ -27,6 +27,8 @@ pub(crate) struct SseParser {
     data: String,
     has_data: bool,
     event: Option<String>,
+    /// Whether any comment or known field was seen (is this an event stream at all?).
+    recognised: bool,
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -78,6 +80,11 @@ impl SseParser {
         self.line.extend_from_slice(bytes);
     }
 
+    /// Whether the input so far looked like an event stream (a comment or a known field).
+    pub(crate) fn recognised(&self) -> bool {
+        self.recognised
+    }
+
     /// Ends the input: an unterminated last line and event are dispatched.
     pub(crate) fn finish(&mut self, out: &mut Vec<SseEvent>) {
         if !self.line.is_empty() {
@@ -106,6 +113,7 @@ impl SseParser {
             return;
         }
         if line[0] == b':' {
+            self.recognised = true;
             return; // a comment, used as keep-alive
         }
         let (field, value) = match line.iter().position(|&b| b == b':') {
@@ -125,8 +133,10 @@ impl SseParser {
                 self.has_data = true;
             }
             b"event" => self.event = Some(value.into_owned()),
-            _ => {} // id, retry and unknown fields do not matter here
+            b"id" | b"retry" => {}
+            _ => return, // not a field of the protocol
         }
+        self.recognised = true;
     }
 }
 
@@ -195,6 +205,16 @@ mod tests {
         );
         // An event with no data line is not dispatched.
         assert_eq!(parse_pieces(&[b"event: ping\n\n"]), vec![]);
+    }
+
+    #[test]
+    fn recognises_event_streams() {
+        let mut parser = SseParser::default();
+        let mut out = Vec::new();
+        parser.feed(b"<html>\n<body>502</body>\n", &mut out);
+        assert!(!parser.recognised());
+        parser.feed(b": ping\n", &mut out);
+        assert!(parser.recognised());
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Shared test support: the local HTTP server, the response scenarios, helpers.
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
 pub mod scenarios;
 pub mod server;
