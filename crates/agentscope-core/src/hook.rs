@@ -102,29 +102,28 @@ impl<H: Hook> Hook for Arc<H> {
     }
 }
 
-/// What the dyn-compatible twin returns: synchronous hooks answer without allocating.
-enum HookFuture<'a> {
-    Ready(Result<(), HookError>),
-    Boxed(BoxFuture<'a, Result<(), HookError>>),
-}
-
 /// The private dyn-compatible twin of [`Hook`], blanket-implemented for every hook.
 trait DynHook: Send + Sync + 'static {
-    fn on_event_dyn<'a>(&'a self, event: &'a mut HookEvent) -> HookFuture<'a>;
+    fn on_event_boxed<'a>(
+        &'a self,
+        event: &'a mut HookEvent,
+    ) -> BoxFuture<'a, Result<(), HookError>>;
 }
 
 impl<H: Hook> DynHook for H {
-    fn on_event_dyn<'a>(&'a self, event: &'a mut HookEvent) -> HookFuture<'a> {
-        // These checks compare two constant type ids and fold away after monomorphisation.
-        let any: &dyn Any = self;
-        if let Some(sync) = any.downcast_ref::<HookFn>() {
-            return HookFuture::Ready((sync.f)(event));
-        }
-        if let Some(boxed) = any.downcast_ref::<BoxedHook>() {
-            return boxed.hook.on_event_dyn(event);
-        }
-        HookFuture::Boxed(Box::pin(self.on_event(event)))
+    fn on_event_boxed<'a>(
+        &'a self,
+        event: &'a mut HookEvent,
+    ) -> BoxFuture<'a, Result<(), HookError>> {
+        Box::pin(self.on_event(event))
     }
+}
+
+/// How an erased hook is called: synchronous hooks directly, without a future.
+#[derive(Clone)]
+enum Handler {
+    Sync(Arc<SyncHookFn>),
+    Async(Arc<dyn DynHook>),
 }
 
 type SyncHookFn = dyn Fn(&mut HookEvent) -> Result<(), HookError> + Send + Sync;
@@ -133,8 +132,9 @@ type SyncHookFn = dyn Fn(&mut HookEvent) -> Result<(), HookError> + Send + Sync;
 ///
 /// Synchronous hooks are dispatched without allocating.
 #[must_use]
+#[derive(Clone)]
 pub struct HookFn {
-    f: Box<SyncHookFn>,
+    f: Arc<SyncHookFn>,
     priority: i32,
     interests: HookEventTypes,
     name: Cow<'static, str>,
@@ -160,7 +160,7 @@ where
     F: Fn(&mut HookEvent) -> Result<(), HookError> + Send + Sync + 'static,
 {
     HookFn {
-        f: Box::new(f),
+        f: Arc::new(f),
         priority: DEFAULT_PRIORITY,
         interests: HookEventTypes::ALL,
         name: Cow::Borrowed("hook_fn"),
@@ -231,7 +231,7 @@ impl Hook for HookFn {
 /// ```
 #[derive(Clone)]
 pub struct BoxedHook {
-    hook: Arc<dyn DynHook>,
+    handler: Handler,
     priority: i32,
     interests: HookEventTypes,
     name: Arc<str>,
@@ -240,14 +240,21 @@ pub struct BoxedHook {
 impl BoxedHook {
     /// Erases `hook`, reading its priority, interests and name once.
     pub fn new<H: Hook>(hook: H) -> Self {
-        if let Some(boxed) = (&hook as &dyn Any).downcast_ref::<BoxedHook>() {
+        let any: &dyn Any = &hook;
+        if let Some(boxed) = any.downcast_ref::<BoxedHook>() {
             return boxed.clone();
         }
+        let sync = any.downcast_ref::<HookFn>().map(|f| Arc::clone(&f.f));
+        let (priority, interests, name) =
+            (hook.priority(), hook.interests(), Arc::from(hook.name()));
         Self {
-            priority: hook.priority(),
-            interests: hook.interests(),
-            name: Arc::from(hook.name()),
-            hook: Arc::new(hook),
+            handler: match sync {
+                Some(f) => Handler::Sync(f),
+                None => Handler::Async(Arc::new(hook)),
+            },
+            priority,
+            interests,
+            name,
         }
     }
 
@@ -265,22 +272,26 @@ impl BoxedHook {
     pub fn name(&self) -> &str {
         &self.name
     }
+}
 
-    /// Runs the hook on `event`, catching a panic as [`HookError::Panicked`].
-    async fn invoke(&self, event: &mut HookEvent) -> Result<(), HookError> {
-        // `let` moves the reference in, making the closure `FnOnce` so the future may keep it.
-        let start = move || {
-            let event = event;
-            self.hook.on_event_dyn(event)
-        };
-        match catch_unwind(AssertUnwindSafe(start)) {
-            Ok(HookFuture::Ready(result)) => result,
-            Ok(HookFuture::Boxed(future)) => AssertUnwindSafe(future)
-                .catch_unwind()
-                .await
-                .unwrap_or_else(|payload| Err(HookError::panicked(&*payload))),
-            Err(payload) => Err(HookError::panicked(&*payload)),
-        }
+#[inline]
+fn invoke_sync(f: &SyncHookFn, event: &mut HookEvent) -> Result<(), HookError> {
+    catch_unwind(AssertUnwindSafe(|| f(event)))
+        .unwrap_or_else(|payload| Err(HookError::panicked(&*payload)))
+}
+
+async fn invoke_async(hook: &Arc<dyn DynHook>, event: &mut HookEvent) -> Result<(), HookError> {
+    // `let` moves the reference in, making the closure `FnOnce` so the future may keep it.
+    let start = move || {
+        let event = event;
+        hook.on_event_boxed(event)
+    };
+    match catch_unwind(AssertUnwindSafe(start)) {
+        Ok(future) => AssertUnwindSafe(future)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|payload| Err(HookError::panicked(&*payload))),
+        Err(payload) => Err(HookError::panicked(&*payload)),
     }
 }
 
@@ -296,9 +307,9 @@ impl fmt::Debug for BoxedHook {
 
 impl Hook for BoxedHook {
     async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
-        match self.hook.on_event_dyn(event) {
-            HookFuture::Ready(result) => result,
-            HookFuture::Boxed(future) => future.await,
+        match &self.handler {
+            Handler::Sync(f) => f(event),
+            Handler::Async(hook) => hook.on_event_boxed(event).await,
         }
     }
 
@@ -486,7 +497,11 @@ impl HookChain {
     pub async fn dispatch(&self, event: &mut HookEvent) -> Result<(), AgentError> {
         let kind = event.event_type();
         for hook in self.by_kind[kind.index()].iter() {
-            let result = match hook.invoke(event).await {
+            let result = match &hook.handler {
+                Handler::Sync(f) => invoke_sync(&**f, event),
+                Handler::Async(h) => invoke_async(h, event).await,
+            };
+            let result = match result {
                 Ok(()) if event.event_type() != kind => Err(HookError::InvalidModification {
                     message: format!(
                         "the hook replaced the {kind} event with a {} event",
@@ -511,7 +526,11 @@ impl HookChain {
     pub async fn notify(&self, event: &mut HookEvent) {
         let kind = event.event_type();
         for hook in self.by_kind[kind.index()].iter() {
-            if let Err(error) = hook.invoke(event).await {
+            let result = match &hook.handler {
+                Handler::Sync(f) => invoke_sync(&**f, event),
+                Handler::Async(h) => invoke_async(h, event).await,
+            };
+            if let Err(error) = result {
                 tracing::warn!(
                     hook = %hook.name,
                     event = %kind,
