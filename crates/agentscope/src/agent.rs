@@ -239,7 +239,9 @@ impl ReActAgent {
     /// # Errors
     ///
     /// [`AgentError::Busy`] while a call is running; [`AgentError::InvalidInput`] for
-    /// `System` messages (the system message is configured with `sys_prompt` or hooks).
+    /// `System` messages (the system message is configured with `sys_prompt` or hooks);
+    /// while tool calls are pending, the same errors as a call's input
+    /// ([`AgentError::PendingToolCalls`] unless the messages carry their results).
     pub async fn observe(&self, input: impl Into<CallInput>) -> Result<(), AgentError> {
         let messages = input.into().into_messages();
         if messages.iter().any(|msg| msg.role == Role::System) {
@@ -248,7 +250,12 @@ impl ReActAgent {
             )));
         }
         let _guard = self.inner.begin_call()?;
-        self.inner.memory.extend(messages);
+        let memory = &self.inner.memory;
+        if !messages.is_empty() {
+            // Like a call's input: nothing may come between tool calls and their results.
+            engine::check_input(engine::pending_tool_uses(&memory.messages()), &messages)?;
+        }
+        memory.extend(messages);
         Ok(())
     }
 

@@ -64,6 +64,8 @@ struct Entry {
 pub(crate) enum ToolRun {
     Done(ToolResultBlock),
     Suspended,
+    /// The tool stopped because the call was interrupted (its result is not kept).
+    Interrupted,
 }
 
 impl Toolkit {
@@ -190,10 +192,12 @@ impl Toolkit {
         if !problems.is_empty() {
             return fail(parameter_error(&tool_use.name, &problems.join("; ")));
         }
+        let token = ctx.cancellation_token().clone();
         let outcome = AssertUnwindSafe(entry.tool.call(tool_use.input.clone(), ctx))
             .catch_unwind()
             .await;
         match outcome {
+            Ok(Err(ToolError::Cancelled)) if token.is_cancelled() => ToolRun::Interrupted,
             Ok(Ok(ToolOutput::Content(output))) => ToolRun::Done(ToolResultBlock {
                 id: tool_use.id.clone(),
                 name: tool_use.name.clone(),
@@ -420,7 +424,7 @@ mod tests {
         let tool_use = ToolUseBlock::new("c1", name, input);
         match block_on(toolkit.run(&tool_use, ToolContext::new(tool_use.clone()))) {
             ToolRun::Done(result) => result,
-            ToolRun::Suspended => panic!("suspended"),
+            other => panic!("{other:?}"),
         }
     }
 

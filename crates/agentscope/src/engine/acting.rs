@@ -84,6 +84,9 @@ impl Call<'_> {
                     suspended.push(ContentBlock::ToolUse(tool_use));
                     continue;
                 }
+                Some(ToolRun::Interrupted) => {
+                    ToolResultBlock::error(&tool_use.id, &tool_use.name, super::INTERRUPTED_RESULT)
+                }
                 None => {
                     ToolResultBlock::error(&tool_use.id, &tool_use.name, super::CANCELLED_RESULT)
                 }
@@ -122,6 +125,9 @@ impl Call<'_> {
     /// are ready are kept (as computed results of the open calls) and the rest are dropped.
     async fn run_tools(&mut self, jobs: &mut [Job]) -> Step<()> {
         let agent = self.agent;
+        if self.cancel.is_cancelled() {
+            return Err(Halt::Interrupted);
+        }
         let hook_chunks = self.hooks.is_interested(HookEventType::ActingChunk);
         let sink_chunks = self
             .sink
@@ -197,6 +203,9 @@ impl Call<'_> {
                 }
             }
         };
+        // A tool may have finished because it saw the interrupt: the batch still counts as
+        // interrupted, and results computed before it are kept.
+        let interrupted = interrupted || self.cancel.is_cancelled();
         for (job, slot) in jobs.iter_mut().zip(slots) {
             if let Some(ToolRun::Done(result)) = &slot {
                 self.open.computed(result);
@@ -265,6 +274,10 @@ async fn run_batch(
     } else {
         for (index, ctx) in contexts.into_iter().enumerate() {
             if let Some(ctx) = ctx {
+                // Once interrupted, the remaining tools don't start.
+                if ctx.is_cancelled() {
+                    break;
+                }
                 slots[index] = Some(toolkit.run(&tool_uses[index], ctx).await);
             }
         }

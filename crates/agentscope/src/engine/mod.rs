@@ -12,9 +12,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use agentscope_core::{
-    AgentError, AgentInfo, CancellationToken, ErrorEvent, GenerateReason, HookChain, HookEvent,
-    HookEventType, Msg, PostCallEvent, PreCallEvent, Role, ToolResultBlock, ToolUseBlock,
-    system_injection_message,
+    AgentError, AgentInfo, CancellationToken, ContentBlock, ErrorEvent, GenerateReason, HookChain,
+    HookEvent, HookEventType, Msg, PostCallEvent, PreCallEvent, Role, ToolResultBlock,
+    ToolUseBlock, system_injection_message,
 };
 
 use crate::agent::AgentInner;
@@ -167,58 +167,10 @@ impl<'a> Call<'a> {
     fn accept_input(&self, input: Vec<Msg>) -> Result<Option<Vec<ToolUseBlock>>, AgentError> {
         let memory = &self.agent.memory;
         let pending = pending_tool_uses(&memory.messages());
-        if pending.is_empty() {
-            memory.extend(input);
-            return Ok(None);
-        }
-        if input.is_empty() {
+        if !pending.is_empty() && input.is_empty() {
             return Ok(Some(pending));
         }
-        let results: Vec<&ToolResultBlock> =
-            input.iter().flat_map(|msg| msg.tool_results()).collect();
-        let ids = |calls: &[&ToolUseBlock]| {
-            calls
-                .iter()
-                .map(|c| c.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        if results.is_empty() {
-            return Err(AgentError::PendingToolCalls {
-                ids: pending.iter().map(|c| c.id.clone()).collect(),
-            });
-        }
-        let mut seen = HashSet::new();
-        for result in &results {
-            if !seen.insert(result.id.as_str()) {
-                return Err(AgentError::invalid_input(format!(
-                    "Duplicate tool result for tool call id '{}'",
-                    result.id
-                )));
-            }
-            if !pending.iter().any(|call| call.id == result.id) {
-                return Err(AgentError::invalid_input(format!(
-                    "Tool result id '{}' does not match any pending tool call. Pending tool call ids: [{}]",
-                    result.id,
-                    ids(&pending.iter().collect::<Vec<_>>())
-                )));
-            }
-        }
-        let still_pending: Vec<ToolUseBlock> = pending
-            .into_iter()
-            .filter(|call| !seen.contains(call.id.as_str()))
-            .collect();
-        let has_other_content = input.iter().any(|msg| {
-            msg.content
-                .iter()
-                .any(|block| !matches!(block, agentscope_core::ContentBlock::ToolResult(_)))
-        });
-        if !still_pending.is_empty() && has_other_content {
-            return Err(AgentError::invalid_input(format!(
-                "Partial tool results cannot be mixed with new content: results are missing for pending tool call ids [{}]",
-                ids(&still_pending.iter().collect::<Vec<_>>())
-            )));
-        }
+        let still_pending = check_input(pending, &input)?;
         memory.extend(input);
         Ok((!still_pending.is_empty()).then_some(still_pending))
     }
@@ -237,7 +189,7 @@ impl<'a> Call<'a> {
         let reply = Msg::new(
             Role::Assistant,
             self.agent.info.name(),
-            vec![agentscope_core::ContentBlock::text(INTERRUPT_REPLY)],
+            vec![ContentBlock::text(INTERRUPT_REPLY)],
         )
         .with_generate_reason(GenerateReason::Interrupted);
         memory.add(reply.clone());
@@ -296,6 +248,75 @@ impl<'a> Call<'a> {
             })
             .await;
         }
+    }
+}
+
+/// Checks new, non-empty input against the pending tool calls: with calls pending it must
+/// carry results for them (no duplicates, no unknown ids, and no other content unless every
+/// call is answered). Returns the calls still pending after it.
+pub(crate) fn check_input(
+    pending: Vec<ToolUseBlock>,
+    input: &[Msg],
+) -> Result<Vec<ToolUseBlock>, AgentError> {
+    if pending.is_empty() {
+        return Ok(pending);
+    }
+    let results: Vec<&ToolResultBlock> = input.iter().flat_map(|msg| msg.tool_results()).collect();
+    if results.is_empty() {
+        return Err(AgentError::PendingToolCalls {
+            ids: pending.iter().map(|call| call.id.clone()).collect(),
+        });
+    }
+    let ids = |calls: &[ToolUseBlock]| {
+        calls
+            .iter()
+            .map(|call| call.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut seen = HashSet::new();
+    for result in &results {
+        if !seen.insert(result.id.as_str()) {
+            return Err(AgentError::invalid_input(format!(
+                "Duplicate tool result for tool call id '{}'",
+                result.id
+            )));
+        }
+        if !pending.iter().any(|call| call.id == result.id) {
+            return Err(AgentError::invalid_input(format!(
+                "Tool result id '{}' does not match any pending tool call. Pending tool call ids: [{}]",
+                result.id,
+                ids(&pending)
+            )));
+        }
+    }
+    let still_pending: Vec<ToolUseBlock> = pending
+        .into_iter()
+        .filter(|call| !seen.contains(call.id.as_str()))
+        .collect();
+    let has_other_content = input.iter().any(|msg| {
+        msg.content
+            .iter()
+            .any(|block| !matches!(block, ContentBlock::ToolResult(_)))
+    });
+    if !still_pending.is_empty() && has_other_content {
+        return Err(AgentError::invalid_input(format!(
+            "Partial tool results cannot be mixed with new content: results are missing for pending tool call ids [{}]",
+            ids(&still_pending)
+        )));
+    }
+    Ok(still_pending)
+}
+
+/// Fails when a message that will be stored as the agent's own is not an assistant message
+/// (a hook replaced it with another role).
+fn check_reply_role(message: &Msg, place: &str) -> Result<(), AgentError> {
+    match message.role {
+        Role::Assistant => Ok(()),
+        Role::System => Err(AgentError::invalid_input(system_injection_message(place))),
+        other => Err(AgentError::invalid_input(format!(
+            "The {place} must have the assistant role, not {other}"
+        ))),
     }
 }
 

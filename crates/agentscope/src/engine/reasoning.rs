@@ -9,7 +9,7 @@ use agentscope_core::{
 use futures::StreamExt;
 use futures::future::{Either, select};
 
-use super::{Call, Halt, Step, reject_system, with_system};
+use super::{Call, Halt, Step, check_reply_role, reject_system, with_system};
 use crate::stream::{Event, EventType};
 
 pub(super) enum Reasoned {
@@ -86,6 +86,7 @@ impl Call<'_> {
             (message, false, None)
         };
 
+        check_reply_role(&message, "PostReasoningEvent reasoning message")?;
         if stop {
             // Its tool calls stay pending on purpose: the next call resumes them.
             message.set_generate_reason(GenerateReason::ReasoningStopRequested);
@@ -133,6 +134,9 @@ impl Call<'_> {
     /// the stream. Interrupts are observed while waiting and after every chunk.
     pub(super) async fn generate(&self, request: ModelRequest, phase: Phase) -> Step<Msg> {
         let agent = self.agent;
+        if self.cancel.is_cancelled() {
+            return Err(Halt::Interrupted);
+        }
         let hook_chunks = self.hooks.is_interested(phase.hook_kind());
         let sink = self
             .sink

@@ -6,7 +6,7 @@ use agentscope_core::{
 };
 
 use super::reasoning::Phase;
-use super::{Call, Halt, Step, pending_tool_uses, reject_system, with_system};
+use super::{Call, Halt, Step, check_reply_role, pending_tool_uses, reject_system, with_system};
 use crate::stream::EventType;
 
 /// The user hint the summary model call gets (not stored in memory).
@@ -78,6 +78,7 @@ impl Call<'_> {
             summary
         }
         .with_generate_reason(GenerateReason::MaxIterations);
+        check_reply_role(&summary, "PostSummaryEvent summary message")?;
         agent.memory.add(summary.clone());
         self.emit(EventType::Summary, true, || summary.clone())
             .await;
