@@ -1,0 +1,386 @@
+//! Runtime hook management (`add_hook`, `remove_hook`, `clear_hooks`, `hook_order`) applies
+//! from the next call on, never to the running one; `observe` stores messages without
+//! replying and hooks see them as history on the next call.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use agentscope::prelude::*;
+use agentscope::{AgentError, BoxedHook, HookId};
+use agentscope_test::tools::Calculator;
+use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
+use serde_json::json;
+
+use agentscope::HookEventType as K;
+
+const PLAIN_CALL: [HookEventType; 5] = [
+    K::PreCall,
+    K::PreReasoning,
+    K::ReasoningChunk,
+    K::PostReasoning,
+    K::PostCall,
+];
+
+/// A late-bound handle to the agent, for hooks that manage the agent they belong to.
+type Handle = Arc<OnceLock<ReActAgent>>;
+
+fn answers(n: usize) -> ScriptedModel {
+    ScriptedModel::new((0..n).map(|i| ScriptedResponse::text(format!("answer {i}"))))
+}
+
+fn agent(model: &ScriptedModel, hooks: impl IntoIterator<Item = BoxedHook>) -> ReActAgent {
+    ReActAgent::builder()
+        .sys_prompt("seed")
+        .model(model.clone())
+        .hooks(hooks)
+        .build()
+        .unwrap()
+}
+
+/// A hook that runs `f` with the agent handle on the first PreReasoning it sees.
+fn once_at_pre_reasoning(
+    handle: &Handle,
+    invocations: &Arc<AtomicUsize>,
+    f: impl Fn(&ReActAgent) + Send + Sync + 'static,
+) -> BoxedHook {
+    let handle = Arc::clone(handle);
+    let invocations = Arc::clone(invocations);
+    BoxedHook::new(
+        hook_fn(move |_event: &mut HookEvent| {
+            if invocations.fetch_add(1, Ordering::SeqCst) == 0 {
+                f(handle.get().unwrap());
+            }
+            Ok(())
+        })
+        .with_interests(K::PreReasoning)
+        .with_priority(50)
+        .with_name("manager"),
+    )
+}
+
+fn names(agent: &ReActAgent) -> Vec<String> {
+    agent
+        .hook_order()
+        .into_iter()
+        .map(|info| info.name)
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Changes during a call apply from the next call on
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn hook_added_during_a_call_sees_nothing_of_it_and_everything_of_the_next() {
+    let model = answers(2);
+    let handle: Handle = Arc::default();
+    let invocations = Arc::new(AtomicUsize::new(0));
+    // Priority 1: had it joined the running chain, it would run before everything else.
+    let late = RecordingHook::new(1);
+    let adder = {
+        let late = late.clone();
+        once_at_pre_reasoning(&handle, &invocations, move |agent| {
+            agent.add_hook(late.clone());
+        })
+    };
+    let agent = agent(&model, [adder]);
+    handle.set(agent.clone()).unwrap();
+
+    agent.call(Msg::user("one")).await.unwrap();
+
+    assert!(late.types().is_empty(), "{:?}", late.types());
+    assert_eq!(names(&agent), ["recording@1", "manager"]);
+
+    agent.call(Msg::user("two")).await.unwrap();
+
+    assert_eq!(late.types(), PLAIN_CALL);
+    match &late.events()[0] {
+        HookEvent::PreCall(e) => assert_eq!(e.input_messages()[0].text(), "two"),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(invocations.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn hook_removed_during_a_call_still_sees_all_of_it_and_nothing_of_the_next() {
+    let model = answers(2);
+    let handle: Handle = Arc::default();
+    let invocations = Arc::new(AtomicUsize::new(0));
+    let removed = RecordingHook::new(200);
+    let target: Arc<OnceLock<HookId>> = Arc::default();
+    let outcome = Arc::new(Mutex::new(None));
+    let remover = {
+        let target = Arc::clone(&target);
+        let outcome = Arc::clone(&outcome);
+        once_at_pre_reasoning(&handle, &invocations, move |agent| {
+            *outcome.lock().unwrap() = Some(agent.remove_hook(*target.get().unwrap()));
+        })
+    };
+    let agent = agent(&model, [remover]);
+    handle.set(agent.clone()).unwrap();
+    target.set(agent.add_hook(removed.clone())).unwrap();
+
+    agent.call(Msg::user("one")).await.unwrap();
+
+    assert_eq!(*outcome.lock().unwrap(), Some(true));
+    assert_eq!(removed.types(), PLAIN_CALL);
+    assert_eq!(names(&agent), ["manager"]);
+
+    removed.clear();
+    agent.call(Msg::user("two")).await.unwrap();
+
+    assert!(removed.types().is_empty(), "{:?}", removed.types());
+}
+
+#[tokio::test]
+async fn hooks_cleared_during_a_call_still_see_all_of_it_and_nothing_of_the_next() {
+    let model = answers(2);
+    let handle: Handle = Arc::default();
+    let invocations = Arc::new(AtomicUsize::new(0));
+    let observer = RecordingHook::new(200);
+    let clearer = once_at_pre_reasoning(&handle, &invocations, |agent| agent.clear_hooks());
+    let agent = agent(&model, [clearer, BoxedHook::new(observer.clone())]);
+    handle.set(agent.clone()).unwrap();
+
+    agent.call(Msg::user("one")).await.unwrap();
+
+    assert_eq!(observer.types(), PLAIN_CALL);
+    assert!(agent.hook_order().is_empty());
+
+    observer.clear();
+    let reply = agent.call(Msg::user("two")).await.unwrap();
+
+    assert_eq!(reply.text(), "answer 1");
+    assert!(observer.types().is_empty());
+    assert_eq!(invocations.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn changes_between_calls_apply_to_the_next_call() {
+    let model = answers(3);
+    let first = RecordingHook::new(10);
+    let second = RecordingHook::new(20);
+    let agent = agent(&model, []);
+
+    let first_id = agent.add_hook(first.clone());
+    agent.call(Msg::user("one")).await.unwrap();
+    let second_id = agent.add_hook(second.clone());
+    assert!(agent.remove_hook(first_id));
+    agent.call(Msg::user("two")).await.unwrap();
+    agent.clear_hooks();
+    agent.call(Msg::user("three")).await.unwrap();
+
+    assert_eq!(first.types(), PLAIN_CALL);
+    assert_eq!(second.types(), PLAIN_CALL);
+    assert!(!agent.remove_hook(second_id), "cleared hooks are gone");
+}
+
+// ---------------------------------------------------------------------------------------
+// hook_order
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn hook_order_shows_the_effective_chain_with_ids_names_priorities_and_interests() {
+    let agent = ReActAgent::builder()
+        .model(answers(0))
+        .hook(hook_fn(|_| Ok(())).with_name("b").with_priority(50))
+        .hook(
+            hook_fn(|_| Ok(()))
+                .with_name("a")
+                .with_priority(10)
+                .with_interests(K::PreCall | K::PostCall),
+        )
+        .hook(hook_fn(|_| Ok(())).with_name("c"))
+        .build()
+        .unwrap();
+    let d = agent.add_hook(hook_fn(|_| Ok(())).with_name("d").with_priority(10));
+    let e = agent.add_hook(RecordingHook::new(-1).with_interests(HookEventTypes::CHUNKS));
+
+    let order = agent.hook_order();
+    let summary: Vec<(String, i32, HookEventTypes)> = order
+        .iter()
+        .map(|info| (info.name.clone(), info.priority, info.interests))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("recording@-1".to_owned(), -1, HookEventTypes::CHUNKS),
+            ("a".to_owned(), 10, K::PreCall | K::PostCall),
+            ("d".to_owned(), 10, HookEventTypes::ALL),
+            ("b".to_owned(), 50, HookEventTypes::ALL),
+            ("c".to_owned(), 100, HookEventTypes::ALL),
+        ]
+    );
+    assert_eq!(order[0].id, e);
+    assert_eq!(order[2].id, d);
+    let ids: std::collections::HashSet<HookId> = order.iter().map(|info| info.id).collect();
+    assert_eq!(ids.len(), 5, "ids are unique");
+
+    // Builder hooks can be removed by the id hook_order reports.
+    assert!(agent.remove_hook(order[1].id));
+    assert!(agent.remove_hook(d));
+    assert!(!agent.remove_hook(d), "removing twice reports false");
+    assert_eq!(names(&agent), ["recording@-1", "b", "c"]);
+
+    agent.clear_hooks();
+    assert!(agent.hook_order().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// observe
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn observe_stores_messages_without_model_request_or_hook_events() {
+    let model = answers(0);
+    let rec = RecordingHook::new(100);
+    let agent = agent(&model, [BoxedHook::new(rec.clone())]);
+    let observed = vec![
+        Msg::user("from the user"),
+        Msg::builder(Role::Assistant)
+            .name("other-agent")
+            .text("from another agent")
+            .build(),
+    ];
+
+    agent.observe(observed.clone()).await.unwrap();
+    agent.observe("a note").await.unwrap();
+    agent.observe(()).await.unwrap();
+
+    let memory = agent.memory().messages();
+    assert_eq!(memory.len(), 3);
+    assert_eq!(memory[..2], observed[..]);
+    assert_eq!(
+        (memory[2].role, memory[2].name.as_str()),
+        (Role::User, "user")
+    );
+    assert_eq!(memory[2].text(), "a note");
+    assert_eq!(model.request_count(), 0);
+    assert!(rec.events().is_empty());
+    assert!(!agent.is_running());
+}
+
+#[tokio::test]
+async fn observed_messages_are_history_in_the_next_pre_call_and_reach_the_model() {
+    let model = answers(1);
+    let rec = RecordingHook::new(100).with_interests(K::PreCall);
+    let agent = agent(&model, [BoxedHook::new(rec.clone())]);
+    let observed = vec![Msg::user("context"), Msg::assistant("noted")];
+    agent.observe(observed.clone()).await.unwrap();
+    let question = Msg::user("question");
+
+    agent.call(question.clone()).await.unwrap();
+
+    match &rec.events()[..] {
+        [HookEvent::PreCall(e)] => {
+            assert_eq!(e.history(), &observed[..]);
+            assert_eq!(e.input_messages(), std::slice::from_ref(&question));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let sent = &model.requests()[0].messages;
+    assert_eq!(sent.len(), 4);
+    assert_eq!(
+        (sent[0].role, sent[0].text()),
+        (Role::System, "seed".to_owned())
+    );
+    assert_eq!(sent[1..3], observed[..]);
+    assert_eq!(sent[3], question);
+}
+
+/// A hook that tries to `observe` on its own agent while the call runs.
+struct ObserveDuringCall {
+    handle: Handle,
+    outcome: Arc<Mutex<Option<Result<(), AgentError>>>>,
+}
+
+impl Hook for ObserveDuringCall {
+    async fn on_event(&self, _event: &mut HookEvent) -> Result<(), HookError> {
+        let agent = self.handle.get().unwrap().clone();
+        let result = agent.observe(Msg::user("sneaky")).await;
+        *self.outcome.lock().unwrap() = Some(result);
+        Ok(())
+    }
+
+    fn interests(&self) -> HookEventTypes {
+        K::PreReasoning.into()
+    }
+}
+
+#[tokio::test]
+async fn observe_while_a_call_runs_is_rejected_as_busy() {
+    let model = answers(1);
+    let handle: Handle = Arc::default();
+    let outcome = Arc::new(Mutex::new(None));
+    let agent = agent(
+        &model,
+        [BoxedHook::new(ObserveDuringCall {
+            handle: Arc::clone(&handle),
+            outcome: Arc::clone(&outcome),
+        })],
+    );
+    handle.set(agent.clone()).unwrap();
+
+    let reply = agent.call(Msg::user("q")).await.unwrap();
+
+    assert_eq!(reply.text(), "answer 0");
+    match outcome.lock().unwrap().take() {
+        Some(Err(AgentError::Busy { agent })) => assert_eq!(agent, "assistant"),
+        other => panic!("observe during a call returned {other:?}"),
+    }
+    let memory: Vec<String> = agent.memory().messages().iter().map(Msg::text).collect();
+    assert_eq!(memory, ["q", "answer 0"]);
+}
+
+/// Observed messages must not land between a stored tool call and its result: the model
+/// would receive `[.., assistant tool_use c1, user note, tool result c1]`, which providers
+/// reject. Like new call input (DESIGN 5.4), observing while tool calls are pending is an
+/// error naming the pending ids, and nothing is stored.
+#[tokio::test]
+async fn observe_while_tool_calls_are_pending_is_rejected() {
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1+1"})),
+        ScriptedResponse::text("2"),
+    ]);
+    let stop = BoxedHook::new(
+        hook_fn(|event: &mut HookEvent| {
+            if let HookEvent::PostReasoning(e) = event {
+                e.stop_agent();
+            }
+            Ok(())
+        })
+        .with_interests(K::PostReasoning)
+        .with_name("stopper"),
+    );
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(Toolkit::new().tool(Calculator::new()))
+        .hook(stop)
+        .build()
+        .unwrap();
+    let stopped = agent.call(Msg::user("1+1?")).await.unwrap();
+    assert_eq!(
+        stopped.generate_reason(),
+        Some(GenerateReason::ReasoningStopRequested)
+    );
+    let before = agent.memory().messages();
+
+    let result = agent.observe(Msg::user("a note")).await;
+
+    match result {
+        Err(AgentError::PendingToolCalls { ids }) => assert_eq!(ids, ["c1"]),
+        other => panic!("expected PendingToolCalls, got {other:?}"),
+    }
+    assert_eq!(agent.memory().messages(), before);
+
+    // Resuming still gives the model a well-formed conversation.
+    agent.clear_hooks();
+    agent.call(()).await.unwrap();
+    let roles: Vec<Role> = model.requests()[1]
+        .messages
+        .iter()
+        .map(|msg| msg.role)
+        .collect();
+    assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool]);
+}

@@ -1,0 +1,441 @@
+//! `interrupt()`: from hooks at PreReasoning, ReasoningChunk and PostReasoning, during a running tool from another task; the exact memory (no orphan tool-use), the reply, PostCall; interrupting an idle agent; the agent working normally afterwards.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use agentscope::prelude::*;
+use agentscope_test::tools::{Calculator, SlowTool};
+use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
+use serde_json::json;
+
+const REPLY: &str = "I noticed that you have interrupted me. What can I do for you?";
+const INTERRUPTED: &str = "Error: Tool execution was interrupted.";
+
+type Row = (Role, String, Vec<ContentBlock>, Option<GenerateReason>);
+
+fn rows(messages: &[Msg]) -> Vec<Row> {
+    messages
+        .iter()
+        .map(|m| {
+            (
+                m.role,
+                m.name.clone(),
+                m.content.clone(),
+                m.generate_reason(),
+            )
+        })
+        .collect()
+}
+
+fn row(role: Role, name: &str, content: Vec<ContentBlock>, reason: Option<GenerateReason>) -> Row {
+    (role, name.to_owned(), content, reason)
+}
+
+fn user(t: &str) -> Row {
+    row(Role::User, "user", vec![ContentBlock::text(t)], None)
+}
+
+fn interrupt_reply() -> Row {
+    row(
+        Role::Assistant,
+        "assistant",
+        vec![ContentBlock::text(REPLY)],
+        Some(GenerateReason::Interrupted),
+    )
+}
+
+fn interrupted_result(id: &str, name: &str) -> Row {
+    row(
+        Role::Tool,
+        name,
+        vec![ToolResultBlock::error(id, name, INTERRUPTED).into()],
+        None,
+    )
+}
+
+/// Every tool-use in `memory` has a tool result after it.
+fn assert_no_orphan_tool_use(memory: &[Msg]) {
+    for (at, msg) in memory.iter().enumerate() {
+        for call in msg.tool_uses() {
+            assert!(
+                memory[at + 1..]
+                    .iter()
+                    .flat_map(|m| m.tool_results())
+                    .any(|r| r.id == call.id),
+                "orphan tool-use {} in {memory:#?}",
+                call.id
+            );
+        }
+    }
+}
+
+fn build(model: &ScriptedModel, toolkit: Toolkit, rec: &RecordingHook) -> ReActAgent {
+    ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(toolkit)
+        .hook(rec.clone())
+        .build()
+        .unwrap()
+}
+
+/// Registers a hook that interrupts `agent` the first time it sees an event of `kind`.
+fn interrupt_at(agent: &ReActAgent, kind: HookEventType) {
+    let handle = agent.clone();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    agent.add_hook(
+        hook_fn(move |_event| {
+            if !done.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                handle.interrupt();
+            }
+            Ok(())
+        })
+        .with_interests(kind)
+        .with_priority(50)
+        .with_name("interrupter"),
+    );
+}
+
+async fn assert_works_normally_afterwards(agent: &ReActAgent, model: &ScriptedModel) {
+    model.push(ScriptedResponse::text("back to normal"));
+    let before = agent.memory().len();
+    let reply = agent.call("next").await.unwrap();
+    assert_eq!(reply.text(), "back to normal");
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::ModelStop));
+    assert_eq!(
+        rows(&agent.memory().messages()[before..]),
+        vec![
+            user("next"),
+            row(
+                Role::Assistant,
+                "assistant",
+                vec![ContentBlock::text("back to normal")],
+                Some(GenerateReason::ModelStop)
+            )
+        ]
+    );
+}
+
+#[tokio::test]
+async fn interrupt_at_pre_reasoning_returns_the_interrupt_reply() {
+    // No scripted response: the model must not be called at all.
+    let model = ScriptedModel::new([]);
+    let rec = RecordingHook::new(100);
+    let agent = build(&model, Toolkit::new(), &rec);
+    interrupt_at(&agent, HookEventType::PreReasoning);
+
+    let reply = agent.call("q").await;
+    assert_eq!(
+        model.request_count(),
+        0,
+        "the model was called after an interrupt at PreReasoning"
+    );
+    let reply = reply.unwrap();
+
+    assert_eq!(reply.text(), REPLY);
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
+    assert_eq!(
+        rows(&agent.memory().messages()),
+        vec![user("q"), interrupt_reply()],
+        "nothing from the model is stored: the interrupt came before it was called"
+    );
+    assert_eq!(
+        rec.types_without_chunks(),
+        [
+            HookEventType::PreCall,
+            HookEventType::PreReasoning,
+            HookEventType::PostCall
+        ]
+    );
+    let HookEvent::PostCall(post_call) = rec.events().last().cloned().unwrap() else {
+        panic!("last event is not PostCall");
+    };
+    assert_eq!(post_call.final_message().text(), REPLY);
+    assert_works_normally_afterwards(&agent, &model).await;
+}
+
+#[tokio::test]
+async fn interrupt_during_model_chunks_stores_the_partial_message() {
+    let model = ScriptedModel::new([ScriptedResponse::chunks([
+        ScriptedChunk::text("Hel"),
+        ScriptedChunk::text("lo"),
+        ScriptedChunk::text(" world"),
+    ])]);
+    let rec = RecordingHook::new(100);
+    let agent = build(&model, Toolkit::new(), &rec);
+    interrupt_at(&agent, HookEventType::ReasoningChunk);
+
+    let reply = agent.call("q").await.unwrap();
+
+    assert_eq!(reply.text(), REPLY);
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
+    assert_eq!(
+        rows(&agent.memory().messages()),
+        vec![
+            user("q"),
+            row(
+                Role::Assistant,
+                "assistant",
+                vec![ContentBlock::text("Hel")],
+                None
+            ),
+            interrupt_reply(),
+        ]
+    );
+    assert_eq!(
+        rec.types(),
+        [
+            HookEventType::PreCall,
+            HookEventType::PreReasoning,
+            HookEventType::ReasoningChunk,
+            HookEventType::PostCall
+        ]
+    );
+    assert_works_normally_afterwards(&agent, &model).await;
+}
+
+#[tokio::test]
+async fn interrupt_during_a_streamed_tool_call_leaves_no_orphan_tool_use() {
+    let model = ScriptedModel::new([ScriptedResponse::chunks([
+        ScriptedChunk::text("Let me compute."),
+        ScriptedChunk::tool_call("c1", "calculator", json!({"expression": "6*7"})),
+        ScriptedChunk::text(" More."),
+    ])]);
+    let calc = Calculator::new();
+    let rec = RecordingHook::new(100);
+    let agent = build(&model, Toolkit::new().tool(calc.clone()), &rec);
+    // The second chunk (the tool call) triggers the interrupt.
+    let handle = agent.clone();
+    agent.add_hook(
+        hook_fn(move |event| {
+            if let HookEvent::ReasoningChunk(e) = event
+                && e.accumulated().has_tool_uses()
+            {
+                handle.interrupt();
+            }
+            Ok(())
+        })
+        .with_interests(HookEventType::ReasoningChunk),
+    );
+
+    let reply = agent.call("q").await.unwrap();
+
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
+    let memory = agent.memory().messages();
+    assert_eq!(
+        rows(&memory),
+        vec![
+            user("q"),
+            row(
+                Role::Assistant,
+                "assistant",
+                vec![
+                    ContentBlock::text("Let me compute."),
+                    ToolUseBlock::new("c1", "calculator", json!({"expression": "6*7"})).into()
+                ],
+                None
+            ),
+            interrupted_result("c1", "calculator"),
+            interrupt_reply(),
+        ]
+    );
+    assert_no_orphan_tool_use(&memory);
+    assert_eq!(calc.log().count(), 0);
+}
+
+#[tokio::test]
+async fn interrupt_after_reasoning_gives_pending_calls_interrupted_results() {
+    let model = ScriptedModel::new([ScriptedResponse::tool_calls([
+        ("c1", "calculator", json!({"expression": "6*7"})),
+        ("c2", "calculator", json!({"expression": "1+1"})),
+    ])]);
+    let calc = Calculator::new();
+    let rec = RecordingHook::new(100);
+    let agent = build(&model, Toolkit::new().tool(calc.clone()), &rec);
+    interrupt_at(&agent, HookEventType::PostReasoning);
+
+    let reply = agent.call("q").await.unwrap();
+
+    assert_eq!(reply.text(), REPLY);
+    assert_eq!(reply.name, "assistant");
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
+    let memory = agent.memory().messages();
+    assert_eq!(
+        rows(&memory),
+        vec![
+            user("q"),
+            row(
+                Role::Assistant,
+                "assistant",
+                vec![
+                    ToolUseBlock::new("c1", "calculator", json!({"expression": "6*7"})).into(),
+                    ToolUseBlock::new("c2", "calculator", json!({"expression": "1+1"})).into(),
+                ],
+                None
+            ),
+            interrupted_result("c1", "calculator"),
+            interrupted_result("c2", "calculator"),
+            interrupt_reply(),
+        ]
+    );
+    assert_no_orphan_tool_use(&memory);
+    assert_eq!(calc.log().count(), 0, "no tool ran");
+    assert_eq!(
+        rec.types_without_chunks(),
+        [
+            HookEventType::PreCall,
+            HookEventType::PreReasoning,
+            HookEventType::PostReasoning,
+            HookEventType::PostCall
+        ]
+    );
+    assert_works_normally_afterwards(&agent, &model).await;
+}
+
+#[tokio::test]
+async fn interrupt_from_another_task_cancels_a_running_tool() {
+    let model = ScriptedModel::new([ScriptedResponse::tool_calls([
+        ("c1", "calculator", json!({"expression": "6*7"})),
+        ("c2", "slow", json!({"ms": 60_000})),
+        ("c3", "calculator", json!({"expression": "1+1"})),
+    ])]);
+    let calc = Calculator::new();
+    let slow = SlowTool::new();
+    let rec = RecordingHook::new(100);
+    let agent = build(
+        &model,
+        Toolkit::new().tool(calc.clone()).tool(slow.clone()),
+        &rec,
+    );
+
+    let running = tokio::spawn(agent.call("q"));
+    // Wait (without a deadline) until the slow tool is running.
+    while slow.log().count() == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    agent.interrupt();
+    let reply = tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("the interrupted call did not finish promptly")
+        .unwrap()
+        .unwrap();
+
+    assert_eq!(reply.text(), REPLY);
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
+    let memory = agent.memory().messages();
+    assert_eq!(
+        rows(&memory),
+        vec![
+            user("q"),
+            row(
+                Role::Assistant,
+                "assistant",
+                vec![
+                    ToolUseBlock::new("c1", "calculator", json!({"expression": "6*7"})).into(),
+                    ToolUseBlock::new("c2", "slow", json!({"ms": 60_000})).into(),
+                    ToolUseBlock::new("c3", "calculator", json!({"expression": "1+1"})).into(),
+                ],
+                None
+            ),
+            // c1 finished before the interrupt and keeps its real result.
+            row(
+                Role::Tool,
+                "calculator",
+                vec![ToolResultBlock::text("c1", "calculator", "42").into()],
+                None
+            ),
+            interrupted_result("c2", "slow"),
+            interrupted_result("c3", "calculator"),
+            interrupt_reply(),
+        ]
+    );
+    assert_no_orphan_tool_use(&memory);
+    assert_eq!(calc.log().count(), 1, "c3 never started");
+    assert_eq!(
+        rec.types_without_chunks(),
+        [
+            HookEventType::PreCall,
+            HookEventType::PreReasoning,
+            HookEventType::PostReasoning,
+            HookEventType::PreActing,
+            HookEventType::PreActing,
+            HookEventType::PreActing,
+            HookEventType::PostCall
+        ],
+        "no PostActing for an interrupted batch"
+    );
+    assert_works_normally_afterwards(&agent, &model).await;
+}
+
+#[tokio::test]
+async fn interrupting_an_idle_agent_does_nothing() {
+    let model = ScriptedModel::new([ScriptedResponse::text("hello")]);
+    let rec = RecordingHook::new(100);
+    let agent = build(&model, Toolkit::new(), &rec);
+
+    agent.interrupt();
+    agent.interrupt();
+    let reply = agent.call("hi").await.unwrap();
+
+    assert_eq!(reply.text(), "hello");
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::ModelStop));
+    assert_eq!(
+        rows(&agent.memory().messages()),
+        vec![
+            user("hi"),
+            row(
+                Role::Assistant,
+                "assistant",
+                vec![ContentBlock::text("hello")],
+                Some(GenerateReason::ModelStop)
+            )
+        ]
+    );
+    assert!(rec.types().contains(&HookEventType::PostCall));
+}
+
+#[tokio::test]
+async fn interrupt_between_calls_does_not_affect_the_next_call() {
+    let model = ScriptedModel::new([ScriptedResponse::text("one")]);
+    let rec = RecordingHook::new(100);
+    let agent = build(&model, Toolkit::new(), &rec);
+    assert_eq!(agent.call("a").await.unwrap().text(), "one");
+    agent.interrupt();
+    assert_works_normally_afterwards(&agent, &model).await;
+}
+
+#[tokio::test]
+async fn interrupt_while_waiting_for_the_model_returns_promptly() {
+    let model =
+        ScriptedModel::new(
+            [ScriptedResponse::text("too late").with_delay(Duration::from_secs(60))],
+        );
+    let rec = RecordingHook::new(100);
+    let agent = build(&model, Toolkit::new(), &rec);
+
+    let running = tokio::spawn(agent.call("q"));
+    // Wait (without a deadline) until the model was asked.
+    while model.request_count() == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    agent.interrupt();
+    let reply = tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("the interrupted call did not finish promptly")
+        .unwrap()
+        .unwrap();
+
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
+    assert_eq!(
+        rows(&agent.memory().messages()),
+        vec![user("q"), interrupt_reply()]
+    );
+    assert_eq!(
+        rec.types(),
+        [
+            HookEventType::PreCall,
+            HookEventType::PreReasoning,
+            HookEventType::PostCall
+        ]
+    );
+    assert_works_normally_afterwards(&agent, &model).await;
+}
