@@ -1,0 +1,117 @@
+//! `concurrency`: 10,000 agents each running a two-step call (a tool call, then an answer)
+//! concurrently on a multi-thread runtime, with a scripted model that sleeps 10 ms per
+//! response. Reports wall time (criterion) next to the latency of one call alone, and the
+//! peak resident memory of the run (VmHWM, reset before the run).
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use agentscope::prelude::*;
+use agentscope_test::{ScriptedModel, ScriptedResponse};
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+
+const AGENTS: usize = 10_000;
+const DELAY: Duration = Duration::from_millis(10);
+
+fn agent() -> ReActAgent {
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "echo", json!({"text": "pong"})).with_delay(DELAY),
+        ScriptedResponse::text("done").with_delay(DELAY),
+    ])
+    .without_recording();
+    let echo = tool_fn(
+        "echo",
+        "Echoes text.",
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+        |input, _ctx| async move { Ok(input["text"].as_str().unwrap_or_default().to_owned()) },
+    );
+    ReActAgent::builder()
+        .sys_prompt("You are one of many.")
+        .model(model)
+        .toolkit(Toolkit::new().tool(echo))
+        .build()
+        .unwrap()
+}
+
+async fn run_all(agents: Vec<ReActAgent>) {
+    let handles: Vec<_> = agents
+        .into_iter()
+        .map(|agent| tokio::spawn(async move { agent.call(Msg::user("ping")).await }))
+        .collect();
+    for handle in handles {
+        assert_eq!(handle.await.unwrap().unwrap().text(), "done");
+    }
+}
+
+/// Resets the peak resident set size (Linux: `echo 5 > /proc/self/clear_refs`).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Peak resident set size in MiB since the last reset (Linux `VmHWM`).
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+fn bench(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("concurrency");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
+    group.bench_function("one_agent", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let agents = vec![agent()];
+                let start = Instant::now();
+                runtime.block_on(run_all(agents));
+                total += start.elapsed();
+            }
+            total
+        });
+    });
+    group.bench_function("agents_10000", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let agents: Vec<ReActAgent> = (0..AGENTS).map(|_| agent()).collect();
+                let start = Instant::now();
+                runtime.block_on(run_all(agents));
+                total += start.elapsed();
+            }
+            total
+        });
+    });
+    group.finish();
+
+    let single = {
+        let start = Instant::now();
+        runtime.block_on(run_all(vec![agent()]));
+        start.elapsed()
+    };
+    reset_peak_rss();
+    let before = peak_rss_mib();
+    let agents: Vec<ReActAgent> = (0..AGENTS).map(|_| agent()).collect();
+    let start = Instant::now();
+    runtime.block_on(run_all(agents));
+    let wall = start.elapsed();
+    println!(
+        "\nconcurrency summary: one call {:.1} ms; {AGENTS} concurrent calls {:.1} ms ({:.2}x); peak RSS {} MiB (at start of run {} MiB)",
+        single.as_secs_f64() * 1e3,
+        wall.as_secs_f64() * 1e3,
+        wall.as_secs_f64() / single.as_secs_f64(),
+        peak_rss_mib().map_or("n/a".to_owned(), |m| format!("{m:.1}")),
+        before.map_or("n/a".to_owned(), |m| format!("{m:.1}")),
+    );
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,158 @@
+//! `dispatch`: one event through N = 1, 10, 100 hooks.
+//!
+//! Variants: no-op async hooks, no-op synchronous hooks (`hook_fn`), hooks that modify the
+//! event, and hooks not interested in the event. Criterion reports time per event; the
+//! throughput line ("elem/s") is hooks per second, so ns per hook = 1e9 / throughput. After
+//! the measurements a summary table prints ns per hook per event and allocations per event.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::alloc::System;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentscope::{
+    AgentInfo, GenerateOptions, Hook, HookChain, HookError, HookEvent, HookEventType, Msg,
+    PreReasoningEvent, hook_fn,
+};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+struct AsyncNoop;
+
+impl Hook for AsyncNoop {
+    async fn on_event(&self, _event: &mut HookEvent) -> Result<(), HookError> {
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    AsyncNoop,
+    SyncNoop,
+    SyncModifying,
+    Uninterested,
+}
+
+impl Kind {
+    const ALL: [Kind; 4] = [
+        Kind::AsyncNoop,
+        Kind::SyncNoop,
+        Kind::SyncModifying,
+        Kind::Uninterested,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::AsyncNoop => "async_noop",
+            Kind::SyncNoop => "sync_noop",
+            Kind::SyncModifying => "sync_modifying",
+            Kind::Uninterested => "uninterested",
+        }
+    }
+
+    fn chain(self, n: usize) -> HookChain {
+        let mut chain = HookChain::new();
+        for _ in 0..n {
+            match self {
+                Kind::AsyncNoop => {
+                    chain.push(AsyncNoop);
+                }
+                Kind::SyncNoop => {
+                    chain.push(hook_fn(|_| Ok(())));
+                }
+                Kind::SyncModifying => {
+                    chain.push(hook_fn(|event| {
+                        if let HookEvent::PreReasoning(e) = event {
+                            let temperature = e.generate_options().temperature.unwrap_or(0.0);
+                            let options = e
+                                .generate_options()
+                                .clone()
+                                .temperature(temperature + 0.001);
+                            e.set_generate_options(options);
+                        }
+                        Ok(())
+                    }));
+                }
+                Kind::Uninterested => {
+                    chain.push(hook_fn(|_| Ok(())).with_interests(HookEventType::PostCall));
+                }
+            }
+        }
+        chain
+    }
+}
+
+fn event() -> HookEvent {
+    PreReasoningEvent::new(
+        Arc::new(AgentInfo::new("bench", "1")),
+        vec![Msg::user("hello")],
+        Some(Msg::system("You are helpful.")),
+        "model",
+        GenerateOptions::default(),
+        0,
+    )
+    .into()
+}
+
+/// Dispatches `iters` times; returns the elapsed time.
+fn run(chain: &HookChain, iters: u64) -> Duration {
+    let mut event = event();
+    futures::executor::block_on(async {
+        let start = Instant::now();
+        for _ in 0..iters {
+            chain.dispatch(black_box(&mut event)).await.unwrap();
+        }
+        start.elapsed()
+    })
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("dispatch");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500));
+    for kind in Kind::ALL {
+        for n in [1usize, 10, 100] {
+            let chain = kind.chain(n);
+            group.throughput(Throughput::Elements(n as u64));
+            group.bench_with_input(BenchmarkId::new(kind.name(), n), &chain, |b, chain| {
+                b.iter_custom(|iters| run(chain, iters));
+            });
+        }
+    }
+    group.finish();
+
+    // A summary a reader can compare with the targets in docs/performance.md.
+    println!("\ndispatch summary (PreReasoning event, 200k events per row):");
+    println!(
+        "{:<16} {:>5} {:>14} {:>18} {:>18}",
+        "hooks", "N", "ns/event", "ns/hook/event", "allocs/event"
+    );
+    for kind in Kind::ALL {
+        for n in [1usize, 10, 100] {
+            let chain = kind.chain(n);
+            let events = 200_000u64;
+            run(&chain, 10_000);
+            let elapsed = run(&chain, events);
+            let region = Region::new(GLOBAL);
+            run(&chain, 1_000);
+            let allocs = region.change().allocations as f64 / 1_000.0;
+            let per_event = elapsed.as_nanos() as f64 / events as f64;
+            println!(
+                "{:<16} {:>5} {:>14.1} {:>18.2} {:>18.2}",
+                kind.name(),
+                n,
+                per_event,
+                per_event / n as f64,
+                allocs
+            );
+        }
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
