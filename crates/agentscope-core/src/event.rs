@@ -342,7 +342,7 @@ macro_rules! system_message_accessors {
 pub struct PreCallEvent {
     meta: Meta,
     input: Vec<Msg>,
-    history: Arc<[Msg]>,
+    history: Vec<Msg>,
     system: SystemSlot,
 }
 
@@ -351,13 +351,13 @@ impl PreCallEvent {
     pub fn new(
         agent: Arc<AgentInfo>,
         input_messages: Vec<Msg>,
-        history: impl Into<Arc<[Msg]>>,
+        history: Vec<Msg>,
         system_message: Option<Msg>,
     ) -> Self {
         Self {
             meta: Meta::new(agent),
             input: input_messages,
-            history: history.into(),
+            history,
             system: SystemSlot(system_message),
         }
     }

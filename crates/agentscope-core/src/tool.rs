@@ -279,16 +279,16 @@ pub fn progress_channel(capacity: usize) -> (ProgressSender, mpsc::Receiver<Tool
 pub struct ToolContext {
     tool_use: Arc<ToolUseBlock>,
     progress: Option<ProgressSender>,
-    cancellation: CancellationToken,
+    cancellation: Option<CancellationToken>,
 }
 
 impl ToolContext {
-    /// A context for `tool_use` with no progress receiver and its own cancellation token.
+    /// A context for `tool_use` with no progress receiver that is never cancelled.
     pub fn new(tool_use: impl Into<Arc<ToolUseBlock>>) -> Self {
         Self {
             tool_use: tool_use.into(),
             progress: None,
-            cancellation: CancellationToken::new(),
+            cancellation: None,
         }
     }
 
@@ -302,7 +302,7 @@ impl ToolContext {
     /// Observes `token` for cancellation.
     #[must_use]
     pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
-        self.cancellation = token;
+        self.cancellation = Some(token);
         self
     }
 
@@ -328,17 +328,21 @@ impl ToolContext {
     /// Whether the call was interrupted. Long-running tools should check this (or await
     /// [`cancelled`](Self::cancelled)) and stop early.
     pub fn is_cancelled(&self) -> bool {
-        self.cancellation.is_cancelled()
+        self.cancellation
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
     }
 
-    /// Completes when the call is interrupted.
+    /// Completes when the call is interrupted (never, for a context without a token).
     pub fn cancelled(&self) -> Cancelled<'_> {
-        self.cancellation.cancelled()
+        Cancelled {
+            token: self.cancellation.as_ref(),
+        }
     }
 
-    /// The cancellation token the context observes.
-    pub fn cancellation_token(&self) -> &CancellationToken {
-        &self.cancellation
+    /// The cancellation token the context observes, if any.
+    pub fn cancellation_token(&self) -> Option<&CancellationToken> {
+        self.cancellation.as_ref()
     }
 }
 
@@ -394,7 +398,7 @@ impl CancellationToken {
 
     /// Completes when the token is cancelled.
     pub fn cancelled(&self) -> Cancelled<'_> {
-        Cancelled { token: self }
+        Cancelled { token: Some(self) }
     }
 }
 
@@ -410,24 +414,26 @@ impl fmt::Debug for CancellationToken {
 #[derive(Debug)]
 #[must_use = "futures do nothing unless polled"]
 pub struct Cancelled<'a> {
-    token: &'a CancellationToken,
+    token: Option<&'a CancellationToken>,
 }
 
 impl Future for Cancelled<'_> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.token.is_cancelled() {
+        let Some(token) = self.token else {
+            return Poll::Pending;
+        };
+        if token.is_cancelled() {
             return Poll::Ready(());
         }
-        let mut wakers = self
-            .token
+        let mut wakers = token
             .0
             .wakers
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         // Checked again under the lock: `cancel` sets the flag before taking the wakers.
-        if self.token.is_cancelled() {
+        if token.is_cancelled() {
             return Poll::Ready(());
         }
         if !wakers.iter().any(|waker| waker.will_wake(cx.waker())) {

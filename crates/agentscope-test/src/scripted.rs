@@ -397,7 +397,7 @@ impl Model for ScriptedModel {
 
     async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
         let response = self.next_response(request)?;
-        if let Some(delay) = response.delay {
+        if let Some(delay) = response.delay.filter(|delay| !delay.is_zero()) {
             tokio::time::sleep(delay).await;
         }
         response.into_stream()

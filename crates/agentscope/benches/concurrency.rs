@@ -14,22 +14,33 @@ use serde_json::json;
 const AGENTS: usize = 10_000;
 const DELAY: Duration = Duration::from_millis(10);
 
+/// One toolkit for all agents, as a service would share it (a clone is a few reference
+/// counts; each tool's schema is compiled once).
+fn toolkit() -> Toolkit {
+    static TOOLKIT: std::sync::OnceLock<Toolkit> = std::sync::OnceLock::new();
+    TOOLKIT
+        .get_or_init(|| {
+            let echo = tool_fn(
+                "echo",
+                "Echoes text.",
+                json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+                |input, _ctx| async move { Ok(input["text"].as_str().unwrap_or_default().to_owned()) },
+            );
+            Toolkit::new().tool(echo)
+        })
+        .clone()
+}
+
 fn agent() -> ReActAgent {
     let model = ScriptedModel::new([
         ScriptedResponse::tool_call("c1", "echo", json!({"text": "pong"})).with_delay(DELAY),
         ScriptedResponse::text("done").with_delay(DELAY),
     ])
     .without_recording();
-    let echo = tool_fn(
-        "echo",
-        "Echoes text.",
-        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
-        |input, _ctx| async move { Ok(input["text"].as_str().unwrap_or_default().to_owned()) },
-    );
     ReActAgent::builder()
         .sys_prompt("You are one of many.")
         .model(model)
-        .toolkit(Toolkit::new().tool(echo))
+        .toolkit(toolkit())
         .build()
         .unwrap()
 }

@@ -102,7 +102,8 @@ pub struct ReActAgent {
 
 pub(crate) struct AgentInner {
     pub(crate) info: Arc<AgentInfo>,
-    pub(crate) sys_prompt: Option<String>,
+    /// The system message each call is seeded with (built once from `sys_prompt`).
+    pub(crate) system_seed: Option<Msg>,
     pub(crate) model: BoxedModel,
     pub(crate) model_name: Arc<str>,
     pub(crate) toolkit: Toolkit,
@@ -143,7 +144,7 @@ impl ReActAgent {
         Self {
             inner: Arc::new(AgentInner {
                 info: Arc::new(config.info),
-                sys_prompt: config.sys_prompt,
+                system_seed: config.sys_prompt.map(Msg::system),
                 model: config.model,
                 model_name,
                 toolkit: config.toolkit,

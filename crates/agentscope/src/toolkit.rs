@@ -9,8 +9,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use agentscope_core::{
-    BoxedTool, Tool, ToolContext, ToolError, ToolOutput, ToolResultBlock, ToolSchema, ToolUseBlock,
-    panic_message,
+    BoxedTool, CancellationToken, Tool, ToolContext, ToolError, ToolOutput, ToolResultBlock,
+    ToolSchema, ToolUseBlock, panic_message,
 };
 use futures::FutureExt;
 use serde::de::DeserializeOwned;
@@ -192,12 +192,16 @@ impl Toolkit {
         if !problems.is_empty() {
             return fail(parameter_error(&tool_use.name, &problems.join("; ")));
         }
-        let token = ctx.cancellation_token().clone();
+        let token = ctx.cancellation_token().cloned();
         let outcome = AssertUnwindSafe(entry.tool.call(tool_use.input.clone(), ctx))
             .catch_unwind()
             .await;
         match outcome {
-            Ok(Err(ToolError::Cancelled)) if token.is_cancelled() => ToolRun::Interrupted,
+            Ok(Err(ToolError::Cancelled))
+                if token.as_ref().is_some_and(CancellationToken::is_cancelled) =>
+            {
+                ToolRun::Interrupted
+            }
             Ok(Ok(ToolOutput::Content(output))) => ToolRun::Done(ToolResultBlock {
                 id: tool_use.id.clone(),
                 name: tool_use.name.clone(),

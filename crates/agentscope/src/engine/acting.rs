@@ -74,7 +74,8 @@ impl Call<'_> {
         let mut stop = false;
         let mut last = None;
         let mut suspended = Vec::new();
-        for job in jobs {
+        let count = jobs.len();
+        for (position, job) in jobs.into_iter().enumerate() {
             let tool_use = Arc::unwrap_or_clone(job.tool_use);
             let result = match job.run {
                 Some(ToolRun::Done(result)) => result,
@@ -99,12 +100,19 @@ impl Call<'_> {
                 (result, false)
             };
             stop |= stop_here;
+            self.open.settle(&result.id);
             let message = Msg::tool_result(result);
-            self.agent.memory.add(message.clone());
-            self.open.settle(&message.tool_results()[0].id);
-            self.emit(EventType::ToolResult, true, || message.clone())
-                .await;
-            last = Some(message);
+            let streamed = self
+                .wants(EventType::ToolResult, true)
+                .then(|| message.clone());
+            // The reply of a stopped batch is its last tool message.
+            if stop && position + 1 == count {
+                last = Some(message.clone());
+            }
+            self.agent.memory.add(message);
+            if let Some(message) = streamed {
+                self.emit(EventType::ToolResult, true, || message).await;
+            }
         }
 
         if !suspended.is_empty() {
@@ -113,10 +121,10 @@ impl Call<'_> {
             return Ok(Acted::Done(reply));
         }
         match last {
-            Some(message) if stop => Ok(Acted::Done(
+            Some(message) => Ok(Acted::Done(
                 message.with_generate_reason(GenerateReason::ActingStopRequested),
             )),
-            _ => Ok(Acted::Continue),
+            None => Ok(Acted::Continue),
         }
     }
 

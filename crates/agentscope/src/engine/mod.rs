@@ -123,7 +123,7 @@ impl<'a> Call<'a> {
 
     async fn lifecycle(&mut self, input: Vec<Msg>) -> Step<Msg> {
         // 2. System message seed.
-        let seed = self.agent.sys_prompt.as_deref().map(Msg::system);
+        let seed = self.agent.system_seed.clone();
         // 3. PreCall, then the system message is frozen as this call's base.
         let (input, system) = if self.hooks.is_interested(HookEventType::PreCall) {
             let history = self.agent.memory.messages();
@@ -236,6 +236,12 @@ impl<'a> Call<'a> {
     async fn notify(&self, event: impl Into<HookEvent>) {
         let mut event = event.into();
         self.hooks.notify(&mut event).await;
+    }
+
+    /// Whether the stream consumer wants events of this type and completeness.
+    fn wants(&self, event_type: EventType, is_last: bool) -> bool {
+        self.sink
+            .is_some_and(|sink| sink.wants(event_type, is_last))
     }
 
     /// Sends a stream event when the consumer wants it; `message` is built only then.

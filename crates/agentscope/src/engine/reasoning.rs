@@ -116,10 +116,15 @@ impl Call<'_> {
             return Ok(Reasoned::Done(message));
         }
         let calls: Vec<ToolUseBlock> = message.tool_uses().into_iter().cloned().collect();
-        agent.memory.add(message.clone());
+        let streamed = self
+            .wants(EventType::Reasoning, true)
+            .then(|| message.clone());
+        agent.memory.add(message);
         // Tracked from the moment they are stored, so no exit leaves them without a result.
         self.open.open(&calls);
-        self.emit(EventType::Reasoning, true, || message).await;
+        if let Some(message) = streamed {
+            self.emit(EventType::Reasoning, true, || message).await;
+        }
         self.iteration += 1;
         Ok(Reasoned::Act(calls))
     }
