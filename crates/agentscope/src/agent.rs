@@ -11,7 +11,7 @@ use agentscope_core::{
 };
 
 use crate::builder::ReActAgentBuilder;
-use crate::engine;
+use crate::engine::{self, CallExtras};
 use crate::stream::{AgentStream, StreamOptions};
 use crate::toolkit::Toolkit;
 
@@ -186,9 +186,17 @@ impl ReActAgent {
         &self,
         input: impl Into<CallInput>,
     ) -> impl Future<Output = Result<Msg, AgentError>> + Send + 'static {
+        self.call_with(input.into().into_messages(), CallExtras::default())
+    }
+
+    /// [`call`](Self::call) with hooks and tools that exist for this call only.
+    pub(crate) fn call_with(
+        &self,
+        input: Vec<Msg>,
+        extras: CallExtras,
+    ) -> impl Future<Output = Result<Msg, AgentError>> + Send + 'static {
         let inner = Arc::clone(&self.inner);
-        let input = input.into().into_messages();
-        async move { engine::run(&inner, input, None).await }
+        async move { engine::run(&inner, input, None, extras).await }
     }
 
     /// Runs one call, delivering its events as a stream; the last item is the reply
@@ -230,7 +238,7 @@ impl ReActAgent {
         let inner = Arc::clone(&self.inner);
         let input = input.into().into_messages();
         AgentStream::new(options, move |sink| async move {
-            engine::run(&inner, input, Some(&sink)).await
+            engine::run(&inner, input, Some(&sink), CallExtras::default()).await
         })
     }
 

@@ -132,7 +132,6 @@ impl Call<'_> {
     /// ActingChunk events and stream events while they run. On interrupt, the results that
     /// are ready are kept (as computed results of the open calls) and the rest are dropped.
     async fn run_tools(&mut self, jobs: &mut [Job]) -> Step<()> {
-        let agent = self.agent;
         if self.cancel.is_cancelled() {
             return Err(Halt::Interrupted);
         }
@@ -168,11 +167,11 @@ impl Call<'_> {
         let mut slots: Vec<Option<ToolRun>> = jobs.iter_mut().map(|job| job.run.take()).collect();
         let interrupted = {
             let mut batch = pin!(run_batch(
-                &agent.toolkit,
+                self.toolkit,
                 &tool_uses,
                 contexts,
                 &mut slots,
-                agent.toolkit.is_parallel()
+                self.toolkit.is_parallel()
             ));
             let mut cancelled = pin!(self.cancel.cancelled());
             let mut batch_done = false;

@@ -8,17 +8,19 @@ mod open_calls;
 mod reasoning;
 mod summary;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use agentscope_core::{
-    AgentError, AgentInfo, CancellationToken, ContentBlock, ErrorEvent, GenerateReason, HookChain,
-    HookEvent, HookEventType, Msg, PostCallEvent, PreCallEvent, Role, ToolResultBlock,
-    ToolUseBlock, system_injection_message,
+    AgentError, AgentInfo, BoxedHook, BoxedTool, CancellationToken, ContentBlock, ErrorEvent,
+    GenerateReason, HookChain, HookEvent, HookEventType, Msg, PostCallEvent, PreCallEvent, Role,
+    ToolResultBlock, ToolUseBlock, system_injection_message,
 };
 
 use crate::agent::AgentInner;
 use crate::stream::{Event, EventSink, EventType};
+use crate::toolkit::Toolkit;
 
 use open_calls::OpenToolCalls;
 
@@ -31,16 +33,40 @@ pub(crate) const INTERRUPTED_RESULT: &str = "Error: Tool execution was interrupt
 pub(crate) const CANCELLED_RESULT: &str =
     "Error: Tool execution was cancelled because the agent call ended before it finished.";
 
+/// What one call adds to the agent's configuration: built-in hooks and tools that exist only
+/// for this call (structured output installs its hook and `generate_response` tool this way).
+#[derive(Default)]
+pub(crate) struct CallExtras {
+    pub(crate) hooks: Vec<BoxedHook>,
+    pub(crate) tools: Vec<BoxedTool>,
+}
+
 /// Runs one call on `agent`, delivering events to `sink` when streaming.
 pub(crate) async fn run(
     agent: &AgentInner,
     input: Vec<Msg>,
     sink: Option<&EventSink>,
+    extras: CallExtras,
 ) -> Result<Msg, AgentError> {
     // 1. Busy check: a rejected call is seen by no hook.
     let guard = agent.begin_call()?;
-    let hooks = agent.hook_snapshot();
-    let mut call = Call::new(agent, &hooks, sink, guard.token());
+    let mut hooks = agent.hook_snapshot();
+    if !extras.hooks.is_empty() {
+        let chain = Arc::make_mut(&mut hooks);
+        for hook in extras.hooks {
+            chain.push(hook);
+        }
+    }
+    let toolkit = if extras.tools.is_empty() {
+        Cow::Borrowed(&agent.toolkit)
+    } else {
+        let mut toolkit = agent.toolkit.clone();
+        for tool in extras.tools {
+            toolkit.add_tool(tool).map_err(AgentError::invalid_input)?;
+        }
+        Cow::Owned(toolkit)
+    };
+    let mut call = Call::new(agent, &hooks, &toolkit, sink, guard.token());
     let result = match call.execute(input).await {
         Ok(reply) => call.post_call(reply).await,
         Err(error) => Err(error),
@@ -81,6 +107,8 @@ enum Next {
 pub(crate) struct Call<'a> {
     agent: &'a AgentInner,
     hooks: &'a HookChain,
+    /// The agent's toolkit, plus this call's extra tools.
+    toolkit: &'a Toolkit,
     sink: Option<&'a EventSink>,
     cancel: &'a CancellationToken,
     /// The system message frozen after PreCall; each model call gets a fresh copy.
@@ -94,12 +122,14 @@ impl<'a> Call<'a> {
     fn new(
         agent: &'a AgentInner,
         hooks: &'a HookChain,
+        toolkit: &'a Toolkit,
         sink: Option<&'a EventSink>,
         cancel: &'a CancellationToken,
     ) -> Self {
         Self {
             agent,
             hooks,
+            toolkit,
             sink,
             cancel,
             base_system: None,

@@ -68,7 +68,7 @@ impl Call<'_> {
         reject_system(&messages, "PreReasoningEvent input messages")?;
         let request = ModelRequest {
             messages: with_system(system, messages),
-            tools: agent.toolkit.schemas().to_vec(),
+            tools: self.toolkit.schemas().to_vec(),
             options,
         };
         let message = self.generate(request, Phase::Reasoning).await?;
