@@ -7,6 +7,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agentscope_core::{
     BoxedTool, CancellationToken, Tool, ToolContext, ToolError, ToolOutput, ToolResultBlock,
@@ -50,6 +51,7 @@ pub struct Toolkit {
     index: HashMap<String, usize>,
     schemas: Vec<ToolSchema>,
     parallel: bool,
+    timeout: Option<Duration>,
     error: Option<ToolkitError>,
 }
 
@@ -57,6 +59,7 @@ pub struct Toolkit {
 struct Entry {
     tool: BoxedTool,
     validator: Arc<jsonschema::Validator>,
+    timeout: Option<Duration>,
 }
 
 /// How a tool call ended (before PostActing hooks).
@@ -84,9 +87,21 @@ impl Toolkit {
         self
     }
 
+    /// Adds a tool with its own time limit (overriding [`timeout`](Self::timeout)).
+    #[must_use]
+    pub fn tool_with_timeout(mut self, tool: impl Tool, timeout: Duration) -> Self {
+        if let Err(err) = self.insert(BoxedTool::new(tool), Some(timeout)) {
+            self.error.get_or_insert(err);
+        }
+        self
+    }
+
     /// Adds a tool, or says why it cannot be added.
     pub fn add_tool(&mut self, tool: impl Tool) -> Result<(), ToolkitError> {
-        let tool = BoxedTool::new(tool);
+        self.insert(BoxedTool::new(tool), None)
+    }
+
+    fn insert(&mut self, tool: BoxedTool, timeout: Option<Duration>) -> Result<(), ToolkitError> {
         let schema = tool.schema().clone();
         if schema.name.trim().is_empty() {
             return Err(ToolkitError::EmptyName);
@@ -117,6 +132,7 @@ impl Toolkit {
         self.tools.push(Entry {
             tool,
             validator: Arc::new(validator),
+            timeout,
         });
         Ok(())
     }
@@ -126,6 +142,16 @@ impl Toolkit {
     #[must_use]
     pub fn parallel(mut self, parallel: bool) -> Self {
         self.parallel = parallel;
+        self
+    }
+
+    /// A time limit for every tool call without its own (default: none). A call that runs
+    /// longer is dropped and the model gets `"Error: Tool execution failed: tool timed out
+    /// after ..."`. Time limits use the tokio timer, so the agent must run inside a tokio
+    /// runtime with time enabled (otherwise the call fails with an error result saying so).
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
         self
     }
 
@@ -193,9 +219,20 @@ impl Toolkit {
             return fail(parameter_error(&tool_use.name, &problems.join("; ")));
         }
         let token = ctx.cancellation_token().cloned();
-        let outcome = AssertUnwindSafe(entry.tool.call(tool_use.input.clone(), ctx))
-            .catch_unwind()
-            .await;
+        let limit = entry.timeout.or(self.timeout);
+        let call = entry.tool.call(tool_use.input.clone(), ctx);
+        // The timer is created inside the guarded future: without a tokio runtime its
+        // panic becomes an error result, like any other.
+        let outcome = AssertUnwindSafe(async move {
+            match limit {
+                Some(limit) => tokio::time::timeout(limit, call)
+                    .await
+                    .unwrap_or(Err(ToolError::Timeout(limit))),
+                None => call.await,
+            }
+        })
+        .catch_unwind()
+        .await;
         match outcome {
             Ok(Err(ToolError::Cancelled))
                 if token.as_ref().is_some_and(CancellationToken::is_cancelled) =>
@@ -495,6 +532,60 @@ mod tests {
         assert!(result.text_output().starts_with(
             "Error: Parameter validation failed for tool 'echo': the arguments are not valid JSON ("
         ));
+    }
+
+    #[tokio::test]
+    async fn slow_tools_time_out_per_toolkit_and_per_tool() {
+        let sleepy = |name: &'static str, ms: u64| {
+            tool_fn(
+                name,
+                "sleeps",
+                json!({"type": "object"}),
+                move |_, _| async move {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    Ok("woke")
+                },
+            )
+        };
+        let toolkit = Toolkit::new()
+            .timeout(Duration::from_millis(20))
+            .tool(sleepy("slow", 5_000))
+            .tool_with_timeout(sleepy("patient", 50), Duration::from_secs(5));
+        let call = |name: &str| {
+            let tool_use = ToolUseBlock::new("c1", name, json!({}));
+            let ctx = ToolContext::new(tool_use.clone());
+            let toolkit = toolkit.clone();
+            async move {
+                match toolkit.run(&tool_use, ctx).await {
+                    ToolRun::Done(result) => result,
+                    other => panic!("{other:?}"),
+                }
+            }
+        };
+        let timed_out = call("slow").await;
+        assert!(timed_out.is_error);
+        assert_eq!(
+            timed_out.text_output(),
+            "Error: Tool execution failed: tool timed out after 20ms"
+        );
+        let patient = call("patient").await;
+        assert_eq!(patient.text_output(), "woke");
+    }
+
+    #[test]
+    fn a_timeout_outside_tokio_is_an_error_result_not_a_crash() {
+        let toolkit = Toolkit::new()
+            .timeout(Duration::from_millis(20))
+            .tool(echo());
+        let result = run(&toolkit, "echo", json!({"text": "hi"}));
+        assert!(result.is_error);
+        assert!(
+            result
+                .text_output()
+                .starts_with("Error: Tool execution failed: tool panicked:"),
+            "{}",
+            result.text_output()
+        );
     }
 
     #[test]
