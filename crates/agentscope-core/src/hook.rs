@@ -344,6 +344,15 @@ impl fmt::Display for HookId {
     }
 }
 
+/// A chained dispatch that failed: the error, and the hooks that had received the event.
+#[derive(Debug, Clone)]
+pub struct DispatchFailure {
+    /// The error ([`AgentError::Hook`] naming the failing hook).
+    pub error: AgentError,
+    /// The hooks that received the event, in order, the failing one last.
+    pub reached: Vec<HookId>,
+}
+
 /// One entry of [`HookChain::order`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookInfo {
@@ -391,7 +400,7 @@ struct Entry {
 #[derive(Clone, Default)]
 pub struct HookChain {
     entries: Vec<Entry>,
-    by_kind: [Arc<[BoxedHook]>; 12],
+    by_kind: [Arc<[(HookId, BoxedHook)]>; 12],
     interests: HookEventTypes,
 }
 
@@ -443,11 +452,11 @@ impl HookChain {
     fn reindex(&mut self) {
         self.interests = HookEventTypes::NONE;
         for kind in HookEventType::ALL {
-            let hooks: Vec<BoxedHook> = self
+            let hooks: Vec<(HookId, BoxedHook)> = self
                 .entries
                 .iter()
                 .filter(|entry| entry.hook.interests.contains(kind))
-                .map(|entry| entry.hook.clone())
+                .map(|entry| (entry.id, entry.hook.clone()))
                 .collect();
             if !hooks.is_empty() {
                 self.interests = self.interests.with(kind);
@@ -495,8 +504,18 @@ impl HookChain {
     /// naming the hook. A hook that replaces the event with one of another kind fails the
     /// same way.
     pub async fn dispatch(&self, event: &mut HookEvent) -> Result<(), AgentError> {
+        self.dispatch_tracked(event)
+            .await
+            .map_err(|failure| failure.error)
+    }
+
+    /// [`dispatch`](Self::dispatch), telling on failure which hooks had received the event
+    /// (the failing one included), so that they can be spared a second, contradicting
+    /// event (the engine does not send ErrorEvent to hooks that already saw PostCall).
+    pub async fn dispatch_tracked(&self, event: &mut HookEvent) -> Result<(), DispatchFailure> {
         let kind = event.event_type();
-        for hook in self.by_kind[kind.index()].iter() {
+        let hooks = &self.by_kind[kind.index()];
+        for (position, (_, hook)) in hooks.iter().enumerate() {
             let result = match &hook.handler {
                 Handler::Sync(f) => invoke_sync(&**f, event),
                 Handler::Async(h) => invoke_async(h, event).await,
@@ -511,10 +530,13 @@ impl HookChain {
                 other => other,
             };
             if let Err(source) = result {
-                return Err(AgentError::Hook {
-                    hook: hook.name.to_string(),
-                    event: kind,
-                    source,
+                return Err(DispatchFailure {
+                    error: AgentError::Hook {
+                        hook: hook.name.to_string(),
+                        event: kind,
+                        source,
+                    },
+                    reached: hooks[..=position].iter().map(|(id, _)| *id).collect(),
                 });
             }
         }
@@ -524,8 +546,16 @@ impl HookChain {
     /// Delivers a notification (chunk or error event) to every interested hook in order.
     /// Errors and panics are logged and otherwise ignored.
     pub async fn notify(&self, event: &mut HookEvent) {
+        self.notify_except(event, &[]).await;
+    }
+
+    /// [`notify`](Self::notify), skipping the hooks in `except`.
+    pub async fn notify_except(&self, event: &mut HookEvent, except: &[HookId]) {
         let kind = event.event_type();
-        for hook in self.by_kind[kind.index()].iter() {
+        for (id, hook) in self.by_kind[kind.index()].iter() {
+            if except.contains(id) {
+                continue;
+            }
             let result = match &hook.handler {
                 Handler::Sync(f) => invoke_sync(&**f, event),
                 Handler::Async(h) => invoke_async(h, event).await,

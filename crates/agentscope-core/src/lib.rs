@@ -30,7 +30,10 @@ pub use event::{
     PreCallEvent, PreReasoningEvent, PreSummaryEvent, ReasoningChunkEvent, SummaryChunkEvent,
     system_injection_message, validate_goto,
 };
-pub use hook::{BoxedHook, DEFAULT_PRIORITY, Hook, HookChain, HookFn, HookId, HookInfo, hook_fn};
+pub use hook::{
+    BoxedHook, DEFAULT_PRIORITY, DispatchFailure, Hook, HookChain, HookFn, HookId, HookInfo,
+    hook_fn,
+};
 pub use memory::Memory;
 pub use message::{
     ContentBlock, GENERATE_REASON_KEY, GenerateReason, ImageBlock, Msg, MsgBuilder, Role,

@@ -704,3 +704,37 @@ fn build_rejects_zero_max_iters() {
         }
     );
 }
+
+/// Invariant: a hook that saw PreCall sees exactly one of PostCall or Error. When a PostCall
+/// hook fails, the hooks that already received PostCall (the failing one included) are not
+/// also sent Error; the hooks after it get Error.
+#[tokio::test]
+async fn a_failing_post_call_hook_does_not_give_earlier_hooks_a_second_ending() {
+    let model = ScriptedModel::new([ScriptedResponse::text("done")]);
+    let interests = HookEventType::PreCall | HookEventType::PostCall | HookEventType::Error;
+    let early = RecordingHook::new(10).with_interests(interests);
+    let late = RecordingHook::new(30).with_interests(interests);
+    let failing = hook_fn(|event| match event {
+        HookEvent::PostCall(_) => Err(HookError::msg("nope")),
+        _ => Ok(()),
+    })
+    .with_priority(20)
+    .with_interests(interests)
+    .with_name("failing");
+    let agent = ReActAgent::builder()
+        .model(model)
+        .hook(early.clone())
+        .hook(failing)
+        .hook(late.clone())
+        .build()
+        .unwrap();
+
+    let err = agent.call("q").await.unwrap_err();
+
+    assert_eq!(err.to_string(), "hook 'failing' failed at PostCall: nope");
+    assert_eq!(
+        early.types(),
+        [HookEventType::PreCall, HookEventType::PostCall]
+    );
+    assert_eq!(late.types(), [HookEventType::PreCall, HookEventType::Error]);
+}

@@ -13,9 +13,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use agentscope_core::{
-    AgentError, AgentInfo, BoxedHook, BoxedTool, CancellationToken, ContentBlock, ErrorEvent,
-    GenerateReason, HookChain, HookEvent, HookEventType, Msg, PostCallEvent, PreCallEvent, Role,
-    ToolResultBlock, ToolUseBlock, system_injection_message,
+    AgentError, AgentInfo, BoxedHook, BoxedTool, CancellationToken, ContentBlock, DispatchFailure,
+    ErrorEvent, GenerateReason, HookChain, HookEvent, HookEventType, HookId, Msg, PostCallEvent,
+    PreCallEvent, Role, ToolResultBlock, ToolUseBlock, system_injection_message,
 };
 
 use crate::agent::AgentInner;
@@ -69,13 +69,17 @@ pub(crate) async fn run(
     let mut call = Call::new(agent, &hooks, &toolkit, sink, guard.token());
     let result = match call.execute(input).await {
         Ok(reply) => call.post_call(reply).await,
-        Err(error) => Err(error),
+        Err(error) => Err(DispatchFailure {
+            error,
+            reached: Vec::new(),
+        }),
     };
     let result = match result {
         Ok(reply) => Ok(reply),
-        Err(error) => {
+        Err(failure) => {
             call.open.close(CANCELLED_RESULT);
-            Err(call.notify_error(error).await)
+            // A hook that already saw PostCall does not also get Error for the same call.
+            Err(call.notify_error(failure.error, &failure.reached).await)
         }
     };
     drop(call);
@@ -227,21 +231,29 @@ impl<'a> Call<'a> {
     }
 
     /// 8. PostCall: its result goes to the caller; memory keeps the loop's message.
-    async fn post_call(&self, reply: Msg) -> Result<Msg, AgentError> {
+    async fn post_call(&self, reply: Msg) -> Result<Msg, DispatchFailure> {
         if !self.hooks.is_interested(HookEventType::PostCall) {
             return Ok(reply);
         }
-        Ok(self
-            .chained(PostCallEvent::new(self.info(), reply))
-            .await?
-            .into_final_message())
+        let mut event = HookEvent::PostCall(PostCallEvent::new(self.info(), reply));
+        self.hooks.dispatch_tracked(&mut event).await?;
+        PostCallEvent::try_from(event)
+            .map(PostCallEvent::into_final_message)
+            .map_err(|other| DispatchFailure {
+                error: AgentError::invalid_input(format!(
+                    "the hook chain returned a {} event",
+                    other.event_type()
+                )),
+                reached: Vec::new(),
+            })
     }
 
-    /// Notifies ErrorEvent hooks; they get a copy, so nothing they do replaces the error.
-    async fn notify_error(&self, error: AgentError) -> AgentError {
+    /// Notifies ErrorEvent hooks (except `except`); they get a copy, so nothing they do
+    /// replaces the error.
+    async fn notify_error(&self, error: AgentError, except: &[HookId]) -> AgentError {
         if self.hooks.is_interested(HookEventType::Error) {
             let mut event = HookEvent::Error(ErrorEvent::new(self.info(), error.clone()));
-            self.hooks.notify(&mut event).await;
+            self.hooks.notify_except(&mut event, except).await;
         }
         error
     }
