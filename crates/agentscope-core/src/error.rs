@@ -290,6 +290,14 @@ pub enum AgentError {
         /// What went wrong.
         message: String,
     },
+    /// A structured-output call (`call_structured`) ended without a usable value: the loop
+    /// ended another way (iteration limit, interrupt, stop, suspended tool) or the value did
+    /// not deserialise.
+    #[error("structured output failed: {message}")]
+    StructuredOutput {
+        /// Why.
+        message: String,
+    },
 }
 
 impl AgentError {

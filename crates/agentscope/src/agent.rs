@@ -10,8 +10,12 @@ use agentscope_core::{
     HookInfo, Memory, Msg, Role, system_injection_message,
 };
 
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
 use crate::builder::ReActAgentBuilder;
 use crate::engine::{self, CallExtras};
+use crate::hooks::StructuredOutputHook;
 use crate::stream::{AgentStream, StreamOptions};
 use crate::toolkit::Toolkit;
 
@@ -197,6 +201,109 @@ impl ReActAgent {
     ) -> impl Future<Output = Result<Msg, AgentError>> + Send + 'static {
         let inner = Arc::clone(&self.inner);
         async move { engine::run(&inner, input, None, extras).await }
+    }
+
+    /// Runs one call whose answer is a `T`: the model must answer by calling a temporary
+    /// `generate_response` tool whose parameter schema is `T`'s JSON schema (schemars).
+    ///
+    /// For this call only, a [`StructuredOutputHook`](crate::hooks::StructuredOutputHook)
+    /// (priority 50) and the tool are added: invalid arguments go back to the model as an
+    /// error result, a text answer gets a reminder (at most 3, with `tool_choice` forced to
+    /// the tool after the first), and the first valid response ends the call. Memory is left
+    /// clean: no reminders and no `generate_response` calls or results, but one final
+    /// assistant message whose text is the value's JSON (`metadata["structured_output"]`,
+    /// [`GenerateReason::StructuredOutput`](agentscope_core::GenerateReason::StructuredOutput)).
+    /// See the hook's docs for the details. `T` must describe a JSON object (a struct): tool
+    /// arguments are objects.
+    ///
+    /// ```
+    /// use agentscope::prelude::*;
+    /// use agentscope_test::{ScriptedModel, ScriptedResponse};
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    /// use serde_json::json;
+    ///
+    /// #[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+    /// struct City {
+    ///     /// The city's name.
+    ///     name: String,
+    ///     /// Its population.
+    ///     population: u64,
+    /// }
+    ///
+    /// # futures::executor::block_on(async {
+    /// let model = ScriptedModel::new([ScriptedResponse::tool_call(
+    ///     "call_1",
+    ///     "generate_response",
+    ///     json!({"name": "Paris", "population": 2_100_000}),
+    /// )]);
+    /// let agent = ReActAgent::builder().model(model).build()?;
+    /// let city: City = agent.call_structured("Which city is the capital of France?").await?;
+    /// assert_eq!(city, City { name: "Paris".into(), population: 2_100_000 });
+    /// let memory = agent.memory().messages();
+    /// assert_eq!(memory.len(), 2); // the question and the final message
+    /// assert_eq!(memory[1].metadata["structured_output"]["name"], "Paris");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call); also [`AgentError::Hook`] (from the hook named
+    /// `"structured_output"`) when the model still answers in text after 3 reminders, and
+    /// [`AgentError::StructuredOutput`] when the call ends without a value (iteration limit,
+    /// interrupt, another hook's stop, a suspended tool) or the value does not deserialise.
+    /// A `generate_response` tool already in the agent's toolkit is an
+    /// [`AgentError::InvalidInput`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`call`](Self::call); memory is cleaned of the structured-output plumbing on
+    /// drop too.
+    pub fn call_structured<T>(
+        &self,
+        input: impl Into<CallInput>,
+    ) -> impl Future<Output = Result<T, AgentError>> + Send + 'static
+    where
+        T: DeserializeOwned + JsonSchema + 'static,
+    {
+        let call = self.call_structured_with_message::<T>(input);
+        async move { call.await.map(|(value, _)| value) }
+    }
+
+    /// [`call_structured`](Self::call_structured), also returning the final message (as
+    /// PostCall hooks left it): its text is the value's JSON and
+    /// `metadata["structured_output"]` holds the value.
+    ///
+    /// # Errors
+    ///
+    /// As [`call_structured`](Self::call_structured).
+    pub fn call_structured_with_message<T>(
+        &self,
+        input: impl Into<CallInput>,
+    ) -> impl Future<Output = Result<(T, Msg), AgentError>> + Send + 'static
+    where
+        T: DeserializeOwned + JsonSchema + 'static,
+    {
+        let (hook, extras) = StructuredOutputHook::install::<T>(self.name());
+        let call = self.call_with(input.into().into_messages(), extras);
+        async move {
+            let reply = call.await?;
+            let value = hook
+                .take_value()
+                .ok_or_else(|| AgentError::StructuredOutput {
+                    message: "the call returned no value".to_owned(),
+                })?;
+            let value = serde_json::from_value::<T>(value).map_err(|error| {
+                AgentError::StructuredOutput {
+                    message: format!(
+                        "the response does not deserialise into {}: {error}",
+                        std::any::type_name::<T>()
+                    ),
+                }
+            })?;
+            Ok((value, reply))
+        }
     }
 
     /// Runs one call, delivering its events as a stream; the last item is the reply

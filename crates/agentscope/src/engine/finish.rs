@@ -11,8 +11,10 @@ use agentscope_core::{AgentError, Memory, Msg};
 /// Arguments: the agent's memory, the index of the first message this call stored, and how
 /// the loop ended: `Some(outcome)` before PostCall (the returned value replaces the outcome),
 /// `None` when the call was dropped (the returned value is ignored).
-pub(crate) type Finish =
-    Box<dyn FnOnce(&dyn Memory, usize, Option<Result<Msg, AgentError>>) -> Result<Msg, AgentError> + Send>;
+pub(crate) type Finish = Box<
+    dyn FnOnce(&dyn Memory, usize, Option<Result<Msg, AgentError>>) -> Result<Msg, AgentError>
+        + Send,
+>;
 
 /// Holds a call's [`Finish`] and runs it exactly once: after the loop, or when dropped.
 pub(super) struct FinishStep<'a> {

@@ -4,6 +4,7 @@
 //! [`run`]; streaming only adds a sink.
 
 mod acting;
+mod finish;
 mod open_calls;
 mod reasoning;
 mod summary;
@@ -22,6 +23,8 @@ use crate::agent::AgentInner;
 use crate::stream::{Event, EventSink, EventType};
 use crate::toolkit::Toolkit;
 
+pub(crate) use finish::Finish;
+use finish::FinishStep;
 use open_calls::OpenToolCalls;
 
 /// The reply to an interrupted call.
@@ -39,6 +42,9 @@ pub(crate) const CANCELLED_RESULT: &str =
 pub(crate) struct CallExtras {
     pub(crate) hooks: Vec<BoxedHook>,
     pub(crate) tools: Vec<BoxedTool>,
+    /// Runs after the loop and before PostCall (and when the call is dropped), while the
+    /// call still holds the agent.
+    pub(crate) finish: Option<Finish>,
 }
 
 /// Runs one call on `agent`, delivering events to `sink` when streaming.
@@ -50,6 +56,8 @@ pub(crate) async fn run(
 ) -> Result<Msg, AgentError> {
     // 1. Busy check: a rejected call is seen by no hook.
     let guard = agent.begin_call()?;
+    // Declared before `call`: when the call is dropped, its open tool calls are closed first.
+    let mut finish = FinishStep::new(&*agent.memory, extras.finish);
     let mut hooks = agent.hook_snapshot();
     if !extras.hooks.is_empty() {
         let chain = Arc::make_mut(&mut hooks);
@@ -67,7 +75,14 @@ pub(crate) async fn run(
         Cow::Owned(toolkit)
     };
     let mut call = Call::new(agent, &hooks, &toolkit, sink, guard.token());
-    let result = match call.execute(input).await {
+    let mut outcome = call.execute(input).await;
+    if finish.is_armed() {
+        if outcome.is_err() {
+            call.open.close(CANCELLED_RESULT);
+        }
+        outcome = finish.run(outcome);
+    }
+    let result = match outcome {
         Ok(reply) => call.post_call(reply).await,
         Err(error) => Err(DispatchFailure {
             error,

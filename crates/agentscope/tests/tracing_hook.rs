@@ -1,0 +1,741 @@
+//! TracingHook: span names, OpenTelemetry GenAI fields and parent/child structure captured by a test `tracing` layer, error.type on failures, and cleanup of dropped calls.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agentscope::hooks::TracingHook;
+use agentscope::prelude::*;
+use agentscope::{ChatStream, ModelError, ModelRequest};
+use agentscope_test::tools::{Calculator, FailingTool};
+use agentscope_test::{ScriptedModel, ScriptedResponse};
+use futures::FutureExt;
+use futures::executor::block_on;
+use serde_json::json;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Subscriber, info_span};
+use tracing_subscriber::Registry;
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+// ---------------------------------------------------------------------------------------
+// A layer that records every span: name, fields (as strings), parent and whether it closed.
+
+#[derive(Debug, Clone)]
+struct SpanRecord {
+    name: &'static str,
+    fields: BTreeMap<String, String>,
+    /// Index of the parent in the capture.
+    parent: Option<usize>,
+    closed: bool,
+}
+
+impl SpanRecord {
+    fn field(&self, name: &str) -> Option<&str> {
+        self.fields.get(name).map(String::as_str)
+    }
+}
+
+#[derive(Default)]
+struct Captured {
+    spans: Vec<SpanRecord>,
+    /// The fields of every event (the message under "message").
+    events: Vec<BTreeMap<String, String>>,
+    /// Live span ids -> index (ids are reused after a span closes).
+    live: HashMap<u64, usize>,
+}
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Captured>>);
+
+impl Capture {
+    fn spans(&self) -> Vec<SpanRecord> {
+        self.0.lock().unwrap().spans.clone()
+    }
+
+    fn events(&self) -> Vec<BTreeMap<String, String>> {
+        self.0.lock().unwrap().events.clone()
+    }
+
+    fn subscriber(&self) -> impl Subscriber + Send + Sync + 'static {
+        Registry::default().with(self.clone())
+    }
+}
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+impl<S> Layer<S> for Capture
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let parent_id = ctx
+            .span(id)
+            .and_then(|span| span.parent())
+            .map(|parent| parent.id().into_u64());
+        let mut fields = BTreeMap::new();
+        attrs.record(&mut Fields(&mut fields));
+        let mut captured = self.0.lock().unwrap();
+        let parent = parent_id.and_then(|parent| captured.live.get(&parent).copied());
+        let index = captured.spans.len();
+        captured.spans.push(SpanRecord {
+            name: attrs.metadata().name(),
+            fields,
+            parent,
+            closed: false,
+        });
+        captured.live.insert(id.into_u64(), index);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
+        let mut captured = self.0.lock().unwrap();
+        if let Some(&index) = captured.live.get(&id.into_u64()) {
+            values.record(&mut Fields(&mut captured.spans[index].fields));
+        }
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
+        let mut fields = BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        self.0.lock().unwrap().events.push(fields);
+    }
+
+    fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
+        let mut captured = self.0.lock().unwrap();
+        if let Some(index) = captured.live.remove(&id.into_u64()) {
+            captured.spans[index].closed = true;
+        }
+    }
+}
+
+/// Runs `future` to completion with `capture` as this thread's subscriber.
+fn traced<T>(capture: &Capture, future: impl Future<Output = T>) -> T {
+    tracing::subscriber::with_default(capture.subscriber(), || block_on(future))
+}
+
+fn agent_with(model: ScriptedModel, hook: &TracingHook) -> ReActAgent {
+    ReActAgent::builder()
+        .name("assistant")
+        .model(model)
+        .toolkit(
+            Toolkit::new()
+                .tool(Calculator::new())
+                .tool(FailingTool::new()),
+        )
+        .hook(hook.clone())
+        .build()
+        .unwrap()
+}
+
+fn names(spans: &[SpanRecord]) -> Vec<&'static str> {
+    spans.iter().map(|span| span.name).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn tool_call_then_answer_gives_a_call_span_with_chat_and_tool_children() {
+    let capture = Capture::default();
+    let hook = TracingHook::new();
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"}))
+            .with_usage(10, 5),
+        ScriptedResponse::text("42").with_usage(20, 3),
+    ]);
+    let agent = ReActAgent::builder()
+        .name("assistant")
+        .model(model)
+        .toolkit(Toolkit::new().tool(Calculator::new()))
+        .generate_options(GenerateOptions::default().temperature(0.5).max_tokens(256))
+        .hook(hook.clone())
+        .build()
+        .unwrap();
+
+    let reply = traced(&capture, agent.call("What is 6*7?")).unwrap();
+    assert_eq!(reply.text(), "42");
+
+    let spans = capture.spans();
+    assert_eq!(
+        names(&spans),
+        ["invoke_agent", "chat", "execute_tool", "chat"]
+    );
+    assert!(spans.iter().all(|span| span.closed), "{spans:#?}");
+    assert_eq!(hook.open_calls(), 0);
+
+    let call = &spans[0];
+    assert_eq!(call.parent, None);
+    let expected: BTreeMap<String, String> = [
+        ("otel.name", "invoke_agent assistant".to_owned()),
+        ("gen_ai.operation.name", "invoke_agent".to_owned()),
+        ("gen_ai.agent.name", "assistant".to_owned()),
+        ("gen_ai.agent.id", agent.id().to_owned()),
+        ("gen_ai.usage.input_tokens", "30".to_owned()),
+        ("gen_ai.usage.output_tokens", "8".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    assert_eq!(call.fields, expected);
+
+    for (index, (input, output)) in [(1, ("10", "5")), (3, ("20", "3"))] {
+        let chat = &spans[index];
+        assert_eq!(chat.parent, Some(0), "chat spans are children of the call");
+        let expected: BTreeMap<String, String> = [
+            ("otel.name", "chat scripted-model"),
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.request.model", "scripted-model"),
+            ("gen_ai.request.temperature", "0.5"),
+            ("gen_ai.request.max_tokens", "256"),
+            ("gen_ai.usage.input_tokens", input),
+            ("gen_ai.usage.output_tokens", output),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(chat.fields, expected);
+    }
+
+    let tool = &spans[2];
+    assert_eq!(tool.parent, Some(0), "tool spans are children of the call");
+    let expected: BTreeMap<String, String> = [
+        ("otel.name", "execute_tool calculator"),
+        ("gen_ai.operation.name", "execute_tool"),
+        ("gen_ai.tool.name", "calculator"),
+        ("gen_ai.tool.call.id", "c1"),
+        ("gen_ai.tool.type", "function"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    assert_eq!(tool.fields, expected);
+}
+
+#[test]
+fn a_failing_model_call_records_error_type_on_chat_and_call_spans() {
+    let capture = Capture::default();
+    let hook = TracingHook::new();
+    let agent = agent_with(
+        ScriptedModel::new([ScriptedResponse::error("model overloaded")]),
+        &hook,
+    );
+
+    let err = traced(&capture, agent.call("hi")).unwrap_err();
+    assert_eq!(err.to_string(), "model error: model overloaded");
+
+    let spans = capture.spans();
+    assert_eq!(names(&spans), ["invoke_agent", "chat"]);
+    assert!(spans.iter().all(|span| span.closed));
+    assert_eq!(spans[1].parent, Some(0));
+    for span in &spans {
+        assert_eq!(span.field("error.type"), Some("model_error"), "{span:?}");
+        assert_eq!(span.field("otel.status_code"), Some("ERROR"));
+        assert_eq!(
+            span.field("otel.status_description"),
+            Some("model error: model overloaded")
+        );
+    }
+    assert_eq!(hook.open_calls(), 0);
+}
+
+#[test]
+fn a_failing_hook_marks_the_open_tool_span_and_the_call() {
+    // The guard runs after the tracing hook at PreActing: the tool span is open when it fails.
+    let capture = Capture::default();
+    let hook = TracingHook::new();
+    let model = ScriptedModel::new([ScriptedResponse::tool_call(
+        "c1",
+        "calculator",
+        json!({"expression": "1+1"}),
+    )]);
+    let agent = ReActAgent::builder()
+        .model(model)
+        .toolkit(Toolkit::new().tool(Calculator::new()))
+        .hook(hook.clone())
+        .hook(
+            hook_fn(|_| Err(HookError::msg("no tools today")))
+                .with_name("guard")
+                .with_interests(HookEventType::PreActing),
+        )
+        .build()
+        .unwrap();
+
+    let err = traced(&capture, agent.call("hi")).unwrap_err();
+    assert!(matches!(err, AgentError::Hook { .. }), "{err}");
+
+    let spans = capture.spans();
+    assert_eq!(names(&spans), ["invoke_agent", "chat", "execute_tool"]);
+    assert!(spans.iter().all(|span| span.closed));
+    // The chat step finished normally; the tool step and the call failed.
+    assert_eq!(spans[1].field("error.type"), None);
+    for span in [&spans[0], &spans[2]] {
+        assert_eq!(span.field("error.type"), Some("hook_error"), "{span:?}");
+        assert_eq!(
+            span.field("otel.status_description"),
+            Some(err.to_string().as_str())
+        );
+    }
+}
+
+#[test]
+fn hook_failures_after_a_span_closed_do_not_reopen_it() {
+    // PostActing: the tracing hook (priority 0) closes the tool span before the guard fails,
+    // so the tool span shows success and the call span the failure.
+    let capture = Capture::default();
+    let hook = TracingHook::new();
+    let agent = agent_with(
+        ScriptedModel::new([ScriptedResponse::tool_call(
+            "c1",
+            "calculator",
+            json!({"expression": "1+1"}),
+        )]),
+        &hook,
+    );
+    agent.add_hook(
+        hook_fn(|_| Err(HookError::msg("rejected")))
+            .with_name("guard")
+            .with_interests(HookEventType::PostActing),
+    );
+    traced(&capture, agent.call("hi")).unwrap_err();
+    let spans = capture.spans();
+    assert_eq!(names(&spans), ["invoke_agent", "chat", "execute_tool"]);
+    assert_eq!(spans[2].field("error.type"), None);
+    assert_eq!(spans[0].field("error.type"), Some("hook_error"));
+
+    // PostCall: the call span closed as a success before the guard failed, and the engine
+    // does not send Error to hooks that saw PostCall.
+    let capture = Capture::default();
+    let agent = agent_with(ScriptedModel::new([ScriptedResponse::text("hi")]), &hook);
+    agent.add_hook(
+        hook_fn(|_| Err(HookError::msg("rejected")))
+            .with_name("guard")
+            .with_interests(HookEventType::PostCall),
+    );
+    traced(&capture, agent.call("hi")).unwrap_err();
+    let spans = capture.spans();
+    assert_eq!(names(&spans), ["invoke_agent", "chat"]);
+    assert!(
+        spans
+            .iter()
+            .all(|span| span.closed && span.field("error.type").is_none())
+    );
+    assert_eq!(hook.open_calls(), 0);
+}
+
+#[test]
+fn a_tool_error_result_marks_only_its_tool_span() {
+    let capture = Capture::default();
+    let hook = TracingHook::new().with_content(true);
+    let agent = agent_with(
+        ScriptedModel::new([
+            ScriptedResponse::tool_calls([
+                ("c1", "fail", json!({"message": "disk full"})),
+                ("c2", "calculator", json!({"expression": "2*3"})),
+            ]),
+            ScriptedResponse::text("sorry"),
+        ]),
+        &hook,
+    );
+
+    traced(&capture, agent.call("hi")).unwrap();
+
+    let spans = capture.spans();
+    assert_eq!(
+        names(&spans),
+        [
+            "invoke_agent",
+            "chat",
+            "execute_tool",
+            "execute_tool",
+            "chat"
+        ]
+    );
+    let (failed, ok) = (&spans[2], &spans[3]);
+    assert_eq!(failed.field("gen_ai.tool.call.id"), Some("c1"));
+    assert_eq!(failed.field("error.type"), Some("tool_error"));
+    assert_eq!(
+        failed.field("otel.status_description"),
+        Some("Error: Tool execution failed: disk full")
+    );
+    assert_eq!(
+        failed.field("gen_ai.tool.call.arguments"),
+        Some(r#"{"message":"disk full"}"#)
+    );
+    assert_eq!(ok.field("gen_ai.tool.call.id"), Some("c2"));
+    assert_eq!(ok.field("error.type"), None);
+    assert_eq!(
+        ok.field("gen_ai.tool.call.arguments"),
+        Some(r#"{"expression":"2*3"}"#)
+    );
+    assert_eq!(ok.field("gen_ai.tool.call.result"), Some("6"));
+    assert_eq!(spans[0].field("error.type"), None, "the call succeeded");
+}
+
+#[test]
+fn content_is_not_recorded_by_default() {
+    let capture = Capture::default();
+    let hook = TracingHook::new();
+    let agent = agent_with(
+        ScriptedModel::new([
+            ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "2*3"})),
+            ScriptedResponse::text("6"),
+        ]),
+        &hook,
+    );
+    traced(&capture, agent.call("hi")).unwrap();
+    let tool = &capture.spans()[2];
+    assert_eq!(tool.field("gen_ai.tool.call.arguments"), None);
+    assert_eq!(tool.field("gen_ai.tool.call.result"), None);
+}
+
+#[test]
+fn the_call_span_nests_under_the_callers_span() {
+    let capture = Capture::default();
+    let hook = TracingHook::new();
+    let agent = agent_with(ScriptedModel::new([ScriptedResponse::text("hi")]), &hook);
+
+    tracing::subscriber::with_default(capture.subscriber(), || {
+        let request = info_span!("http_request");
+        let _entered = request.enter();
+        block_on(agent.call("hello")).unwrap();
+    });
+
+    let spans = capture.spans();
+    assert_eq!(names(&spans), ["http_request", "invoke_agent", "chat"]);
+    assert_eq!(spans[1].parent, Some(0));
+    assert_eq!(spans[2].parent, Some(1));
+}
+
+#[test]
+fn the_summary_gets_a_chat_span_too() {
+    let capture = Capture::default();
+    let hook = TracingHook::new();
+    let agent = ReActAgent::builder()
+        .model(
+            ScriptedModel::new([
+                ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1+1"})),
+                ScriptedResponse::text("summary").with_usage(7, 2),
+            ])
+            .with_name("m1"),
+        )
+        .toolkit(Toolkit::new().tool(Calculator::new()))
+        .max_iters(1)
+        .hook(hook.clone())
+        .build()
+        .unwrap();
+
+    let reply = traced(&capture, agent.call("hi")).unwrap();
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::MaxIterations));
+
+    let spans = capture.spans();
+    assert_eq!(
+        names(&spans),
+        ["invoke_agent", "chat", "execute_tool", "chat"]
+    );
+    assert!(spans.iter().all(|span| span.closed));
+    let summary = &spans[3];
+    assert_eq!(summary.parent, Some(0));
+    assert_eq!(summary.field("otel.name"), Some("chat m1"));
+    assert_eq!(summary.field("gen_ai.usage.input_tokens"), Some("7"));
+    assert_eq!(summary.field("error.type"), None);
+}
+
+#[test]
+fn concurrent_agents_sharing_one_hook_keep_their_own_spans() {
+    let capture = Capture::default();
+    let hook = TracingHook::new();
+    let make = |name: &str, id: &str| {
+        ReActAgent::builder()
+            .name(name)
+            .id(id)
+            .model(ScriptedModel::new([
+                ScriptedResponse::tool_call(
+                    format!("{name}-call"),
+                    "calculator",
+                    json!({"expression": "1+1"}),
+                )
+                .with_delay(Duration::from_millis(5)),
+                ScriptedResponse::text("done").with_delay(Duration::from_millis(5)),
+            ]))
+            .toolkit(Toolkit::new().tool(Calculator::new()))
+            .hook(hook.clone())
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (make("alpha", "id-a"), make("beta", "id-b"));
+
+    let _default = tracing::subscriber::set_default(capture.subscriber());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let (ra, rb) = runtime.block_on(async { futures::join!(a.call("go"), b.call("go")) });
+    assert_eq!(
+        (ra.unwrap().text(), rb.unwrap().text()),
+        ("done".into(), "done".into())
+    );
+
+    let spans = capture.spans();
+    assert_eq!(spans.len(), 8);
+    assert!(spans.iter().all(|span| span.closed));
+    for (agent, id) in [("alpha", "id-a"), ("beta", "id-b")] {
+        let root = spans
+            .iter()
+            .position(|span| {
+                span.name == "invoke_agent" && span.field("gen_ai.agent.id") == Some(id)
+            })
+            .unwrap();
+        let children: Vec<&SpanRecord> = spans
+            .iter()
+            .filter(|span| span.parent == Some(root))
+            .collect();
+        let kinds: Vec<&str> = children.iter().map(|span| span.name).collect();
+        assert_eq!(kinds, ["chat", "execute_tool", "chat"], "{agent}");
+        assert_eq!(
+            children[1].field("gen_ai.tool.call.id"),
+            Some(format!("{agent}-call").as_str())
+        );
+    }
+    assert_eq!(hook.open_calls(), 0);
+}
+
+/// A model whose response never starts.
+struct Stuck;
+
+impl Model for Stuck {
+    fn model_name(&self) -> &str {
+        "stuck"
+    }
+
+    async fn stream(&self, _request: ModelRequest) -> Result<ChatStream, ModelError> {
+        futures::future::pending().await
+    }
+}
+
+/// A model that never answers until it is told to, then answers "ok".
+fn stuck_then_ok() -> (Arc<Mutex<bool>>, impl Model) {
+    struct Switch(Arc<Mutex<bool>>);
+    impl Model for Switch {
+        fn model_name(&self) -> &str {
+            "switch"
+        }
+
+        async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
+            if *self.0.lock().unwrap() {
+                ScriptedModel::new([ScriptedResponse::text("ok")])
+                    .stream(request)
+                    .await
+            } else {
+                futures::future::pending().await
+            }
+        }
+    }
+    let open = Arc::new(Mutex::new(false));
+    (Arc::clone(&open), Switch(open))
+}
+
+#[test]
+fn a_dropped_call_is_closed_as_cancelled_when_the_agent_is_called_again() {
+    let capture = Capture::default();
+    let hook = TracingHook::new();
+    let (answer, model) = stuck_then_ok();
+    let agent = ReActAgent::builder()
+        .model(model)
+        .hook(hook.clone())
+        .build()
+        .unwrap();
+
+    tracing::subscriber::with_default(capture.subscriber(), || {
+        // Polled once (PreCall, PreReasoning, then the model never answers) and dropped.
+        assert!(agent.call("first").now_or_never().is_none());
+        assert_eq!(hook.open_calls(), 1);
+        let spans = capture.spans();
+        assert_eq!(names(&spans), ["invoke_agent", "chat"]);
+        assert!(
+            spans.iter().all(|span| !span.closed),
+            "nothing closes on drop"
+        );
+
+        *answer.lock().unwrap() = true;
+        assert_eq!(block_on(agent.call("second")).unwrap().text(), "ok");
+    });
+
+    let spans = capture.spans();
+    assert_eq!(
+        names(&spans),
+        ["invoke_agent", "chat", "invoke_agent", "chat"]
+    );
+    assert!(spans.iter().all(|span| span.closed));
+    for stale in &spans[..2] {
+        assert_eq!(stale.field("error.type"), Some("cancelled"));
+    }
+    for fresh in &spans[2..] {
+        assert_eq!(fresh.field("error.type"), None);
+    }
+    assert_eq!(hook.open_calls(), 0);
+}
+
+#[test]
+fn dropped_calls_of_other_agents_are_evicted_at_the_bound() {
+    let capture = Capture::default();
+    let hook = TracingHook::new().with_max_open_calls(1);
+    let agents: Vec<ReActAgent> = (0..3)
+        .map(|i| {
+            ReActAgent::builder()
+                .id(format!("agent-{i}"))
+                .model(Stuck)
+                .hook(hook.clone())
+                .build()
+                .unwrap()
+        })
+        .collect();
+
+    tracing::subscriber::with_default(capture.subscriber(), || {
+        for agent in &agents {
+            assert!(agent.call("hi").now_or_never().is_none());
+        }
+    });
+
+    assert_eq!(hook.open_calls(), 1);
+    let spans = capture.spans();
+    assert_eq!(spans.len(), 6);
+    let open: Vec<Option<&str>> = spans
+        .iter()
+        .filter(|span| !span.closed && span.name == "invoke_agent")
+        .map(|span| span.field("gen_ai.agent.id"))
+        .collect();
+    assert_eq!(open, [Some("agent-2")], "only the newest call stays open");
+    let evicted = spans
+        .iter()
+        .filter(|span| span.closed)
+        .map(|span| span.field("error.type"))
+        .collect::<Vec<_>>();
+    assert_eq!(evicted, [Some("cancelled"); 4]);
+}
+
+#[test]
+fn a_live_call_evicted_at_the_bound_reports_its_failure_as_an_event() {
+    let capture = Capture::default();
+    let hook = TracingHook::new().with_max_open_calls(1);
+    let slow = ReActAgent::builder()
+        .id("slow")
+        .model(ScriptedModel::new([
+            ScriptedResponse::error("boom").with_delay(Duration::from_millis(5))
+        ]))
+        .hook(hook.clone())
+        .build()
+        .unwrap();
+    let fast = ReActAgent::builder()
+        .id("fast")
+        .model(ScriptedModel::new([ScriptedResponse::text("hi")]))
+        .hook(hook.clone())
+        .build()
+        .unwrap();
+
+    let _default = tracing::subscriber::set_default(capture.subscriber());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    // `slow` waits on its model; `fast` runs to the end in its first poll, evicting `slow`.
+    let (slow_result, fast_result) =
+        runtime.block_on(async { futures::join!(slow.call("a"), fast.call("b")) });
+    let err = slow_result.unwrap_err();
+    fast_result.unwrap();
+
+    let spans = capture.spans();
+    assert!(spans.iter().all(|span| span.closed));
+    let slow_root = spans
+        .iter()
+        .find(|span| span.field("gen_ai.agent.id") == Some("slow"))
+        .unwrap();
+    assert_eq!(slow_root.field("error.type"), Some("cancelled"));
+    let events = capture.events();
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert_eq!(events[0]["gen_ai.agent.id"], "slow");
+    assert_eq!(events[0]["error.type"], "model_error");
+    assert_eq!(
+        events[0]["message"],
+        format!("agent call failed after its spans were closed: {err}")
+    );
+    assert_eq!(hook.open_calls(), 0);
+}
+
+#[test]
+fn an_interrupted_tool_span_is_marked_interrupted() {
+    let capture = Capture::default();
+    let hook = TracingHook::new();
+    let agent = ReActAgent::builder()
+        .model(ScriptedModel::new([ScriptedResponse::tool_call(
+            "c1",
+            "calculator",
+            json!({"expression": "1+1"}),
+        )]))
+        .toolkit(Toolkit::new().tool(Calculator::new()))
+        .hook(hook.clone())
+        .build()
+        .unwrap();
+    // Interrupts from PreActing: the tool never runs and no PostActing fires.
+    let handle = agent.clone();
+    agent.add_hook(
+        hook_fn(move |_| {
+            handle.interrupt();
+            Ok(())
+        })
+        .with_interests(HookEventType::PreActing),
+    );
+
+    let reply = traced(&capture, agent.call("hi")).unwrap();
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
+
+    let spans = capture.spans();
+    assert_eq!(names(&spans), ["invoke_agent", "chat", "execute_tool"]);
+    assert!(spans.iter().all(|span| span.closed));
+    assert_eq!(spans[2].field("error.type"), Some("interrupted"));
+    assert_eq!(
+        spans[0].field("error.type"),
+        None,
+        "the call itself completed"
+    );
+}
+
+#[test]
+fn the_hook_is_listed_with_its_priority_and_interests() {
+    let agent = ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .hook(TracingHook::new())
+        .build()
+        .unwrap();
+    let order = agent.hook_order();
+    let entry = order.iter().find(|h| h.name == "tracing").unwrap();
+    assert_eq!(entry.priority, TracingHook::PRIORITY);
+    assert_eq!(TracingHook::PRIORITY, 0);
+    assert!(!entry.interests.contains(HookEventType::ReasoningChunk));
+    assert!(entry.interests.contains(HookEventType::Error));
+    assert!(entry.interests.contains(HookEventType::PreSummary));
+}
+
+#[test]
+fn without_a_subscriber_calls_work_and_leave_nothing_behind() {
+    let hook = TracingHook::new();
+    let agent = agent_with(
+        ScriptedModel::new([
+            ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "2+2"})),
+            ScriptedResponse::text("4"),
+        ]),
+        &hook,
+    );
+    assert_eq!(block_on(agent.call("2+2?")).unwrap().text(), "4");
+    assert_eq!(hook.open_calls(), 0);
+}
