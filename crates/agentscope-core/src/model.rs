@@ -199,8 +199,10 @@ pub enum ResponseFormat {
 ///     .tool_choice(ToolChoice::Required);
 /// assert_eq!(options.temperature, Some(0.2));
 /// ```
+///
+/// Fields are public and the type is `Default`, so struct-update syntax works too:
+/// `GenerateOptions { temperature: Some(0.2), ..Default::default() }`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[non_exhaustive]
 pub struct GenerateOptions {
     /// Sampling temperature.
     pub temperature: Option<f32>,

@@ -66,8 +66,10 @@ pub struct Event {
 ///     .include_reasoning_result(false);
 /// assert!(!options.incremental);
 /// ```
+///
+/// Struct-update syntax works too:
+/// `StreamOptions { incremental: false, ..Default::default() }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct StreamOptions {
     /// The event types to deliver (default: all).
     pub event_types: Vec<EventType>,
