@@ -5,6 +5,25 @@
 //! cargo run --example hitl
 //! ```
 //!
+//! With `--session ID`, the approval spans two runs of the program, as it spans a restart of a
+//! real service: the conversation lives in a JSON session file (`JsonFileSessionStore`).
+//!
+//! ```sh
+//! # Run 1: asks; the agent stops before deleting files; the process ends.
+//! cargo run --example hitl -- --session demo
+//! # Run 2 (a new process, minutes or days later): decide and resume.
+//! cargo run --example hitl -- --session demo --approve
+//! cargo run --example hitl -- --session demo --reject "the logs are needed for the audit"
+//! cargo run --example hitl -- --session demo --edit '{"pattern": "/var/log/app/*.log.1"}'
+//! ```
+//!
+//! Options: `--store DIR` (default: `agentscope-hitl-sessions` in the temp directory),
+//! `--ask TEXT` (the question of run 1; default "Please delete the old log files."). Run 2
+//! rebuilds the approval hook's awaiting list from the stored conversation
+//! (`ToolApprovalHook::restore`), records the decision and resumes with `agent.call(())`;
+//! the tool runs exactly once. A run with nothing awaiting approval asks again, continuing
+//! the same conversation.
+//!
 //! Runs offline on a demo model (clearly not a language model): a `ScriptedModel` from
 //! `agentscope-test` that calls a tool for each question, answers with the tool's result, and,
 //! when a call is rejected, stubbornly tries the very same call once more (which the hook
@@ -21,11 +40,12 @@
 //! [`ask`] until the agent stops for approval, [`review`] the awaiting calls, [`resume`].
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::PathBuf;
 
 use agentscope::hooks::{ApprovalDecision, ApprovalPolicy, ToolApprovalHook};
 use agentscope::prelude::*;
-use agentscope::{ChatStream, ModelError, ModelRequest};
+use agentscope::session::{JsonFileSessionStore, SessionStore};
+use agentscope::{ChatStream, ModelError, ModelRequest, ReActAgentBuilder};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
@@ -33,20 +53,19 @@ use serde_json::{Value, json};
 /// The offline demo model: decides its next step from the last message of the conversation.
 struct DemoModel {
     script: ScriptedModel,
-    next_id: AtomicUsize,
 }
 
 impl DemoModel {
     fn new() -> Self {
         Self {
             script: ScriptedModel::new([]).with_name("demo-model (offline, scripted)"),
-            next_id: AtomicUsize::new(1),
         }
     }
 
-    fn call(&self, name: &str, input: Value) -> ScriptedResponse {
-        let id = format!("call_{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-        ScriptedResponse::tool_call(id, name, input)
+    /// A tool call whose id is unique in the conversation (which may span processes).
+    fn call(messages: &[Msg], name: &str, input: Value) -> ScriptedResponse {
+        let calls: usize = messages.iter().map(|m| m.tool_uses().len()).sum();
+        ScriptedResponse::tool_call(format!("call_{}", calls + 1), name, input)
     }
 
     /// The demo's "reasoning": a tool call for a question, an answer for a result.
@@ -57,9 +76,13 @@ impl DemoModel {
         if last.role == Role::User {
             let question = last.text().to_lowercase();
             return if question.contains("delete") {
-                self.call("delete_files", json!({"pattern": "/var/log/app/*.log"}))
+                Self::call(
+                    messages,
+                    "delete_files",
+                    json!({"pattern": "/var/log/app/*.log"}),
+                )
             } else {
-                self.call("calculator", json!({"expression": "6*7"}))
+                Self::call(messages, "calculator", json!({"expression": "6*7"}))
             };
         }
         let Some(result) = last.tool_results().first().cloned().cloned() else {
@@ -83,7 +106,7 @@ impl DemoModel {
             .find(|call| call.id == result.id)
             .cloned();
         match retry {
-            Some(call) => self.call(&call.name, call.input),
+            Some(call) => Self::call(messages, &call.name, call.input),
             None => ScriptedResponse::text("I could not do that."),
         }
     }
@@ -120,14 +143,21 @@ fn delete_files() -> impl Tool {
 }
 
 /// The agent, with the approval hook guarding both tools.
-fn build_agent(approvals: &ToolApprovalHook) -> Result<ReActAgent, BuildError> {
+fn agent_builder(approvals: &ToolApprovalHook) -> ReActAgentBuilder {
     ReActAgent::builder()
         .name("assistant")
         .sys_prompt("You are a careful operations assistant.")
         .model(DemoModel::new())
         .toolkit(Toolkit::new().tool(Calculator::new()).tool(delete_files()))
         .hook(approvals.clone())
-        .build()
+}
+
+fn build_agent(approvals: &ToolApprovalHook) -> Result<ReActAgent, BuildError> {
+    agent_builder(approvals).build()
+}
+
+fn policy() -> ApprovalPolicy {
+    ApprovalPolicy::tools(["calculator", "delete_files"])
 }
 
 /// Step 1: ask; the agent runs until it answers or stops for approval.
@@ -175,7 +205,7 @@ async fn run_flow(
     reviewer: &dyn Fn(&ToolUseBlock) -> ApprovalDecision,
 ) -> Result<(), Box<dyn std::error::Error>> {
     println!("=== {title} ===");
-    let approvals = ToolApprovalHook::new(ApprovalPolicy::tools(["calculator", "delete_files"]));
+    let approvals = ToolApprovalHook::new(policy());
     let agent = build_agent(&approvals)?;
 
     let mut reply = ask(&agent, question).await?;
@@ -185,7 +215,11 @@ async fn run_flow(
         reply = resume(&agent).await?;
     }
     println!("assistant: {}", reply.text());
+    print_conversation(&agent);
+    Ok(())
+}
 
+fn print_conversation(agent: &ReActAgent) {
     println!("--- conversation ({} messages) ---", agent.memory().len());
     for msg in agent.memory().messages() {
         for call in msg.tool_uses() {
@@ -202,11 +236,118 @@ async fn run_flow(
         }
     }
     println!();
+}
+
+/// The command-line options of the two-run session mode.
+struct SessionArgs {
+    session: String,
+    store: PathBuf,
+    question: String,
+    decision: Option<ApprovalDecision>,
+}
+
+/// Parses `--session ID [--store DIR] [--ask TEXT] [--approve | --reject REASON | --edit JSON]`;
+/// `None` without `--session`.
+fn parse_args() -> Result<Option<SessionArgs>, String> {
+    let mut args = std::env::args().skip(1);
+    let mut session = None;
+    let mut store = std::env::temp_dir().join("agentscope-hitl-sessions");
+    let mut question = "Please delete the old log files.".to_owned();
+    let mut decision = None;
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--session" => session = Some(value()?),
+            "--store" => store = PathBuf::from(value()?),
+            "--ask" => question = value()?,
+            "--approve" => decision = Some(ApprovalDecision::Approve),
+            "--reject" => decision = Some(ApprovalDecision::Reject(value()?)),
+            "--edit" => {
+                let input = serde_json::from_str(&value()?)
+                    .map_err(|error| format!("--edit needs JSON arguments: {error}"))?;
+                decision = Some(ApprovalDecision::Edit(input));
+            }
+            other => return Err(format!("unknown argument '{other}'")),
+        }
+    }
+    match session {
+        Some(session) => Ok(Some(SessionArgs {
+            session,
+            store,
+            question,
+            decision,
+        })),
+        None if decision.is_some() => Err("--approve/--reject/--edit need --session ID".into()),
+        None => Ok(None),
+    }
+}
+
+/// One run of the session mode: ask (run 1) or decide and resume (run 2).
+async fn run_session(args: SessionArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let store = JsonFileSessionStore::new(&args.store);
+    let file = store.path_of(&args.session)?;
+    let approvals = ToolApprovalHook::new(policy());
+    let agent = agent_builder(&approvals)
+        .session(store.clone(), args.session.clone())
+        .build()?;
+
+    // A new process knows nothing: rebuild the awaiting list from the stored conversation.
+    let stored = store.load(&args.session).await?;
+    approvals.restore(&stored.map(|state| state.messages).unwrap_or_default());
+    let pending = approvals.pending();
+
+    let reply = if pending.is_empty() {
+        if args.decision.is_some() {
+            println!("session '{}': no tool call awaits approval.", args.session);
+            return Ok(());
+        }
+        ask(&agent, &args.question).await?
+    } else {
+        let Some(decision) = args.decision else {
+            print_pending(&args.session, &pending);
+            return Ok(());
+        };
+        for call in &pending {
+            println!("  {}({}) -> {}", call.name, call.input, describe(&decision));
+            approvals.decide(call.id.clone(), decision.clone())?;
+        }
+        resume(&agent).await?
+    };
+
+    if reply.generate_reason() == Some(GenerateReason::ReasoningStopRequested) {
+        println!(
+            "assistant stopped for approval; saved to {}",
+            file.display()
+        );
+        print_pending(&args.session, &approvals.pending());
+    } else {
+        println!("assistant: {}", reply.text());
+        print_conversation(&agent);
+        println!("saved to {}", file.display());
+    }
     Ok(())
+}
+
+fn print_pending(session: &str, pending: &[ToolUseBlock]) {
+    for call in pending {
+        println!(
+            "  awaiting approval: {} {}({})",
+            call.id, call.name, call.input
+        );
+    }
+    let command = format!("cargo run --example hitl -- --session {session}");
+    println!("decide in this or any later run:");
+    println!("  {command} --approve");
+    println!("  {command} --reject \"REASON\"");
+    println!("  {command} --edit '{{...new arguments...}}'");
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(args) = parse_args()? {
+        println!("model: offline demo model; session '{}'\n", args.session);
+        return run_session(args).await;
+    }
     println!("model: offline demo model; the reviewer is scripted too\n");
 
     run_flow("approve", "What is 6*7?", &|_| ApprovalDecision::Approve).await?;

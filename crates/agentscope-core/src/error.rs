@@ -290,6 +290,21 @@ pub enum AgentError {
         /// What went wrong.
         message: String,
     },
+    /// The agent's durable session could not be loaded or saved (see `agentscope::session`).
+    ///
+    /// A failed load fails the call before any hook runs or anything is stored; a failed save
+    /// fails a call that otherwise succeeded. The message names the session; `source` holds
+    /// the store's error (`agentscope::session::SessionError`) for downcasting.
+    #[error("session error: {message}")]
+    Session {
+        /// The session id.
+        session: String,
+        /// What went wrong (names the session).
+        message: String,
+        /// The store's error, if any.
+        #[source]
+        source: Option<ErrorSource>,
+    },
     /// A structured-output call (`call_structured`) ended without a usable value: the loop
     /// ended another way (iteration limit, interrupt, stop, suspended tool) or the value did
     /// not deserialise.

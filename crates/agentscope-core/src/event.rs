@@ -609,8 +609,11 @@ pub fn validate_goto(reasoning_message: &Msg, messages: &[Msg]) -> Result<(), Ho
         });
     }
     let pending = reasoning_message.tool_uses();
+    let stray = |message| HookError::InvalidGoto { message };
     if pending.is_empty() {
-        return Ok(());
+        return check_tool_results(&pending, messages)
+            .map(drop)
+            .map_err(stray);
     }
     if messages.is_empty() {
         let names: Vec<&str> = pending.iter().map(|t| t.name.as_str()).collect();
@@ -631,16 +634,74 @@ pub fn validate_goto(reasoning_message: &Msg, messages: &[Msg]) -> Result<(), Ho
         })
         .map(|tool_use| tool_use.id.as_str())
         .collect();
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(HookError::InvalidGoto {
+    if !missing.is_empty() {
+        return Err(HookError::InvalidGoto {
             message: format!(
                 "Missing ToolResult for pending ToolUse. Missing IDs: [{}]",
                 missing.join(", ")
             ),
-        })
+        });
     }
+    // Every call is answered; results that answer nothing (or answer twice) are rejected too.
+    check_tool_results(&pending, messages)
+        .map(drop)
+        .map_err(stray)
+}
+
+/// Checks the tool results carried by `messages`: each must answer one of the `pending` tool
+/// calls (or a tool call earlier in `messages`), and no call may be answered twice. Returns
+/// the ids of the `pending` calls that `messages` answer, in call order.
+///
+/// The engine applies this to a call's input, to observed messages and to goto messages, so
+/// no result that answers nothing ever reaches memory.
+///
+/// ```
+/// use agentscope_core::{check_tool_results, Msg, ToolResultBlock, ToolUseBlock};
+/// use serde_json::json;
+///
+/// let call = ToolUseBlock::new("c1", "calc", json!({}));
+/// let answer = [Msg::tool_result(ToolResultBlock::text("c1", "calc", "2"))];
+/// assert_eq!(check_tool_results(&[&call], &answer).unwrap(), ["c1"]);
+///
+/// let stray = [Msg::tool_result(ToolResultBlock::text("zz", "calc", "2"))];
+/// assert!(check_tool_results(&[&call], &stray).unwrap_err().contains("'zz'"));
+/// ```
+pub fn check_tool_results(
+    pending: &[&ToolUseBlock],
+    messages: &[Msg],
+) -> Result<Vec<String>, String> {
+    let mut callable: Vec<&str> = pending.iter().map(|call| call.id.as_str()).collect();
+    let mut answered: Vec<&str> = Vec::new();
+    for msg in messages {
+        for block in &msg.content {
+            match block {
+                ContentBlock::ToolUse(call) => callable.push(&call.id),
+                ContentBlock::ToolResult(result) => {
+                    if answered.contains(&result.id.as_str()) {
+                        return Err(format!(
+                            "Duplicate tool result for tool call id '{}'",
+                            result.id
+                        ));
+                    }
+                    if !callable.contains(&result.id.as_str()) {
+                        let ids: Vec<&str> = pending.iter().map(|call| call.id.as_str()).collect();
+                        return Err(format!(
+                            "Tool result id '{}' does not match any pending tool call. Pending tool call ids: [{}]",
+                            result.id,
+                            ids.join(", ")
+                        ));
+                    }
+                    answered.push(&result.id);
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(pending
+        .iter()
+        .filter(|call| answered.contains(&call.id.as_str()))
+        .map(|call| call.id.clone())
+        .collect())
 }
 
 /// A streamed model chunk during reasoning (a notification: hooks cannot change it).

@@ -28,7 +28,7 @@ pub use event::{
     ActingChunkEvent, AgentInfo, ErrorEvent, HookEvent, HookEventType, HookEventTypes,
     PostActingEvent, PostCallEvent, PostReasoningEvent, PostSummaryEvent, PreActingEvent,
     PreCallEvent, PreReasoningEvent, PreSummaryEvent, ReasoningChunkEvent, SummaryChunkEvent,
-    system_injection_message, validate_goto,
+    check_tool_results, system_injection_message, validate_goto,
 };
 pub use hook::{
     BoxedHook, DEFAULT_PRIORITY, DispatchFailure, Hook, HookChain, HookFn, HookId, HookInfo,

@@ -12,10 +12,12 @@ use agentscope_core::{
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 
 use crate::builder::ReActAgentBuilder;
 use crate::engine::{self, CallExtras};
 use crate::hooks::StructuredOutputHook;
+use crate::session::{AgentIdentity, AgentState, SessionBinding, Synced};
 use crate::stream::{AgentStream, StreamOptions};
 use crate::toolkit::Toolkit;
 
@@ -115,6 +117,10 @@ pub(crate) struct AgentInner {
     pub(crate) max_iters: usize,
     pub(crate) max_goto_reasoning: usize,
     pub(crate) options: GenerateOptions,
+    /// The session the agent is bound to (`builder.session(..)`).
+    pub(crate) session: Option<SessionBinding>,
+    /// User metadata saved with the agent's state.
+    pub(crate) metadata: Mutex<Map<String, Value>>,
     check_running: bool,
     hooks: Mutex<Arc<HookChain>>,
     running: AtomicBool,
@@ -134,6 +140,8 @@ pub(crate) struct AgentConfig {
     pub(crate) options: GenerateOptions,
     pub(crate) check_running: bool,
     pub(crate) hooks: HookChain,
+    pub(crate) session: Option<SessionBinding>,
+    pub(crate) metadata: Map<String, Value>,
 }
 
 impl ReActAgent {
@@ -156,6 +164,8 @@ impl ReActAgent {
                 max_iters: config.max_iters,
                 max_goto_reasoning: config.max_goto_reasoning,
                 options: config.options,
+                session: config.session,
+                metadata: Mutex::new(config.metadata),
                 check_running: config.check_running,
                 hooks: Mutex::new(Arc::new(config.hooks)),
                 running: AtomicBool::new(false),
@@ -178,14 +188,17 @@ impl ReActAgent {
     ///
     /// [`AgentError::Busy`] at once when another call is running on this agent (unless
     /// `check_running(false)`); otherwise whatever failed the call (a hook, the model,
-    /// invalid input), after `ErrorEvent` hooks ran.
+    /// invalid input), after `ErrorEvent` hooks ran. With a
+    /// [session](ReActAgentBuilder::session): [`AgentError::Session`] when it cannot be
+    /// loaded (before any hook runs) or saved (after the call).
     ///
     /// # Cancel safety
     ///
     /// Dropping the future cancels the call at once: the model stream and running tools are
     /// dropped, the agent is free again immediately, and any tool call stored without a
     /// result gets an error result (memory never holds an orphan tool-use). Messages already
-    /// stored stay. Hooks see neither PostCall nor Error for a dropped call.
+    /// stored stay. Hooks see neither PostCall nor Error for a dropped call. A bound session
+    /// is not saved for a dropped call: the next call loads its state from before this one.
     pub fn call(
         &self,
         input: impl Into<CallInput>,
@@ -350,14 +363,15 @@ impl ReActAgent {
     }
 
     /// Stores messages in memory without replying; hooks see them as history on the next
-    /// call.
+    /// call. With a session, the session is loaded first and saved after.
     ///
     /// # Errors
     ///
     /// [`AgentError::Busy`] while a call is running; [`AgentError::InvalidInput`] for
     /// `System` messages (the system message is configured with `sys_prompt` or hooks);
     /// while tool calls are pending, the same errors as a call's input
-    /// ([`AgentError::PendingToolCalls`] unless the messages carry their results).
+    /// ([`AgentError::PendingToolCalls`] unless the messages carry their results);
+    /// [`AgentError::Session`] when the session cannot be loaded or saved.
     pub async fn observe(&self, input: impl Into<CallInput>) -> Result<(), AgentError> {
         let messages = input.into().into_messages();
         if messages.iter().any(|msg| msg.role == Role::System) {
@@ -366,13 +380,154 @@ impl ReActAgent {
             )));
         }
         let _guard = self.inner.begin_call()?;
+        let synced = self.inner.load_session().await?;
         let memory = &self.inner.memory;
         if !messages.is_empty() {
             // Like a call's input: nothing may come between tool calls and their results.
             engine::check_input(engine::pending_tool_uses(&memory.messages()), &messages)?;
         }
         memory.extend(messages);
+        self.inner.save_session(synced.as_ref()).await
+    }
+
+    /// The agent's state: its memory, name, id and [`metadata`](Self::metadata), taken now
+    /// (format version [`AgentState::CURRENT_VERSION`]). Store it anywhere; give it to
+    /// [`ReActAgentBuilder::state`] or [`load_state`](Self::load_state) to continue the
+    /// conversation.
+    ///
+    /// With a session bound ([`ReActAgentBuilder::session`]) this is the state as of this
+    /// agent's last call; the store may hold a newer one saved by another instance.
+    ///
+    /// ```
+    /// use agentscope::prelude::*;
+    /// use agentscope_test::{ScriptedModel, ScriptedResponse};
+    ///
+    /// # futures::executor::block_on(async {
+    /// let agent = ReActAgent::builder()
+    ///     .model(ScriptedModel::new([ScriptedResponse::text("Hello!")]))
+    ///     .build()?;
+    /// agent.call("hi").await?;
+    /// let state = agent.save_state()?;
+    /// assert_eq!(state.messages.len(), 2);
+    ///
+    /// let model = ScriptedModel::new([ScriptedResponse::text("Welcome back.")]);
+    /// let restored = ReActAgent::builder().model(model.clone()).state(state).build()?;
+    /// restored.call("I am back").await?;
+    /// assert_eq!(model.requests()[0].messages.len(), 3); // the old exchange + the new input
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Busy`] while a call is running (even with `check_running(false)`):
+    /// memory in the middle of a call may hold tool calls that the call will still answer.
+    pub fn save_state(&self) -> Result<AgentState, AgentError> {
+        if self.is_running() {
+            return Err(self.inner.busy());
+        }
+        let _guard = self.inner.begin_call()?;
+        Ok(
+            AgentState::new(self.inner.identity(), self.inner.memory.messages())
+                .with_metadata(self.metadata()),
+        )
+    }
+
+    /// Replaces the agent's memory and [`metadata`](Self::metadata) with `state`'s. With a
+    /// session bound, `state` is saved to the session first (and memory is replaced only if
+    /// that succeeded), since every call loads the session.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Busy`] while a call is running; [`AgentError::InvalidInput`] when the
+    /// state has another format version or holds a `System` message (nothing changes);
+    /// [`AgentError::Session`] when saving to the session fails (nothing changes).
+    ///
+    /// ```
+    /// use agentscope::prelude::*;
+    /// use agentscope::session::{AgentIdentity, AgentState};
+    /// use agentscope_test::ScriptedModel;
+    ///
+    /// # futures::executor::block_on(async {
+    /// let agent = ReActAgent::builder().model(ScriptedModel::new([])).build()?;
+    /// let state = AgentState::new(
+    ///     AgentIdentity::new("assistant", "old-instance"),
+    ///     vec![Msg::user("hi"), Msg::assistant("Hello!")],
+    /// );
+    /// agent.load_state(state).await?;
+    /// assert_eq!(agent.memory().len(), 2);
+    ///
+    /// let mut bad = AgentState::new(AgentIdentity::new("a", "b"), vec![Msg::system("x")]);
+    /// assert!(agent.load_state(bad.clone()).await.is_err());
+    /// bad.version = 99;
+    /// assert!(agent.load_state(bad).await.is_err());
+    /// assert_eq!(agent.memory().len(), 2); // unchanged
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn load_state(&self, state: AgentState) -> Result<(), AgentError> {
+        state.check().map_err(AgentError::invalid_input)?;
+        let _guard = self.inner.begin_call()?;
+        if let Some(session) = &self.inner.session {
+            session
+                .save(
+                    self.inner.identity(),
+                    state.messages.clone(),
+                    state.metadata.clone(),
+                )
+                .await?;
+        }
+        let memory = &self.inner.memory;
+        memory.clear();
+        memory.extend(state.messages);
+        *crate::session::lock(&self.inner.metadata) = state.metadata;
         Ok(())
+    }
+
+    /// A copy of the user metadata saved with the agent's state (a title, the user's id, ...;
+    /// agentscope only stores it). With a session bound, this is what the last call loaded.
+    pub fn metadata(&self) -> Map<String, Value> {
+        crate::session::lock(&self.inner.metadata).clone()
+    }
+
+    /// Changes the user metadata. With a session bound, the session is loaded first and
+    /// saved after, like a call.
+    ///
+    /// ```
+    /// use agentscope::prelude::*;
+    /// use agentscope_test::ScriptedModel;
+    /// use serde_json::json;
+    ///
+    /// # futures::executor::block_on(async {
+    /// let agent = ReActAgent::builder().model(ScriptedModel::new([])).build()?;
+    /// agent
+    ///     .update_metadata(|metadata| {
+    ///         metadata.insert("title".into(), json!("Refund for order 42"));
+    ///     })
+    ///     .await?;
+    /// assert_eq!(agent.metadata()["title"], "Refund for order 42");
+    /// assert_eq!(agent.save_state()?.metadata["title"], "Refund for order 42");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Busy`] while a call is running; [`AgentError::Session`] when the
+    /// session cannot be loaded or saved.
+    pub async fn update_metadata(
+        &self,
+        update: impl FnOnce(&mut Map<String, Value>),
+    ) -> Result<(), AgentError> {
+        let _guard = self.inner.begin_call()?;
+        let synced = self.inner.load_session().await?;
+        update(&mut crate::session::lock(&self.inner.metadata));
+        self.inner.save_session(synced.as_ref()).await
+    }
+
+    /// The id of the session the agent is bound to ([`ReActAgentBuilder::session`]).
+    pub fn session_id(&self) -> Option<&str> {
+        self.inner.session.as_ref().map(SessionBinding::id)
     }
 
     /// Asks the running call(s) to stop. Observed between steps, on every model chunk and by
@@ -469,6 +624,12 @@ impl AgentInner {
         self.active.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn busy(&self) -> AgentError {
+        AgentError::Busy {
+            agent: self.info.name().to_owned(),
+        }
+    }
+
     /// The busy check: claims the agent for one call, or fails with `Busy`.
     pub(crate) fn begin_call(&self) -> Result<CallGuard<'_>, AgentError> {
         if self.check_running
@@ -477,9 +638,7 @@ impl AgentInner {
                 .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
                 .is_err()
         {
-            return Err(AgentError::Busy {
-                agent: self.info.name().to_owned(),
-            });
+            return Err(self.busy());
         }
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
         let token = CancellationToken::new();
@@ -489,6 +648,32 @@ impl AgentInner {
             id,
             token,
         })
+    }
+}
+
+impl AgentInner {
+    pub(crate) fn identity(&self) -> AgentIdentity {
+        AgentIdentity::new(self.info.name(), self.info.id())
+    }
+
+    /// With a session: loads it into memory and metadata (call this holding the agent).
+    pub(crate) async fn load_session(&self) -> Result<Option<Synced>, AgentError> {
+        match &self.session {
+            Some(session) => session.load(&*self.memory, &self.metadata).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// With a session: saves it when memory or metadata changed since `synced` was loaded.
+    pub(crate) async fn save_session(&self, synced: Option<&Synced>) -> Result<(), AgentError> {
+        match (&self.session, synced) {
+            (Some(session), Some(synced)) => {
+                session
+                    .save_if_changed(&self.identity(), &*self.memory, &self.metadata, synced)
+                    .await
+            }
+            _ => Ok(()),
+        }
     }
 }
 

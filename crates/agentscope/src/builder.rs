@@ -7,6 +7,7 @@ use agentscope_core::{AgentInfo, BoxedModel, GenerateOptions, Hook, HookChain, M
 use crate::agent::{AgentConfig, ReActAgent};
 use crate::error::BuildError;
 use crate::memory::InMemoryMemory;
+use crate::session::{AgentState, SessionBinding, SessionStore};
 use crate::system_hooks::SystemHooks;
 use crate::toolkit::Toolkit;
 
@@ -45,6 +46,8 @@ pub struct ReActAgentBuilder {
     options: GenerateOptions,
     check_running: bool,
     hooks: HookChain,
+    state: Option<AgentState>,
+    session: Option<(Arc<dyn SessionStore>, String)>,
 }
 
 impl Default for ReActAgentBuilder {
@@ -61,6 +64,8 @@ impl Default for ReActAgentBuilder {
             options: GenerateOptions::default(),
             check_running: true,
             hooks: HookChain::new(),
+            state: None,
+            session: None,
         }
     }
 }
@@ -143,12 +148,66 @@ impl ReActAgentBuilder {
         self
     }
 
+    /// Starts the agent from a saved state (from [`ReActAgent::save_state`] or a
+    /// [`SessionStore`]): its messages replace the memory's contents and its metadata becomes
+    /// the agent's [`metadata`](ReActAgent::metadata). The state's agent name and id are not
+    /// taken over (set them with [`name`](Self::name) and [`id`](Self::id) if you want).
+    ///
+    /// With a [`session`](Self::session) too, the state is where a session that does not
+    /// exist yet starts (a template conversation); an existing session replaces it on the
+    /// first call.
+    pub fn state(mut self, state: AgentState) -> Self {
+        self.state = Some(state);
+        self
+    }
+
+    /// Binds the agent to session `session_id` of `store`, so its conversation survives
+    /// restarts and can be shared by several agent instances (processes, hosts):
+    ///
+    /// - every call (and [`observe`](ReActAgent::observe),
+    ///   [`update_metadata`](ReActAgent::update_metadata)) first loads the session into
+    ///   memory, after the busy check and before PreCall; a session that does not exist is a
+    ///   fresh conversation (empty, or the [`state`](Self::state) given here). A failed load
+    ///   fails the call with [`AgentError::Session`](agentscope_core::AgentError::Session)
+    ///   before any hook runs and without storing or overwriting anything;
+    /// - after the call ends, whether it answered, stopped for approval, suspended, was
+    ///   interrupted or failed after storing messages, the session is saved if memory
+    ///   changed. A failed save fails a call that had succeeded;
+    /// - a dropped (cancelled) call cannot await a save: the session keeps its state from
+    ///   before that call, and the next call's load brings memory back to it.
+    ///
+    /// With a session the store is the source of truth: change memory through calls,
+    /// [`observe`](ReActAgent::observe) and [`load_state`](ReActAgent::load_state), not with
+    /// `memory().add(..)`, which the next load would undo. Requires the busy check (the
+    /// default): a load must never replace memory under a running call. See
+    /// `docs/sessions.md`.
+    ///
+    /// ```
+    /// use agentscope::prelude::*;
+    /// use agentscope::session::JsonFileSessionStore;
+    /// use agentscope_test::ScriptedModel;
+    ///
+    /// let store = JsonFileSessionStore::new(std::env::temp_dir().join("my-app-sessions"));
+    /// let agent = ReActAgent::builder()
+    ///     .model(ScriptedModel::new([]))
+    ///     .session(store, "user-42")
+    ///     .build()?;
+    /// assert_eq!(agent.session_id(), Some("user-42"));
+    /// # Ok::<(), BuildError>(())
+    /// ```
+    pub fn session(mut self, store: impl SessionStore, session_id: impl Into<String>) -> Self {
+        self.session = Some((Arc::new(store), session_id.into()));
+        self
+    }
+
     /// Builds the agent.
     ///
     /// # Errors
     ///
     /// [`BuildError::MissingModel`] without a model, [`BuildError::Toolkit`] when the toolkit
-    /// rejected a tool, [`BuildError::InvalidConfig`] for `max_iters(0)` or a blank name.
+    /// rejected a tool, [`BuildError::InvalidConfig`] for `max_iters(0)`, a blank name, a
+    /// [`state`](Self::state) that has another format version or holds a `System` message,
+    /// or a [`session`](Self::session) with a blank id or with `check_running(false)`.
     pub fn build(self) -> Result<ReActAgent, BuildError> {
         let model = self.model.ok_or(BuildError::MissingModel)?;
         if let Some(err) = self.toolkit.error() {
@@ -164,6 +223,39 @@ impl ReActAgentBuilder {
                 message: "the agent name must not be blank".to_owned(),
             });
         }
+        if let Some(state) = &self.state {
+            state.check().map_err(|message| BuildError::InvalidConfig {
+                message: format!("invalid agent state: {message}"),
+            })?;
+        }
+        if let Some((_, id)) = &self.session {
+            if id.trim().is_empty() {
+                return Err(BuildError::InvalidConfig {
+                    message: "the session id must not be blank".to_owned(),
+                });
+            }
+            if !self.check_running {
+                return Err(BuildError::InvalidConfig {
+                    message: "a session needs the busy check (check_running(true)): a call's \
+                              load would replace memory under another running call"
+                        .to_owned(),
+                });
+            }
+        }
+        let memory = self
+            .memory
+            .unwrap_or_else(|| Arc::new(InMemoryMemory::new()));
+        let (messages, metadata) = match self.state {
+            Some(state) => {
+                memory.clear();
+                memory.extend(state.messages.clone());
+                (state.messages, state.metadata)
+            }
+            None => Default::default(),
+        };
+        let session = self
+            .session
+            .map(|(store, id)| SessionBinding::new(store, id, messages, metadata.clone()));
         let mut hooks = SystemHooks::snapshot();
         hooks.extend_from(&self.hooks);
         let id = self.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -172,14 +264,14 @@ impl ReActAgentBuilder {
             sys_prompt: self.sys_prompt.filter(|prompt| !prompt.trim().is_empty()),
             model,
             toolkit: self.toolkit,
-            memory: self
-                .memory
-                .unwrap_or_else(|| Arc::new(InMemoryMemory::new())),
+            memory,
             max_iters: self.max_iters,
             max_goto_reasoning: self.max_goto_reasoning,
             options: self.options,
             check_running: self.check_running,
             hooks,
+            session,
+            metadata,
         }))
     }
 }

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use agentscope_core::{
     AgentError, AgentInfo, BoxedHook, BoxedTool, CancellationToken, ContentBlock, DispatchFailure,
     ErrorEvent, GenerateReason, HookChain, HookEvent, HookEventType, HookId, Msg, PostCallEvent,
-    PreCallEvent, Role, ToolResultBlock, ToolUseBlock, system_injection_message,
+    PreCallEvent, Role, ToolResultBlock, ToolUseBlock, check_tool_results,
+    system_injection_message,
 };
 
 use crate::agent::AgentInner;
@@ -56,6 +57,9 @@ pub(crate) async fn run(
 ) -> Result<Msg, AgentError> {
     // 1. Busy check: a rejected call is seen by no hook.
     let guard = agent.begin_call()?;
+    // A bound session replaces memory before anything reads it; a failed load fails the call
+    // before any hook runs or anything is stored.
+    let synced = agent.load_session().await?;
     // Declared before `call`: when the call is dropped, its open tool calls are closed first.
     let mut finish = FinishStep::new(&*agent.memory, extras.finish);
     let mut hooks = agent.hook_snapshot();
@@ -98,9 +102,35 @@ pub(crate) async fn run(
         }
     };
     drop(call);
+    drop(finish);
+    let result = save_session(agent, synced, result).await;
     // Released before the result is delivered, so back-to-back calls never trip the check.
     drop(guard);
     result
+}
+
+/// Saves the bound session after a call (whatever its outcome) if memory changed. A failed
+/// save fails a call that succeeded; a call that failed keeps its own error (the save error
+/// is logged), since its caller must retry anyway.
+async fn save_session(
+    agent: &AgentInner,
+    synced: Option<crate::session::Synced>,
+    result: Result<Msg, AgentError>,
+) -> Result<Msg, AgentError> {
+    let Err(save_error) = agent.save_session(synced.as_ref()).await else {
+        return result;
+    };
+    match result {
+        Ok(_) => Err(save_error),
+        Err(error) => {
+            tracing::error!(
+                agent = agent.info.name(),
+                error = %save_error,
+                "saving the session after a failed call failed"
+            );
+            Err(error)
+        }
+    }
 }
 
 /// Why the loop stopped early.
@@ -314,48 +344,27 @@ impl<'a> Call<'a> {
     }
 }
 
-/// Checks new, non-empty input against the pending tool calls: with calls pending it must
-/// carry results for them (no duplicates, no unknown ids, and no other content unless every
-/// call is answered). Returns the calls still pending after it.
+/// Checks new, non-empty input against the pending tool calls: every tool result must answer
+/// a call (no duplicates, no unknown ids, also when nothing is pending); with calls pending
+/// the input must answer some of them, and may carry other content only when it answers all.
+/// Returns the calls still pending after it.
 pub(crate) fn check_input(
     pending: Vec<ToolUseBlock>,
     input: &[Msg],
 ) -> Result<Vec<ToolUseBlock>, AgentError> {
+    let answered = check_tool_results(&pending.iter().collect::<Vec<_>>(), input)
+        .map_err(AgentError::invalid_input)?;
     if pending.is_empty() {
         return Ok(pending);
     }
-    let results: Vec<&ToolResultBlock> = input.iter().flat_map(|msg| msg.tool_results()).collect();
-    if results.is_empty() {
+    if answered.is_empty() {
         return Err(AgentError::PendingToolCalls {
             ids: pending.iter().map(|call| call.id.clone()).collect(),
         });
     }
-    let ids = |calls: &[ToolUseBlock]| {
-        calls
-            .iter()
-            .map(|call| call.id.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut seen = HashSet::new();
-    for result in &results {
-        if !seen.insert(result.id.as_str()) {
-            return Err(AgentError::invalid_input(format!(
-                "Duplicate tool result for tool call id '{}'",
-                result.id
-            )));
-        }
-        if !pending.iter().any(|call| call.id == result.id) {
-            return Err(AgentError::invalid_input(format!(
-                "Tool result id '{}' does not match any pending tool call. Pending tool call ids: [{}]",
-                result.id,
-                ids(&pending)
-            )));
-        }
-    }
     let still_pending: Vec<ToolUseBlock> = pending
         .into_iter()
-        .filter(|call| !seen.contains(call.id.as_str()))
+        .filter(|call| !answered.contains(&call.id))
         .collect();
     let has_other_content = input.iter().any(|msg| {
         msg.content
@@ -363,9 +372,10 @@ pub(crate) fn check_input(
             .any(|block| !matches!(block, ContentBlock::ToolResult(_)))
     });
     if !still_pending.is_empty() && has_other_content {
+        let ids: Vec<&str> = still_pending.iter().map(|call| call.id.as_str()).collect();
         return Err(AgentError::invalid_input(format!(
             "Partial tool results cannot be mixed with new content: results are missing for pending tool call ids [{}]",
-            ids(&still_pending)
+            ids.join(", ")
         )));
     }
     Ok(still_pending)

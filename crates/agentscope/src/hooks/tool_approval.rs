@@ -346,6 +346,9 @@ impl ToolApprovalHook {
     /// Rebuilds the awaiting list from a conversation (the agent's memory, e.g. after it was
     /// restored from storage): the pending calls of its last assistant message that need
     /// approval. Decisions already given are kept.
+    ///
+    /// In a new process with a session, pass the stored messages
+    /// (`store.load(id).await?` then `state.messages`) before deciding; see `docs/hitl.md`.
     pub fn restore(&self, history: &[Msg]) {
         let mut state = self.state();
         let awaiting: Vec<ToolUseBlock> = pending_tool_uses(history)

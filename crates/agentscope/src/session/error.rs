@@ -1,0 +1,274 @@
+//! [`SessionError`] and session id validation.
+
+use std::fmt;
+use std::sync::Arc;
+
+use agentscope_core::{AgentError, ErrorSource};
+
+/// The longest session id [`validate_session_id`] accepts, in bytes.
+pub const MAX_SESSION_ID_LEN: usize = 128;
+
+/// A session store failed. Every message names the session it is about (or says that the
+/// store itself failed, for [`list`](super::SessionStore::list) and opening a store).
+///
+/// Errors are `Clone` (sources are shared) and convert into
+/// [`AgentError::Session`] with `?`.
+///
+/// ```
+/// use agentscope::session::SessionError;
+///
+/// let err = SessionError::UnsupportedVersion {
+///     session: "support-42".into(),
+///     found: 9,
+///     supported: 1,
+/// };
+/// assert_eq!(
+///     err.to_string(),
+///     "session 'support-42' has state format version 9; this build reads version 1"
+/// );
+/// assert_eq!(err.session(), Some("support-42"));
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The stored state is not a valid agent state: truncated or malformed JSON, a missing
+    /// field, a message that cannot be in memory. Nothing was changed.
+    #[error("session '{session}' is corrupt: {message}")]
+    Corrupt {
+        /// The session id.
+        session: String,
+        /// What is wrong with it (for JSON: the parser's message with line and column).
+        message: String,
+    },
+    /// The stored state has a format version this build does not read (written by a newer
+    /// version of agentscope, or not an agentscope state at all). Nothing was changed.
+    #[error(
+        "session '{session}' has state format version {found}; this build reads version {supported}"
+    )]
+    UnsupportedVersion {
+        /// The session id.
+        session: String,
+        /// The version found.
+        found: u32,
+        /// The version this build reads and writes ([`AgentState::CURRENT_VERSION`](super::AgentState::CURRENT_VERSION)).
+        supported: u32,
+    },
+    /// The session id is not allowed (see [`validate_session_id`]).
+    #[error("invalid session id '{session}': {reason}")]
+    InvalidSessionId {
+        /// The id given.
+        session: String,
+        /// Why it is rejected.
+        reason: String,
+    },
+    /// Reading or writing a file failed.
+    #[error("{}: I/O error: {message}", subject(.session.as_deref()))]
+    Io {
+        /// The session id (`None` when the store as a whole failed, e.g. listing).
+        session: Option<String>,
+        /// What failed, with the path and the OS error.
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<ErrorSource>,
+    },
+    /// The storage backend (a database, a remote service) failed.
+    #[error("{}: storage backend error: {message}", subject(.session.as_deref()))]
+    Backend {
+        /// The session id (`None` when the store as a whole failed, e.g. opening it).
+        session: Option<String>,
+        /// What failed.
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<ErrorSource>,
+    },
+}
+
+fn subject(session: Option<&str>) -> String {
+    match session {
+        Some(session) => format!("session '{session}'"),
+        None => "session store".to_owned(),
+    }
+}
+
+impl SessionError {
+    /// The session the error is about, when there is one.
+    pub fn session(&self) -> Option<&str> {
+        match self {
+            SessionError::Corrupt { session, .. }
+            | SessionError::UnsupportedVersion { session, .. }
+            | SessionError::InvalidSessionId { session, .. } => Some(session),
+            SessionError::Io { session, .. } | SessionError::Backend { session, .. } => {
+                session.as_deref()
+            }
+        }
+    }
+
+    /// A corrupt-state error.
+    pub fn corrupt(session: impl Into<String>, message: impl fmt::Display) -> Self {
+        SessionError::Corrupt {
+            session: session.into(),
+            message: message.to_string(),
+        }
+    }
+
+    /// An I/O error about `session` (or the store, with `None`); `message` says what failed.
+    pub fn io(
+        session: Option<&str>,
+        message: impl fmt::Display,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        SessionError::Io {
+            session: session.map(str::to_owned),
+            message: format!("{message}: {source}"),
+            source: Some(Arc::new(source)),
+        }
+    }
+
+    /// A backend error about `session` (or the store, with `None`); `message` says what
+    /// failed.
+    pub fn backend(
+        session: Option<&str>,
+        message: impl fmt::Display,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        SessionError::Backend {
+            session: session.map(str::to_owned),
+            message: format!("{message}: {source}"),
+            source: Some(Arc::new(source)),
+        }
+    }
+}
+
+impl From<SessionError> for AgentError {
+    fn from(error: SessionError) -> Self {
+        AgentError::Session {
+            session: error.session().unwrap_or_default().to_owned(),
+            message: error.to_string(),
+            source: Some(Arc::new(error)),
+        }
+    }
+}
+
+/// Checks a session id against the rules both built-in stores apply, so ids are portable
+/// between them (and safe as file names):
+///
+/// - 1 to [`MAX_SESSION_ID_LEN`] (128) bytes;
+/// - only ASCII letters, digits, `-`, `_` and `.`;
+/// - not starting with `.` (so no `.`, `..` or hidden files).
+///
+/// Ids are case-sensitive, but on a case-insensitive file system (macOS, Windows)
+/// `Alice` and `alice` name the same JSON file: use one case.
+///
+/// ```
+/// use agentscope::session::validate_session_id;
+///
+/// assert!(validate_session_id("user-42_chat.7").is_ok());
+/// assert!(validate_session_id("6f1c0a52-3b0e-4a5c-9d55-2c0f2b7e9a10").is_ok());
+/// assert!(validate_session_id("../etc/passwd").is_err());
+/// assert!(validate_session_id("a/b").is_err());
+/// assert!(validate_session_id("").is_err());
+/// ```
+///
+/// # Errors
+///
+/// [`SessionError::InvalidSessionId`] saying which rule the id breaks.
+pub fn validate_session_id(session: &str) -> Result<(), SessionError> {
+    let reason = if session.is_empty() {
+        Some("it is empty".to_owned())
+    } else if session.len() > MAX_SESSION_ID_LEN {
+        Some(format!(
+            "it is {} bytes long; the limit is {MAX_SESSION_ID_LEN}",
+            session.len()
+        ))
+    } else if session.starts_with('.') {
+        Some("it starts with '.'".to_owned())
+    } else {
+        session
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+            .map(|c| {
+                format!("it contains {c:?}; allowed are ASCII letters, digits, '-', '_' and '.'")
+            })
+    };
+    match reason {
+        None => Ok(()),
+        Some(reason) => Err(SessionError::InvalidSessionId {
+            session: session.to_owned(),
+            reason,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids() {
+        for ok in ["a", "A-z_0.9", "x.json", &"a".repeat(128)] {
+            assert!(validate_session_id(ok).is_ok(), "{ok}");
+        }
+        let reason = |id: &str| match validate_session_id(id) {
+            Err(SessionError::InvalidSessionId { reason, .. }) => reason,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(reason(""), "it is empty");
+        assert_eq!(reason(".."), "it starts with '.'");
+        assert_eq!(reason(".hidden"), "it starts with '.'");
+        assert_eq!(
+            reason("a/b"),
+            "it contains '/'; allowed are ASCII letters, digits, '-', '_' and '.'"
+        );
+        assert_eq!(
+            reason("a\\b"),
+            "it contains '\\\\'; allowed are ASCII letters, digits, '-', '_' and '.'"
+        );
+        assert_eq!(
+            reason("é"),
+            "it contains 'é'; allowed are ASCII letters, digits, '-', '_' and '.'"
+        );
+        assert_eq!(
+            reason(&"a".repeat(129)),
+            "it is 129 bytes long; the limit is 128"
+        );
+    }
+
+    #[test]
+    fn messages_name_the_session() {
+        let io = SessionError::io(
+            Some("s1"),
+            "reading /x/s1.json",
+            std::io::Error::other("disk on fire"),
+        );
+        assert_eq!(
+            io.to_string(),
+            "session 's1': I/O error: reading /x/s1.json: disk on fire"
+        );
+        let store = SessionError::Backend {
+            session: None,
+            message: "opening db".into(),
+            source: None,
+        };
+        assert_eq!(
+            store.to_string(),
+            "session store: storage backend error: opening db"
+        );
+        let agent: AgentError = SessionError::corrupt("s2", "EOF").into();
+        assert_eq!(
+            agent.to_string(),
+            "session error: session 's2' is corrupt: EOF"
+        );
+        match &agent {
+            AgentError::Session {
+                session, source, ..
+            } => {
+                assert_eq!(session, "s2");
+                let source = source.as_ref().unwrap();
+                assert!(source.downcast_ref::<SessionError>().is_some());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

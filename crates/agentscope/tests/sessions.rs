@@ -1,0 +1,909 @@
+//! Durable sessions with the JSON file store: AgentState round trips (every content block
+//! kind), save_state/load_state/builder state, a session-bound agent loading before and
+//! saving after every call (answers, stops, failures, observe, metadata), bad input
+//! (corrupt or truncated files, unknown versions, invalid ids, I/O errors) failing with the
+//! session named and nothing overwritten, dropped calls, and save failures.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::fs;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
+use agentscope::prelude::*;
+use agentscope::session::{
+    AgentIdentity, AgentState, JsonFileSessionStore, SessionError, SessionStore,
+};
+use agentscope::{ImageBlock, InMemoryMemory};
+use agentscope_test::tools::Calculator;
+use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+fn temp_store() -> (TempDir, JsonFileSessionStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonFileSessionStore::new(dir.path().join("sessions"));
+    (dir, store)
+}
+
+fn texts(messages: &[Msg]) -> Vec<String> {
+    messages.iter().map(Msg::text).collect()
+}
+
+/// Messages holding every content block kind, tool calls with raw (unparsed) input, error
+/// results with nested output, generate reasons, usage and odd text.
+fn every_block_kind() -> Vec<Msg> {
+    let image = ContentBlock::Image(ImageBlock {
+        url: "data:image/png;base64,iVBORw0KGgo=".into(),
+    });
+    let raw_call = ToolUseBlock {
+        raw_input: Some("{\"expression\": \"6*".into()),
+        ..ToolUseBlock::new("c2", "calculator", Value::Null)
+    };
+    let nested = ToolResultBlock {
+        id: "c1".into(),
+        name: "calculator".into(),
+        output: vec![
+            ContentBlock::text("42"),
+            image.clone(),
+            ContentBlock::ToolResult(ToolResultBlock::error("inner", "sub_tool", "nested")),
+        ],
+        is_error: false,
+    };
+    vec![
+        Msg::builder(Role::User)
+            .name("alice")
+            .text("What is in this picture? héllo 👋 \"quoted\"\n\ttab")
+            .block(image)
+            .metadata("channel", "web")
+            .build(),
+        Msg::builder(Role::Assistant)
+            .name("assistant")
+            .block(ContentBlock::thinking("The user wants 6*7."))
+            .text("Let me compute.")
+            .block(ToolUseBlock::new(
+                "c1",
+                "calculator",
+                json!({"expression": "6*7"}),
+            ))
+            .block(raw_call)
+            .metadata("usage", json!({"input_tokens": 12, "output_tokens": 7}))
+            .build(),
+        Msg::tool_result(nested),
+        Msg::tool_result(ToolResultBlock::error(
+            "c2",
+            "calculator",
+            "Error: Parameter validation failed for tool 'calculator': not JSON",
+        )),
+        Msg::builder(Role::Assistant)
+            .text("It is 42.")
+            .metadata(
+                "custom",
+                json!({"list": [1, 2.5, null, true, "x"], "empty": {}}),
+            )
+            .build()
+            .with_generate_reason(GenerateReason::ModelStop),
+        Msg::builder(Role::Assistant)
+            .block(ToolUseBlock::new("c3", "external", json!({})))
+            .build()
+            .with_generate_reason(GenerateReason::ToolSuspended),
+    ]
+}
+
+fn state_of(messages: Vec<Msg>) -> AgentState {
+    AgentState::new(AgentIdentity::new("assistant", "agent-1"), messages)
+        .with_metadata_entry("user", "alice")
+        .with_metadata_entry("tags", json!(["a", "b"]))
+}
+
+#[tokio::test]
+async fn every_content_block_kind_round_trips_through_the_json_file_store() {
+    let (_dir, store) = temp_store();
+    let state = state_of(every_block_kind());
+    store.save("blocks", &state).await.unwrap();
+    let loaded = store.load("blocks").await.unwrap().unwrap();
+    assert_eq!(loaded, state);
+    assert_eq!(
+        loaded.messages[1].tool_uses()[1].raw_input.as_deref(),
+        Some("{\"expression\": \"6*")
+    );
+    assert!(loaded.messages[3].tool_results()[0].is_error);
+    assert_eq!(
+        loaded.messages[4].generate_reason(),
+        Some(GenerateReason::ModelStop)
+    );
+    assert_eq!(loaded.messages[1].metadata["usage"]["output_tokens"], 7);
+    // encode/decode (what other stores use) agree with the file.
+    assert_eq!(
+        AgentState::decode("blocks", &state.encode("blocks").unwrap()).unwrap(),
+        state
+    );
+}
+
+#[tokio::test]
+async fn json_file_store_contract() {
+    let (dir, store) = temp_store();
+    assert_eq!(store.load("a").await.unwrap(), None);
+    assert!(store.list().await.unwrap().is_empty());
+    assert!(!store.delete("a").await.unwrap());
+
+    let first = state_of(vec![Msg::user("1")]);
+    let second = state_of(vec![Msg::user("2")]);
+    store.save("b", &first).await.unwrap();
+    store.save("a", &first).await.unwrap();
+    store.save("a", &second).await.unwrap();
+    assert_eq!(store.load("a").await.unwrap(), Some(second));
+    assert_eq!(store.load("b").await.unwrap(), Some(first));
+    assert_eq!(store.list().await.unwrap(), ["a", "b"]);
+
+    // Other files in the directory are not sessions.
+    let sessions = dir.path().join("sessions");
+    fs::write(sessions.join("notes.txt"), "x").unwrap();
+    fs::write(sessions.join(".hidden.json"), "x").unwrap();
+    fs::create_dir(sessions.join("sub.json")).unwrap();
+    assert_eq!(store.list().await.unwrap(), ["a", "b"]);
+
+    assert!(store.delete("a").await.unwrap());
+    assert_eq!(store.load("a").await.unwrap(), None);
+    assert_eq!(store.list().await.unwrap(), ["b"]);
+    assert_eq!(store.path_of("b").unwrap(), sessions.join("b.json"));
+}
+
+#[tokio::test]
+async fn invalid_session_ids_are_rejected_before_touching_the_disk() {
+    let (dir, store) = temp_store();
+    let state = state_of(vec![Msg::user("x")]);
+    for id in ["../escape", "a/b", "", ".hidden", "a b"] {
+        let err = store.save(id, &state).await.unwrap_err();
+        assert!(
+            matches!(err, SessionError::InvalidSessionId { .. }),
+            "{err}"
+        );
+        assert_eq!(err.session(), Some(id));
+        assert!(store.load(id).await.is_err());
+        assert!(store.delete(id).await.is_err());
+    }
+    assert_eq!(
+        store
+            .save("../escape", &state)
+            .await
+            .unwrap_err()
+            .to_string(),
+        "invalid session id '../escape': it starts with '.'"
+    );
+    assert!(!dir.path().join("sessions").exists());
+    assert!(!dir.path().join("escape.json").exists());
+}
+
+/// A truncated or corrupt session file, or one of an unknown format version, fails the call
+/// with an error naming the session, before any hook runs; the file is not changed.
+#[tokio::test]
+async fn bad_session_files_fail_the_call_and_are_kept() {
+    let (_dir, store) = temp_store();
+    let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .session(store.clone(), "s1")
+        .build()
+        .unwrap();
+    agent.call("hi").await.unwrap();
+    let path = store.path_of("s1").unwrap();
+    let good = fs::read(&path).unwrap();
+
+    let cases: [(&[u8], &str); 4] = [
+        (
+            &good[..good.len() / 2],
+            "session error: session 's1' is corrupt: not a valid agent state: EOF while parsing",
+        ),
+        (
+            b"",
+            "session error: session 's1' is corrupt: not a valid agent state: EOF while parsing a value at line 1 column 0",
+        ),
+        (
+            br#"{"version": 7, "agent": {"name": "x", "id": "y"}, "messages": "from the future"}"#,
+            "session error: session 's1' has state format version 7; this build reads version 1",
+        ),
+        (
+            br#"{"version": 1, "agent": {"name": "x", "id": "y"}, "messages": [{"type": "hologram"}], "saved_at": "2026-01-01T00:00:00Z"}"#,
+            "session error: session 's1' is corrupt: not a valid agent state: missing field `id` at line 1 column 83",
+        ),
+    ];
+    for (bytes, expected) in cases {
+        fs::write(&path, bytes).unwrap();
+        let recorder = RecordingHook::new(0);
+        let id = agent.add_hook(recorder.clone());
+        let before = agent.memory().messages();
+        let err = agent.call("next").await.unwrap_err();
+        let message = err.to_string();
+        assert!(message.starts_with(expected), "{message}");
+        match &err {
+            AgentError::Session {
+                session, source, ..
+            } => {
+                assert_eq!(session, "s1");
+                let source = source.as_ref().unwrap();
+                assert_eq!(
+                    source.downcast_ref::<SessionError>().unwrap().session(),
+                    Some("s1")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(recorder.events().is_empty(), "no hook sees a failed load");
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            bytes,
+            "the stored session is kept"
+        );
+        assert_eq!(agent.memory().messages(), before, "memory is untouched");
+        assert!(!agent.is_running());
+        agent.remove_hook(id);
+    }
+    assert_eq!(model.request_count(), 1);
+
+    // Once the file is fixed, the agent continues from it.
+    fs::write(&path, &good).unwrap();
+    model.push(ScriptedResponse::text("Again!"));
+    agent.call("hello again").await.unwrap();
+    assert_eq!(
+        texts(&store.load("s1").await.unwrap().unwrap().messages),
+        ["hi", "Hello!", "hello again", "Again!"]
+    );
+}
+
+#[tokio::test]
+async fn io_errors_name_the_session_and_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_dir = dir.path().join("file");
+    fs::write(&not_a_dir, "I am a file").unwrap();
+    let store = JsonFileSessionStore::new(&not_a_dir);
+    let agent = ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .session(store, "s1")
+        .build()
+        .unwrap();
+    let message = agent.call("hi").await.unwrap_err().to_string();
+    let expected = format!(
+        "session error: session 's1': I/O error: reading {}: ",
+        not_a_dir.join("s1.json").display()
+    );
+    assert!(message.starts_with(&expected), "{message}");
+    assert_eq!(fs::read_to_string(&not_a_dir).unwrap(), "I am a file");
+    assert!(agent.memory().is_empty());
+}
+
+#[tokio::test]
+async fn invalid_session_id_fails_the_call() {
+    let (_dir, store) = temp_store();
+    let agent = ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .session(store, "a/b")
+        .build()
+        .unwrap();
+    assert_eq!(
+        agent.call("hi").await.unwrap_err().to_string(),
+        "session error: invalid session id 'a/b': it contains '/'; allowed are ASCII letters, digits, '-', '_' and '.'"
+    );
+}
+
+/// A new agent instance on the same session continues the conversation; the stored state
+/// records the last agent that saved it.
+#[tokio::test]
+async fn a_new_instance_continues_the_session() {
+    let (_dir, store) = temp_store();
+    let first = ReActAgent::builder()
+        .name("support")
+        .id("instance-1")
+        .model(ScriptedModel::new([ScriptedResponse::text("Hi Alice!")]))
+        .session(store.clone(), "chat")
+        .build()
+        .unwrap();
+    first.call("I am Alice.").await.unwrap();
+    let stored = store.load("chat").await.unwrap().unwrap();
+    assert_eq!(stored.version, AgentState::CURRENT_VERSION);
+    assert_eq!(stored.agent, AgentIdentity::new("support", "instance-1"));
+    assert_eq!(stored.messages, first.memory().messages());
+
+    let model = ScriptedModel::new([ScriptedResponse::text("You are Alice.")]);
+    let second = ReActAgent::builder()
+        .name("support")
+        .id("instance-2")
+        .sys_prompt("Be brief.")
+        .model(model.clone())
+        .session(store.clone(), "chat")
+        .build()
+        .unwrap();
+    assert!(
+        second.memory().is_empty(),
+        "nothing is loaded before a call"
+    );
+    second.call("Who am I?").await.unwrap();
+    assert_eq!(
+        texts(&model.requests()[0].messages),
+        ["Be brief.", "I am Alice.", "Hi Alice!", "Who am I?"]
+    );
+    let stored = store.load("chat").await.unwrap().unwrap();
+    assert_eq!(stored.agent, AgentIdentity::new("support", "instance-2"));
+    assert_eq!(
+        texts(&stored.messages),
+        ["I am Alice.", "Hi Alice!", "Who am I?", "You are Alice."]
+    );
+    assert_eq!(stored.messages, second.memory().messages());
+}
+
+/// Two instances alternating on one session: each call loads what the other saved.
+#[tokio::test]
+async fn two_instances_alternating_on_one_session_see_each_other() {
+    let (_dir, store) = temp_store();
+    let build = |name: &str| {
+        let model = ScriptedModel::new([]);
+        let agent = ReActAgent::builder()
+            .name(name)
+            .model(model.clone())
+            .session(store.clone(), "shared")
+            .build()
+            .unwrap();
+        (agent, model)
+    };
+    let (a, model_a) = build("a");
+    let (b, model_b) = build("b");
+    let mut expected: Vec<String> = Vec::new();
+    for round in 0..4 {
+        let (agent, model) = if round % 2 == 0 {
+            (&a, &model_a)
+        } else {
+            (&b, &model_b)
+        };
+        let question = format!("q{round}");
+        let answer = format!("a{round}");
+        model.push(ScriptedResponse::text(answer.clone()));
+        agent.call(question.as_str()).await.unwrap();
+        expected.push(question);
+        let seen = model.last_request().unwrap().messages;
+        assert_eq!(
+            texts(&seen),
+            expected,
+            "the model saw the whole conversation"
+        );
+        expected.push(answer);
+        assert_eq!(texts(&agent.memory().messages()), expected);
+    }
+    let stored = store.load("shared").await.unwrap().unwrap();
+    assert_eq!(texts(&stored.messages), expected);
+    let names: Vec<&str> = stored.messages.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["user", "a", "user", "b", "user", "a", "user", "b"]);
+}
+
+/// Counts saves and loads; can be told to fail saves.
+#[derive(Clone, Default)]
+struct CountingStore {
+    inner: Arc<CountingInner>,
+}
+
+#[derive(Default)]
+struct CountingInner {
+    files: Option<JsonFileSessionStore>,
+    saves: AtomicUsize,
+    loads: AtomicUsize,
+    fail_saves: AtomicBool,
+}
+
+impl CountingStore {
+    fn new(files: JsonFileSessionStore) -> Self {
+        Self {
+            inner: Arc::new(CountingInner {
+                files: Some(files),
+                ..CountingInner::default()
+            }),
+        }
+    }
+
+    fn files(&self) -> &JsonFileSessionStore {
+        self.inner.files.as_ref().unwrap()
+    }
+
+    fn saves(&self) -> usize {
+        self.inner.saves.load(Ordering::SeqCst)
+    }
+
+    fn loads(&self) -> usize {
+        self.inner.loads.load(Ordering::SeqCst)
+    }
+
+    fn fail_saves(&self, fail: bool) {
+        self.inner.fail_saves.store(fail, Ordering::SeqCst);
+    }
+}
+
+impl SessionStore for CountingStore {
+    fn save<'a>(
+        &'a self,
+        session: &'a str,
+        state: &'a AgentState,
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.inner.saves.fetch_add(1, Ordering::SeqCst);
+        if self.inner.fail_saves.load(Ordering::SeqCst) {
+            return Box::pin(async move {
+                Err(SessionError::backend(
+                    Some(session),
+                    "saving",
+                    std::io::Error::other("disk full"),
+                ))
+            });
+        }
+        self.files().save(session, state)
+    }
+
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
+        self.inner.loads.fetch_add(1, Ordering::SeqCst);
+        self.files().load(session)
+    }
+
+    fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+        self.files().delete(session)
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
+        self.files().list()
+    }
+}
+
+/// Saves happen after calls that changed memory: answers, stops for approval, suspensions,
+/// and failures after something was stored; not after calls that changed nothing.
+#[tokio::test]
+async fn saves_after_every_call_that_changed_memory() {
+    let (_dir, files) = temp_store();
+    let store = CountingStore::new(files);
+    let calc = Calculator::new();
+    let approvals = ToolApprovalHook::new(ApprovalPolicy::tools(["calculator"]));
+    let model = ScriptedModel::new([]);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(Toolkit::new().tool(calc.clone()))
+        .hook(approvals.clone())
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    let stored = || {
+        let store = store.clone();
+        async move { store.files().load("s").await.unwrap().unwrap().messages }
+    };
+
+    // 1. An answer.
+    model.push(ScriptedResponse::text("Hello!"));
+    agent.call("hi").await.unwrap();
+    assert_eq!((store.loads(), store.saves()), (1, 1));
+    assert_eq!(stored().await, agent.memory().messages());
+
+    // 2. A stop for approval: the pending call is durable.
+    model.push(ScriptedResponse::tool_call(
+        "c1",
+        "calculator",
+        json!({"expression": "6*7"}),
+    ));
+    let stopped = agent.call("6*7?").await.unwrap();
+    assert_eq!(
+        stopped.generate_reason(),
+        Some(GenerateReason::ReasoningStopRequested)
+    );
+    assert_eq!((store.loads(), store.saves()), (2, 2));
+    let messages = stored().await;
+    assert_eq!(messages, agent.memory().messages());
+    assert_eq!(messages.last().unwrap().tool_uses()[0].id, "c1");
+
+    // 3. Resuming without a decision fails at PreCall: nothing changed, nothing saved.
+    let err = agent.call(()).await.unwrap_err();
+    assert!(err.to_string().contains("awaiting approval: [c1]"), "{err}");
+    assert_eq!((store.loads(), store.saves()), (3, 2));
+
+    // 4. Approved, the tool runs, then the model fails: what was stored is saved.
+    approvals.approve("c1").unwrap();
+    model.push(ScriptedResponse::error("model overloaded"));
+    let err = agent.call(()).await.unwrap_err();
+    assert_eq!(err.to_string(), "model error: model overloaded");
+    assert_eq!((store.loads(), store.saves()), (4, 3));
+    assert_eq!(calc.log().count(), 1);
+    let messages = stored().await;
+    assert_eq!(messages, agent.memory().messages());
+    assert_eq!(
+        messages.last().unwrap().tool_results()[0].text_output(),
+        "42"
+    );
+
+    // 5. The model recovers: the conversation continues from the stored result.
+    model.push(ScriptedResponse::text("It is 42."));
+    agent.call("go on").await.unwrap();
+    assert_eq!(
+        texts(&stored().await),
+        ["hi", "Hello!", "6*7?", "", "", "go on", "It is 42."]
+    );
+    assert_eq!(calc.log().count(), 1);
+}
+
+/// A failed save fails a call that succeeded, with the session named; the next call loads
+/// the last saved state, so the unsaved turn is gone everywhere.
+#[tokio::test]
+async fn a_failed_save_fails_the_call_and_the_next_call_starts_from_the_stored_state() {
+    let (_dir, files) = temp_store();
+    let store = CountingStore::new(files);
+    let model = ScriptedModel::new([
+        ScriptedResponse::text("one"),
+        ScriptedResponse::text("two"),
+        ScriptedResponse::text("three"),
+    ]);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    agent.call("1").await.unwrap();
+    store.fail_saves(true);
+    let err = agent.call("2").await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "session error: session 's': storage backend error: saving: disk full"
+    );
+    assert!(matches!(&err, AgentError::Session { session, .. } if session == "s"));
+    assert_eq!(texts(&agent.memory().messages()), ["1", "one", "2", "two"]);
+    assert!(!agent.is_running());
+
+    // A call that fails anyway keeps its own error when the save fails too.
+    let fresh = ScriptedModel::new([ScriptedResponse::error("boom")]);
+    let failing = ReActAgent::builder()
+        .model(fresh)
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    assert_eq!(
+        failing.call("x").await.unwrap_err().to_string(),
+        "model error: boom"
+    );
+
+    store.fail_saves(false);
+    agent.call("3").await.unwrap();
+    assert_eq!(
+        texts(&store.files().load("s").await.unwrap().unwrap().messages),
+        ["1", "one", "3", "three"]
+    );
+}
+
+/// A dropped call cannot save: the session keeps its state from before the call, and the
+/// next call's load brings memory back to it.
+#[tokio::test]
+async fn a_dropped_call_is_not_saved_and_the_next_call_restores_the_stored_state() {
+    let (_dir, store) = temp_store();
+    let model = ScriptedModel::new([
+        ScriptedResponse::text("one"),
+        ScriptedResponse::text("never").with_delay(Duration::from_secs(3600)),
+        ScriptedResponse::text("three"),
+    ]);
+    let reasoning = Arc::new(tokio::sync::Notify::new());
+    let notify = Arc::clone(&reasoning);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .session(store.clone(), "s")
+        .hook(
+            hook_fn(move |_| {
+                notify.notify_one();
+                Ok(())
+            })
+            .with_interests(HookEventType::PreReasoning),
+        )
+        .build()
+        .unwrap();
+    agent.call("1").await.unwrap();
+    reasoning.notified().await;
+
+    let mut call = Box::pin(agent.call("2"));
+    tokio::select! {
+        _ = &mut call => panic!("the call cannot finish"),
+        () = reasoning.notified() => {}
+    }
+    drop(call);
+    assert_eq!(texts(&agent.memory().messages()), ["1", "one", "2"]);
+    assert_eq!(
+        texts(&store.load("s").await.unwrap().unwrap().messages),
+        ["1", "one"]
+    );
+
+    agent.call("3").await.unwrap();
+    assert_eq!(
+        texts(&model.last_request().unwrap().messages),
+        ["1", "one", "3"]
+    );
+    assert_eq!(
+        texts(&store.load("s").await.unwrap().unwrap().messages),
+        ["1", "one", "3", "three"]
+    );
+}
+
+/// A session that does not exist (yet, or any more) is a fresh conversation: empty, or the
+/// builder's state.
+#[tokio::test]
+async fn a_missing_session_is_a_fresh_conversation() {
+    let (_dir, store) = temp_store();
+    let model = ScriptedModel::new([ScriptedResponse::text("one"), ScriptedResponse::text("two")]);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    agent.call("1").await.unwrap();
+    assert!(store.delete("s").await.unwrap());
+    agent.call("2").await.unwrap();
+    assert_eq!(texts(&model.last_request().unwrap().messages), ["2"]);
+    assert_eq!(texts(&agent.memory().messages()), ["2", "two"]);
+
+    // With a template state.
+    let template = state_of(vec![Msg::user("example q"), Msg::assistant("example a")]);
+    let model = ScriptedModel::new([ScriptedResponse::text("one"), ScriptedResponse::text("two")]);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .state(template)
+        .session(store.clone(), "t")
+        .build()
+        .unwrap();
+    assert_eq!(
+        texts(&agent.memory().messages()),
+        ["example q", "example a"]
+    );
+    assert_eq!(agent.metadata()["user"], "alice");
+    agent.call("1").await.unwrap();
+    assert_eq!(
+        texts(&model.last_request().unwrap().messages),
+        ["example q", "example a", "1"]
+    );
+    let stored = store.load("t").await.unwrap().unwrap();
+    assert_eq!(stored.metadata["user"], "alice");
+    assert!(store.delete("t").await.unwrap());
+    agent.call("2").await.unwrap();
+    assert_eq!(
+        texts(&model.last_request().unwrap().messages),
+        ["example q", "example a", "2"]
+    );
+}
+
+#[tokio::test]
+async fn observe_and_metadata_go_through_the_session() {
+    let (_dir, store) = temp_store();
+    let a = ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    a.observe(Msg::user("a note")).await.unwrap();
+    a.update_metadata(|m| {
+        m.insert("title".into(), json!("Refunds"));
+    })
+    .await
+    .unwrap();
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert_eq!(texts(&stored.messages), ["a note"]);
+    assert_eq!(stored.metadata["title"], "Refunds");
+
+    let model = ScriptedModel::new([ScriptedResponse::text("ok")]);
+    let b = ReActAgent::builder()
+        .model(model.clone())
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    assert!(b.metadata().is_empty());
+    b.call("hi").await.unwrap();
+    assert_eq!(b.metadata()["title"], "Refunds");
+    assert_eq!(texts(&model.requests()[0].messages), ["a note", "hi"]);
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert_eq!(
+        stored.metadata["title"], "Refunds",
+        "metadata survives other saves"
+    );
+    assert_eq!(texts(&stored.messages), ["a note", "hi", "ok"]);
+
+    // `a` sees b's turn on its next operation.
+    a.observe(Msg::user("another note")).await.unwrap();
+    assert_eq!(
+        texts(&a.memory().messages()),
+        ["a note", "hi", "ok", "another note"]
+    );
+}
+
+#[tokio::test]
+async fn streamed_calls_save_before_the_result_is_delivered() {
+    let (_dir, store) = temp_store();
+    let agent = ReActAgent::builder()
+        .model(ScriptedModel::new([ScriptedResponse::chunks([
+            ScriptedChunk::thinking("hmm"),
+            ScriptedChunk::text("Hel"),
+            ScriptedChunk::text("lo"),
+        ])
+        .with_usage(5, 2)]))
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    let mut events = agent.stream("hi", StreamOptions::default());
+    let mut result = None;
+    while let Some(event) = events.next().await {
+        let event = event.unwrap();
+        if event.event_type == EventType::AgentResult {
+            result = Some(event.message);
+            let stored = store.load("s").await.unwrap().unwrap();
+            assert_eq!(stored.messages, agent.memory().messages());
+        }
+    }
+    let result = result.unwrap();
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert_eq!(stored.messages[1], result);
+    assert_eq!(stored.messages[1].thinking(), "hmm");
+    assert_eq!(
+        stored.messages[1].metadata["usage"],
+        json!({"input_tokens": 5, "output_tokens": 2})
+    );
+}
+
+#[tokio::test]
+async fn save_state_and_load_state_round_trip() {
+    let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+    let agent = ReActAgent::builder().model(model).build().unwrap();
+    agent.call("hi").await.unwrap();
+    agent
+        .update_metadata(|m| {
+            m.insert("user".into(), json!("bob"));
+        })
+        .await
+        .unwrap();
+    let state = agent.save_state().unwrap();
+    assert_eq!(state.version, 1);
+    assert_eq!(state.agent, AgentIdentity::new("assistant", agent.id()));
+    assert_eq!(state.messages, agent.memory().messages());
+    assert_eq!(state.metadata["user"], "bob");
+
+    // Through JSON, into another agent with its own memory.
+    let state = AgentState::decode("x", &state.encode("x").unwrap()).unwrap();
+    let memory = InMemoryMemory::with_messages(vec![Msg::user("replaced")]);
+    let other = ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .memory(memory.clone())
+        .build()
+        .unwrap();
+    other.load_state(state.clone()).await.unwrap();
+    assert_eq!(memory.messages(), state.messages);
+    assert_eq!(other.metadata()["user"], "bob");
+
+    // Invalid states change nothing.
+    let mut future = state.clone();
+    future.version = 2;
+    assert_eq!(
+        other.load_state(future).await.unwrap_err().to_string(),
+        "unsupported agent state format version 2 (this build reads version 1)"
+    );
+    let mut with_system = state.clone();
+    with_system.messages.insert(0, Msg::system("be evil"));
+    assert_eq!(
+        other
+            .load_state(with_system.clone())
+            .await
+            .unwrap_err()
+            .to_string(),
+        "message 0 has the system role; agent memory never holds system messages"
+    );
+    assert_eq!(memory.messages(), state.messages);
+    let err = ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .state(with_system)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid agent configuration: invalid agent state: message 0 has the system role; agent memory never holds system messages"
+    );
+}
+
+#[tokio::test]
+async fn load_state_with_a_session_saves_it() {
+    let (_dir, store) = temp_store();
+    let agent = ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    let state = state_of(every_block_kind());
+    agent.load_state(state.clone()).await.unwrap();
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert_eq!(stored.messages, state.messages);
+    assert_eq!(stored.metadata, state.metadata);
+    assert_eq!(stored.agent, AgentIdentity::new("assistant", agent.id()));
+    assert_eq!(agent.memory().messages(), state.messages);
+}
+
+#[tokio::test]
+async fn state_operations_are_busy_while_a_call_runs() {
+    let started = Arc::new(tokio::sync::Notify::new());
+    let notify = Arc::clone(&started);
+    for check_running in [true, false] {
+        let agent = ReActAgent::builder()
+            .model(ScriptedModel::new([
+                ScriptedResponse::text("slow").with_delay(Duration::from_secs(3600))
+            ]))
+            .check_running(check_running)
+            .hook({
+                let notify = Arc::clone(&notify);
+                hook_fn(move |_| {
+                    notify.notify_one();
+                    Ok(())
+                })
+                .with_interests(HookEventType::PreReasoning)
+            })
+            .build()
+            .unwrap();
+        let mut call = Box::pin(agent.call("hi"));
+        tokio::select! {
+            _ = &mut call => panic!("the call cannot finish"),
+            () = started.notified() => {}
+        }
+        assert!(agent.save_state().unwrap_err().is_busy());
+        if check_running {
+            let state = state_of(Vec::new());
+            assert!(agent.load_state(state).await.unwrap_err().is_busy());
+            assert!(agent.update_metadata(|_| {}).await.unwrap_err().is_busy());
+        }
+        drop(call);
+        assert_eq!(agent.save_state().unwrap().messages.len(), 1);
+    }
+}
+
+#[test]
+fn session_configuration_errors() {
+    let (_dir, store) = temp_store();
+    let err = ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .session(store.clone(), "s")
+        .check_running(false)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid agent configuration: a session needs the busy check (check_running(true)): a call's load would replace memory under another running call"
+    );
+    let err = ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .session(store, "  ")
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid agent configuration: the session id must not be blank"
+    );
+}
+
+#[tokio::test]
+async fn session_stores_are_object_safe_and_shareable() {
+    let (_dir, store) = temp_store();
+    let shared: Arc<dyn SessionStore> = Arc::new(store.clone());
+    let agent = ReActAgent::builder()
+        .model(ScriptedModel::new([ScriptedResponse::text("ok")]))
+        .session(Arc::clone(&shared), "s")
+        .build()
+        .unwrap();
+    agent.call("hi").await.unwrap();
+    assert_eq!(shared.list().await.unwrap(), ["s"]);
+    let boxed: Box<dyn SessionStore> = Box::new(store);
+    assert_eq!(boxed.load("s").await.unwrap().unwrap().messages.len(), 2);
+}
+
+#[test]
+fn session_types_are_send_sync_and_dyn_compatible() {
+    fn check<T: Send + Sync + 'static>() {}
+    check::<JsonFileSessionStore>();
+    check::<AgentState>();
+    check::<SessionError>();
+    check::<Arc<dyn SessionStore>>();
+    check::<Box<dyn SessionStore>>();
+    fn clone<T: Clone>() {}
+    clone::<JsonFileSessionStore>();
+    clone::<SessionError>();
+}
