@@ -769,7 +769,7 @@ impl fmt::Debug for OpenAIChatModelBuilder {
         let header_names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
         f.debug_struct("OpenAIChatModelBuilder")
             .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
-            .field("base_url", &self.base_url)
+            .field("base_url", &self.base_url.as_deref().map(url_for_display))
             .field("model", &self.model)
             .field("timeout", &self.timeout)
             .field("connect_timeout", &self.connect_timeout)
@@ -780,14 +780,27 @@ impl fmt::Debug for OpenAIChatModelBuilder {
     }
 }
 
-/// The endpoint without its query string (which might hold a credential), for logs and
-/// `Debug`.
+/// The endpoint without its password and query string (either might hold a credential),
+/// for logs, errors and `Debug`.
 fn endpoint_for_display(endpoint: &Url) -> String {
     let mut shown = endpoint.clone();
+    if shown.password().is_some() {
+        // Only fails for URLs that cannot have a password, which this one has.
+        let _ = shown.set_password(Some("redacted"));
+    }
     if shown.query().is_some() {
         shown.set_query(Some("..."));
     }
     shown.to_string()
+}
+
+/// A configured URL for display: parsed and redacted like the endpoint, or, when it does not
+/// parse, not shown at all (it might still hold a credential).
+fn url_for_display(raw: &str) -> String {
+    match Url::parse(raw.trim()) {
+        Ok(url) => endpoint_for_display(&url),
+        Err(_) => "<unparseable URL>".to_owned(),
+    }
 }
 
 fn config(message: impl Into<String>) -> ModelError {
@@ -798,11 +811,12 @@ fn config(message: impl Into<String>) -> ModelError {
 
 /// `<base_url>/chat/completions`, keeping a query string.
 fn endpoint(base_url: &str) -> Result<Url, ModelError> {
-    let mut url = Url::parse(base_url.trim())
-        .map_err(|err| config(format!("invalid base URL {base_url:?}: {err}")))?;
+    let mut url =
+        Url::parse(base_url.trim()).map_err(|err| config(format!("invalid base URL: {err}")))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
         return Err(config(format!(
-            "invalid base URL {base_url:?}: expected an http(s) URL"
+            "invalid base URL {}: expected an http(s) URL",
+            url_for_display(base_url)
         )));
     }
     if url
@@ -816,7 +830,12 @@ fn endpoint(base_url: &str) -> Result<Url, ModelError> {
         Ok(mut segments) => {
             segments.pop_if_empty().extend(["chat", "completions"]);
         }
-        Err(()) => return Err(config(format!("invalid base URL {base_url:?}"))),
+        Err(()) => {
+            return Err(config(format!(
+                "invalid base URL {}",
+                url_for_display(base_url)
+            )));
+        }
     }
     Ok(url)
 }

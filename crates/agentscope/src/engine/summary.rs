@@ -1,8 +1,8 @@
 //! The summary at the iteration limit (step 7 of the lifecycle).
 
 use agentscope_core::{
-    AgentError, ContentBlock, GenerateReason, HookEventType, ModelRequest, Msg, PostSummaryEvent,
-    PreSummaryEvent, Role, ToolChoice, ToolResultBlock,
+    AgentError, ContentBlock, GenerateReason, HookEventType, ModelError, ModelRequest, Msg,
+    PostSummaryEvent, PreSummaryEvent, Role, ToolChoice, ToolResultBlock,
 };
 
 use super::reasoning::Phase;
@@ -53,7 +53,11 @@ impl Call<'_> {
             options,
         };
 
-        let summary = match self.generate(request, Phase::Summary).await {
+        let generated = self
+            .generate(request, Phase::Summary)
+            .await
+            .and_then(|summary| self.without_tool_calls(summary));
+        let summary = match generated {
             Ok(summary) => summary,
             Err(Halt::Failed(AgentError::Model(error))) => {
                 // A model failure here becomes the reply.
@@ -79,9 +83,32 @@ impl Call<'_> {
         }
         .with_generate_reason(GenerateReason::MaxIterations);
         check_reply_role(&summary, "PostSummaryEvent summary message")?;
+        if summary.has_tool_uses() {
+            return Err(AgentError::invalid_input(
+                "The PostSummaryEvent summary message must not contain tool calls: \
+                 the summary offers no tools, so nothing would answer them",
+            )
+            .into());
+        }
         agent.memory.add(summary.clone());
         self.emit(EventType::Summary, true, || summary.clone())
             .await;
+        Ok(summary)
+    }
+
+    /// The summary request offers no tools, so tool calls the model makes anyway are dropped
+    /// (stored, they would stay pending forever); a summary of nothing but tool calls is an
+    /// empty response.
+    fn without_tool_calls(&self, mut summary: Msg) -> Step<Msg> {
+        summary
+            .content
+            .retain(|block| !matches!(block, ContentBlock::ToolUse(_)));
+        if summary.content.is_empty() {
+            return Err(AgentError::Model(ModelError::EmptyResponse {
+                model: self.agent.model_name.to_string(),
+            })
+            .into());
+        }
         Ok(summary)
     }
 }

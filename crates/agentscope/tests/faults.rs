@@ -1,0 +1,965 @@
+//! Fault injection: a hook that errs or panics at each of the twelve events; tools that panic, fail, hang past a time limit or return 10 MB; models that fail before output, mid-stream, answer nothing or send arguments that are not JSON. Each case checks the exact caller error (or the exact error result the model sees), the invariants of docs/reliability.md, and that the agent serves a follow-up call.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use agentscope::prelude::*;
+use agentscope::{HookFn, ModelError};
+use agentscope_test::tools::{EchoTool, FailingTool, PanickingTool, ProgressTool};
+use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedResponse};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use support::fixtures::{SwapModel, describe, memory_of};
+use support::invariants::{Ending, Pending, assert_follow_up_call, assert_invariants, endings};
+
+type K = HookEventType;
+
+const CANCELLED: &str =
+    "Error: Tool execution was cancelled because the agent call ended before it finished.";
+/// A guard against hangs only; every case finishes in milliseconds.
+const HANG_GUARD: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Err,
+    Panic,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    Call,
+    Stream,
+}
+
+/// Runs one call with `call()` or `stream()`. For a stream, returns the reply of the
+/// AgentResult item or the error item, checks that it is the last item, and returns the
+/// events before it.
+async fn run(agent: &ReActAgent, via: Via, input: &str) -> (Result<Msg, AgentError>, Vec<Event>) {
+    match via {
+        Via::Call => (
+            tokio::time::timeout(HANG_GUARD, agent.call(input))
+                .await
+                .expect("the call hung"),
+            Vec::new(),
+        ),
+        Via::Stream => {
+            let mut stream = agent.stream(input, StreamOptions::default());
+            let mut events = Vec::new();
+            let outcome = loop {
+                let item = tokio::time::timeout(HANG_GUARD, stream.next())
+                    .await
+                    .expect("the stream hung")
+                    .expect("the stream ended without a final item");
+                match item {
+                    Ok(event) if event.event_type == EventType::AgentResult => {
+                        break Ok(event.message);
+                    }
+                    Ok(event) => events.push(event),
+                    Err(err) => break Err(err),
+                }
+            };
+            assert!(stream.next().await.is_none(), "items after the last one");
+            (outcome, events)
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Hooks: Err and panic at each of the twelve events
+// ---------------------------------------------------------------------------------------
+
+/// A hook interested only in `kind` that errs ("nope") or panics ("boom") while armed.
+fn faulty(
+    kind: HookEventType,
+    fault: Fault,
+    armed: &Arc<AtomicBool>,
+    hits: &Arc<AtomicUsize>,
+) -> HookFn {
+    let armed = Arc::clone(armed);
+    let hits = Arc::clone(hits);
+    hook_fn(move |_| {
+        if !armed.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        hits.fetch_add(1, Ordering::SeqCst);
+        match fault {
+            Fault::Err => Err(HookError::msg("nope")),
+            Fault::Panic => panic!("boom"),
+        }
+    })
+    .with_interests(kind)
+    .with_priority(100)
+    .with_name("faulty")
+}
+
+/// A scenario that fires the eleven non-error kinds (max_iters 1): a streamed reasoning
+/// with a progress tool call, the tool's two progress chunks, and a streamed summary.
+fn eleven_kinds_script() -> Vec<ScriptedResponse> {
+    vec![
+        ScriptedResponse::chunks([
+            ScriptedChunk::text("Let me"),
+            ScriptedChunk::text(" check."),
+            ScriptedChunk::tool_call("c1", "progress", json!({"steps": 2})),
+        ]),
+        ScriptedResponse::chunks([ScriptedChunk::text("sum"), ScriptedChunk::text("mary")]),
+    ]
+}
+
+const FULL_EVENTS: [K; 15] = [
+    K::PreCall,
+    K::PreReasoning,
+    K::ReasoningChunk,
+    K::ReasoningChunk,
+    K::ReasoningChunk,
+    K::PostReasoning,
+    K::PreActing,
+    K::ActingChunk,
+    K::ActingChunk,
+    K::PostActing,
+    K::PreSummary,
+    K::SummaryChunk,
+    K::SummaryChunk,
+    K::PostSummary,
+    K::PostCall,
+];
+
+fn full_memory() -> Vec<String> {
+    vec![
+        r#"user/user: text "q""#.to_owned(),
+        r#"assistant/assistant: text "Let me check." | tool_use c1 progress {"steps":2}"#
+            .to_owned(),
+        r#"tool/progress: tool_result c1 progress "done""#.to_owned(),
+        r#"assistant/assistant: text "summary" <MaxIterations>"#.to_owned(),
+    ]
+}
+
+/// What memory holds after a chained hook failed at `kind` in the eleven-kinds scenario.
+fn memory_after_failure_at(kind: HookEventType) -> Vec<String> {
+    let full = full_memory();
+    let cancelled = format!("tool/progress: tool_result c1 progress error {CANCELLED:?}");
+    match kind {
+        K::PreCall => vec![],
+        K::PreReasoning | K::PostReasoning => full[..1].to_vec(),
+        K::PreActing => vec![full[0].clone(), full[1].clone(), cancelled],
+        K::PostActing | K::PreSummary | K::PostSummary => full[..3].to_vec(),
+        K::PostCall => full,
+        other => panic!("{other} is not chained"),
+    }
+}
+
+async fn assert_hook_fault(kind: HookEventType) {
+    for fault in [Fault::Err, Fault::Panic] {
+        for via in [Via::Call, Via::Stream] {
+            let case = format!("{fault:?} at {kind} via {via:?}");
+            let armed = Arc::new(AtomicBool::new(true));
+            let hits = Arc::new(AtomicUsize::new(0));
+            let early = RecordingHook::new(0).with_name("early");
+            let late = RecordingHook::new(1000).with_name("late");
+            let error_script = kind == K::Error;
+            let model = if error_script {
+                SwapModel::new([ScriptedResponse::error("model down")])
+            } else {
+                SwapModel::new(eleven_kinds_script())
+            };
+            let agent = ReActAgent::builder()
+                .sys_prompt("You are careful.")
+                .model(model.clone())
+                .toolkit(Toolkit::new().tool(ProgressTool::new()))
+                .max_iters(1)
+                .hook(late.clone())
+                .hook(faulty(kind, fault, &armed, &hits))
+                .hook(early.clone())
+                .build()
+                .unwrap();
+
+            let (outcome, _events) = run(&agent, via, "q").await;
+
+            if kind == K::Error {
+                // An ErrorEvent hook's failure never replaces the original error.
+                let err = outcome.expect_err(&case);
+                assert!(
+                    matches!(&err, AgentError::Model(ModelError::Other { message, .. }) if message == "model down"),
+                    "{case}: {err:?}"
+                );
+                assert_eq!(err.to_string(), "model error: model down", "{case}");
+                assert_eq!(hits.load(Ordering::SeqCst), 1, "{case}");
+                for rec in [&early, &late] {
+                    assert_eq!(
+                        rec.types(),
+                        [K::PreCall, K::PreReasoning, K::Error],
+                        "{case}"
+                    );
+                }
+                assert_eq!(memory_of(&agent), [r#"user/user: text "q""#], "{case}");
+            } else if kind.is_notification() {
+                // Chunk hooks' failures are ignored: the call succeeds and every other hook
+                // still sees every chunk.
+                let reply = outcome.unwrap_or_else(|err| panic!("{case}: {err:?}"));
+                assert_eq!(reply.text(), "summary", "{case}");
+                assert_eq!(
+                    reply.generate_reason(),
+                    Some(GenerateReason::MaxIterations),
+                    "{case}"
+                );
+                let expected_hits = FULL_EVENTS.iter().filter(|k| **k == kind).count();
+                assert_eq!(hits.load(Ordering::SeqCst), expected_hits, "{case}");
+                assert_eq!(early.types(), FULL_EVENTS, "{case}");
+                assert_eq!(late.types(), FULL_EVENTS, "{case}");
+                assert_eq!(memory_of(&agent), full_memory(), "{case}");
+            } else {
+                let err = outcome.expect_err(&case);
+                let expected_source = match fault {
+                    Fault::Err => "nope",
+                    Fault::Panic => "hook panicked: boom",
+                };
+                match (&err, fault) {
+                    (
+                        AgentError::Hook {
+                            hook,
+                            event,
+                            source:
+                                HookError::Failed {
+                                    message,
+                                    source: None,
+                                },
+                        },
+                        Fault::Err,
+                    ) => {
+                        assert_eq!(
+                            (hook.as_str(), *event, message.as_str()),
+                            ("faulty", kind, "nope")
+                        );
+                    }
+                    (
+                        AgentError::Hook {
+                            hook,
+                            event,
+                            source: HookError::Panicked { message },
+                        },
+                        Fault::Panic,
+                    ) => {
+                        assert_eq!(
+                            (hook.as_str(), *event, message.as_str()),
+                            ("faulty", kind, "boom")
+                        );
+                    }
+                    _ => panic!("{case}: unexpected error {err:?}"),
+                }
+                assert_eq!(
+                    err.to_string(),
+                    format!("hook 'faulty' failed at {kind}: {expected_source}"),
+                    "{case}"
+                );
+                assert_eq!(hits.load(Ordering::SeqCst), 1, "{case}");
+                // (d): the early hook saw PreCall and exactly one ending; so did the late one,
+                // except that it never saw the PreCall a hook before it failed, and it gets
+                // Error where the early one already saw PostCall.
+                let (early_ending, late_ending) = match kind {
+                    K::PreCall => (Ending::Error, Ending::ErrorOnly),
+                    K::PostCall => (Ending::PostCall, Ending::Error),
+                    _ => (Ending::Error, Ending::Error),
+                };
+                assert_eq!(endings(&early), [early_ending], "{case}");
+                assert_eq!(endings(&late), [late_ending], "{case}");
+                // The late hook never sees the event that failed, and its ErrorEvent carries
+                // the caller's error.
+                assert!(!late.types().contains(&kind), "{case}: {:?}", late.types());
+                let Some(HookEvent::Error(error_event)) = late.events().last().cloned() else {
+                    panic!("{case}: the late hook's last event is not Error");
+                };
+                assert_eq!(error_event.error().to_string(), err.to_string(), "{case}");
+                assert_eq!(memory_of(&agent), memory_after_failure_at(kind), "{case}");
+            }
+
+            assert_invariants(&agent, &[&early, &late], Pending::None);
+            armed.store(false, Ordering::SeqCst);
+            assert_follow_up_call(&agent, &model, &[&early, &late]).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn hook_fault_at_pre_call() {
+    assert_hook_fault(K::PreCall).await;
+}
+
+#[tokio::test]
+async fn hook_fault_at_post_call() {
+    assert_hook_fault(K::PostCall).await;
+}
+
+#[tokio::test]
+async fn hook_fault_at_pre_reasoning() {
+    assert_hook_fault(K::PreReasoning).await;
+}
+
+#[tokio::test]
+async fn hook_fault_at_post_reasoning() {
+    assert_hook_fault(K::PostReasoning).await;
+}
+
+#[tokio::test]
+async fn hook_fault_at_reasoning_chunk() {
+    assert_hook_fault(K::ReasoningChunk).await;
+}
+
+#[tokio::test]
+async fn hook_fault_at_pre_acting() {
+    assert_hook_fault(K::PreActing).await;
+}
+
+#[tokio::test]
+async fn hook_fault_at_post_acting() {
+    assert_hook_fault(K::PostActing).await;
+}
+
+#[tokio::test]
+async fn hook_fault_at_acting_chunk() {
+    assert_hook_fault(K::ActingChunk).await;
+}
+
+#[tokio::test]
+async fn hook_fault_at_pre_summary() {
+    assert_hook_fault(K::PreSummary).await;
+}
+
+#[tokio::test]
+async fn hook_fault_at_post_summary() {
+    assert_hook_fault(K::PostSummary).await;
+}
+
+#[tokio::test]
+async fn hook_fault_at_summary_chunk() {
+    assert_hook_fault(K::SummaryChunk).await;
+}
+
+#[tokio::test]
+async fn hook_fault_at_error() {
+    assert_hook_fault(K::Error).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// Tools
+// ---------------------------------------------------------------------------------------
+
+/// An agent whose model calls `calls` in one batch, then answers "seen".
+fn tool_agent(
+    calls: Vec<(&str, &str, Value)>,
+    toolkit: Toolkit,
+) -> (ReActAgent, SwapModel, RecordingHook) {
+    let model = SwapModel::new([
+        ScriptedResponse::tool_calls(calls),
+        ScriptedResponse::text("seen"),
+    ]);
+    let rec = RecordingHook::new(100);
+    let agent = ReActAgent::builder()
+        .sys_prompt("You use tools.")
+        .model(model.clone())
+        .toolkit(toolkit)
+        .hook(rec.clone())
+        .build()
+        .unwrap();
+    (agent, model, rec)
+}
+
+/// The call succeeds with "seen", the model's second request ends with exactly `results`
+/// (what memory holds too), no Error fired, and the invariants hold.
+async fn assert_model_sees(
+    agent: &ReActAgent,
+    model: &SwapModel,
+    rec: &RecordingHook,
+    results: &[String],
+) {
+    let reply = tokio::time::timeout(HANG_GUARD, agent.call("q"))
+        .await
+        .expect("the call hung")
+        .unwrap();
+    assert_eq!(reply.text(), "seen");
+    let requests = model.script().requests();
+    assert_eq!(requests.len(), 2);
+    let seen: Vec<String> = requests[1].messages.iter().map(describe).collect();
+    // [system, user, assistant with calls, results...]
+    assert_eq!(&seen[3..], results, "what the model saw");
+    assert_eq!(
+        &memory_of(agent)[2..2 + results.len()],
+        results,
+        "what memory holds"
+    );
+    assert_eq!(
+        rec.types_without_chunks().last(),
+        Some(&K::PostCall),
+        "{:?}",
+        rec.types()
+    );
+    assert!(!rec.types().contains(&K::Error));
+    assert_invariants(agent, &[rec], Pending::None);
+    assert_follow_up_call(agent, model, &[rec]).await;
+}
+
+#[tokio::test]
+async fn a_panicking_tool_becomes_an_error_result() {
+    let (agent, model, rec) = tool_agent(
+        vec![("c1", "panic", json!({}))],
+        Toolkit::new().tool(PanickingTool::new()),
+    );
+    assert_model_sees(
+        &agent,
+        &model,
+        &rec,
+        &[
+            r#"tool/panic: tool_result c1 panic error "Error: Tool execution failed: tool panicked: tool panicked on purpose""#
+                .to_owned(),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn failing_tools_become_error_results() {
+    let invalid = tool_fn(
+        "picky",
+        "Rejects its arguments.",
+        json!({"type": "object"}),
+        |_, _| async { Err::<String, _>(ToolError::invalid_arguments("'n' must be even")) },
+    );
+    let cancelled = tool_fn(
+        "quitter",
+        "Says it was cancelled.",
+        json!({"type": "object"}),
+        |_, _| async { Err::<String, _>(ToolError::Cancelled) },
+    );
+    let (agent, model, rec) = tool_agent(
+        vec![
+            ("c1", "fail", json!({"message": "disk full"})),
+            ("c2", "picky", json!({})),
+            ("c3", "quitter", json!({})),
+        ],
+        Toolkit::new()
+            .tool(FailingTool::new())
+            .tool(invalid)
+            .tool(cancelled),
+    );
+    assert_model_sees(
+        &agent,
+        &model,
+        &rec,
+        &[
+            r#"tool/fail: tool_result c1 fail error "Error: Tool execution failed: disk full""#
+                .to_owned(),
+            r#"tool/picky: tool_result c2 picky error "Error: Parameter validation failed for tool 'picky': 'n' must be even""#
+                .to_owned(),
+            // Cancelled without an interrupt is an ordinary failure.
+            r#"tool/quitter: tool_result c3 quitter error "Error: Tool execution failed: tool call was cancelled""#
+                .to_owned(),
+        ],
+    )
+    .await;
+}
+
+/// A tool that never finishes.
+fn hang_tool(name: &'static str) -> impl Tool {
+    tool_fn(
+        name,
+        "Never finishes.",
+        json!({"type": "object"}),
+        |_, _| async {
+            futures::future::pending::<()>().await;
+            Ok("unreachable")
+        },
+    )
+}
+
+/// A tool that sleeps `ms` on the tokio timer, then answers "woke".
+fn sleepy_tool(name: &'static str, ms: u64) -> impl Tool {
+    tool_fn(
+        name,
+        "Sleeps.",
+        json!({"type": "object"}),
+        move |_, _| async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Ok("woke")
+        },
+    )
+}
+
+async fn assert_toolkit_timeout() {
+    let (agent, model, rec) = tool_agent(
+        vec![
+            ("c1", "hang", json!({})),
+            ("c2", "echo", json!({"text": "hi"})),
+        ],
+        Toolkit::new()
+            .timeout(Duration::from_millis(50))
+            .tool(hang_tool("hang"))
+            .tool(EchoTool::new()),
+    );
+    assert_model_sees(
+        &agent,
+        &model,
+        &rec,
+        &[
+            r#"tool/hang: tool_result c1 hang error "Error: Tool execution failed: tool timed out after 50ms""#
+                .to_owned(),
+            r#"tool/echo: tool_result c2 echo "hi""#.to_owned(),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_hanging_tool_times_out_on_a_current_thread_runtime() {
+    assert_toolkit_timeout().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_tool_times_out_on_a_multi_thread_runtime() {
+    assert_toolkit_timeout().await;
+}
+
+#[tokio::test]
+async fn per_tool_time_limits_override_the_toolkit_limit_both_ways() {
+    let (agent, model, rec) = tool_agent(
+        vec![
+            ("c1", "hang", json!({})),
+            ("c2", "patient", json!({})),
+            ("c3", "sleepy", json!({})),
+        ],
+        Toolkit::new()
+            .timeout(Duration::from_millis(20))
+            // Shorter than a toolkit limit it overrides...
+            .tool_with_timeout(hang_tool("hang"), Duration::from_millis(30))
+            // ...and longer: this one finishes although it outlives the toolkit limit.
+            .tool_with_timeout(sleepy_tool("patient", 60), Duration::from_secs(5))
+            .tool(sleepy_tool("sleepy", 5_000)),
+    );
+    assert_model_sees(
+        &agent,
+        &model,
+        &rec,
+        &[
+            r#"tool/hang: tool_result c1 hang error "Error: Tool execution failed: tool timed out after 30ms""#
+                .to_owned(),
+            r#"tool/patient: tool_result c2 patient "woke""#.to_owned(),
+            r#"tool/sleepy: tool_result c3 sleepy error "Error: Tool execution failed: tool timed out after 20ms""#
+                .to_owned(),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hanging_tools_in_a_parallel_batch_time_out_and_results_keep_call_order() {
+    let (agent, model, rec) = tool_agent(
+        vec![
+            ("c1", "hang", json!({})),
+            ("c2", "echo", json!({"text": "fast"})),
+            ("c3", "hang2", json!({})),
+        ],
+        Toolkit::new()
+            .parallel(true)
+            .timeout(Duration::from_millis(40))
+            .tool(hang_tool("hang"))
+            .tool(EchoTool::new())
+            .tool_with_timeout(hang_tool("hang2"), Duration::from_millis(10)),
+    );
+    assert_model_sees(
+        &agent,
+        &model,
+        &rec,
+        &[
+            r#"tool/hang: tool_result c1 hang error "Error: Tool execution failed: tool timed out after 40ms""#
+                .to_owned(),
+            r#"tool/echo: tool_result c2 echo "fast""#.to_owned(),
+            r#"tool/hang2: tool_result c3 hang2 error "Error: Tool execution failed: tool timed out after 10ms""#
+                .to_owned(),
+        ],
+    )
+    .await;
+}
+
+const TEN_MB: usize = 10 * 1024 * 1024;
+
+/// 10 MiB of text that a truncation, reordering or corruption would change: a repeated
+/// pattern with an end marker.
+fn ten_megabytes() -> String {
+    let mut text = String::with_capacity(TEN_MB);
+    let mut i: u64 = 0;
+    while text.len() + 32 < TEN_MB {
+        text.push_str(&format!("{i:015}|"));
+        i += 1;
+    }
+    while text.len() < TEN_MB - 4 {
+        text.push('.');
+    }
+    text.push_str("<END");
+    text
+}
+
+#[tokio::test]
+async fn a_ten_megabyte_tool_result_reaches_the_model_intact_and_is_held_once() {
+    let big = Arc::new(ten_megabytes());
+    assert_eq!(big.len(), TEN_MB);
+    // The address of the text the tool returns, to see whether anyone copied it.
+    let produced_at = Arc::new(AtomicUsize::new(0));
+    let tool = {
+        let big = Arc::clone(&big);
+        let produced_at = Arc::clone(&produced_at);
+        tool_fn(
+            "dump",
+            "Returns 10 MB.",
+            json!({"type": "object"}),
+            move |_, _| {
+                let text = (*big).clone();
+                produced_at.store(text.as_ptr() as usize, Ordering::SeqCst);
+                async move { Ok(text) }
+            },
+        )
+    };
+    let model = SwapModel::new([
+        ScriptedResponse::tool_call("c1", "dump", json!({})),
+        ScriptedResponse::text("got it"),
+    ]);
+    let rec = RecordingHook::new(100);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(Toolkit::new().tool(tool))
+        .hook(rec.clone())
+        .build()
+        .unwrap();
+
+    let mut stream = agent.stream("q", StreamOptions::default());
+    let mut streamed = Vec::new();
+    while let Some(item) = tokio::time::timeout(HANG_GUARD, stream.next())
+        .await
+        .expect("the stream hung")
+    {
+        streamed.push(item.unwrap());
+    }
+
+    assert_eq!(streamed.last().unwrap().message.text(), "got it");
+    let text_of = |msg: &Msg| -> SharedStr {
+        let result = msg.tool_results()[0].clone();
+        let ContentBlock::Text(block) = result.output[0].clone() else {
+            panic!("not a text result");
+        };
+        SharedStr(
+            block.text.as_ptr() as usize,
+            block.text.len(),
+            block.text.as_str() == big.as_str(),
+        )
+    };
+    // The stream's tool result.
+    let tool_events: Vec<&Event> = streamed
+        .iter()
+        .filter(|e| e.event_type == EventType::ToolResult && e.is_last)
+        .collect();
+    assert_eq!(tool_events.len(), 1);
+    let in_stream = text_of(&tool_events[0].message);
+    // What the model received.
+    let requests = model.script().requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].messages.len(), 3);
+    let in_request = text_of(&requests[1].messages[2]);
+    // What memory holds: exactly one message carries it.
+    let memory = agent.memory().messages();
+    let carriers: Vec<&Msg> = memory
+        .iter()
+        .filter(|m| !m.tool_results().is_empty())
+        .collect();
+    assert_eq!(carriers.len(), 1);
+    let in_memory = text_of(carriers[0]);
+    for (place, seen) in [
+        ("stream", &in_stream),
+        ("request", &in_request),
+        ("memory", &in_memory),
+    ] {
+        assert!(
+            seen.2,
+            "the 10 MB text was altered on its way to the {place}"
+        );
+        assert_eq!(seen.1, TEN_MB, "{place}");
+    }
+    // Held once: memory, the model request and the stream share the one buffer the tool
+    // produced; nothing copied 10 MB.
+    let produced = produced_at.load(Ordering::SeqCst);
+    assert_eq!(in_memory.0, produced, "memory holds a copy");
+    assert_eq!(in_request.0, produced, "the model request holds a copy");
+    assert_eq!(in_stream.0, produced, "the stream holds a copy");
+    assert_invariants(&agent, &[&rec], Pending::None);
+    assert_follow_up_call(&agent, &model, &[&rec]).await;
+}
+
+/// (address, length, equal to the original) of a tool result's text.
+struct SharedStr(usize, usize, bool);
+
+// ---------------------------------------------------------------------------------------
+// Models
+// ---------------------------------------------------------------------------------------
+
+/// Runs `script` with call and stream; the caller gets `error`, memory ends as `memory`,
+/// the recorder saw `events` then Error, and the invariants hold.
+async fn assert_model_fault(
+    script: Vec<ScriptedResponse>,
+    check: impl Fn(&AgentError) -> bool,
+    error: &str,
+    memory: &[&str],
+    events: &[HookEventType],
+) {
+    for via in [Via::Call, Via::Stream] {
+        let model = SwapModel::new(script.clone());
+        let rec = RecordingHook::new(100);
+        let agent = ReActAgent::builder()
+            .sys_prompt("You are careful.")
+            .model(model.clone())
+            .toolkit(Toolkit::new().tool(EchoTool::new()))
+            .hook(rec.clone())
+            .build()
+            .unwrap();
+
+        let (outcome, _) = run(&agent, via, "q").await;
+
+        let err = outcome.expect_err("the model fault must fail the call");
+        assert!(check(&err), "{via:?}: {err:?}");
+        assert_eq!(err.to_string(), error, "{via:?}");
+        assert_eq!(memory_of(&agent), memory, "{via:?}");
+        let mut expected = events.to_vec();
+        expected.push(K::Error);
+        assert_eq!(rec.types_without_chunks(), expected, "{via:?}");
+        let Some(HookEvent::Error(event)) = rec.events().last().cloned() else {
+            panic!("no ErrorEvent");
+        };
+        assert_eq!(event.error().to_string(), error);
+        assert_invariants(&agent, &[&rec], Pending::None);
+        assert_follow_up_call(&agent, &model, &[&rec]).await;
+    }
+}
+
+#[tokio::test]
+async fn a_model_error_before_any_output_fails_the_call() {
+    assert_model_fault(
+        vec![ScriptedResponse::failure(ModelError::Status {
+            status: 503,
+            message: "overloaded".into(),
+            retry_after: None,
+        })],
+        |err| {
+            matches!(
+                err.model_error(),
+                Some(ModelError::Status { status: 503, .. })
+            )
+        },
+        "model error: HTTP 503: overloaded",
+        &[r#"user/user: text "q""#],
+        &[K::PreCall, K::PreReasoning],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_model_error_mid_stream_stores_nothing_partial() {
+    assert_model_fault(
+        vec![ScriptedResponse::chunks([
+            ScriptedChunk::thinking("Hmm"),
+            ScriptedChunk::text("Half an ans"),
+            ScriptedChunk::error("connection reset"),
+        ])],
+        |err| matches!(err.model_error(), Some(ModelError::Stream { message }) if message == "connection reset"),
+        "model error: model stream error: connection reset",
+        &[r#"user/user: text "q""#],
+        &[K::PreCall, K::PreReasoning],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_model_error_after_a_streamed_tool_call_leaves_no_orphan_tool_use() {
+    assert_model_fault(
+        vec![ScriptedResponse::chunks([
+            ScriptedChunk::tool_call("c1", "echo", json!({"text": "hi"})),
+            ScriptedChunk::error("connection reset"),
+        ])],
+        |err| matches!(err.model_error(), Some(ModelError::Stream { .. })),
+        "model error: model stream error: connection reset",
+        &[r#"user/user: text "q""#],
+        &[K::PreCall, K::PreReasoning],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_model_error_after_tools_ran_keeps_their_results() {
+    assert_model_fault(
+        vec![
+            ScriptedResponse::tool_call("c1", "echo", json!({"text": "hi"})),
+            ScriptedResponse::error("model down"),
+        ],
+        |err| matches!(err.model_error(), Some(ModelError::Other { message, .. }) if message == "model down"),
+        "model error: model down",
+        &[
+            r#"user/user: text "q""#,
+            r#"assistant/assistant: tool_use c1 echo {"text":"hi"}"#,
+            r#"tool/echo: tool_result c1 echo "hi""#,
+        ],
+        &[
+            K::PreCall,
+            K::PreReasoning,
+            K::PostReasoning,
+            K::PreActing,
+            K::PostActing,
+            K::PreReasoning,
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn empty_model_responses_are_errors_not_hangs() {
+    for script in [
+        ScriptedResponse::empty(),
+        ScriptedResponse::empty().with_usage(12, 0),
+        ScriptedResponse::chunks([ScriptedChunk::text(""), ScriptedChunk::thinking("")]),
+    ] {
+        assert_model_fault(
+            vec![script],
+            |err| matches!(err.model_error(), Some(ModelError::EmptyResponse { model }) if model == "scripted-model"),
+            "model error: model 'scripted-model' returned an empty response",
+            &[r#"user/user: text "q""#],
+            &[K::PreCall, K::PreReasoning],
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn a_model_failure_in_the_summary_becomes_the_reply() {
+    let model = SwapModel::new([
+        ScriptedResponse::tool_call("c1", "echo", json!({"text": "hi"})),
+        ScriptedResponse::error("model down"),
+    ]);
+    let rec = RecordingHook::new(100);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(Toolkit::new().tool(EchoTool::new()))
+        .max_iters(1)
+        .hook(rec.clone())
+        .build()
+        .unwrap();
+
+    let reply = agent.call("q").await.unwrap();
+
+    let text = "Maximum iterations (1) reached. Error generating summary: model down";
+    assert_eq!(reply.text(), text);
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::MaxIterations));
+    assert_eq!(
+        memory_of(&agent).last().unwrap(),
+        &format!("assistant/assistant: text {text:?} <MaxIterations>")
+    );
+    assert_eq!(
+        rec.types_without_chunks(),
+        [
+            K::PreCall,
+            K::PreReasoning,
+            K::PostReasoning,
+            K::PreActing,
+            K::PostActing,
+            K::PreSummary,
+            K::PostCall
+        ]
+    );
+    assert_invariants(&agent, &[&rec], Pending::None);
+    assert_follow_up_call(&agent, &model, &[&rec]).await;
+}
+
+#[tokio::test]
+async fn tool_arguments_that_are_not_json_become_an_error_result_the_model_sees() {
+    let raw = "{\"text\": \"hi\", oops}";
+    let json_error = serde_json::from_str::<Value>(raw).unwrap_err();
+    let echo = EchoTool::new();
+    let model = SwapModel::new([
+        ScriptedResponse::chunks([
+            ScriptedChunk::tool_call_start("c1", "echo"),
+            ScriptedChunk::tool_call_args("{\"text\": \"hi\""),
+            ScriptedChunk::tool_call_args(", oops}"),
+            ScriptedChunk::tool_call_start("c2", "echo"),
+            ScriptedChunk::tool_call_args("[1, 2]"),
+            ScriptedChunk::tool_call_start("c3", "echo"),
+        ]),
+        ScriptedResponse::text("seen"),
+    ]);
+    let rec = RecordingHook::new(100);
+    let agent = ReActAgent::builder()
+        .sys_prompt("You use tools.")
+        .model(model.clone())
+        .toolkit(Toolkit::new().tool(echo.clone()))
+        .hook(rec.clone())
+        .build()
+        .unwrap();
+
+    let reply = agent.call("q").await.unwrap();
+
+    assert_eq!(reply.text(), "seen");
+    assert_eq!(echo.log().count(), 0, "the tool never ran");
+    let results = [
+        format!(
+            "tool/echo: tool_result c1 echo error {:?}",
+            format!(
+                "Error: Parameter validation failed for tool 'echo': the arguments are not valid JSON ({json_error}): {raw}"
+            )
+        ),
+        r#"tool/echo: tool_result c2 echo error "Error: Parameter validation failed for tool 'echo': [1,2] is not of type \"object\"""#.to_owned(),
+        // No argument text at all is an empty object.
+        r#"tool/echo: tool_result c3 echo error "Error: Parameter validation failed for tool 'echo': \"text\" is a required property""#.to_owned(),
+    ];
+    let seen: Vec<String> = model.script().requests()[1]
+        .messages
+        .iter()
+        .map(describe)
+        .collect();
+    assert_eq!(&seen[3..], results, "what the model saw");
+    let memory = memory_of(&agent);
+    assert_eq!(
+        memory[1],
+        format!(
+            "assistant/assistant: tool_use c1 echo raw {raw:?} | tool_use c2 echo [1,2] | tool_use c3 echo {{}}"
+        )
+    );
+    assert_eq!(&memory[2..5], results);
+    assert!(!rec.types().contains(&K::Error));
+    assert_invariants(&agent, &[&rec], Pending::None);
+    assert_follow_up_call(&agent, &model, &[&rec]).await;
+}
+
+/// The summary request offers no tools, but a model may still answer with a tool call
+/// (garbage from its side). No tool runs for it, so memory must not keep a tool-use without
+/// a result: the next call would be refused (pending tool calls) or rejected by providers.
+#[tokio::test]
+async fn a_tool_call_in_the_summary_leaves_no_orphan_tool_use() {
+    let model = SwapModel::new([
+        ScriptedResponse::tool_call("c1", "echo", json!({"text": "hi"})),
+        ScriptedResponse::text_and_tool_call(
+            "Summary so far.",
+            "c2",
+            "echo",
+            json!({"text": "again"}),
+        ),
+    ]);
+    let rec = RecordingHook::new(100);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(Toolkit::new().tool(EchoTool::new()))
+        .max_iters(1)
+        .hook(rec.clone())
+        .build()
+        .unwrap();
+
+    let reply = agent.call("q").await.unwrap();
+
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::MaxIterations));
+    assert!(model.script().requests()[1].tools.is_empty());
+    assert_invariants(&agent, &[&rec], Pending::None);
+    assert_follow_up_call(&agent, &model, &[&rec]).await;
+}

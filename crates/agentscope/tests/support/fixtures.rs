@@ -1,0 +1,264 @@
+//! Deterministic fixtures: a model whose script can be swapped (and that can yield before
+//! every chunk), a runtime-free "yield once" future, hooks and tools that yield, manual
+//! polling with a no-op waker, and a compact text form of messages.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use agentscope::prelude::*;
+use agentscope::{ChatStream, ModelError, ModelRequest};
+use agentscope_test::{ScriptedModel, ScriptedResponse};
+use futures::{Stream, StreamExt};
+use serde_json::json;
+
+/// A future that is `Pending` once (waking itself at once), then `Ready`: an await point
+/// that needs no runtime, so "after k polls" is exact.
+pub(crate) fn yield_once() -> YieldOnce {
+    YieldOnce(false)
+}
+
+/// See [`yield_once`].
+pub(crate) struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+/// A model playing a [`ScriptedModel`] that can be replaced at any time (so a follow-up call
+/// never plays what a failed or dropped call left over). With [`yielding`](Self::yielding)
+/// it yields once before the response starts and once before every chunk.
+#[derive(Clone)]
+pub(crate) struct SwapModel {
+    inner: Arc<SwapInner>,
+}
+
+struct SwapInner {
+    current: Mutex<ScriptedModel>,
+    yielding: bool,
+}
+
+impl SwapModel {
+    /// Plays `responses`, without yielding.
+    pub(crate) fn new(responses: impl IntoIterator<Item = ScriptedResponse>) -> Self {
+        Self::build(ScriptedModel::new(responses), false)
+    }
+
+    /// Plays `responses`, yielding before the response and before every chunk.
+    pub(crate) fn yielding(responses: impl IntoIterator<Item = ScriptedResponse>) -> Self {
+        Self::build(ScriptedModel::new(responses), true)
+    }
+
+    /// Plays `model` (e.g. a cycling, non-recording one for soak tests).
+    pub(crate) fn from_model(model: ScriptedModel) -> Self {
+        Self::build(model, false)
+    }
+
+    fn build(model: ScriptedModel, yielding: bool) -> Self {
+        Self {
+            inner: Arc::new(SwapInner {
+                current: Mutex::new(model),
+                yielding,
+            }),
+        }
+    }
+
+    /// Replaces the script (what is left of the old one is forgotten).
+    pub(crate) fn set_script(&self, responses: impl IntoIterator<Item = ScriptedResponse>) {
+        self.set_model(ScriptedModel::new(responses));
+    }
+
+    /// Replaces the scripted model.
+    pub(crate) fn set_model(&self, model: ScriptedModel) {
+        *self
+            .inner
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = model;
+    }
+
+    /// The current scripted model (shares its record of requests).
+    pub(crate) fn script(&self) -> ScriptedModel {
+        self.inner
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Model for SwapModel {
+    fn model_name(&self) -> &str {
+        "scripted-model"
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
+        let yielding = self.inner.yielding;
+        if yielding {
+            yield_once().await;
+        }
+        let script = self.script();
+        let stream = script.stream(request).await?;
+        if yielding {
+            Ok(stream
+                .then(|item| async move {
+                    yield_once().await;
+                    item
+                })
+                .boxed())
+        } else {
+            Ok(stream)
+        }
+    }
+}
+
+/// An async hook that yields once on every event it is interested in.
+pub(crate) struct YieldingHook {
+    priority: i32,
+    interests: HookEventTypes,
+}
+
+impl YieldingHook {
+    pub(crate) fn new(priority: i32, interests: impl Into<HookEventTypes>) -> Self {
+        Self {
+            priority,
+            interests: interests.into(),
+        }
+    }
+}
+
+impl Hook for YieldingHook {
+    async fn on_event(&self, _event: &mut HookEvent) -> Result<(), HookError> {
+        yield_once().await;
+        Ok(())
+    }
+
+    fn priority(&self) -> i32 {
+        self.priority
+    }
+
+    fn interests(&self) -> HookEventTypes {
+        self.interests
+    }
+
+    fn name(&self) -> &str {
+        "yielding"
+    }
+}
+
+/// `work {"text": s, "yields": n, "progress": m}`: emits `m` progress chunks `"p{i}"`, yields
+/// `n` times (runtime-free), then returns `s`.
+pub(crate) fn work_tool() -> impl Tool {
+    tool_fn(
+        "work",
+        "Yields, reports progress, then returns its text.",
+        json!({
+            "type": "object",
+            "properties": {
+                "text": {"type": "string"},
+                "yields": {"type": "integer", "minimum": 0},
+                "progress": {"type": "integer", "minimum": 0}
+            },
+            "required": ["text"]
+        }),
+        |input, ctx| async move {
+            let text = input["text"].as_str().unwrap_or_default().to_owned();
+            let yields = input["yields"].as_u64().unwrap_or(0);
+            let progress = input["progress"].as_u64().unwrap_or(0);
+            for i in 0..progress {
+                ctx.emit(format!("p{i}")).await;
+            }
+            for _ in 0..yields {
+                yield_once().await;
+            }
+            Ok(text)
+        },
+    )
+}
+
+/// Polls `future` with a no-op waker until it is ready; returns the output and how many
+/// polls it took. Panics after `limit` polls.
+pub(crate) fn run_counting<F: Future>(future: F, limit: usize) -> (F::Output, usize) {
+    let mut future = std::pin::pin!(future);
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+    for polls in 1..=limit {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return (output, polls);
+        }
+    }
+    panic!("the future did not finish within {limit} polls");
+}
+
+/// Polls `future` at most `polls` times with a no-op waker; `Some(output)` when it finished.
+pub(crate) fn poll_times<F: Future>(mut future: Pin<&mut F>, polls: usize) -> Option<F::Output> {
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+    for _ in 0..polls {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return Some(output);
+        }
+    }
+    None
+}
+
+/// Polls `stream` at most `polls` times with a no-op waker, collecting its items; the flag
+/// tells whether it ended (`None`).
+pub(crate) fn poll_stream_times<S: Stream + Unpin>(
+    stream: &mut S,
+    polls: usize,
+) -> (Vec<S::Item>, bool) {
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+    let mut items = Vec::new();
+    for _ in 0..polls {
+        match stream.poll_next_unpin(&mut cx) {
+            Poll::Ready(Some(item)) => items.push(item),
+            Poll::Ready(None) => return (items, true),
+            Poll::Pending => {}
+        }
+    }
+    (items, false)
+}
+
+/// `role/name: blocks <generate reason>`, exact enough to compare whole memories.
+pub(crate) fn describe(msg: &Msg) -> String {
+    let blocks: Vec<String> = msg
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(t) => format!("text {:?}", t.text.as_str()),
+            ContentBlock::Thinking(t) => format!("thinking {:?}", t.thinking.as_str()),
+            ContentBlock::ToolUse(t) => match &t.raw_input {
+                Some(raw) => format!("tool_use {} {} raw {raw:?}", t.id, t.name),
+                None => format!("tool_use {} {} {}", t.id, t.name, t.input),
+            },
+            ContentBlock::ToolResult(r) => format!(
+                "tool_result {} {}{} {:?}",
+                r.id,
+                r.name,
+                if r.is_error { " error" } else { "" },
+                r.text_output()
+            ),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    let reason = msg
+        .generate_reason()
+        .map(|r| format!(" <{r:?}>"))
+        .unwrap_or_default();
+    format!("{}/{}: {}{reason}", msg.role, msg.name, blocks.join(" | "))
+}
+
+/// [`describe`] for every message of the agent's memory.
+pub(crate) fn memory_of(agent: &ReActAgent) -> Vec<String> {
+    agent.memory().messages().iter().map(describe).collect()
+}
