@@ -657,6 +657,11 @@ impl AgentInner {
     }
 
     /// With a session: loads it into memory and metadata (call this holding the agent).
+    /// Whether a session is bound.
+    pub(crate) fn has_session(&self) -> bool {
+        self.session.is_some()
+    }
+
     pub(crate) async fn load_session(&self) -> Result<Option<Synced>, AgentError> {
         match &self.session {
             Some(session) => session.load(&*self.memory, &self.metadata).await.map(Some),

@@ -59,7 +59,12 @@ pub(crate) async fn run(
     let guard = agent.begin_call()?;
     // A bound session replaces memory before anything reads it; a failed load fails the call
     // before any hook runs or anything is stored.
-    let synced = agent.load_session().await?;
+    // (Boxed: the session's futures live on the heap only for agents that have one, so they
+    // don't enlarge every call's future.)
+    let synced = match agent.has_session() {
+        true => Box::pin(agent.load_session()).await?,
+        false => None,
+    };
     // Declared before `call`: when the call is dropped, its open tool calls are closed first.
     let mut finish = FinishStep::new(&*agent.memory, extras.finish);
     let mut hooks = agent.hook_snapshot();
@@ -103,7 +108,10 @@ pub(crate) async fn run(
     };
     drop(call);
     drop(finish);
-    let result = save_session(agent, synced, result).await;
+    let result = match synced {
+        Some(synced) => Box::pin(save_session(agent, synced, result)).await,
+        None => result,
+    };
     // Released before the result is delivered, so back-to-back calls never trip the check.
     drop(guard);
     result
@@ -114,10 +122,10 @@ pub(crate) async fn run(
 /// is logged), since its caller must retry anyway.
 async fn save_session(
     agent: &AgentInner,
-    synced: Option<crate::session::Synced>,
+    synced: crate::session::Synced,
     result: Result<Msg, AgentError>,
 ) -> Result<Msg, AgentError> {
-    let Err(save_error) = agent.save_session(synced.as_ref()).await else {
+    let Err(save_error) = agent.save_session(Some(&synced)).await else {
         return result;
     };
     match result {
