@@ -311,12 +311,12 @@ impl Msg {
         )
     }
 
-    /// Starts a builder for a message with the given role.
+    /// Starts a builder (role [`Role::User`] unless set with [`MsgBuilder::role`]).
     ///
     /// ```
     /// use agentscope_core::{Msg, Role};
     ///
-    /// let msg = Msg::builder(Role::User)
+    /// let msg = Msg::builder().role(Role::User)
     ///     .name("alice")
     ///     .text("hello")
     ///     .metadata("channel", "web")
@@ -324,9 +324,10 @@ impl Msg {
     /// assert_eq!(msg.name, "alice");
     /// assert_eq!(msg.metadata["channel"], "web");
     /// ```
-    pub fn builder(role: Role) -> MsgBuilder {
+    pub fn builder() -> MsgBuilder {
         MsgBuilder {
-            msg: Self::new(role, role.to_string(), Vec::new()),
+            msg: Self::new(Role::User, String::new(), Vec::new()),
+            named: false,
         }
     }
 
@@ -400,6 +401,7 @@ impl Msg {
 #[must_use]
 pub struct MsgBuilder {
     msg: Msg,
+    named: bool,
 }
 
 impl MsgBuilder {
@@ -409,9 +411,16 @@ impl MsgBuilder {
         self
     }
 
+    /// Sets the role (default [`Role::User`]).
+    pub fn role(mut self, role: Role) -> Self {
+        self.msg.role = role;
+        self
+    }
+
     /// Sets the name (default: the role, e.g. `"user"`).
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.msg.name = name.into();
+        self.named = true;
         self
     }
 
@@ -446,7 +455,10 @@ impl MsgBuilder {
     }
 
     /// Finishes the message.
-    pub fn build(self) -> Msg {
+    pub fn build(mut self) -> Msg {
+        if !self.named {
+            self.msg.name = self.msg.role.to_string();
+        }
         self.msg
     }
 }
@@ -478,7 +490,8 @@ mod tests {
 
     #[test]
     fn text_joins_text_blocks_only() {
-        let msg = Msg::builder(Role::Assistant)
+        let msg = Msg::builder()
+            .role(Role::Assistant)
             .block(ContentBlock::thinking("hmm"))
             .text("a")
             .block(ToolUseBlock::new("1", "t", json!({})))
@@ -501,7 +514,8 @@ mod tests {
 
     #[test]
     fn json_shape_is_documented_shape() {
-        let mut msg = Msg::builder(Role::Assistant)
+        let mut msg = Msg::builder()
+            .role(Role::Assistant)
             .id("m1")
             .name("assistant")
             .text("hi")

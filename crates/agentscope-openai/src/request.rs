@@ -230,13 +230,16 @@ mod tests {
     #[test]
     fn tool_only_messages_and_odd_placements() {
         let msgs = vec![
-            Msg::builder(Role::User)
+            Msg::builder()
+                .role(Role::User)
                 .block(ToolResultBlock::text("c1", "calc", "42"))
                 .build(),
-            Msg::builder(Role::Assistant)
+            Msg::builder()
+                .role(Role::Assistant)
                 .block(ContentBlock::thinking("only thinking"))
                 .build(),
-            Msg::builder(Role::User)
+            Msg::builder()
+                .role(Role::User)
                 .text("look")
                 .block(ContentBlock::Image(ImageBlock {
                     url: "data:image/png;base64,AAAA".into(),

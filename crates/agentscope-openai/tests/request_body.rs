@@ -70,7 +70,8 @@ async fn a_minimal_request_and_its_headers() {
 
 #[tokio::test]
 async fn a_full_conversation_with_tools_and_every_option() {
-    let assistant = Msg::builder(Role::Assistant)
+    let assistant = Msg::builder()
+        .role(Role::Assistant)
         .name("assistant")
         .block(ContentBlock::thinking("I should check both cities."))
         .text("Checking both.")
@@ -101,10 +102,12 @@ async fn a_full_conversation_with_tools_and_every_option() {
                 "get_weather",
                 "Error: Parameter validation failed for tool 'get_weather': invalid JSON",
             )),
-            Msg::builder(Role::Assistant)
+            Msg::builder()
+                .role(Role::Assistant)
                 .text("Paris is sunny; let me retry London.")
                 .build(),
-            Msg::builder(Role::User)
+            Msg::builder()
+                .role(Role::User)
                 .text("Also, what is in this picture?")
                 .block(ContentBlock::Image(ImageBlock {
                     url: "https://example.com/cat.png".into(),
@@ -185,11 +188,13 @@ async fn tool_call_only_assistant_and_several_results_in_one_message() {
     let request = ModelRequest {
         messages: vec![
             Msg::user("Both?"),
-            Msg::builder(Role::Assistant)
+            Msg::builder()
+                .role(Role::Assistant)
                 .block(ToolUseBlock::new("a", "f", json!({})))
                 .block(ToolUseBlock::new("b", "g", json!({"x": [1, 2]})))
                 .build(),
-            Msg::builder(Role::Tool)
+            Msg::builder()
+                .role(Role::Tool)
                 .block(ToolResultBlock::text("a", "f", "one"))
                 .block(ToolResultBlock {
                     id: "b".into(),

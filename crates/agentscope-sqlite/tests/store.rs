@@ -32,11 +32,13 @@ fn every_block_kind() -> Vec<Msg> {
         ..ToolUseBlock::new("c2", "calculator", Value::Null)
     };
     vec![
-        Msg::builder(Role::User)
+        Msg::builder()
+            .role(Role::User)
             .text("Look: ünïcödé 👋 'single' \"double\" \\ back\nslash")
             .block(image.clone())
             .build(),
-        Msg::builder(Role::Assistant)
+        Msg::builder()
+            .role(Role::Assistant)
             .block(ContentBlock::thinking("Two calls."))
             .text("Computing.")
             .block(ToolUseBlock::new(

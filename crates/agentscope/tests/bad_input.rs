@@ -390,7 +390,8 @@ async fn a_goto_made_invalid_by_a_later_change_of_the_reasoning_message_fails_th
                 if let HookEvent::PostReasoning(e) = event
                     && armed2.load(Ordering::SeqCst)
                 {
-                    let msg = Msg::builder(Role::Assistant)
+                    let msg = Msg::builder()
+                        .role(Role::Assistant)
                         .name("assistant")
                         .block(ToolUseBlock::new(
                             "c9",

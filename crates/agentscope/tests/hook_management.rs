@@ -238,7 +238,8 @@ async fn observe_stores_messages_without_model_request_or_hook_events() {
     let agent = agent(&model, [BoxedHook::new(rec.clone())]);
     let observed = vec![
         Msg::user("from the user"),
-        Msg::builder(Role::Assistant)
+        Msg::builder()
+            .role(Role::Assistant)
             .name("other-agent")
             .text("from another agent")
             .build(),

@@ -358,7 +358,8 @@ async fn post_reasoning_set_reasoning_message_replacing_a_tool_call_with_text_ru
     let replace = on(K::PostReasoning, 10, |event| {
         if let HookEvent::PostReasoning(e) = event {
             e.set_reasoning_message(
-                Msg::builder(Role::Assistant)
+                Msg::builder()
+                    .role(Role::Assistant)
                     .text("No tools needed.")
                     .build(),
             );
@@ -400,7 +401,8 @@ async fn post_reasoning_set_reasoning_message_adding_a_tool_call_runs_that_tool(
             && e.iteration() == 0
         {
             e.set_reasoning_message(
-                Msg::builder(Role::Assistant)
+                Msg::builder()
+                    .role(Role::Assistant)
                     .block(ToolUseBlock::new(
                         "c9",
                         "calculator",

@@ -54,13 +54,15 @@ fn every_block_kind() -> Vec<Msg> {
         is_error: false,
     };
     vec![
-        Msg::builder(Role::User)
+        Msg::builder()
+            .role(Role::User)
             .name("alice")
             .text("What is in this picture? héllo 👋 \"quoted\"\n\ttab")
             .block(image)
             .metadata("channel", "web")
             .build(),
-        Msg::builder(Role::Assistant)
+        Msg::builder()
+            .role(Role::Assistant)
             .name("assistant")
             .block(ContentBlock::thinking("The user wants 6*7."))
             .text("Let me compute.")
@@ -78,7 +80,8 @@ fn every_block_kind() -> Vec<Msg> {
             "calculator",
             "Error: Parameter validation failed for tool 'calculator': not JSON",
         )),
-        Msg::builder(Role::Assistant)
+        Msg::builder()
+            .role(Role::Assistant)
             .text("It is 42.")
             .metadata(
                 "custom",
@@ -86,7 +89,8 @@ fn every_block_kind() -> Vec<Msg> {
             )
             .build()
             .with_generate_reason(GenerateReason::ModelStop),
-        Msg::builder(Role::Assistant)
+        Msg::builder()
+            .role(Role::Assistant)
             .block(ToolUseBlock::new("c3", "external", json!({})))
             .build()
             .with_generate_reason(GenerateReason::ToolSuspended),

@@ -726,7 +726,8 @@ async fn dropping_the_stream_mid_way_frees_the_agent_and_closes_open_calls() {
     assert_eq!(
         rows(&memory[1..]),
         rows(&[
-            Msg::builder(Role::Assistant)
+            Msg::builder()
+                .role(Role::Assistant)
                 .name("assistant")
                 .block(ToolUseBlock::new("c1", "gate", json!({})))
                 .build(),

@@ -503,7 +503,8 @@ async fn a_fresh_hook_over_a_restored_conversation_finds_the_awaiting_calls() {
 async fn a_resume_without_restore_still_refuses_and_lists_the_calls() {
     let memory = InMemoryMemory::with_messages(vec![
         Msg::user("What is 6*7?"),
-        Msg::builder(Role::Assistant)
+        Msg::builder()
+            .role(Role::Assistant)
             .block(ToolUseBlock::new("c1", "calculator", expr("6*7")))
             .build(),
     ]);

@@ -52,7 +52,7 @@ use crate::engine::pending_tool_uses;
 ///     .build()?;
 /// // A previous call stopped with a tool call left pending.
 /// agent.memory().add(Msg::user("What is 6*7?"));
-/// agent.memory().add(Msg::builder(Role::Assistant)
+/// agent.memory().add(Msg::builder().role(Role::Assistant)
 ///     .block(ToolUseBlock::new("c1", "calculator", json!({"expression": "6*7"})))
 ///     .build());
 ///

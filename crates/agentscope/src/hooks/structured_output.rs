@@ -146,7 +146,8 @@ impl StructuredOutputHook {
     }
 
     fn reminder() -> Msg {
-        Msg::builder(Role::User)
+        Msg::builder()
+            .role(Role::User)
             .text(Self::REMINDER)
             .metadata(Self::REMINDER_KEY, true)
             .build()
@@ -221,7 +222,8 @@ impl StructuredOutputHook {
             (Ok(reply), Some(value))
                 if reply.generate_reason() != Some(GenerateReason::ToolSuspended) =>
             {
-                let reply = Msg::builder(Role::Assistant)
+                let reply = Msg::builder()
+                    .role(Role::Assistant)
                     .name(agent_name)
                     .text(value.to_string())
                     .metadata(Self::VALUE_KEY, value.clone())

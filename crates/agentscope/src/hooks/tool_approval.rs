@@ -571,7 +571,8 @@ mod tests {
         );
         let history = vec![
             Msg::user("q"),
-            Msg::builder(agentscope_core::Role::Assistant)
+            Msg::builder()
+                .role(agentscope_core::Role::Assistant)
                 .block(ToolUseBlock::new("c1", "shell", json!({"cmd": "ls"})))
                 .block(ToolUseBlock::new("c2", "shell", json!({"cmd": "pwd"})))
                 .build(),
