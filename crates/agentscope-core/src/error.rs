@@ -243,11 +243,8 @@ impl ToolError {
 #[non_exhaustive]
 pub enum AgentError {
     /// Another call is running on this agent (see `check_running`). No hook saw this call.
-    #[error("agent '{agent}' is busy with another call")]
-    Busy {
-        /// The agent's name.
-        agent: String,
-    },
+    #[error("the agent is busy with another call")]
+    Busy,
     /// A hook returned `Err` (or panicked) while handling a chained event.
     #[error("hook '{hook}' failed at {event}: {source}")]
     Hook {
@@ -325,7 +322,7 @@ impl AgentError {
 
     /// Whether this is a busy rejection.
     pub fn is_busy(&self) -> bool {
-        matches!(self, AgentError::Busy { .. })
+        matches!(self, AgentError::Busy)
     }
 
     /// The hook error, when a hook failed the call.

@@ -625,9 +625,7 @@ impl AgentInner {
     }
 
     fn busy(&self) -> AgentError {
-        AgentError::Busy {
-            agent: self.info.name().to_owned(),
-        }
+        AgentError::Busy
     }
 
     /// The busy check: claims the agent for one call, or fails with `Busy`.

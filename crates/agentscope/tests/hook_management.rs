@@ -327,7 +327,7 @@ async fn observe_while_a_call_runs_is_rejected_as_busy() {
 
     assert_eq!(reply.text(), "answer 0");
     match outcome.lock().unwrap().take() {
-        Some(Err(AgentError::Busy { agent })) => assert_eq!(agent, "assistant"),
+        Some(Err(AgentError::Busy)) => {}
         other => panic!("observe during a call returned {other:?}"),
     }
     let memory: Vec<String> = agent.memory().messages().iter().map(Msg::text).collect();

@@ -359,11 +359,7 @@ async fn soak_random_faults_keep_the_invariants_and_memory_flat() {
                 results
             };
             let resumed = agent.call(input).await;
-            assert!(
-                !matches!(resumed, Err(AgentError::Busy { .. })),
-                "{}",
-                context()
-            );
+            assert!(!matches!(resumed, Err(AgentError::Busy)), "{}", context());
             assert_invariants_after_drops(&agent, &[&rec], Pending::Deliberate, 0);
         }
         if call % 1000 == 999 {

@@ -539,7 +539,7 @@ fn message_usage(message: &Msg) -> Option<ChatUsage> {
 /// A short, low-cardinality name for the kind of `error` (the `error.type` attribute).
 pub(crate) fn error_type(error: &AgentError) -> Cow<'static, str> {
     Cow::Borrowed(match error {
-        AgentError::Busy { .. } => "busy",
+        AgentError::Busy => "busy",
         AgentError::Hook { .. } => "hook_error",
         AgentError::Model(model) => match model {
             ModelError::Status { status, .. } => return Cow::Owned(status.to_string()),
@@ -577,7 +577,7 @@ mod tests {
     #[test]
     fn error_types_are_stable_names() {
         let cases = [
-            (AgentError::Busy { agent: "a".into() }, "busy"),
+            (AgentError::Busy, "busy"),
             (
                 AgentError::Hook {
                     hook: "h".into(),
