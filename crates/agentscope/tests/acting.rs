@@ -1,7 +1,9 @@
 //! Acting: sequential and parallel batches (concurrency proven with a barrier), call-order results when tools finish out of order, `tool_fn` and `typed_tool_fn` tools through the engine, and JSON-schema validation error texts.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::{Arc, Mutex};
+mod support;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentscope::BoxedHook;
@@ -11,17 +13,9 @@ use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use support::fixtures::build_agent;
+use support::hooks::{Log, entries, push};
 use tokio::sync::{Barrier, Notify};
-
-type Log = Arc<Mutex<Vec<String>>>;
-
-fn push(log: &Log, entry: impl Into<String>) {
-    log.lock().unwrap().push(entry.into());
-}
-
-fn entries(log: &Log) -> Vec<String> {
-    log.lock().unwrap().clone()
-}
 
 fn empty_schema() -> Value {
     json!({"type": "object", "properties": {}})
@@ -93,15 +87,6 @@ fn two_calls(first: &str, second: &str) -> ScriptedModel {
     ])
 }
 
-fn build(model: &ScriptedModel, toolkit: Toolkit, hooks: Vec<BoxedHook>) -> ReActAgent {
-    ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(toolkit)
-        .hooks(hooks)
-        .build()
-        .unwrap()
-}
-
 /// The tool results stored in memory, as (id, name, text, is_error), in order.
 fn stored_results(agent: &ReActAgent) -> Vec<(String, String, String, bool)> {
     agent
@@ -135,7 +120,7 @@ async fn sequential_batches_run_one_tool_after_the_other() {
         .tool(logging_tool("a", &log))
         .tool(logging_tool("b", &log));
     assert!(!toolkit.is_parallel(), "sequential is the default");
-    let agent = build(&model, toolkit, vec![acting_logger(&log)]);
+    let agent = build_agent(&model, toolkit, vec![acting_logger(&log)]);
 
     let reply = agent.call("q").await.unwrap();
 
@@ -162,7 +147,7 @@ async fn parallel_batches_run_tools_concurrently() {
         .tool(barrier_tool("a", &barrier, &log))
         .tool(barrier_tool("b", &barrier, &log))
         .parallel(true);
-    let agent = build(&model, toolkit, vec![acting_logger(&log)]);
+    let agent = build_agent(&model, toolkit, vec![acting_logger(&log)]);
 
     let reply = tokio::time::timeout(Duration::from_secs(10), agent.call("q"))
         .await
@@ -212,7 +197,7 @@ async fn parallel_results_stay_in_call_order_when_the_second_finishes_first() {
     });
     let model = two_calls("waits", "quick");
     let rec = RecordingHook::new(100).with_interests(HookEventType::PostActing);
-    let agent = build(
+    let agent = build_agent(
         &model,
         Toolkit::new().tool(waits).tool(quick).parallel(true),
         vec![BoxedHook::new(rec.clone())],
@@ -287,7 +272,7 @@ async fn tool_fn_tools_get_their_arguments_and_context() {
         ScriptedResponse::tool_call("c1", "greet", json!({"name": "Ada"})),
         ScriptedResponse::text("greeted"),
     ]);
-    let agent = build(&model, Toolkit::new().tool(greet), vec![]);
+    let agent = build_agent(&model, Toolkit::new().tool(greet), vec![]);
 
     agent.call("q").await.unwrap();
 
@@ -331,7 +316,7 @@ async fn typed_tool_fn_tools_get_a_schema_and_deserialised_arguments() {
         ]),
         ScriptedResponse::text("sums"),
     ]);
-    let agent = build(&model, Toolkit::new().tool(add_tool(&calls)), vec![]);
+    let agent = build_agent(&model, Toolkit::new().tool(add_tool(&calls)), vec![]);
 
     agent.call("q").await.unwrap();
 
@@ -392,7 +377,7 @@ async fn json_schema_validation_errors_are_reported_with_their_paths() {
         ]),
         ScriptedResponse::text("checked"),
     ]);
-    let agent = build(&model, Toolkit::new().tool(strict), vec![]);
+    let agent = build_agent(&model, Toolkit::new().tool(strict), vec![]);
 
     agent.call("q").await.unwrap();
 

@@ -12,13 +12,11 @@ use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedResponse};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use support::fixtures::{SwapModel, memory_of};
+use support::describe::memory_of;
+use support::fixtures::{CANCELLED, SwapModel};
 use support::invariants::{Pending, assert_follow_up_call, assert_invariants};
 
 type K = HookEventType;
-
-const CANCELLED: &str =
-    "Error: Tool execution was cancelled because the agent call ended before it finished.";
 
 fn schema_tool(name: &str, parameters: Value) -> impl Tool {
     tool_fn(name.to_owned(), "A tool.", parameters, |_, _| async {

@@ -12,9 +12,10 @@ use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedResponse};
 use futures::StreamExt;
 use proptest::prelude::*;
 use serde_json::json;
+use support::describe::memory_of;
 use support::fixtures::{
-    SwapModel, YieldingHook, memory_of, poll_stream_times, poll_times, run_counting, work_tool,
-    yield_once,
+    INTERRUPTED, REPLY, SwapModel, YieldingHook, eleven_kinds_script, poll_stream_times,
+    poll_times, run_counting, work_tool, yield_once,
 };
 use support::invariants::{
     Ending, Pending, assert_follow_up_call, assert_invariants, assert_invariants_after_drops,
@@ -23,8 +24,6 @@ use support::invariants::{
 
 type K = HookEventType;
 
-const REPLY: &str = "I noticed that you have interrupted me. What can I do for you?";
-const INTERRUPTED: &str = "Error: Tool execution was interrupted.";
 /// No scenario needs anywhere near this many polls; reaching it means a hang.
 const POLL_LIMIT: usize = 100_000;
 
@@ -449,19 +448,6 @@ fn dropping_a_call_with_a_parallel_batch_after_every_poll() {
 // ---------------------------------------------------------------------------------------
 // interrupt() from a hook at each event kind
 // ---------------------------------------------------------------------------------------
-
-/// The eleven non-error kinds in one call (max_iters 1): streamed reasoning with a
-/// progress tool call, two progress chunks, a streamed summary.
-fn eleven_kinds_script() -> Vec<ScriptedResponse> {
-    vec![
-        ScriptedResponse::chunks([
-            ScriptedChunk::text("Let me"),
-            ScriptedChunk::text(" check."),
-            ScriptedChunk::tool_call("c1", "progress", json!({"steps": 2})),
-        ]),
-        ScriptedResponse::chunks([ScriptedChunk::text("sum"), ScriptedChunk::text("mary")]),
-    ]
-}
 
 const USER: &str = r#"user/user: text "q""#;
 const CALL: &str =

@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelError};
 use agentscope_test::tools::{EchoTool, ProgressTool};
-use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedResponse};
+use agentscope_test::{RecordingHook, ScriptedResponse};
 use futures::executor::block_on;
 use proptest::prelude::*;
 use serde_json::json;
-use support::fixtures::{SwapModel, yield_once};
+use support::fixtures::{SwapModel, eleven_kinds_script, yield_once};
 use support::invariants::{Pending, assert_invariants};
 
 type K = HookEventType;
@@ -83,19 +83,6 @@ fn logger(
             .with_interests(interests),
         )
     }
-}
-
-/// The eleven non-error kinds in one call (max_iters 1): streamed reasoning with a progress
-/// tool call, two progress chunks, a streamed summary.
-fn eleven_kinds_script() -> Vec<ScriptedResponse> {
-    vec![
-        ScriptedResponse::chunks([
-            ScriptedChunk::text("Let me"),
-            ScriptedChunk::text(" check."),
-            ScriptedChunk::tool_call("c1", "progress", json!({"steps": 2})),
-        ]),
-        ScriptedResponse::chunks([ScriptedChunk::text("sum"), ScriptedChunk::text("mary")]),
-    ]
 }
 
 #[derive(Debug, Clone)]

@@ -1,6 +1,8 @@
 //! Concurrency: the busy check, back-to-back calls, `check_running(false)`, many agents on a multi-thread runtime, and dropping a call future mid-tool.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -10,50 +12,10 @@ use agentscope_test::tools::SlowTool;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
+use support::fixtures::CANCELLED;
+use support::invariants::assert_no_orphan_tool_use;
+use support::rows::{Row, row, rows, user};
 use tokio::sync::{Barrier, Notify};
-
-const CANCELLED: &str =
-    "Error: Tool execution was cancelled because the agent call ended before it finished.";
-
-type Row = (Role, String, Vec<ContentBlock>, Option<GenerateReason>);
-
-fn rows(messages: &[Msg]) -> Vec<Row> {
-    messages
-        .iter()
-        .map(|m| {
-            (
-                m.role,
-                m.name.clone(),
-                m.content.clone(),
-                m.generate_reason(),
-            )
-        })
-        .collect()
-}
-
-fn row(role: Role, name: &str, content: Vec<ContentBlock>, reason: Option<GenerateReason>) -> Row {
-    (role, name.to_owned(), content, reason)
-}
-
-fn user(t: &str) -> Row {
-    row(Role::User, "user", vec![ContentBlock::text(t)], None)
-}
-
-/// Every tool-use in `memory` has a tool result after it.
-fn assert_no_orphan_tool_use(memory: &[Msg]) {
-    for (at, msg) in memory.iter().enumerate() {
-        for call in msg.tool_uses() {
-            assert!(
-                memory[at + 1..]
-                    .iter()
-                    .flat_map(|m| m.tool_results())
-                    .any(|r| r.id == call.id),
-                "orphan tool-use {} in {memory:#?}",
-                call.id
-            );
-        }
-    }
-}
 
 /// A tool `gate` that signals `entered` when it starts, then waits for `release` (forever
 /// when nobody releases it).

@@ -1,8 +1,10 @@
 //! Failure paths: hook errors and panics at every chained event, notification-hook failures, ErrorEvent delivery, model errors, empty responses, tool failures the model sees, and build errors.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentscope::prelude::*;
@@ -10,34 +12,10 @@ use agentscope::{HookFn, ModelError, ToolkitError};
 use agentscope_test::tools::{Calculator, EchoTool, FailingTool, PanickingTool, ProgressTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
-
-const CANCELLED: &str =
-    "Error: Tool execution was cancelled because the agent call ended before it finished.";
-
-type Row = (Role, String, Vec<ContentBlock>, Option<GenerateReason>);
-type Log = Arc<Mutex<Vec<String>>>;
-
-fn rows(messages: &[Msg]) -> Vec<Row> {
-    messages
-        .iter()
-        .map(|m| {
-            (
-                m.role,
-                m.name.clone(),
-                m.content.clone(),
-                m.generate_reason(),
-            )
-        })
-        .collect()
-}
-
-fn row(role: Role, name: &str, content: Vec<ContentBlock>, reason: Option<GenerateReason>) -> Row {
-    (role, name.to_owned(), content, reason)
-}
-
-fn user(t: &str) -> Row {
-    row(Role::User, "user", vec![ContentBlock::text(t)], None)
-}
+use support::fixtures::CANCELLED;
+use support::hooks::Log;
+use support::invariants::assert_no_orphan_tool_use;
+use support::rows::{Row, row, rows, user};
 
 fn calc_call_row() -> Row {
     row(
@@ -72,22 +50,6 @@ fn error_observer(log: &Log, name: &'static str, priority: i32) -> HookFn {
     .with_interests(HookEventType::Error)
     .with_priority(priority)
     .with_name(name)
-}
-
-/// Every tool-use in `memory` has a tool result after it.
-fn assert_no_orphan_tool_use(memory: &[Msg]) {
-    for (at, msg) in memory.iter().enumerate() {
-        for call in msg.tool_uses() {
-            assert!(
-                memory[at + 1..]
-                    .iter()
-                    .flat_map(|m| m.tool_results())
-                    .any(|r| r.id == call.id),
-                "orphan tool-use {} in {memory:#?}",
-                call.id
-            );
-        }
-    }
 }
 
 /// A hook failing at `kind` fails the call with the exact error, every Error observer gets

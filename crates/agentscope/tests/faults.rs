@@ -13,13 +13,12 @@ use agentscope_test::tools::{EchoTool, FailingTool, PanickingTool, ProgressTool}
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use support::fixtures::{SwapModel, describe, memory_of};
+use support::describe::{describe, memory_of};
+use support::fixtures::{CANCELLED, SwapModel, eleven_kinds_script, hang_tool};
 use support::invariants::{Ending, Pending, assert_follow_up_call, assert_invariants, endings};
 
 type K = HookEventType;
 
-const CANCELLED: &str =
-    "Error: Tool execution was cancelled because the agent call ended before it finished.";
 /// A guard against hangs only; every case finishes in milliseconds.
 const HANG_GUARD: Duration = Duration::from_secs(10);
 
@@ -94,19 +93,6 @@ fn faulty(
     .with_interests(kind)
     .with_priority(100)
     .with_name("faulty")
-}
-
-/// A scenario that fires the eleven non-error kinds (max_iters 1): a streamed reasoning
-/// with a progress tool call, the tool's two progress chunks, and a streamed summary.
-fn eleven_kinds_script() -> Vec<ScriptedResponse> {
-    vec![
-        ScriptedResponse::chunks([
-            ScriptedChunk::text("Let me"),
-            ScriptedChunk::text(" check."),
-            ScriptedChunk::tool_call("c1", "progress", json!({"steps": 2})),
-        ]),
-        ScriptedResponse::chunks([ScriptedChunk::text("sum"), ScriptedChunk::text("mary")]),
-    ]
 }
 
 const FULL_EVENTS: [K; 15] = [
@@ -458,19 +444,6 @@ async fn failing_tools_become_error_results() {
         ],
     )
     .await;
-}
-
-/// A tool that never finishes.
-fn hang_tool(name: &'static str) -> impl Tool {
-    tool_fn(
-        name,
-        "Never finishes.",
-        json!({"type": "object"}),
-        |_, _| async {
-            futures::future::pending::<()>().await;
-            Ok("unreachable")
-        },
-    )
 }
 
 /// A tool that sleeps `ms` on the tokio timer, then answers "woke".

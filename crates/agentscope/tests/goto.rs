@@ -1,6 +1,8 @@
 //! `goto_reasoning`: immediate validation, what a valid goto stores and sends to the model, its independence from `max_iters`, the `max_goto_reasoning` cap, and stop winning over goto.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -9,31 +11,9 @@ use agentscope::{BoxedHook, HookFn};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
-use serde_json::{Value, json};
-
-type Row = (Role, String, Vec<ContentBlock>, Option<GenerateReason>);
-
-fn rows(messages: &[Msg]) -> Vec<Row> {
-    messages
-        .iter()
-        .map(|m| {
-            (
-                m.role,
-                m.name.clone(),
-                m.content.clone(),
-                m.generate_reason(),
-            )
-        })
-        .collect()
-}
-
-fn row(role: Role, name: &str, content: Vec<ContentBlock>, reason: Option<GenerateReason>) -> Row {
-    (role, name.to_owned(), content, reason)
-}
-
-fn user(t: &str) -> Row {
-    row(Role::User, "user", vec![ContentBlock::text(t)], None)
-}
+use serde_json::json;
+use support::fixtures::expr;
+use support::rows::{Row, row, rows, user};
 
 fn assistant(t: &str, reason: Option<GenerateReason>) -> Row {
     row(
@@ -42,10 +22,6 @@ fn assistant(t: &str, reason: Option<GenerateReason>) -> Row {
         vec![ContentBlock::text(t)],
         reason,
     )
-}
-
-fn expr(e: &str) -> Value {
-    json!({ "expression": e })
 }
 
 fn build(model: &ScriptedModel, hooks: Vec<BoxedHook>) -> ReActAgent {

@@ -3,6 +3,8 @@
 //! replying and hooks see them as history on the next call.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -11,16 +13,10 @@ use agentscope::{AgentError, BoxedHook, HookId};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use serde_json::json;
+use support::describe::hook_names;
+use support::hooks::PLAIN_CALL;
 
 use agentscope::HookEventType as K;
-
-const PLAIN_CALL: [HookEventType; 5] = [
-    K::PreCall,
-    K::PreReasoning,
-    K::ReasoningChunk,
-    K::PostReasoning,
-    K::PostCall,
-];
 
 /// A late-bound handle to the agent, for hooks that manage the agent they belong to.
 type Handle = Arc<OnceLock<ReActAgent>>;
@@ -59,14 +55,6 @@ fn once_at_pre_reasoning(
     )
 }
 
-fn names(agent: &ReActAgent) -> Vec<String> {
-    agent
-        .hook_order()
-        .into_iter()
-        .map(|info| info.name)
-        .collect()
-}
-
 // ---------------------------------------------------------------------------------------
 // Changes during a call apply from the next call on
 // ---------------------------------------------------------------------------------------
@@ -90,7 +78,7 @@ async fn hook_added_during_a_call_sees_nothing_of_it_and_everything_of_the_next(
     agent.call(Msg::user("one")).await.unwrap();
 
     assert!(late.types().is_empty(), "{:?}", late.types());
-    assert_eq!(names(&agent), ["recording@1", "manager"]);
+    assert_eq!(hook_names(&agent), ["recording@1", "manager"]);
 
     agent.call(Msg::user("two")).await.unwrap();
 
@@ -125,7 +113,7 @@ async fn hook_removed_during_a_call_still_sees_all_of_it_and_nothing_of_the_next
 
     assert_eq!(*outcome.lock().unwrap(), Some(true));
     assert_eq!(removed.types(), PLAIN_CALL);
-    assert_eq!(names(&agent), ["manager"]);
+    assert_eq!(hook_names(&agent), ["manager"]);
 
     removed.clear();
     agent.call(Msg::user("two")).await.unwrap();
@@ -221,7 +209,7 @@ async fn hook_order_shows_the_effective_chain_with_ids_names_priorities_and_inte
     assert!(agent.remove_hook(order[1].id));
     assert!(agent.remove_hook(d));
     assert!(!agent.remove_hook(d), "removing twice reports false");
-    assert_eq!(names(&agent), ["recording@-1", "b", "c"]);
+    assert_eq!(hook_names(&agent), ["recording@-1", "b", "c"]);
 
     agent.clear_hooks();
     assert!(agent.hook_order().is_empty());

@@ -1,39 +1,17 @@
 //! `interrupt()`: from hooks at PreReasoning, ReasoningChunk and PostReasoning, during a running tool from another task; the exact memory (no orphan tool-use), the reply, PostCall; interrupting an idle agent; the agent working normally afterwards.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::time::Duration;
 
 use agentscope::prelude::*;
 use agentscope_test::tools::{Calculator, SlowTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::json;
-
-const REPLY: &str = "I noticed that you have interrupted me. What can I do for you?";
-const INTERRUPTED: &str = "Error: Tool execution was interrupted.";
-
-type Row = (Role, String, Vec<ContentBlock>, Option<GenerateReason>);
-
-fn rows(messages: &[Msg]) -> Vec<Row> {
-    messages
-        .iter()
-        .map(|m| {
-            (
-                m.role,
-                m.name.clone(),
-                m.content.clone(),
-                m.generate_reason(),
-            )
-        })
-        .collect()
-}
-
-fn row(role: Role, name: &str, content: Vec<ContentBlock>, reason: Option<GenerateReason>) -> Row {
-    (role, name.to_owned(), content, reason)
-}
-
-fn user(t: &str) -> Row {
-    row(Role::User, "user", vec![ContentBlock::text(t)], None)
-}
+use support::fixtures::{INTERRUPTED, REPLY};
+use support::invariants::assert_no_orphan_tool_use;
+use support::rows::{Row, row, rows, user};
 
 fn interrupt_reply() -> Row {
     row(
@@ -51,22 +29,6 @@ fn interrupted_result(id: &str, name: &str) -> Row {
         vec![ToolResultBlock::error(id, name, INTERRUPTED).into()],
         None,
     )
-}
-
-/// Every tool-use in `memory` has a tool result after it.
-fn assert_no_orphan_tool_use(memory: &[Msg]) {
-    for (at, msg) in memory.iter().enumerate() {
-        for call in msg.tool_uses() {
-            assert!(
-                memory[at + 1..]
-                    .iter()
-                    .flat_map(|m| m.tool_results())
-                    .any(|r| r.id == call.id),
-                "orphan tool-use {} in {memory:#?}",
-                call.id
-            );
-        }
-    }
 }
 
 fn build(model: &ScriptedModel, toolkit: Toolkit, rec: &RecordingHook) -> ReActAgent {

@@ -1,6 +1,8 @@
 //! JsonlTraceHook: every hook event becomes one JSON line that reads back (read_trace) into the events that happened, with chunk lines only when asked, events as the earlier hooks left them, files appended to, and writer failures that never fail the call.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::io::{self, Cursor, Write};
 use std::sync::{Arc, Mutex};
 
@@ -11,6 +13,7 @@ use agentscope_test::tools::{Calculator, ProgressTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::executor::block_on;
 use serde_json::{Value, json};
+use support::describe::texts;
 
 /// A writer the test reads back.
 #[derive(Clone, Default)]
@@ -77,10 +80,6 @@ fn kinds(records: &[TraceRecord]) -> Vec<&'static str> {
         .iter()
         .map(|record| record.event_type().as_str())
         .collect()
-}
-
-fn texts(messages: &[Msg]) -> Vec<String> {
-    messages.iter().map(Msg::text).collect()
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! failures never fail the call.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 
 use agentscope::hooks::{
@@ -12,9 +14,11 @@ use agentscope::prelude::*;
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
-use tracing::field::{Field, Visit};
+use support::describe::brief::{describe, memory_of};
+use support::describe::system_texts;
+use support::warnings::Warnings;
 use tracing_subscriber::Registry;
-use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::layer::SubscriberExt;
 
 const HEADER: &str = "## Long-term memory\n\
 What you remember from earlier conversations that may be relevant to the user's latest \
@@ -30,43 +34,6 @@ fn agent(model: &ScriptedModel, hook: StaticLongTermMemoryHook) -> ReActAgent {
         .hook(hook)
         .build()
         .unwrap()
-}
-
-fn describe(msg: &Msg) -> String {
-    let blocks: Vec<String> = msg
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text(t) => format!("text {:?}", t.text.as_str()),
-            ContentBlock::ToolUse(t) => format!("tool_use {} {} {}", t.id, t.name, t.input),
-            ContentBlock::ToolResult(r) => {
-                format!("tool_result {} {} {:?}", r.id, r.name, r.text_output())
-            }
-            other => format!("{other:?}"),
-        })
-        .collect();
-    format!("{}: {}", msg.role, blocks.join(" | "))
-}
-
-fn memory_of(agent: &ReActAgent) -> Vec<String> {
-    agent.memory().messages().iter().map(describe).collect()
-}
-
-/// The text blocks of the system message of every request.
-fn system_texts(model: &ScriptedModel) -> Vec<Vec<String>> {
-    model
-        .requests()
-        .iter()
-        .map(|request| {
-            let system = &request.messages[0];
-            assert_eq!(system.role, Role::System);
-            system
-                .content
-                .iter()
-                .map(|block| block.as_text().unwrap().to_owned())
-                .collect()
-        })
-        .collect()
 }
 
 fn sys(extra: Option<&str>) -> Vec<String> {
@@ -192,38 +159,6 @@ impl LongTermMemory for Probe {
         } else {
             Ok(vec!["the user is called Ada".to_owned()])
         }
-    }
-}
-
-/// Collects `warn!` events (level and fields) emitted while it is the default subscriber.
-#[derive(Clone, Default)]
-struct Warnings(Arc<Mutex<Vec<String>>>);
-
-struct Fields<'a>(&'a mut Vec<String>);
-
-impl Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.push(format!("{}={value:?}", field.name()));
-    }
-
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.push(format!("{}={value}", field.name()));
-    }
-}
-
-impl<S: tracing::Subscriber> Layer<S> for Warnings {
-    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        if *event.metadata().level() == tracing::Level::WARN {
-            let mut fields = Vec::new();
-            event.record(&mut Fields(&mut fields));
-            self.0.lock().unwrap().push(fields.join(" "));
-        }
-    }
-}
-
-impl Warnings {
-    fn lines(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
     }
 }
 

@@ -3,6 +3,8 @@
 //! chain from one hook to the next.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 
 use agentscope::prelude::*;
@@ -11,11 +13,12 @@ use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
+use support::describe::parsed::{describe, memory_of};
+use support::describe::tool_names;
+use support::fixtures::{CANCELLED, calc_call};
+use support::hooks::on;
 
 use agentscope::HookEventType as K;
-
-const CANCELLED: &str =
-    "Error: Tool execution was cancelled because the agent call ended before it finished.";
 
 fn agent_with(
     model: &ScriptedModel,
@@ -39,63 +42,12 @@ fn calculator_agent(
     agent_with(model, Toolkit::new().tool(calc.clone()), hooks)
 }
 
-/// A hook handling only `kind`, running `f` on its event.
-fn on<F>(kind: HookEventType, priority: i32, f: F) -> BoxedHook
-where
-    F: Fn(&mut HookEvent) -> Result<(), HookError> + Send + Sync + 'static,
-{
-    BoxedHook::new(
-        hook_fn(f)
-            .with_interests(kind)
-            .with_priority(priority)
-            .with_name(format!("{kind}@{priority}")),
-    )
-}
-
-fn calc_call(id: &str, expression: &str) -> ScriptedResponse {
-    ScriptedResponse::tool_call(id, "calculator", json!({ "expression": expression }))
-}
-
-/// `role/name: blocks <generate reason>`, exact enough to compare whole memories.
-fn describe(msg: &Msg) -> String {
-    let blocks: Vec<String> = msg
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text(t) => format!("text {:?}", t.text.as_str()),
-            ContentBlock::Thinking(t) => format!("thinking {:?}", t.thinking.as_str()),
-            ContentBlock::ToolUse(t) => format!("tool_use {} {} {}", t.id, t.name, t.input),
-            ContentBlock::ToolResult(r) => format!(
-                "tool_result {} {}{} {:?}",
-                r.id,
-                r.name,
-                if r.is_error { " error" } else { "" },
-                r.text_output()
-            ),
-            other => format!("{other:?}"),
-        })
-        .collect();
-    let reason = msg
-        .generate_reason()
-        .map(|r| format!(" <{r:?}>"))
-        .unwrap_or_default();
-    format!("{}/{}: {}{reason}", msg.role, msg.name, blocks.join(" | "))
-}
-
 fn describe_all(msgs: &[Msg]) -> Vec<String> {
     msgs.iter().map(describe).collect()
 }
 
-fn memory_of(agent: &ReActAgent) -> Vec<String> {
-    describe_all(&agent.memory().messages())
-}
-
 fn request_messages(request: &ModelRequest) -> Vec<String> {
     describe_all(&request.messages)
-}
-
-fn tool_names(request: &ModelRequest) -> Vec<String> {
-    request.tools.iter().map(|t| t.name.clone()).collect()
 }
 
 fn slot<T>() -> Arc<Mutex<Option<T>>> {

@@ -3,8 +3,10 @@
 //! dispatch (plus a property test of the ordering rule).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentscope::prelude::*;
@@ -13,61 +15,11 @@ use agentscope_test::tools::{Calculator, ProgressTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use proptest::prelude::*;
 use serde_json::json;
+use support::describe::parsed::memory_of;
+use support::fixtures::build_agent;
+use support::hooks::{Log, entries, new_log, push};
 
 use agentscope::HookEventType as K;
-
-type Log = Arc<Mutex<Vec<String>>>;
-
-fn new_log() -> Log {
-    Arc::new(Mutex::new(Vec::new()))
-}
-
-fn push(log: &Log, entry: impl Into<String>) {
-    log.lock().unwrap().push(entry.into());
-}
-
-fn entries(log: &Log) -> Vec<String> {
-    log.lock().unwrap().clone()
-}
-
-fn agent(model: &ScriptedModel, toolkit: Toolkit, hooks: Vec<BoxedHook>) -> ReActAgent {
-    ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(toolkit)
-        .hooks(hooks)
-        .build()
-        .unwrap()
-}
-
-/// `role/name: blocks <generate reason>`, exact enough to compare whole memories.
-fn describe(msg: &Msg) -> String {
-    let blocks: Vec<String> = msg
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text(t) => format!("text {:?}", t.text.as_str()),
-            ContentBlock::Thinking(t) => format!("thinking {:?}", t.thinking.as_str()),
-            ContentBlock::ToolUse(t) => format!("tool_use {} {} {}", t.id, t.name, t.input),
-            ContentBlock::ToolResult(r) => format!(
-                "tool_result {} {}{} {:?}",
-                r.id,
-                r.name,
-                if r.is_error { " error" } else { "" },
-                r.text_output()
-            ),
-            other => format!("{other:?}"),
-        })
-        .collect();
-    let reason = msg
-        .generate_reason()
-        .map(|r| format!(" <{r:?}>"))
-        .unwrap_or_default();
-    format!("{}/{}: {}{reason}", msg.role, msg.name, blocks.join(" | "))
-}
-
-fn memory_of(agent: &ReActAgent) -> Vec<String> {
-    agent.memory().messages().iter().map(describe).collect()
-}
 
 /// A hook that logs `"<kind> <name>"` for every event it receives.
 fn logger(log: &Log, name: &'static str) -> HookFn {
@@ -137,7 +89,7 @@ async fn plain_answer_fires_call_reasoning_and_one_chunk_event_per_model_chunk()
         ScriptedChunk::text("lo"),
     ])]);
     let rec = RecordingHook::new(100);
-    let agent = agent(&model, Toolkit::new(), vec![BoxedHook::new(rec.clone())]);
+    let agent = build_agent(&model, Toolkit::new(), vec![BoxedHook::new(rec.clone())]);
 
     let reply = agent.call(Msg::user("hi")).await.unwrap();
 
@@ -191,7 +143,7 @@ async fn tool_call_then_answer_fires_acting_events_with_progress_chunks_in_betwe
     ]);
     let tool = ProgressTool::new();
     let rec = RecordingHook::new(100);
-    let agent = agent(
+    let agent = build_agent(
         &model,
         Toolkit::new().tool(tool.clone()),
         vec![BoxedHook::new(rec.clone())],
@@ -275,7 +227,7 @@ async fn calculator_round_trip_event_sequence_without_progress_chunks() {
         ScriptedResponse::text("42"),
     ]);
     let rec = RecordingHook::new(100);
-    let agent = agent(
+    let agent = build_agent(
         &model,
         Toolkit::new().tool(Calculator::new()),
         vec![BoxedHook::new(rec.clone())],
@@ -322,12 +274,12 @@ async fn stream_and_call_fire_the_same_hook_events() {
     };
     let via_call = RecordingHook::new(100);
     let via_stream = RecordingHook::new(100);
-    let calling = agent(
+    let calling = build_agent(
         &script(),
         Toolkit::new().tool(ProgressTool::new()),
         vec![BoxedHook::new(via_call.clone())],
     );
-    let streaming = agent(
+    let streaming = build_agent(
         &script(),
         Toolkit::new().tool(ProgressTool::new()),
         vec![BoxedHook::new(via_stream.clone())],
@@ -360,7 +312,7 @@ async fn parallel_batch_fires_every_pre_acting_before_any_tool_runs() {
         .parallel(true);
     let model = ScriptedModel::new([three_calls(), ScriptedResponse::text("ok")]);
     let rec = RecordingHook::new(200);
-    let agent = agent(
+    let agent = build_agent(
         &model,
         toolkit,
         vec![
@@ -424,7 +376,7 @@ async fn sequential_batch_fires_every_pre_acting_before_any_tool_runs() {
         .tool(logging_tool("t2", &log, None))
         .tool(logging_tool("t3", &log, None));
     let model = ScriptedModel::new([three_calls(), ScriptedResponse::text("ok")]);
-    let agent = agent(&model, toolkit, vec![BoxedHook::new(acting_logger(&log))]);
+    let agent = build_agent(&model, toolkit, vec![BoxedHook::new(acting_logger(&log))]);
 
     agent.call(Msg::user("go")).await.unwrap();
 
@@ -576,7 +528,7 @@ async fn interested_hooks_see_all_and_only_their_kinds() {
         RecordingHook::new(100).with_interests(K::PreActing | K::PostActing | K::ActingChunk);
     let chunks = RecordingHook::new(100).with_interests(HookEventTypes::CHUNKS);
     let calls = RecordingHook::new(100).with_interests(K::PreCall | K::PostCall | K::Error);
-    let agent = agent(
+    let agent = build_agent(
         &model,
         Toolkit::new().tool(ProgressTool::new()),
         vec![
@@ -636,7 +588,7 @@ async fn uninterested_hooks_are_never_invoked() {
         ScriptedResponse::text("6"),
     ]);
     let rec = RecordingHook::new(100);
-    let agent = agent(
+    let agent = build_agent(
         &model,
         Toolkit::new().tool(Calculator::new()),
         vec![
@@ -707,7 +659,7 @@ async fn chunk_notifications_reach_every_hook_even_when_one_errs_or_panics() {
         ScriptedResponse::text("b"),
     ]);
     let rec = RecordingHook::new(10);
-    let agent = agent(
+    let agent = build_agent(
         &model,
         Toolkit::new().tool(ProgressTool::new()),
         vec![
@@ -780,7 +732,7 @@ async fn error_notification_reaches_every_hook_even_when_one_errs_or_panics() {
     };
     let last = RecordingHook::new(3).with_interests(K::Error);
     let model = ScriptedModel::new([ScriptedResponse::error("model down")]);
-    let agent = agent(
+    let agent = build_agent(
         &model,
         Toolkit::new(),
         vec![
@@ -814,7 +766,7 @@ async fn chained_event_error_stops_the_chain_and_fails_the_call() {
     .with_name("gate");
     let later = RecordingHook::new(20);
     let model = ScriptedModel::new([ScriptedResponse::text("never")]);
-    let agent = agent(
+    let agent = build_agent(
         &model,
         Toolkit::new(),
         vec![BoxedHook::new(gate), BoxedHook::new(later.clone())],
@@ -863,7 +815,7 @@ async fn panic_in_a_chained_hook_is_caught_and_the_agent_stays_usable() {
         ScriptedResponse::text("second"),
     ]);
     let rec = RecordingHook::new(200);
-    let agent = agent(
+    let agent = build_agent(
         &model,
         Toolkit::new(),
         vec![BoxedHook::new(bomb), BoxedHook::new(rec.clone())],

@@ -1,41 +1,19 @@
 //! Pending tool recovery: new input while tool calls are pending fails without the hook and goes on with it (error results for the unanswered calls), with the exact memory and model input afterwards.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::atomic::{AtomicBool, Ordering};
+mod support;
 
+use agentscope::BoxedHook;
 use agentscope::hooks::PendingToolRecoveryHook;
 use agentscope::prelude::*;
-use agentscope::{BoxedHook, HookFn};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
-use serde_json::{Value, json};
+use support::fixtures::expr;
+use support::hooks::stop_after_first_reasoning;
+use support::rows::{Row, answer_row, rows, user};
 
 const NOT_COMPLETED: &str =
     "Error: Tool call was not completed: the conversation moved on before it ran.";
-
-type Row = (Role, String, Vec<ContentBlock>, Option<GenerateReason>);
-
-fn rows(messages: &[Msg]) -> Vec<Row> {
-    messages
-        .iter()
-        .map(|m| {
-            (
-                m.role,
-                m.name.clone(),
-                m.content.clone(),
-                m.generate_reason(),
-            )
-        })
-        .collect()
-}
-
-fn user(t: &str) -> Row {
-    (Role::User, "user".into(), vec![ContentBlock::text(t)], None)
-}
-
-fn expr(e: &str) -> Value {
-    json!({ "expression": e })
-}
 
 fn two_calls_row() -> Row {
     (
@@ -58,29 +36,6 @@ fn error_row(id: &str, text: &str) -> Row {
     )
 }
 
-fn answer_row(t: &str) -> Row {
-    (
-        Role::Assistant,
-        "assistant".into(),
-        vec![ContentBlock::text(t)],
-        Some(GenerateReason::ModelStop),
-    )
-}
-
-/// Calls `stop_agent()` at the first PostReasoning it sees.
-fn stop_once() -> HookFn {
-    let done = AtomicBool::new(false);
-    hook_fn(move |event| {
-        if let HookEvent::PostReasoning(e) = event
-            && !done.swap(true, Ordering::SeqCst)
-        {
-            e.stop_agent();
-        }
-        Ok(())
-    })
-    .with_name("stopper")
-}
-
 /// An agent whose first call left calculator calls c1 and c2 pending.
 async fn stopped_agent(
     recovery: Option<PendingToolRecoveryHook>,
@@ -91,7 +46,10 @@ async fn stopped_agent(
         ("c2", "calculator", expr("1+1")),
     ])]);
     let calc = Calculator::new();
-    let mut hooks = vec![BoxedHook::new(stop_once()), BoxedHook::new(rec.clone())];
+    let mut hooks = vec![
+        BoxedHook::new(stop_after_first_reasoning()),
+        BoxedHook::new(rec.clone()),
+    ];
     hooks.extend(recovery.map(BoxedHook::new));
     let agent = ReActAgent::builder()
         .model(model.clone())

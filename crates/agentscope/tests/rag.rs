@@ -3,7 +3,9 @@
 //! them is stored in memory.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::{Arc, Mutex};
+mod support;
+
+use std::sync::Arc;
 
 use agentscope::hooks::{
     Document, GenericRAGHook, InMemoryKnowledge, Knowledge, KnowledgeError, ScoredDocument,
@@ -12,9 +14,11 @@ use agentscope::prelude::*;
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
-use tracing::field::{Field, Visit};
+use support::describe::brief::{describe, memory_of};
+use support::describe::system_texts;
+use support::warnings::Warnings;
 use tracing_subscriber::Registry;
-use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::layer::SubscriberExt;
 
 const HEADER: &str = "## Retrieved knowledge\n\
 Documents retrieved from the knowledge base for the user's latest message, most relevant \
@@ -40,43 +44,6 @@ fn agent(model: &ScriptedModel, rag: GenericRAGHook) -> ReActAgent {
         .hook(rag)
         .build()
         .unwrap()
-}
-
-fn describe(msg: &Msg) -> String {
-    let blocks: Vec<String> = msg
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text(t) => format!("text {:?}", t.text.as_str()),
-            ContentBlock::ToolUse(t) => format!("tool_use {} {} {}", t.id, t.name, t.input),
-            ContentBlock::ToolResult(r) => {
-                format!("tool_result {} {} {:?}", r.id, r.name, r.text_output())
-            }
-            other => format!("{other:?}"),
-        })
-        .collect();
-    format!("{}: {}", msg.role, blocks.join(" | "))
-}
-
-fn memory_of(agent: &ReActAgent) -> Vec<String> {
-    agent.memory().messages().iter().map(describe).collect()
-}
-
-/// The text blocks of the system message of every request.
-fn system_texts(model: &ScriptedModel) -> Vec<Vec<String>> {
-    model
-        .requests()
-        .iter()
-        .map(|request| {
-            let system = &request.messages[0];
-            assert_eq!(system.role, Role::System);
-            system
-                .content
-                .iter()
-                .map(|block| block.as_text().unwrap().to_owned())
-                .collect()
-        })
-        .collect()
 }
 
 fn sys(extra: Option<String>) -> Vec<String> {
@@ -203,38 +170,6 @@ async fn documents_added_later_through_the_trait_are_found() {
             ))
         ]
     );
-}
-
-/// Collects `warn!` events (level and fields) emitted while it is the default subscriber.
-#[derive(Clone, Default)]
-struct Warnings(Arc<Mutex<Vec<String>>>);
-
-struct Fields<'a>(&'a mut Vec<String>);
-
-impl Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.push(format!("{}={value:?}", field.name()));
-    }
-
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.push(format!("{}={value}", field.name()));
-    }
-}
-
-impl<S: tracing::Subscriber> Layer<S> for Warnings {
-    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        if *event.metadata().level() == tracing::Level::WARN {
-            let mut fields = Vec::new();
-            event.record(&mut Fields(&mut fields));
-            self.0.lock().unwrap().push(fields.join(" "));
-        }
-    }
-}
-
-impl Warnings {
-    fn lines(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
-    }
 }
 
 struct Broken;

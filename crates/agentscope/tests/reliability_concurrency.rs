@@ -13,7 +13,8 @@ use agentscope_test::tools::EchoTool;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
-use support::fixtures::{SwapModel, describe, memory_of};
+use support::describe::{describe, memory_of};
+use support::fixtures::SwapModel;
 use support::invariants::{Ending, Pending, assert_invariants, endings_for, parse_endings};
 use tokio::sync::{Barrier, Notify, mpsc};
 

@@ -5,6 +5,8 @@
 //! session named and nothing overwritten, dropped calls, and save failures.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::fs;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -21,16 +23,13 @@ use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedRespo
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use support::describe::texts;
 use tempfile::TempDir;
 
 fn temp_store() -> (TempDir, JsonFileSessionStore) {
     let dir = tempfile::tempdir().unwrap();
     let store = JsonFileSessionStore::new(dir.path().join("sessions"));
     (dir, store)
-}
-
-fn texts(messages: &[Msg]) -> Vec<String> {
-    messages.iter().map(Msg::text).collect()
 }
 
 /// Messages holding every content block kind, tool calls with raw (unparsed) input, error

@@ -2,6 +2,8 @@
 //! `load_skill` returns a skill's instructions, and bad skill files give errors naming them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -9,6 +11,7 @@ use agentscope::hooks::{Skill, SkillError, SkillHook};
 use agentscope::prelude::*;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
+use support::describe::system_texts;
 
 const CATALOGUE: &str = "## Skills\n\
 You have skills: packaged instructions for specialised tasks. Only their names and \
@@ -118,23 +121,6 @@ fn describe(msg: &Msg) -> String {
 
 fn memory_of(agent: &ReActAgent) -> Vec<String> {
     agent.memory().messages().iter().map(describe).collect()
-}
-
-/// The text blocks of the system message of every request.
-fn system_texts(model: &ScriptedModel) -> Vec<Vec<String>> {
-    model
-        .requests()
-        .iter()
-        .map(|request| {
-            let system = &request.messages[0];
-            assert_eq!(system.role, Role::System);
-            system
-                .content
-                .iter()
-                .map(|block| block.as_text().unwrap().to_owned())
-                .collect()
-        })
-        .collect()
 }
 
 #[tokio::test]

@@ -18,7 +18,7 @@ use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
-use support::fixtures::{SwapModel, poll_stream_times, poll_times};
+use support::fixtures::{SwapModel, hang_tool, poll_stream_times, poll_times};
 use support::invariants::{
     Ending, Pending, assert_follow_up_call, assert_invariants_after_drops, endings,
 };
@@ -110,19 +110,7 @@ fn toolkit() -> Toolkit {
             object,
             |_, _| async { Ok(ToolOutput::suspended()) },
         ))
-        .tool_with_timeout(hang_tool(), Duration::from_millis(1))
-}
-
-fn hang_tool() -> impl Tool {
-    tool_fn(
-        "hang",
-        "Never finishes.",
-        json!({"type": "object"}),
-        |_, _| async {
-            futures::future::pending::<()>().await;
-            Ok("unreachable")
-        },
-    )
+        .tool_with_timeout(hang_tool("hang"), Duration::from_millis(1))
 }
 
 /// A model script for one call, chosen at random; returns it and a label.

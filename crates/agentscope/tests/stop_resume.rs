@@ -1,7 +1,8 @@
 //! Stop, resume and suspension: `stop_agent()` after reasoning and after acting, resuming pending tool calls (with `()` or with tool results), the validation of resume input, suspended tools, and the per-call iteration count.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::atomic::{AtomicBool, Ordering};
+mod support;
+
 use std::sync::{Arc, Mutex};
 
 use agentscope::prelude::*;
@@ -9,30 +10,9 @@ use agentscope::{BoxedHook, HookFn};
 use agentscope_test::tools::{Calculator, SuspendingTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
-
-type Row = (Role, String, Vec<ContentBlock>, Option<GenerateReason>);
-
-fn rows(messages: &[Msg]) -> Vec<Row> {
-    messages
-        .iter()
-        .map(|m| {
-            (
-                m.role,
-                m.name.clone(),
-                m.content.clone(),
-                m.generate_reason(),
-            )
-        })
-        .collect()
-}
-
-fn row(role: Role, name: &str, content: Vec<ContentBlock>, reason: Option<GenerateReason>) -> Row {
-    (role, name.to_owned(), content, reason)
-}
-
-fn text(t: &str) -> ContentBlock {
-    ContentBlock::text(t)
-}
+use support::fixtures::expr;
+use support::hooks::stop_after_first_reasoning;
+use support::rows::{Row, row, rows, text, user};
 
 fn tool_use(id: &str, name: &str, input: Value) -> ContentBlock {
     ToolUseBlock::new(id, name, input).into()
@@ -42,16 +22,8 @@ fn tool_result(id: &str, name: &str, output: &str) -> ContentBlock {
     ToolResultBlock::text(id, name, output).into()
 }
 
-fn user(t: &str) -> Row {
-    row(Role::User, "user", vec![text(t)], None)
-}
-
 fn tool_row(id: &str, name: &str, output: &str) -> Row {
     row(Role::Tool, name, vec![tool_result(id, name, output)], None)
-}
-
-fn expr(e: &str) -> Value {
-    json!({ "expression": e })
 }
 
 /// Two calculator calls in one reasoning message.
@@ -72,20 +44,6 @@ fn two_calls_row(reason: Option<GenerateReason>) -> Row {
         ],
         reason,
     )
-}
-
-/// Calls `stop_agent()` at the first PostReasoning it sees (only once).
-fn stop_after_first_reasoning() -> HookFn {
-    let done = AtomicBool::new(false);
-    hook_fn(move |event| {
-        if let HookEvent::PostReasoning(e) = event
-            && !done.swap(true, Ordering::SeqCst)
-        {
-            e.stop_agent();
-        }
-        Ok(())
-    })
-    .with_name("stopper")
 }
 
 fn build(

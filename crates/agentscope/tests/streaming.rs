@@ -1,6 +1,8 @@
 //! `agent.stream(...)`: exact event sequences, incremental and accumulated chunks, every `StreamOptions` filter, tool progress, post-hook values, error and empty-response endings, parity with `call()`, per-stream isolation, cancellation by drop, and backpressure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -12,30 +14,10 @@ use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedRespo
 use futures::StreamExt;
 use futures::stream::FusedStream;
 use serde_json::json;
+use support::fixtures::CANCELLED;
+use support::invariants::assert_no_orphan_tool_use;
+use support::rows::{Row, rows, text};
 use tokio::sync::Notify;
-
-const CANCELLED: &str =
-    "Error: Tool execution was cancelled because the agent call ended before it finished.";
-
-type Row = (Role, String, Vec<ContentBlock>, Option<GenerateReason>);
-
-fn rows(messages: &[Msg]) -> Vec<Row> {
-    messages
-        .iter()
-        .map(|m| {
-            (
-                m.role,
-                m.name.clone(),
-                m.content.clone(),
-                m.generate_reason(),
-            )
-        })
-        .collect()
-}
-
-fn text(t: &str) -> ContentBlock {
-    ContentBlock::text(t)
-}
 
 fn calc_use(id: &str, e: &str) -> ContentBlock {
     ToolUseBlock::new(id, "calculator", json!({ "expression": e })).into()
@@ -82,22 +64,6 @@ async fn collect_ok(stream: AgentStream) -> Vec<Event> {
     )
     .await
     .expect("the stream did not end")
-}
-
-/// Every tool-use in `memory` has a tool result after it.
-fn assert_no_orphan_tool_use(memory: &[Msg]) {
-    for (at, msg) in memory.iter().enumerate() {
-        for call in msg.tool_uses() {
-            assert!(
-                memory[at + 1..]
-                    .iter()
-                    .flat_map(|m| m.tool_results())
-                    .any(|r| r.id == call.id),
-                "orphan tool-use {} in {memory:#?}",
-                call.id
-            );
-        }
-    }
 }
 
 /// A tool call in chunks, then a chunked answer.

@@ -1,6 +1,8 @@
 //! Structured output (`call_structured`): the exact memory and model requests for a direct answer, a text answer that draws a reminder, invalid arguments, running out of reminders, real tool calls before the answer, and calls that end without a value.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use agentscope::hooks::StructuredOutputHook;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelRequest, ToolChoice};
@@ -9,6 +11,7 @@ use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use support::describe::tool_names;
 
 #[derive(Debug, PartialEq, Deserialize, JsonSchema)]
 struct City {
@@ -106,10 +109,6 @@ fn final_row(value: &Value) -> Row {
 /// What the model saw: role, content and metadata of each message (no system prompt is set).
 fn seen(request: &ModelRequest) -> Vec<Row> {
     rows(&request.messages)
-}
-
-fn tool_names(request: &ModelRequest) -> Vec<String> {
-    request.tools.iter().map(|t| t.name.clone()).collect()
 }
 
 fn agent(model: &ScriptedModel) -> ReActAgent {

@@ -1,39 +1,18 @@
 //! The summary at the iteration limit: the exact summary request, its events, the stored reply, the model-failure reply, and the PreSummary accessors.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
-use serde_json::{Value, json};
+use support::fixtures::expr;
+use support::rows::{Row, row, rows};
 
 const HINT: &str = "You have failed to generate response within the maximum iterations. Now respond directly by summarizing the current situation.";
-
-type Row = (Role, String, Vec<ContentBlock>, Option<GenerateReason>);
-
-fn rows(messages: &[Msg]) -> Vec<Row> {
-    messages
-        .iter()
-        .map(|m| {
-            (
-                m.role,
-                m.name.clone(),
-                m.content.clone(),
-                m.generate_reason(),
-            )
-        })
-        .collect()
-}
-
-fn row(role: Role, name: &str, content: Vec<ContentBlock>, reason: Option<GenerateReason>) -> Row {
-    (role, name.to_owned(), content, reason)
-}
-
-fn expr(e: &str) -> Value {
-    json!({ "expression": e })
-}
 
 /// The memory after two tool-calling iterations (before the summary).
 fn loop_rows() -> Vec<Row> {

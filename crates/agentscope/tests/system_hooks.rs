@@ -4,22 +4,18 @@
 //! the registry is process-global; the tests here run one at a time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentscope::prelude::*;
 use agentscope::{HookFn, SystemHooks};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::executor::block_on;
+use support::describe::hook_names;
+use support::hooks::PLAIN_CALL;
 
 use agentscope::HookEventType as K;
-
-const PLAIN_CALL: [HookEventType; 5] = [
-    K::PreCall,
-    K::PreReasoning,
-    K::ReasoningChunk,
-    K::PostReasoning,
-    K::PostCall,
-];
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -49,14 +45,6 @@ fn agent(name: &str) -> ReActAgent {
         ]))
         .build()
         .unwrap()
-}
-
-fn names(agent: &ReActAgent) -> Vec<String> {
-    agent
-        .hook_order()
-        .into_iter()
-        .map(|info| info.name)
-        .collect()
 }
 
 fn system_names() -> Vec<String> {
@@ -96,7 +84,7 @@ fn system_hook_added_before_build_is_snapshotted_into_new_agents_only() {
     let registry = SystemHooks::order();
     assert_eq!(registry.len(), 1);
     assert_eq!((registry[0].id, registry[0].name.as_str()), (id, "audit"));
-    assert_eq!(names(&built_after), ["audit"]);
+    assert_eq!(hook_names(&built_after), ["audit"]);
     assert_eq!(built_after.hook_order()[0].id, id);
     assert!(built_before.hook_order().is_empty());
 
@@ -110,7 +98,7 @@ fn system_hook_added_before_build_is_snapshotted_into_new_agents_only() {
     // A system hook added after build does not reach the already-built agent.
     let late = RecordingHook::new(100).with_name("late");
     SystemHooks::add(late.clone());
-    assert_eq!(names(&built_after), ["audit"]);
+    assert_eq!(hook_names(&built_after), ["audit"]);
     block_on(built_after.call("again")).unwrap();
     assert!(late.events().is_empty());
     assert_eq!(system_names(), ["audit", "late"]);
@@ -128,7 +116,7 @@ fn system_hook_removal_affects_only_agents_built_later() {
     let second = agent("second");
 
     assert!(SystemHooks::order().is_empty());
-    assert_eq!(names(&first), ["audit"]);
+    assert_eq!(hook_names(&first), ["audit"]);
     assert!(second.hook_order().is_empty());
 
     block_on(first.call("q")).unwrap();
@@ -163,7 +151,7 @@ fn system_hooks_run_before_agent_hooks_of_equal_priority() {
         "added-100",
         "agent-200",
     ];
-    assert_eq!(names(&agent), expected);
+    assert_eq!(hook_names(&agent), expected);
     let priorities: Vec<i32> = agent
         .hook_order()
         .into_iter()
@@ -189,13 +177,13 @@ fn remove_hook_with_a_system_hook_id_removes_it_from_that_agent_only() {
         .build()
         .unwrap();
     let untouched = agent("untouched");
-    assert_eq!(names(&trimmed), ["audit", "own"]);
+    assert_eq!(hook_names(&trimmed), ["audit", "own"]);
 
     assert!(trimmed.remove_hook(id));
     assert!(!trimmed.remove_hook(id), "removing twice reports false");
 
-    assert_eq!(names(&trimmed), ["own"]);
-    assert_eq!(names(&untouched), ["audit"]);
+    assert_eq!(hook_names(&trimmed), ["own"]);
+    assert_eq!(hook_names(&untouched), ["audit"]);
     assert_eq!(system_names(), ["audit"], "the registry is unchanged");
 
     block_on(trimmed.call("q")).unwrap();
@@ -209,5 +197,5 @@ fn remove_hook_with_a_system_hook_id_removes_it_from_that_agent_only() {
     untouched.clear_hooks();
     assert!(untouched.hook_order().is_empty());
     assert_eq!(system_names(), ["audit"]);
-    assert_eq!(names(&agent("fresh")), ["audit"]);
+    assert_eq!(hook_names(&agent("fresh")), ["audit"]);
 }

@@ -4,13 +4,16 @@
 //! goto messages, `observe`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 
 use agentscope::prelude::*;
 use agentscope::{AgentError, BoxedHook, InMemoryMemory};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
-use serde_json::json;
+use support::fixtures::calc_call;
+use support::hooks::on;
 
 use agentscope::HookEventType as K;
 
@@ -51,22 +54,6 @@ fn agent_with_history(
         .build()
         .unwrap();
     (agent, memory)
-}
-
-fn on<F>(kind: HookEventType, priority: i32, f: F) -> BoxedHook
-where
-    F: Fn(&mut HookEvent) -> Result<(), HookError> + Send + Sync + 'static,
-{
-    BoxedHook::new(
-        hook_fn(f)
-            .with_interests(kind)
-            .with_priority(priority)
-            .with_name(format!("{kind}@{priority}")),
-    )
-}
-
-fn calc_call(id: &str, expression: &str) -> ScriptedResponse {
-    ScriptedResponse::tool_call(id, "calculator", json!({ "expression": expression }))
 }
 
 fn describe(msg: &Msg) -> String {

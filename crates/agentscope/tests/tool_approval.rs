@@ -1,6 +1,8 @@
 //! Tool approval (human in the loop): approve, edit and reject paths, a mixed batch, resuming without a decision, no retry loop after a rejection, recovery and a restored conversation, with exact memory, model requests and tool call counts.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use agentscope::hooks::{
     ApprovalDecision, ApprovalError, ApprovalPolicy, PendingToolRecoveryHook, ToolApprovalHook,
 };
@@ -9,33 +11,11 @@ use agentscope::{BoxedHook, InMemoryMemory};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
+use support::fixtures::expr;
+use support::rows::{Row, answer_row, rows, user};
 
 const AWAITING_C1: &str =
     "tool calls awaiting approval: [c1]; approve, edit or reject them before resuming";
-
-type Row = (Role, String, Vec<ContentBlock>, Option<GenerateReason>);
-
-fn rows(messages: &[Msg]) -> Vec<Row> {
-    messages
-        .iter()
-        .map(|m| {
-            (
-                m.role,
-                m.name.clone(),
-                m.content.clone(),
-                m.generate_reason(),
-            )
-        })
-        .collect()
-}
-
-fn user(t: &str) -> Row {
-    (Role::User, "user".into(), vec![ContentBlock::text(t)], None)
-}
-
-fn expr(e: &str) -> Value {
-    json!({ "expression": e })
-}
 
 fn calls_row(calls: &[(&str, &str, Value)], reason: Option<GenerateReason>) -> Row {
     (
@@ -58,15 +38,6 @@ fn stopped_calc_row() -> Row {
 
 fn result_row(result: ToolResultBlock) -> Row {
     (Role::Tool, result.name.clone(), vec![result.into()], None)
-}
-
-fn answer_row(t: &str) -> Row {
-    (
-        Role::Assistant,
-        "assistant".into(),
-        vec![ContentBlock::text(t)],
-        Some(GenerateReason::ModelStop),
-    )
 }
 
 fn ids(calls: &[ToolUseBlock]) -> Vec<String> {

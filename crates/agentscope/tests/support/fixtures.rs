@@ -1,6 +1,7 @@
 //! Deterministic fixtures: a model whose script can be swapped (and that can yield before
-//! every chunk), a runtime-free "yield once" future, hooks and tools that yield, manual
-//! polling with a no-op waker, and a compact text form of messages.
+//! every chunk), a runtime-free "yield once" future, hooks and tools that yield or hang,
+//! manual polling with a no-op waker, shared scripts and agents, and the texts the engine
+//! writes for cancelled and interrupted calls.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,10 +9,20 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use agentscope::prelude::*;
-use agentscope::{ChatStream, ModelError, ModelRequest};
-use agentscope_test::{ScriptedModel, ScriptedResponse};
+use agentscope::{BoxedHook, ChatStream, ModelError, ModelRequest};
+use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::{Stream, StreamExt};
-use serde_json::json;
+use serde_json::{Value, json};
+
+/// The result of a tool call that was still running when its agent call ended.
+pub(crate) const CANCELLED: &str =
+    "Error: Tool execution was cancelled because the agent call ended before it finished.";
+
+/// The reply of an interrupted call.
+pub(crate) const REPLY: &str = "I noticed that you have interrupted me. What can I do for you?";
+
+/// The result of a tool call that was interrupted.
+pub(crate) const INTERRUPTED: &str = "Error: Tool execution was interrupted.";
 
 /// A future that is `Pending` once (waking itself at once), then `Ready`: an await point
 /// that needs no runtime, so "after k polls" is exact.
@@ -229,36 +240,54 @@ pub(crate) fn poll_stream_times<S: Stream + Unpin>(
     (items, false)
 }
 
-/// `role/name: blocks <generate reason>`, exact enough to compare whole memories.
-pub(crate) fn describe(msg: &Msg) -> String {
-    let blocks: Vec<String> = msg
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text(t) => format!("text {:?}", t.text.as_str()),
-            ContentBlock::Thinking(t) => format!("thinking {:?}", t.thinking.as_str()),
-            ContentBlock::ToolUse(t) => match &t.raw_input {
-                Some(raw) => format!("tool_use {} {} raw {raw:?}", t.id, t.name),
-                None => format!("tool_use {} {} {}", t.id, t.name, t.input),
-            },
-            ContentBlock::ToolResult(r) => format!(
-                "tool_result {} {}{} {:?}",
-                r.id,
-                r.name,
-                if r.is_error { " error" } else { "" },
-                r.text_output()
-            ),
-            other => format!("{other:?}"),
-        })
-        .collect();
-    let reason = msg
-        .generate_reason()
-        .map(|r| format!(" <{r:?}>"))
-        .unwrap_or_default();
-    format!("{}/{}: {}{reason}", msg.role, msg.name, blocks.join(" | "))
+/// A tool named `name` that never finishes.
+pub(crate) fn hang_tool(name: &'static str) -> impl Tool {
+    tool_fn(
+        name,
+        "Never finishes.",
+        json!({"type": "object"}),
+        |_, _| async {
+            futures::future::pending::<()>().await;
+            Ok("unreachable")
+        },
+    )
 }
 
-/// [`describe`] for every message of the agent's memory.
-pub(crate) fn memory_of(agent: &ReActAgent) -> Vec<String> {
-    agent.memory().messages().iter().map(describe).collect()
+/// The calculator's input `{"expression": e}`.
+pub(crate) fn expr(e: &str) -> Value {
+    json!({ "expression": e })
+}
+
+/// One calculator call `id` of `expression`.
+pub(crate) fn calc_call(id: &str, expression: &str) -> ScriptedResponse {
+    ScriptedResponse::tool_call(id, "calculator", json!({ "expression": expression }))
+}
+
+/// A scenario that fires the eleven non-error kinds in one call (max_iters 1): a streamed
+/// reasoning with a progress tool call, the tool's two progress chunks, and a streamed
+/// summary.
+pub(crate) fn eleven_kinds_script() -> Vec<ScriptedResponse> {
+    vec![
+        ScriptedResponse::chunks([
+            ScriptedChunk::text("Let me"),
+            ScriptedChunk::text(" check."),
+            ScriptedChunk::tool_call("c1", "progress", json!({"steps": 2})),
+        ]),
+        ScriptedResponse::chunks([ScriptedChunk::text("sum"), ScriptedChunk::text("mary")]),
+    ]
+}
+
+/// An agent with `model`, `toolkit` and `hooks`, and otherwise the defaults (no system
+/// prompt).
+pub(crate) fn build_agent(
+    model: &ScriptedModel,
+    toolkit: Toolkit,
+    hooks: Vec<BoxedHook>,
+) -> ReActAgent {
+    ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(toolkit)
+        .hooks(hooks)
+        .build()
+        .unwrap()
 }

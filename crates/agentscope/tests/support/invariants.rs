@@ -15,7 +15,8 @@ use agentscope::prelude::*;
 use agentscope_test::{RecordingHook, ScriptedResponse};
 use futures::FutureExt;
 
-use super::fixtures::{SwapModel, describe};
+use super::describe::describe;
+use super::fixtures::SwapModel;
 
 /// Names of tools that suspend (their calls stay pending on purpose).
 pub(crate) const SUSPENDING_TOOLS: &[&str] = &["external"];
@@ -298,4 +299,20 @@ pub(crate) async fn assert_follow_up_call(
     }
     assert_accepts_a_call_at_once(agent);
     assert_memory_well_formed(&agent.memory().messages(), Pending::Deliberate);
+}
+
+/// Every tool-use in `memory` has a tool result after it.
+pub(crate) fn assert_no_orphan_tool_use(memory: &[Msg]) {
+    for (at, msg) in memory.iter().enumerate() {
+        for call in msg.tool_uses() {
+            assert!(
+                memory[at + 1..]
+                    .iter()
+                    .flat_map(|m| m.tool_results())
+                    .any(|r| r.id == call.id),
+                "orphan tool-use {} in {memory:#?}",
+                call.id
+            );
+        }
+    }
 }

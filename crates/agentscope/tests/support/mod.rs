@@ -1,7 +1,11 @@
-//! Support shared by the reliability tests (`faults`, `cancellation`,
-//! `reliability_concurrency`, `chain_props`, `bad_input`, `soak`): the invariant checker of
-//! `docs/reliability.md` and a few deterministic fixtures. Each test binary uses part of it.
+//! Support shared by the integration tests: the invariant checker of `docs/reliability.md`,
+//! deterministic fixtures, text and row forms of messages to compare memories exactly, small
+//! hooks, and a collector of `tracing` warnings. Each test binary uses part of it.
 #![allow(dead_code)]
 
+pub(crate) mod describe;
 pub(crate) mod fixtures;
+pub(crate) mod hooks;
 pub(crate) mod invariants;
+pub(crate) mod rows;
+pub(crate) mod warnings;

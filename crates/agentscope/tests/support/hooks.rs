@@ -1,0 +1,61 @@
+//! Small hooks and a shared log for hooks and tools to write to.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agentscope::prelude::*;
+use agentscope::{BoxedHook, HookFn};
+
+/// The events of a plain answer (no tool call), in order.
+pub(crate) const PLAIN_CALL: [HookEventType; 5] = [
+    HookEventType::PreCall,
+    HookEventType::PreReasoning,
+    HookEventType::ReasoningChunk,
+    HookEventType::PostReasoning,
+    HookEventType::PostCall,
+];
+
+/// A log that hooks and tools append entries to.
+pub(crate) type Log = Arc<Mutex<Vec<String>>>;
+
+/// An empty [`Log`].
+pub(crate) fn new_log() -> Log {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+/// Appends `entry` to `log`.
+pub(crate) fn push(log: &Log, entry: impl Into<String>) {
+    log.lock().unwrap().push(entry.into());
+}
+
+/// The entries of `log` so far.
+pub(crate) fn entries(log: &Log) -> Vec<String> {
+    log.lock().unwrap().clone()
+}
+
+/// A hook handling only `kind`, running `f` on its event; named `"{kind}@{priority}"`.
+pub(crate) fn on<F>(kind: HookEventType, priority: i32, f: F) -> BoxedHook
+where
+    F: Fn(&mut HookEvent) -> Result<(), HookError> + Send + Sync + 'static,
+{
+    BoxedHook::new(
+        hook_fn(f)
+            .with_interests(kind)
+            .with_priority(priority)
+            .with_name(format!("{kind}@{priority}")),
+    )
+}
+
+/// Calls `stop_agent()` at the first PostReasoning it sees (only once); named "stopper".
+pub(crate) fn stop_after_first_reasoning() -> HookFn {
+    let done = AtomicBool::new(false);
+    hook_fn(move |event| {
+        if let HookEvent::PostReasoning(e) = event
+            && !done.swap(true, Ordering::SeqCst)
+        {
+            e.stop_agent();
+        }
+        Ok(())
+    })
+    .with_name("stopper")
+}

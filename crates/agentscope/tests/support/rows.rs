@@ -1,0 +1,52 @@
+//! Messages as rows `(role, name, content, generate reason)`, to compare whole memories and
+//! model inputs exactly, and builders for the rows tests expect.
+
+use agentscope::prelude::*;
+
+/// A message as `(role, name, content, generate reason)`.
+pub(crate) type Row = (Role, String, Vec<ContentBlock>, Option<GenerateReason>);
+
+/// The [`Row`] of every message.
+pub(crate) fn rows(messages: &[Msg]) -> Vec<Row> {
+    messages
+        .iter()
+        .map(|m| {
+            (
+                m.role,
+                m.name.clone(),
+                m.content.clone(),
+                m.generate_reason(),
+            )
+        })
+        .collect()
+}
+
+/// A [`Row`] of the given parts.
+pub(crate) fn row(
+    role: Role,
+    name: &str,
+    content: Vec<ContentBlock>,
+    reason: Option<GenerateReason>,
+) -> Row {
+    (role, name.to_owned(), content, reason)
+}
+
+/// A text block.
+pub(crate) fn text(t: &str) -> ContentBlock {
+    ContentBlock::text(t)
+}
+
+/// A user message named "user" with the text `t`.
+pub(crate) fn user(t: &str) -> Row {
+    row(Role::User, "user", vec![text(t)], None)
+}
+
+/// A final answer `t` of the assistant named "assistant" (the model stopped).
+pub(crate) fn answer_row(t: &str) -> Row {
+    row(
+        Role::Assistant,
+        "assistant",
+        vec![text(t)],
+        Some(GenerateReason::ModelStop),
+    )
+}
