@@ -19,7 +19,7 @@ pub use memory::InMemoryMemory;
 pub use session::{AgentState, JsonFileSessionStore, SessionError, SessionStore};
 pub use stream::{AgentStream, Event, EventType, StreamOptions};
 pub use system_hooks::SystemHooks;
-pub use toolkit::{ToolFn, Toolkit, TypedToolFn, tool_fn, typed_tool_fn};
+pub use toolkit::{ToolFn, Toolkit, TypedCall, tool_fn, typed_tool_fn};
 
 pub use agentscope_core as core;
 pub use agentscope_core::*;

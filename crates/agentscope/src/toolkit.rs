@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +13,7 @@ use agentscope_core::{
     ToolSchema, ToolUseBlock, panic_message,
 };
 use futures::FutureExt;
+use futures::future::{Either, Ready, ready};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -341,15 +341,6 @@ impl<F> fmt::Debug for ToolFn<F> {
     }
 }
 
-/// A tool whose arguments are a serde type; build one with [`typed_tool_fn`].
-pub struct TypedToolFn<A, F> {
-    name: String,
-    description: String,
-    parameters: Value,
-    f: F,
-    _args: PhantomData<fn() -> A>,
-}
-
 /// Builds a tool whose argument schema comes from a type (`serde::Deserialize` +
 /// `schemars::JsonSchema`); the closure gets the deserialised arguments.
 ///
@@ -376,21 +367,28 @@ pub fn typed_tool_fn<A, F, Fut, O>(
     name: impl Into<String>,
     description: impl Into<String>,
     f: F,
-) -> TypedToolFn<A, F>
+) -> ToolFn<impl Fn(Value, ToolContext) -> TypedCall<Fut, O> + Send + Sync + 'static>
 where
     A: DeserializeOwned + schemars::JsonSchema + 'static,
     F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
-    O: Into<ToolOutput>,
+    O: Into<ToolOutput> + Send + 'static,
 {
-    TypedToolFn {
-        name: name.into(),
-        description: description.into(),
-        parameters: schema_of::<A>(),
-        f,
-        _args: PhantomData,
-    }
+    // The toolkit validated the arguments against A's schema; serde-only rejections still
+    // go back to the model as parameter errors.
+    tool_fn(
+        name,
+        description,
+        schema_of::<A>(),
+        move |input, ctx| match serde_json::from_value::<A>(input) {
+            Ok(args) => Either::Left(f(args, ctx)),
+            Err(error) => Either::Right(ready(Err(ToolError::invalid_arguments(error)))),
+        },
+    )
 }
+
+/// The future of one [`typed_tool_fn`] call: the closure's, or the argument error.
+pub type TypedCall<Fut, O> = Either<Fut, Ready<Result<O, ToolError>>>;
 
 /// The JSON schema of `T`, without the `$schema` and `title` keys models don't need.
 pub(crate) fn schema_of<T: schemars::JsonSchema>() -> Value {
@@ -400,50 +398,6 @@ pub(crate) fn schema_of<T: schemars::JsonSchema>() -> Value {
         object.remove("title");
     }
     value
-}
-
-impl<A, F, Fut, O> Tool for TypedToolFn<A, F>
-where
-    A: DeserializeOwned + schemars::JsonSchema + 'static,
-    F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
-    O: Into<ToolOutput>,
-{
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> Value {
-        self.parameters.clone()
-    }
-
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send {
-        let future = serde_json::from_value::<A>(input)
-            .map(|args| (self.f)(args, ctx))
-            .map_err(ToolError::invalid_arguments);
-        async move {
-            match future {
-                Ok(future) => future.await.map(Into::into),
-                Err(err) => Err(err),
-            }
-        }
-    }
-}
-
-impl<A, F> fmt::Debug for TypedToolFn<A, F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TypedToolFn")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
 }
 
 #[cfg(test)]
