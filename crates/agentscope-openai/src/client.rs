@@ -2,7 +2,6 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -537,21 +536,10 @@ impl RetryPolicy {
         let jitter = if spread == 0 {
             0
         } else {
-            random_u64() % spread
+            fastrand::u64(..spread)
         };
         Some(half + Duration::from_nanos(jitter))
     }
-}
-
-/// A random number from the standard library's per-process hash keys.
-pub(crate) fn random_u64() -> u64 {
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos().into()),
-    );
-    hasher.finish()
 }
 
 /// Builds an [`OpenAIChatModel`]; start with [`OpenAIChatModel::builder`].
@@ -951,11 +939,5 @@ mod tests {
             "upstream exploded"
         );
         assert_eq!(status_message(StatusCode::BAD_GATEWAY, ""), "Bad Gateway");
-    }
-
-    #[test]
-    fn random_numbers_differ() {
-        let values: std::collections::HashSet<u64> = (0..20).map(|_| random_u64()).collect();
-        assert!(values.len() > 15);
     }
 }

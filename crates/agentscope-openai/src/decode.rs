@@ -418,7 +418,7 @@ pub(crate) fn snippet(text: &str) -> String {
 }
 
 fn generated_call_id() -> String {
-    format!("call_{:016x}", crate::client::random_u64())
+    format!("call_{:016x}", fastrand::u64(..))
 }
 
 #[cfg(test)]
@@ -764,6 +764,12 @@ mod tests {
             msg.metadata["usage"],
             json!({"input_tokens": 10, "output_tokens": 20})
         );
+    }
+
+    #[test]
+    fn generated_call_ids_differ() {
+        let ids: std::collections::HashSet<String> = (0..20).map(|_| generated_call_id()).collect();
+        assert!(ids.len() > 15);
     }
 
     #[test]
