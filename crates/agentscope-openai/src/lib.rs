@@ -49,11 +49,15 @@
 //! reports an argument error to the model instead of failing.
 #![warn(missing_docs)]
 
-mod client;
+mod builder;
 mod decode;
+mod model;
+mod redact;
 mod request;
+mod retry;
+mod settings;
 mod sse;
+mod stream;
 
-pub use client::{
-    DEFAULT_BASE_URL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAIChatModel, OpenAIChatModelBuilder,
-};
+pub use builder::{DEFAULT_BASE_URL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAIChatModelBuilder};
+pub use model::OpenAIChatModel;

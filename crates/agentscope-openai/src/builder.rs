@@ -1,0 +1,371 @@
+//! [`OpenAIChatModelBuilder`]: settings, defaults, the environment, and the checks that turn
+//! them into an [`OpenAIChatModel`].
+
+use std::fmt;
+use std::time::Duration;
+
+use agentscope_core::ModelError;
+use reqwest::Url;
+use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
+
+use crate::model::OpenAIChatModel;
+use crate::redact::{REDACTED, url_for_display};
+use crate::retry::RetryPolicy;
+use crate::settings::Settings;
+
+/// The default base URL: OpenAI's API.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The environment variable holding the API key.
+pub const ENV_API_KEY: &str = "OPENAI_API_KEY";
+/// The environment variable holding the base URL.
+pub const ENV_BASE_URL: &str = "OPENAI_BASE_URL";
+/// The environment variable holding the model name.
+pub const ENV_MODEL: &str = "AGENTSCOPE_MODEL";
+
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+// The model's constructors are here rather than in model.rs: they only start a builder, and
+// keeping them next to it lets model.rs not depend on this module.
+impl OpenAIChatModel {
+    /// Starts a builder.
+    ///
+    /// ```
+    /// use agentscope_openai::OpenAIChatModel;
+    /// use std::time::Duration;
+    ///
+    /// let model = OpenAIChatModel::builder()
+    ///     .base_url("http://localhost:11434/v1") // Ollama: no key needed
+    ///     .model("qwen3:8b")
+    ///     .timeout(Duration::from_secs(120))
+    ///     .max_retries(3)
+    ///     .build()?;
+    /// assert_eq!(model.endpoint(), "http://localhost:11434/v1/chat/completions");
+    /// # Ok::<(), agentscope_core::ModelError>(())
+    /// ```
+    pub fn builder() -> OpenAIChatModelBuilder {
+        OpenAIChatModelBuilder::new()
+    }
+
+    /// Builds a model from the environment: `OPENAI_API_KEY`, `OPENAI_BASE_URL` (optional,
+    /// default OpenAI) and `AGENTSCOPE_MODEL`.
+    ///
+    /// Use [`OpenAIChatModelBuilder::from_env`] to adjust more settings before building.
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::Config`] when `AGENTSCOPE_MODEL` is not set, or when `OPENAI_API_KEY`
+    /// is not set and the base URL is OpenAI's (local servers need no key).
+    ///
+    /// ```no_run
+    /// let model = agentscope_openai::OpenAIChatModel::from_env()?;
+    /// # Ok::<(), agentscope_core::ModelError>(())
+    /// ```
+    pub fn from_env() -> Result<Self, ModelError> {
+        OpenAIChatModelBuilder::from_env().build()
+    }
+}
+
+/// Builds an [`OpenAIChatModel`]; start with [`OpenAIChatModel::builder`].
+///
+/// Setters never fail; [`build`](Self::build) checks everything and reports the first
+/// problem as [`ModelError::Config`].
+#[must_use]
+#[derive(Clone)]
+pub struct OpenAIChatModelBuilder {
+    api_key: Option<String>,
+    base_url: Option<String>,
+    model: Option<String>,
+    timeout: Duration,
+    connect_timeout: Duration,
+    retry: RetryPolicy,
+    headers: Vec<(String, String)>,
+    include_usage: bool,
+}
+
+impl Default for OpenAIChatModelBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OpenAIChatModelBuilder {
+    /// A builder with the defaults: OpenAI's base URL, no key, no model, a 600 s timeout, a
+    /// 10 s connect timeout, 2 retries.
+    pub fn new() -> Self {
+        Self {
+            api_key: None,
+            base_url: None,
+            model: None,
+            timeout: DEFAULT_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            retry: RetryPolicy::default(),
+            headers: Vec::new(),
+            include_usage: true,
+        }
+    }
+
+    /// A builder filled from the environment: `OPENAI_API_KEY`, `OPENAI_BASE_URL` and
+    /// `AGENTSCOPE_MODEL` (each only when set and not empty).
+    ///
+    /// ```no_run
+    /// use agentscope_openai::OpenAIChatModelBuilder;
+    ///
+    /// let model = OpenAIChatModelBuilder::from_env().max_retries(5).build()?;
+    /// # Ok::<(), agentscope_core::ModelError>(())
+    /// ```
+    pub fn from_env() -> Self {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// A builder filled by `lookup` (called with the names of the environment variables
+    /// [`from_env`](Self::from_env) reads): for configuration that comes from elsewhere, and
+    /// for tests.
+    ///
+    /// ```
+    /// use agentscope_openai::OpenAIChatModelBuilder;
+    ///
+    /// let model = OpenAIChatModelBuilder::from_lookup(|name| match name {
+    ///     "OPENAI_BASE_URL" => Some("http://127.0.0.1:8000/v1".into()),
+    ///     "AGENTSCOPE_MODEL" => Some("Qwen/Qwen3-8B".into()),
+    ///     _ => None,
+    /// })
+    /// .build()?;
+    /// assert_eq!(model.model(), "Qwen/Qwen3-8B");
+    /// # Ok::<(), agentscope_core::ModelError>(())
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        let mut builder = Self::new();
+        builder.api_key = get(ENV_API_KEY);
+        builder.base_url = get(ENV_BASE_URL);
+        builder.model = get(ENV_MODEL);
+        builder
+    }
+
+    /// Sets the API key, sent as `Authorization: Bearer <key>`. Optional for servers that
+    /// need none (local ones); required for OpenAI's base URL.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        let key = key.into();
+        self.api_key = (!key.is_empty()).then_some(key);
+        self
+    }
+
+    /// Sets the base URL (default `https://api.openai.com/v1`); requests go to
+    /// `<base_url>/chat/completions`. A URL that already ends with `/chat/completions` is
+    /// used as it is, and a query string (e.g. `?api-version=...`) is kept.
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = Some(url.into());
+        self
+    }
+
+    /// Sets the model name sent with every request (required).
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// How long to wait for the server: for the response to start, and between two pieces
+    /// of a streamed response (default 600 s). A long generation never times out while
+    /// the server keeps sending; a stalled one fails with [`ModelError::Timeout`].
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How long to wait for a TCP (and TLS) connection (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How many times a failed request is retried (default 2; 0 disables retries).
+    pub fn max_retries(mut self, retries: u32) -> Self {
+        self.retry.max_retries = retries;
+        self
+    }
+
+    /// The backoff between retries: the first wait is about `initial`, each next one doubles,
+    /// never above `max` (defaults 500 ms and 8 s). Each wait is jittered down by up to half.
+    /// A server's `Retry-After` takes precedence.
+    pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.retry.initial_backoff = initial;
+        self.retry.max_backoff = max.max(initial);
+        self
+    }
+
+    /// Adds a header to every request (e.g. `api-key` for Azure, `HTTP-Referer` for
+    /// OpenRouter). Header values never appear in `Debug` output.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Whether to ask for token usage at the end of the stream
+    /// (`stream_options.include_usage`, default true). Turn it off for servers that reject
+    /// `stream_options`.
+    pub fn include_usage(mut self, include: bool) -> Self {
+        self.include_usage = include;
+        self
+    }
+
+    /// Builds the model.
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::Config`] when no model is set, the base URL is not an `http(s)` URL,
+    /// no API key is set for OpenAI's own base URL, a header is invalid, or the HTTP client
+    /// cannot be created.
+    pub fn build(self) -> Result<OpenAIChatModel, ModelError> {
+        let model = self
+            .model
+            .filter(|model| !model.trim().is_empty())
+            .ok_or_else(|| config("no model set: call .model(..) or set AGENTSCOPE_MODEL"))?;
+        let base_url = self.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
+        let endpoint = endpoint(base_url)?;
+        if self.api_key.is_none() && endpoint.host_str() == Some("api.openai.com") {
+            return Err(config(
+                "no API key set for api.openai.com: call .api_key(..) or set OPENAI_API_KEY",
+            ));
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream, application/json"),
+        );
+        if let Some(key) = &self.api_key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| config("the API key contains characters not allowed in a header"))?;
+            value.set_sensitive(true);
+            headers.insert(header::AUTHORIZATION, value);
+        }
+        for (name, value) in &self.headers {
+            let header_name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| config(format!("invalid header name {name:?}")))?;
+            let mut header_value = HeaderValue::from_str(value)
+                .map_err(|_| config(format!("invalid value for header {name:?}")))?;
+            header_value.set_sensitive(true);
+            headers.insert(header_name, header_value);
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .user_agent(concat!("agentscope-openai/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|err| config(format!("cannot create the HTTP client: {err}")))?;
+        Ok(OpenAIChatModel::new(Settings {
+            client,
+            endpoint,
+            model,
+            api_key: self.api_key,
+            headers,
+            timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+            retry: self.retry,
+            include_usage: self.include_usage,
+        }))
+    }
+}
+
+impl fmt::Debug for OpenAIChatModelBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("OpenAIChatModelBuilder")
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .field("base_url", &self.base_url.as_deref().map(url_for_display))
+            .field("model", &self.model)
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("max_retries", &self.retry.max_retries)
+            .field("headers", &header_names)
+            .field("include_usage", &self.include_usage)
+            .finish()
+    }
+}
+
+fn config(message: impl Into<String>) -> ModelError {
+    ModelError::Config {
+        message: message.into(),
+    }
+}
+
+/// `<base_url>/chat/completions`, keeping a query string.
+fn endpoint(base_url: &str) -> Result<Url, ModelError> {
+    let mut url =
+        Url::parse(base_url.trim()).map_err(|err| config(format!("invalid base URL: {err}")))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(config(format!(
+            "invalid base URL {}: expected an http(s) URL",
+            url_for_display(base_url)
+        )));
+    }
+    if url
+        .path()
+        .trim_end_matches('/')
+        .ends_with("/chat/completions")
+    {
+        return Ok(url);
+    }
+    match url.path_segments_mut() {
+        Ok(mut segments) => {
+            segments.pop_if_empty().extend(["chat", "completions"]);
+        }
+        Err(()) => {
+            return Err(config(format!(
+                "invalid base URL {}",
+                url_for_display(base_url)
+            )));
+        }
+    }
+    Ok(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_joins_paths_and_keeps_queries() {
+        let cases = [
+            (
+                "https://api.openai.com/v1",
+                "https://api.openai.com/v1/chat/completions",
+            ),
+            (
+                "https://api.openai.com/v1/",
+                "https://api.openai.com/v1/chat/completions",
+            ),
+            (
+                "http://localhost:8000",
+                "http://localhost:8000/chat/completions",
+            ),
+            (
+                "https://gw.example.com/openai/deployments/gpt4o?api-version=2024-10-21",
+                "https://gw.example.com/openai/deployments/gpt4o/chat/completions?api-version=2024-10-21",
+            ),
+            (
+                "http://127.0.0.1:1234/v1/chat/completions",
+                "http://127.0.0.1:1234/v1/chat/completions",
+            ),
+        ];
+        for (base, expected) in cases {
+            assert_eq!(endpoint(base).unwrap().as_str(), expected, "{base}");
+        }
+        for bad in [
+            "",
+            "localhost:8000",
+            "ftp://x/v1",
+            "not a url",
+            "data:text/plain,x",
+        ] {
+            assert!(
+                matches!(endpoint(bad), Err(ModelError::Config { .. })),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! [`OpenAIChatModel`]: the handle callers hold, and its [`Model`] implementation.
+//!
+//! The handle is an `Arc` of the validated [`Settings`]; each call to
+//! [`stream`](Model::stream) builds the request body and hands it to the stream driver. The
+//! constructors ([`OpenAIChatModel::builder`], [`OpenAIChatModel::from_env`]) live with the
+//! builder in `builder.rs`, so that this module does not depend on it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use agentscope_core::{ChatStream, Model, ModelError, ModelRequest};
+
+use crate::redact::{REDACTED, endpoint_for_display};
+use crate::request::build_body;
+use crate::settings::Settings;
+use crate::stream;
+
+/// A chat model served over the OpenAI chat-completions protocol.
+///
+/// Works with OpenAI and with the many servers that speak the same wire protocol: Azure-style
+/// gateways, vLLM, llama.cpp server, Ollama, LM Studio, DeepSeek, DashScope (compatible
+/// mode), OpenRouter, ... Every request is streamed (`stream: true`) and decoded into
+/// [`ChatResponse`] deltas: text, thinking (`reasoning_content` / `reasoning`), tool-call
+/// fragments, usage and finish reason.
+///
+/// Cloning is cheap (an `Arc` inside) and clones share one connection pool, so there is no
+/// need to wrap it in an `Arc`.
+///
+/// [`ChatResponse`]: agentscope_core::ChatResponse
+///
+/// ```no_run
+/// use agentscope_core::{Model, ModelRequest, Msg};
+/// use agentscope_openai::OpenAIChatModel;
+/// use futures::StreamExt;
+///
+/// # async fn run() -> Result<(), agentscope_core::ModelError> {
+/// let model = OpenAIChatModel::builder()
+///     .api_key("sk-...")
+///     .model("gpt-4o-mini")
+///     .build()?;
+/// let request = ModelRequest { messages: vec![Msg::user("Hi!")], ..Default::default() };
+/// let mut stream = model.stream(request).await?;
+/// while let Some(chunk) = stream.next().await {
+///     println!("{:?}", chunk?.content);
+/// }
+/// # Ok(()) }
+/// ```
+///
+/// # Errors and retries
+///
+/// Failures are [`ModelError`]s: an HTTP error status becomes [`ModelError::Status`] with
+/// the provider's message and `Retry-After` (see [`is_rate_limited`](ModelError::is_rate_limited),
+/// [`is_auth`](ModelError::is_auth)); a timeout [`ModelError::Timeout`]; a connection
+/// failure [`ModelError::Connection`]; an `{"error": ...}` event in the middle of a stream
+/// [`ModelError::Stream`]; a body that is not the protocol
+/// [`ModelError::InvalidResponse`].
+///
+/// Connection failures and the statuses 408, 429 and 5xx are retried (up to
+/// [`max_retries`](crate::OpenAIChatModelBuilder::max_retries) times, default 2) with exponential
+/// backoff and jitter, waiting what `Retry-After` / `retry-after-ms` ask for when the server
+/// sends them. Retries only happen before the response starts: once the stream has begun,
+/// an error ends it. A timeout waiting for the response is not retried (the server may be
+/// working on it).
+///
+/// The API key is sent as a bearer token and never appears in `Debug` output, logs or error
+/// messages.
+#[derive(Clone)]
+pub struct OpenAIChatModel {
+    settings: Arc<Settings>,
+}
+
+impl OpenAIChatModel {
+    pub(crate) fn new(settings: Settings) -> Self {
+        Self {
+            settings: Arc::new(settings),
+        }
+    }
+
+    /// The URL requests are posted to (`<base_url>/chat/completions`).
+    pub fn endpoint(&self) -> &str {
+        self.settings.endpoint.as_str()
+    }
+
+    /// The model name sent in every request.
+    pub fn model(&self) -> &str {
+        &self.settings.model
+    }
+}
+
+impl fmt::Debug for OpenAIChatModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let settings = &self.settings;
+        f.debug_struct("OpenAIChatModel")
+            .field("model", &settings.model)
+            .field("endpoint", &endpoint_for_display(&settings.endpoint))
+            .field("api_key", &settings.api_key.as_ref().map(|_| REDACTED))
+            .field("timeout", &settings.timeout)
+            .field("connect_timeout", &settings.connect_timeout)
+            .field("max_retries", &settings.retry.max_retries)
+            .field("include_usage", &settings.include_usage)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Model for OpenAIChatModel {
+    fn model_name(&self) -> &str {
+        &self.settings.model
+    }
+
+    /// Posts the request and returns the decoded stream once the response has started.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future or the returned stream closes the HTTP request.
+    async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
+        let body = build_body(&self.settings.model, &request, self.settings.include_usage);
+        let body = serde_json::to_vec(&body).map_err(|err| ModelError::Other {
+            message: format!("cannot serialise the request: {err}"),
+            source: Some(Arc::new(err)),
+        })?;
+        stream::start(Arc::clone(&self.settings), body.into()).await
+    }
+}

@@ -1,0 +1,71 @@
+//! Keeping secrets out of what people read: `Debug` output, logs and error messages.
+//!
+//! A key can hide in three places: the API key itself (echoed back by some servers in their
+//! error messages), a URL's password, and a URL's query string (gateways that take
+//! `?api-key=...`). Header values are marked sensitive when the headers are built and never
+//! printed.
+
+use agentscope_core::ModelError;
+use reqwest::Url;
+
+/// What is shown instead of a secret.
+pub(crate) const REDACTED: &str = "<redacted>";
+
+/// The endpoint without its password and query string (either might hold a credential),
+/// for logs, errors and `Debug`.
+pub(crate) fn endpoint_for_display(endpoint: &Url) -> String {
+    let mut shown = endpoint.clone();
+    if shown.password().is_some() {
+        // Only fails for URLs that cannot have a password, which this one has.
+        let _ = shown.set_password(Some("redacted"));
+    }
+    if shown.query().is_some() {
+        shown.set_query(Some("..."));
+    }
+    shown.to_string()
+}
+
+/// A configured URL for display: parsed and redacted like the endpoint, or, when it does not
+/// parse, not shown at all (it might still hold a credential).
+pub(crate) fn url_for_display(raw: &str) -> String {
+    match Url::parse(raw.trim()) {
+        Ok(url) => endpoint_for_display(&url),
+        Err(_) => "<unparseable URL>".to_owned(),
+    }
+}
+
+/// Removes the API key from an error's message, in case a server echoed it.
+pub(crate) fn redact_key(error: ModelError, api_key: Option<&str>) -> ModelError {
+    let Some(key) = api_key else {
+        return error;
+    };
+    let clean = |message: String| {
+        if message.contains(key) {
+            message.replace(key, REDACTED)
+        } else {
+            message
+        }
+    };
+    match error {
+        ModelError::Status {
+            status,
+            message,
+            retry_after,
+        } => ModelError::Status {
+            status,
+            message: clean(message),
+            retry_after,
+        },
+        ModelError::Stream { message } => ModelError::Stream {
+            message: clean(message),
+        },
+        ModelError::InvalidResponse { message } => ModelError::InvalidResponse {
+            message: clean(message),
+        },
+        ModelError::Connection { message, source } => ModelError::Connection {
+            message: clean(message),
+            source,
+        },
+        other => other,
+    }
+}
