@@ -17,6 +17,7 @@
 use agentscope_core::{ChatResponse, ChatUsage, ContentBlock, ModelError, ToolUseBlock};
 use serde_json::Value;
 
+use crate::response::{Chunk, Content, Delta, ToolCallDelta, error_text, from_object};
 use crate::sse::{SseEvent, SseParser};
 
 /// Decodes one streamed response.
@@ -108,7 +109,7 @@ impl Decoder {
             Ok(value) => value,
             Err(err) => return vec![Err(invalid_json(body, &err))],
         };
-        match self.handle_value(&value, false) {
+        match self.handle_value(value, false) {
             Ok(chunk) => chunk
                 .into_iter()
                 .chain(self.final_chunk())
@@ -133,7 +134,7 @@ impl Decoder {
             }
             let is_error_event = event.event.as_deref() == Some("error");
             let result = match serde_json::from_str::<Value>(data) {
-                Ok(value) => self.handle_value(&value, is_error_event),
+                Ok(value) => self.handle_value(value, is_error_event),
                 Err(_) if is_error_event => Err(ModelError::Stream {
                     message: data.to_owned(),
                 }),
@@ -154,81 +155,77 @@ impl Decoder {
     /// Handles one chunk object (`chat.completion.chunk`, or a whole `chat.completion`).
     fn handle_value(
         &mut self,
-        value: &Value,
+        value: Value,
         is_error_event: bool,
     ) -> Result<Option<ChatResponse>, ModelError> {
-        if let Some(message) = error_message(value) {
+        if !value.is_object() {
+            let text = value.to_string();
+            return Err(if is_error_event {
+                ModelError::Stream { message: text }
+            } else {
+                ModelError::InvalidResponse {
+                    message: format!("expected a JSON object, got: {}", snippet(&text)),
+                }
+            });
+        }
+        let event_text = is_error_event.then(|| value.to_string());
+        // Never the default in practice: every field of a chunk is read leniently.
+        let chunk: Chunk = from_object(value).unwrap_or_default();
+        if let Some(error) = chunk.error {
+            return Err(ModelError::Stream {
+                message: error_text(error),
+            });
+        }
+        // An `error` event without an `error` field: its whole payload is the message.
+        if let Some(message) = event_text {
             return Err(ModelError::Stream { message });
         }
-        if is_error_event {
-            return Err(ModelError::Stream {
-                message: value.to_string(),
-            });
-        }
-        if !value.is_object() {
-            return Err(ModelError::InvalidResponse {
-                message: format!(
-                    "expected a JSON object, got: {}",
-                    snippet(&value.to_string())
-                ),
-            });
-        }
         if self.id.is_empty()
-            && let Some(id) = value.get("id").and_then(Value::as_str)
+            && let Some(id) = chunk.id
         {
-            id.clone_into(&mut self.id);
+            self.id = id;
         }
-        if let Some(usage) = value.get("usage").and_then(parse_usage) {
+        if let Some(usage) = chunk.usage {
             // Deferred to the final chunk: some servers repeat cumulative usage on every
             // chunk, and the accumulator sums what it is given.
-            self.usage = Some(usage);
-        }
-        let choice = value
-            .get("choices")
-            .and_then(Value::as_array)
-            .and_then(|choices| {
-                choices
-                    .iter()
-                    .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+            self.usage = Some(ChatUsage {
+                input_tokens: usage.prompt_tokens.unwrap_or(0),
+                output_tokens: usage.completion_tokens.unwrap_or(0),
             });
-        let Some(choice) = choice else {
+        }
+        let Some(choice) = chunk
+            .choices
+            .into_iter()
+            .find(|choice| choice.index.unwrap_or(0) == 0)
+        else {
             return Ok(None);
         };
         let mut content = Vec::new();
-        let delta = choice.get("delta").or_else(|| choice.get("message"));
-        if let Some(delta) = delta {
+        if let Some(delta) = choice.delta.or(choice.message) {
             self.handle_delta(delta, &mut content);
         }
-        let finish_reason = choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        if content.is_empty() && finish_reason.is_none() {
+        if content.is_empty() && choice.finish_reason.is_none() {
             return Ok(None);
         }
         Ok(Some(ChatResponse {
             id: self.id.clone(),
             content,
             usage: None,
-            finish_reason,
+            finish_reason: choice.finish_reason,
         }))
     }
 
-    fn handle_delta(&mut self, delta: &Value, content: &mut Vec<ContentBlock>) {
-        let reasoning = non_empty_str(delta.get("reasoning_content"))
-            .or_else(|| non_empty_str(delta.get("reasoning")));
+    fn handle_delta(&mut self, delta: Delta, content: &mut Vec<ContentBlock>) {
+        let reasoning = non_empty(delta.reasoning_content).or_else(|| non_empty(delta.reasoning));
         if let Some(thinking) = reasoning {
             content.push(ContentBlock::thinking(thinking));
         }
-        match delta.get("content") {
-            Some(Value::String(text)) if !text.is_empty() => {
-                content.push(ContentBlock::text(text.as_str()));
-            }
-            // Some servers send content as an array of parts.
-            Some(Value::Array(parts)) => {
+        match delta.content {
+            Some(Content::Text(text)) if !text.is_empty() => content.push(ContentBlock::text(text)),
+            Some(Content::Parts(parts)) => {
                 for part in parts {
-                    if part.get("type").and_then(Value::as_str) == Some("text")
-                        && let Some(text) = non_empty_str(part.get("text"))
+                    if part.kind.as_deref() == Some("text")
+                        && let Some(text) = non_empty(part.text)
                     {
                         content.push(ContentBlock::text(text));
                     }
@@ -236,26 +233,26 @@ impl Decoder {
             }
             _ => {}
         }
-        if let Some(refusal) = non_empty_str(delta.get("refusal")) {
+        if let Some(refusal) = non_empty(delta.refusal) {
             content.push(ContentBlock::text(refusal));
         }
-        if let Some(tool_calls) = delta.get("tool_calls").and_then(Value::as_array) {
-            for fragment in tool_calls {
-                if let Some(block) = self.tool_fragment(fragment) {
-                    content.push(block);
-                }
+        for fragment in delta.tool_calls {
+            if let Some(block) = self.tool_fragment(fragment) {
+                content.push(block);
             }
         }
     }
 
     /// Records one tool-call fragment; returns the block to emit now (live call only).
-    fn tool_fragment(&mut self, fragment: &Value) -> Option<ContentBlock> {
-        let index = fragment.get("index").and_then(Value::as_u64);
-        let id = non_empty_str(fragment.get("id"));
-        let function = fragment.get("function");
-        let name = non_empty_str(function.and_then(|f| f.get("name")));
-        let piece = match function.and_then(|f| f.get("arguments")) {
-            Some(Value::String(text)) => text.clone(),
+    fn tool_fragment(&mut self, fragment: ToolCallDelta) -> Option<ContentBlock> {
+        let index = fragment.index;
+        let id = non_empty(fragment.id);
+        let id = id.as_deref();
+        let function = fragment.function.unwrap_or_default();
+        let name = non_empty(function.name);
+        let name = name.as_deref();
+        let piece = match function.arguments {
+            Some(Value::String(text)) => text,
             None | Some(Value::Null) => String::new(),
             // A few servers send the arguments as an object rather than a string.
             Some(other) => other.to_string(),
@@ -370,33 +367,8 @@ impl Decoder {
     }
 }
 
-fn non_empty_str(value: Option<&Value>) -> Option<&str> {
-    value.and_then(Value::as_str).filter(|s| !s.is_empty())
-}
-
-fn parse_usage(value: &Value) -> Option<ChatUsage> {
-    let object = value.as_object()?;
-    let get = |key: &str| object.get(key).and_then(Value::as_u64).unwrap_or(0);
-    Some(ChatUsage {
-        input_tokens: get("prompt_tokens"),
-        output_tokens: get("completion_tokens"),
-    })
-}
-
-/// The provider's error message in an `{"error": ...}` object, if this is one.
-pub(crate) fn error_message(value: &Value) -> Option<String> {
-    let error = value.get("error")?;
-    match error {
-        Value::Null => None,
-        Value::String(message) => Some(message.clone()),
-        Value::Object(object) => Some(
-            object
-                .get("message")
-                .and_then(Value::as_str)
-                .map_or_else(|| error.to_string(), str::to_owned),
-        ),
-        other => Some(other.to_string()),
-    }
+fn non_empty(text: Option<String>) -> Option<String> {
+    text.filter(|text| !text.is_empty())
 }
 
 fn invalid_json(data: &[u8], err: &serde_json::Error) -> ModelError {

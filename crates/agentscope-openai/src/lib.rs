@@ -54,6 +54,7 @@ mod decode;
 mod model;
 mod redact;
 mod request;
+mod response;
 mod retry;
 mod settings;
 mod sse;

@@ -16,8 +16,9 @@ use futures::{FutureExt, StreamExt};
 use reqwest::StatusCode;
 use reqwest::header;
 
-use crate::decode::{Decoder, error_message, snippet};
+use crate::decode::{Decoder, snippet};
 use crate::redact::{endpoint_for_display, redact_key};
+use crate::response::{ErrorBody, from_object};
 use crate::retry::{is_retryable_status, retry_after};
 use crate::settings::Settings;
 
@@ -278,18 +279,11 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 /// The provider's error message from an error body: `error.message` when it is JSON,
 /// otherwise the body text, otherwise the status reason.
 fn status_message(status: StatusCode, body: &str) -> String {
-    if let Ok(value) = serde_json::from_str::<serde_json::Value>(body) {
-        let message = error_message(&value).or_else(|| {
-            ["message", "detail"].iter().find_map(|key| {
-                value
-                    .get(key)
-                    .and_then(serde_json::Value::as_str)
-                    .map(str::to_owned)
-            })
-        });
-        if let Some(message) = message {
-            return message;
-        }
+    let error_body = serde_json::from_str(body)
+        .ok()
+        .and_then(from_object::<ErrorBody>);
+    if let Some(message) = error_body.and_then(ErrorBody::into_message) {
+        return message;
     }
     let body = body.trim();
     if body.is_empty() {
