@@ -113,11 +113,12 @@ impl Model for OpenAIChatModel {
     ///
     /// Dropping the future or the returned stream closes the HTTP request.
     async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
-        let body = build_body(&self.settings.model, &request, self.settings.include_usage);
-        let body = serde_json::to_vec(&body).map_err(|err| ModelError::Other {
-            message: format!("cannot serialise the request: {err}"),
-            source: Some(Arc::new(err)),
-        })?;
+        let body = build_body(&self.settings.model, &request, self.settings.include_usage)
+            .and_then(|body| serde_json::to_vec(&body))
+            .map_err(|err| ModelError::Other {
+                message: format!("cannot serialise the request: {err}"),
+                source: Some(Arc::new(err)),
+            })?;
         stream::start(Arc::clone(&self.settings), body.into()).await
     }
 }

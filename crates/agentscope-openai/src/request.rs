@@ -1,66 +1,101 @@
 //! Maps a [`ModelRequest`] to a chat-completions request body.
+//!
+//! The body and its messages are `#[derive(Serialize)]` types; small fixed-shape fragments
+//! (a tool schema, a tool call, content parts, the tool choice, the response format) are
+//! written as `json!` literals, which show their wire shape most directly. The body goes
+//! through a [`Value`] on the way out so the `extra` options can be merged into its top
+//! level last, replacing any field of the same name (a flattened map would send the key
+//! twice).
 
 use agentscope_core::{
-    ContentBlock, GenerateOptions, ModelRequest, Msg, ResponseFormat, Role, ToolChoice, ToolSchema,
-    ToolUseBlock,
+    ContentBlock, ModelRequest, Msg, ResponseFormat, Role, ToolChoice, ToolSchema, ToolUseBlock,
 };
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Value, json};
 
-/// Builds the JSON body of a streamed chat-completions request.
-pub(crate) fn build_body(model: &str, request: &ModelRequest, include_usage: bool) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), model.into());
-    body.insert("messages".into(), Value::Array(messages(&request.messages)));
-    if !request.tools.is_empty() {
-        body.insert(
-            "tools".into(),
-            request.tools.iter().map(tool).collect::<Vec<_>>().into(),
-        );
-    }
-    body.insert("stream".into(), true.into());
-    if include_usage {
-        body.insert("stream_options".into(), json!({"include_usage": true}));
-    }
-    options(&mut body, &request.options, !request.tools.is_empty());
-    Value::Object(body)
+/// The body of a streamed chat-completions request, `extra` options aside.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<Message<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Value>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<Value>,
 }
 
-fn options(body: &mut Map<String, Value>, options: &GenerateOptions, has_tools: bool) {
-    if let Some(value) = options.temperature {
-        body.insert("temperature".into(), f32_value(value));
-    }
-    if let Some(value) = options.top_p {
-        body.insert("top_p".into(), f32_value(value));
-    }
-    if let Some(value) = options.max_tokens {
-        body.insert("max_tokens".into(), value.into());
-    }
-    if !options.stop.is_empty() {
-        body.insert("stop".into(), options.stop.clone().into());
-    }
-    if let Some(value) = options.seed {
-        body.insert("seed".into(), value.into());
-    }
+/// One chat-completions message.
+#[derive(Debug, Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub(crate) enum Message<'a> {
+    System {
+        content: String,
+    },
+    User {
+        /// A string, or content parts when the message holds images.
+        content: Value,
+    },
+    Assistant {
+        /// `null` when the message only calls tools.
+        content: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<Value>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: String,
+    },
+}
+
+/// Builds the JSON body of a streamed chat-completions request.
+pub(crate) fn build_body(
+    model: &str,
+    request: &ModelRequest,
+    include_usage: bool,
+) -> serde_json::Result<Value> {
+    let options = &request.options;
     // Tool choice and parallel calls only mean something next to tools; OpenAI rejects them
     // without (and the engine's summary step sends no tools).
-    if has_tools {
-        let choice = match &options.tool_choice {
-            ToolChoice::Auto => "auto".into(),
-            ToolChoice::None => "none".into(),
-            ToolChoice::Required => "required".into(),
-            ToolChoice::Specific(name) => json!({"type": "function", "function": {"name": name}}),
-        };
-        body.insert("tool_choice".into(), choice);
-        if let Some(value) = options.parallel_tool_calls {
-            body.insert("parallel_tool_calls".into(), value.into());
+    let has_tools = !request.tools.is_empty();
+    let body = Body {
+        model,
+        messages: messages(&request.messages),
+        tools: request.tools.iter().map(tool).collect(),
+        stream: true,
+        stream_options: include_usage.then(|| json!({"include_usage": true})),
+        temperature: options.temperature.map(f32_value),
+        top_p: options.top_p.map(f32_value),
+        max_tokens: options.max_tokens,
+        stop: &options.stop,
+        seed: options.seed,
+        tool_choice: has_tools.then(|| tool_choice(&options.tool_choice)),
+        parallel_tool_calls: options.parallel_tool_calls.filter(|_| has_tools),
+        response_format: options.response_format.as_ref().map(response_format),
+    };
+    let mut body = serde_json::to_value(body)?;
+    if let Value::Object(fields) = &mut body {
+        for (key, value) in &options.extra {
+            fields.insert(key.clone(), value.clone());
         }
     }
-    if let Some(format) = &options.response_format {
-        body.insert("response_format".into(), response_format(format));
-    }
-    for (key, value) in &options.extra {
-        body.insert(key.clone(), value.clone());
-    }
+    Ok(body)
 }
 
 /// An `f32` as the JSON number a person would write (`0.2`, not `0.20000000298023224`).
@@ -71,6 +106,15 @@ fn f32_value(value: f32) -> Value {
         .ok()
         .and_then(serde_json::Number::from_f64)
         .map_or(Value::Null, Value::Number)
+}
+
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => "auto".into(),
+        ToolChoice::None => "none".into(),
+        ToolChoice::Required => "required".into(),
+        ToolChoice::Specific(name) => json!({"type": "function", "function": {"name": name}}),
+    }
 }
 
 fn response_format(format: &ResponseFormat) -> Value {
@@ -110,7 +154,7 @@ fn tool(schema: &ToolSchema) -> Value {
 ///
 /// Tool results (in `Tool` messages, or anywhere else) become one `tool` message each;
 /// thinking blocks are never sent back.
-pub(crate) fn messages(messages: &[Msg]) -> Vec<Value> {
+pub(crate) fn messages(messages: &[Msg]) -> Vec<Message<'_>> {
     let mut out = Vec::with_capacity(messages.len());
     for msg in messages {
         match msg.role {
@@ -120,12 +164,14 @@ pub(crate) fn messages(messages: &[Msg]) -> Vec<Value> {
             }
             Role::System => {
                 tool_results(msg, &mut out);
-                out.push(json!({"role": "system", "content": msg.text()}));
+                out.push(Message::System {
+                    content: msg.text(),
+                });
             }
             Role::User => {
                 tool_results(msg, &mut out);
                 if let Some(content) = user_content(msg) {
-                    out.push(json!({"role": "user", "content": content}));
+                    out.push(Message::User { content });
                 }
             }
             Role::Tool => tool_results(msg, &mut out),
@@ -134,13 +180,12 @@ pub(crate) fn messages(messages: &[Msg]) -> Vec<Value> {
     out
 }
 
-fn tool_results(msg: &Msg, out: &mut Vec<Value>) {
+fn tool_results<'a>(msg: &'a Msg, out: &mut Vec<Message<'a>>) {
     for result in msg.tool_results() {
-        out.push(json!({
-            "role": "tool",
-            "tool_call_id": result.id,
-            "content": result.text_output(),
-        }));
+        out.push(Message::Tool {
+            tool_call_id: &result.id,
+            content: result.text_output(),
+        });
     }
 }
 
@@ -175,30 +220,22 @@ fn user_content(msg: &Msg) -> Option<Value> {
     Some(msg.text().into())
 }
 
-fn assistant_message(msg: &Msg) -> Option<Value> {
+fn assistant_message(msg: &Msg) -> Option<Message<'_>> {
     let text = msg.text();
-    let calls: Vec<Value> = msg.tool_uses().into_iter().map(tool_call).collect();
+    let tool_calls: Vec<Value> = msg.tool_uses().into_iter().map(tool_call).collect();
     let has_text = msg
         .content
         .iter()
         .any(|block| matches!(block, ContentBlock::Text(_)));
-    if calls.is_empty() && !has_text && !msg.tool_results().is_empty() {
+    if tool_calls.is_empty() && !has_text && !msg.tool_results().is_empty() {
         return None;
     }
-    let mut out = Map::new();
-    out.insert("role".into(), "assistant".into());
-    if calls.is_empty() {
-        out.insert("content".into(), text.into());
-    } else {
-        let content = if text.is_empty() {
-            Value::Null
-        } else {
-            text.into()
-        };
-        out.insert("content".into(), content);
-        out.insert("tool_calls".into(), calls.into());
-    }
-    Some(Value::Object(out))
+    // Next to tool calls, no text is `null` rather than `""`.
+    let content = (tool_calls.is_empty() || !text.is_empty()).then_some(text);
+    Some(Message::Assistant {
+        content,
+        tool_calls,
+    })
 }
 
 fn tool_call(tool_use: &ToolUseBlock) -> Value {
@@ -217,7 +254,7 @@ fn tool_call(tool_use: &ToolUseBlock) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentscope_core::{ImageBlock, ToolResultBlock};
+    use agentscope_core::{GenerateOptions, ImageBlock, ToolResultBlock};
 
     #[test]
     fn f32_values_are_written_as_written() {
@@ -247,7 +284,7 @@ mod tests {
                 .build(),
         ];
         assert_eq!(
-            Value::Array(messages(&msgs)),
+            serde_json::to_value(messages(&msgs)).unwrap(),
             json!([
                 {"role": "tool", "tool_call_id": "c1", "content": "42"},
                 {"role": "assistant", "content": ""},
@@ -285,7 +322,7 @@ mod tests {
                 .extra("top_k", 20),
         };
         assert_eq!(
-            build_body("m", &request, false),
+            build_body("m", &request, false).unwrap(),
             json!({
                 "model": "m",
                 "messages": [{"role": "user", "content": "hi"}],
