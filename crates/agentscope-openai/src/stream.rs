@@ -6,7 +6,6 @@
 //! arrived, drained so the connection can go back to the pool. Every error is scrubbed of
 //! the API key before anyone sees it.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -118,77 +117,69 @@ fn decode_response(settings: Arc<Settings>, response: reqwest::Response) -> Chat
     let state = StreamState {
         body: response.bytes_stream().boxed(),
         decoder: Decoder::new(),
-        pending: VecDeque::new(),
         finished: false,
         whole_json: is_json.then(Vec::new),
-        timeout: settings.timeout,
         settings,
     };
-    futures::stream::unfold(state, StreamState::next)
+    // Each step reads one piece of the body and yields the items it completes (often none);
+    // `flat_map` hands them out one by one before the next read.
+    futures::stream::unfold(state, StreamState::next_batch)
+        .flat_map(futures::stream::iter)
         .fuse()
         .boxed()
 }
 
 type ByteStream = BoxStream<'static, reqwest::Result<bytes::Bytes>>;
+type Batch = Vec<Result<ChatResponse, ModelError>>;
 
 struct StreamState {
     body: ByteStream,
     decoder: Decoder,
-    pending: VecDeque<Result<ChatResponse, ModelError>>,
+    /// Set once the last item has been produced (an error always is the last).
     finished: bool,
     /// The body collected so far, when the server answered with one JSON completion.
     whole_json: Option<Vec<u8>>,
-    timeout: Duration,
     settings: Arc<Settings>,
 }
 
 impl StreamState {
-    async fn next(mut self) -> Option<(Result<ChatResponse, ModelError>, Self)> {
-        loop {
-            if let Some(item) = self.pending.pop_front() {
-                let item = item.map_err(|err| redact(&self.settings, err));
-                return Some((item, self));
-            }
-            if self.finished {
-                return None;
-            }
-            if self.decoder.is_done() {
+    /// Reads the next piece of the body; `None` when the response is over.
+    async fn next_batch(mut self) -> Option<(Batch, Self)> {
+        if self.finished {
+            return None;
+        }
+        if self.decoder.is_done() {
+            self.finished = true;
+            self.drain();
+            return None;
+        }
+        let batch = match tokio::time::timeout(self.settings.timeout, self.body.next()).await {
+            Err(_elapsed) => vec![Err(ModelError::Timeout)],
+            Ok(Some(Ok(bytes))) => match &mut self.whole_json {
+                Some(collected) => {
+                    collected.extend_from_slice(bytes.as_ref());
+                    Vec::new()
+                }
+                None => self.decoder.feed(bytes.as_ref()),
+            },
+            Ok(Some(Err(err))) => vec![Err(body_error(&err))],
+            Ok(None) => {
                 self.finished = true;
-                self.drain();
-                return None;
-            }
-            match tokio::time::timeout(self.timeout, self.body.next()).await {
-                Err(_elapsed) => self.fail(ModelError::Timeout),
-                Ok(Some(Ok(bytes))) => match &mut self.whole_json {
-                    Some(collected) => collected.extend_from_slice(bytes.as_ref()),
-                    None => {
-                        let items = self.decoder.feed(bytes.as_ref());
-                        self.push(items);
-                    }
-                },
-                Ok(Some(Err(err))) => self.fail(body_error(&err)),
-                Ok(None) => {
-                    let items = match self.whole_json.take() {
-                        Some(collected) => self.decoder.decode_completion(&collected),
-                        None => self.decoder.finish(),
-                    };
-                    self.push(items);
-                    self.finished = true;
+                match self.whole_json.take() {
+                    Some(collected) => self.decoder.decode_completion(&collected),
+                    None => self.decoder.finish(),
                 }
             }
-        }
-    }
-
-    fn push(&mut self, items: Vec<Result<ChatResponse, ModelError>>) {
-        if items.iter().any(Result::is_err) {
+        };
+        if batch.iter().any(Result::is_err) {
             self.finished = true;
         }
-        self.pending.extend(items);
-    }
-
-    fn fail(&mut self, error: ModelError) {
-        self.finished = true;
-        self.pending.push_back(Err(error));
+        let settings = &self.settings;
+        let batch = batch
+            .into_iter()
+            .map(|item| item.map_err(|err| redact(settings, err)))
+            .collect();
+        Some((batch, self))
     }
 
     /// Reads what follows `[DONE]` (normally just the end of the body, already received)
