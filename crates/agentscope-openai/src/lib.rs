@@ -47,7 +47,7 @@
 //! response, which keeps interleaved parallel calls correct. Usage arrives on the last
 //! chunk. Arguments that are not valid JSON at the end stay in `raw_input`, so the engine
 //! reports an argument error to the model instead of failing.
-#![warn(missing_docs)]
+#![warn(missing_docs, missing_debug_implementations)]
 
 mod builder;
 mod decode;
