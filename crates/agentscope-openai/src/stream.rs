@@ -1,6 +1,6 @@
 //! The stream driver: one request from its first attempt to the end of its body.
 //!
-//! [`start`] posts the body, retrying failed attempts as [`RetryPolicy`](crate::retry)
+//! [`start`] posts the body, retrying failed attempts as [`RetryPolicy`](crate::retry::RetryPolicy)
 //! allows until the response starts; then the body is read piece by piece (each read
 //! bounded by the timeout), decoded into [`ChatResponse`] deltas, and, once `[DONE]` has
 //! arrived, drained so the connection can go back to the pool. Every error is scrubbed of
