@@ -9,7 +9,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::event::HookEventType;
+use crate::conversation::ConversationError;
+use crate::hook::HookEventType;
+use crate::session::SessionError;
 
 /// A type-erased error source, shared so that errors stay `Clone`.
 pub type ErrorSource = Arc<dyn StdError + Send + Sync + 'static>;
@@ -37,11 +39,8 @@ pub enum HookError {
         message: String,
     },
     /// `goto_reasoning` was called with messages that cannot continue the conversation.
-    #[error("{message}")]
-    InvalidGoto {
-        /// Why the goto was rejected.
-        message: String,
-    },
+    #[error(transparent)]
+    InvalidGoto(ConversationError),
     /// A setter was given a value that would break the call (e.g. a tool-use id change).
     #[error("{message}")]
     InvalidModification {
@@ -81,7 +80,7 @@ impl HookError {
 }
 
 /// Extracts a readable message from a panic payload.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {
@@ -211,6 +210,12 @@ pub enum ToolError {
     /// The tool did not finish in time.
     #[error("tool timed out after {0:?}")]
     Timeout(Duration),
+    /// The tool panicked; the panic was caught.
+    #[error("tool panicked: {message}")]
+    Panicked {
+        /// The panic payload, when it was a string.
+        message: String,
+    },
 }
 
 impl ToolError {
@@ -227,6 +232,13 @@ impl ToolError {
         ToolError::Failed {
             message: source.to_string(),
             source: Some(Arc::new(source)),
+        }
+    }
+
+    /// The error for a caught panic, from its payload (what `catch_unwind` returns).
+    pub fn from_panic(payload: &(dyn std::any::Any + Send)) -> Self {
+        ToolError::Panicked {
+            message: panic_message(payload),
         }
     }
 
@@ -265,43 +277,25 @@ pub enum AgentError {
         /// Why.
         message: String,
     },
-    /// New input arrived while tool calls of the previous reply have no results.
-    #[error(
-        "Cannot accept new input while tool calls are pending. Pending tool call ids: [{}]. \
-         Resume with their results (Msg::tool_result) or with no input.",
-        ids.join(", ")
-    )]
-    PendingToolCalls {
-        /// The ids of the pending tool calls, in call order.
-        ids: Vec<String>,
-    },
+    /// The call's input, or a message a hook changed, breaks a rule of the conversation's
+    /// shape (a SYSTEM message, a stray tool result, new input while tool calls are pending,
+    /// ...). See [`conversation`](crate::conversation).
+    #[error(transparent)]
+    Conversation(#[from] ConversationError),
     /// Hooks requested `goto_reasoning` more often than `max_goto_reasoning` allows.
     #[error("goto_reasoning was requested more than {max} times in one call")]
     GotoLimitExceeded {
         /// The configured limit.
         max: usize,
     },
-    /// The agent's memory failed.
-    #[error("memory error: {message}")]
-    Memory {
-        /// What went wrong.
-        message: String,
-    },
-    /// The agent's durable session could not be loaded or saved (see `agentscope::session`).
+    /// The agent's durable session could not be loaded or saved (see
+    /// [`session`](crate::session)).
     ///
     /// A failed load fails the call before any hook runs or anything is stored; a failed save
-    /// fails a call that otherwise succeeded. The message names the session; `source` holds
-    /// the store's error (`agentscope::session::SessionError`) for downcasting.
-    #[error("session error: {message}")]
-    Session {
-        /// The session id.
-        session: String,
-        /// What went wrong (names the session).
-        message: String,
-        /// The store's error, if any.
-        #[source]
-        source: Option<ErrorSource>,
-    },
+    /// fails a call that otherwise succeeded. The [`SessionError`] names the session; it is
+    /// also this error's [`source`](std::error::Error::source).
+    #[error("session error: {0}")]
+    Session(#[from] SessionError),
     /// A structured-output call (`call_structured`) ended without a usable value: the loop
     /// ended another way (iteration limit, interrupt, stop, suspended tool) or the value did
     /// not deserialise.
@@ -329,6 +323,14 @@ impl AgentError {
     pub fn hook_error(&self) -> Option<&HookError> {
         match self {
             AgentError::Hook { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// The conversation rule the input broke, when it broke one.
+    pub fn conversation_error(&self) -> Option<&ConversationError> {
+        match self {
+            AgentError::Conversation(err) => Some(err),
             _ => None,
         }
     }
@@ -367,9 +369,9 @@ mod tests {
 
     #[test]
     fn pending_tool_calls_message_names_ids() {
-        let err = AgentError::PendingToolCalls {
+        let err = AgentError::from(ConversationError::PendingToolCalls {
             ids: vec!["c1".into(), "c2".into()],
-        };
+        });
         assert!(err.to_string().contains("[c1, c2]"), "{err}");
     }
 

@@ -3,36 +3,41 @@
 //! This crate holds what every part of an agent agrees on, and no runtime:
 //!
 //! - messages: [`Msg`], [`ContentBlock`] and the block types, [`GenerateReason`];
-//! - the hook model: the closed [`HookEvent`] enum and its twelve event structs, the
+//! - the rules of a conversation's shape, with one error type: [`conversation`];
+//! - the hook model ([`hook`]): the closed [`HookEvent`] enum and its twelve event structs,
+//!   the call they belong to ([`CallContext`], [`CallId`], per-call [`Extensions`]), the
 //!   [`Hook`] trait, [`hook_fn`] and the priority-sorted [`HookChain`];
-//! - the seams the engine calls: [`Model`], [`Tool`], [`Memory`];
-//! - one error enum per seam: [`HookError`], [`ModelError`], [`ToolError`], [`AgentError`].
+//! - the seams the engine calls: [`Model`], [`Tool`], [`Memory`], and the session seam
+//!   ([`session`]: [`SessionStore`](session::SessionStore), [`AgentState`](session::AgentState));
+//! - one error enum per seam: [`HookError`], [`ModelError`], [`ToolError`], [`AgentError`],
+//!   [`SessionError`](session::SessionError).
 //!
 //! Most users depend on the `agentscope` crate, which re-exports all of this next to the
 //! engine.
 #![warn(missing_docs)]
 
 mod accumulate;
+mod cancel;
+pub mod conversation;
 mod error;
-mod event;
-mod hook;
+pub mod hook;
 mod memory;
 mod message;
 mod model;
+pub mod session;
 mod text;
 mod tool;
 
 pub use accumulate::ChatAccumulator;
-pub use error::{AgentError, ErrorSource, HookError, ModelError, ToolError, panic_message};
-pub use event::{
-    ActingChunkEvent, AgentInfo, ErrorEvent, HookEvent, HookEventType, HookEventTypes,
-    PostActingEvent, PostCallEvent, PostReasoningEvent, PostSummaryEvent, PreActingEvent,
-    PreCallEvent, PreReasoningEvent, PreSummaryEvent, ReasoningChunkEvent, SummaryChunkEvent,
-    check_tool_results, system_injection_message, validate_goto,
-};
+pub use cancel::{CancellationToken, Cancelled};
+pub use conversation::ConversationError;
+pub use error::{AgentError, ErrorSource, HookError, ModelError, ToolError};
 pub use hook::{
-    BoxedHook, DEFAULT_PRIORITY, DispatchFailure, Hook, HookChain, HookFn, HookId, HookInfo,
-    hook_fn,
+    ActingChunkEvent, AgentInfo, BoxedHook, CallContext, CallId, CallInfo, DEFAULT_PRIORITY,
+    ErrorEvent, Event, Extensions, Hook, HookChain, HookEvent, HookEventType, HookEventTypes,
+    HookFn, HookId, HookInfo, ParseCallIdError, PostActingEvent, PostCallEvent, PostReasoningEvent,
+    PostSummaryEvent, PreActingEvent, PreCallEvent, PreReasoningEvent, PreSummaryEvent,
+    ReasoningChunkEvent, SummaryChunkEvent, hook_fn,
 };
 pub use memory::Memory;
 pub use message::{
@@ -45,6 +50,6 @@ pub use model::{
 };
 pub use text::SharedString;
 pub use tool::{
-    BoxedTool, CancellationToken, Cancelled, ProgressSender, Tool, ToolContext, ToolOutput,
+    BoxedTool, ProgressReceiver, ProgressSender, Tool, ToolContext, ToolKind, ToolOutput,
     ToolProgress, progress_channel,
 };

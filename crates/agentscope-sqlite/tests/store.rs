@@ -257,7 +257,7 @@ async fn database_errors_name_the_session() {
         .build()
         .unwrap();
     let err = agent.call("hi").await.unwrap_err();
-    assert!(matches!(&err, AgentError::Session { session, .. } if session == "s1"));
+    assert!(matches!(&err, AgentError::Session(error) if error.session() == Some("s1")));
     assert_eq!(
         err.to_string(),
         "session error: session 's1': storage backend error: loading: no such table: agentscope_sessions"

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentscope::{
-    AgentInfo, GenerateOptions, Hook, HookChain, HookError, HookEvent, HookEventType, Msg,
-    PreReasoningEvent, hook_fn,
+    AgentInfo, CallContext, GenerateOptions, Hook, HookChain, HookError, HookEvent, HookEventType,
+    Msg, PreReasoningEvent, hook_fn,
 };
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
@@ -87,8 +87,9 @@ impl Kind {
 }
 
 fn event() -> HookEvent {
+    let call = CallContext::new(Arc::new(AgentInfo::new("bench", "1")));
     PreReasoningEvent::new(
-        Arc::new(AgentInfo::new("bench", "1")),
+        call.info(),
         vec![Msg::user("hello")],
         Some(Msg::system("You are helpful.")),
         "model",

@@ -2,12 +2,11 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
+use agentscope_core::conversation::{self, pending_tool_uses};
 use agentscope_core::{
-    AgentError, AgentInfo, BoxedModel, CancellationToken, GenerateOptions, Hook, HookChain, HookId,
-    HookInfo, Memory, Msg, Role, system_injection_message,
+    AgentError, BoxedHook, BoxedTool, Hook, HookChain, HookId, HookInfo, Memory, Msg,
 };
 
 use schemars::JsonSchema;
@@ -15,9 +14,11 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::builder::ReActAgentBuilder;
-use crate::engine::{self, CallExtras};
+use crate::config::AgentConfig;
+use crate::engine::{self, CallExtras, Finish};
 use crate::hooks::StructuredOutputHook;
-use crate::session::{AgentIdentity, AgentState, SessionBinding, Synced};
+use crate::runtime::{AgentRuntime, lock};
+use crate::session::{AgentState, SessionBinding, binding};
 use crate::stream::{AgentStream, StreamOptions};
 use crate::toolkit::Toolkit;
 
@@ -106,42 +107,10 @@ pub struct ReActAgent {
     inner: Arc<AgentInner>,
 }
 
-pub(crate) struct AgentInner {
-    pub(crate) info: Arc<AgentInfo>,
-    /// The system message each call is seeded with (built once from `sys_prompt`).
-    pub(crate) system_seed: Option<Msg>,
-    pub(crate) model: BoxedModel,
-    pub(crate) model_name: Arc<str>,
-    pub(crate) toolkit: Toolkit,
-    pub(crate) memory: Arc<dyn Memory>,
-    pub(crate) max_iters: usize,
-    pub(crate) max_goto_reasoning: usize,
-    pub(crate) options: GenerateOptions,
-    /// The session the agent is bound to (`builder.session(..)`).
-    pub(crate) session: Option<SessionBinding>,
-    /// User metadata saved with the agent's state.
-    pub(crate) metadata: Mutex<Map<String, Value>>,
-    check_running: bool,
-    hooks: Mutex<Arc<HookChain>>,
-    running: AtomicBool,
-    active: Mutex<Vec<(u64, CancellationToken)>>,
-    next_call: AtomicU64,
-}
-
-/// Everything the builder decided.
-pub(crate) struct AgentConfig {
-    pub(crate) info: AgentInfo,
-    pub(crate) sys_prompt: Option<String>,
-    pub(crate) model: BoxedModel,
-    pub(crate) toolkit: Toolkit,
-    pub(crate) memory: Arc<dyn Memory>,
-    pub(crate) max_iters: usize,
-    pub(crate) max_goto_reasoning: usize,
-    pub(crate) options: GenerateOptions,
-    pub(crate) check_running: bool,
-    pub(crate) hooks: HookChain,
-    pub(crate) session: Option<SessionBinding>,
-    pub(crate) metadata: Map<String, Value>,
+/// An agent: its configuration (fixed at build time) and its runtime state.
+struct AgentInner {
+    config: AgentConfig,
+    runtime: AgentRuntime,
 }
 
 impl ReActAgent {
@@ -150,28 +119,9 @@ impl ReActAgent {
         ReActAgentBuilder::default()
     }
 
-    pub(crate) fn from_config(config: AgentConfig) -> Self {
-        use agentscope_core::Model;
-        let model_name: Arc<str> = Arc::from(config.model.model_name());
+    pub(crate) fn new(config: AgentConfig, runtime: AgentRuntime) -> Self {
         Self {
-            inner: Arc::new(AgentInner {
-                info: Arc::new(config.info),
-                system_seed: config.sys_prompt.map(Msg::system),
-                model: config.model,
-                model_name,
-                toolkit: config.toolkit,
-                memory: config.memory,
-                max_iters: config.max_iters,
-                max_goto_reasoning: config.max_goto_reasoning,
-                options: config.options,
-                session: config.session,
-                metadata: Mutex::new(config.metadata),
-                check_running: config.check_running,
-                hooks: Mutex::new(Arc::new(config.hooks)),
-                running: AtomicBool::new(false),
-                active: Mutex::new(Vec::new()),
-                next_call: AtomicU64::new(0),
-            }),
+            inner: Arc::new(AgentInner { config, runtime }),
         }
     }
 
@@ -213,7 +163,7 @@ impl ReActAgent {
         extras: CallExtras,
     ) -> impl Future<Output = Result<Msg, AgentError>> + Send + 'static {
         let inner = Arc::clone(&self.inner);
-        async move { engine::run(&inner, input, None, extras).await }
+        async move { engine::run(&inner.config, &inner.runtime, input, None, extras).await }
     }
 
     /// Runs one call whose answer is a `T`: the model must answer by calling a temporary
@@ -298,7 +248,17 @@ impl ReActAgent {
     where
         T: DeserializeOwned + JsonSchema + 'static,
     {
-        let (hook, extras) = StructuredOutputHook::install::<T>(self.name());
+        let hook = StructuredOutputHook::new();
+        let finisher = hook.clone();
+        let agent_name = self.name().to_owned();
+        let finish: Finish = Box::new(move |memory, start, outcome| {
+            finisher.finish(memory, start, outcome, &agent_name)
+        });
+        let extras = CallExtras {
+            hooks: vec![BoxedHook::new(hook.clone())],
+            tools: vec![BoxedTool::new(StructuredOutputHook::tool::<T>())],
+            finish: Some(finish),
+        };
         let call = self.call_with(input.into().into_messages(), extras);
         async move {
             let reply = call.await?;
@@ -358,7 +318,8 @@ impl ReActAgent {
         let inner = Arc::clone(&self.inner);
         let input = input.into().into_messages();
         AgentStream::new(options, move |sink| async move {
-            engine::run(&inner, input, Some(&sink), CallExtras::default()).await
+            let AgentInner { config, runtime } = &*inner;
+            engine::run(config, runtime, input, Some(&sink), CallExtras::default()).await
         })
     }
 
@@ -374,20 +335,17 @@ impl ReActAgent {
     /// [`AgentError::Session`] when the session cannot be loaded or saved.
     pub async fn observe(&self, input: impl Into<CallInput>) -> Result<(), AgentError> {
         let messages = input.into().into_messages();
-        if messages.iter().any(|msg| msg.role == Role::System) {
-            return Err(AgentError::invalid_input(system_injection_message(
-                "observed messages",
-            )));
-        }
-        let _guard = self.inner.begin_call()?;
-        let synced = self.inner.load_session().await?;
-        let memory = &self.inner.memory;
+        conversation::check_no_system(&messages, "observed messages")?;
+        let AgentInner { config, runtime } = &*self.inner;
+        let _guard = runtime.begin_call(config.settings.check_running)?;
+        let synced = binding::load(config, runtime).await?;
+        let memory = &config.memory;
         if !messages.is_empty() {
             // Like a call's input: nothing may come between tool calls and their results.
-            engine::check_input(engine::pending_tool_uses(&memory.messages()), &messages)?;
+            conversation::check_input(pending_tool_uses(&memory.messages()), &messages)?;
         }
         memory.extend(messages);
-        self.inner.save_session(synced.as_ref()).await
+        binding::save(config, runtime, synced.as_ref()).await
     }
 
     /// The agent's state: its memory, name, id and [`metadata`](Self::metadata), taken now
@@ -423,12 +381,13 @@ impl ReActAgent {
     /// [`AgentError::Busy`] while a call is running (even with `check_running(false)`):
     /// memory in the middle of a call may hold tool calls that the call will still answer.
     pub fn save_state(&self) -> Result<AgentState, AgentError> {
-        if self.is_running() {
-            return Err(self.inner.busy());
+        let AgentInner { config, runtime } = &*self.inner;
+        if runtime.is_running() {
+            return Err(AgentError::Busy);
         }
-        let _guard = self.inner.begin_call()?;
+        let _guard = runtime.begin_call(config.settings.check_running)?;
         Ok(
-            AgentState::new(self.inner.identity(), self.inner.memory.messages())
+            AgentState::new(binding::identity(config), config.memory.messages())
                 .with_metadata(self.metadata()),
         )
     }
@@ -467,27 +426,28 @@ impl ReActAgent {
     /// ```
     pub async fn load_state(&self, state: AgentState) -> Result<(), AgentError> {
         state.check().map_err(AgentError::invalid_input)?;
-        let _guard = self.inner.begin_call()?;
-        if let Some(session) = &self.inner.session {
+        let AgentInner { config, runtime } = &*self.inner;
+        let _guard = runtime.begin_call(config.settings.check_running)?;
+        if let Some(session) = &config.session {
             session
                 .save(
-                    self.inner.identity(),
+                    binding::identity(config),
                     state.messages.clone(),
                     state.metadata.clone(),
                 )
                 .await?;
         }
-        let memory = &self.inner.memory;
+        let memory = &config.memory;
         memory.clear();
         memory.extend(state.messages);
-        *crate::session::lock(&self.inner.metadata) = state.metadata;
+        *lock(runtime.metadata()) = state.metadata;
         Ok(())
     }
 
     /// A copy of the user metadata saved with the agent's state (a title, the user's id, ...;
     /// agentscope only stores it). With a session bound, this is what the last call loaded.
     pub fn metadata(&self) -> Map<String, Value> {
-        crate::session::lock(&self.inner.metadata).clone()
+        lock(self.inner.runtime.metadata()).clone()
     }
 
     /// Changes the user metadata. With a session bound, the session is loaded first and
@@ -519,15 +479,16 @@ impl ReActAgent {
         &self,
         update: impl FnOnce(&mut Map<String, Value>),
     ) -> Result<(), AgentError> {
-        let _guard = self.inner.begin_call()?;
-        let synced = self.inner.load_session().await?;
-        update(&mut crate::session::lock(&self.inner.metadata));
-        self.inner.save_session(synced.as_ref()).await
+        let AgentInner { config, runtime } = &*self.inner;
+        let _guard = runtime.begin_call(config.settings.check_running)?;
+        let synced = binding::load(config, runtime).await?;
+        update(&mut lock(runtime.metadata()));
+        binding::save(config, runtime, synced.as_ref()).await
     }
 
     /// The id of the session the agent is bound to ([`ReActAgentBuilder::session`]).
     pub fn session_id(&self) -> Option<&str> {
-        self.inner.session.as_ref().map(SessionBinding::id)
+        self.inner.config.session.as_ref().map(SessionBinding::id)
     }
 
     /// Asks the running call(s) to stop. Observed between steps, on every model chunk and by
@@ -537,63 +498,61 @@ impl ReActAgent {
     /// ([`GenerateReason::Interrupted`](agentscope_core::GenerateReason::Interrupted)).
     /// Interrupting an idle agent does nothing.
     pub fn interrupt(&self) {
-        for (_, token) in self.inner.active().iter() {
-            token.cancel();
-        }
+        self.inner.runtime.interrupt();
     }
 
     /// Whether a call is running.
     pub fn is_running(&self) -> bool {
-        !self.inner.active().is_empty()
+        self.inner.runtime.is_running()
     }
 
     /// The agent's memory.
     pub fn memory(&self) -> &dyn Memory {
-        &*self.inner.memory
+        &*self.inner.config.memory
     }
 
     /// The agent's name.
     pub fn name(&self) -> &str {
-        self.inner.info.name()
+        self.inner.config.info.name()
     }
 
     /// The agent's id.
     pub fn id(&self) -> &str {
-        self.inner.info.id()
+        self.inner.config.info.id()
     }
 
     /// The agent's toolkit.
     pub fn toolkit(&self) -> &Toolkit {
-        &self.inner.toolkit
+        self.inner.config.toolkit()
     }
 
     /// The model's name.
     pub fn model_name(&self) -> &str {
-        &self.inner.model_name
+        &self.inner.config.model_name
     }
 
     /// Registers a hook; it applies from the next call on.
     pub fn add_hook(&self, hook: impl Hook) -> HookId {
-        let mut hooks = self.inner.hooks();
+        let mut hooks = self.inner.runtime.hooks();
         Arc::make_mut(&mut hooks).push(hook)
     }
 
     /// Removes a hook (including a system hook copied at build time); it applies from the
     /// next call on. Returns whether the hook was registered.
     pub fn remove_hook(&self, id: HookId) -> bool {
-        let mut hooks = self.inner.hooks();
+        let mut hooks = self.inner.runtime.hooks();
         Arc::make_mut(&mut hooks).remove(id)
     }
 
     /// Removes every hook of this agent (system hooks copied at build time included); it
     /// applies from the next call on.
     pub fn clear_hooks(&self) {
-        *self.inner.hooks() = Arc::new(HookChain::new());
+        *self.inner.runtime.hooks() = Arc::new(HookChain::new());
     }
 
     /// The effective hook chain in execution order, for debugging.
     pub fn hook_order(&self) -> Vec<HookInfo> {
-        self.inner.hooks().order()
+        self.inner.runtime.hooks().order()
     }
 }
 
@@ -603,101 +562,9 @@ impl fmt::Debug for ReActAgent {
             .field("name", &self.name())
             .field("id", &self.id())
             .field("model", &self.model_name())
-            .field("tools", &self.inner.toolkit.names())
-            .field("max_iters", &self.inner.max_iters)
-            .field("hooks", &self.inner.hooks().len())
+            .field("tools", &self.toolkit().names())
+            .field("max_iters", &self.inner.config.settings.max_iters)
+            .field("hooks", &self.inner.runtime.hooks().len())
             .finish()
-    }
-}
-
-impl AgentInner {
-    fn hooks(&self) -> MutexGuard<'_, Arc<HookChain>> {
-        self.hooks.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The chain for one call; later changes don't affect it.
-    pub(crate) fn hook_snapshot(&self) -> Arc<HookChain> {
-        Arc::clone(&self.hooks())
-    }
-
-    fn active(&self) -> MutexGuard<'_, Vec<(u64, CancellationToken)>> {
-        self.active.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn busy(&self) -> AgentError {
-        AgentError::Busy
-    }
-
-    /// The busy check: claims the agent for one call, or fails with `Busy`.
-    pub(crate) fn begin_call(&self) -> Result<CallGuard<'_>, AgentError> {
-        if self.check_running
-            && self
-                .running
-                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-        {
-            return Err(self.busy());
-        }
-        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
-        let token = CancellationToken::new();
-        self.active().push((id, token.clone()));
-        Ok(CallGuard {
-            agent: self,
-            id,
-            token,
-        })
-    }
-}
-
-impl AgentInner {
-    pub(crate) fn identity(&self) -> AgentIdentity {
-        AgentIdentity::new(self.info.name(), self.info.id())
-    }
-
-    /// With a session: loads it into memory and metadata (call this holding the agent).
-    /// Whether a session is bound.
-    pub(crate) fn has_session(&self) -> bool {
-        self.session.is_some()
-    }
-
-    pub(crate) async fn load_session(&self) -> Result<Option<Synced>, AgentError> {
-        match &self.session {
-            Some(session) => session.load(&*self.memory, &self.metadata).await.map(Some),
-            None => Ok(None),
-        }
-    }
-
-    /// With a session: saves it when memory or metadata changed since `synced` was loaded.
-    pub(crate) async fn save_session(&self, synced: Option<&Synced>) -> Result<(), AgentError> {
-        match (&self.session, synced) {
-            (Some(session), Some(synced)) => {
-                session
-                    .save_if_changed(&self.identity(), &*self.memory, &self.metadata, synced)
-                    .await
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-/// Holds the agent for one call; releases it when dropped (completion or cancellation).
-pub(crate) struct CallGuard<'a> {
-    agent: &'a AgentInner,
-    id: u64,
-    token: CancellationToken,
-}
-
-impl CallGuard<'_> {
-    pub(crate) fn token(&self) -> &CancellationToken {
-        &self.token
-    }
-}
-
-impl Drop for CallGuard<'_> {
-    fn drop(&mut self) {
-        self.agent.active().retain(|(id, _)| *id != self.id);
-        if self.agent.check_running {
-            self.agent.running.store(false, Ordering::Release);
-        }
     }
 }

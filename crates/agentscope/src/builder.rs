@@ -2,11 +2,15 @@
 
 use std::sync::Arc;
 
-use agentscope_core::{AgentInfo, BoxedModel, GenerateOptions, Hook, HookChain, Memory, Model};
+use agentscope_core::{
+    AgentInfo, BoxedModel, GenerateOptions, Hook, HookChain, Memory, Model, Msg,
+};
 
-use crate::agent::{AgentConfig, ReActAgent};
+use crate::agent::ReActAgent;
+use crate::config::{AgentConfig, Settings};
 use crate::error::BuildError;
 use crate::memory::InMemoryMemory;
+use crate::runtime::AgentRuntime;
 use crate::session::{AgentState, SessionBinding, SessionStore};
 use crate::system_hooks::SystemHooks;
 use crate::toolkit::Toolkit;
@@ -39,15 +43,12 @@ pub struct ReActAgentBuilder {
     id: Option<String>,
     sys_prompt: Option<String>,
     model: Option<BoxedModel>,
-    toolkit: Toolkit,
     memory: Option<Arc<dyn Memory>>,
-    max_iters: usize,
-    max_goto_reasoning: usize,
-    options: GenerateOptions,
-    check_running: bool,
     hooks: HookChain,
     state: Option<AgentState>,
     session: Option<(Arc<dyn SessionStore>, String)>,
+    /// The settings that have defaults; `build()` moves them into the configuration as is.
+    settings: Settings,
 }
 
 impl Default for ReActAgentBuilder {
@@ -57,15 +58,11 @@ impl Default for ReActAgentBuilder {
             id: None,
             sys_prompt: None,
             model: None,
-            toolkit: Toolkit::new(),
             memory: None,
-            max_iters: 10,
-            max_goto_reasoning: 10,
-            options: GenerateOptions::default(),
-            check_running: true,
             hooks: HookChain::new(),
             state: None,
             session: None,
+            settings: Settings::default(),
         }
     }
 }
@@ -98,7 +95,7 @@ impl ReActAgentBuilder {
 
     /// The tools.
     pub fn toolkit(mut self, toolkit: Toolkit) -> Self {
-        self.toolkit = toolkit;
+        self.settings.toolkit = toolkit;
         self
     }
 
@@ -111,26 +108,26 @@ impl ReActAgentBuilder {
     /// The iteration limit (default 10, at least 1): after this many reasoning steps that
     /// called tools, the agent summarises instead of reasoning again.
     pub fn max_iters(mut self, max_iters: usize) -> Self {
-        self.max_iters = max_iters;
+        self.settings.max_iters = max_iters;
         self
     }
 
     /// How many `goto_reasoning` re-entries one call allows (default 10).
     pub fn max_goto_reasoning(mut self, max: usize) -> Self {
-        self.max_goto_reasoning = max;
+        self.settings.max_goto_reasoning = max;
         self
     }
 
     /// Generation options for every model call (hooks can change them per call).
     pub fn generate_options(mut self, options: GenerateOptions) -> Self {
-        self.options = options;
+        self.settings.options = options;
         self
     }
 
     /// Whether a second concurrent call fails with `AgentError::Busy` (default `true`).
     /// Turn it off only when the memory and hooks tolerate interleaved calls.
     pub fn check_running(mut self, check: bool) -> Self {
-        self.check_running = check;
+        self.settings.check_running = check;
         self
     }
 
@@ -210,10 +207,10 @@ impl ReActAgentBuilder {
     /// or a [`session`](Self::session) with a blank id or with `check_running(false)`.
     pub fn build(self) -> Result<ReActAgent, BuildError> {
         let model = self.model.ok_or(BuildError::MissingModel)?;
-        if let Some(err) = self.toolkit.error() {
+        if let Some(err) = self.settings.toolkit.error() {
             return Err(BuildError::Toolkit(err.clone()));
         }
-        if self.max_iters == 0 {
+        if self.settings.max_iters == 0 {
             return Err(BuildError::InvalidConfig {
                 message: "max_iters must be at least 1".to_owned(),
             });
@@ -224,8 +221,8 @@ impl ReActAgentBuilder {
             });
         }
         if let Some(state) = &self.state {
-            state.check().map_err(|message| BuildError::InvalidConfig {
-                message: format!("invalid agent state: {message}"),
+            state.check().map_err(|error| BuildError::InvalidConfig {
+                message: format!("invalid agent state: {error}"),
             })?;
         }
         if let Some((_, id)) = &self.session {
@@ -234,7 +231,7 @@ impl ReActAgentBuilder {
                     message: "the session id must not be blank".to_owned(),
                 });
             }
-            if !self.check_running {
+            if !self.settings.check_running {
                 return Err(BuildError::InvalidConfig {
                     message: "a session needs the busy check (check_running(true)): a call's \
                               load would replace memory under another running call"
@@ -259,19 +256,19 @@ impl ReActAgentBuilder {
         let mut hooks = SystemHooks::snapshot();
         hooks.extend_from(&self.hooks);
         let id = self.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        Ok(ReActAgent::from_config(AgentConfig {
-            info: AgentInfo::new(self.name, id),
-            sys_prompt: self.sys_prompt.filter(|prompt| !prompt.trim().is_empty()),
+        let model_name: Arc<str> = Arc::from(model.model_name());
+        let config = AgentConfig {
+            info: Arc::new(AgentInfo::new(self.name, id)),
+            system_seed: self
+                .sys_prompt
+                .filter(|prompt| !prompt.trim().is_empty())
+                .map(Msg::system),
             model,
-            toolkit: self.toolkit,
+            model_name,
             memory,
-            max_iters: self.max_iters,
-            max_goto_reasoning: self.max_goto_reasoning,
-            options: self.options,
-            check_running: self.check_running,
-            hooks,
             session,
-            metadata,
-        }))
+            settings: self.settings,
+        };
+        Ok(ReActAgent::new(config, AgentRuntime::new(hooks, metadata)))
     }
 }

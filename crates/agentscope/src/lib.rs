@@ -3,10 +3,12 @@
 
 mod agent;
 mod builder;
+mod config;
 mod engine;
 mod error;
 pub mod hooks;
 mod memory;
+mod runtime;
 pub mod session;
 mod stream;
 mod system_hooks;
@@ -21,7 +23,6 @@ pub use stream::{AgentStream, Event, EventType, StreamOptions};
 pub use system_hooks::SystemHooks;
 pub use toolkit::{ToolFn, Toolkit, TypedCall, tool_fn, typed_tool_fn};
 
-pub use agentscope_core as core;
 pub use agentscope_core::*;
 
 /// The names most programs need: `use agentscope::prelude::*;`.

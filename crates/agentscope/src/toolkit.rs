@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use agentscope_core::{
     BoxedTool, CancellationToken, Tool, ToolContext, ToolError, ToolOutput, ToolResultBlock,
-    ToolSchema, ToolUseBlock, panic_message,
+    ToolSchema, ToolUseBlock,
 };
 use futures::FutureExt;
 use futures::future::{Either, Ready, ready};
@@ -170,6 +170,15 @@ impl Toolkit {
         self.schemas.iter().map(|s| s.name.as_str()).collect()
     }
 
+    /// The tools that declared a [`ToolKind`](agentscope_core::ToolKind) other than
+    /// `Action`, for the call context.
+    pub(crate) fn marked(&self) -> impl Iterator<Item = &BoxedTool> {
+        self.tools
+            .iter()
+            .map(|entry| &entry.tool)
+            .filter(|tool| tool.kind() != agentscope_core::ToolKind::Action)
+    }
+
     /// The schemas the model sees, in registration order.
     pub fn schemas(&self) -> &[ToolSchema] {
         &self.schemas
@@ -252,8 +261,8 @@ impl Toolkit {
             }
             Ok(Err(error)) => fail(format!("Error: Tool execution failed: {error}")),
             Err(payload) => fail(format!(
-                "Error: Tool execution failed: tool panicked: {}",
-                panic_message(&*payload)
+                "Error: Tool execution failed: {}",
+                ToolError::from_panic(&*payload)
             )),
         }
     }

@@ -182,11 +182,9 @@ fn agent_with_dyn_hooks(hooks: Vec<BoxedHook>) -> ReActAgent {
 #[test]
 fn boxed_hooks_run_through_the_hook_trait() {
     let boxed = BoxedHook::new(sync_tagger());
-    let mut event: HookEvent = agentscope::PostCallEvent::new(
-        Arc::new(agentscope::AgentInfo::new("a", "1")),
-        Msg::assistant("x"),
-    )
-    .into();
+    let call = agentscope::CallContext::new(Arc::new(agentscope::AgentInfo::new("a", "1")));
+    let mut event: HookEvent =
+        agentscope::PostCallEvent::new(call.info(), Msg::assistant("x")).into();
     futures::executor::block_on(Hook::on_event(&boxed, &mut event)).unwrap();
     match event {
         HookEvent::PostCall(e) => assert_eq!(e.final_message().text(), "x [sync]"),
@@ -199,11 +197,9 @@ fn hook_event_futures_of_sendable_hooks_are_send() {
     fn on_event_is_send<H: Hook>(hook: &H, event: &mut HookEvent) {
         send(&hook.on_event(event));
     }
-    let mut event: HookEvent = agentscope::PostCallEvent::new(
-        Arc::new(agentscope::AgentInfo::new("a", "1")),
-        Msg::assistant("x"),
-    )
-    .into();
+    let call = agentscope::CallContext::new(Arc::new(agentscope::AgentInfo::new("a", "1")));
+    let mut event: HookEvent =
+        agentscope::PostCallEvent::new(call.info(), Msg::assistant("x")).into();
     on_event_is_send(&AsyncTagger, &mut event);
     on_event_is_send(&BoxedHook::new(AsyncTagger), &mut event);
 }

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agentscope::prelude::*;
-use agentscope::{AgentInfo, HookFn, PostCallEvent, PreActingEvent, ToolkitError};
+use agentscope::{CallContext, ConversationError};
+use agentscope::{HookFn, PostCallEvent, PreActingEvent, ToolkitError};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedResponse};
 use proptest::prelude::*;
@@ -264,9 +265,9 @@ async fn goto_with_a_wrong_result_id_is_rejected_naming_the_missing_one() {
         calc_call(),
         || vec![result_msg("zz")],
         |outcome| match outcome {
-            Err(HookError::InvalidGoto { message }) => {
+            Err(HookError::InvalidGoto(error)) => {
                 assert_eq!(
-                    message,
+                    error.to_string(),
                     "Missing ToolResult for pending ToolUse. Missing IDs: [c1]"
                 );
             }
@@ -295,7 +296,9 @@ async fn goto_with_an_extra_unknown_result_id_is_rejected() {
         calc_call(),
         || vec![result_msg("c1"), result_msg("zz")],
         |outcome| match outcome {
-            Err(HookError::InvalidGoto { message }) => assert!(message.contains("zz"), "{message}"),
+            Err(HookError::InvalidGoto(error)) => {
+                assert!(error.to_string().contains("zz"), "{error}")
+            }
             other => panic!("expected InvalidGoto naming 'zz', got {other:?}"),
         },
     )
@@ -310,7 +313,9 @@ async fn goto_with_a_duplicate_result_id_is_rejected() {
         calc_call(),
         || vec![result_msg("c1"), result_msg("c1")],
         |outcome| match outcome {
-            Err(HookError::InvalidGoto { message }) => assert!(message.contains("c1"), "{message}"),
+            Err(HookError::InvalidGoto(error)) => {
+                assert!(error.to_string().contains("c1"), "{error}")
+            }
             other => panic!("expected InvalidGoto naming 'c1', got {other:?}"),
         },
     )
@@ -324,7 +329,9 @@ async fn goto_with_a_tool_result_when_no_call_is_pending_is_rejected() {
         ScriptedResponse::text("first"),
         || vec![result_msg("zz")],
         |outcome| match outcome {
-            Err(HookError::InvalidGoto { message }) => assert!(message.contains("zz"), "{message}"),
+            Err(HookError::InvalidGoto(error)) => {
+                assert!(error.to_string().contains("zz"), "{error}")
+            }
             other => panic!("expected InvalidGoto naming 'zz', got {other:?}"),
         },
     )
@@ -349,11 +356,11 @@ async fn input_with_a_tool_result_when_no_call_is_pending_is_rejected() {
     let observed = agent.observe(result_msg("yy")).await;
 
     assert!(
-        matches!(&called, Err(AgentError::InvalidInput { message }) if message.contains("zz")),
+        matches!(&called, Err(AgentError::Conversation(error)) if error.to_string().contains("zz")),
         "call: {called:?}"
     );
     assert!(
-        matches!(&observed, Err(AgentError::InvalidInput { message }) if message.contains("yy")),
+        matches!(&observed, Err(AgentError::Conversation(error)) if error.to_string().contains("yy")),
         "observe: {observed:?}"
     );
     assert!(agent.memory().is_empty(), "{:?}", memory_of(&agent));
@@ -409,7 +416,13 @@ async fn a_goto_made_invalid_by_a_later_change_of_the_reasoning_message_fails_th
 
     let err = agent.call("q").await.unwrap_err();
 
-    assert!(matches!(&err, AgentError::InvalidInput { .. }), "{err:?}");
+    assert!(
+        matches!(
+            &err,
+            AgentError::Conversation(ConversationError::GotoMissingToolResults { ids }) if ids == &["c9"]
+        ),
+        "{err:?}"
+    );
     assert_eq!(
         err.to_string(),
         "Missing ToolResult for pending ToolUse. Missing IDs: [c9]"
@@ -437,10 +450,10 @@ async fn replacing_the_pre_acting_event_with_another_tool_call_id_fails_the_call
         .hook(
             hook_fn(|event| {
                 if let HookEvent::PreActing(e) = event {
-                    let info = Arc::new(AgentInfo::new(e.agent().name(), e.agent().id()));
+                    let forged = CallContext::new(Arc::new(e.agent().clone()));
                     let mut call = e.tool_use().clone();
                     call.id = "forged".to_owned();
-                    *event = HookEvent::PreActing(PreActingEvent::new(info, call));
+                    *event = HookEvent::PreActing(PreActingEvent::new(forged.info(), call));
                 }
                 Ok(())
             })
@@ -483,8 +496,9 @@ async fn replacing_an_event_with_one_of_another_kind_fails_the_call() {
         .hook(
             hook_fn(|event| {
                 if let HookEvent::PreActing(e) = event {
-                    let info = Arc::new(AgentInfo::new(e.agent().name(), e.agent().id()));
-                    *event = HookEvent::PostCall(PostCallEvent::new(info, Msg::assistant("fake")));
+                    let forged = CallContext::new(Arc::new(e.agent().clone()));
+                    let fake = PostCallEvent::new(forged.info(), Msg::assistant("fake"));
+                    *event = HookEvent::PostCall(fake);
                 }
                 Ok(())
             })

@@ -114,7 +114,7 @@ async fn goto_reasoning_is_validated_at_once() {
     assert!(
         outcomes
             .iter()
-            .all(|(err, _)| matches!(err, HookError::InvalidGoto { .. }))
+            .all(|(err, _)| matches!(err, HookError::InvalidGoto(_)))
     );
     // The failed gotos changed nothing: the tools ran and the model answered.
     assert_eq!(reply.text(), "done");
@@ -132,12 +132,12 @@ async fn a_goto_hook_returning_the_validation_error_fails_the_call() {
         AgentError::Hook {
             hook,
             event,
-            source: HookError::InvalidGoto { message },
+            source: HookError::InvalidGoto(message),
         } => {
             assert_eq!(hook, "goto");
             assert_eq!(event, HookEventType::PostReasoning);
             assert_eq!(
-                message,
+                message.to_string(),
                 "Cannot proceed without ToolResult when there are pending ToolUse. Pending tools: [calculator]"
             );
         }

@@ -8,6 +8,7 @@ mod support;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use agentscope::ConversationError;
 use agentscope::prelude::*;
 use agentscope::{AgentError, BoxedHook, HookId};
 use agentscope_test::tools::Calculator;
@@ -358,7 +359,9 @@ async fn observe_while_tool_calls_are_pending_is_rejected() {
     let result = agent.observe(Msg::user("a note")).await;
 
     match result {
-        Err(AgentError::PendingToolCalls { ids }) => assert_eq!(ids, ["c1"]),
+        Err(AgentError::Conversation(ConversationError::PendingToolCalls { ids })) => {
+            assert_eq!(ids, ["c1"])
+        }
         other => panic!("expected PendingToolCalls, got {other:?}"),
     }
     assert_eq!(agent.memory().messages(), before);

@@ -4,6 +4,7 @@
 mod support;
 
 use agentscope::BoxedHook;
+use agentscope::ConversationError;
 use agentscope::hooks::PendingToolRecoveryHook;
 use agentscope::prelude::*;
 use agentscope_test::tools::Calculator;
@@ -71,7 +72,9 @@ async fn without_the_hook_new_input_fails_and_memory_is_unchanged() {
     let err = agent.call("Never mind.").await.unwrap_err();
 
     match &err {
-        AgentError::PendingToolCalls { ids } => assert_eq!(ids, &["c1", "c2"]),
+        AgentError::Conversation(ConversationError::PendingToolCalls { ids }) => {
+            assert_eq!(ids, &["c1", "c2"])
+        }
         other => panic!("unexpected error: {other}"),
     }
     assert_eq!(agent.memory().messages(), before);

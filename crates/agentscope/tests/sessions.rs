@@ -223,18 +223,15 @@ async fn bad_session_files_fail_the_call_and_are_kept() {
         let message = err.to_string();
         assert!(message.starts_with(expected), "{message}");
         match &err {
-            AgentError::Session {
-                session, source, ..
-            } => {
-                assert_eq!(session, "s1");
-                let source = source.as_ref().unwrap();
-                assert_eq!(
-                    source.downcast_ref::<SessionError>().unwrap().session(),
-                    Some("s1")
-                );
-            }
+            AgentError::Session(error) => assert_eq!(error.session(), Some("s1")),
             other => panic!("{other:?}"),
         }
+        // The store's error is reachable as the source, as the docs promise.
+        let source = std::error::Error::source(&err).unwrap();
+        assert_eq!(
+            source.downcast_ref::<SessionError>().unwrap().session(),
+            Some("s1")
+        );
         assert!(recorder.events().is_empty(), "no hook sees a failed load");
         assert_eq!(
             fs::read(&path).unwrap(),
@@ -552,7 +549,7 @@ async fn a_failed_save_fails_the_call_and_the_next_call_starts_from_the_stored_s
         err.to_string(),
         "session error: session 's': storage backend error: saving: disk full"
     );
-    assert!(matches!(&err, AgentError::Session { session, .. } if session == "s"));
+    assert!(matches!(&err, AgentError::Session(error) if error.session() == Some("s")));
     assert_eq!(texts(&agent.memory().messages()), ["1", "one", "2", "two"]);
     assert!(!agent.is_running());
 

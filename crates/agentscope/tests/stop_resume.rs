@@ -5,6 +5,7 @@ mod support;
 
 use std::sync::{Arc, Mutex};
 
+use agentscope::ConversationError;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
 use agentscope_test::tools::{Calculator, SuspendingTool};
@@ -225,7 +226,7 @@ async fn resume_with_all_tool_results_stores_them_and_reasons_without_running_to
 }
 
 /// Runs one invalid resume against a stopped agent and checks that it failed with
-/// `InvalidInput { message }` and left memory unchanged.
+/// `Conversation(error)` with this message and left memory unchanged.
 async fn assert_invalid_resume(input: Vec<Msg>, message: &str) {
     let (agent, model, calc, rec) = stopped_agent(ScriptedResponse::text("unused")).await;
     let before = agent.memory().messages();
@@ -233,8 +234,8 @@ async fn assert_invalid_resume(input: Vec<Msg>, message: &str) {
     let err = agent.call(input).await.unwrap_err();
 
     match &err {
-        AgentError::InvalidInput { message: got } => assert_eq!(got, message),
-        other => panic!("expected InvalidInput, got {other:?}"),
+        AgentError::Conversation(error) => assert_eq!(error.to_string(), message),
+        other => panic!("expected a conversation error, got {other:?}"),
     }
     assert_eq!(agent.memory().messages(), before, "memory is unchanged");
     assert_eq!(calc.log().count(), 0);
@@ -291,7 +292,9 @@ async fn new_text_while_calls_are_pending_fails_naming_the_pending_ids() {
     let err = agent.call(Msg::user("something else")).await.unwrap_err();
 
     match &err {
-        AgentError::PendingToolCalls { ids } => assert_eq!(ids, &["c1", "c2"]),
+        AgentError::Conversation(ConversationError::PendingToolCalls { ids }) => {
+            assert_eq!(ids, &["c1", "c2"])
+        }
         other => panic!("expected PendingToolCalls, got {other:?}"),
     }
     assert!(err.to_string().contains("[c1, c2]"), "{err}");
@@ -503,7 +506,10 @@ async fn suspended_tool_returns_tool_suspended_and_resumes_with_its_result() {
     // New text is refused while the suspended call is pending.
     let err = agent.call("hello?").await.unwrap_err();
     assert!(
-        matches!(&err, AgentError::PendingToolCalls { ids } if ids == &["c2"]),
+        matches!(
+            &err,
+            AgentError::Conversation(ConversationError::PendingToolCalls { ids }) if ids == &["c2"]
+        ),
         "{err:?}"
     );
 

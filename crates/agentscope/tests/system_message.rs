@@ -8,6 +8,7 @@ mod support;
 
 use std::sync::{Arc, Mutex};
 
+use agentscope::ConversationError;
 use agentscope::prelude::*;
 use agentscope::{AgentError, BoxedHook, InMemoryMemory};
 use agentscope_test::tools::Calculator;
@@ -122,8 +123,8 @@ fn assert_no_system_in_memory(agent: &ReActAgent) {
 
 fn assert_invalid_input(err: &AgentError, expected: &str) {
     match err {
-        AgentError::InvalidInput { message } => assert_eq!(message, expected),
-        other => panic!("expected InvalidInput, got {other:?}"),
+        AgentError::Conversation(ConversationError::SystemMessage { .. }) => {}
+        other => panic!("expected a SYSTEM-message conversation error, got {other:?}"),
     }
     assert_eq!(err.to_string(), expected);
 }
@@ -441,7 +442,8 @@ async fn system_role_reasoning_message_set_by_a_hook_never_reaches_memory() {
 
     assert_no_system_in_memory(&agent);
     match &result {
-        Err(AgentError::InvalidInput { message }) => {
+        Err(AgentError::Conversation(error)) => {
+            let message = error.to_string();
             assert!(
                 message
                     .starts_with("Hooks must not inject SYSTEM messages into PostReasoningEvent")
@@ -486,7 +488,8 @@ async fn system_role_summary_message_set_by_a_hook_never_reaches_memory() {
 
     assert_no_system_in_memory(&agent);
     match &result {
-        Err(AgentError::InvalidInput { message }) => {
+        Err(AgentError::Conversation(error)) => {
+            let message = error.to_string();
             assert!(
                 message.starts_with("Hooks must not inject SYSTEM messages into PostSummaryEvent")
                     && message.ends_with(HINT),
@@ -612,8 +615,8 @@ async fn system_message_in_goto_messages_is_rejected_at_once() {
 
     let expected = injection_error("goto_reasoning messages");
     match outcome.lock().unwrap().clone() {
-        Some((Err(HookError::InvalidGoto { message }), requested)) => {
-            assert_eq!(message, expected);
+        Some((Err(HookError::InvalidGoto(error)), requested)) => {
+            assert_eq!(error.to_string(), expected);
             assert!(!requested, "a rejected goto must not be requested");
         }
         other => panic!("goto_reasoning returned {other:?}"),
@@ -622,11 +625,11 @@ async fn system_message_in_goto_messages_is_rejected_at_once() {
         AgentError::Hook {
             hook,
             event,
-            source: HookError::InvalidGoto { message },
+            source: HookError::InvalidGoto(error),
         } => {
             assert_eq!(hook, "goto-injector");
             assert_eq!(*event, K::PostReasoning);
-            assert_eq!(message, &expected);
+            assert_eq!(error.to_string(), expected);
         }
         other => panic!("unexpected error {other:?}"),
     }

@@ -44,10 +44,8 @@ impl Call<'_> {
         for call in calls {
             let (tool_use, skip) = if self.hooks.is_interested(HookEventType::PreActing) {
                 let id = call.id.clone();
-                let (tool_use, skip) = self
-                    .chained(PreActingEvent::new(self.info(), call))
-                    .await?
-                    .into_parts();
+                let event = PreActingEvent::new(self.context.info(), call);
+                let (tool_use, skip) = self.chained(event).await?.into_parts();
                 if tool_use.id != id {
                     return Err(AgentError::Hook {
                         hook: "PreActing hooks".to_owned(),
@@ -93,9 +91,8 @@ impl Call<'_> {
                 }
             };
             let (result, stop_here) = if self.hooks.is_interested(HookEventType::PostActing) {
-                self.chained(PostActingEvent::new(self.info(), tool_use, result))
-                    .await?
-                    .into_parts()
+                let event = PostActingEvent::new(self.context.info(), tool_use, result);
+                self.chained(event).await?.into_parts()
             } else {
                 (result, false)
             };
@@ -109,14 +106,14 @@ impl Call<'_> {
             if stop && position + 1 == count {
                 last = Some(message.clone());
             }
-            self.agent.memory.add(message);
+            self.config.memory.add(message);
             if let Some(message) = streamed {
                 self.emit(EventType::ToolResult, true, || message).await;
             }
         }
 
         if !suspended.is_empty() {
-            let reply = Msg::new(Role::Assistant, self.agent.info.name(), suspended)
+            let reply = Msg::new(Role::Assistant, self.config.info.name(), suspended)
                 .with_generate_reason(GenerateReason::ToolSuspended);
             return Ok(Acted::Done(reply));
         }
@@ -132,7 +129,9 @@ impl Call<'_> {
     /// ActingChunk events and stream events while they run. On interrupt, the results that
     /// are ready are kept (as computed results of the open calls) and the rest are dropped.
     async fn run_tools(&mut self, jobs: &mut [Job]) -> Step<()> {
-        if self.cancel.is_cancelled() {
+        let cancel = self.cancel;
+        let toolkit = self.toolkit;
+        if cancel.is_cancelled() {
             return Err(Halt::Interrupted);
         }
         let hook_chunks = self.hooks.is_interested(HookEventType::ActingChunk);
@@ -151,7 +150,7 @@ impl Call<'_> {
             .map(|(index, job)| {
                 job.run.is_none().then(|| {
                     let ctx = ToolContext::new(Arc::clone(&job.tool_use))
-                        .with_cancellation(self.cancel.clone());
+                        .with_cancellation(cancel.clone());
                     match &progress {
                         Some(sender) => ctx.with_progress(sender.with_index(index)),
                         None => ctx,
@@ -167,13 +166,13 @@ impl Call<'_> {
         let mut slots: Vec<Option<ToolRun>> = jobs.iter_mut().map(|job| job.run.take()).collect();
         let interrupted = {
             let mut batch = pin!(run_batch(
-                self.toolkit,
+                toolkit,
                 &tool_uses,
                 contexts,
                 &mut slots,
-                self.toolkit.is_parallel()
+                toolkit.is_parallel()
             ));
-            let mut cancelled = pin!(self.cancel.cancelled());
+            let mut cancelled = pin!(cancel.cancelled());
             let mut batch_done = false;
             loop {
                 let wake = std::future::poll_fn(|cx| {
@@ -212,7 +211,7 @@ impl Call<'_> {
         };
         // A tool may have finished because it saw the interrupt: the batch still counts as
         // interrupted, and results computed before it are kept.
-        let interrupted = interrupted || self.cancel.is_cancelled();
+        let interrupted = interrupted || cancel.is_cancelled();
         for (job, slot) in jobs.iter_mut().zip(slots) {
             if let Some(ToolRun::Done(result)) = &slot {
                 self.open.computed(result);
@@ -226,7 +225,7 @@ impl Call<'_> {
     }
 
     async fn deliver_progress(
-        &self,
+        &mut self,
         hook_chunks: bool,
         tool_use: &Arc<ToolUseBlock>,
         progress: ToolProgress,
@@ -238,12 +237,9 @@ impl Call<'_> {
             is_error: false,
         };
         if hook_chunks {
-            self.notify(ActingChunkEvent::new(
-                self.info(),
-                Arc::clone(tool_use),
-                chunk.clone(),
-            ))
-            .await;
+            let event =
+                ActingChunkEvent::new(self.context.info(), Arc::clone(tool_use), chunk.clone());
+            self.notify(event).await;
         }
         self.emit(EventType::ToolResult, false, || Msg::tool_result(chunk))
             .await;

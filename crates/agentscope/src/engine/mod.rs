@@ -10,18 +10,19 @@ mod reasoning;
 mod summary;
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::sync::Arc;
 
+use agentscope_core::conversation::{self, ConversationError, pending_tool_uses};
 use agentscope_core::{
-    AgentError, AgentInfo, BoxedHook, BoxedTool, CancellationToken, ContentBlock, DispatchFailure,
-    ErrorEvent, GenerateReason, HookChain, HookEvent, HookEventType, HookId, Msg, PostCallEvent,
-    PreCallEvent, Role, ToolResultBlock, ToolUseBlock, check_tool_results,
-    system_injection_message,
+    AgentError, BoxedHook, BoxedTool, CallContext, CancellationToken, ContentBlock, ErrorEvent,
+    Event, GenerateReason, HookChain, HookEventType, Msg, PostCallEvent, PreCallEvent, Role, Tool,
+    ToolResultBlock, ToolUseBlock,
 };
 
-use crate::agent::AgentInner;
-use crate::stream::{Event, EventSink, EventType};
+use crate::config::AgentConfig;
+use crate::runtime::AgentRuntime;
+use crate::session::{Synced, binding};
+use crate::stream::{Event as StreamEvent, EventSink, EventType};
 use crate::toolkit::Toolkit;
 
 pub(crate) use finish::Finish;
@@ -48,26 +49,28 @@ pub(crate) struct CallExtras {
     pub(crate) finish: Option<Finish>,
 }
 
-/// Runs one call on `agent`, delivering events to `sink` when streaming.
+/// Runs one call of the agent configured by `config`, delivering events to `sink` when
+/// streaming.
 pub(crate) async fn run(
-    agent: &AgentInner,
+    config: &AgentConfig,
+    runtime: &AgentRuntime,
     input: Vec<Msg>,
     sink: Option<&EventSink>,
     extras: CallExtras,
 ) -> Result<Msg, AgentError> {
     // 1. Busy check: a rejected call is seen by no hook.
-    let guard = agent.begin_call()?;
+    let guard = runtime.begin_call(config.settings.check_running)?;
     // A bound session replaces memory before anything reads it; a failed load fails the call
     // before any hook runs or anything is stored.
     // (Boxed: the session's futures live on the heap only for agents that have one, so they
     // don't enlarge every call's future.)
-    let synced = match agent.has_session() {
-        true => Box::pin(agent.load_session()).await?,
+    let synced = match config.session.is_some() {
+        true => Box::pin(binding::load(config, runtime)).await?,
         false => None,
     };
     // Declared before `call`: when the call is dropped, its open tool calls are closed first.
-    let mut finish = FinishStep::new(&*agent.memory, extras.finish);
-    let mut hooks = agent.hook_snapshot();
+    let mut finish = FinishStep::new(&*config.memory, extras.finish);
+    let mut hooks = runtime.hook_snapshot();
     if !extras.hooks.is_empty() {
         let chain = Arc::make_mut(&mut hooks);
         for hook in extras.hooks {
@@ -75,15 +78,23 @@ pub(crate) async fn run(
         }
     }
     let toolkit = if extras.tools.is_empty() {
-        Cow::Borrowed(&agent.toolkit)
+        Cow::Borrowed(config.toolkit())
     } else {
-        let mut toolkit = agent.toolkit.clone();
+        let mut toolkit = config.toolkit().clone();
         for tool in extras.tools {
             toolkit.add_tool(tool).map_err(AgentError::invalid_input)?;
         }
         Cow::Owned(toolkit)
     };
-    let mut call = Call::new(agent, &hooks, &toolkit, sink, guard.token());
+    let mut context = CallContext::new(Arc::clone(&config.info));
+    if let Some(stopped) = guard.stopped_call() {
+        context = context.with_resumed_from(stopped);
+    }
+    for tool in toolkit.marked() {
+        context = context.with_tool_kind(tool.name(), tool.kind());
+    }
+    let call_id = context.id();
+    let mut call = Call::new(config, &hooks, &toolkit, sink, guard.token(), context);
     let mut outcome = call.execute(input).await;
     if finish.is_armed() {
         if outcome.is_err() {
@@ -91,25 +102,24 @@ pub(crate) async fn run(
         }
         outcome = finish.run(outcome);
     }
+    guard.set_stopped_call(
+        matches!(&outcome, Ok(reply) if leaves_calls_pending(reply)).then_some(call_id),
+    );
     let result = match outcome {
         Ok(reply) => call.post_call(reply).await,
-        Err(error) => Err(DispatchFailure {
-            error,
-            reached: Vec::new(),
-        }),
+        Err(error) => Err(error),
     };
     let result = match result {
         Ok(reply) => Ok(reply),
-        Err(failure) => {
+        Err(error) => {
             call.open.close(CANCELLED_RESULT);
-            // A hook that already saw PostCall does not also get Error for the same call.
-            Err(call.notify_error(failure.error, &failure.reached).await)
+            Err(call.notify_error(error).await)
         }
     };
     drop(call);
     drop(finish);
     let result = match synced {
-        Some(synced) => Box::pin(save_session(agent, synced, result)).await,
+        Some(synced) => Box::pin(save_session(config, runtime, synced, result)).await,
         None => result,
     };
     // Released before the result is delivered, so back-to-back calls never trip the check.
@@ -117,22 +127,31 @@ pub(crate) async fn run(
     result
 }
 
+/// Whether a call that ended with `reply` left tool calls pending for the next call.
+fn leaves_calls_pending(reply: &Msg) -> bool {
+    matches!(
+        reply.generate_reason(),
+        Some(GenerateReason::ReasoningStopRequested | GenerateReason::ToolSuspended)
+    )
+}
+
 /// Saves the bound session after a call (whatever its outcome) if memory changed. A failed
 /// save fails a call that succeeded; a call that failed keeps its own error (the save error
 /// is logged), since its caller must retry anyway.
 async fn save_session(
-    agent: &AgentInner,
-    synced: crate::session::Synced,
+    config: &AgentConfig,
+    runtime: &AgentRuntime,
+    synced: Synced,
     result: Result<Msg, AgentError>,
 ) -> Result<Msg, AgentError> {
-    let Err(save_error) = agent.save_session(Some(&synced)).await else {
+    let Err(save_error) = binding::save(config, runtime, Some(&synced)).await else {
         return result;
     };
     match result {
         Ok(_) => Err(save_error),
         Err(error) => {
             tracing::error!(
-                agent = agent.info.name(),
+                agent = config.info.name(),
                 error = %save_error,
                 "saving the session after a failed call failed"
             );
@@ -153,6 +172,12 @@ impl From<AgentError> for Halt {
     }
 }
 
+impl From<ConversationError> for Halt {
+    fn from(error: ConversationError) -> Self {
+        Halt::Failed(error.into())
+    }
+}
+
 pub(crate) type Step<T> = Result<T, Halt>;
 
 enum Next {
@@ -162,12 +187,14 @@ enum Next {
 
 /// The state of one call.
 pub(crate) struct Call<'a> {
-    agent: &'a AgentInner,
+    config: &'a AgentConfig,
     hooks: &'a HookChain,
     /// The agent's toolkit, plus this call's extra tools.
     toolkit: &'a Toolkit,
     sink: Option<&'a EventSink>,
     cancel: &'a CancellationToken,
+    /// The call's identity and per-call extensions; hooks get them with every event.
+    context: CallContext,
     /// The system message frozen after PreCall; each model call gets a fresh copy.
     base_system: Option<Msg>,
     iteration: usize,
@@ -177,27 +204,25 @@ pub(crate) struct Call<'a> {
 
 impl<'a> Call<'a> {
     fn new(
-        agent: &'a AgentInner,
+        config: &'a AgentConfig,
         hooks: &'a HookChain,
         toolkit: &'a Toolkit,
         sink: Option<&'a EventSink>,
         cancel: &'a CancellationToken,
+        context: CallContext,
     ) -> Self {
         Self {
-            agent,
+            config,
             hooks,
             toolkit,
             sink,
             cancel,
+            context,
             base_system: None,
             iteration: 0,
             gotos: 0,
-            open: OpenToolCalls::new(&*agent.memory),
+            open: OpenToolCalls::new(&*config.memory),
         }
-    }
-
-    fn info(&self) -> Arc<AgentInfo> {
-        Arc::clone(&self.agent.info)
     }
 
     async fn execute(&mut self, input: Vec<Msg>) -> Result<Msg, AgentError> {
@@ -210,17 +235,16 @@ impl<'a> Call<'a> {
 
     async fn lifecycle(&mut self, input: Vec<Msg>) -> Step<Msg> {
         // 2. System message seed.
-        let seed = self.agent.system_seed.clone();
+        let seed = self.config.system_seed.clone();
         // 3. PreCall, then the system message is frozen as this call's base.
         let (input, system) = if self.hooks.is_interested(HookEventType::PreCall) {
-            let history = self.agent.memory.messages();
-            self.chained(PreCallEvent::new(self.info(), input, history, seed))
-                .await?
-                .into_parts()
+            let history = self.config.memory.messages();
+            let event = PreCallEvent::new(self.context.info(), input, history, seed);
+            self.chained(event).await?.into_parts()
         } else {
             (input, seed)
         };
-        reject_system(&input, "PreCallEvent input messages")?;
+        conversation::check_no_system(&input, "PreCallEvent input messages")?;
         self.base_system = system;
         // 4. Pending tool calls.
         let mut next = match self.accept_input(input)? {
@@ -233,7 +257,7 @@ impl<'a> Call<'a> {
                 return Err(Halt::Interrupted);
             }
             next = match next {
-                Next::Reason if self.iteration >= self.agent.max_iters => {
+                Next::Reason if self.iteration >= self.config.settings.max_iters => {
                     return self.summarize().await;
                 }
                 Next::Reason => match self.reason().await? {
@@ -252,12 +276,12 @@ impl<'a> Call<'a> {
     /// Stores the input, or decides how to resume pending tool calls. Returns the calls to
     /// act on first, if any.
     fn accept_input(&self, input: Vec<Msg>) -> Result<Option<Vec<ToolUseBlock>>, AgentError> {
-        let memory = &self.agent.memory;
+        let memory = &self.config.memory;
         let pending = pending_tool_uses(&memory.messages());
         if !pending.is_empty() && input.is_empty() {
             return Ok(Some(pending));
         }
-        let still_pending = check_input(pending, &input)?;
+        let still_pending = conversation::check_input(pending, &input)?;
         memory.extend(input);
         Ok((!still_pending.is_empty()).then_some(still_pending))
     }
@@ -265,7 +289,7 @@ impl<'a> Call<'a> {
     /// Writes results for every tool call left open and stores the interrupt reply.
     fn finish_interrupted(&mut self) -> Msg {
         self.open.close(INTERRUPTED_RESULT);
-        let memory = &self.agent.memory;
+        let memory = &self.config.memory;
         for call in pending_tool_uses(&memory.messages()) {
             memory.add(Msg::tool_result(ToolResultBlock::error(
                 call.id,
@@ -275,7 +299,7 @@ impl<'a> Call<'a> {
         }
         let reply = Msg::new(
             Role::Assistant,
-            self.agent.info.name(),
+            self.config.info.name(),
             vec![ContentBlock::text(INTERRUPT_REPLY)],
         )
         .with_generate_reason(GenerateReason::Interrupted);
@@ -284,53 +308,33 @@ impl<'a> Call<'a> {
     }
 
     /// 8. PostCall: its result goes to the caller; memory keeps the loop's message.
-    async fn post_call(&self, reply: Msg) -> Result<Msg, DispatchFailure> {
+    async fn post_call(&mut self, reply: Msg) -> Result<Msg, AgentError> {
         if !self.hooks.is_interested(HookEventType::PostCall) {
             return Ok(reply);
         }
-        let mut event = HookEvent::PostCall(PostCallEvent::new(self.info(), reply));
-        self.hooks.dispatch_tracked(&mut event).await?;
-        PostCallEvent::try_from(event)
-            .map(PostCallEvent::into_final_message)
-            .map_err(|other| DispatchFailure {
-                error: AgentError::invalid_input(format!(
-                    "the hook chain returned a {} event",
-                    other.event_type()
-                )),
-                reached: Vec::new(),
-            })
+        let event = PostCallEvent::new(self.context.info(), reply);
+        Ok(self.chained(event).await?.into_final_message())
     }
 
-    /// Notifies ErrorEvent hooks (except `except`); they get a copy, so nothing they do
-    /// replaces the error.
-    async fn notify_error(&self, error: AgentError, except: &[HookId]) -> AgentError {
+    /// Notifies ErrorEvent hooks (but those that saw PostCall); they get a copy, so nothing
+    /// they do replaces the error.
+    async fn notify_error(&mut self, error: AgentError) -> AgentError {
         if self.hooks.is_interested(HookEventType::Error) {
-            let mut event = HookEvent::Error(ErrorEvent::new(self.info(), error.clone()));
-            self.hooks.notify_except(&mut event, except).await;
+            let event = ErrorEvent::new(self.context.info(), error.clone());
+            self.notify(event).await;
         }
         error
     }
 
-    /// Runs a chained event through the hooks and unwraps it again.
-    async fn chained<E>(&self, event: E) -> Result<E, AgentError>
-    where
-        E: Into<HookEvent> + TryFrom<HookEvent, Error = HookEvent>,
-    {
-        let mut event = event.into();
-        self.hooks.dispatch(&mut event).await?;
-        // `dispatch` rejects hooks that change the event's kind, so this cannot fail.
-        E::try_from(event).map_err(|other| {
-            AgentError::invalid_input(format!(
-                "the hook chain returned a {} event",
-                other.event_type()
-            ))
-        })
+    /// Runs an event through the hooks, lending it the call's context, and gives it back.
+    async fn chained<E: Event>(&mut self, event: E) -> Result<E, AgentError> {
+        self.hooks.chain(event, &mut self.context).await
     }
 
-    /// Delivers a notification to the interested hooks.
-    async fn notify(&self, event: impl Into<HookEvent>) {
-        let mut event = event.into();
-        self.hooks.notify(&mut event).await;
+    /// Delivers a notification (a chunk event) to the interested hooks.
+    async fn notify<E: Event>(&mut self, event: E) {
+        // Notifications cannot fail: hook errors are logged by the chain.
+        let _ = self.hooks.chain(event, &mut self.context).await;
     }
 
     /// Whether the stream consumer wants events of this type and completeness.
@@ -342,7 +346,7 @@ impl<'a> Call<'a> {
     /// Sends a stream event when the consumer wants it; `message` is built only then.
     async fn emit(&self, event_type: EventType, is_last: bool, message: impl FnOnce() -> Msg) {
         if let Some(sink) = self.sink.filter(|sink| sink.wants(event_type, is_last)) {
-            sink.send(Event {
+            sink.send(StreamEvent {
                 event_type,
                 message: message(),
                 is_last,
@@ -350,63 +354,6 @@ impl<'a> Call<'a> {
             .await;
         }
     }
-}
-
-/// Checks new, non-empty input against the pending tool calls: every tool result must answer
-/// a call (no duplicates, no unknown ids, also when nothing is pending); with calls pending
-/// the input must answer some of them, and may carry other content only when it answers all.
-/// Returns the calls still pending after it.
-pub(crate) fn check_input(
-    pending: Vec<ToolUseBlock>,
-    input: &[Msg],
-) -> Result<Vec<ToolUseBlock>, AgentError> {
-    let answered = check_tool_results(&pending.iter().collect::<Vec<_>>(), input)
-        .map_err(AgentError::invalid_input)?;
-    if pending.is_empty() {
-        return Ok(pending);
-    }
-    if answered.is_empty() {
-        return Err(AgentError::PendingToolCalls {
-            ids: pending.iter().map(|call| call.id.clone()).collect(),
-        });
-    }
-    let still_pending: Vec<ToolUseBlock> = pending
-        .into_iter()
-        .filter(|call| !answered.contains(&call.id))
-        .collect();
-    let has_other_content = input.iter().any(|msg| {
-        msg.content
-            .iter()
-            .any(|block| !matches!(block, ContentBlock::ToolResult(_)))
-    });
-    if !still_pending.is_empty() && has_other_content {
-        let ids: Vec<&str> = still_pending.iter().map(|call| call.id.as_str()).collect();
-        return Err(AgentError::invalid_input(format!(
-            "Partial tool results cannot be mixed with new content: results are missing for pending tool call ids [{}]",
-            ids.join(", ")
-        )));
-    }
-    Ok(still_pending)
-}
-
-/// Fails when a message that will be stored as the agent's own is not an assistant message
-/// (a hook replaced it with another role).
-fn check_reply_role(message: &Msg, place: &str) -> Result<(), AgentError> {
-    match message.role {
-        Role::Assistant => Ok(()),
-        Role::System => Err(AgentError::invalid_input(system_injection_message(place))),
-        other => Err(AgentError::invalid_input(format!(
-            "The {place} must have the assistant role, not {other}"
-        ))),
-    }
-}
-
-/// Fails when a message list that hooks or callers can change holds a SYSTEM message.
-fn reject_system(messages: &[Msg], place: &str) -> Result<(), AgentError> {
-    if messages.iter().any(|msg| msg.role == Role::System) {
-        return Err(AgentError::invalid_input(system_injection_message(place)));
-    }
-    Ok(())
 }
 
 /// The model's input: the system message (when there is one) followed by `messages`.
@@ -420,22 +367,4 @@ fn with_system(system: Option<Msg>, messages: Vec<Msg>) -> Vec<Msg> {
         }
         None => messages,
     }
-}
-
-/// The tool calls of the last assistant message that have no result after it.
-pub(crate) fn pending_tool_uses(messages: &[Msg]) -> Vec<ToolUseBlock> {
-    let Some(at) = messages.iter().rposition(|msg| msg.role == Role::Assistant) else {
-        return Vec::new();
-    };
-    let answered: HashSet<&str> = messages[at + 1..]
-        .iter()
-        .flat_map(|msg| msg.tool_results())
-        .map(|result| result.id.as_str())
-        .collect();
-    messages[at]
-        .tool_uses()
-        .into_iter()
-        .filter(|call| !answered.contains(call.id.as_str()))
-        .cloned()
-        .collect()
 }

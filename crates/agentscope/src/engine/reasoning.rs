@@ -1,15 +1,16 @@
 //! Reasoning (step 5 of the lifecycle): PreReasoning, the model call with chunk events,
 //! PostReasoning, and what the message decides (stop, goto, answer, act).
 
+use agentscope_core::conversation::{check_goto, check_no_system, check_reply};
 use agentscope_core::{
     AgentError, ChatAccumulator, GenerateReason, HookEventType, Model, ModelError, ModelRequest,
     Msg, PostReasoningEvent, PreReasoningEvent, ReasoningChunkEvent, SummaryChunkEvent,
-    ToolUseBlock, validate_goto,
+    ToolUseBlock,
 };
 use futures::StreamExt;
 use futures::future::{Either, select};
 
-use super::{Call, Halt, Step, check_reply_role, reject_system, with_system};
+use super::{Call, Halt, Step, with_system};
 use crate::stream::{Event, EventType};
 
 pub(super) enum Reasoned {
@@ -46,26 +47,25 @@ impl Phase {
 
 impl Call<'_> {
     pub(super) async fn reason(&mut self) -> Step<Reasoned> {
-        let agent = self.agent;
-        let history = agent.memory.messages();
+        let config = self.config;
+        let history = config.memory.messages();
         // A fresh copy of the frozen base: per-iteration appends never accumulate.
         let system = self.base_system.clone();
-        let options = agent.options.clone();
+        let options = config.settings.options.clone();
         let (messages, system, options) = if self.hooks.is_interested(HookEventType::PreReasoning) {
-            self.chained(PreReasoningEvent::new(
-                self.info(),
+            let event = PreReasoningEvent::new(
+                self.context.info(),
                 history,
                 system,
-                agent.model_name.clone(),
+                config.model_name.clone(),
                 options,
                 self.iteration,
-            ))
-            .await?
-            .into_parts()
+            );
+            self.chained(event).await?.into_parts()
         } else {
             (history, system, options)
         };
-        reject_system(&messages, "PreReasoningEvent input messages")?;
+        check_no_system(&messages, "PreReasoningEvent input messages")?;
         let request = ModelRequest {
             messages: with_system(system, messages),
             tools: self.toolkit.schemas().to_vec(),
@@ -74,19 +74,18 @@ impl Call<'_> {
         let message = self.generate(request, Phase::Reasoning).await?;
 
         let (mut message, stop, goto) = if self.hooks.is_interested(HookEventType::PostReasoning) {
-            self.chained(PostReasoningEvent::new(
-                self.info(),
+            let event = PostReasoningEvent::new(
+                self.context.info(),
                 message,
-                agent.model_name.clone(),
+                config.model_name.clone(),
                 self.iteration,
-            ))
-            .await?
-            .into_parts()
+            );
+            self.chained(event).await?.into_parts()
         } else {
             (message, false, None)
         };
 
-        check_reply_role(&message, "PostReasoningEvent reasoning message")?;
+        check_reply(&message, "PostReasoningEvent reasoning message")?;
         if stop {
             // Its tool calls stay pending on purpose: the next call resumes them.
             message.set_generate_reason(GenerateReason::ReasoningStopRequested);
@@ -95,16 +94,16 @@ impl Call<'_> {
         }
         if let Some(goto) = goto {
             // Hooks validated at goto_reasoning(); a later hook may have changed the message.
-            validate_goto(&message, &goto).map_err(AgentError::invalid_input)?;
+            check_goto(&message, &goto)?;
             self.store_reasoning(&message).await;
-            agent.memory.extend(goto.clone());
+            config.memory.extend(goto.clone());
             for hint in goto {
                 self.emit(EventType::Hint, true, || hint).await;
             }
             self.gotos += 1;
-            if self.gotos > agent.max_goto_reasoning {
+            if self.gotos > config.settings.max_goto_reasoning {
                 return Err(AgentError::GotoLimitExceeded {
-                    max: agent.max_goto_reasoning,
+                    max: config.settings.max_goto_reasoning,
                 }
                 .into());
             }
@@ -119,7 +118,7 @@ impl Call<'_> {
         let streamed = self
             .wants(EventType::Reasoning, true)
             .then(|| message.clone());
-        agent.memory.add(message);
+        config.memory.add(message);
         // Tracked from the moment they are stored, so no exit leaves them without a result.
         self.open.open(&calls);
         if let Some(message) = streamed {
@@ -130,15 +129,16 @@ impl Call<'_> {
     }
 
     async fn store_reasoning(&self, message: &Msg) {
-        self.agent.memory.add(message.clone());
+        self.config.memory.add(message.clone());
         self.emit(EventType::Reasoning, true, || message.clone())
             .await;
     }
 
     /// Calls the model and assembles its streamed answer, firing chunk events for hooks and
     /// the stream. Interrupts are observed while waiting and after every chunk.
-    pub(super) async fn generate(&self, request: ModelRequest, phase: Phase) -> Step<Msg> {
-        let agent = self.agent;
+    pub(super) async fn generate(&mut self, request: ModelRequest, phase: Phase) -> Step<Msg> {
+        let config = self.config;
+        let cancel = self.cancel;
         if self.cancel.is_cancelled() {
             return Err(Halt::Interrupted);
         }
@@ -147,14 +147,14 @@ impl Call<'_> {
             .sink
             .filter(|sink| sink.wants(phase.event_type(), false));
 
-        let started = std::pin::pin!(agent.model.stream(request));
-        let mut stream = match select(started, self.cancel.cancelled()).await {
+        let started = std::pin::pin!(config.model.stream(request));
+        let mut stream = match select(started, cancel.cancelled()).await {
             Either::Left((started, _)) => started.map_err(AgentError::Model)?,
             Either::Right(_) => return Err(Halt::Interrupted),
         };
-        let mut acc = ChatAccumulator::new(agent.info.name());
+        let mut acc = ChatAccumulator::new(config.info.name());
         loop {
-            let next = match select(stream.next(), self.cancel.cancelled()).await {
+            let next = match select(stream.next(), cancel.cancelled()).await {
                 Either::Left((next, _)) => next,
                 Either::Right(_) => return Err(self.interrupted(phase, acc)),
             };
@@ -179,21 +179,21 @@ impl Call<'_> {
                 if let Some(hook_delta) = hook_delta {
                     match phase {
                         Phase::Reasoning => {
-                            self.notify(ReasoningChunkEvent::new(
-                                self.info(),
-                                agent.model_name.clone(),
+                            let event = ReasoningChunkEvent::new(
+                                self.context.info(),
+                                config.model_name.clone(),
                                 hook_delta,
                                 accumulated.clone(),
-                            ))
-                            .await;
+                            );
+                            self.notify(event).await;
                         }
                         Phase::Summary => {
-                            self.notify(SummaryChunkEvent::new(
-                                self.info(),
+                            let event = SummaryChunkEvent::new(
+                                self.context.info(),
                                 hook_delta,
                                 accumulated.clone(),
-                            ))
-                            .await;
+                            );
+                            self.notify(event).await;
                         }
                     }
                 }
@@ -211,13 +211,13 @@ impl Call<'_> {
                     .await;
                 }
             }
-            if self.cancel.is_cancelled() {
+            if cancel.is_cancelled() {
                 return Err(self.interrupted(phase, acc));
             }
         }
         if acc.is_empty() {
             return Err(AgentError::Model(ModelError::EmptyResponse {
-                model: agent.model_name.to_string(),
+                model: config.model_name.to_string(),
             })
             .into());
         }
@@ -228,7 +228,7 @@ impl Call<'_> {
     /// calls then get "interrupted" results); a partial summary is dropped.
     fn interrupted(&self, phase: Phase, acc: ChatAccumulator) -> Halt {
         if phase == Phase::Reasoning && !acc.is_empty() {
-            self.agent.memory.add(acc.finish());
+            self.config.memory.add(acc.finish());
         }
         Halt::Interrupted
     }

@@ -1,12 +1,15 @@
 //! The summary at the iteration limit (step 7 of the lifecycle).
 
+use agentscope_core::conversation::{
+    ConversationError, check_no_system, check_reply, pending_tool_uses,
+};
 use agentscope_core::{
     AgentError, ContentBlock, GenerateReason, HookEventType, ModelError, ModelRequest, Msg,
     PostSummaryEvent, PreSummaryEvent, Role, ToolChoice, ToolResultBlock,
 };
 
 use super::reasoning::Phase;
-use super::{Call, Halt, Step, check_reply_role, pending_tool_uses, reject_system, with_system};
+use super::{Call, Halt, Step, with_system};
 use crate::stream::EventType;
 
 /// The user hint the summary model call gets (not stored in memory).
@@ -14,11 +17,11 @@ pub(crate) const SUMMARY_HINT: &str = "You have failed to generate response with
 
 impl Call<'_> {
     pub(super) async fn summarize(&mut self) -> Step<Msg> {
-        let agent = self.agent;
-        let max = agent.max_iters;
-        for call in pending_tool_uses(&agent.memory.messages()) {
+        let config = self.config;
+        let max = config.settings.max_iters;
+        for call in pending_tool_uses(&config.memory.messages()) {
             self.open.settle(&call.id);
-            agent.memory.add(Msg::tool_result(ToolResultBlock::error(
+            config.memory.add(Msg::tool_result(ToolResultBlock::error(
                 call.id,
                 call.name,
                 format!(
@@ -27,26 +30,29 @@ impl Call<'_> {
             )));
         }
 
-        let mut messages = agent.memory.messages();
+        let mut messages = config.memory.messages();
         messages.push(Msg::user(SUMMARY_HINT));
         let system = self.base_system.clone();
         // No tools are offered, so no tool choice can be honoured.
-        let options = agent.options.clone().tool_choice(ToolChoice::Auto);
+        let options = config
+            .settings
+            .options
+            .clone()
+            .tool_choice(ToolChoice::Auto);
         let (messages, system, options) = if self.hooks.is_interested(HookEventType::PreSummary) {
-            self.chained(PreSummaryEvent::new(
-                self.info(),
+            let event = PreSummaryEvent::new(
+                self.context.info(),
                 messages,
                 system,
                 options,
                 max,
                 self.iteration,
-            ))
-            .await?
-            .into_parts()
+            );
+            self.chained(event).await?.into_parts()
         } else {
             (messages, system, options)
         };
-        reject_system(&messages, "PreSummaryEvent input messages")?;
+        check_no_system(&messages, "PreSummaryEvent input messages")?;
         let request = ModelRequest {
             messages: with_system(system, messages),
             tools: Vec::new(),
@@ -63,34 +69,29 @@ impl Call<'_> {
                 // A model failure here becomes the reply.
                 let reply = Msg::new(
                     Role::Assistant,
-                    agent.info.name(),
+                    config.info.name(),
                     vec![ContentBlock::text(format!(
                         "Maximum iterations ({max}) reached. Error generating summary: {error}"
                     ))],
                 )
                 .with_generate_reason(GenerateReason::MaxIterations);
-                agent.memory.add(reply.clone());
+                config.memory.add(reply.clone());
                 return Ok(reply);
             }
             Err(halt) => return Err(halt),
         };
         let summary = if self.hooks.is_interested(HookEventType::PostSummary) {
-            self.chained(PostSummaryEvent::new(self.info(), summary))
-                .await?
-                .into_summary_message()
+            let event = PostSummaryEvent::new(self.context.info(), summary);
+            self.chained(event).await?.into_summary_message()
         } else {
             summary
         }
         .with_generate_reason(GenerateReason::MaxIterations);
-        check_reply_role(&summary, "PostSummaryEvent summary message")?;
+        check_reply(&summary, "PostSummaryEvent summary message")?;
         if summary.has_tool_uses() {
-            return Err(AgentError::invalid_input(
-                "The PostSummaryEvent summary message must not contain tool calls: \
-                 the summary offers no tools, so nothing would answer them",
-            )
-            .into());
+            return Err(ConversationError::ToolCallsInSummary.into());
         }
-        agent.memory.add(summary.clone());
+        config.memory.add(summary.clone());
         self.emit(EventType::Summary, true, || summary.clone())
             .await;
         Ok(summary)
@@ -105,7 +106,7 @@ impl Call<'_> {
             .retain(|block| !matches!(block, ContentBlock::ToolUse(_)));
         if summary.content.is_empty() {
             return Err(AgentError::Model(ModelError::EmptyResponse {
-                model: self.agent.model_name.to_string(),
+                model: self.config.model_name.to_string(),
             })
             .into());
         }

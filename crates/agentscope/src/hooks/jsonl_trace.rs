@@ -526,13 +526,14 @@ impl TraceReadError {
 mod tests {
     use super::*;
     use agentscope_core::{
-        AgentError, AgentInfo, ErrorEvent, PostActingEvent, PostReasoningEvent, PreActingEvent,
-        PreCallEvent, PreReasoningEvent,
+        AgentError, AgentInfo, CallContext, CallInfo, ErrorEvent, PostActingEvent,
+        PostReasoningEvent, PreActingEvent, PreCallEvent, PreReasoningEvent,
     };
     use serde_json::{Value, json};
 
-    fn agent() -> Arc<AgentInfo> {
-        Arc::new(AgentInfo::new("assistant", "id-1"))
+    fn agent() -> Arc<CallInfo> {
+        let call = CallContext::new(Arc::new(AgentInfo::new("assistant", "id-1")));
+        Arc::clone(call.info())
     }
 
     fn round_trip(event: HookEvent) -> (Value, TraceRecord) {
@@ -549,7 +550,7 @@ mod tests {
     fn records_round_trip_with_the_documented_shape() {
         let (json, _) = round_trip(
             PreCallEvent::new(
-                agent(),
+                &agent(),
                 vec![Msg::user("q")],
                 vec![Msg::user("old")],
                 Some(Msg::system("sys")),
@@ -557,7 +558,7 @@ mod tests {
             .into(),
         );
         let line = serde_json::to_string(&TraceRecord::from(&HookEvent::from(PreCallEvent::new(
-            agent(),
+            &agent(),
             vec![],
             vec![],
             None,
@@ -580,30 +581,31 @@ mod tests {
 
         let options = GenerateOptions::default().temperature(0.5).max_tokens(10);
         let (json, _) = round_trip(
-            PreReasoningEvent::new(agent(), vec![Msg::user("q")], None, "m", options, 2).into(),
+            PreReasoningEvent::new(&agent(), vec![Msg::user("q")], None, "m", options, 2).into(),
         );
         assert_eq!(json["generate_options"]["temperature"], 0.5);
         assert_eq!(json["iteration"], 2);
 
-        let mut post = PostReasoningEvent::new(agent(), Msg::assistant("a"), "m", 0);
+        let mut post = PostReasoningEvent::new(&agent(), Msg::assistant("a"), "m", 0);
         post.goto_reasoning(vec![Msg::user("again")]).unwrap();
         let (json, _) = round_trip(post.into());
         assert_eq!(json["goto_messages"][0]["content"][0]["text"], "again");
         assert_eq!(json["stop_requested"], false);
 
         let call = ToolUseBlock::new("c1", "calc", json!({"x": 1}));
-        let mut pre = PreActingEvent::new(agent(), call.clone());
+        let mut pre = PreActingEvent::new(&agent(), call.clone());
         pre.skip_with(ToolResultBlock::text("", "", "cached"));
         let (json, _) = round_trip(pre.into());
         assert_eq!(json["skip_result"]["id"], "c1");
 
         let (json, _) = round_trip(
-            PostActingEvent::new(agent(), call, ToolResultBlock::error("c1", "calc", "bad")).into(),
+            PostActingEvent::new(&agent(), call, ToolResultBlock::error("c1", "calc", "bad"))
+                .into(),
         );
         assert_eq!(json["tool_result"]["is_error"], true);
 
         let (json, _) =
-            round_trip(ErrorEvent::new(agent(), AgentError::GotoLimitExceeded { max: 3 }).into());
+            round_trip(ErrorEvent::new(&agent(), AgentError::GotoLimitExceeded { max: 3 }).into());
         assert_eq!(
             json["error"],
             "goto_reasoning was requested more than 3 times in one call"
@@ -614,7 +616,7 @@ mod tests {
     #[test]
     fn read_trace_skips_blank_lines_and_names_bad_ones() {
         let line = serde_json::to_string(&TraceRecord::from(&HookEvent::from(ErrorEvent::new(
-            agent(),
+            &agent(),
             AgentError::invalid_input("x"),
         ))))
         .unwrap();

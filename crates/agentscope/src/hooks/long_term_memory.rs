@@ -19,16 +19,17 @@
 //! # let _ = hook;
 //! ```
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use agentscope_core::{
     ErrorSource, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Msg, Role, SharedString,
 };
 use futures::future::BoxFuture;
 
+use super::call_state::{self, InstanceId};
 use super::rag::{Bm25, last_user_text};
 
 /// The text before the retrieved memories (see [`StaticLongTermMemoryHook::with_header`]).
@@ -267,8 +268,9 @@ impl LongTermMemory for InMemoryLongTermMemory {
 ///   reply.
 ///
 /// A failing retrieval or recording is logged as a `tracing` warning and never fails the
-/// call. The input is held between PreCall and PostCall per agent id, so one hook can serve
-/// several agents; a call that fails (no PostCall) records nothing.
+/// call. The input is held between PreCall and PostCall in the call's extensions, so one
+/// hook can serve several agents and concurrent calls; a call that fails or is dropped (no
+/// PostCall) records nothing, and its held input goes with the call.
 ///
 /// ```
 /// use agentscope::hooks::{InMemoryLongTermMemory, StaticLongTermMemoryHook};
@@ -282,8 +284,9 @@ pub struct StaticLongTermMemoryHook {
     memory: Arc<dyn DynLongTermMemory>,
     top_k: usize,
     header: SharedString,
-    /// The input of each agent's running call, by agent id.
-    inputs: Arc<Mutex<HashMap<String, Vec<Msg>>>>,
+    /// Keys this hook's per-call state (the call's input, held from PreCall to PostCall in
+    /// the call's extensions).
+    instance: InstanceId,
 }
 
 impl StaticLongTermMemoryHook {
@@ -301,7 +304,7 @@ impl StaticLongTermMemoryHook {
             memory: Arc::new(memory),
             top_k: Self::DEFAULT_TOP_K,
             header: DEFAULT_LONG_TERM_MEMORY_HEADER.into(),
-            inputs: Arc::default(),
+            instance: InstanceId::next(),
         }
     }
 
@@ -320,13 +323,9 @@ impl StaticLongTermMemoryHook {
         self
     }
 
-    fn inputs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Msg>>> {
-        self.inputs.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     async fn pre_call(&self, event: &mut agentscope_core::PreCallEvent) {
-        let agent = event.agent().id().to_owned();
-        self.inputs().insert(agent, event.input_messages().to_vec());
+        let input = CallInput(event.input_messages().to_vec());
+        call_state::insert(event.extensions_mut(), self.instance, input);
         if self.top_k == 0 {
             return;
         }
@@ -351,8 +350,10 @@ impl StaticLongTermMemoryHook {
         }
     }
 
-    async fn post_call(&self, event: &agentscope_core::PostCallEvent) {
-        let mut messages = self.inputs().remove(event.agent().id()).unwrap_or_default();
+    async fn post_call(&self, event: &mut agentscope_core::PostCallEvent) {
+        let mut messages = call_state::take::<CallInput>(event.extensions_mut(), self.instance)
+            .map(|input| input.0)
+            .unwrap_or_default();
         messages.push(event.final_message().clone());
         if let Err(error) = self.memory.record_boxed(messages).await {
             tracing::warn!(
@@ -363,6 +364,9 @@ impl StaticLongTermMemoryHook {
         }
     }
 }
+
+/// The input of a running call, held from PreCall to PostCall.
+struct CallInput(Vec<Msg>);
 
 impl fmt::Debug for StaticLongTermMemoryHook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -19,6 +19,8 @@
 //!
 //! See `docs/builtin-hooks.md` for the effective order with your own hooks.
 
+mod call_state;
+
 pub mod structured_output;
 pub use structured_output::StructuredOutputHook;
 

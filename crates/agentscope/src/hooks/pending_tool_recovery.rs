@@ -15,7 +15,7 @@ use agentscope_core::{
     ContentBlock, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Msg, ToolResultBlock,
 };
 
-use crate::engine::pending_tool_uses;
+use agentscope_core::conversation::pending_tool_uses;
 
 /// Writes error results for pending tool calls when the conversation moves on without them.
 ///

@@ -13,15 +13,13 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentscope_core::{
-    AgentError, BoxedHook, BoxedTool, ContentBlock, GenerateReason, Hook, HookError, HookEvent,
-    HookEventType, HookEventTypes, Memory, Msg, Role, Tool, ToolChoice, ToolContext, ToolError,
+    AgentError, ContentBlock, GenerateReason, Hook, HookError, HookEvent, HookEventType,
+    HookEventTypes, Memory, Msg, Role, Tool, ToolChoice, ToolContext, ToolError, ToolKind,
     ToolOutput,
 };
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-
-use crate::engine::{CallExtras, Finish};
 
 /// Steers one [`call_structured`](crate::ReActAgent::call_structured) call until the model
 /// answers through the `generate_response` tool.
@@ -114,26 +112,20 @@ impl StructuredOutputHook {
         function once you have the answer; its arguments are the response, in the required \
         structure.";
 
-    /// A hook and the extras (itself, the `generate_response` tool for `T`, and the memory
-    /// clean-up) for one structured call of the agent named `agent_name`.
-    pub(crate) fn install<T>(agent_name: &str) -> (Self, CallExtras)
+    /// A hook for one structured call. `call_structured` registers it, the tool from
+    /// [`tool`](Self::tool) and [`finish`](Self::finish) for that call only.
+    pub(crate) fn new() -> Self {
+        Self {
+            state: Arc::default(),
+        }
+    }
+
+    /// The `generate_response` tool for `T` (a [`ToolKind::Answer`] tool).
+    pub(crate) fn tool<T>() -> impl Tool
     where
         T: DeserializeOwned + JsonSchema + 'static,
     {
-        let hook = Self {
-            state: Arc::default(),
-        };
-        let finisher = hook.clone();
-        let agent_name = agent_name.to_owned();
-        let finish: Finish = Box::new(move |memory, start, outcome| {
-            finisher.finish(memory, start, outcome, &agent_name)
-        });
-        let extras = CallExtras {
-            hooks: vec![BoxedHook::new(hook.clone())],
-            tools: vec![BoxedTool::new(GenerateResponse::<T>::new())],
-            finish: Some(finish),
-        };
-        (hook, extras)
+        GenerateResponse::<T>::new()
     }
 
     /// The value of a successful call (taken once).
@@ -201,7 +193,7 @@ impl StructuredOutputHook {
 
     /// After the loop (`outcome` is `None` when the call was dropped): rewrites what the call
     /// stored and turns a successful outcome into the final message.
-    fn finish(
+    pub(crate) fn finish(
         &self,
         memory: &dyn Memory,
         start: usize,
@@ -375,6 +367,11 @@ impl<T: DeserializeOwned + JsonSchema + 'static> Tool for GenerateResponse<T> {
             Err(error) => Err(ToolError::invalid_arguments(error)),
         };
         std::future::ready(result)
+    }
+
+    /// It carries the answer and runs nothing: approval hooks never hold it.
+    fn kind(&self) -> ToolKind {
+        ToolKind::Answer
     }
 }
 

@@ -13,14 +13,12 @@ use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use agentscope_core::conversation::pending_tool_uses;
 use agentscope_core::{
-    ContentBlock, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Msg, ToolResultBlock,
-    ToolUseBlock,
+    CallInfo, ContentBlock, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Msg,
+    ToolKind, ToolResultBlock, ToolUseBlock,
 };
 use serde_json::Value;
-
-use crate::engine::pending_tool_uses;
-use crate::hooks::StructuredOutputHook;
 
 /// Which tool calls need approval.
 ///
@@ -185,9 +183,9 @@ pub enum ApprovalError {
 /// was not approved."`.
 ///
 /// Use one hook per agent: its awaiting list follows the conversation of the agent it is
-/// registered on. The `generate_response` call of
-/// [`call_structured`](crate::ReActAgent::call_structured) is never held, whatever the
-/// policy: it runs no code, it carries the answer.
+/// registered on. Calls of [`ToolKind::Answer`] tools (such as the `generate_response` call
+/// of [`call_structured`](crate::ReActAgent::call_structured)) are never held, whatever the
+/// policy: they run nothing, they carry the answer.
 ///
 /// ```
 /// use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
@@ -249,8 +247,13 @@ impl State {
     }
 
     /// Whether `call` must wait for a decision.
-    fn needs_decision(&self, policy: &ApprovalPolicy, call: &ToolUseBlock) -> bool {
-        guarded(policy, call)
+    fn needs_decision(
+        &self,
+        policy: &ApprovalPolicy,
+        call: &ToolUseBlock,
+        info: Option<&CallInfo>,
+    ) -> bool {
+        guarded(policy, call, info)
             && !self.decisions.contains_key(&call.id)
             && self.rejection_of(call).is_none()
     }
@@ -353,7 +356,9 @@ impl ToolApprovalHook {
         let mut state = self.state();
         let awaiting: Vec<ToolUseBlock> = pending_tool_uses(history)
             .into_iter()
-            .filter(|call| guarded(&self.inner.policy, call) && state.rejection_of(call).is_none())
+            .filter(|call| {
+                guarded(&self.inner.policy, call, None) && state.rejection_of(call).is_none()
+            })
             .collect();
         state
             .decisions
@@ -408,7 +413,7 @@ impl ToolApprovalHook {
                 }
                 let undecided: Vec<ToolUseBlock> = open
                     .into_iter()
-                    .filter(|call| state.needs_decision(policy, call))
+                    .filter(|call| state.needs_decision(policy, call, Some(e.call())))
                     .collect();
                 if undecided.is_empty() {
                     return Ok(());
@@ -431,7 +436,7 @@ impl ToolApprovalHook {
                     .reasoning_message()
                     .tool_uses()
                     .into_iter()
-                    .filter(|call| state.needs_decision(policy, call))
+                    .filter(|call| state.needs_decision(policy, call, Some(e.call())))
                     .cloned()
                     .collect();
                 if !needed.is_empty() {
@@ -461,7 +466,7 @@ impl ToolApprovalHook {
                             .push((call.name.clone(), call.input.clone(), reason));
                         e.skip_with(ToolResultBlock::error(call.id, call.name, text));
                     }
-                    None if guarded(policy, &call) => {
+                    None if guarded(policy, &call, Some(e.call())) => {
                         let text = match state.rejection_of(&call) {
                             Some(reason) => format!(
                                 "{} (this exact call was rejected before, so it was not run again; do not repeat it)",
@@ -494,11 +499,12 @@ impl ToolApprovalHook {
     }
 }
 
-/// Whether the hook holds `call` for approval: the policy says so, and it is not the
-/// `generate_response` call of a structured-output call (it runs no code; it carries the
-/// answer).
-fn guarded(policy: &ApprovalPolicy, call: &ToolUseBlock) -> bool {
-    call.name != StructuredOutputHook::TOOL_NAME && policy.requires_approval(call)
+/// Whether the hook holds `call` for approval: the policy says so, and its tool is not an
+/// [`ToolKind::Answer`] tool of the call `info` describes (such as the `generate_response`
+/// tool of a structured-output call: it runs nothing, it carries the answer).
+fn guarded(policy: &ApprovalPolicy, call: &ToolUseBlock, info: Option<&CallInfo>) -> bool {
+    info.and_then(|info| info.tool_kind(&call.name)) != Some(ToolKind::Answer)
+        && policy.requires_approval(call)
 }
 
 /// The result text of a rejected call.
@@ -597,7 +603,7 @@ mod tests {
         let other = ToolUseBlock::new("y", "shell", json!({"cmd": "ls"}));
         assert_eq!(state.rejection_of(&same), Some("no"));
         assert_eq!(state.rejection_of(&other), None);
-        assert!(!state.needs_decision(&ApprovalPolicy::all(), &same));
-        assert!(state.needs_decision(&ApprovalPolicy::all(), &other));
+        assert!(!state.needs_decision(&ApprovalPolicy::all(), &same, None));
+        assert!(state.needs_decision(&ApprovalPolicy::all(), &other, None));
     }
 }

@@ -8,20 +8,18 @@
 //! Spans, fields, failure handling and cleanup are documented on [`TracingHook`].
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentscope_core::{
-    AgentError, AgentInfo, ChatUsage, GenerateOptions, GenerateReason, Hook, HookError, HookEvent,
-    HookEventType, HookEventTypes, ModelError, Msg, ToolResultBlock, ToolUseBlock,
+    AgentError, CallInfo, ChatUsage, ConversationError, Extensions, GenerateOptions,
+    GenerateReason, Hook, HookError, HookEvent, HookEventType, HookEventTypes, ModelError, Msg,
+    ToolResultBlock, ToolUseBlock,
 };
 use serde::Deserialize;
 use tracing::Span;
 use tracing::field::Empty;
 
-/// How many calls may have open spans at once before the oldest is closed.
-const DEFAULT_MAX_OPEN_CALLS: usize = 1024;
+use super::call_state::{self, InstanceId};
 
 /// The `error.type` of spans left open by a call that never finished.
 const CANCELLED: &str = "cancelled";
@@ -31,14 +29,13 @@ const CANCELLED: &str = "cancelled";
 ///
 /// Priority 0 ([`TracingHook::PRIORITY`]); handles PreCall, PostCall, PreReasoning, PostReasoning,
 /// PreActing, PostActing, PreSummary, PostSummary and Error (no chunk events); changes
-/// nothing. Cloning is cheap and clones share their open spans, so one handle can be
-/// registered on many agents.
+/// nothing. Cloning is cheap; one handle can be registered on many agents.
 ///
 /// # Spans
 ///
 /// | Span (`otel.name`) | Opens at | Closes at | Parent | Fields |
 /// |---|---|---|---|---|
-/// | `invoke_agent` (`invoke_agent {agent}`) | PreCall | PostCall / Error | the current span of the caller | `gen_ai.operation.name = "invoke_agent"`, `gen_ai.agent.name`, `gen_ai.agent.id`, `gen_ai.usage.input_tokens` / `output_tokens` (summed over the call) |
+/// | `invoke_agent` (`invoke_agent {agent}`) | PreCall | PostCall / Error | the current span of the caller | `gen_ai.operation.name = "invoke_agent"`, `gen_ai.agent.name`, `gen_ai.agent.id`, `gen_ai.usage.input_tokens` / `output_tokens` (summed over the call), `agentscope.call.id`, `agentscope.call.resumed_from` (for resumes) |
 /// | `chat` (`chat {model}`) | PreReasoning, PreSummary | PostReasoning, PostSummary | `invoke_agent` | `gen_ai.operation.name = "chat"`, `gen_ai.request.model`, `gen_ai.request.temperature` / `top_p` / `max_tokens` / `seed` (when set), `gen_ai.usage.input_tokens` / `output_tokens` |
 /// | `execute_tool` (`execute_tool {tool}`) | PreActing | PostActing | `invoke_agent` | `gen_ai.operation.name = "execute_tool"`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type = "function"`, with [`with_content`](TracingHook::with_content) also `gen_ai.tool.call.arguments` / `gen_ai.tool.call.result` |
 ///
@@ -81,27 +78,23 @@ const CANCELLED: &str = "cancelled";
 /// | a hook failed | `hook_error` |
 /// | model: HTTP status | the status code, e.g. `429` |
 /// | model: timeout, connection, invalid response, stream, empty response, configuration, other | `timeout`, `connection_error`, `invalid_response`, `stream_error`, `empty_response`, `config_error`, `model_error` |
-/// | invalid input, pending tool calls, goto limit, memory | `invalid_input`, `pending_tool_calls`, `goto_limit_exceeded`, `memory_error` |
+/// | invalid input (a broken conversation rule included), pending tool calls, goto limit, session | `invalid_input`, `pending_tool_calls`, `goto_limit_exceeded`, `session_error` |
 /// | anything else | `_OTHER` |
 ///
 /// # Per-call state
 ///
-/// One `TracingHook` may serve many agents running at once (register clones of one handle,
-/// or one system hook): open spans are kept per agent id, and tool spans per tool call id,
-/// in a mutex-guarded map that is never held across an `.await`. An agent runs one call at a
-/// time (the busy check), so its id identifies the running call.
+/// The open spans of a call live in the call's extensions (see
+/// [`Extensions`](agentscope_core::Extensions)), not in the hook, so one `TracingHook` may
+/// serve many agents and concurrent calls (even concurrent calls on one agent with
+/// `check_running(false)`) without them seeing each other's spans. A call that is dropped (or
+/// interrupted by a dropped stream) fires neither PostCall nor Error: its spans close when the
+/// engine drops the call's extensions, with `error.type = "cancelled"`. Nothing outlives the
+/// call.
 ///
-/// A call that is dropped (or interrupted by a dropped stream) fires neither PostCall nor
-/// Error, so its entry stays behind. It is cleaned up
-/// - when the same agent starts its next call: the stale spans close with
-///   `error.type = "cancelled"`;
-/// - or when more than [`with_max_open_calls`](TracingHook::with_max_open_calls) calls (default
-///   1024) are open: the oldest entry is closed the same way.
-///
-/// So memory stays bounded; keep the bound above the number of agents that run at the same
-/// time. Agents built with `check_running(false)` that run concurrent calls on one agent share
-/// one id: a second concurrent call closes the first one's spans as `cancelled`. Agents
-/// should have distinct ids (the default, a UUID, is).
+/// Every `invoke_agent` span also carries `agentscope.call.id` (the call's
+/// [`CallId`](agentscope_core::CallId), which hooks see as `event.call_id()`) and, for a call
+/// that resumes one that stopped with tool calls pending (approval, a suspended tool),
+/// `agentscope.call.resumed_from`, so a trace can link the two.
 ///
 /// # Priority
 ///
@@ -130,60 +123,64 @@ const CANCELLED: &str = "cancelled";
 #[must_use]
 pub struct TracingHook {
     config: Config,
-    state: Arc<Mutex<State>>,
+    /// Keys this hook's spans in a call's extensions.
+    instance: InstanceId,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Config {
-    max_open_calls: usize,
     record_content: bool,
 }
 
-#[derive(Default)]
-struct State {
-    calls: HashMap<String, CallSpans>,
-    next_seq: u64,
-}
-
-/// The open spans of one call.
+/// The open spans of one call, kept in the call's extensions.
 ///
 /// Fields drop in declaration order: children close before the call span.
 struct CallSpans {
     chat: Option<Span>,
     tools: Vec<(String, Span)>,
     span: Span,
-    /// When the call started, relative to the others (for eviction).
-    seq: u64,
     /// The model of the last reasoning step (the summary's `chat` span reuses it).
     model: Option<String>,
     usage: Option<ChatUsage>,
+    /// Whether PostCall or Error closed the spans; otherwise dropping them marks them
+    /// cancelled.
+    closed: bool,
 }
 
 impl CallSpans {
-    fn new(seq: u64, span: Span) -> Self {
+    fn new(span: Span) -> Self {
         Self {
-            seq,
             span,
             model: None,
             chat: None,
             tools: Vec::new(),
             usage: None,
+            closed: false,
         }
     }
 
-    /// Closes every span of the call, recording `error.type` (and the status) on each.
-    fn close_all(self, error_type: &str, description: &str) {
-        for span in self.children() {
-            mark_error(&span, error_type, description);
+    /// Records `error.type` (and the status) on every span of the call.
+    fn fail_all(&mut self, error_type: &str, description: &str) {
+        for span in self
+            .chat
+            .iter()
+            .chain(self.tools.iter().map(|(_, span)| span))
+        {
+            mark_error(span, error_type, description);
         }
         mark_error(&self.span, error_type, description);
+        self.closed = true;
     }
+}
 
-    fn children(&self) -> impl Iterator<Item = Span> + '_ {
-        self.chat
-            .iter()
-            .cloned()
-            .chain(self.tools.iter().map(|(_, span)| span.clone()))
+impl Drop for CallSpans {
+    fn drop(&mut self) {
+        if !self.closed {
+            self.fail_all(
+                CANCELLED,
+                "the call ended without PostCall or Error (it was dropped)",
+            );
+        }
     }
 }
 
@@ -197,19 +194,10 @@ impl TracingHook {
     pub fn new() -> Self {
         Self {
             config: Config {
-                max_open_calls: DEFAULT_MAX_OPEN_CALLS,
                 record_content: false,
             },
-            state: Arc::default(),
+            instance: InstanceId::next(),
         }
-    }
-
-    /// How many calls may have open spans at once (default 1024, at least 1). When a new call
-    /// would exceed it, the oldest call's spans are closed as `cancelled`: only calls that
-    /// were dropped should ever reach it.
-    pub fn with_max_open_calls(mut self, max: usize) -> Self {
-        self.config.max_open_calls = max.max(1);
-        self
     }
 
     /// Also records tool arguments (`gen_ai.tool.call.arguments`, JSON) and results
@@ -220,213 +208,201 @@ impl TracingHook {
         self
     }
 
-    /// How many calls have open spans right now (calls in progress, plus dropped calls that
-    /// were not cleaned up yet).
-    pub fn open_calls(&self) -> usize {
-        self.lock().calls.len()
+    /// This hook's spans in a call.
+    fn spans<'a>(&self, extensions: &'a mut Extensions) -> Option<&'a mut CallSpans> {
+        call_state::get_mut::<CallSpans>(extensions, self.instance)
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn observe(&self, event: &HookEvent) {
+    fn observe(&self, event: &mut HookEvent) {
         match event {
-            HookEvent::PreCall(e) => self.start_call(e.agent()),
-            HookEvent::PostCall(e) => self.finish_call(e.agent(), e.final_message()),
-            HookEvent::PreReasoning(e) => {
-                self.start_chat(e.agent(), Some(e.model_name()), e.generate_options())
+            HookEvent::PreCall(e) => {
+                let spans = CallSpans::new(call_span(e.call()));
+                call_state::insert(e.extensions_mut(), self.instance, spans);
             }
-            HookEvent::PostReasoning(e) => self.finish_chat(e.agent(), e.reasoning_message()),
-            HookEvent::PreSummary(e) => self.start_chat(e.agent(), None, e.generate_options()),
-            HookEvent::PostSummary(e) => self.finish_chat(e.agent(), e.summary_message()),
-            HookEvent::PreActing(e) => self.start_tool(e.agent(), e.tool_use()),
-            HookEvent::PostActing(e) => self.finish_tool(e.agent(), e.tool_result()),
-            HookEvent::Error(e) => self.fail_call(e.agent(), e.error()),
+            HookEvent::PostCall(e) => {
+                let spans = call_state::take::<CallSpans>(e.extensions_mut(), self.instance);
+                finish_call(spans, e.final_message());
+            }
+            HookEvent::PreReasoning(e) => {
+                let (model, options) = (e.model_name().to_owned(), e.generate_options().clone());
+                if let Some(spans) = self.spans(e.extensions_mut()) {
+                    start_chat(spans, Some(model), &options);
+                }
+            }
+            HookEvent::PostReasoning(e) => {
+                let usage = message_usage(e.reasoning_message());
+                if let Some(spans) = self.spans(e.extensions_mut()) {
+                    finish_chat(spans, usage);
+                }
+            }
+            HookEvent::PreSummary(e) => {
+                let options = e.generate_options().clone();
+                if let Some(spans) = self.spans(e.extensions_mut()) {
+                    start_chat(spans, None, &options);
+                }
+            }
+            HookEvent::PostSummary(e) => {
+                let usage = message_usage(e.summary_message());
+                if let Some(spans) = self.spans(e.extensions_mut()) {
+                    finish_chat(spans, usage);
+                }
+            }
+            HookEvent::PreActing(e) => {
+                let tool_use = e.tool_use().clone();
+                let record_content = self.config.record_content;
+                if let Some(spans) = self.spans(e.extensions_mut()) {
+                    start_tool(spans, &tool_use, record_content);
+                }
+            }
+            HookEvent::PostActing(e) => {
+                let result = e.tool_result().clone();
+                let record_content = self.config.record_content;
+                if let Some(spans) = self.spans(e.extensions_mut()) {
+                    finish_tool(spans, &result, record_content);
+                }
+            }
+            HookEvent::Error(e) => {
+                let spans = call_state::take::<CallSpans>(e.extensions_mut(), self.instance);
+                fail_call(spans, e.call(), e.error());
+            }
             HookEvent::ReasoningChunk(_)
             | HookEvent::ActingChunk(_)
             | HookEvent::SummaryChunk(_) => {}
         }
     }
+}
 
-    fn start_call(&self, agent: &AgentInfo) {
-        let span = tracing::info_span!(
-            "invoke_agent",
-            otel.name = %format_args!("invoke_agent {}", agent.name()),
-            gen_ai.operation.name = "invoke_agent",
-            gen_ai.agent.name = agent.name(),
-            gen_ai.agent.id = agent.id(),
-            gen_ai.usage.input_tokens = Empty,
-            gen_ai.usage.output_tokens = Empty,
-            error.type = Empty,
-            otel.status_code = Empty,
-            otel.status_description = Empty,
+/// Opens a call's `invoke_agent` span.
+fn call_span(call: &CallInfo) -> Span {
+    let agent = call.agent();
+    let span = tracing::info_span!(
+        "invoke_agent",
+        otel.name = %format_args!("invoke_agent {}", agent.name()),
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = agent.name(),
+        gen_ai.agent.id = agent.id(),
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        agentscope.call.id = %call.id(),
+        agentscope.call.resumed_from = Empty,
+        error.type = Empty,
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+    );
+    if let Some(previous) = call.resumed_from() {
+        span.record(
+            "agentscope.call.resumed_from",
+            tracing::field::display(previous),
         );
-        let mut stale = Vec::new();
-        {
-            let mut state = self.lock();
-            let seq = state.next_seq;
-            state.next_seq += 1;
-            if let Some(previous) = state.calls.remove(agent.id()) {
-                stale.push(previous);
-            }
-            while state.calls.len() >= self.config.max_open_calls {
-                let Some(oldest) = state
-                    .calls
-                    .iter()
-                    .min_by_key(|(_, call)| call.seq)
-                    .map(|(id, _)| id.clone())
-                else {
-                    break;
-                };
-                stale.extend(state.calls.remove(&oldest));
-            }
-            state
-                .calls
-                .insert(agent.id().to_owned(), CallSpans::new(seq, span));
-        }
-        // Closed outside the lock: closing runs the subscriber's callbacks.
-        for call in stale {
-            call.close_all(
-                CANCELLED,
-                "the call ended without PostCall or Error (it was dropped)",
-            );
+    }
+    span
+}
+
+fn finish_call(spans: Option<CallSpans>, reply: &Msg) {
+    let Some(mut call) = spans else { return };
+    call.closed = true;
+    if let Some(usage) = call.usage {
+        record_usage(&call.span, usage);
+    }
+    let reason = reply.generate_reason();
+    if let Some(chat) = &call.chat {
+        mark_cut_short(chat, reason);
+    }
+    for (_, tool) in &call.tools {
+        if reason != Some(GenerateReason::ToolSuspended) {
+            mark_cut_short(tool, reason);
         }
     }
+}
 
-    fn finish_call(&self, agent: &AgentInfo, reply: &Msg) {
-        let Some(call) = self.lock().calls.remove(agent.id()) else {
-            return;
-        };
-        if let Some(usage) = call.usage {
-            record_usage(&call.span, usage);
-        }
-        let reason = reply.generate_reason();
-        if let Some(chat) = &call.chat {
-            mark_cut_short(chat, reason);
-        }
-        for (_, tool) in &call.tools {
-            if reason != Some(GenerateReason::ToolSuspended) {
-                mark_cut_short(tool, reason);
-            }
-        }
+fn fail_call(spans: Option<CallSpans>, call: &CallInfo, error: &AgentError) {
+    let kind = error_type(error);
+    match spans {
+        Some(mut spans) => spans.fail_all(&kind, &error.to_string()),
+        // The call started before this hook was registered: keep the failure visible.
+        None => tracing::error!(
+            gen_ai.agent.name = call.agent().name(),
+            gen_ai.agent.id = call.agent().id(),
+            error.type = %kind,
+            "agent call failed without an open call span: {error}"
+        ),
     }
+}
 
-    fn fail_call(&self, agent: &AgentInfo, error: &AgentError) {
-        let kind = error_type(error);
-        let Some(call) = self.lock().calls.remove(agent.id()) else {
-            // Its spans were closed already (evicted): keep the failure visible as an event.
-            tracing::error!(
-                gen_ai.agent.name = agent.name(),
-                gen_ai.agent.id = agent.id(),
-                error.type = %kind,
-                "agent call failed after its spans were closed: {error}"
-            );
-            return;
-        };
-        call.close_all(&kind, &error.to_string());
+/// Opens a `chat` span; `model` is `None` for the summary (the last reasoning step's model
+/// is used).
+fn start_chat(call: &mut CallSpans, model: Option<String>, options: &GenerateOptions) {
+    if let Some(model) = model {
+        call.model = Some(model);
     }
+    let model = call.model.as_deref().unwrap_or("unknown");
+    let span = tracing::info_span!(
+        parent: &call.span,
+        "chat",
+        otel.name = %format_args!("chat {model}"),
+        gen_ai.operation.name = "chat",
+        gen_ai.request.model = model,
+        gen_ai.request.temperature = Empty,
+        gen_ai.request.top_p = Empty,
+        gen_ai.request.max_tokens = Empty,
+        gen_ai.request.seed = Empty,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        error.type = Empty,
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+    );
+    record_options(&span, options);
+    call.chat = Some(span);
+}
 
-    /// Opens a `chat` span; `model` is `None` for the summary (the last reasoning step's
-    /// model is used).
-    fn start_chat(&self, agent: &AgentInfo, model: Option<&str>, options: &GenerateOptions) {
-        let previous = {
-            let mut state = self.lock();
-            let call = call_entry(&mut state, agent);
-            if let Some(model) = model
-                && call.model.as_deref() != Some(model)
-            {
-                call.model = Some(model.to_owned());
-            }
-            let model = call.model.as_deref().unwrap_or("unknown");
-            let span = tracing::info_span!(
-                parent: &call.span,
-                "chat",
-                otel.name = %format_args!("chat {model}"),
-                gen_ai.operation.name = "chat",
-                gen_ai.request.model = model,
-                gen_ai.request.temperature = Empty,
-                gen_ai.request.top_p = Empty,
-                gen_ai.request.max_tokens = Empty,
-                gen_ai.request.seed = Empty,
-                gen_ai.usage.input_tokens = Empty,
-                gen_ai.usage.output_tokens = Empty,
-                error.type = Empty,
-                otel.status_code = Empty,
-                otel.status_description = Empty,
-            );
-            record_options(&span, options);
-            call.chat.replace(span)
-        };
-        drop(previous);
+fn finish_chat(call: &mut CallSpans, usage: Option<ChatUsage>) {
+    if let Some(usage) = usage {
+        let total = call.usage.get_or_insert_with(ChatUsage::default);
+        total.input_tokens += usage.input_tokens;
+        total.output_tokens += usage.output_tokens;
     }
-
-    fn finish_chat(&self, agent: &AgentInfo, message: &Msg) {
-        let usage = message_usage(message);
-        let span = {
-            let mut state = self.lock();
-            let Some(call) = state.calls.get_mut(agent.id()) else {
-                return;
-            };
-            if let Some(usage) = usage {
-                let total = call.usage.get_or_insert_with(ChatUsage::default);
-                total.input_tokens += usage.input_tokens;
-                total.output_tokens += usage.output_tokens;
-            }
-            call.chat.take()
-        };
-        if let (Some(span), Some(usage)) = (&span, usage) {
-            record_usage(span, usage);
-        }
+    let span = call.chat.take();
+    if let (Some(span), Some(usage)) = (&span, usage) {
+        record_usage(span, usage);
     }
+}
 
-    fn start_tool(&self, agent: &AgentInfo, tool_use: &ToolUseBlock) {
-        let previous = {
-            let mut state = self.lock();
-            let call = call_entry(&mut state, agent);
-            let span = tracing::info_span!(
-                parent: &call.span,
-                "execute_tool",
-                otel.name = %format_args!("execute_tool {}", tool_use.name),
-                gen_ai.operation.name = "execute_tool",
-                gen_ai.tool.name = tool_use.name.as_str(),
-                gen_ai.tool.call.id = tool_use.id.as_str(),
-                gen_ai.tool.type = "function",
-                gen_ai.tool.call.arguments = Empty,
-                gen_ai.tool.call.result = Empty,
-                error.type = Empty,
-                otel.status_code = Empty,
-                otel.status_description = Empty,
-            );
-            if self.config.record_content {
-                span.record(
-                    "gen_ai.tool.call.arguments",
-                    tracing::field::display(&tool_use.input),
-                );
-            }
-            let previous = take_tool(&mut call.tools, &tool_use.id);
-            call.tools.push((tool_use.id.clone(), span));
-            previous
-        };
-        drop(previous);
+fn start_tool(call: &mut CallSpans, tool_use: &ToolUseBlock, record_content: bool) {
+    let span = tracing::info_span!(
+        parent: &call.span,
+        "execute_tool",
+        otel.name = %format_args!("execute_tool {}", tool_use.name),
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = tool_use.name.as_str(),
+        gen_ai.tool.call.id = tool_use.id.as_str(),
+        gen_ai.tool.type = "function",
+        gen_ai.tool.call.arguments = Empty,
+        gen_ai.tool.call.result = Empty,
+        error.type = Empty,
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+    );
+    if record_content {
+        span.record(
+            "gen_ai.tool.call.arguments",
+            tracing::field::display(&tool_use.input),
+        );
     }
+    drop(take_tool(&mut call.tools, &tool_use.id));
+    call.tools.push((tool_use.id.clone(), span));
+}
 
-    fn finish_tool(&self, agent: &AgentInfo, result: &ToolResultBlock) {
-        let span = {
-            let mut state = self.lock();
-            let Some(call) = state.calls.get_mut(agent.id()) else {
-                return;
-            };
-            take_tool(&mut call.tools, &result.id)
-        };
-        let Some(span) = span else { return };
-        let text = result.text_output();
-        if self.config.record_content {
-            span.record("gen_ai.tool.call.result", text.as_str());
-        }
-        if result.is_error {
-            mark_error(&span, "tool_error", &text);
-        }
+fn finish_tool(call: &mut CallSpans, result: &ToolResultBlock, record_content: bool) {
+    let Some(span) = take_tool(&mut call.tools, &result.id) else {
+        return;
+    };
+    let text = result.text_output();
+    if record_content {
+        span.record("gen_ai.tool.call.result", text.as_str());
+    }
+    if result.is_error {
+        mark_error(&span, "tool_error", &text);
     }
 }
 
@@ -439,9 +415,7 @@ impl Default for TracingHook {
 impl fmt::Debug for TracingHook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TracingHook")
-            .field("max_open_calls", &self.config.max_open_calls)
             .field("record_content", &self.config.record_content)
-            .field("open_calls", &self.open_calls())
             .finish()
     }
 }
@@ -471,17 +445,6 @@ impl Hook for TracingHook {
     fn name(&self) -> &str {
         Self::NAME
     }
-}
-
-/// The call's entry; created (without a call span, so its children become roots) when the
-/// PreCall was not seen, e.g. because the entry was evicted.
-fn call_entry<'a>(state: &'a mut State, agent: &AgentInfo) -> &'a mut CallSpans {
-    let seq = state.next_seq;
-    state.next_seq += 1;
-    state
-        .calls
-        .entry(agent.id().to_owned())
-        .or_insert_with(|| CallSpans::new(seq, Span::none()))
 }
 
 fn take_tool(tools: &mut Vec<(String, Span)>, id: &str) -> Option<Span> {
@@ -552,10 +515,12 @@ pub(crate) fn error_type(error: &AgentError) -> Cow<'static, str> {
             ModelError::Other { .. } => "model_error",
             _ => "_OTHER",
         },
-        AgentError::InvalidInput { .. } => "invalid_input",
-        AgentError::PendingToolCalls { .. } => "pending_tool_calls",
+        AgentError::Conversation(ConversationError::PendingToolCalls { .. }) => {
+            "pending_tool_calls"
+        }
+        AgentError::InvalidInput { .. } | AgentError::Conversation(_) => "invalid_input",
         AgentError::GotoLimitExceeded { .. } => "goto_limit_exceeded",
-        AgentError::Memory { .. } => "memory_error",
+        AgentError::Session(_) => "session_error",
         _ => "_OTHER",
     })
 }
@@ -563,16 +528,7 @@ pub(crate) fn error_type(error: &AgentError) -> Cow<'static, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentscope_core::{ErrorEvent, PostCallEvent, PreCallEvent, PreReasoningEvent};
     use serde_json::json;
-
-    fn agent(id: &str) -> Arc<AgentInfo> {
-        Arc::new(AgentInfo::new("a", id))
-    }
-
-    fn pre_call(id: &str) -> HookEvent {
-        PreCallEvent::new(agent(id), vec![], vec![], None).into()
-    }
 
     #[test]
     fn error_types_are_stable_names() {
@@ -607,10 +563,15 @@ mod tests {
                 "goto_limit_exceeded",
             ),
             (
-                AgentError::PendingToolCalls {
+                ConversationError::PendingToolCalls {
                     ids: vec!["c1".into()],
-                },
+                }
+                .into(),
                 "pending_tool_calls",
+            ),
+            (
+                ConversationError::DuplicateToolResult { id: "c1".into() }.into(),
+                "invalid_input",
             ),
         ];
         for (error, expected) in cases {
@@ -635,45 +596,5 @@ mod tests {
         );
         msg.metadata.insert("usage".into(), json!("garbage"));
         assert_eq!(message_usage(&msg), None);
-    }
-
-    #[test]
-    fn calls_are_tracked_per_agent_and_cleaned_up() {
-        let hook = TracingHook::new();
-        hook.observe(&pre_call("1"));
-        hook.observe(&pre_call("2"));
-        assert_eq!(hook.open_calls(), 2);
-        // A second PreCall for agent 1 replaces its stale entry.
-        hook.observe(&pre_call("1"));
-        assert_eq!(hook.open_calls(), 2);
-        hook.observe(&PostCallEvent::new(agent("1"), Msg::assistant("done")).into());
-        assert_eq!(hook.open_calls(), 1);
-        hook.observe(&ErrorEvent::new(agent("2"), AgentError::invalid_input("bad")).into());
-        assert_eq!(hook.open_calls(), 0);
-    }
-
-    #[test]
-    fn the_oldest_call_is_evicted_at_the_bound() {
-        let hook = TracingHook::new().with_max_open_calls(2);
-        for id in ["1", "2", "3"] {
-            hook.observe(&pre_call(id));
-        }
-        let open: Vec<String> = {
-            let mut ids: Vec<String> = hook.lock().calls.keys().cloned().collect();
-            ids.sort();
-            ids
-        };
-        assert_eq!(open, ["2", "3"]);
-    }
-
-    #[test]
-    fn child_events_without_a_call_create_an_entry() {
-        let hook = TracingHook::new();
-        hook.observe(
-            &PreReasoningEvent::new(agent("9"), vec![], None, "m", GenerateOptions::default(), 0)
-                .into(),
-        );
-        assert_eq!(hook.open_calls(), 1);
-        assert_eq!(hook.lock().calls["9"].model.as_deref(), Some("m"));
     }
 }

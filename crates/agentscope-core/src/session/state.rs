@@ -4,7 +4,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use agentscope_core::{Msg, Role};
+use crate::conversation::{ConversationError, check_memory};
+use crate::message::Msg;
 
 use super::SessionError;
 
@@ -36,8 +37,8 @@ use super::SessionError;
 /// session in its errors; [`encode`](Self::encode) writes them.
 ///
 /// ```
-/// use agentscope::session::{AgentIdentity, AgentState};
-/// use agentscope::Msg;
+/// use agentscope_core::session::{AgentIdentity, AgentState};
+/// use agentscope_core::Msg;
 /// use serde_json::json;
 ///
 /// let state = AgentState::new(
@@ -49,7 +50,7 @@ use super::SessionError;
 /// let back = AgentState::decode("chat-1", &bytes)?;
 /// assert_eq!(back, state);
 /// assert_eq!(back.metadata["user"], "alice");
-/// # Ok::<(), agentscope::session::SessionError>(())
+/// # Ok::<(), agentscope_core::session::SessionError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -127,24 +128,19 @@ impl AgentState {
 
     /// Checks that an agent can take this state: the version is
     /// [`CURRENT_VERSION`](Self::CURRENT_VERSION) and no message is a `System` message
-    /// (memory never holds one). Returns what is wrong.
+    /// (memory never holds one, see [`check_memory`]).
     ///
     /// # Errors
     ///
-    /// A description of the first problem found.
-    pub fn check(&self) -> Result<(), String> {
+    /// The first problem found.
+    pub fn check(&self) -> Result<(), InvalidState> {
         if self.version != Self::CURRENT_VERSION {
-            return Err(format!(
-                "unsupported agent state format version {} (this build reads version {})",
-                self.version,
-                Self::CURRENT_VERSION
-            ));
+            return Err(InvalidState::Version {
+                found: self.version,
+                supported: Self::CURRENT_VERSION,
+            });
         }
-        if let Some(at) = self.messages.iter().position(|m| m.role == Role::System) {
-            return Err(format!(
-                "message {at} has the system role; agent memory never holds system messages"
-            ));
-        }
+        check_memory(&self.messages)?;
         Ok(())
     }
 
@@ -199,17 +195,42 @@ impl AgentState {
 
     /// [`check`](Self::check) for a state stored as session `session`: another version is
     /// [`SessionError::UnsupportedVersion`], anything else [`SessionError::Corrupt`].
-    pub(crate) fn check_for(&self, session: &str) -> Result<(), SessionError> {
-        if self.version != Self::CURRENT_VERSION {
-            return Err(SessionError::UnsupportedVersion {
-                session: session.to_owned(),
-                found: self.version,
-                supported: Self::CURRENT_VERSION,
-            });
+    ///
+    /// # Errors
+    ///
+    /// As described: the error names `session`.
+    pub fn check_for(&self, session: &str) -> Result<(), SessionError> {
+        match self.check() {
+            Ok(()) => Ok(()),
+            Err(InvalidState::Version { found, supported }) => {
+                Err(SessionError::UnsupportedVersion {
+                    session: session.to_owned(),
+                    found,
+                    supported,
+                })
+            }
+            Err(InvalidState::Conversation(error)) => Err(SessionError::corrupt(session, error)),
         }
-        self.check()
-            .map_err(|message| SessionError::corrupt(session, message))
     }
+}
+
+/// Why an agent cannot take an [`AgentState`] (see [`AgentState::check`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidState {
+    /// Another format version.
+    #[error(
+        "unsupported agent state format version {found} (this build reads version {supported})"
+    )]
+    Version {
+        /// The state's version.
+        found: u32,
+        /// The version this build reads ([`AgentState::CURRENT_VERSION`]).
+        supported: u32,
+    },
+    /// The messages break a conversation rule (a `System` message).
+    #[error(transparent)]
+    Conversation(#[from] ConversationError),
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use agentscope_core::{AgentError, ErrorSource};
+use crate::error::ErrorSource;
 
 /// The longest session id [`validate_session_id`] accepts, in bytes.
 pub const MAX_SESSION_ID_LEN: usize = 128;
@@ -12,10 +12,10 @@ pub const MAX_SESSION_ID_LEN: usize = 128;
 /// store itself failed, for [`list`](super::SessionStore::list) and opening a store).
 ///
 /// Errors are `Clone` (sources are shared) and convert into
-/// [`AgentError::Session`] with `?`.
+/// [`AgentError::Session`](crate::AgentError::Session) with `?`.
 ///
 /// ```
-/// use agentscope::session::SessionError;
+/// use agentscope_core::session::SessionError;
 ///
 /// let err = SessionError::UnsupportedVersion {
 ///     session: "support-42".into(),
@@ -141,16 +141,6 @@ impl SessionError {
     }
 }
 
-impl From<SessionError> for AgentError {
-    fn from(error: SessionError) -> Self {
-        AgentError::Session {
-            session: error.session().unwrap_or_default().to_owned(),
-            message: error.to_string(),
-            source: Some(Arc::new(error)),
-        }
-    }
-}
-
 /// Checks a session id against the rules both built-in stores apply, so ids are portable
 /// between them (and safe as file names):
 ///
@@ -162,7 +152,7 @@ impl From<SessionError> for AgentError {
 /// `Alice` and `alice` name the same JSON file: use one case.
 ///
 /// ```
-/// use agentscope::session::validate_session_id;
+/// use agentscope_core::session::validate_session_id;
 ///
 /// assert!(validate_session_id("user-42_chat.7").is_ok());
 /// assert!(validate_session_id("6f1c0a52-3b0e-4a5c-9d55-2c0f2b7e9a10").is_ok());
@@ -204,6 +194,7 @@ pub fn validate_session_id(session: &str) -> Result<(), SessionError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::AgentError;
 
     #[test]
     fn ids() {
@@ -260,15 +251,9 @@ mod tests {
             agent.to_string(),
             "session error: session 's2' is corrupt: EOF"
         );
-        match &agent {
-            AgentError::Session {
-                session, source, ..
-            } => {
-                assert_eq!(session, "s2");
-                let source = source.as_ref().unwrap();
-                assert!(source.downcast_ref::<SessionError>().is_some());
-            }
-            other => panic!("{other:?}"),
-        }
+        // The store's error is the source, and downcasts to what the store returned.
+        let source = std::error::Error::source(&agent).unwrap();
+        let session = source.downcast_ref::<SessionError>().unwrap();
+        assert_eq!(session.session(), Some("s2"));
     }
 }

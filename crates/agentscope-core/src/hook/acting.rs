@@ -1,0 +1,194 @@
+//! The acting events: [`PreActingEvent`] before each tool call of a batch,
+//! [`PostActingEvent`] after, and [`ActingChunkEvent`] for each progress chunk.
+
+use std::sync::Arc;
+
+use crate::error::HookError;
+use crate::hook::context::CallInfo;
+use crate::hook::event::{Meta, event_meta_accessors};
+use crate::message::{ToolResultBlock, ToolUseBlock};
+
+/// Fired for each pending tool call before any tool of the batch runs.
+#[derive(Debug, Clone)]
+pub struct PreActingEvent {
+    pub(super) meta: Meta,
+    tool_use: ToolUseBlock,
+    skip: Option<ToolResultBlock>,
+}
+
+impl PreActingEvent {
+    /// Creates the event.
+    pub fn new(call: &Arc<CallInfo>, tool_use: ToolUseBlock) -> Self {
+        Self {
+            meta: Meta::new(call),
+            tool_use,
+            skip: None,
+        }
+    }
+
+    event_meta_accessors!();
+
+    /// The tool call about to run.
+    pub fn tool_use(&self) -> &ToolUseBlock {
+        &self.tool_use
+    }
+
+    /// Replaces what executes (name and arguments). The id must stay the same, since the
+    /// stored reasoning message refers to it.
+    pub fn set_tool_use(&mut self, tool_use: ToolUseBlock) -> Result<(), HookError> {
+        if tool_use.id != self.tool_use.id {
+            return Err(HookError::InvalidModification {
+                message: format!(
+                    "set_tool_use must keep the tool call id '{}' (got '{}')",
+                    self.tool_use.id, tool_use.id
+                ),
+            });
+        }
+        self.tool_use = tool_use;
+        Ok(())
+    }
+
+    /// Does not run the tool; `result` is used instead (its id and name are set to the
+    /// call's).
+    pub fn skip_with(&mut self, mut result: ToolResultBlock) {
+        result.id.clone_from(&self.tool_use.id);
+        result.name.clone_from(&self.tool_use.name);
+        self.skip = Some(result);
+    }
+
+    /// Whether a hook called [`skip_with`](Self::skip_with).
+    pub fn is_skipped(&self) -> bool {
+        self.skip.is_some()
+    }
+
+    /// The result given to [`skip_with`](Self::skip_with).
+    pub fn skip_result(&self) -> Option<&ToolResultBlock> {
+        self.skip.as_ref()
+    }
+
+    /// Takes the tool call and the skip result.
+    pub fn into_parts(self) -> (ToolUseBlock, Option<ToolResultBlock>) {
+        (self.tool_use, self.skip)
+    }
+}
+
+/// Fired for each tool result, in call order, after the whole batch ran.
+///
+/// The result as the last hook leaves it is what memory and the stream get.
+#[derive(Debug, Clone)]
+pub struct PostActingEvent {
+    pub(super) meta: Meta,
+    tool_use: ToolUseBlock,
+    result: ToolResultBlock,
+    stop: bool,
+}
+
+impl PostActingEvent {
+    /// Creates the event.
+    pub fn new(call: &Arc<CallInfo>, tool_use: ToolUseBlock, tool_result: ToolResultBlock) -> Self {
+        Self {
+            meta: Meta::new(call),
+            tool_use,
+            result: tool_result,
+            stop: false,
+        }
+    }
+
+    event_meta_accessors!();
+
+    /// The tool call that ran.
+    pub fn tool_use(&self) -> &ToolUseBlock {
+        &self.tool_use
+    }
+
+    /// Its result.
+    pub fn tool_result(&self) -> &ToolResultBlock {
+        &self.result
+    }
+
+    /// Replaces the result (its id and name are set to the call's).
+    pub fn set_tool_result(&mut self, mut result: ToolResultBlock) {
+        result.id.clone_from(&self.tool_use.id);
+        result.name.clone_from(&self.tool_use.name);
+        self.result = result;
+    }
+
+    /// Ends the call after this batch; the caller gets the last tool message.
+    pub fn stop_agent(&mut self) {
+        self.stop = true;
+    }
+
+    /// Whether a hook called [`stop_agent`](Self::stop_agent).
+    pub fn is_stop_requested(&self) -> bool {
+        self.stop
+    }
+
+    /// Takes the result and the stop flag.
+    pub fn into_parts(self) -> (ToolResultBlock, bool) {
+        (self.result, self.stop)
+    }
+}
+
+/// A progress chunk a running tool emitted (a notification).
+#[derive(Debug, Clone)]
+pub struct ActingChunkEvent {
+    pub(super) meta: Meta,
+    tool_use: Arc<ToolUseBlock>,
+    chunk: ToolResultBlock,
+}
+
+impl ActingChunkEvent {
+    /// Creates the event.
+    pub fn new(call: &Arc<CallInfo>, tool_use: Arc<ToolUseBlock>, chunk: ToolResultBlock) -> Self {
+        Self {
+            meta: Meta::new(call),
+            tool_use,
+            chunk,
+        }
+    }
+
+    event_meta_accessors!();
+
+    /// The running tool call.
+    pub fn tool_use(&self) -> &ToolUseBlock {
+        &self.tool_use
+    }
+
+    /// The progress chunk (id and name of the call, the emitted blocks as output).
+    pub fn chunk(&self) -> &ToolResultBlock {
+        &self.chunk
+    }
+
+    /// Takes the chunk.
+    pub fn into_chunk(self) -> ToolResultBlock {
+        self.chunk
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AgentInfo, CallContext};
+    use serde_json::json;
+
+    #[test]
+    fn set_tool_use_keeps_id_and_skip_normalises_result() {
+        let call = CallContext::new(Arc::new(AgentInfo::new("a", "id-1")));
+        let mut event = PreActingEvent::new(
+            call.info(),
+            ToolUseBlock::new("c1", "calc", json!({"x": 1})),
+        );
+        let err = event
+            .set_tool_use(ToolUseBlock::new("other", "calc", json!({})))
+            .unwrap_err();
+        assert!(matches!(err, HookError::InvalidModification { .. }));
+        event
+            .set_tool_use(ToolUseBlock::new("c1", "calc", json!({"x": 2})))
+            .unwrap();
+        assert_eq!(event.tool_use().input, json!({"x": 2}));
+        event.skip_with(ToolResultBlock::text("", "", "cached"));
+        let (_, skip) = event.into_parts();
+        let skip = skip.unwrap();
+        assert_eq!((skip.id.as_str(), skip.name.as_str()), ("c1", "calc"));
+    }
+}

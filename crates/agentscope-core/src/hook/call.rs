@@ -1,0 +1,97 @@
+//! The call events: [`PreCallEvent`] (before anything is stored) and [`PostCallEvent`] (the
+//! reply the caller gets).
+
+use std::sync::Arc;
+
+use crate::hook::context::CallInfo;
+use crate::hook::event::{Meta, SystemSlot, event_meta_accessors, system_message_accessors};
+use crate::message::Msg;
+
+/// Fired once at the start of a call, before anything is stored.
+///
+/// Hooks may change the new input and the system message; the system message as PreCall
+/// leaves it is frozen as the base for the whole call (each PreReasoning starts from a fresh
+/// copy of it). Input messages must not have the `System` role: the call fails if they do.
+#[derive(Debug, Clone)]
+pub struct PreCallEvent {
+    pub(super) meta: Meta,
+    input: Vec<Msg>,
+    history: Vec<Msg>,
+    system: SystemSlot,
+}
+
+impl PreCallEvent {
+    /// Creates the event.
+    pub fn new(
+        call: &Arc<CallInfo>,
+        input_messages: Vec<Msg>,
+        history: Vec<Msg>,
+        system_message: Option<Msg>,
+    ) -> Self {
+        Self {
+            meta: Meta::new(call),
+            input: input_messages,
+            history,
+            system: SystemSlot(system_message),
+        }
+    }
+
+    event_meta_accessors!();
+    system_message_accessors!();
+
+    /// The new messages of this call (empty when resuming).
+    pub fn input_messages(&self) -> &[Msg] {
+        &self.input
+    }
+
+    /// Replaces the new messages of this call.
+    pub fn set_input_messages(&mut self, messages: Vec<Msg>) {
+        self.input = messages;
+    }
+
+    /// The agent's memory before this call (read-only).
+    pub fn history(&self) -> &[Msg] {
+        &self.history
+    }
+
+    /// Takes the (possibly changed) input messages and system message.
+    pub fn into_parts(self) -> (Vec<Msg>, Option<Msg>) {
+        (self.input, self.system.0)
+    }
+}
+
+/// Fired once when a call completed; the final message is what the caller gets.
+///
+/// Changing it does not change memory, which keeps the loop's message.
+#[derive(Debug, Clone)]
+pub struct PostCallEvent {
+    pub(super) meta: Meta,
+    final_message: Msg,
+}
+
+impl PostCallEvent {
+    /// Creates the event.
+    pub fn new(call: &Arc<CallInfo>, final_message: Msg) -> Self {
+        Self {
+            meta: Meta::new(call),
+            final_message,
+        }
+    }
+
+    event_meta_accessors!();
+
+    /// The reply.
+    pub fn final_message(&self) -> &Msg {
+        &self.final_message
+    }
+
+    /// Replaces the reply the caller gets.
+    pub fn set_final_message(&mut self, message: Msg) {
+        self.final_message = message;
+    }
+
+    /// Takes the final message.
+    pub fn into_final_message(self) -> Msg {
+        self.final_message
+    }
+}

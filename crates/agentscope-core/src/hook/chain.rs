@@ -1,0 +1,506 @@
+//! [`HookChain`]: hooks sorted by priority with one list per event kind, and the rules that
+//! run an event through them (see the [module docs](super)).
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{AgentError, HookError};
+use crate::hook::erased::{BoxedHook, Handler, invoke_async, invoke_sync};
+use crate::hook::{CallContext, Event, Hook, HookEvent, HookEventType, HookEventTypes};
+
+/// Identifies a registered hook, for removal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HookId(u64);
+
+impl HookId {
+    /// A new id, unique in this process.
+    fn next() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        HookId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl fmt::Display for HookId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "hook#{}", self.0)
+    }
+}
+
+/// One entry of [`HookChain::order`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookInfo {
+    /// The hook's id.
+    pub id: HookId,
+    /// The hook's name.
+    pub name: String,
+    /// The hook's priority.
+    pub priority: i32,
+    /// The kinds the hook receives.
+    pub interests: HookEventTypes,
+}
+
+impl fmt::Display for HookInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:>5}  {}  ", self.priority, self.name)?;
+        if self.interests == HookEventTypes::ALL {
+            f.write_str("(all events)")
+        } else {
+            write!(f, "{:?}", self.interests)
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Entry {
+    id: HookId,
+    hook: BoxedHook,
+}
+
+/// Hooks sorted by priority, with one list per event kind.
+///
+/// Cloning is cheap (hooks are shared). The agent keeps one chain and snapshots it at the
+/// start of each call, so runtime changes apply from the next call on.
+///
+/// ```
+/// use agentscope_core::{hook_fn, HookChain};
+///
+/// let mut chain = HookChain::new();
+/// chain.push(hook_fn(|_| Ok(())).with_name("late").with_priority(200));
+/// chain.push(hook_fn(|_| Ok(())).with_name("early").with_priority(10));
+/// let names: Vec<_> = chain.order().into_iter().map(|h| h.name).collect();
+/// assert_eq!(names, ["early", "late"]);
+/// ```
+#[derive(Clone, Default)]
+pub struct HookChain {
+    entries: Vec<Entry>,
+    by_kind: [Arc<[(HookId, BoxedHook)]>; 12],
+    interests: HookEventTypes,
+}
+
+impl HookChain {
+    /// An empty chain.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `hook` after every hook whose priority is lower or equal.
+    pub fn push<H: Hook>(&mut self, hook: H) -> HookId {
+        let id = HookId::next();
+        self.insert(id, BoxedHook::new(hook));
+        id
+    }
+
+    /// Registers every hook of `other` (keeping their ids), in `other`'s order.
+    pub fn extend_from(&mut self, other: &HookChain) {
+        for entry in &other.entries {
+            self.insert(entry.id, entry.hook.clone());
+        }
+    }
+
+    fn insert(&mut self, id: HookId, hook: BoxedHook) {
+        let at = self
+            .entries
+            .partition_point(|entry| entry.hook.priority <= hook.priority);
+        self.entries.insert(at, Entry { id, hook });
+        self.reindex();
+    }
+
+    /// Removes a hook; returns whether it was registered.
+    pub fn remove(&mut self, id: HookId) -> bool {
+        let before = self.entries.len();
+        self.entries.retain(|entry| entry.id != id);
+        let removed = self.entries.len() != before;
+        if removed {
+            self.reindex();
+        }
+        removed
+    }
+
+    /// Removes every hook.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.reindex();
+    }
+
+    fn reindex(&mut self) {
+        self.interests = HookEventTypes::NONE;
+        for kind in HookEventType::ALL {
+            let hooks: Vec<(HookId, BoxedHook)> = self
+                .entries
+                .iter()
+                .filter(|entry| entry.hook.interests.contains(kind))
+                .map(|entry| (entry.id, entry.hook.clone()))
+                .collect();
+            if !hooks.is_empty() {
+                self.interests = self.interests.with(kind);
+            }
+            self.by_kind[kind.index()] = hooks.into();
+        }
+    }
+
+    /// The number of hooks.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the chain has no hooks.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The hooks in execution order.
+    pub fn order(&self) -> Vec<HookInfo> {
+        self.entries
+            .iter()
+            .map(|entry| HookInfo {
+                id: entry.id,
+                name: entry.hook.name.to_string(),
+                priority: entry.hook.priority,
+                interests: entry.hook.interests,
+            })
+            .collect()
+    }
+
+    /// Whether any hook wants `kind`. The engine skips building events nobody wants.
+    pub fn is_interested(&self, kind: HookEventType) -> bool {
+        self.interests.contains(kind)
+    }
+
+    /// The union of all hooks' interests.
+    pub fn interests(&self) -> HookEventTypes {
+        self.interests
+    }
+
+    /// Runs one event of `call` through the hooks interested in its kind, by the kind's rule
+    /// (see the [module docs](super)), and gives the event back as the hooks left it.
+    ///
+    /// This is the engine's one entry point into the chain. While the hooks run, the event
+    /// holds `call`'s [extensions](crate::Extensions) (moved in, and back into `call`
+    /// afterwards, also on failure), so hooks keep per-call state across the call's events.
+    /// The chain remembers in `call` which hooks received PostCall, and does not send them
+    /// the call's ErrorEvent. Build `event` from `call.info()`.
+    ///
+    /// # Errors
+    ///
+    /// For a chained event, the first hook `Err` (or panic) stops the chain and is returned as
+    /// [`AgentError::Hook`] naming the hook; a hook that replaced the event with one of
+    /// another kind fails the same way. Notifications never fail.
+    pub async fn chain<E: Event>(&self, event: E, call: &mut CallContext) -> Result<E, AgentError> {
+        let mut event: HookEvent = event.into();
+        std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
+        let result = match E::KIND {
+            HookEventType::PostCall => {
+                self.run(&mut event, &[], Some(&mut call.saw_post_call))
+                    .await
+            }
+            HookEventType::Error => self.run(&mut event, &call.saw_post_call, None).await,
+            _ => self.run(&mut event, &[], None).await,
+        };
+        std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
+        result?;
+        // `run` rejects hooks that change the event's kind, so this cannot fail.
+        E::try_from(event).map_err(|other| AgentError::Hook {
+            hook: "the hook chain".to_owned(),
+            event: E::KIND,
+            source: HookError::InvalidModification {
+                message: format!("the chain returned a {} event", other.event_type()),
+            },
+        })
+    }
+
+    /// Runs `event` through the hooks interested in its kind, by the kind's rule, without a
+    /// call: for testing hooks and chains. See [`chain`](Self::chain).
+    ///
+    /// # Errors
+    ///
+    /// As [`chain`](Self::chain).
+    pub async fn dispatch(&self, event: &mut HookEvent) -> Result<(), AgentError> {
+        self.run(event, &[], None).await
+    }
+
+    /// The dispatch rules: chained kinds stop at the first failure, notifications go to every
+    /// interested hook but those in `skip`. Hooks that receive the event are added to
+    /// `reached`.
+    async fn run(
+        &self,
+        event: &mut HookEvent,
+        skip: &[HookId],
+        mut reached: Option<&mut Vec<HookId>>,
+    ) -> Result<(), AgentError> {
+        let kind = event.event_type();
+        for (id, hook) in self.by_kind[kind.index()].iter() {
+            if skip.contains(id) {
+                continue;
+            }
+            if let Some(reached) = reached.as_deref_mut() {
+                reached.push(*id);
+            }
+            let result = match &hook.handler {
+                Handler::Sync(f) => invoke_sync(&**f, event),
+                Handler::Async(h) => invoke_async(h, event).await,
+            };
+            if kind.is_notification() {
+                if let Err(error) = result {
+                    tracing::warn!(
+                        hook = %hook.name,
+                        event = %kind,
+                        %error,
+                        "hook failed while handling a notification; ignored"
+                    );
+                }
+                continue;
+            }
+            let result = match result {
+                Ok(()) if event.event_type() != kind => Err(HookError::InvalidModification {
+                    message: format!(
+                        "the hook replaced the {kind} event with a {} event",
+                        event.event_type()
+                    ),
+                }),
+                other => other,
+            };
+            if let Err(source) = result {
+                return Err(AgentError::Hook {
+                    hook: hook.name.to_string(),
+                    event: kind,
+                    source,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for HookChain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.order()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hook::{BoxedHook, HookFn, hook_fn};
+    use crate::hook::{ErrorEvent, PostCallEvent, PreCallEvent, ReasoningChunkEvent};
+    use crate::{AgentInfo, Msg};
+    use futures::executor::block_on;
+    use std::sync::Mutex;
+
+    fn call() -> CallContext {
+        CallContext::new(Arc::new(AgentInfo::new("a", "1")))
+    }
+
+    fn post_call() -> HookEvent {
+        PostCallEvent::new(call().info(), Msg::assistant("x")).into()
+    }
+
+    fn chunk() -> HookEvent {
+        ReasoningChunkEvent::new(call().info(), "m", Msg::assistant("x"), Msg::assistant("x"))
+            .into()
+    }
+
+    fn recorder(log: &Arc<Mutex<Vec<String>>>, name: &'static str, priority: i32) -> HookFn {
+        let log = Arc::clone(log);
+        hook_fn(move |_| {
+            log.lock().unwrap().push(name.to_owned());
+            Ok(())
+        })
+        .with_priority(priority)
+        .with_name(name)
+    }
+
+    struct AsyncAppend(&'static str);
+
+    impl Hook for AsyncAppend {
+        async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
+            if let HookEvent::PostCall(e) = event {
+                let text = format!("{}{}", e.final_message().text(), self.0);
+                e.set_final_message(Msg::assistant(text));
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn order_is_priority_then_registration() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut chain = HookChain::new();
+        chain.push(recorder(&log, "c", 100));
+        chain.push(recorder(&log, "a", 10));
+        chain.push(recorder(&log, "d", 100));
+        chain.push(recorder(&log, "b", 10));
+        block_on(chain.dispatch(&mut post_call())).unwrap();
+        assert_eq!(*log.lock().unwrap(), ["a", "b", "c", "d"]);
+    }
+
+    #[test]
+    fn modifications_chain_through_async_hooks() {
+        let mut chain = HookChain::new();
+        chain.push(AsyncAppend("1"));
+        chain.push(AsyncAppend("2"));
+        let mut event = post_call();
+        block_on(chain.dispatch(&mut event)).unwrap();
+        let HookEvent::PostCall(e) = event else {
+            unreachable!()
+        };
+        assert_eq!(e.final_message().text(), "x12");
+    }
+
+    #[test]
+    fn error_stops_the_chain_and_names_the_hook() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut chain = HookChain::new();
+        chain.push(hook_fn(|_| Err(HookError::msg("nope"))).with_name("failing"));
+        chain.push(recorder(&log, "after", 200));
+        let err = block_on(chain.dispatch(&mut post_call())).unwrap_err();
+        match err {
+            AgentError::Hook {
+                hook,
+                event,
+                source,
+            } => {
+                assert_eq!(hook, "failing");
+                assert_eq!(event, HookEventType::PostCall);
+                assert_eq!(source.to_string(), "nope");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(log.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn notifications_reach_everyone_despite_errors_and_panics() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut chain = HookChain::new();
+        chain.push(hook_fn(|_| Err(HookError::msg("nope"))).with_priority(1));
+        chain.push(hook_fn(|_| panic!("boom")).with_priority(2));
+        chain.push(recorder(&log, "last", 3));
+        block_on(chain.dispatch(&mut chunk())).unwrap();
+        assert_eq!(*log.lock().unwrap(), ["last"]);
+    }
+
+    #[test]
+    fn panics_become_errors() {
+        struct Panicking;
+        impl Hook for Panicking {
+            async fn on_event(&self, _event: &mut HookEvent) -> Result<(), HookError> {
+                panic!("async boom")
+            }
+        }
+        let mut chain = HookChain::new();
+        chain.push(Panicking);
+        let err = block_on(chain.dispatch(&mut post_call())).unwrap_err();
+        let source = err.hook_error().unwrap();
+        assert!(matches!(source, HookError::Panicked { message } if message == "async boom"));
+
+        let mut chain = HookChain::new();
+        chain.push(hook_fn(|_| panic!("sync boom")));
+        let err = block_on(chain.dispatch(&mut post_call())).unwrap_err();
+        assert!(err.to_string().contains("sync boom"), "{err}");
+    }
+
+    #[test]
+    fn uninterested_hooks_are_never_invoked() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut chain = HookChain::new();
+        chain.push(recorder(&log, "chunks-only", 1).with_interests(HookEventTypes::CHUNKS));
+        assert!(!chain.is_interested(HookEventType::PostCall));
+        assert!(chain.is_interested(HookEventType::ReasoningChunk));
+        block_on(chain.dispatch(&mut post_call())).unwrap();
+        assert!(log.lock().unwrap().is_empty());
+        block_on(chain.dispatch(&mut chunk())).unwrap();
+        assert_eq!(*log.lock().unwrap(), ["chunks-only"]);
+    }
+
+    #[test]
+    fn replacing_the_event_kind_is_rejected() {
+        let mut chain = HookChain::new();
+        chain.push(hook_fn(|event| {
+            *event = chunk();
+            Ok(())
+        }));
+        let err = block_on(chain.dispatch(&mut post_call())).unwrap_err();
+        assert!(matches!(
+            err.hook_error(),
+            Some(HookError::InvalidModification { .. })
+        ));
+    }
+
+    #[test]
+    fn remove_and_boxed_hooks() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut chain = HookChain::new();
+        let a = chain.push(recorder(&log, "a", 1));
+        chain.push(BoxedHook::new(recorder(&log, "b", 2)));
+        assert!(chain.remove(a));
+        assert!(!chain.remove(a));
+        block_on(chain.dispatch(&mut post_call())).unwrap();
+        assert_eq!(*log.lock().unwrap(), ["b"]);
+        assert_eq!(chain.len(), 1);
+    }
+
+    #[test]
+    fn boxed_hook_runs_through_hook_trait() {
+        let boxed = BoxedHook::new(AsyncAppend("!"));
+        let mut event = post_call();
+        block_on(Hook::on_event(&boxed, &mut event)).unwrap();
+        let HookEvent::PostCall(e) = event else {
+            unreachable!()
+        };
+        assert_eq!(e.final_message().text(), "x!");
+        let sync = BoxedHook::new(hook_fn(|_| Err(HookError::msg("s"))));
+        assert!(block_on(Hook::on_event(&sync, &mut post_call())).is_err());
+    }
+
+    #[test]
+    fn chain_lends_the_call_extensions_to_each_event() {
+        struct Seen(Vec<&'static str>);
+        let mut chain = HookChain::new();
+        chain.push(hook_fn(|event: &mut HookEvent| {
+            let kind = event.event_type().as_str();
+            event
+                .extensions_mut()
+                .get_or_insert_with(|| Seen(Vec::new()))
+                .0
+                .push(kind);
+            Ok(())
+        }));
+        let mut call = call();
+        let pre = PreCallEvent::new(call.info(), vec![], vec![], None);
+        block_on(chain.chain(pre, &mut call)).unwrap();
+        let post = PostCallEvent::new(call.info(), Msg::assistant("x"));
+        let post = block_on(chain.chain(post, &mut call)).unwrap();
+        assert!(
+            post.extensions().is_empty(),
+            "the call keeps its extensions"
+        );
+        assert_eq!(
+            call.extensions().get::<Seen>().unwrap().0,
+            ["PreCall", "PostCall"]
+        );
+    }
+
+    #[test]
+    fn hooks_that_saw_post_call_do_not_get_the_error() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut chain = HookChain::new();
+        chain.push(recorder(&log, "early", 1));
+        chain.push(
+            hook_fn(|event: &mut HookEvent| match event {
+                HookEvent::PostCall(_) => Err(HookError::msg("rejects the reply")),
+                _ => Ok(()),
+            })
+            .with_name("failing")
+            .with_priority(2),
+        );
+        chain.push(recorder(&log, "late", 3));
+        let mut call = call();
+        let post = PostCallEvent::new(call.info(), Msg::assistant("x"));
+        let err = block_on(chain.chain(post, &mut call)).unwrap_err();
+        assert_eq!(log.lock().unwrap().drain(..).collect::<Vec<_>>(), ["early"]);
+        let error = ErrorEvent::new(call.info(), err);
+        block_on(chain.chain(error, &mut call)).unwrap();
+        assert_eq!(*log.lock().unwrap(), ["late"]);
+    }
+}

@@ -1,0 +1,242 @@
+//! Type-erased hooks: the private dyn-compatible twin of [`Hook`], [`BoxedHook`], and
+//! synchronous closures as hooks ([`hook_fn`], dispatched without a future).
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+
+use crate::error::HookError;
+use crate::hook::{DEFAULT_PRIORITY, Hook, HookEvent, HookEventTypes};
+
+/// The private dyn-compatible twin of [`Hook`], blanket-implemented for every hook.
+pub(crate) trait DynHook: Send + Sync + 'static {
+    fn on_event_boxed<'a>(
+        &'a self,
+        event: &'a mut HookEvent,
+    ) -> BoxFuture<'a, Result<(), HookError>>;
+}
+
+impl<H: Hook> DynHook for H {
+    fn on_event_boxed<'a>(
+        &'a self,
+        event: &'a mut HookEvent,
+    ) -> BoxFuture<'a, Result<(), HookError>> {
+        Box::pin(self.on_event(event))
+    }
+}
+
+/// How an erased hook is called: synchronous hooks directly, without a future.
+#[derive(Clone)]
+pub(crate) enum Handler {
+    Sync(Arc<SyncHookFn>),
+    Async(Arc<dyn DynHook>),
+}
+
+pub(crate) type SyncHookFn = dyn Fn(&mut HookEvent) -> Result<(), HookError> + Send + Sync;
+
+/// A hook made from a synchronous closure; build one with [`hook_fn`].
+///
+/// Synchronous hooks are dispatched without allocating.
+#[must_use]
+#[derive(Clone)]
+pub struct HookFn {
+    f: Arc<SyncHookFn>,
+    priority: i32,
+    interests: HookEventTypes,
+    name: Cow<'static, str>,
+}
+
+/// Builds a hook from a synchronous closure.
+///
+/// ```
+/// use agentscope_core::{hook_fn, HookEvent, HookEventType};
+///
+/// let logger = hook_fn(|event: &mut HookEvent| {
+///     println!("{} for {}", event.event_type(), event.agent().name());
+///     Ok(())
+/// })
+/// .with_priority(10)
+/// .with_interests(HookEventType::PreCall | HookEventType::PostCall)
+/// .with_name("logger");
+/// ```
+///
+/// For hooks that need to `.await`, implement [`Hook`] on a type.
+pub fn hook_fn<F>(f: F) -> HookFn
+where
+    F: Fn(&mut HookEvent) -> Result<(), HookError> + Send + Sync + 'static,
+{
+    HookFn {
+        f: Arc::new(f),
+        priority: DEFAULT_PRIORITY,
+        interests: HookEventTypes::ALL,
+        name: Cow::Borrowed("hook_fn"),
+    }
+}
+
+impl HookFn {
+    /// Sets the priority (default 100).
+    pub fn with_priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Sets the event kinds the hook receives (default all).
+    pub fn with_interests(mut self, interests: impl Into<HookEventTypes>) -> Self {
+        self.interests = interests.into();
+        self
+    }
+
+    /// Sets the name (default `"hook_fn"`).
+    pub fn with_name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.name = name.into();
+        self
+    }
+}
+
+impl fmt::Debug for HookFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HookFn")
+            .field("name", &self.name)
+            .field("priority", &self.priority)
+            .field("interests", &self.interests)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Hook for HookFn {
+    fn on_event(
+        &self,
+        event: &mut HookEvent,
+    ) -> impl Future<Output = Result<(), HookError>> + Send {
+        std::future::ready((self.f)(event))
+    }
+
+    fn priority(&self) -> i32 {
+        self.priority
+    }
+
+    fn interests(&self) -> HookEventTypes {
+        self.interests
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A type-erased, cheaply clonable [`Hook`], for keeping hooks of different types together.
+///
+/// ```
+/// use agentscope_core::{hook_fn, BoxedHook};
+///
+/// let hooks: Vec<BoxedHook> = vec![
+///     BoxedHook::new(hook_fn(|_| Ok(())).with_name("a")),
+///     BoxedHook::new(hook_fn(|_| Ok(())).with_name("b")),
+/// ];
+/// assert_eq!(hooks[1].name(), "b");
+/// ```
+#[derive(Clone)]
+pub struct BoxedHook {
+    pub(crate) handler: Handler,
+    pub(crate) priority: i32,
+    pub(crate) interests: HookEventTypes,
+    pub(crate) name: Arc<str>,
+}
+
+impl BoxedHook {
+    /// Erases `hook`, reading its priority, interests and name once.
+    pub fn new<H: Hook>(hook: H) -> Self {
+        let any: &dyn Any = &hook;
+        if let Some(boxed) = any.downcast_ref::<BoxedHook>() {
+            return boxed.clone();
+        }
+        let sync = any.downcast_ref::<HookFn>().map(|f| Arc::clone(&f.f));
+        let (priority, interests, name) =
+            (hook.priority(), hook.interests(), Arc::from(hook.name()));
+        Self {
+            handler: match sync {
+                Some(f) => Handler::Sync(f),
+                None => Handler::Async(Arc::new(hook)),
+            },
+            priority,
+            interests,
+            name,
+        }
+    }
+
+    /// The hook's priority.
+    pub fn priority(&self) -> i32 {
+        self.priority
+    }
+
+    /// The hook's interests.
+    pub fn interests(&self) -> HookEventTypes {
+        self.interests
+    }
+
+    /// The hook's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+#[inline]
+pub(crate) fn invoke_sync(f: &SyncHookFn, event: &mut HookEvent) -> Result<(), HookError> {
+    catch_unwind(AssertUnwindSafe(|| f(event)))
+        .unwrap_or_else(|payload| Err(HookError::panicked(&*payload)))
+}
+
+pub(crate) async fn invoke_async(
+    hook: &Arc<dyn DynHook>,
+    event: &mut HookEvent,
+) -> Result<(), HookError> {
+    // `let` moves the reference in, making the closure `FnOnce` so the future may keep it.
+    let start = move || {
+        let event = event;
+        hook.on_event_boxed(event)
+    };
+    match catch_unwind(AssertUnwindSafe(start)) {
+        Ok(future) => AssertUnwindSafe(future)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|payload| Err(HookError::panicked(&*payload))),
+        Err(payload) => Err(HookError::panicked(&*payload)),
+    }
+}
+
+impl fmt::Debug for BoxedHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BoxedHook")
+            .field("name", &self.name)
+            .field("priority", &self.priority)
+            .field("interests", &self.interests)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Hook for BoxedHook {
+    async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
+        match &self.handler {
+            Handler::Sync(f) => f(event),
+            Handler::Async(hook) => hook.on_event_boxed(event).await,
+        }
+    }
+
+    fn priority(&self) -> i32 {
+        self.priority
+    }
+
+    fn interests(&self) -> HookEventTypes {
+        self.interests
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+}

@@ -1,0 +1,366 @@
+//! The closed [`HookEvent`] enum and what its twelve event structs share: the call they
+//! belong to, the call's extensions while hooks handle them, their creation time, and the
+//! system-message slot of the Pre* events.
+//!
+//! What each event lets a hook do is encoded in its type: a setter exists only where a change
+//! has an effect, and each value has one source of truth.
+//!
+//! | Event | Read | Change | Control |
+//! |---|---|---|---|
+//! | [`PreCallEvent`] | new input, history, system message | input, system message | |
+//! | [`PostCallEvent`] | final message | final message (what the caller gets) | |
+//! | [`PreReasoningEvent`] | memory copy, system message, model, options, iteration | messages, options, system message (this iteration only) | |
+//! | [`PostReasoningEvent`] | reasoning message, model, iteration | reasoning message | stop, goto |
+//! | [`ReasoningChunkEvent`] | delta, accumulated, model | | |
+//! | [`PreActingEvent`] | tool call | tool call (same id) | skip with a result |
+//! | [`PostActingEvent`] | tool call, result | result (memory and stream) | stop |
+//! | [`ActingChunkEvent`] | tool call, progress chunk | | |
+//! | [`PreSummaryEvent`] | messages, system message, options, limits | as PreReasoning | |
+//! | [`PostSummaryEvent`] | summary message | summary message | |
+//! | [`SummaryChunkEvent`] | delta, accumulated | | |
+//! | [`ErrorEvent`] | the error | | |
+//!
+//! Every event also exposes the call it belongs to ([`call`](PreCallEvent::call),
+//! [`call_id`](PreCallEvent::call_id), [`agent`](PreCallEvent::agent)) and the call's
+//! [`extensions`](PreCallEvent::extensions_mut), where hooks keep per-call state.
+
+use std::fmt;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use crate::hook::acting::{ActingChunkEvent, PostActingEvent, PreActingEvent};
+use crate::hook::call::{PostCallEvent, PreCallEvent};
+use crate::hook::context::{AgentInfo, CallId, CallInfo, Extensions};
+use crate::hook::error::ErrorEvent;
+use crate::hook::kinds::HookEventType;
+use crate::hook::reasoning::{PostReasoningEvent, PreReasoningEvent, ReasoningChunkEvent};
+use crate::hook::summary::{PostSummaryEvent, PreSummaryEvent, SummaryChunkEvent};
+use crate::message::{ContentBlock, Msg, Role};
+use crate::text::SharedString;
+
+/// What every event carries: its call, the call's extensions (lent by the chain while hooks
+/// run), and its creation time.
+pub(crate) struct Meta {
+    pub(crate) call: Arc<CallInfo>,
+    pub(crate) extensions: Extensions,
+    pub(crate) timestamp: DateTime<Utc>,
+}
+
+impl Meta {
+    pub(crate) fn new(call: &Arc<CallInfo>) -> Self {
+        Self {
+            call: Arc::clone(call),
+            extensions: Extensions::new(),
+            timestamp: Utc::now(),
+        }
+    }
+}
+
+/// A clone is a snapshot of the event's data: the call's extensions stay with the call.
+impl Clone for Meta {
+    fn clone(&self) -> Self {
+        Self {
+            call: Arc::clone(&self.call),
+            extensions: Extensions::new(),
+            timestamp: self.timestamp,
+        }
+    }
+}
+
+impl fmt::Debug for Meta {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Meta")
+            .field("call", &self.call.id())
+            .field("agent", &self.call.agent().name())
+            .field("extensions", &self.extensions.len())
+            .field("timestamp", &self.timestamp)
+            .finish()
+    }
+}
+
+/// The system-message part shared by PreCall, PreReasoning and PreSummary.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SystemSlot(pub(crate) Option<Msg>);
+
+impl SystemSlot {
+    pub(crate) fn set(&mut self, message: Option<Msg>) {
+        self.0 = message.map(|mut msg| {
+            msg.role = Role::System;
+            msg
+        });
+    }
+
+    pub(crate) fn append(&mut self, text: SharedString) {
+        match &mut self.0 {
+            Some(msg) => msg.content.push(ContentBlock::text(text)),
+            None => self.0 = Some(Msg::system(text)),
+        }
+    }
+}
+
+/// The accessors every event has (see the module docs).
+macro_rules! event_meta_accessors {
+    () => {
+        /// The call this event belongs to.
+        pub fn call(&self) -> &$crate::CallInfo {
+            &self.meta.call
+        }
+
+        /// The id of the call this event belongs to.
+        pub fn call_id(&self) -> $crate::CallId {
+            self.meta.call.id()
+        }
+
+        /// The agent this event belongs to.
+        pub fn agent(&self) -> &$crate::AgentInfo {
+            self.meta.call.agent()
+        }
+
+        /// The call's extensions: per-call state that hooks stored at earlier events.
+        pub fn extensions(&self) -> &$crate::Extensions {
+            &self.meta.extensions
+        }
+
+        /// The call's extensions, to store per-call state for later events of the call.
+        pub fn extensions_mut(&mut self) -> &mut $crate::Extensions {
+            &mut self.meta.extensions
+        }
+
+        /// When the event was created.
+        pub fn timestamp(&self) -> ::chrono::DateTime<::chrono::Utc> {
+            self.meta.timestamp
+        }
+    };
+}
+
+/// The system-message accessors of PreCall, PreReasoning and PreSummary.
+macro_rules! system_message_accessors {
+    () => {
+        /// The system message the model will get (`None` when there is none).
+        pub fn system_message(&self) -> Option<&$crate::Msg> {
+            self.system.0.as_ref()
+        }
+
+        /// Replaces the system message (`None` removes it). The message's role is set to
+        /// `System`.
+        pub fn set_system_message(&mut self, message: Option<$crate::Msg>) {
+            self.system.set(message);
+        }
+
+        /// Appends a text block to the system message, creating one named `"system"` when
+        /// there is none.
+        pub fn append_system_content(&mut self, text: impl Into<$crate::SharedString>) {
+            self.system.append(text.into());
+        }
+    };
+}
+
+pub(crate) use {event_meta_accessors, system_message_accessors};
+
+/// One moment of an agent call, as hooks see it.
+///
+/// The enum is closed: match it exhaustively and the compiler tells you when you forgot one.
+///
+/// ```
+/// use agentscope_core::HookEvent;
+///
+/// fn describe(event: &HookEvent) -> String {
+///     match event {
+///         HookEvent::PreCall(e) => format!("call with {} new messages", e.input_messages().len()),
+///         HookEvent::PostCall(e) => format!("reply: {}", e.final_message().text()),
+///         HookEvent::PreReasoning(e) => format!("reasoning #{}", e.iteration()),
+///         HookEvent::PostReasoning(e) => format!("model said: {}", e.reasoning_message().text()),
+///         HookEvent::ReasoningChunk(e) => format!("delta: {}", e.incremental_chunk().text()),
+///         HookEvent::PreActing(e) => format!("calling {}", e.tool_use().name),
+///         HookEvent::PostActing(e) => format!("{} returned", e.tool_use().name),
+///         HookEvent::ActingChunk(e) => format!("{} progress", e.tool_use().name),
+///         HookEvent::PreSummary(_) => "summarising".to_owned(),
+///         HookEvent::PostSummary(e) => format!("summary: {}", e.summary_message().text()),
+///         HookEvent::SummaryChunk(_) => "summary delta".to_owned(),
+///         HookEvent::Error(e) => format!("failed: {}", e.error()),
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
+pub enum HookEvent {
+    /// See [`PreCallEvent`].
+    PreCall(PreCallEvent),
+    /// See [`PostCallEvent`].
+    PostCall(PostCallEvent),
+    /// See [`PreReasoningEvent`].
+    PreReasoning(PreReasoningEvent),
+    /// See [`PostReasoningEvent`].
+    PostReasoning(PostReasoningEvent),
+    /// See [`ReasoningChunkEvent`].
+    ReasoningChunk(ReasoningChunkEvent),
+    /// See [`PreActingEvent`].
+    PreActing(PreActingEvent),
+    /// See [`PostActingEvent`].
+    PostActing(PostActingEvent),
+    /// See [`ActingChunkEvent`].
+    ActingChunk(ActingChunkEvent),
+    /// See [`PreSummaryEvent`].
+    PreSummary(PreSummaryEvent),
+    /// See [`PostSummaryEvent`].
+    PostSummary(PostSummaryEvent),
+    /// See [`SummaryChunkEvent`].
+    SummaryChunk(SummaryChunkEvent),
+    /// See [`ErrorEvent`].
+    Error(ErrorEvent),
+}
+
+macro_rules! each_event {
+    ($event:expr, $e:ident => $body:expr) => {
+        match $event {
+            HookEvent::PreCall($e) => $body,
+            HookEvent::PostCall($e) => $body,
+            HookEvent::PreReasoning($e) => $body,
+            HookEvent::PostReasoning($e) => $body,
+            HookEvent::ReasoningChunk($e) => $body,
+            HookEvent::PreActing($e) => $body,
+            HookEvent::PostActing($e) => $body,
+            HookEvent::ActingChunk($e) => $body,
+            HookEvent::PreSummary($e) => $body,
+            HookEvent::PostSummary($e) => $body,
+            HookEvent::SummaryChunk($e) => $body,
+            HookEvent::Error($e) => $body,
+        }
+    };
+}
+
+impl HookEvent {
+    /// The event's kind.
+    pub fn event_type(&self) -> HookEventType {
+        match self {
+            HookEvent::PreCall(_) => HookEventType::PreCall,
+            HookEvent::PostCall(_) => HookEventType::PostCall,
+            HookEvent::PreReasoning(_) => HookEventType::PreReasoning,
+            HookEvent::PostReasoning(_) => HookEventType::PostReasoning,
+            HookEvent::ReasoningChunk(_) => HookEventType::ReasoningChunk,
+            HookEvent::PreActing(_) => HookEventType::PreActing,
+            HookEvent::PostActing(_) => HookEventType::PostActing,
+            HookEvent::ActingChunk(_) => HookEventType::ActingChunk,
+            HookEvent::PreSummary(_) => HookEventType::PreSummary,
+            HookEvent::PostSummary(_) => HookEventType::PostSummary,
+            HookEvent::SummaryChunk(_) => HookEventType::SummaryChunk,
+            HookEvent::Error(_) => HookEventType::Error,
+        }
+    }
+
+    /// The call the event belongs to.
+    pub fn call(&self) -> &CallInfo {
+        &self.meta().call
+    }
+
+    /// The id of the call the event belongs to.
+    pub fn call_id(&self) -> CallId {
+        self.meta().call.id()
+    }
+
+    /// The agent the event belongs to.
+    pub fn agent(&self) -> &AgentInfo {
+        self.meta().call.agent()
+    }
+
+    /// The call's extensions (see [`Extensions`]).
+    pub fn extensions(&self) -> &Extensions {
+        &self.meta().extensions
+    }
+
+    /// The call's extensions, mutably.
+    pub fn extensions_mut(&mut self) -> &mut Extensions {
+        &mut self.meta_mut().extensions
+    }
+
+    /// When the event was created.
+    pub fn timestamp(&self) -> DateTime<Utc> {
+        self.meta().timestamp
+    }
+
+    fn meta(&self) -> &Meta {
+        each_event!(self, e => &e.meta)
+    }
+
+    pub(crate) fn meta_mut(&mut self) -> &mut Meta {
+        each_event!(self, e => &mut e.meta)
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// One of the twelve event structs: what [`HookChain::chain`](crate::HookChain::chain)
+/// takes and gives back. Sealed: the set of events is closed.
+pub trait Event:
+    Into<HookEvent> + TryFrom<HookEvent, Error = HookEvent> + Send + sealed::Sealed + 'static
+{
+    /// The event's kind.
+    const KIND: HookEventType;
+}
+
+macro_rules! event_kinds {
+    ($($variant:ident($ty:ty)),* $(,)?) => {
+        $(impl From<$ty> for HookEvent {
+            fn from(event: $ty) -> Self {
+                HookEvent::$variant(event)
+            }
+        }
+
+        impl TryFrom<HookEvent> for $ty {
+            type Error = HookEvent;
+
+            /// Unwraps the event, or gives it back when it is of another kind.
+            fn try_from(event: HookEvent) -> Result<Self, HookEvent> {
+                match event {
+                    HookEvent::$variant(inner) => Ok(inner),
+                    other => Err(other),
+                }
+            }
+        }
+
+        impl sealed::Sealed for $ty {}
+
+        impl Event for $ty {
+            const KIND: HookEventType = HookEventType::$variant;
+        })*
+    };
+}
+
+event_kinds!(
+    PreCall(PreCallEvent),
+    PostCall(PostCallEvent),
+    PreReasoning(PreReasoningEvent),
+    PostReasoning(PostReasoningEvent),
+    ReasoningChunk(ReasoningChunkEvent),
+    PreActing(PreActingEvent),
+    PostActing(PostActingEvent),
+    ActingChunk(ActingChunkEvent),
+    PreSummary(PreSummaryEvent),
+    PostSummary(PostSummaryEvent),
+    SummaryChunk(SummaryChunkEvent),
+    Error(ErrorEvent),
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CallContext;
+
+    #[test]
+    fn hook_event_accessors() {
+        let call = CallContext::new(Arc::new(AgentInfo::new("a", "id-1")));
+        let mut event = HookEvent::from(PostCallEvent::new(call.info(), Msg::assistant("hi")));
+        assert_eq!(event.event_type(), HookEventType::PostCall);
+        assert_eq!(event.agent().name(), "a");
+        assert_eq!(event.agent().id(), "id-1");
+        assert_eq!(event.call_id(), call.id());
+        assert!(event.timestamp() <= Utc::now());
+        event.extensions_mut().insert(7_u32);
+        assert_eq!(event.extensions().get::<u32>(), Some(&7));
+        // A clone is a snapshot of the data: the extensions stay with the call.
+        assert!(event.clone().extensions().is_empty());
+    }
+}

@@ -1,0 +1,295 @@
+//! The reasoning events: [`PreReasoningEvent`] and [`PostReasoningEvent`] around each model
+//! call of the loop, and [`ReasoningChunkEvent`] for each streamed chunk.
+
+use std::sync::Arc;
+
+use crate::conversation::check_goto;
+use crate::error::HookError;
+use crate::hook::context::CallInfo;
+use crate::hook::event::{Meta, SystemSlot, event_meta_accessors, system_message_accessors};
+use crate::message::Msg;
+use crate::model::GenerateOptions;
+
+/// Fired before each model call of the loop.
+///
+/// Changes apply to this model call only: `input_messages` is a copy of memory, and the
+/// system message is a fresh copy of the call's frozen base, so per-iteration appends never
+/// accumulate. The model receives `[system message] ++ input_messages`.
+#[derive(Debug, Clone)]
+pub struct PreReasoningEvent {
+    pub(super) meta: Meta,
+    input: Vec<Msg>,
+    system: SystemSlot,
+    model_name: Arc<str>,
+    options: GenerateOptions,
+    iteration: usize,
+}
+
+impl PreReasoningEvent {
+    /// Creates the event.
+    pub fn new(
+        call: &Arc<CallInfo>,
+        input_messages: Vec<Msg>,
+        system_message: Option<Msg>,
+        model_name: impl Into<Arc<str>>,
+        generate_options: GenerateOptions,
+        iteration: usize,
+    ) -> Self {
+        Self {
+            meta: Meta::new(call),
+            input: input_messages,
+            system: SystemSlot(system_message),
+            model_name: model_name.into(),
+            options: generate_options,
+            iteration,
+        }
+    }
+
+    event_meta_accessors!();
+    system_message_accessors!();
+
+    /// The messages the model will get after the system message (a copy of memory).
+    pub fn input_messages(&self) -> &[Msg] {
+        &self.input
+    }
+
+    /// Replaces the messages for this model call (memory is not changed).
+    pub fn set_input_messages(&mut self, messages: Vec<Msg>) {
+        self.input = messages;
+    }
+
+    /// The model's name.
+    pub fn model_name(&self) -> &str {
+        &self.model_name
+    }
+
+    /// The generation options for this model call.
+    pub fn generate_options(&self) -> &GenerateOptions {
+        &self.options
+    }
+
+    /// Replaces the generation options for this model call.
+    pub fn set_generate_options(&mut self, options: GenerateOptions) {
+        self.options = options;
+    }
+
+    /// The iteration, starting at 0 for each call.
+    pub fn iteration(&self) -> usize {
+        self.iteration
+    }
+
+    /// Takes the messages, system message and options.
+    pub fn into_parts(self) -> (Vec<Msg>, Option<Msg>, GenerateOptions) {
+        (self.input, self.system.0, self.options)
+    }
+}
+
+/// Fired after each model call of the loop, before its message is stored.
+///
+/// The reasoning message as the last hook leaves it is stored in memory and decides what
+/// happens next: `stop_agent()` returns it to the caller (its tool calls stay pending);
+/// `goto_reasoning(msgs)` stores `msgs` and calls the model again; otherwise its tool calls
+/// run, or it is the answer when it has none. Stop wins over goto.
+#[derive(Debug, Clone)]
+pub struct PostReasoningEvent {
+    pub(super) meta: Meta,
+    message: Msg,
+    model_name: Arc<str>,
+    iteration: usize,
+    stop: bool,
+    goto: Option<Vec<Msg>>,
+}
+
+impl PostReasoningEvent {
+    /// Creates the event.
+    pub fn new(
+        call: &Arc<CallInfo>,
+        reasoning_message: Msg,
+        model_name: impl Into<Arc<str>>,
+        iteration: usize,
+    ) -> Self {
+        Self {
+            meta: Meta::new(call),
+            message: reasoning_message,
+            model_name: model_name.into(),
+            iteration,
+            stop: false,
+            goto: None,
+        }
+    }
+
+    event_meta_accessors!();
+
+    /// The model's message.
+    pub fn reasoning_message(&self) -> &Msg {
+        &self.message
+    }
+
+    /// Replaces the message that is stored and acted on.
+    pub fn set_reasoning_message(&mut self, message: Msg) {
+        self.message = message;
+    }
+
+    /// The model's name.
+    pub fn model_name(&self) -> &str {
+        &self.model_name
+    }
+
+    /// The iteration, starting at 0 for each call.
+    pub fn iteration(&self) -> usize {
+        self.iteration
+    }
+
+    /// Ends the call after this message is stored; its tool calls stay pending and run when
+    /// the agent is called again with no input.
+    pub fn stop_agent(&mut self) {
+        self.stop = true;
+    }
+
+    /// Whether a hook called [`stop_agent`](Self::stop_agent).
+    pub fn is_stop_requested(&self) -> bool {
+        self.stop
+    }
+
+    /// Stores `messages` after this message and calls the model again (without counting an
+    /// iteration; capped by `max_goto_reasoning`).
+    ///
+    /// Validated at once ([`check_goto`](crate::conversation::check_goto)): when the reasoning
+    /// message has tool calls, `messages` must carry a result for every one of them, and no
+    /// message may have the `System` role.
+    ///
+    /// # Errors
+    ///
+    /// [`HookError::InvalidGoto`] saying which rule `messages` break; nothing is requested.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use agentscope_core::{AgentInfo, CallContext, Msg, PostReasoningEvent};
+    ///
+    /// let call = CallContext::new(Arc::new(AgentInfo::new("a", "1")));
+    /// let mut event = PostReasoningEvent::new(call.info(), Msg::assistant("Done?"), "m", 0);
+    /// event.goto_reasoning(vec![Msg::user("Check your answer once more.")]).unwrap();
+    /// assert!(event.is_goto_requested());
+    /// ```
+    pub fn goto_reasoning(&mut self, messages: Vec<Msg>) -> Result<(), HookError> {
+        check_goto(&self.message, &messages).map_err(HookError::InvalidGoto)?;
+        self.goto = Some(messages);
+        Ok(())
+    }
+
+    /// Whether a hook called [`goto_reasoning`](Self::goto_reasoning).
+    pub fn is_goto_requested(&self) -> bool {
+        self.goto.is_some()
+    }
+
+    /// The messages of the requested goto.
+    pub fn goto_messages(&self) -> Option<&[Msg]> {
+        self.goto.as_deref()
+    }
+
+    /// Takes the message, the stop flag and the goto messages.
+    pub fn into_parts(self) -> (Msg, bool, Option<Vec<Msg>>) {
+        (self.message, self.stop, self.goto)
+    }
+}
+
+/// A streamed model chunk during reasoning (a notification: hooks cannot change it).
+#[derive(Debug, Clone)]
+pub struct ReasoningChunkEvent {
+    pub(super) meta: Meta,
+    model_name: Arc<str>,
+    chunk: Msg,
+    accumulated: Msg,
+}
+
+impl ReasoningChunkEvent {
+    /// Creates the event.
+    pub fn new(
+        call: &Arc<CallInfo>,
+        model_name: impl Into<Arc<str>>,
+        incremental_chunk: Msg,
+        accumulated: Msg,
+    ) -> Self {
+        Self {
+            meta: Meta::new(call),
+            model_name: model_name.into(),
+            chunk: incremental_chunk,
+            accumulated,
+        }
+    }
+
+    event_meta_accessors!();
+
+    /// What this chunk added (text, thinking or tool-call fragments).
+    pub fn incremental_chunk(&self) -> &Msg {
+        &self.chunk
+    }
+
+    /// The message so far (text and thinking merged, tool calls assembled).
+    pub fn accumulated(&self) -> &Msg {
+        &self.accumulated
+    }
+
+    /// The model's name.
+    pub fn model_name(&self) -> &str {
+        &self.model_name
+    }
+
+    /// Takes the chunk and the accumulated message.
+    pub fn into_parts(self) -> (Msg, Msg) {
+        (self.chunk, self.accumulated)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Role, ToolResultBlock, ToolUseBlock};
+    use crate::{AgentInfo, CallContext};
+    use serde_json::json;
+
+    fn call() -> CallContext {
+        CallContext::new(Arc::new(AgentInfo::new("a", "id-1")))
+    }
+
+    #[test]
+    fn append_system_content_creates_or_appends() {
+        let call = call();
+        let mut event = PreReasoningEvent::new(
+            call.info(),
+            vec![],
+            None,
+            "m",
+            GenerateOptions::default(),
+            0,
+        );
+        event.append_system_content("first");
+        assert_eq!(event.system_message().unwrap().text(), "first");
+        assert_eq!(event.system_message().unwrap().name, "system");
+        event.append_system_content("second");
+        assert_eq!(event.system_message().unwrap().text(), "first\nsecond");
+        event.set_system_message(Some(Msg::user("coerced")));
+        assert_eq!(event.system_message().unwrap().role, Role::System);
+        event.set_system_message(None);
+        assert!(event.system_message().is_none());
+    }
+
+    #[test]
+    fn rejected_gotos_request_nothing() {
+        let mut reasoning = Msg::assistant("");
+        reasoning
+            .content
+            .push(ToolUseBlock::new("c1", "calc", json!({})).into());
+        let call = call();
+        let mut event = PostReasoningEvent::new(call.info(), reasoning, "m", 0);
+        let err = event.goto_reasoning(vec![]).unwrap_err();
+        assert!(matches!(err, HookError::InvalidGoto(_)), "{err:?}");
+        assert!(!event.is_goto_requested());
+        event
+            .goto_reasoning(vec![Msg::tool_result(ToolResultBlock::text(
+                "c1", "calc", "1",
+            ))])
+            .unwrap();
+        assert!(event.is_goto_requested());
+    }
+}

@@ -1,0 +1,59 @@
+//! [`AgentConfig`]: every setting of an agent, declared once. The builder fills it, the
+//! engine reads it; nothing changes it after `build()`.
+
+use std::sync::Arc;
+
+use agentscope_core::{AgentInfo, BoxedModel, GenerateOptions, Memory, Msg};
+
+use crate::session::SessionBinding;
+use crate::toolkit::Toolkit;
+
+/// The settings that have a default: the builder starts from [`Settings::default`] and its
+/// setters change them in place.
+#[derive(Clone)]
+pub(crate) struct Settings {
+    /// The tools.
+    pub(crate) toolkit: Toolkit,
+    /// Reasoning steps that call tools before the agent summarises instead (at least 1).
+    pub(crate) max_iters: usize,
+    /// `goto_reasoning` re-entries allowed per call.
+    pub(crate) max_goto_reasoning: usize,
+    /// Generation options for every model call.
+    pub(crate) options: GenerateOptions,
+    /// Whether a second concurrent call fails with `AgentError::Busy`.
+    pub(crate) check_running: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            toolkit: Toolkit::new(),
+            max_iters: 10,
+            max_goto_reasoning: 10,
+            options: GenerateOptions::default(),
+            check_running: true,
+        }
+    }
+}
+
+/// Everything the builder decided; read-only for the rest of the agent's life.
+pub(crate) struct AgentConfig {
+    /// The agent's name and id.
+    pub(crate) info: Arc<AgentInfo>,
+    /// The system message each call is seeded with (built once from `sys_prompt`).
+    pub(crate) system_seed: Option<Msg>,
+    pub(crate) model: BoxedModel,
+    /// The model's name, read once.
+    pub(crate) model_name: Arc<str>,
+    pub(crate) memory: Arc<dyn Memory>,
+    /// The session the agent is bound to (`builder.session(..)`).
+    pub(crate) session: Option<SessionBinding>,
+    pub(crate) settings: Settings,
+}
+
+impl AgentConfig {
+    /// The tools.
+    pub(crate) fn toolkit(&self) -> &Toolkit {
+        &self.settings.toolkit
+    }
+}
