@@ -73,3 +73,8 @@ mod stream;
 
 pub use builder::{DEFAULT_BASE_URL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAIChatModelBuilder};
 pub use model::OpenAIChatModel;
+
+/// Compiles the README's code blocks with the doc tests, so it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct Readme;

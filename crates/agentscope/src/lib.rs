@@ -34,3 +34,17 @@ pub mod prelude {
         ToolResultBlock, ToolUseBlock, Toolkit, hook_fn, tool_fn, typed_tool_fn,
     };
 }
+
+/// The guides in `docs/` hold Rust code blocks; these items make `cargo test` compile and run
+/// them, so the guides cannot drift from the API.
+#[cfg(doctest)]
+mod guides {
+    #[doc = include_str!("../../../docs/hooks.md")]
+    struct Hooks;
+    #[doc = include_str!("../../../docs/streaming.md")]
+    struct Streaming;
+    #[doc = include_str!("../../../docs/sessions.md")]
+    struct Sessions;
+    #[doc = include_str!("../../../docs/hitl.md")]
+    struct Hitl;
+}

@@ -1,46 +1,16 @@
-//! Knowledge / retrieval-augmented generation.
-//!
-//! | Priority | Events | Changes |
-//! |---|---|---|
-//! | 50 | PreCall | appends the documents retrieved for the last user message of the new input to this call's system message; never stored in memory |
-//!
-//! [`GenericRAGHook`] queries a [`Knowledge`] base with the text of the last user message of
-//! the call's new input and appends the hits to the system message of this call, so every
-//! reasoning step of the call sees them. Nothing is stored: the next call retrieves again
-//! for its own input, and memory holds only the conversation. A call without a user message
-//! with text (a resume, tool results) retrieves nothing.
-//!
-//! [`InMemoryKnowledge`] ranks documents with BM25 (see its docs for the exact formula and
-//! tokenizer).
-//!
-//! ```
-//! use agentscope::hooks::{Document, GenericRAGHook, InMemoryKnowledge};
-//!
-//! let knowledge = InMemoryKnowledge::new().with_documents(vec![
-//!     Document::new("returns", "Items can be returned within 30 days with the receipt."),
-//!     Document::new("shipping", "Orders ship within two business days."),
-//! ]);
-//! let rag = GenericRAGHook::new(knowledge).with_top_k(2).with_min_score(0.1);
-//! // ReActAgent::builder().hook(rag)...
-//! # let _ = rag;
-//! ```
+//! The [`Knowledge`] seam and [`InMemoryKnowledge`], a BM25-ranked implementation.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use agentscope_core::{
-    ErrorSource, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Msg, Role, SharedString,
-};
+use agentscope_core::ErrorSource;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// The text before the retrieved documents (see [`GenericRAGHook::with_header`]).
-pub const DEFAULT_RAG_HEADER: &str = "## Retrieved knowledge\n\
-Documents retrieved from the knowledge base for the user's latest message, most relevant \
-first. Use them when they help to answer; cite a document by its [id].";
+use super::bm25::Bm25;
 
 /// A piece of knowledge: an id, its text, and free-form metadata.
 ///
@@ -178,7 +148,7 @@ impl<K: Knowledge> Knowledge for Arc<K> {
 }
 
 /// The dyn-compatible twin of [`Knowledge`] (only retrieval is needed by the hook).
-trait DynKnowledge: Send + Sync + 'static {
+pub(super) trait DynKnowledge: Send + Sync + 'static {
     fn retrieve_boxed<'a>(
         &'a self,
         query: &'a str,
@@ -195,11 +165,6 @@ impl<K: Knowledge> DynKnowledge for K {
         Box::pin(self.retrieve(query, k))
     }
 }
-
-/// The BM25 `k1` parameter used by default (term-frequency saturation).
-pub const DEFAULT_BM25_K1: f64 = 1.2;
-/// The BM25 `b` parameter used by default (document-length normalisation).
-pub const DEFAULT_BM25_B: f64 = 0.75;
 
 /// An in-memory [`Knowledge`] base ranked with Okapi BM25.
 ///
@@ -261,7 +226,7 @@ impl InMemoryKnowledge {
         self
     }
 
-    /// Sets the BM25 parameters (defaults [`DEFAULT_BM25_K1`] and [`DEFAULT_BM25_B`]). `k1`
+    /// Sets the BM25 parameters (defaults [`DEFAULT_BM25_K1`](super::DEFAULT_BM25_K1) and [`DEFAULT_BM25_B`](super::DEFAULT_BM25_B)). `k1`
     /// below 0 is taken as 0 and `b` is clamped to `0..=1`; a NaN keeps the default.
     #[must_use]
     pub fn with_bm25(self, k1: f64, b: f64) -> Self {
@@ -344,296 +309,13 @@ impl Knowledge for InMemoryKnowledge {
     }
 }
 
-/// Splits `text` into lowercase alphanumeric tokens (see [`InMemoryKnowledge`]).
-pub(crate) fn tokenize(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|token| !token.is_empty())
-        .map(str::to_lowercase)
-}
-
-/// A BM25 index over texts identified by their position (0, 1, ...).
-#[derive(Debug, Clone)]
-pub(crate) struct Bm25 {
-    k1: f64,
-    b: f64,
-    /// The term frequencies of each text.
-    texts: Vec<HashMap<String, u32>>,
-    /// The token count of each text.
-    lengths: Vec<usize>,
-    total_length: usize,
-    /// For each term, the positions of the texts holding it.
-    postings: HashMap<String, Vec<usize>>,
-}
-
-impl Default for Bm25 {
-    fn default() -> Self {
-        Self {
-            k1: DEFAULT_BM25_K1,
-            b: DEFAULT_BM25_B,
-            texts: Vec::new(),
-            lengths: Vec::new(),
-            total_length: 0,
-            postings: HashMap::new(),
-        }
-    }
-}
-
-impl Bm25 {
-    pub(crate) fn set_params(&mut self, k1: f64, b: f64) {
-        if !k1.is_nan() {
-            self.k1 = k1.max(0.0);
-        }
-        if !b.is_nan() {
-            self.b = b.clamp(0.0, 1.0);
-        }
-    }
-
-    /// Indexes `text` at the next position and returns that position.
-    pub(crate) fn push(&mut self, text: &str) -> usize {
-        let position = self.texts.len();
-        self.texts.push(HashMap::new());
-        self.lengths.push(0);
-        self.index(position, text);
-        position
-    }
-
-    /// Re-indexes the text at `position` (an unknown position is ignored).
-    pub(crate) fn replace(&mut self, position: usize, text: &str) {
-        let Some(old) = self.texts.get_mut(position).map(std::mem::take) else {
-            return;
-        };
-        for term in old.keys() {
-            if let Some(list) = self.postings.get_mut(term) {
-                list.retain(|&p| p != position);
-                if list.is_empty() {
-                    self.postings.remove(term);
-                }
-            }
-        }
-        self.total_length -= self.lengths[position];
-        self.lengths[position] = 0;
-        self.index(position, text);
-    }
-
-    fn index(&mut self, position: usize, text: &str) {
-        let mut term_freqs: HashMap<String, u32> = HashMap::new();
-        let mut length = 0;
-        for token in tokenize(text) {
-            *term_freqs.entry(token).or_default() += 1;
-            length += 1;
-        }
-        for term in term_freqs.keys() {
-            self.postings
-                .entry(term.clone())
-                .or_default()
-                .push(position);
-        }
-        self.texts[position] = term_freqs;
-        self.lengths[position] = length;
-        self.total_length += length;
-    }
-
-    /// The at most `k` best `(position, score)` pairs for `query`, best first; ties by
-    /// position. Only texts sharing a term with the query are returned.
-    pub(crate) fn search(&self, query: &str, k: usize) -> Vec<(usize, f64)> {
-        let count = self.texts.len();
-        if k == 0 || count == 0 || self.total_length == 0 {
-            return Vec::new();
-        }
-        let average_length = self.total_length as f64 / count as f64;
-        let mut terms: Vec<String> = Vec::new();
-        for token in tokenize(query) {
-            if !terms.contains(&token) {
-                terms.push(token);
-            }
-        }
-        let mut scores: HashMap<usize, f64> = HashMap::new();
-        for term in &terms {
-            let Some(positions) = self.postings.get(term) else {
-                continue;
-            };
-            let holding = positions.len() as f64;
-            let idf = (1.0 + (count as f64 - holding + 0.5) / (holding + 0.5)).ln();
-            for &position in positions {
-                let tf = f64::from(self.texts[position].get(term).copied().unwrap_or(0));
-                let length = self.lengths[position] as f64;
-                let norm = self.k1 * (1.0 - self.b + self.b * length / average_length);
-                *scores.entry(position).or_default() += idf * tf * (self.k1 + 1.0) / (tf + norm);
-            }
-        }
-        let mut ranked: Vec<(usize, f64)> = scores.into_iter().filter(|&(_, s)| s > 0.0).collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        ranked.truncate(k);
-        ranked
-    }
-}
-
-/// The text of the last user message of `messages`, when it has any (not blank).
-pub(crate) fn last_user_text(messages: &[Msg]) -> Option<String> {
-    let text = messages.iter().rev().find(|m| m.role == Role::User)?.text();
-    (!text.trim().is_empty()).then_some(text)
-}
-
-/// Adds knowledge retrieved for the last user message to the system message of each call.
-///
-/// Priority 50; handles PreCall only. What it appends belongs to this call's system message:
-/// every reasoning step of the call sees it, memory never holds it, and the next call
-/// retrieves again for its own input.
-///
-/// At PreCall it queries the knowledge base with the text of the last user message of the
-/// new input, keeps the [`top_k`](Self::with_top_k) hits whose score reaches
-/// [`min_score`](Self::with_min_score), and appends them to this call's system message as
-///
-/// ```text
-/// <header>
-///
-/// [<id>] <text>
-///
-/// [<id>] <text>
-/// ```
-///
-/// Nothing is appended when there is no query or no hit. A failing knowledge base is
-/// logged (`tracing` warning) and the call goes on without knowledge, unless
-/// [`with_fail_on_error`](Self::with_fail_on_error) is set.
-///
-/// ```
-/// use agentscope::hooks::{Document, GenericRAGHook, InMemoryKnowledge};
-/// use agentscope::Hook;
-///
-/// let rag = GenericRAGHook::new(InMemoryKnowledge::new()).with_top_k(5);
-/// assert_eq!((rag.name(), rag.priority()), ("rag", 50));
-/// ```
-#[derive(Clone)]
-pub struct GenericRAGHook {
-    knowledge: Arc<dyn DynKnowledge>,
-    top_k: usize,
-    min_score: Option<f64>,
-    header: SharedString,
-    fail_on_error: bool,
-}
-
-impl GenericRAGHook {
-    /// The hook's name in [`hook_order`](crate::ReActAgent::hook_order).
-    pub const NAME: &'static str = "rag";
-    /// The hook's priority.
-    pub const PRIORITY: i32 = 50;
-
-    /// The number of documents retrieved by default.
-    pub const DEFAULT_TOP_K: usize = 3;
-
-    /// A hook retrieving from `knowledge`.
-    pub fn new(knowledge: impl Knowledge) -> Self {
-        Self {
-            knowledge: Arc::new(knowledge),
-            top_k: Self::DEFAULT_TOP_K,
-            min_score: None,
-            header: DEFAULT_RAG_HEADER.into(),
-            fail_on_error: false,
-        }
-    }
-
-    /// How many documents to retrieve at most (default 3; 0 disables retrieval).
-    #[must_use]
-    pub fn with_top_k(mut self, k: usize) -> Self {
-        self.top_k = k;
-        self
-    }
-
-    /// Drops hits scoring below `score` (default: keep every hit).
-    #[must_use]
-    pub fn with_min_score(mut self, score: f64) -> Self {
-        self.min_score = Some(score);
-        self
-    }
-
-    /// Replaces the text before the documents (default [`DEFAULT_RAG_HEADER`]).
-    #[must_use]
-    pub fn with_header(mut self, header: impl Into<SharedString>) -> Self {
-        self.header = header.into();
-        self
-    }
-
-    /// Whether a knowledge-base error fails the call (default `false`: it is logged and the
-    /// call goes on without knowledge).
-    #[must_use]
-    pub fn with_fail_on_error(mut self, fail: bool) -> Self {
-        self.fail_on_error = fail;
-        self
-    }
-
-    /// The text appended for `hits` (empty hits give `None`).
-    fn render(&self, hits: &[ScoredDocument]) -> Option<String> {
-        if hits.is_empty() {
-            return None;
-        }
-        let mut text = self.header.to_string();
-        for hit in hits {
-            text.push_str(&format!("\n\n[{}] {}", hit.document.id, hit.document.text));
-        }
-        Some(text)
-    }
-}
-
-impl fmt::Debug for GenericRAGHook {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GenericRAGHook")
-            .field("top_k", &self.top_k)
-            .field("min_score", &self.min_score)
-            .field("fail_on_error", &self.fail_on_error)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Hook for GenericRAGHook {
-    async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
-        let HookEvent::PreCall(event) = event else {
-            return Ok(());
-        };
-        if self.top_k == 0 {
-            return Ok(());
-        }
-        let Some(query) = last_user_text(event.input_messages()) else {
-            return Ok(());
-        };
-        let hits = match self.knowledge.retrieve_boxed(&query, self.top_k).await {
-            Ok(hits) => hits,
-            Err(error) if self.fail_on_error => return Err(HookError::new(error)),
-            Err(error) => {
-                tracing::warn!(
-                    agent = event.agent().name(),
-                    %error,
-                    "knowledge retrieval failed; the call goes on without retrieved knowledge"
-                );
-                return Ok(());
-            }
-        };
-        let hits: Vec<ScoredDocument> = hits
-            .into_iter()
-            .filter(|hit| self.min_score.is_none_or(|min| hit.score >= min))
-            .take(self.top_k)
-            .collect();
-        if let Some(text) = self.render(&hits) {
-            event.append_system_content(text);
-        }
-        Ok(())
-    }
-
-    fn priority(&self) -> i32 {
-        Self::PRIORITY
-    }
-
-    fn interests(&self) -> HookEventTypes {
-        HookEventType::PreCall.into()
-    }
-
-    fn name(&self) -> &str {
-        Self::NAME
-    }
-}
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
 
     use super::*;
 
@@ -649,11 +331,6 @@ mod tests {
         (a - b).abs() < 1e-12
     }
 
-    #[test]
-    fn tokenizer_lowercases_and_splits_on_non_alphanumerics() {
-        let tokens: Vec<String> = tokenize("Rust's B-tree, 2024!  Ünïcode").collect();
-        assert_eq!(tokens, ["rust", "s", "b", "tree", "2024", "ünïcode"]);
-    }
 
     #[test]
     fn single_term_score_matches_hand_computation() {
@@ -731,11 +408,4 @@ mod tests {
         assert_eq!(hits[0].document.id, "d0");
     }
 
-    #[test]
-    fn last_user_text_skips_other_roles_and_blank_text() {
-        let msgs = [Msg::user("first"), Msg::user("second"), Msg::assistant("x")];
-        assert_eq!(last_user_text(&msgs).as_deref(), Some("second"));
-        assert_eq!(last_user_text(&[Msg::user("  ")]), None);
-        assert_eq!(last_user_text(&[]), None);
-    }
 }
