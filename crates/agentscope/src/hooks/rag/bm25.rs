@@ -132,7 +132,6 @@ impl Bm25 {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,5 +141,4 @@ mod tests {
         let tokens: Vec<String> = tokenize("Rust's B-tree, 2024!  Ünïcode").collect();
         assert_eq!(tokens, ["rust", "s", "b", "tree", "2024", "ünïcode"]);
     }
-
 }

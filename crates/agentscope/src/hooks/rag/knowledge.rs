@@ -309,13 +309,9 @@ impl Knowledge for InMemoryKnowledge {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-    use super::*;
-
 
     use super::*;
 
@@ -330,7 +326,6 @@ mod tests {
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-12
     }
-
 
     #[test]
     fn single_term_score_matches_hand_computation() {
@@ -407,5 +402,4 @@ mod tests {
         assert!(close(hits[0].score, hits[1].score));
         assert_eq!(hits[0].document.id, "d0");
     }
-
 }

@@ -210,7 +210,6 @@ impl Hook for GenericRAGHook {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
