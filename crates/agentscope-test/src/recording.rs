@@ -26,6 +26,17 @@ struct Inner {
     events: Mutex<Vec<HookEvent>>,
 }
 
+impl std::fmt::Debug for RecordingHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordingHook")
+            .field("name", &self.inner.name)
+            .field("priority", &self.inner.priority)
+            .field("interests", &self.inner.interests)
+            .field("events", &self.types().len())
+            .finish()
+    }
+}
+
 impl RecordingHook {
     /// A hook with the given priority, interested in every event.
     pub fn new(priority: i32) -> Self {

@@ -51,6 +51,22 @@ pub struct ReActAgentBuilder {
     settings: Settings,
 }
 
+impl std::fmt::Debug for ReActAgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReActAgentBuilder")
+            .field("name", &self.name)
+            .field("id", &self.id)
+            .field("model", &self.model.as_ref().map(|model| model.model_name()))
+            .field("toolkit", &self.settings.toolkit)
+            .field("max_iters", &self.settings.max_iters)
+            .field("max_goto_reasoning", &self.settings.max_goto_reasoning)
+            .field("check_running", &self.settings.check_running)
+            .field("hooks", &self.hooks)
+            .field("session", &self.session.as_ref().map(|(_, id)| id))
+            .finish_non_exhaustive()
+    }
+}
+
 impl Default for ReActAgentBuilder {
     fn default() -> Self {
         Self {
