@@ -47,7 +47,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agentscope::session::{AgentState, SessionError, SessionStore, validate_session_id};
+use agentscope_core::session::{AgentState, SessionError, SessionStore, validate_session_id};
 use futures::future::BoxFuture;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
