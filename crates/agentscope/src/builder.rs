@@ -56,7 +56,10 @@ impl std::fmt::Debug for ReActAgentBuilder {
         f.debug_struct("ReActAgentBuilder")
             .field("name", &self.name)
             .field("id", &self.id)
-            .field("model", &self.model.as_ref().map(|model| model.model_name()))
+            .field(
+                "model",
+                &self.model.as_ref().map(|model| model.model_name()),
+            )
             .field("toolkit", &self.settings.toolkit)
             .field("max_iters", &self.settings.max_iters)
             .field("max_goto_reasoning", &self.settings.max_goto_reasoning)

@@ -14,13 +14,13 @@ use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::FutureExt;
 use serde_json::json;
 
-/// Every event of one call carries the same id; each call has its own.
-#[tokio::test]
-async fn every_event_of_a_call_carries_its_id() {
+/// An agent whose model calls the calculator once, answers "42", then answers `then`; with
+/// a recording hook.
+fn recorded_calculator_agent(then: &str) -> (ReActAgent, RecordingHook) {
     let model = ScriptedModel::new([
         ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
         ScriptedResponse::text("42"),
-        ScriptedResponse::text("again"),
+        ScriptedResponse::text(then),
     ]);
     let rec = RecordingHook::new(100);
     let agent = ReActAgent::builder()
@@ -29,6 +29,13 @@ async fn every_event_of_a_call_carries_its_id() {
         .hook(rec.clone())
         .build()
         .unwrap();
+    (agent, rec)
+}
+
+/// Every event of one call carries the same id; each call has its own.
+#[tokio::test]
+async fn every_event_of_a_call_carries_its_id() {
+    let (agent, rec) = recorded_calculator_agent("again");
 
     agent.call("6*7?").await.unwrap();
     let first: Vec<CallId> = rec.events().iter().map(HookEvent::call_id).collect();
@@ -57,18 +64,7 @@ async fn every_event_of_a_call_carries_its_id() {
 /// after a completed one does not.
 #[tokio::test]
 async fn a_resume_names_the_call_that_stopped() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
-        ScriptedResponse::text("42"),
-        ScriptedResponse::text("next"),
-    ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_calculator_agent("next");
     let stopper = agent.add_hook(
         hook_fn(|event| {
             if let HookEvent::PostReasoning(e) = event {

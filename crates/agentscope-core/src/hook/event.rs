@@ -233,20 +233,10 @@ macro_rules! each_event {
 impl HookEvent {
     /// The event's kind.
     pub fn event_type(&self) -> HookEventType {
-        match self {
-            HookEvent::PreCall(_) => HookEventType::PreCall,
-            HookEvent::PostCall(_) => HookEventType::PostCall,
-            HookEvent::PreReasoning(_) => HookEventType::PreReasoning,
-            HookEvent::PostReasoning(_) => HookEventType::PostReasoning,
-            HookEvent::ReasoningChunk(_) => HookEventType::ReasoningChunk,
-            HookEvent::PreActing(_) => HookEventType::PreActing,
-            HookEvent::PostActing(_) => HookEventType::PostActing,
-            HookEvent::ActingChunk(_) => HookEventType::ActingChunk,
-            HookEvent::PreSummary(_) => HookEventType::PreSummary,
-            HookEvent::PostSummary(_) => HookEventType::PostSummary,
-            HookEvent::SummaryChunk(_) => HookEventType::SummaryChunk,
-            HookEvent::Error(_) => HookEventType::Error,
+        fn kind<E: Event>(_: &E) -> HookEventType {
+            E::KIND
         }
+        each_event!(self, e => kind(e))
     }
 
     /// The call the event belongs to.

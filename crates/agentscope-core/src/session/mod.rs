@@ -130,52 +130,34 @@ pub trait SessionStore: Send + Sync + 'static {
     fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>>;
 }
 
-impl<S: SessionStore + ?Sized> SessionStore for Arc<S> {
-    fn save<'a>(
-        &'a self,
-        session: &'a str,
-        state: &'a AgentState,
-    ) -> BoxFuture<'a, Result<(), SessionError>> {
-        (**self).save(session, state)
-    }
+/// Forwards the store methods through a smart pointer (`Arc<S>`, `Box<S>`).
+macro_rules! forward_session_store {
+    ($($pointer:ident),*) => {$(
+        impl<S: SessionStore + ?Sized> SessionStore for $pointer<S> {
+            fn save<'a>(
+                &'a self,
+                session: &'a str,
+                state: &'a AgentState,
+            ) -> BoxFuture<'a, Result<(), SessionError>> {
+                (**self).save(session, state)
+            }
 
-    fn load<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
-        (**self).load(session)
-    }
+            fn load<'a>(
+                &'a self,
+                session: &'a str,
+            ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
+                (**self).load(session)
+            }
 
-    fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
-        (**self).delete(session)
-    }
+            fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+                (**self).delete(session)
+            }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
-        (**self).list()
-    }
+            fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
+                (**self).list()
+            }
+        }
+    )*};
 }
 
-impl<S: SessionStore + ?Sized> SessionStore for Box<S> {
-    fn save<'a>(
-        &'a self,
-        session: &'a str,
-        state: &'a AgentState,
-    ) -> BoxFuture<'a, Result<(), SessionError>> {
-        (**self).save(session, state)
-    }
-
-    fn load<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
-        (**self).load(session)
-    }
-
-    fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
-        (**self).delete(session)
-    }
-
-    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
-        (**self).list()
-    }
-}
+forward_session_store!(Arc, Box);
