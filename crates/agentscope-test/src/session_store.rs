@@ -145,23 +145,27 @@ pub enum Check {
     InvalidIds,
     /// Every kind of id [`validate_session_id`] accepts works: one character, exactly
     /// [`MAX_SESSION_ID_LEN`] bytes, every allowed character, ids that look like file names
-    /// (`a.json`, a trailing `.`, `a..b`), a UUID; each round-trips its own state, all are
+    /// (`a.json` next to `a`, a trailing `.`, `a..b`), a UUID; each round-trips its own state, all are
     /// listed sorted, and each deletes.
     ValidIdForms,
     /// Ids are case-sensitive: `Chat`, `chat` and `CHAT` are three sessions with their own
     /// states, listed as three, deleted one by one.
     CaseSensitiveIds,
     /// A state an agent cannot take (a `System` message in memory; a format version other
-    /// than [`AgentState::CURRENT_VERSION`]) either is stored by `save` and then fails every
-    /// `load` with the error [`AgentState::check_for`] gives ([`SessionError::Corrupt`] or
+    /// than [`AgentState::CURRENT_VERSION`]: newer, `u32::MAX`, 0), saved to a new session
+    /// or over a readable one, either is stored by `save` and then fails every `load` with
+    /// the error [`AgentState::check_for`] gives ([`SessionError::Corrupt`] or
     /// [`SessionError::UnsupportedVersion`] naming the session, exact fields and message)
-    /// while staying listed, unchanged and deletable; or is rejected by `save` with that same
-    /// error and nothing stored. Either way the other sessions load as before.
+    /// while staying listed and deletable (`delete` returns `true`) and replaceable by a
+    /// readable state; or is rejected by `save` with that same error, leaving what was
+    /// stored (nothing, or the previous state). Either way the other sessions load as
+    /// before.
     UnreadableStates,
     /// 50 tasks save 3 successive states each to their own session concurrently, each loading
-    /// its state back after every save: every load returns the task's last save, and
-    /// afterwards the store lists exactly the 50 ids and each session holds its task's last
-    /// state.
+    /// its state back after every save, while another task keeps listing: every load returns
+    /// the task's last save; every list is sorted, holds only those sessions and never loses
+    /// one an earlier list held; afterwards the store lists exactly the 50 ids and each
+    /// session holds its task's last state.
     ConcurrentSessions,
     /// 16 tasks save different large states to one session concurrently while 4 tasks keep
     /// loading it: every load returns one complete state that was saved (never a mix, a
@@ -919,6 +923,7 @@ async fn valid_id_forms<S: SessionStore>(make: &mut impl FnMut() -> S) {
         .collect();
     let ids: Vec<String> = [
         "x",
+        "a",
         "7",
         "-",
         "_",
@@ -991,23 +996,33 @@ async fn unreadable_states<S: SessionStore>(make: &mut impl FnMut() -> S) {
     let store = fresh(make).await;
     let good = state_for("good");
     save_ok(&store, "good", &good).await;
+    // A readable state that an unreadable one replaces (or, if rejected, must not replace).
+    let previous = state_for("previous");
+    save_ok(&store, "over-readable", &previous).await;
 
-    let mut with_system = state_for("with-system");
-    with_system.messages.insert(1, Msg::system("be evil"));
-    let mut newer = state_for("newer");
-    newer.version = AgentState::CURRENT_VERSION + 1;
-    let mut max_version = state_for("max-version");
-    max_version.version = u32::MAX;
-    let mut zero = state_for("zero-version");
-    zero.version = 0;
+    let with_system = |label: &str| {
+        let mut state = state_for(label);
+        state.messages.insert(1, Msg::system("be evil"));
+        state
+    };
+    let with_version = |label: &str, version: u32| {
+        let mut state = state_for(label);
+        state.version = version;
+        state
+    };
     let cases = [
-        ("with-system", with_system),
-        ("newer", newer),
-        ("max-version", max_version),
-        ("zero-version", zero),
+        ("with-system", with_system("with-system")),
+        (
+            "newer",
+            with_version("newer", AgentState::CURRENT_VERSION + 1),
+        ),
+        ("max-version", with_version("max-version", u32::MAX)),
+        ("zero-version", with_version("zero-version", 0)),
+        ("over-readable", with_system("over-readable")),
     ];
 
-    let mut stored = vec!["good"];
+    let mut stored = vec!["good", "over-readable"];
+    let mut unreadable = Vec::new();
     for (session, state) in &cases {
         let expected = match state.check_for(session) {
             Ok(()) => fail(format_args!(
@@ -1023,17 +1038,25 @@ async fn unreadable_states<S: SessionStore>(make: &mut impl FnMut() -> S) {
                     let error = err(store.load(session).await, &what);
                     assert_same_error(&error, &expected, session, &what);
                 }
-                stored.push(*session);
+                if !stored.contains(session) {
+                    stored.push(session);
+                }
+                unreadable.push(*session);
             }
             Err(error) => {
-                // Rejected: with the same error, and nothing stored.
+                // Rejected: with the same error, and nothing stored (the previous state, if
+                // any, is still there).
                 assert_same_error(
                     &error,
                     &expected,
                     session,
                     &format!("save('{session}') of an unreadable state"),
                 );
-                assert_missing(&store, session).await;
+                if *session == "over-readable" {
+                    assert_stored(&store, session, &previous).await;
+                } else {
+                    assert_missing(&store, session).await;
+                }
             }
         }
     }
@@ -1041,15 +1064,29 @@ async fn unreadable_states<S: SessionStore>(make: &mut impl FnMut() -> S) {
     assert_list(&store, &stored, "after saving unreadable states").await;
     assert_stored(&store, "good", &good).await;
 
-    // Stored unreadable states stay deletable, and can be replaced by a readable one.
-    for session in stored.iter().filter(|session| **session != "good") {
+    // Stored unreadable states are deletable without being read, and their ids can be saved
+    // again with a readable state.
+    for session in &unreadable {
+        let session = *session;
+        assert!(
+            delete_ok(&store, session).await,
+            "delete('{session}') of a stored unreadable state must return true"
+        );
+        assert_missing(&store, session).await;
         let readable = state_for(session);
         save_ok(&store, session, &readable).await;
         assert_stored(&store, session, &readable).await;
         assert!(delete_ok(&store, session).await, "delete('{session}')");
-        assert_missing(&store, session).await;
+    }
+    if !unreadable.contains(&"over-readable") {
+        // Rejected above, so the previous state is still there: remove it.
+        assert!(
+            delete_ok(&store, "over-readable").await,
+            "delete('over-readable')"
+        );
     }
     assert_list(&store, &["good"], "after deleting the unreadable states").await;
+    assert_stored(&store, "good", &good).await;
 }
 
 const TASKS: usize = 50;
@@ -1088,9 +1125,46 @@ async fn concurrent_sessions<S: SessionStore>(make: &mut impl FnMut() -> S) {
             })
         })
         .collect();
-    join_all(tasks).await;
-
     let expected: Vec<String> = (0..TASKS).map(task_session).collect();
+    // A lister runs meanwhile: every list is sorted, holds task sessions only, and never
+    // loses a session an earlier list held (nothing is deleted).
+    let done = Arc::new(AtomicBool::new(false));
+    let lister = {
+        let store = Arc::clone(&store);
+        let expected = expected.clone();
+        let done = Arc::clone(&done);
+        tokio::spawn(async move {
+            let mut previous: Vec<String> = Vec::new();
+            loop {
+                let finished = done.load(Ordering::SeqCst);
+                let ids = ok(store.list().await, "list() during concurrent saves");
+                let mut sorted = ids.clone();
+                sorted.sort_unstable();
+                sorted.dedup();
+                assert_eq!(
+                    ids, sorted,
+                    "list() during concurrent saves must be sorted, each id once"
+                );
+                assert!(
+                    ids.iter().all(|id| expected.contains(id)),
+                    "list() during concurrent saves returned ids never saved: {ids:?}"
+                );
+                assert!(
+                    previous.iter().all(|id| ids.contains(id)),
+                    "list() during concurrent saves lost sessions: had {previous:?}, now {ids:?}"
+                );
+                previous = ids;
+                if finished {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+    };
+    join_all(tasks).await;
+    done.store(true, Ordering::SeqCst);
+    join_all(vec![lister]).await;
+
     let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
     assert_list(&*store, &expected, "after 50 tasks saved their sessions").await;
     for task in 0..TASKS {
@@ -1336,11 +1410,11 @@ mod tests {
                         let mut half = state.clone();
                         half.messages.truncate(state.messages.len() / 2);
                         self.put(&key, &half);
-                        tokio::time::sleep(Duration::from_millis(1)).await;
+                        tokio::time::sleep(Duration::from_millis(5)).await;
                     }
                     Fault::RemoveThenInsert => {
                         self.map.lock().unwrap().remove(&key);
-                        tokio::time::sleep(Duration::from_millis(1)).await;
+                        tokio::time::sleep(Duration::from_millis(5)).await;
                     }
                     _ => {}
                 }
@@ -1413,17 +1487,28 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn each_broken_rule_fails_its_check() {
-        // Faults that only one check can see.
+        // Faults that only the checks about them can see.
         let isolated = [
-            (Fault::NoIdValidation, Check::InvalidIds),
-            (Fault::MergeOnSave, Check::SaveReplaces),
-            (Fault::TornWrites, Check::ConcurrentSavesToOneSession),
-            (Fault::RemoveThenInsert, Check::ConcurrentSavesToOneSession),
-            (Fault::NoStateCheck, Check::UnreadableStates),
+            (Fault::NoIdValidation, vec![Check::InvalidIds]),
+            (Fault::MergeOnSave, vec![Check::SaveReplaces]),
+            (Fault::TornWrites, vec![Check::ConcurrentSavesToOneSession]),
+            (Fault::NoStateCheck, vec![Check::UnreadableStates]),
         ];
-        for (fault, check) in isolated {
-            assert_eq!(failed_checks(fault).await, [check], "{fault:?}");
+        for (fault, checks) in isolated {
+            assert_eq!(failed_checks(fault).await, checks, "{fault:?}");
         }
+        // A session briefly missing: loads during concurrent saves see None (and a lister
+        // running meanwhile usually sees it vanish from the list).
+        let failed = failed_checks(Fault::RemoveThenInsert).await;
+        let concurrency = [
+            Check::ConcurrentSessions,
+            Check::ConcurrentSavesToOneSession,
+        ];
+        assert!(
+            failed.contains(&Check::ConcurrentSavesToOneSession)
+                && failed.iter().all(|check| concurrency.contains(check)),
+            "{failed:?}"
+        );
         // Faults that show in several checks, the one about them among them.
         let visible = [
             (Fault::ReverseList, Check::ListSorted),
