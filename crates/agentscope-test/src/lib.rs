@@ -4,7 +4,8 @@
 //!   chunked streams, errors, delays) and records every request it receives;
 //! - [`RecordingHook`]: a hook that records every event it sees;
 //! - [`tools`]: small real tools (a calculator, echo, failing, panicking, slow, progress and
-//!   suspending tools) that record their calls.
+//!   suspending tools) that record their calls;
+//! - [`session_store`]: a conformance suite every `SessionStore` implementation must pass.
 //!
 //! Use them to test your own hooks and tools against the real engine:
 //!
@@ -21,6 +22,7 @@
 
 mod recording;
 mod scripted;
+pub mod session_store;
 pub mod tools;
 
 pub use recording::RecordingHook;

@@ -1,0 +1,1596 @@
+//! A conformance suite for [`SessionStore`] implementations.
+//!
+//! Every store must keep the contract documented on [`SessionStore`]; this suite checks all
+//! of it that can be observed through the trait, with exact outcomes: the exact states loaded
+//! back, the exact error variants (whose messages name the session) and the exact sorted
+//! lists. A store crate runs it in one test:
+//!
+//! ```
+//! # use std::collections::BTreeMap;
+//! # use std::sync::Mutex;
+//! # use agentscope_core::session::{AgentState, SessionError, SessionStore, validate_session_id};
+//! # use futures::future::{BoxFuture, FutureExt};
+//! # #[derive(Default)]
+//! # struct MapStore(Mutex<BTreeMap<String, Vec<u8>>>);
+//! # impl SessionStore for MapStore {
+//! #     fn save<'a>(&'a self, session: &'a str, state: &'a AgentState)
+//! #         -> BoxFuture<'a, Result<(), SessionError>> {
+//! #         async move {
+//! #             validate_session_id(session)?;
+//! #             let bytes = state.encode(session)?;
+//! #             self.0.lock().unwrap().insert(session.to_owned(), bytes);
+//! #             Ok(())
+//! #         }.boxed()
+//! #     }
+//! #     fn load<'a>(&'a self, session: &'a str)
+//! #         -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
+//! #         async move {
+//! #             validate_session_id(session)?;
+//! #             let bytes = self.0.lock().unwrap().get(session).cloned();
+//! #             bytes.map(|bytes| AgentState::decode(session, &bytes)).transpose()
+//! #         }.boxed()
+//! #     }
+//! #     fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+//! #         async move {
+//! #             validate_session_id(session)?;
+//! #             Ok(self.0.lock().unwrap().remove(session).is_some())
+//! #         }.boxed()
+//! #     }
+//! #     fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
+//! #         async move { Ok(self.0.lock().unwrap().keys().cloned().collect()) }.boxed()
+//! #     }
+//! # }
+//! # let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+//! # runtime.block_on(async {
+//! // In a store crate: `#[tokio::test(flavor = "multi_thread")] async fn conformance() { ... }`
+//! // The factory returns a new, empty store on every call (a fresh file, directory, database
+//! // or key prefix).
+//! agentscope_test::session_store::conformance(MapStore::default).await;
+//! # });
+//! ```
+//!
+//! To run some checks only, or to skip one a store documents as unsupported, use
+//! [`SessionStoreConformance`] and [`Check`]:
+//!
+//! ```no_run
+//! # use agentscope_core::session::SessionStore;
+//! # async fn example<S: SessionStore>(make: impl FnMut() -> S) {
+//! use agentscope_test::session_store::{Check, SessionStoreConformance};
+//!
+//! let mut suite = SessionStoreConformance::new(make).skip(Check::CaseSensitiveIds);
+//! suite.run(Check::RoundTrip).await; // one check
+//! suite.run_all().await; // every check not skipped
+//! # }
+//! ```
+//!
+//! The suite must run inside a tokio runtime (the concurrency checks spawn tasks); use a
+//! multi-threaded one (`#[tokio::test(flavor = "multi_thread")]`) so that those tasks really
+//! run in parallel. Checks are independent of each other: each one takes a new store from
+//! the factory and uses its own session ids.
+//!
+//! What cannot be planted through the trait (a truncated file, a corrupt database row, a
+//! crash in the middle of a save) is left to each store's own tests.
+
+use std::any::Any;
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use agentscope_core::session::{
+    AgentIdentity, AgentState, MAX_SESSION_ID_LEN, SessionError, SessionStore, validate_session_id,
+};
+use agentscope_core::{
+    ContentBlock, GenerateReason, ImageBlock, Msg, Role, ToolResultBlock, ToolUseBlock,
+};
+use chrono::{DateTime, Utc};
+use futures::FutureExt;
+use serde_json::{Map, Value, json};
+
+/// Runs every [`Check`] against stores made by `make`, and panics listing every check that
+/// failed (with its message) if any did.
+///
+/// `make` must return a new, empty store on every call, independent of the stores it
+/// returned before. Must be called inside a tokio runtime (see the [module docs](self)).
+///
+/// Shorthand for `SessionStoreConformance::new(make).run_all().await`.
+pub async fn conformance<S, F>(make: F)
+where
+    S: SessionStore,
+    F: FnMut() -> S,
+{
+    SessionStoreConformance::new(make).run_all().await;
+}
+
+/// One part of the [`SessionStore`] contract, checked by
+/// [`SessionStoreConformance::run`].
+///
+/// Each check takes a new store from the factory, asserts that it lists no session, and
+/// asserts exact outcomes: states compare equal to what was saved, errors have the exact
+/// variant, fields and message, lists are exact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Check {
+    /// A new store lists no session; `load` of a session that does not exist is `Ok(None)`
+    /// (and does not create it: the store still lists nothing); `delete` of it is
+    /// `Ok(false)`.
+    EmptyStore,
+    /// `save` then `load` returns exactly the state saved, and loading again returns it again:
+    /// a state with messages of every role an agent's memory holds and every content block
+    /// kind (text with Unicode, control characters and quotes; thinking; images by URL and
+    /// `data:` URL; tool calls with nested, empty, `null` and unparsed raw input; tool results
+    /// that succeeded, failed, are empty or nest other blocks), message ids, names, metadata,
+    /// generate reasons and nanosecond timestamps, the agent identity, the format version,
+    /// the state's user metadata (every JSON type, the extreme integers, an empty key) and
+    /// its `saved_at` to the nanosecond; a state with no messages and no metadata; and a
+    /// large state (300 messages and a 512 KiB text). See [`rich_state`].
+    RoundTrip,
+    /// A second `save` of a session replaces the state entirely (larger by smaller, and back;
+    /// no metadata entry, message or identity of the old state survives), and leaves the
+    /// other sessions as they were; the session is listed once.
+    SaveReplaces,
+    /// `delete` returns `true` for a stored session and removes it (`load` is `Ok(None)`, it
+    /// is not listed), returns `false` when deleting it again, leaves the other sessions as
+    /// they were, and the session can be saved again afterwards.
+    Delete,
+    /// `list` returns exactly the ids of the stored sessions, sorted by byte value, whatever
+    /// the order of the saves; sessions only loaded or deleted are not listed.
+    ListSorted,
+    /// `save`, `load` and `delete` reject every id [`validate_session_id`] rejects (empty,
+    /// longer than [`MAX_SESSION_ID_LEN`], starting with `.`, holding `/`, `\`, spaces,
+    /// control or non-ASCII characters) with [`SessionError::InvalidSessionId`] naming the
+    /// id, with the reason `validate_session_id` gives; nothing is written (the store
+    /// still lists only the session saved before, which is unchanged, and no id a path could
+    /// resolve to exists).
+    InvalidIds,
+    /// Every kind of id [`validate_session_id`] accepts works: one character, exactly
+    /// [`MAX_SESSION_ID_LEN`] bytes, every allowed character, ids that look like file names
+    /// (`a.json` next to `a`, a trailing `.`, `a..b`), a UUID; each round-trips its own state, all are
+    /// listed sorted, and each deletes.
+    ValidIdForms,
+    /// Ids are case-sensitive: `Chat`, `chat` and `CHAT` are three sessions with their own
+    /// states, listed as three, deleted one by one.
+    CaseSensitiveIds,
+    /// A state an agent cannot take (a `System` message in memory; a format version other
+    /// than [`AgentState::CURRENT_VERSION`]: newer, `u32::MAX`, 0), saved to a new session
+    /// or over a readable one, either is stored by `save` and then fails every `load` with
+    /// the error [`AgentState::check_for`] gives ([`SessionError::Corrupt`] or
+    /// [`SessionError::UnsupportedVersion`] naming the session, exact fields and message)
+    /// while staying listed and deletable (`delete` returns `true`) and replaceable by a
+    /// readable state; or is rejected by `save` with that same error, leaving what was
+    /// stored (nothing, or the previous state). Either way the other sessions load as
+    /// before.
+    UnreadableStates,
+    /// 50 tasks save 3 successive states each to their own session concurrently, each loading
+    /// its state back after every save, while another task keeps listing: every load returns
+    /// the task's last save; every list is sorted, holds only those sessions and never loses
+    /// one an earlier list held; afterwards the store lists exactly the 50 ids and each
+    /// session holds its task's last state.
+    ConcurrentSessions,
+    /// 16 tasks save different large states to one session concurrently while 4 tasks keep
+    /// loading it: every load returns one complete state that was saved (never a mix, a
+    /// truncation or an error), and afterwards the session holds one of the states the
+    /// 16 tasks saved and is listed once.
+    ConcurrentSavesToOneSession,
+    /// The store works as `Arc<dyn SessionStore>` (clones share the sessions) and as
+    /// `Box<dyn SessionStore>`, and both are themselves a `SessionStore`.
+    DynStore,
+}
+
+impl Check {
+    /// Every check, in the order [`SessionStoreConformance::run_all`] runs them.
+    pub const ALL: [Check; 12] = [
+        Check::EmptyStore,
+        Check::RoundTrip,
+        Check::SaveReplaces,
+        Check::Delete,
+        Check::ListSorted,
+        Check::InvalidIds,
+        Check::ValidIdForms,
+        Check::CaseSensitiveIds,
+        Check::UnreadableStates,
+        Check::ConcurrentSessions,
+        Check::ConcurrentSavesToOneSession,
+        Check::DynStore,
+    ];
+
+    /// The check's name in snake case, e.g. `"round_trip"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Check::EmptyStore => "empty_store",
+            Check::RoundTrip => "round_trip",
+            Check::SaveReplaces => "save_replaces",
+            Check::Delete => "delete",
+            Check::ListSorted => "list_sorted",
+            Check::InvalidIds => "invalid_ids",
+            Check::ValidIdForms => "valid_id_forms",
+            Check::CaseSensitiveIds => "case_sensitive_ids",
+            Check::UnreadableStates => "unreadable_states",
+            Check::ConcurrentSessions => "concurrent_sessions",
+            Check::ConcurrentSavesToOneSession => "concurrent_saves_to_one_session",
+            Check::DynStore => "dyn_store",
+        }
+    }
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The conformance suite over a store factory: run one [`Check`], or all of them.
+///
+/// The factory must return a new, empty store on every call, independent of the stores it
+/// returned before (a new file, directory, database or key prefix). Every check calls it
+/// at least once. Checks panic on the first violation they find, with a message saying what
+/// was expected and what the store did.
+pub struct SessionStoreConformance<F> {
+    make: F,
+    skipped: Vec<Check>,
+}
+
+impl<F> fmt::Debug for SessionStoreConformance<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionStoreConformance")
+            .field("skipped", &self.skipped)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, F> SessionStoreConformance<F>
+where
+    S: SessionStore,
+    F: FnMut() -> S,
+{
+    /// The suite over stores made by `make`.
+    pub fn new(make: F) -> Self {
+        Self {
+            make,
+            skipped: Vec::new(),
+        }
+    }
+
+    /// Returns the suite without `check` in [`run_all`](Self::run_all), for a store that
+    /// documents why it does not keep that part of the contract.
+    #[must_use]
+    pub fn skip(mut self, check: Check) -> Self {
+        if !self.skipped.contains(&check) {
+            self.skipped.push(check);
+        }
+        self
+    }
+
+    /// Runs one check (even a skipped one); panics at the first violation.
+    pub async fn run(&mut self, check: Check) {
+        let make = &mut self.make;
+        match check {
+            Check::EmptyStore => empty_store(make).await,
+            Check::RoundTrip => round_trip(make).await,
+            Check::SaveReplaces => save_replaces(make).await,
+            Check::Delete => delete(make).await,
+            Check::ListSorted => list_sorted(make).await,
+            Check::InvalidIds => invalid_ids(make).await,
+            Check::ValidIdForms => valid_id_forms(make).await,
+            Check::CaseSensitiveIds => case_sensitive_ids(make).await,
+            Check::UnreadableStates => unreadable_states(make).await,
+            Check::ConcurrentSessions => concurrent_sessions(make).await,
+            Check::ConcurrentSavesToOneSession => concurrent_saves_to_one_session(make).await,
+            Check::DynStore => dyn_store(make).await,
+        }
+    }
+
+    /// Runs every check not skipped, each to its end even when others fail, then panics
+    /// listing every failed check with its message, if any failed.
+    pub async fn run_all(&mut self) {
+        let failures = self.failures().await;
+        if !failures.is_empty() {
+            let count = failures.len();
+            let list: Vec<String> = failures
+                .into_iter()
+                .map(|(check, message)| format!("- {check}: {message}"))
+                .collect();
+            fail(format_args!(
+                "{count} SessionStore conformance check(s) failed:\n{}",
+                list.join("\n")
+            ));
+        }
+    }
+
+    /// Runs every check not skipped and returns the failed ones with their panic messages.
+    async fn failures(&mut self) -> Vec<(Check, String)> {
+        let mut failures = Vec::new();
+        for check in Check::ALL {
+            if self.skipped.contains(&check) {
+                continue;
+            }
+            if let Err(payload) = AssertUnwindSafe(self.run(check)).catch_unwind().await {
+                failures.push((check, panic_message(payload.as_ref())));
+            }
+        }
+        failures
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(message) = payload.downcast_ref::<&str>() {
+        (*message).to_owned()
+    } else if let Some(message) = payload.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "(a panic without a message)".to_owned()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Assertion helpers: a conformance suite reports violations by panicking, like `assert!`.
+
+#[track_caller]
+#[allow(clippy::panic)]
+fn fail(message: fmt::Arguments<'_>) -> ! {
+    panic!("{message}")
+}
+
+/// The value of a store call that must succeed.
+#[track_caller]
+fn ok<T>(result: Result<T, SessionError>, what: impl fmt::Display) -> T {
+    match result {
+        Ok(value) => value,
+        Err(error) => fail(format_args!("{what} failed: {error} ({error:?})")),
+    }
+}
+
+/// The error of a store call that must fail.
+#[track_caller]
+fn err<T: fmt::Debug>(result: Result<T, SessionError>, what: impl fmt::Display) -> SessionError {
+    match result {
+        Ok(value) => fail(format_args!(
+            "{what} succeeded with {value:?}; expected an error"
+        )),
+        Err(error) => error,
+    }
+}
+
+/// Asserts that `actual` is `expected`: the same variant, the same fields and the same
+/// message, which names `session`.
+#[track_caller]
+fn assert_same_error(actual: &SessionError, expected: &SessionError, session: &str, what: &str) {
+    let same_variant = matches!(
+        (actual, expected),
+        (
+            SessionError::InvalidSessionId { .. },
+            SessionError::InvalidSessionId { .. }
+        ) | (SessionError::Corrupt { .. }, SessionError::Corrupt { .. })
+            | (
+                SessionError::UnsupportedVersion { .. },
+                SessionError::UnsupportedVersion { .. }
+            )
+    );
+    assert!(
+        same_variant,
+        "{what}: expected {expected:?}, got {actual:?} ({actual})"
+    );
+    assert_eq!(
+        actual.session(),
+        Some(session),
+        "{what}: the error must name the session ({actual:?})"
+    );
+    assert_eq!(
+        actual.to_string(),
+        expected.to_string(),
+        "{what}: unexpected error message"
+    );
+    if let (
+        SessionError::UnsupportedVersion {
+            found, supported, ..
+        },
+        SessionError::UnsupportedVersion {
+            found: expected_found,
+            supported: expected_supported,
+            ..
+        },
+    ) = (actual, expected)
+    {
+        assert_eq!(
+            (found, supported),
+            (expected_found, expected_supported),
+            "{what}: version fields"
+        );
+    }
+    assert!(
+        actual.to_string().contains(&format!("'{session}'")),
+        "{what}: the message must name the session: {actual}"
+    );
+}
+
+/// A new store from the factory, which must list no session.
+async fn fresh<S: SessionStore>(make: &mut impl FnMut() -> S) -> S {
+    let store = make();
+    let ids = ok(store.list().await, "list() on a new store");
+    assert!(
+        ids.is_empty(),
+        "the factory must return a new, empty store; this one lists {ids:?}"
+    );
+    store
+}
+
+#[track_caller]
+fn assert_loaded(loaded: Option<AgentState>, expected: &AgentState, session: &str) {
+    let Some(loaded) = loaded else {
+        fail(format_args!(
+            "load('{session}') returned None; expected the state saved"
+        ))
+    };
+    // Field by field first, for a precise message; then the whole state.
+    assert_eq!(
+        loaded.version, expected.version,
+        "load('{session}'): version"
+    );
+    assert_eq!(
+        loaded.agent, expected.agent,
+        "load('{session}'): agent identity"
+    );
+    assert_eq!(
+        loaded.saved_at, expected.saved_at,
+        "load('{session}'): saved_at"
+    );
+    assert_eq!(
+        loaded.metadata, expected.metadata,
+        "load('{session}'): metadata"
+    );
+    assert_eq!(
+        loaded.messages.len(),
+        expected.messages.len(),
+        "load('{session}'): number of messages"
+    );
+    for (index, (got, want)) in loaded.messages.iter().zip(&expected.messages).enumerate() {
+        assert_eq!(got, want, "load('{session}'): message {index}");
+    }
+    assert_eq!(&loaded, expected, "load('{session}'): the state");
+}
+
+async fn save_ok<S: SessionStore + ?Sized>(store: &S, session: &str, state: &AgentState) {
+    ok(
+        store.save(session, state).await,
+        format_args!("save('{session}')"),
+    );
+}
+
+async fn load_ok<S: SessionStore + ?Sized>(store: &S, session: &str) -> Option<AgentState> {
+    ok(store.load(session).await, format_args!("load('{session}')"))
+}
+
+async fn assert_stored<S: SessionStore + ?Sized>(store: &S, session: &str, state: &AgentState) {
+    assert_loaded(load_ok(store, session).await, state, session);
+}
+
+async fn assert_missing<S: SessionStore + ?Sized>(store: &S, session: &str) {
+    let loaded = load_ok(store, session).await;
+    assert!(
+        loaded.is_none(),
+        "load('{session}') of a session that does not exist must be Ok(None), got {loaded:?}"
+    );
+}
+
+async fn assert_list<S: SessionStore + ?Sized>(store: &S, expected: &[&str], when: &str) {
+    let ids = ok(store.list().await, format_args!("list() {when}"));
+    assert_eq!(ids, expected, "list() {when}");
+}
+
+async fn delete_ok<S: SessionStore + ?Sized>(store: &S, session: &str) -> bool {
+    ok(
+        store.delete(session).await,
+        format_args!("delete('{session}')"),
+    )
+}
+
+/// Waits for spawned tasks, re-raising their panics.
+async fn join_all(tasks: Vec<tokio::task::JoinHandle<()>>) {
+    for task in tasks {
+        if let Err(error) = task.await {
+            match error.try_into_panic() {
+                Ok(payload) => std::panic::resume_unwind(payload),
+                Err(error) => fail(format_args!("a task of the check failed: {error}")),
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// States.
+
+/// A fixed instant with nanoseconds (stores must not round `saved_at` or timestamps).
+fn at(secs: i64, nanos: u32) -> DateTime<Utc> {
+    DateTime::from_timestamp(secs, nanos).unwrap_or_default()
+}
+
+fn message(role: Role, id: &str, secs: i64, blocks: Vec<ContentBlock>) -> Msg {
+    Msg::builder()
+        .role(role)
+        .id(id)
+        .timestamp(at(secs, 1))
+        .blocks(blocks)
+        .build()
+}
+
+/// A small state of its own for `label`: the identity, the messages and the metadata all
+/// differ between labels, and everything is fixed (no random ids, no clock).
+fn state_for(label: &str) -> AgentState {
+    let mut state = AgentState::new(
+        AgentIdentity::new(format!("agent of {label}"), format!("id-{label}")),
+        vec![
+            message(
+                Role::User,
+                &format!("{label}-q"),
+                1_700_000_000,
+                vec![ContentBlock::text(format!("question about {label}"))],
+            ),
+            message(
+                Role::Assistant,
+                &format!("{label}-a"),
+                1_700_000_001,
+                vec![ContentBlock::text(format!("answer about {label}"))],
+            ),
+        ],
+    )
+    .with_metadata_entry("label", label);
+    state.saved_at = at(1_700_000_002, 42);
+    state
+}
+
+/// A state holding everything a state can hold: messages of every role an agent's memory
+/// holds with every content block kind, odd text, ids, names, metadata, generate reasons and
+/// nanosecond timestamps (one before 1970); the agent identity; user metadata of every JSON
+/// type; and a `saved_at` with nanoseconds, years in the past. Nothing in it is random or
+/// taken from the clock, so two calls return equal states.
+///
+/// [`Check::RoundTrip`] saves it; store-specific tests can use it too.
+///
+/// ```
+/// use agentscope_test::session_store::rich_state;
+///
+/// let state = rich_state();
+/// assert_eq!(state, rich_state());
+/// assert!(state.check().is_ok());
+/// ```
+pub fn rich_state() -> AgentState {
+    let https_image = ContentBlock::Image(ImageBlock {
+        url: "https://example.com/cat.png?size=large&lang=fr#frame-2".into(),
+    });
+    let data_image = ContentBlock::Image(ImageBlock {
+        url: "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==".into(),
+    });
+    let odd_text = "Ünïcödé 👋 中文 עברית \"double\" 'single' \\ back\\slash\nnew line\ttab \u{0} nul \u{1b}[0m \u{7f} \u{2028} end";
+    let raw_call = ToolUseBlock {
+        raw_input: Some("{\"expression\": \"6*".into()),
+        ..ToolUseBlock::new("call-2", "calculator", Value::Null)
+    };
+    let nested_result = ToolResultBlock {
+        id: "call-1".into(),
+        name: "calculator".into(),
+        output: vec![
+            ContentBlock::text("42"),
+            https_image.clone(),
+            ContentBlock::ToolResult(ToolResultBlock::error("inner", "sub_tool", "nested")),
+        ],
+        is_error: false,
+    };
+    let empty_result = ToolResultBlock {
+        id: "call-3".into(),
+        name: "noop".into(),
+        output: Vec::new(),
+        is_error: false,
+    };
+    let messages =
+        vec![
+        Msg::builder()
+            .role(Role::User)
+            .id("msg-1")
+            .name("alice")
+            .timestamp(at(1_700_000_000, 123_456_789))
+            .text(odd_text)
+            .block(https_image)
+            .block(data_image)
+            .metadata("channel", "web")
+            .metadata("nested", json!({"a": [1, {"b": null}], "c": ""}))
+            .build(),
+        Msg::builder()
+            .role(Role::Assistant)
+            .id("msg-2")
+            .name("assistant")
+            .timestamp(at(1_700_000_001, 1))
+            .block(ContentBlock::thinking("The user wants 6*7; call the calculator."))
+            .text("Let me compute.")
+            .block(ToolUseBlock::new(
+                "call-1",
+                "calculator",
+                json!({"expression": "6*7", "options": {"precise": true, "digits": [1, 2.5, -3]}}),
+            ))
+            .block(raw_call)
+            .block(ToolUseBlock::new("call-3", "noop", json!({})))
+            .metadata("usage", json!({"input_tokens": 120, "output_tokens": 17}))
+            .build(),
+        Msg::tool_result(nested_result),
+        Msg::tool_result(ToolResultBlock::error(
+            "call-2",
+            "calculator",
+            "Error: Parameter validation failed for tool 'calculator': not JSON",
+        )),
+        Msg::tool_result(empty_result),
+        Msg::builder()
+            .role(Role::Assistant)
+            .id("msg-6")
+            .name("assistant")
+            .timestamp(at(-1, 999_999_999))
+            .block(ContentBlock::thinking(""))
+            .text("")
+            .text("It is 42.")
+            .build()
+            .with_generate_reason(GenerateReason::ModelStop),
+        Msg::builder()
+            .role(Role::User)
+            .id("")
+            .name("")
+            .timestamp(at(0, 0))
+            .build(),
+        Msg::builder()
+            .role(Role::Assistant)
+            .id("msg-8")
+            .timestamp(at(4_102_444_800, 999_999_999))
+            .block(ToolUseBlock::new("call-4", "external", json!({"ticket": 7})))
+            .build()
+            .with_generate_reason(GenerateReason::ToolSuspended),
+    ];
+    // Give the tool messages fixed ids and timestamps too.
+    let messages = messages
+        .into_iter()
+        .enumerate()
+        .map(|(index, mut msg)| {
+            if msg.role == Role::Tool {
+                msg.id = format!("msg-{}", index + 1);
+                msg.timestamp = at(1_700_000_010 + index as i64, 500_000_000);
+            }
+            msg
+        })
+        .collect();
+    let mut metadata = Map::new();
+    metadata.insert("user".into(), json!({"id": 7, "name": "Ålice"}));
+    metadata.insert("tags".into(), json!(["a", "b", ""]));
+    metadata.insert("null".into(), Value::Null);
+    metadata.insert("true".into(), json!(true));
+    metadata.insert("false".into(), json!(false));
+    metadata.insert("float".into(), json!(2.5));
+    metadata.insert("negative".into(), json!(-0.125));
+    metadata.insert("u64_max".into(), json!(u64::MAX));
+    metadata.insert("i64_min".into(), json!(i64::MIN));
+    metadata.insert("empty_object".into(), json!({}));
+    metadata.insert("empty_array".into(), json!([]));
+    metadata.insert("ключ 🔑".into(), json!("значение"));
+    metadata.insert(String::new(), json!("the empty key"));
+    let mut state = AgentState::new(AgentIdentity::new("assistant ✓", "agent-7f3c9a"), messages)
+        .with_metadata(metadata);
+    state.saved_at = at(1_614_834_367, 123_456_789);
+    state
+}
+
+/// A state with no messages and no metadata.
+fn minimal_state() -> AgentState {
+    let mut state = AgentState::new(AgentIdentity::new("", ""), Vec::new());
+    state.saved_at = at(1_700_000_000, 0);
+    state
+}
+
+/// 300 messages and one text of 512 KiB.
+fn large_state() -> AgentState {
+    let mut messages: Vec<Msg> = (0..300)
+        .map(|index| {
+            let role = if index % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            message(
+                role,
+                &format!("large-{index}"),
+                1_700_000_000 + index,
+                vec![ContentBlock::text(format!("message {index} ").repeat(20))],
+            )
+        })
+        .collect();
+    messages.push(message(
+        Role::User,
+        "large-text",
+        1_700_001_000,
+        vec![ContentBlock::text("0123456789abcdef".repeat(32 * 1024))],
+    ));
+    let mut state = AgentState::new(AgentIdentity::new("large", "large-1"), messages)
+        .with_metadata_entry("size", "large");
+    state.saved_at = at(1_700_002_000, 7);
+    state
+}
+
+// ---------------------------------------------------------------------------------------
+// The checks.
+
+async fn empty_store<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = fresh(make).await;
+    assert_missing(&store, "never-saved").await;
+    assert_list(&store, &[], "after loading a session that does not exist").await;
+    assert!(
+        !delete_ok(&store, "never-saved").await,
+        "delete('never-saved') of a session that does not exist must return false"
+    );
+    assert_list(&store, &[], "after deleting a session that does not exist").await;
+    assert_missing(&store, "never-saved").await;
+}
+
+async fn round_trip<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = fresh(make).await;
+    let cases = [
+        ("rich", rich_state()),
+        ("minimal", minimal_state()),
+        ("large", large_state()),
+    ];
+    for (session, state) in &cases {
+        save_ok(&store, session, state).await;
+        assert_stored(&store, session, state).await;
+    }
+    // Loading changes nothing: every state loads again, after the others were saved.
+    for (session, state) in &cases {
+        assert_stored(&store, session, state).await;
+    }
+    assert_list(&store, &["large", "minimal", "rich"], "after three saves").await;
+}
+
+async fn save_replaces<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = fresh(make).await;
+    let other = state_for("other");
+    save_ok(&store, "other", &other).await;
+
+    let large = large_state();
+    let small = state_for("small");
+    save_ok(&store, "replaced", &large).await;
+    assert_stored(&store, "replaced", &large).await;
+    // Larger by smaller: nothing of the larger state may remain (no merge, no stale tail).
+    save_ok(&store, "replaced", &small).await;
+    assert_stored(&store, "replaced", &small).await;
+    // And back, then by a state with another identity and no metadata at all.
+    let rich = rich_state();
+    save_ok(&store, "replaced", &rich).await;
+    assert_stored(&store, "replaced", &rich).await;
+    let mut bare = state_for("bare");
+    bare.metadata = Map::new();
+    save_ok(&store, "replaced", &bare).await;
+    assert_stored(&store, "replaced", &bare).await;
+    // Saving the same state again is a replacement too.
+    save_ok(&store, "replaced", &bare).await;
+    assert_stored(&store, "replaced", &bare).await;
+
+    assert_stored(&store, "other", &other).await;
+    assert_list(&store, &["other", "replaced"], "after replacing a session").await;
+}
+
+async fn delete<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = fresh(make).await;
+    let kept = state_for("kept");
+    let gone = state_for("gone");
+    save_ok(&store, "kept", &kept).await;
+    save_ok(&store, "gone", &gone).await;
+    assert_list(&store, &["gone", "kept"], "after two saves").await;
+
+    assert!(
+        delete_ok(&store, "gone").await,
+        "delete('gone') of a stored session must return true"
+    );
+    assert_missing(&store, "gone").await;
+    assert_list(&store, &["kept"], "after deleting 'gone'").await;
+    assert!(
+        !delete_ok(&store, "gone").await,
+        "delete('gone') of a session already deleted must return false"
+    );
+    assert_stored(&store, "kept", &kept).await;
+
+    // A deleted session can be saved again, and holds only the new state.
+    let again = state_for("again");
+    save_ok(&store, "gone", &again).await;
+    assert_stored(&store, "gone", &again).await;
+    assert_list(&store, &["gone", "kept"], "after saving 'gone' again").await;
+
+    assert!(delete_ok(&store, "gone").await, "delete('gone') again");
+    assert!(delete_ok(&store, "kept").await, "delete('kept')");
+    assert_list(&store, &[], "after deleting every session").await;
+    assert_missing(&store, "kept").await;
+}
+
+async fn list_sorted<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = fresh(make).await;
+    // Saved in an order that is not sorted; sorted by byte value: digits < upper case <
+    // '_' < lower case, '-' < '.' < digits.
+    let saved = [
+        "b", "a_b", "B", "a.b", "10", "a-b", "a", "2", "Z9", "a0", "ab", "_x", "-x",
+    ];
+    for session in saved {
+        save_ok(&store, session, &state_for(session)).await;
+    }
+    // Sessions that are only loaded or deleted are not stored.
+    assert_missing(&store, "loaded-only").await;
+    assert!(
+        !delete_ok(&store, "deleted-only").await,
+        "delete('deleted-only') of a session that does not exist must return false"
+    );
+    let mut expected = saved.to_vec();
+    expected.sort_unstable();
+    assert_eq!(
+        expected,
+        [
+            "-x", "10", "2", "B", "Z9", "_x", "a", "a-b", "a.b", "a0", "a_b", "ab", "b"
+        ]
+    );
+    assert_list(&store, &expected, "after saves in unsorted order").await;
+
+    // Saving an existing session again does not list it twice or move it.
+    save_ok(&store, "a", &state_for("a again")).await;
+    assert_list(&store, &expected, "after saving 'a' again").await;
+
+    for session in ["B", "a.b", "-x"] {
+        assert!(delete_ok(&store, session).await, "delete('{session}')");
+    }
+    expected.retain(|session| !["B", "a.b", "-x"].contains(session));
+    assert_list(&store, &expected, "after deleting three sessions").await;
+    for session in &expected {
+        let mut state = state_for(session);
+        if *session == "a" {
+            state = state_for("a again");
+        }
+        assert_stored(&store, session, &state).await;
+    }
+}
+
+/// Ids [`validate_session_id`] rejects, each with another reason or shape.
+fn invalid_id_samples() -> Vec<String> {
+    let mut ids: Vec<String> = [
+        "",
+        ".",
+        "..",
+        ".hidden",
+        "../escape",
+        "..\\escape",
+        "a/b",
+        "/absolute",
+        "trailing/",
+        "a\\b",
+        "C:\\sessions\\x",
+        "a b",
+        " leading-space",
+        "tab\there",
+        "new\nline",
+        "nul\0byte",
+        "a:b",
+        "a*b",
+        "a?b",
+        "é",
+        "café",
+        "emoji-👋",
+        "ｆｕｌｌｗｉｄｔｈ",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    ids.push("a".repeat(MAX_SESSION_ID_LEN + 1));
+    ids.push("a".repeat(4 * MAX_SESSION_ID_LEN));
+    // Short enough in characters, too long in bytes, and not ASCII either.
+    ids.push("é".repeat(MAX_SESSION_ID_LEN / 2));
+    ids
+}
+
+async fn invalid_ids<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = fresh(make).await;
+    let kept = state_for("kept");
+    save_ok(&store, "kept", &kept).await;
+    let state = state_for("invalid");
+    for session in invalid_id_samples() {
+        let expected = match validate_session_id(&session) {
+            Ok(()) => fail(format_args!(
+                "the suite's invalid id {session:?} is valid: fix the suite"
+            )),
+            Err(expected) => expected,
+        };
+        let what = format!("save({session:?})");
+        let error = err(store.save(&session, &state).await, &what);
+        assert_same_error(&error, &expected, &session, &what);
+        let what = format!("load({session:?})");
+        let error = err(store.load(&session).await, &what);
+        assert_same_error(&error, &expected, &session, &what);
+        let what = format!("delete({session:?})");
+        let error = err(store.delete(&session).await, &what);
+        assert_same_error(&error, &expected, &session, &what);
+    }
+    // Nothing was written: not under the ids, nor under what a path would resolve to.
+    assert_list(&store, &["kept"], "after saves with invalid ids").await;
+    for resolved in ["escape", "b", "hidden", "absolute", "x", "a", "cafe"] {
+        assert_missing(&store, resolved).await;
+    }
+    assert_stored(&store, "kept", &kept).await;
+}
+
+async fn valid_id_forms<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = fresh(make).await;
+    let every_char = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.";
+    let longest_mixed: String = every_char
+        .chars()
+        .cycle()
+        .take(MAX_SESSION_ID_LEN)
+        .collect();
+    let ids: Vec<String> = [
+        "x",
+        "a",
+        "7",
+        "-",
+        "_",
+        every_char,
+        "a.json",
+        "a.db",
+        "trailing.",
+        "a..b",
+        "x.tmp-0",
+        "6f1c0a52-3b0e-4a5c-9d55-2c0f2b7e9a10",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .chain([longest_mixed, "z".repeat(MAX_SESSION_ID_LEN)])
+    .collect();
+    for session in &ids {
+        if let Err(error) = validate_session_id(session) {
+            fail(format_args!(
+                "the suite's valid id {session:?} is invalid ({error}): fix the suite"
+            ));
+        }
+        assert!(session.len() <= MAX_SESSION_ID_LEN);
+    }
+    assert!(ids.iter().any(|id| id.len() == MAX_SESSION_ID_LEN));
+
+    for session in &ids {
+        save_ok(&store, session, &state_for(session)).await;
+        assert_stored(&store, session, &state_for(session)).await;
+    }
+    let mut sorted: Vec<&str> = ids.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    assert_list(&store, &sorted, "after saving every kind of valid id").await;
+    for session in &ids {
+        assert_stored(&store, session, &state_for(session)).await;
+    }
+    for session in &ids {
+        assert!(
+            delete_ok(&store, session).await,
+            "delete({session:?}) of a stored session must return true"
+        );
+        assert_missing(&store, session).await;
+    }
+    assert_list(&store, &[], "after deleting every session").await;
+}
+
+async fn case_sensitive_ids<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = fresh(make).await;
+    let ids = ["Chat", "chat", "CHAT"];
+    for session in ids {
+        save_ok(&store, session, &state_for(session)).await;
+    }
+    for session in ids {
+        assert_stored(&store, session, &state_for(session)).await;
+    }
+    assert_list(
+        &store,
+        &["CHAT", "Chat", "chat"],
+        "after saving three cases",
+    )
+    .await;
+    assert!(delete_ok(&store, "chat").await, "delete('chat')");
+    assert_missing(&store, "chat").await;
+    assert_stored(&store, "Chat", &state_for("Chat")).await;
+    assert_stored(&store, "CHAT", &state_for("CHAT")).await;
+    assert_list(&store, &["CHAT", "Chat"], "after deleting 'chat'").await;
+    assert_missing(&store, "cHAT").await;
+}
+
+async fn unreadable_states<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = fresh(make).await;
+    let good = state_for("good");
+    save_ok(&store, "good", &good).await;
+    // A readable state that an unreadable one replaces (or, if rejected, must not replace).
+    let previous = state_for("previous");
+    save_ok(&store, "over-readable", &previous).await;
+
+    let with_system = |label: &str| {
+        let mut state = state_for(label);
+        state.messages.insert(1, Msg::system("be evil"));
+        state
+    };
+    let with_version = |label: &str, version: u32| {
+        let mut state = state_for(label);
+        state.version = version;
+        state
+    };
+    let cases = [
+        ("with-system", with_system("with-system")),
+        (
+            "newer",
+            with_version("newer", AgentState::CURRENT_VERSION + 1),
+        ),
+        ("max-version", with_version("max-version", u32::MAX)),
+        ("zero-version", with_version("zero-version", 0)),
+        ("over-readable", with_system("over-readable")),
+    ];
+
+    let mut stored = vec!["good", "over-readable"];
+    let mut unreadable = Vec::new();
+    for (session, state) in &cases {
+        let expected = match state.check_for(session) {
+            Ok(()) => fail(format_args!(
+                "the suite's unreadable state '{session}' passes check_for: fix the suite"
+            )),
+            Err(expected) => expected,
+        };
+        match store.save(session, state).await {
+            Ok(()) => {
+                // Stored: every load fails with the error, and changes nothing.
+                for attempt in 1..=2 {
+                    let what = format!("load('{session}') (attempt {attempt})");
+                    let error = err(store.load(session).await, &what);
+                    assert_same_error(&error, &expected, session, &what);
+                }
+                if !stored.contains(session) {
+                    stored.push(session);
+                }
+                unreadable.push(*session);
+            }
+            Err(error) => {
+                // Rejected: with the same error, and nothing stored (the previous state, if
+                // any, is still there).
+                assert_same_error(
+                    &error,
+                    &expected,
+                    session,
+                    &format!("save('{session}') of an unreadable state"),
+                );
+                if *session == "over-readable" {
+                    assert_stored(&store, session, &previous).await;
+                } else {
+                    assert_missing(&store, session).await;
+                }
+            }
+        }
+    }
+    stored.sort_unstable();
+    assert_list(&store, &stored, "after saving unreadable states").await;
+    assert_stored(&store, "good", &good).await;
+
+    // Stored unreadable states are deletable without being read, and their ids can be saved
+    // again with a readable state.
+    for session in &unreadable {
+        let session = *session;
+        assert!(
+            delete_ok(&store, session).await,
+            "delete('{session}') of a stored unreadable state must return true"
+        );
+        assert_missing(&store, session).await;
+        let readable = state_for(session);
+        save_ok(&store, session, &readable).await;
+        assert_stored(&store, session, &readable).await;
+        assert!(delete_ok(&store, session).await, "delete('{session}')");
+    }
+    if !unreadable.contains(&"over-readable") {
+        // Rejected above, so the previous state is still there: remove it.
+        assert!(
+            delete_ok(&store, "over-readable").await,
+            "delete('over-readable')"
+        );
+    }
+    assert_list(&store, &["good"], "after deleting the unreadable states").await;
+    assert_stored(&store, "good", &good).await;
+}
+
+const TASKS: usize = 50;
+const SAVES_PER_TASK: usize = 3;
+
+fn task_session(task: usize) -> String {
+    format!("task-{task:02}")
+}
+
+fn task_state(task: usize, round: usize) -> AgentState {
+    let mut state = state_for(&format!("task {task} round {round}"));
+    for extra in 0..round {
+        state.messages.push(message(
+            Role::User,
+            &format!("task-{task}-extra-{extra}"),
+            1_700_000_100 + extra as i64,
+            vec![ContentBlock::text(format!("extra {extra} of task {task}"))],
+        ));
+    }
+    state
+}
+
+async fn concurrent_sessions<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = Arc::new(fresh(make).await);
+    let tasks = (0..TASKS)
+        .map(|task| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let session = task_session(task);
+                for round in 0..SAVES_PER_TASK {
+                    let state = task_state(task, round);
+                    save_ok(&*store, &session, &state).await;
+                    assert_stored(&*store, &session, &state).await;
+                    tokio::task::yield_now().await;
+                }
+            })
+        })
+        .collect();
+    let expected: Vec<String> = (0..TASKS).map(task_session).collect();
+    // A lister runs meanwhile: every list is sorted, holds task sessions only, and never
+    // loses a session an earlier list held (nothing is deleted).
+    let done = Arc::new(AtomicBool::new(false));
+    let lister = {
+        let store = Arc::clone(&store);
+        let expected = expected.clone();
+        let done = Arc::clone(&done);
+        tokio::spawn(async move {
+            let mut previous: Vec<String> = Vec::new();
+            loop {
+                let finished = done.load(Ordering::SeqCst);
+                let ids = ok(store.list().await, "list() during concurrent saves");
+                let mut sorted = ids.clone();
+                sorted.sort_unstable();
+                sorted.dedup();
+                assert_eq!(
+                    ids, sorted,
+                    "list() during concurrent saves must be sorted, each id once"
+                );
+                assert!(
+                    ids.iter().all(|id| expected.contains(id)),
+                    "list() during concurrent saves returned ids never saved: {ids:?}"
+                );
+                assert!(
+                    previous.iter().all(|id| ids.contains(id)),
+                    "list() during concurrent saves lost sessions: had {previous:?}, now {ids:?}"
+                );
+                previous = ids;
+                if finished {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+    };
+    join_all(tasks).await;
+    done.store(true, Ordering::SeqCst);
+    join_all(vec![lister]).await;
+
+    let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+    assert_list(&*store, &expected, "after 50 tasks saved their sessions").await;
+    for task in 0..TASKS {
+        assert_stored(
+            &*store,
+            &task_session(task),
+            &task_state(task, SAVES_PER_TASK - 1),
+        )
+        .await;
+    }
+}
+
+const WRITERS: usize = 16;
+const READERS: usize = 4;
+const CONTENDED: &str = "contended";
+
+/// A large state of writer `writer` (`None`: the initial state): 40 messages of 2 KiB, so
+/// that a torn or interleaved write shows.
+fn writer_state(writer: Option<usize>) -> AgentState {
+    let label = match writer {
+        Some(writer) => format!("writer {writer}"),
+        None => "initial".to_owned(),
+    };
+    let mut state = state_for(&label);
+    for index in 0..40 {
+        state.messages.push(message(
+            if index % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            },
+            &format!("{label}-{index}"),
+            1_700_000_200 + index,
+            vec![ContentBlock::text(
+                format!("{label} message {index} ").repeat(100),
+            )],
+        ));
+    }
+    state
+}
+
+async fn concurrent_saves_to_one_session<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = Arc::new(fresh(make).await);
+    let initial = writer_state(None);
+    save_ok(&*store, CONTENDED, &initial).await;
+    let written: Arc<Vec<AgentState>> =
+        Arc::new((0..WRITERS).map(Some).map(writer_state).collect());
+    let done = Arc::new(AtomicBool::new(false));
+
+    let readers: Vec<_> = (0..READERS)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            let written = Arc::clone(&written);
+            let initial = initial.clone();
+            let done = Arc::clone(&done);
+            tokio::spawn(async move {
+                loop {
+                    // Read the flag first: one more load always follows the last save.
+                    let finished = done.load(Ordering::SeqCst);
+                    let loaded = load_ok(&*store, CONTENDED).await;
+                    match loaded {
+                        Some(state) if state == initial || written.contains(&state) => {}
+                        Some(state) => fail(format_args!(
+                            "load('{CONTENDED}') during concurrent saves returned a state \
+                             that no one saved (a mix or a torn write): agent {:?}, \
+                             {} messages, metadata {:?}",
+                            state.agent,
+                            state.messages.len(),
+                            state.metadata
+                        )),
+                        None => fail(format_args!(
+                            "load('{CONTENDED}') during concurrent saves returned None; \
+                             the session existed throughout"
+                        )),
+                    }
+                    if finished {
+                        break;
+                    }
+                    tokio::task::yield_now().await;
+                }
+            })
+        })
+        .collect();
+    let writers = (0..WRITERS)
+        .map(|writer| {
+            let store = Arc::clone(&store);
+            let written = Arc::clone(&written);
+            tokio::spawn(async move {
+                save_ok(&*store, CONTENDED, &written[writer]).await;
+            })
+        })
+        .collect();
+    join_all(writers).await;
+    done.store(true, Ordering::SeqCst);
+    join_all(readers).await;
+
+    let last = load_ok(&*store, CONTENDED).await;
+    match last {
+        Some(state) if written.contains(&state) => {}
+        other => fail(format_args!(
+            "after concurrent saves load('{CONTENDED}') must return one of the states saved, \
+             got {:?}",
+            other.map(|state| (state.agent, state.messages.len()))
+        )),
+    }
+    assert_list(
+        &*store,
+        &[CONTENDED],
+        "after concurrent saves to one session",
+    )
+    .await;
+}
+
+/// Uses `store` through the trait, as generic code would.
+async fn use_generically(store: impl SessionStore, session: &str, state: &AgentState) {
+    save_ok(&store, session, state).await;
+    assert_stored(&store, session, state).await;
+}
+
+async fn dyn_store<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let shared: Arc<dyn SessionStore> = Arc::new(fresh(make).await);
+    let clone = Arc::clone(&shared);
+    let state = state_for("shared");
+    save_ok(&*shared, "shared", &state).await;
+    assert_stored(&*clone, "shared", &state).await;
+    assert_list(
+        &*clone,
+        &["shared"],
+        "through a clone of the Arc<dyn SessionStore>",
+    )
+    .await;
+    use_generically(Arc::clone(&shared), "generic", &state_for("generic")).await;
+    assert_list(
+        &*shared,
+        &["generic", "shared"],
+        "through Arc<dyn SessionStore>",
+    )
+    .await;
+    assert!(delete_ok(&*clone, "shared").await, "delete('shared')");
+    assert_missing(&*shared, "shared").await;
+
+    let boxed: Box<dyn SessionStore> = Box::new(fresh(make).await);
+    let state = state_for("boxed");
+    save_ok(&*boxed, "boxed", &state).await;
+    assert_stored(&*boxed, "boxed", &state).await;
+    assert_list(&*boxed, &["boxed"], "through Box<dyn SessionStore>").await;
+    // A Box<dyn SessionStore> is itself a store (e.g. to share it in an Arc).
+    let shared_box: Arc<Box<dyn SessionStore>> = Arc::new(boxed);
+    use_generically(Arc::clone(&shared_box), "generic", &state_for("generic")).await;
+    assert_list(
+        &*shared_box,
+        &["boxed", "generic"],
+        "through Arc<Box<dyn SessionStore>>",
+    )
+    .await;
+    assert!(delete_ok(&*shared_box, "boxed").await, "delete('boxed')");
+    assert_missing(&*shared_box, "boxed").await;
+}
+
+#[cfg(test)]
+mod tests {
+    //! The suite against a reference store, and against stores each breaking one rule: the
+    //! reference passes every check, and each broken store fails the check about its rule.
+
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use futures::future::BoxFuture;
+
+    use super::*;
+
+    /// One way to break the contract.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Fault {
+        None,
+        NoIdValidation,
+        ReverseList,
+        IgnoreCase,
+        SecondsOnly,
+        MergeOnSave,
+        DeleteAlwaysTrue,
+        LoadCreates,
+        TornWrites,
+        RemoveThenInsert,
+        NoStateCheck,
+    }
+
+    /// A map of encoded states, with one fault.
+    struct MapStore {
+        map: Mutex<BTreeMap<String, Vec<u8>>>,
+        fault: Fault,
+    }
+
+    impl MapStore {
+        fn new(fault: Fault) -> Self {
+            Self {
+                map: Mutex::new(BTreeMap::new()),
+                fault,
+            }
+        }
+
+        fn key(&self, session: &str) -> Result<String, SessionError> {
+            if self.fault != Fault::NoIdValidation {
+                validate_session_id(session)?;
+            }
+            Ok(if self.fault == Fault::IgnoreCase {
+                session.to_lowercase()
+            } else {
+                session.to_owned()
+            })
+        }
+
+        fn put(&self, key: &str, state: &AgentState) {
+            let bytes = serde_json::to_vec(state).unwrap();
+            self.map.lock().unwrap().insert(key.to_owned(), bytes);
+        }
+    }
+
+    impl SessionStore for MapStore {
+        fn save<'a>(
+            &'a self,
+            session: &'a str,
+            state: &'a AgentState,
+        ) -> BoxFuture<'a, Result<(), SessionError>> {
+            async move {
+                let key = self.key(session)?;
+                let mut state = state.clone();
+                match self.fault {
+                    Fault::SecondsOnly => {
+                        state.saved_at = at(state.saved_at.timestamp(), 0);
+                    }
+                    Fault::MergeOnSave => {
+                        let old = self.map.lock().unwrap().get(&key).cloned();
+                        if let Some(old) = old {
+                            let old: AgentState = serde_json::from_slice(&old).unwrap();
+                            for (k, v) in old.metadata {
+                                state.metadata.entry(k).or_insert(v);
+                            }
+                        }
+                    }
+                    Fault::TornWrites => {
+                        let mut half = state.clone();
+                        half.messages.truncate(state.messages.len() / 2);
+                        self.put(&key, &half);
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    Fault::RemoveThenInsert => {
+                        self.map.lock().unwrap().remove(&key);
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    _ => {}
+                }
+                self.put(&key, &state);
+                Ok(())
+            }
+            .boxed()
+        }
+
+        fn load<'a>(
+            &'a self,
+            session: &'a str,
+        ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
+            async move {
+                let key = self.key(session)?;
+                let bytes = self.map.lock().unwrap().get(&key).cloned();
+                if bytes.is_none() && self.fault == Fault::LoadCreates {
+                    let empty = AgentState::new(AgentIdentity::new("", ""), Vec::new());
+                    self.put(&key, &empty);
+                }
+                match bytes {
+                    None => Ok(None),
+                    Some(bytes) if self.fault == Fault::NoStateCheck => {
+                        Ok(Some(serde_json::from_slice(&bytes).unwrap()))
+                    }
+                    Some(bytes) => AgentState::decode(session, &bytes).map(Some),
+                }
+            }
+            .boxed()
+        }
+
+        fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+            async move {
+                let key = self.key(session)?;
+                let existed = self.map.lock().unwrap().remove(&key).is_some();
+                Ok(existed || self.fault == Fault::DeleteAlwaysTrue)
+            }
+            .boxed()
+        }
+
+        fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
+            async move {
+                let mut ids: Vec<String> = self.map.lock().unwrap().keys().cloned().collect();
+                if self.fault == Fault::ReverseList {
+                    ids.reverse();
+                }
+                Ok(ids)
+            }
+            .boxed()
+        }
+    }
+
+    async fn failed_checks(fault: Fault) -> Vec<Check> {
+        SessionStoreConformance::new(|| MapStore::new(fault))
+            .failures()
+            .await
+            .into_iter()
+            .map(|(check, _)| check)
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_correct_store_passes_every_check() {
+        let failures = SessionStoreConformance::new(|| MapStore::new(Fault::None))
+            .failures()
+            .await;
+        assert!(failures.is_empty(), "{failures:#?}");
+        conformance(|| MapStore::new(Fault::None)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_broken_rule_fails_its_check() {
+        // Faults that only the checks about them can see.
+        let isolated = [
+            (Fault::NoIdValidation, vec![Check::InvalidIds]),
+            (Fault::MergeOnSave, vec![Check::SaveReplaces]),
+            (Fault::TornWrites, vec![Check::ConcurrentSavesToOneSession]),
+            (Fault::NoStateCheck, vec![Check::UnreadableStates]),
+        ];
+        for (fault, checks) in isolated {
+            assert_eq!(failed_checks(fault).await, checks, "{fault:?}");
+        }
+        // A session briefly missing: loads during concurrent saves see None (and a lister
+        // running meanwhile usually sees it vanish from the list).
+        let failed = failed_checks(Fault::RemoveThenInsert).await;
+        let concurrency = [
+            Check::ConcurrentSessions,
+            Check::ConcurrentSavesToOneSession,
+        ];
+        assert!(
+            failed.contains(&Check::ConcurrentSavesToOneSession)
+                && failed.iter().all(|check| concurrency.contains(check)),
+            "{failed:?}"
+        );
+        // Faults that show in several checks, the one about them among them.
+        let visible = [
+            (Fault::ReverseList, Check::ListSorted),
+            (Fault::IgnoreCase, Check::CaseSensitiveIds),
+            (Fault::SecondsOnly, Check::RoundTrip),
+            (Fault::DeleteAlwaysTrue, Check::EmptyStore),
+            (Fault::DeleteAlwaysTrue, Check::Delete),
+            (Fault::LoadCreates, Check::EmptyStore),
+            (Fault::LoadCreates, Check::ListSorted),
+        ];
+        for (fault, check) in visible {
+            let failed = failed_checks(fault).await;
+            assert!(failed.contains(&check), "{fault:?}: {failed:?}");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn run_all_names_every_failed_check_and_skips() {
+        let result = AssertUnwindSafe(conformance(|| MapStore::new(Fault::MergeOnSave)))
+            .catch_unwind()
+            .await;
+        let message = panic_message(result.unwrap_err().as_ref());
+        assert!(
+            message.starts_with("1 SessionStore conformance check(s) failed:\n- save_replaces: ")
+                && message.contains("load('replaced'): metadata"),
+            "{message}"
+        );
+        // Skipped, the failing check does not run.
+        SessionStoreConformance::new(|| MapStore::new(Fault::MergeOnSave))
+            .skip(Check::SaveReplaces)
+            .run_all()
+            .await;
+    }
+
+    #[test]
+    fn checks_are_listed_once_with_their_names() {
+        let names: Vec<&str> = Check::ALL.iter().map(|check| check.name()).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), Check::ALL.len());
+        assert_eq!(Check::RoundTrip.to_string(), "round_trip");
+        let suite = SessionStoreConformance::new(|| MapStore::new(Fault::None))
+            .skip(Check::DynStore)
+            .skip(Check::DynStore);
+        assert_eq!(
+            format!("{suite:?}"),
+            "SessionStoreConformance { skipped: [DynStore], .. }"
+        );
+    }
+
+    #[test]
+    fn fixtures_are_deterministic_and_valid() {
+        assert_eq!(rich_state(), rich_state());
+        assert_eq!(large_state(), large_state());
+        assert_eq!(writer_state(Some(3)), writer_state(Some(3)));
+        assert_ne!(writer_state(Some(3)), writer_state(Some(4)));
+        for state in [
+            rich_state(),
+            minimal_state(),
+            large_state(),
+            task_state(1, 2),
+        ] {
+            state.check().unwrap();
+            let bytes = state.encode("s").unwrap();
+            assert_eq!(AgentState::decode("s", &bytes).unwrap(), state);
+        }
+        let kinds: Vec<&str> = rich_state()
+            .messages
+            .iter()
+            .flat_map(|msg| &msg.content)
+            .map(|block| match block {
+                ContentBlock::Text(_) => "text",
+                ContentBlock::Thinking(_) => "thinking",
+                ContentBlock::ToolUse(_) => "tool_use",
+                ContentBlock::ToolResult(_) => "tool_result",
+                ContentBlock::Image(_) => "image",
+                _ => "other",
+            })
+            .collect();
+        for kind in ["text", "thinking", "tool_use", "tool_result", "image"] {
+            assert!(kinds.contains(&kind), "{kind}");
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! JsonFileSessionStore passes the shared SessionStore conformance suite: every check gets a
+//! new directory (created by the store on its first save) in a temporary directory.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use agentscope::session::JsonFileSessionStore;
+use agentscope_test::session_store::{Check, SessionStoreConformance};
+
+/// Whether `dir`'s file system folds case (macOS and Windows by default), where `Chat` and
+/// `chat` name the same file, as the store's documentation warns.
+fn folds_case(dir: &Path) -> bool {
+    std::fs::write(dir.join("CaseProbe"), "").unwrap();
+    dir.join("caseprobe").exists()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn json_file_session_store_conformance() {
+    let dir = tempfile::tempdir().unwrap();
+    let case_folding = folds_case(dir.path());
+    let mut stores = 0;
+    let mut suite = SessionStoreConformance::new(|| {
+        stores += 1;
+        JsonFileSessionStore::new(dir.path().join(format!("sessions-{stores}")))
+    });
+    if case_folding {
+        suite = suite.skip(Check::CaseSensitiveIds);
+    }
+    suite.run_all().await;
+}
