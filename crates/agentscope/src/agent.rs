@@ -328,11 +328,12 @@ impl ReActAgent {
     ///
     /// # Errors
     ///
-    /// [`AgentError::Busy`] while a call is running; [`AgentError::InvalidInput`] for
-    /// `System` messages (the system message is configured with `sys_prompt` or hooks);
-    /// while tool calls are pending, the same errors as a call's input
-    /// ([`AgentError::PendingToolCalls`] unless the messages carry their results);
-    /// [`AgentError::Session`] when the session cannot be loaded or saved.
+    /// [`AgentError::Busy`] while a call is running; [`AgentError::Conversation`] for
+    /// `System` messages (the system message is configured with `sys_prompt` or hooks) and,
+    /// while tool calls are pending, for the same input a call would reject
+    /// ([`ConversationError::PendingToolCalls`](agentscope_core::ConversationError::PendingToolCalls)
+    /// unless the messages carry their results); [`AgentError::Session`] when the session
+    /// cannot be loaded or saved.
     pub async fn observe(&self, input: impl Into<CallInput>) -> Result<(), AgentError> {
         let messages = input.into().into_messages();
         conversation::check_no_system(&messages, "observed messages")?;

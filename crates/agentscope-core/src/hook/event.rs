@@ -158,59 +158,6 @@ macro_rules! system_message_accessors {
 
 pub(crate) use {event_meta_accessors, system_message_accessors};
 
-/// One moment of an agent call, as hooks see it.
-///
-/// The enum is closed: match it exhaustively and the compiler tells you when you forgot one.
-///
-/// ```
-/// use agentscope_core::HookEvent;
-///
-/// fn describe(event: &HookEvent) -> String {
-///     match event {
-///         HookEvent::PreCall(e) => format!("call with {} new messages", e.input_messages().len()),
-///         HookEvent::PostCall(e) => format!("reply: {}", e.final_message().text()),
-///         HookEvent::PreReasoning(e) => format!("reasoning #{}", e.iteration()),
-///         HookEvent::PostReasoning(e) => format!("model said: {}", e.reasoning_message().text()),
-///         HookEvent::ReasoningChunk(e) => format!("delta: {}", e.incremental_chunk().text()),
-///         HookEvent::PreActing(e) => format!("calling {}", e.tool_use().name),
-///         HookEvent::PostActing(e) => format!("{} returned", e.tool_use().name),
-///         HookEvent::ActingChunk(e) => format!("{} progress", e.tool_use().name),
-///         HookEvent::PreSummary(_) => "summarising".to_owned(),
-///         HookEvent::PostSummary(e) => format!("summary: {}", e.summary_message().text()),
-///         HookEvent::SummaryChunk(_) => "summary delta".to_owned(),
-///         HookEvent::Error(e) => format!("failed: {}", e.error()),
-///     }
-/// }
-/// ```
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum HookEvent {
-    /// See [`PreCallEvent`].
-    PreCall(PreCallEvent),
-    /// See [`PostCallEvent`].
-    PostCall(PostCallEvent),
-    /// See [`PreReasoningEvent`].
-    PreReasoning(PreReasoningEvent),
-    /// See [`PostReasoningEvent`].
-    PostReasoning(PostReasoningEvent),
-    /// See [`ReasoningChunkEvent`].
-    ReasoningChunk(ReasoningChunkEvent),
-    /// See [`PreActingEvent`].
-    PreActing(PreActingEvent),
-    /// See [`PostActingEvent`].
-    PostActing(PostActingEvent),
-    /// See [`ActingChunkEvent`].
-    ActingChunk(ActingChunkEvent),
-    /// See [`PreSummaryEvent`].
-    PreSummary(PreSummaryEvent),
-    /// See [`PostSummaryEvent`].
-    PostSummary(PostSummaryEvent),
-    /// See [`SummaryChunkEvent`].
-    SummaryChunk(SummaryChunkEvent),
-    /// See [`ErrorEvent`].
-    Error(ErrorEvent),
-}
-
 macro_rules! each_event {
     ($event:expr, $e:ident => $body:expr) => {
         match $event {
@@ -291,8 +238,18 @@ pub trait Event:
     const KIND: HookEventType;
 }
 
-macro_rules! event_kinds {
-    ($($variant:ident($ty:ty)),* $(,)?) => {
+/// Declares the closed `HookEvent` enum over the twelve event structs, with the
+/// conversions between them and the [`Event`] impls.
+macro_rules! hook_events {
+    ($(#[$meta:meta])* $($variant:ident($ty:ident)),* $(,)?) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone)]
+        #[allow(clippy::large_enum_variant)]
+        pub enum HookEvent {
+            $(#[doc = concat!("See [`", stringify!($ty), "`].")]
+            $variant($ty),)*
+        }
+
         $(impl From<$ty> for HookEvent {
             fn from(event: $ty) -> Self {
                 HookEvent::$variant(event)
@@ -319,7 +276,31 @@ macro_rules! event_kinds {
     };
 }
 
-event_kinds!(
+hook_events!(
+/// One moment of an agent call, as hooks see it.
+///
+/// The enum is closed: match it exhaustively and the compiler tells you when you forgot one.
+///
+/// ```
+/// use agentscope_core::HookEvent;
+///
+/// fn describe(event: &HookEvent) -> String {
+///     match event {
+///         HookEvent::PreCall(e) => format!("call with {} new messages", e.input_messages().len()),
+///         HookEvent::PostCall(e) => format!("reply: {}", e.final_message().text()),
+///         HookEvent::PreReasoning(e) => format!("reasoning #{}", e.iteration()),
+///         HookEvent::PostReasoning(e) => format!("model said: {}", e.reasoning_message().text()),
+///         HookEvent::ReasoningChunk(e) => format!("delta: {}", e.incremental_chunk().text()),
+///         HookEvent::PreActing(e) => format!("calling {}", e.tool_use().name),
+///         HookEvent::PostActing(e) => format!("{} returned", e.tool_use().name),
+///         HookEvent::ActingChunk(e) => format!("{} progress", e.tool_use().name),
+///         HookEvent::PreSummary(_) => "summarising".to_owned(),
+///         HookEvent::PostSummary(e) => format!("summary: {}", e.summary_message().text()),
+///         HookEvent::SummaryChunk(_) => "summary delta".to_owned(),
+///         HookEvent::Error(e) => format!("failed: {}", e.error()),
+///     }
+/// }
+/// ```
     PreCall(PreCallEvent),
     PostCall(PostCallEvent),
     PreReasoning(PreReasoningEvent),

@@ -6,7 +6,7 @@ use std::ops::{BitOr, BitOrAssign};
 
 use serde::{Deserialize, Serialize};
 
-/// The kind of a [`HookEvent`], without its data.
+/// The kind of a [`HookEvent`](crate::HookEvent), without its data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum HookEventType {
     /// Before the call starts.

@@ -94,7 +94,18 @@ pub(crate) async fn run(
         context = context.with_tool_kind(tool.name(), tool.kind());
     }
     let call_id = context.id();
-    let mut call = Call::new(config, &hooks, &toolkit, sink, guard.token(), context);
+    let mut call = Call {
+        config,
+        hooks: &hooks,
+        toolkit: &toolkit,
+        sink,
+        cancel: guard.token(),
+        context,
+        base_system: None,
+        iteration: 0,
+        gotos: 0,
+        open: OpenToolCalls::new(&*config.memory),
+    };
     let mut outcome = call.execute(input).await;
     if finish.is_armed() {
         if outcome.is_err() {
@@ -202,29 +213,7 @@ pub(crate) struct Call<'a> {
     open: OpenToolCalls<'a>,
 }
 
-impl<'a> Call<'a> {
-    fn new(
-        config: &'a AgentConfig,
-        hooks: &'a HookChain,
-        toolkit: &'a Toolkit,
-        sink: Option<&'a EventSink>,
-        cancel: &'a CancellationToken,
-        context: CallContext,
-    ) -> Self {
-        Self {
-            config,
-            hooks,
-            toolkit,
-            sink,
-            cancel,
-            context,
-            base_system: None,
-            iteration: 0,
-            gotos: 0,
-            open: OpenToolCalls::new(&*config.memory),
-        }
-    }
-
+impl Call<'_> {
     async fn execute(&mut self, input: Vec<Msg>) -> Result<Msg, AgentError> {
         match self.lifecycle(input).await {
             Ok(reply) => Ok(reply),

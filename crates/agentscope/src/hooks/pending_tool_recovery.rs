@@ -23,7 +23,7 @@ use agentscope_core::conversation::pending_tool_uses;
 /// `.hook(PendingToolRecoveryHook::new())`.
 ///
 /// Without it, such input fails the call with
-/// [`AgentError::PendingToolCalls`](agentscope_core::AgentError::PendingToolCalls) (calls
+/// [`ConversationError::PendingToolCalls`](agentscope_core::ConversationError::PendingToolCalls) (calls
 /// left pending by a `stop_agent()`, a suspended tool, or an approval that never came). With
 /// it, each unanswered call gets the error result
 /// [`DEFAULT_RESULT`](PendingToolRecoveryHook::DEFAULT_RESULT) (or the text given to

@@ -84,7 +84,7 @@ const CANCELLED: &str = "cancelled";
 /// # Per-call state
 ///
 /// The open spans of a call live in the call's extensions (see
-/// [`Extensions`](agentscope_core::Extensions)), not in the hook, so one `TracingHook` may
+/// [`Extensions`]), not in the hook, so one `TracingHook` may
 /// serve many agents and concurrent calls (even concurrent calls on one agent with
 /// `check_running(false)`) without them seeing each other's spans. A call that is dropped (or
 /// interrupted by a dropped stream) fires neither PostCall nor Error: its spans close when the
