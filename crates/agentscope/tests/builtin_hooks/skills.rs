@@ -1,17 +1,14 @@
 //! Skills: the catalogue reaches only the system message of model requests (never memory),
 //! `load_skill` returns a skill's instructions, and bad skill files give errors naming them.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::support::describe::system_texts;
 use agentscope::hooks::{Skill, SkillError, SkillHook};
 use agentscope::prelude::*;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
-use support::describe::system_texts;
 
 const CATALOGUE: &str = "## Skills\n\
 You have skills: packaged instructions for specialised tasks. Only their names and \

@@ -1,12 +1,12 @@
 //! Knowledge / RAG: documents retrieved for the last user message of the new input reach the
 //! model in this call's system message, for every reasoning step of the call, and nothing of
 //! them is stored in memory.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::Arc;
 
+use crate::support::describe::brief::{describe, memory_of};
+use crate::support::describe::system_texts;
+use crate::support::warnings::Warnings;
 use agentscope::hooks::{
     Document, GenericRAGHook, InMemoryKnowledge, Knowledge, KnowledgeError, ScoredDocument,
 };
@@ -14,9 +14,6 @@ use agentscope::prelude::*;
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
-use support::describe::brief::{describe, memory_of};
-use support::describe::system_texts;
-use support::warnings::Warnings;
 use tracing_subscriber::Registry;
 use tracing_subscriber::layer::SubscriberExt;
 

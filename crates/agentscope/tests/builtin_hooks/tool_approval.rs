@@ -1,8 +1,7 @@
 //! Tool approval (human in the loop): approve, edit and reject paths, a mixed batch, resuming without a decision, no retry loop after a rejection, recovery and a restored conversation, with exact memory, model requests and tool call counts.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
+use crate::support::fixtures::expr;
+use crate::support::rows::{Row, answer_row, rows, user};
 use agentscope::hooks::{
     ApprovalDecision, ApprovalError, ApprovalPolicy, PendingToolRecoveryHook, ToolApprovalHook,
 };
@@ -11,8 +10,6 @@ use agentscope::{BoxedHook, InMemoryMemory};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
-use support::fixtures::expr;
-use support::rows::{Row, answer_row, rows, user};
 
 const AWAITING_C1: &str =
     "tool calls awaiting approval: [c1]; approve, edit or reject them before resuming";

@@ -1,11 +1,11 @@
 //! Bad input at the edges (what errors.rs, modification.rs and goto.rs don't already cover): invalid JSON-schema tool definitions and duplicate tool names rejected at build time with a clear error; goto_reasoning with wrong, extra or duplicate result ids; hooks that change a tool call's id or an event's kind by replacing the event; Msg JSON with unknown block types, roles or shapes (an error, never a panic), including a property test over arbitrary JSON. Secrets in Debug output are checked in crates/agentscope-openai/tests (errors.rs, secrets.rs).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::support::describe::memory_of;
+use crate::support::fixtures::{CANCELLED, SwapModel};
+use crate::support::invariants::{Pending, assert_follow_up_call, assert_invariants};
 use agentscope::prelude::*;
 use agentscope::{CallContext, ConversationError};
 use agentscope::{HookFn, PostCallEvent, PreActingEvent, ToolkitError};
@@ -13,9 +13,6 @@ use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedResponse};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use support::describe::memory_of;
-use support::fixtures::{CANCELLED, SwapModel};
-use support::invariants::{Pending, assert_follow_up_call, assert_invariants};
 
 type K = HookEventType;
 

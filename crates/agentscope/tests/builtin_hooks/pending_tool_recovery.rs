@@ -1,17 +1,14 @@
 //! Pending tool recovery: new input while tool calls are pending fails without the hook and goes on with it (error results for the unanswered calls), with the exact memory and model input afterwards.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
+use crate::support::fixtures::expr;
+use crate::support::hooks::stop_after_first_reasoning;
+use crate::support::rows::{Row, answer_row, rows, user};
 use agentscope::BoxedHook;
 use agentscope::ConversationError;
 use agentscope::hooks::PendingToolRecoveryHook;
 use agentscope::prelude::*;
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
-use support::fixtures::expr;
-use support::hooks::stop_after_first_reasoning;
-use support::rows::{Row, answer_row, rows, user};
 
 const NOT_COMPLETED: &str =
     "Error: Tool call was not completed: the conversation moved on before it ran.";

@@ -1,19 +1,16 @@
 //! `goto_reasoning`: immediate validation, what a valid goto stores and sends to the model, its independence from `max_iters`, the `max_goto_reasoning` cap, and stop winning over goto.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::support::fixtures::expr;
+use crate::support::rows::{Row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
-use support::fixtures::expr;
-use support::rows::{Row, row, rows, user};
 
 fn assistant(t: &str, reason: Option<GenerateReason>) -> Row {
     row(

@@ -1,12 +1,12 @@
 //! `agent.stream(...)`: exact event sequences, incremental and accumulated chunks, every `StreamOptions` filter, tool progress, post-hook values, error and empty-response endings, parity with `call()`, per-stream isolation, cancellation by drop, and backpressure.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::support::fixtures::CANCELLED;
+use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::rows::{Row, rows, text};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelError};
 use agentscope_test::tools::{Calculator, EchoTool, ProgressTool};
@@ -14,9 +14,6 @@ use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedRespo
 use futures::StreamExt;
 use futures::stream::FusedStream;
 use serde_json::json;
-use support::fixtures::CANCELLED;
-use support::invariants::assert_no_orphan_tool_use;
-use support::rows::{Row, rows, text};
 use tokio::sync::Notify;
 
 fn calc_use(id: &str, e: &str) -> ContentBlock {

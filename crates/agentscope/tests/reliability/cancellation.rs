@@ -1,26 +1,23 @@
 //! Cancellation: a property test that drops the call future (or the stream) after every possible number of polls k, over random scenarios with tools, hooks, stops, suspensions, faults and interrupts, and checks the invariants of docs/reliability.md after each drop and a follow-up call; and `interrupt()` fired from a hook at each of the twelve event kinds, with the exact outcome.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::support::describe::memory_of;
+use crate::support::fixtures::{
+    INTERRUPTED, REPLY, SwapModel, YieldingHook, eleven_kinds_script, poll_stream_times,
+    poll_times, run_counting, work_tool, yield_once,
+};
+use crate::support::invariants::{
+    Ending, Pending, assert_follow_up_call, assert_invariants, assert_invariants_after_drops,
+    endings,
+};
 use agentscope::prelude::*;
 use agentscope_test::tools::{FailingTool, PanickingTool, ProgressTool, SuspendingTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedResponse};
 use futures::StreamExt;
 use proptest::prelude::*;
 use serde_json::json;
-use support::describe::memory_of;
-use support::fixtures::{
-    INTERRUPTED, REPLY, SwapModel, YieldingHook, eleven_kinds_script, poll_stream_times,
-    poll_times, run_counting, work_tool, yield_once,
-};
-use support::invariants::{
-    Ending, Pending, assert_follow_up_call, assert_invariants, assert_invariants_after_drops,
-    endings,
-};
 
 type K = HookEventType;
 

@@ -1,17 +1,14 @@
 //! `interrupt()`: from hooks at PreReasoning, ReasoningChunk and PostReasoning, during a running tool from another task; the exact memory (no orphan tool-use), the reply, PostCall; interrupting an idle agent; the agent working normally afterwards.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::time::Duration;
 
+use crate::support::fixtures::{INTERRUPTED, REPLY};
+use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::rows::{Row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope_test::tools::{Calculator, SlowTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::json;
-use support::fixtures::{INTERRUPTED, REPLY};
-use support::invariants::assert_no_orphan_tool_use;
-use support::rows::{Row, row, rows, user};
 
 fn interrupt_reply() -> Row {
     row(

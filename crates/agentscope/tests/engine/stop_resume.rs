@@ -1,19 +1,16 @@
 //! Stop, resume and suspension: `stop_agent()` after reasoning and after acting, resuming pending tool calls (with `()` or with tool results), the validation of resume input, suspended tools, and the per-call iteration count.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::fixtures::expr;
+use crate::support::hooks::stop_after_first_reasoning;
+use crate::support::rows::{Row, row, rows, text, user};
 use agentscope::ConversationError;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
 use agentscope_test::tools::{Calculator, SuspendingTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
-use support::fixtures::expr;
-use support::hooks::stop_after_first_reasoning;
-use support::rows::{Row, row, rows, text, user};
 
 fn tool_use(id: &str, name: &str, input: Value) -> ContentBlock {
     ToolUseBlock::new(id, name, input).into()

@@ -1,21 +1,20 @@
 //! Fault injection: a hook that errs or panics at each of the twelve events; tools that panic, fail, hang past a time limit or return 10 MB; models that fail before output, mid-stream, answer nothing or send arguments that are not JSON. Each case checks the exact caller error (or the exact error result the model sees), the invariants of docs/reliability.md, and that the agent serves a follow-up call.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::support::describe::{describe, memory_of};
+use crate::support::fixtures::{CANCELLED, SwapModel, eleven_kinds_script, hang_tool};
+use crate::support::invariants::{
+    Ending, Pending, assert_follow_up_call, assert_invariants, endings,
+};
 use agentscope::prelude::*;
 use agentscope::{HookFn, ModelError};
 use agentscope_test::tools::{EchoTool, FailingTool, PanickingTool, ProgressTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use support::describe::{describe, memory_of};
-use support::fixtures::{CANCELLED, SwapModel, eleven_kinds_script, hang_tool};
-use support::invariants::{Ending, Pending, assert_follow_up_call, assert_invariants, endings};
 
 type K = HookEventType;
 

@@ -1,22 +1,19 @@
 //! Event modifications: every setter of the DESIGN section 3 table has its effect exactly
 //! where documented (memory, model requests, tool execution, stream, reply), and changes
 //! chain from one hook to the next.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::describe::parsed::{describe, memory_of};
+use crate::support::describe::tool_names;
+use crate::support::fixtures::{CANCELLED, calc_call};
+use crate::support::hooks::on;
 use agentscope::prelude::*;
 use agentscope::{AgentError, BoxedHook, ModelRequest};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
-use support::describe::parsed::{describe, memory_of};
-use support::describe::tool_names;
-use support::fixtures::{CANCELLED, calc_call};
-use support::hooks::on;
 
 use agentscope::HookEventType as K;
 

@@ -1,11 +1,9 @@
 //! JsonlTraceHook: every hook event becomes one JSON line that reads back (read_trace) into the events that happened, with chunk lines only when asked, events as the earlier hooks left them, files appended to, and writer failures that never fail the call.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::io::{self, Cursor, Write};
 use std::sync::{Arc, Mutex};
 
+use crate::support::describe::texts;
 use agentscope::BoxedHook;
 use agentscope::hooks::{JsonlTraceHook, TraceEvent, TraceRecord, read_trace};
 use agentscope::prelude::*;
@@ -13,7 +11,6 @@ use agentscope_test::tools::{Calculator, ProgressTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::executor::block_on;
 use serde_json::{Value, json};
-use support::describe::texts;
 
 /// A writer the test reads back.
 #[derive(Clone, Default)]

@@ -1,5 +1,4 @@
 //! TracingHook: span names, OpenTelemetry GenAI fields and parent/child structure captured by a test `tracing` layer, error.type on failures, and cleanup of dropped calls.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

@@ -1,21 +1,18 @@
 //! Failure paths: hook errors and panics at every chained event, notification-hook failures, ErrorEvent delivery, model errors, empty responses, tool failures the model sees, and build errors.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::support::fixtures::CANCELLED;
+use crate::support::hooks::Log;
+use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::rows::{Row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope::{HookFn, ModelError, ToolkitError};
 use agentscope_test::tools::{Calculator, EchoTool, FailingTool, PanickingTool, ProgressTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
-use support::fixtures::CANCELLED;
-use support::hooks::Log;
-use support::invariants::assert_no_orphan_tool_use;
-use support::rows::{Row, row, rows, user};
 
 fn calc_call_row() -> Row {
     row(

@@ -2,19 +2,16 @@
 //! PreReasoning and PreSummary, prepended to every model request, never stored, and SYSTEM
 //! injection rejected on every input list (call input, PreCall, PreReasoning, PreSummary,
 //! goto messages, `observe`).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::fixtures::calc_call;
+use crate::support::hooks::on;
 use agentscope::ConversationError;
 use agentscope::prelude::*;
 use agentscope::{AgentError, BoxedHook, InMemoryMemory};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
-use support::fixtures::calc_call;
-use support::hooks::on;
 
 use agentscope::HookEventType as K;
 

@@ -1,20 +1,17 @@
 //! Concurrency: the busy check, back-to-back calls, `check_running(false)`, many agents on a multi-thread runtime, and dropping a call future mid-tool.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::support::fixtures::CANCELLED;
+use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::rows::{Row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope_test::tools::SlowTool;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
-use support::fixtures::CANCELLED;
-use support::invariants::assert_no_orphan_tool_use;
-use support::rows::{Row, row, rows, user};
 use tokio::sync::{Barrier, Notify};
 
 /// A tool `gate` that signals `entered` when it starts, then waits for `release` (forever

@@ -1,8 +1,6 @@
 //! Structured output (`call_structured`): the exact memory and model requests for a direct answer, a text answer that draws a reminder, invalid arguments, running out of reminders, real tool calls before the answer, and calls that end without a value.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
+use crate::support::describe::tool_names;
 use agentscope::hooks::StructuredOutputHook;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelRequest, ToolChoice};
@@ -11,7 +9,6 @@ use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use support::describe::tool_names;
 
 #[derive(Debug, PartialEq, Deserialize, JsonSchema)]
 struct City {

@@ -1,21 +1,18 @@
 //! Concurrency at scale: 1,000 agents called (and streamed) concurrently on a multi-thread runtime lose and duplicate nothing; 1,000 back-to-back calls on one agent, each started the moment the previous result arrives (on another thread, or before the previous stream is drained), never trip the busy check; N truly overlapping calls on one agent yield exactly one success per window and `AgentError::Busy` for the rest, with no hook events for the rejected ones.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::describe::{describe, memory_of};
+use crate::support::fixtures::SwapModel;
+use crate::support::invariants::{Ending, Pending, assert_invariants, endings_for, parse_endings};
 use agentscope::prelude::*;
 use agentscope_test::tools::EchoTool;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
-use support::describe::{describe, memory_of};
-use support::fixtures::SwapModel;
-use support::invariants::{Ending, Pending, assert_invariants, endings_for, parse_endings};
 use tokio::sync::{Barrier, Notify, mpsc};
 
 type K = HookEventType;

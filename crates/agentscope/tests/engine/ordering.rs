@@ -1,23 +1,20 @@
 //! Hook dispatch order: exact event sequences of a call (plain answer, tool call, parallel
 //! batch), priority and registration order, interest masks, and chained vs notification
 //! dispatch (plus a property test of the ordering rule).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::support::describe::parsed::memory_of;
+use crate::support::fixtures::build_agent;
+use crate::support::hooks::{Log, entries, new_log, push};
 use agentscope::prelude::*;
 use agentscope::{AgentError, BoxedHook, HookFn, ModelError};
 use agentscope_test::tools::{Calculator, ProgressTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use proptest::prelude::*;
 use serde_json::json;
-use support::describe::parsed::memory_of;
-use support::fixtures::build_agent;
-use support::hooks::{Log, entries, new_log, push};
 
 use agentscope::HookEventType as K;
 
