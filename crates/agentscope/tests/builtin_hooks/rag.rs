@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::support::describe::brief::{describe, memory_of};
 use crate::support::describe::system_texts;
+use crate::support::failures::hook_error;
 use crate::support::warnings::Warnings;
 use agentscope::hooks::{
     Document, GenericRAGHook, InMemoryKnowledge, Knowledge, KnowledgeError, ScoredDocument,
@@ -204,12 +205,7 @@ async fn a_failing_knowledge_base_is_skipped_unless_required() {
     let model = ScriptedModel::new([]);
     let strict = self::agent(&model, GenericRAGHook::new(Broken).with_fail_on_error(true));
     let err = strict.call("hello").await.unwrap_err();
-    match &err {
-        AgentError::Hook { hook, event, .. } => {
-            assert_eq!((hook.as_str(), event), ("rag", &HookEventType::PreCall));
-        }
-        other => panic!("{other:?}"),
-    }
+    hook_error(&err, "rag", HookEventType::PreCall);
     assert_eq!(
         err.to_string(),
         "hook 'rag' failed at PreCall: index offline"

@@ -1,6 +1,7 @@
 //! Structured output (`call_structured`): the exact memory and model requests for a direct answer, a text answer that draws a reminder, invalid arguments, running out of reminders, real tool calls before the answer, and calls that end without a value.
 
 use crate::support::describe::tool_names;
+use crate::support::failures::hook_error;
 use agentscope::hooks::StructuredOutputHook;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelRequest, ToolChoice};
@@ -295,21 +296,11 @@ async fn three_reminders_then_a_text_answer_fail_the_call_and_leave_only_the_inp
         .await
         .unwrap_err();
 
-    match &err {
-        AgentError::Hook {
-            hook,
-            event,
-            source,
-        } => {
-            assert_eq!(hook, "structured_output");
-            assert_eq!(*event, HookEventType::PostReasoning);
-            assert_eq!(
-                source.to_string(),
-                "the model did not call generate_response after 3 reminders"
-            );
-        }
-        other => panic!("unexpected error: {other}"),
-    }
+    let source = hook_error(&err, "structured_output", HookEventType::PostReasoning);
+    assert_eq!(
+        source.to_string(),
+        "the model did not call generate_response after 3 reminders"
+    );
     assert_eq!(rec.types(), [HookEventType::Error]);
     // The last request carried every answer and reminder so far, with the tool forced.
     let requests = model.requests();

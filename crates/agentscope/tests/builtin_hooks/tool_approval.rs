@@ -1,5 +1,6 @@
 //! Tool approval (human in the loop): approve, edit and reject paths, a mixed batch, resuming without a decision, no retry loop after a rejection, recovery and a restored conversation, with exact memory, model requests and tool call counts.
 
+use crate::support::failures::hook_error;
 use crate::support::fixtures::expr;
 use crate::support::rows::{Row, answer_row, rows, user};
 use agentscope::hooks::{
@@ -324,18 +325,8 @@ async fn resuming_without_a_decision_fails_before_anything_is_stored() {
 
     let err = s.agent.call(()).await.unwrap_err();
 
-    match &err {
-        AgentError::Hook {
-            hook,
-            event,
-            source,
-        } => {
-            assert_eq!(hook, "tool_approval");
-            assert_eq!(*event, HookEventType::PreCall);
-            assert_eq!(source.to_string(), AWAITING_C1);
-        }
-        other => panic!("unexpected error: {other}"),
-    }
+    let source = hook_error(&err, "tool_approval", HookEventType::PreCall);
+    assert_eq!(source.to_string(), AWAITING_C1);
     assert_eq!(s.agent.memory().messages(), before);
     assert_eq!(s.model.request_count(), 1);
     assert_eq!(s.calc.log().count(), 0);

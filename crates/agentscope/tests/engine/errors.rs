@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::support::failures::{assert_hook_panicked, hook_error};
 use crate::support::fixtures::CANCELLED;
 use crate::support::hooks::Log;
 use crate::support::invariants::assert_no_orphan_tool_use;
@@ -72,19 +73,11 @@ async fn assert_hook_error_at(kind: HookEventType, max_iters: usize, memory: Vec
 
     let err = agent.call("q").await.unwrap_err();
 
-    match &err {
-        AgentError::Hook {
-            hook,
-            event,
-            source: HookError::Failed { message, source },
-        } => {
-            assert_eq!(hook, "failing");
-            assert_eq!(*event, kind);
-            assert_eq!(message, "nope");
-            assert!(source.is_none());
-        }
-        other => panic!("expected a Hook error at {kind}, got {other:?}"),
-    }
+    let source = hook_error(&err, "failing", kind);
+    assert!(
+        matches!(source, HookError::Failed { message, source: None } if message == "nope"),
+        "{source:?}"
+    );
     let text = format!("hook 'failing' failed at {kind}: nope");
     assert_eq!(err.to_string(), text);
     assert_eq!(
@@ -244,18 +237,7 @@ async fn a_panicking_hook_fails_the_call_and_the_agent_stays_usable() {
 
     let err = agent.call("first").await.unwrap_err();
 
-    match &err {
-        AgentError::Hook {
-            hook,
-            event,
-            source: HookError::Panicked { message },
-        } => {
-            assert_eq!(hook, "panicky");
-            assert_eq!(*event, HookEventType::PreReasoning);
-            assert_eq!(message, "boom");
-        }
-        other => panic!("expected a panicked hook, got {other:?}"),
-    }
+    assert_hook_panicked(&err, "panicky", HookEventType::PreReasoning, "boom");
     assert_eq!(
         *log.lock().unwrap(),
         ["observer: hook 'panicky' failed at PreReasoning: hook panicked: boom"]
@@ -294,13 +276,11 @@ async fn a_panicking_async_hook_is_caught_and_leaves_no_orphan_tool_use() {
 
     let err = agent.call("q").await.unwrap_err();
 
-    assert!(
-        matches!(
-            &err,
-            AgentError::Hook { hook, event: HookEventType::PostActing, source: HookError::Panicked { message } }
-                if hook == "async-panicker" && message == "async boom"
-        ),
-        "{err:?}"
+    assert_hook_panicked(
+        &err,
+        "async-panicker",
+        HookEventType::PostActing,
+        "async boom",
     );
     let memory = agent.memory().messages();
     assert_eq!(

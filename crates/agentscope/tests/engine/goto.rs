@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::support::failures::{hook_error, invalid_goto};
 use crate::support::fixtures::expr;
 use crate::support::rows::{Row, row, rows, user};
 use agentscope::prelude::*;
@@ -125,21 +126,11 @@ async fn a_goto_hook_returning_the_validation_error_fails_the_call() {
 
     let err = agent.call("q").await.unwrap_err();
 
-    match err {
-        AgentError::Hook {
-            hook,
-            event,
-            source: HookError::InvalidGoto(message),
-        } => {
-            assert_eq!(hook, "goto");
-            assert_eq!(event, HookEventType::PostReasoning);
-            assert_eq!(
-                message.to_string(),
-                "Cannot proceed without ToolResult when there are pending ToolUse. Pending tools: [calculator]"
-            );
-        }
-        other => panic!("unexpected {other:?}"),
-    }
+    let source = hook_error(&err, "goto", HookEventType::PostReasoning);
+    assert_eq!(
+        invalid_goto(source).to_string(),
+        "Cannot proceed without ToolResult when there are pending ToolUse. Pending tools: [calculator]"
+    );
     // The reasoning message was never stored: no orphan tool-use.
     assert_eq!(rows(&agent.memory().messages()), vec![user("q")]);
 }

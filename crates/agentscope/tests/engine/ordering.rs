@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::support::describe::parsed::memory_of;
+use crate::support::failures::{assert_hook_failed, assert_hook_panicked};
 use crate::support::fixtures::build_agent;
 use crate::support::hooks::{Log, entries, new_log, push};
 use agentscope::prelude::*;
@@ -771,18 +772,7 @@ async fn chained_event_error_stops_the_chain_and_fails_the_call() {
 
     let err = agent.call(Msg::user("q")).await.unwrap_err();
 
-    match &err {
-        AgentError::Hook {
-            hook,
-            event,
-            source: HookError::Failed { message, .. },
-        } => {
-            assert_eq!(hook, "gate");
-            assert_eq!(*event, K::PreReasoning);
-            assert_eq!(message, "denied");
-        }
-        other => panic!("unexpected error {other:?}"),
-    }
+    assert_hook_failed(&err, "gate", K::PreReasoning, "denied");
     assert_eq!(
         err.to_string(),
         "hook 'gate' failed at PreReasoning: denied"
@@ -819,18 +809,7 @@ async fn panic_in_a_chained_hook_is_caught_and_the_agent_stays_usable() {
     );
 
     let err = agent.call(Msg::user("one")).await.unwrap_err();
-    match &err {
-        AgentError::Hook {
-            hook,
-            event,
-            source: HookError::Panicked { message },
-        } => {
-            assert_eq!(hook, "bomb");
-            assert_eq!(*event, K::PostReasoning);
-            assert_eq!(message, "boom");
-        }
-        other => panic!("unexpected error {other:?}"),
-    }
+    assert_hook_panicked(&err, "bomb", K::PostReasoning, "boom");
     assert_eq!(
         rec.types(),
         [K::PreCall, K::PreReasoning, K::ReasoningChunk, K::Error]

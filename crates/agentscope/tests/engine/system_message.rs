@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::failures::{hook_error, invalid_goto};
 use crate::support::fixtures::calc_call;
 use crate::support::hooks::on;
 use agentscope::ConversationError;
@@ -618,18 +619,8 @@ async fn system_message_in_goto_messages_is_rejected_at_once() {
         }
         other => panic!("goto_reasoning returned {other:?}"),
     }
-    match &err {
-        AgentError::Hook {
-            hook,
-            event,
-            source: HookError::InvalidGoto(error),
-        } => {
-            assert_eq!(hook, "goto-injector");
-            assert_eq!(*event, K::PostReasoning);
-            assert_eq!(error.to_string(), expected);
-        }
-        other => panic!("unexpected error {other:?}"),
-    }
+    let source = hook_error(&err, "goto-injector", K::PostReasoning);
+    assert_eq!(invalid_goto(source).to_string(), expected);
     assert_eq!(model.request_count(), 1);
     let mut expected_memory = before;
     expected_memory.push(r#"user/user: text "q""#.to_owned());
