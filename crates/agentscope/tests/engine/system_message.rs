@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::describe::parsed::{describe, memory_of};
 use crate::support::failures::{hook_error, invalid_goto};
 use crate::support::fixtures::calc_call;
 use crate::support::hooks::on;
@@ -53,34 +54,6 @@ fn agent_with_history(
         .build()
         .unwrap();
     (agent, memory)
-}
-
-fn describe(msg: &Msg) -> String {
-    let blocks: Vec<String> = msg
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text(t) => format!("text {:?}", t.text.as_str()),
-            ContentBlock::ToolUse(t) => format!("tool_use {} {} {}", t.id, t.name, t.input),
-            ContentBlock::ToolResult(r) => format!(
-                "tool_result {} {}{} {:?}",
-                r.id,
-                r.name,
-                if r.is_error { " error" } else { "" },
-                r.text_output()
-            ),
-            other => format!("{other:?}"),
-        })
-        .collect();
-    let reason = msg
-        .generate_reason()
-        .map(|r| format!(" <{r:?}>"))
-        .unwrap_or_default();
-    format!("{}/{}: {}{reason}", msg.role, msg.name, blocks.join(" | "))
-}
-
-fn memory_of(agent: &ReActAgent) -> Vec<String> {
-    agent.memory().messages().iter().map(describe).collect()
 }
 
 /// The text blocks of the system message of every model request (`None`: no system message).
