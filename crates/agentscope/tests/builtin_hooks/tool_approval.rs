@@ -2,7 +2,7 @@
 
 use crate::support::failures::hook_error;
 use crate::support::fixtures::expr;
-use crate::support::rows::{Row, answer_row, rows, user};
+use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
 use agentscope::hooks::{
     ApprovalDecision, ApprovalError, ApprovalPolicy, PendingToolRecoveryHook, ToolApprovalHook,
 };
@@ -10,32 +10,16 @@ use agentscope::prelude::*;
 use agentscope::{BoxedHook, InMemoryMemory};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const AWAITING_C1: &str =
     "tool calls awaiting approval: [c1]; approve, edit or reject them before resuming";
-
-fn calls_row(calls: &[(&str, &str, Value)], reason: Option<GenerateReason>) -> Row {
-    (
-        Role::Assistant,
-        "assistant".into(),
-        calls
-            .iter()
-            .map(|(id, name, input)| ToolUseBlock::new(*id, *name, input.clone()).into())
-            .collect(),
-        reason,
-    )
-}
 
 fn stopped_calc_row() -> Row {
     calls_row(
         &[("c1", "calculator", expr("6*7"))],
         Some(GenerateReason::ReasoningStopRequested),
     )
-}
-
-fn result_row(result: ToolResultBlock) -> Row {
-    (Role::Tool, result.name.clone(), vec![result.into()], None)
 }
 
 fn ids(calls: &[ToolUseBlock]) -> Vec<String> {

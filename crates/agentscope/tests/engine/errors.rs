@@ -8,7 +8,7 @@ use crate::support::failures::{assert_hook_panicked, hook_error};
 use crate::support::fixtures::CANCELLED;
 use crate::support::hooks::Log;
 use crate::support::invariants::assert_no_orphan_tool_use;
-use crate::support::rows::{Row, row, rows, user};
+use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
 use agentscope::prelude::*;
 use agentscope::{HookFn, ModelError, ToolkitError};
 use agentscope_test::tools::{Calculator, EchoTool, FailingTool, PanickingTool, ProgressTool};
@@ -16,16 +16,16 @@ use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedRespo
 use serde_json::{Value, json};
 
 fn calc_call_row() -> Row {
-    row(
-        Role::Assistant,
-        "assistant",
-        vec![ToolUseBlock::new("c1", "calculator", json!({"expression": "6*7"})).into()],
-        None,
-    )
+    calls_row(&[("c1", "calculator", json!({"expression": "6*7"}))], None)
 }
 
-fn calc_result_row(result: ToolResultBlock) -> Row {
-    row(Role::Tool, "calculator", vec![result.into()], None)
+/// Memory once the calculator answered call c1 of "q": the question, the call, its result.
+fn after_the_tool_ran() -> Vec<Row> {
+    vec![
+        user("q"),
+        calc_call_row(),
+        result_row(ToolResultBlock::text("c1", "calculator", "42")),
+    ]
 }
 
 /// Fails with "nope" at events of `kind`.
@@ -127,7 +127,7 @@ async fn hook_error_at_pre_acting_closes_the_stored_tool_call() {
         vec![
             user("q"),
             calc_call_row(),
-            calc_result_row(ToolResultBlock::error("c1", "calculator", CANCELLED)),
+            result_row(ToolResultBlock::error("c1", "calculator", CANCELLED)),
         ],
     )
     .await;
@@ -135,64 +135,24 @@ async fn hook_error_at_pre_acting_closes_the_stored_tool_call() {
 
 #[tokio::test]
 async fn hook_error_at_post_acting_leaves_no_orphan_tool_use() {
-    assert_hook_error_at(
-        HookEventType::PostActing,
-        10,
-        vec![
-            user("q"),
-            calc_call_row(),
-            calc_result_row(ToolResultBlock::text("c1", "calculator", "42")),
-        ],
-    )
-    .await;
+    assert_hook_error_at(HookEventType::PostActing, 10, after_the_tool_ran()).await;
 }
 
 #[tokio::test]
 async fn hook_error_at_post_call() {
-    assert_hook_error_at(
-        HookEventType::PostCall,
-        10,
-        vec![
-            user("q"),
-            calc_call_row(),
-            calc_result_row(ToolResultBlock::text("c1", "calculator", "42")),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![ContentBlock::text("done")],
-                Some(GenerateReason::ModelStop),
-            ),
-        ],
-    )
-    .await;
+    let mut memory = after_the_tool_ran();
+    memory.push(answer_row("done"));
+    assert_hook_error_at(HookEventType::PostCall, 10, memory).await;
 }
 
 #[tokio::test]
 async fn hook_error_at_pre_summary() {
-    assert_hook_error_at(
-        HookEventType::PreSummary,
-        1,
-        vec![
-            user("q"),
-            calc_call_row(),
-            calc_result_row(ToolResultBlock::text("c1", "calculator", "42")),
-        ],
-    )
-    .await;
+    assert_hook_error_at(HookEventType::PreSummary, 1, after_the_tool_ran()).await;
 }
 
 #[tokio::test]
 async fn hook_error_at_post_summary() {
-    assert_hook_error_at(
-        HookEventType::PostSummary,
-        1,
-        vec![
-            user("q"),
-            calc_call_row(),
-            calc_result_row(ToolResultBlock::text("c1", "calculator", "42")),
-        ],
-    )
-    .await;
+    assert_hook_error_at(HookEventType::PostSummary, 1, after_the_tool_ran()).await;
 }
 
 struct AsyncPanicker;
@@ -248,16 +208,7 @@ async fn a_panicking_hook_fails_the_call_and_the_agent_stays_usable() {
     assert_eq!(reply.text(), "unused");
     assert_eq!(
         rows(&agent.memory().messages()),
-        vec![
-            user("first"),
-            user("second"),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![ContentBlock::text("unused")],
-                Some(GenerateReason::ModelStop)
-            ),
-        ]
+        vec![user("first"), user("second"), answer_row("unused")]
     );
 }
 
@@ -283,14 +234,7 @@ async fn a_panicking_async_hook_is_caught_and_leaves_no_orphan_tool_use() {
         "async boom",
     );
     let memory = agent.memory().messages();
-    assert_eq!(
-        rows(&memory),
-        vec![
-            user("q"),
-            calc_call_row(),
-            calc_result_row(ToolResultBlock::text("c1", "calculator", "42")),
-        ]
-    );
+    assert_eq!(rows(&memory), after_the_tool_ran());
     assert_no_orphan_tool_use(&memory);
     assert_eq!(agent.call("again").await.unwrap().text(), "after");
 }
@@ -537,14 +481,7 @@ async fn tool_failures_become_error_results_the_model_sees() {
     ];
     let expected_rows: Vec<Row> = expected
         .iter()
-        .map(|(id, name, text)| {
-            row(
-                Role::Tool,
-                name,
-                vec![ToolResultBlock::error(*id, *name, text.as_str()).into()],
-                None,
-            )
-        })
+        .map(|(id, name, text)| result_row(ToolResultBlock::error(*id, *name, text.as_str())))
         .collect();
     let requests = model.requests();
     assert_eq!(requests.len(), 2);

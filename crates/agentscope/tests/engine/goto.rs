@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::failures::{hook_error, invalid_goto};
 use crate::support::fixtures::expr;
-use crate::support::rows::{Row, row, rows, user};
+use crate::support::rows::{Row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
 use agentscope_test::tools::{Calculator, EchoTool};
@@ -170,18 +170,8 @@ async fn valid_goto_with_tool_results_stores_them_and_reasons_again() {
     );
     let expected = vec![
         user("q"),
-        row(
-            Role::Assistant,
-            "assistant",
-            vec![ToolUseBlock::new("c1", "calculator", expr("6*7")).into()],
-            None,
-        ),
-        row(
-            Role::Tool,
-            "calculator",
-            vec![ToolResultBlock::text("c1", "calculator", "cached 42").into()],
-            None,
-        ),
+        calls_row(&[("c1", "calculator", expr("6*7"))], None),
+        result_row(ToolResultBlock::text("c1", "calculator", "cached 42")),
         assistant("It is 42.", Some(GenerateReason::ModelStop)),
     ];
     assert_eq!(rows(&agent.memory().messages()), expected);

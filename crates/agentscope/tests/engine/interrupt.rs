@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::support::fixtures::{INTERRUPTED, REPLY};
 use crate::support::invariants::assert_no_orphan_tool_use;
-use crate::support::rows::{Row, row, rows, user};
+use crate::support::rows::{Row, answer_row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope_test::tools::{Calculator, SlowTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
@@ -20,12 +20,7 @@ fn interrupt_reply() -> Row {
 }
 
 fn interrupted_result(id: &str, name: &str) -> Row {
-    row(
-        Role::Tool,
-        name,
-        vec![ToolResultBlock::error(id, name, INTERRUPTED).into()],
-        None,
-    )
+    result_row(ToolResultBlock::error(id, name, INTERRUPTED))
 }
 
 fn build(model: &ScriptedModel, toolkit: Toolkit, rec: &RecordingHook) -> ReActAgent {
@@ -62,15 +57,7 @@ async fn assert_works_normally_afterwards(agent: &ReActAgent, model: &ScriptedMo
     assert_eq!(reply.generate_reason(), Some(GenerateReason::ModelStop));
     assert_eq!(
         rows(&agent.memory().messages()[before..]),
-        vec![
-            user("next"),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![ContentBlock::text("back to normal")],
-                Some(GenerateReason::ModelStop)
-            )
-        ]
+        vec![user("next"), answer_row("back to normal")]
     );
 }
 
@@ -222,12 +209,10 @@ async fn interrupt_after_reasoning_gives_pending_calls_interrupted_results() {
         rows(&memory),
         vec![
             user("q"),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![
-                    ToolUseBlock::new("c1", "calculator", json!({"expression": "6*7"})).into(),
-                    ToolUseBlock::new("c2", "calculator", json!({"expression": "1+1"})).into(),
+            calls_row(
+                &[
+                    ("c1", "calculator", json!({"expression": "6*7"})),
+                    ("c2", "calculator", json!({"expression": "1+1"})),
                 ],
                 None
             ),
@@ -285,23 +270,16 @@ async fn interrupt_from_another_task_cancels_a_running_tool() {
         rows(&memory),
         vec![
             user("q"),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![
-                    ToolUseBlock::new("c1", "calculator", json!({"expression": "6*7"})).into(),
-                    ToolUseBlock::new("c2", "slow", json!({"ms": 60_000})).into(),
-                    ToolUseBlock::new("c3", "calculator", json!({"expression": "1+1"})).into(),
+            calls_row(
+                &[
+                    ("c1", "calculator", json!({"expression": "6*7"})),
+                    ("c2", "slow", json!({"ms": 60_000})),
+                    ("c3", "calculator", json!({"expression": "1+1"})),
                 ],
                 None
             ),
             // c1 finished before the interrupt and keeps its real result.
-            row(
-                Role::Tool,
-                "calculator",
-                vec![ToolResultBlock::text("c1", "calculator", "42").into()],
-                None
-            ),
+            result_row(ToolResultBlock::text("c1", "calculator", "42")),
             interrupted_result("c2", "slow"),
             interrupted_result("c3", "calculator"),
             interrupt_reply(),
@@ -339,15 +317,7 @@ async fn interrupting_an_idle_agent_does_nothing() {
     assert_eq!(reply.generate_reason(), Some(GenerateReason::ModelStop));
     assert_eq!(
         rows(&agent.memory().messages()),
-        vec![
-            user("hi"),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![ContentBlock::text("hello")],
-                Some(GenerateReason::ModelStop)
-            )
-        ]
+        vec![user("hi"), answer_row("hello")]
     );
     assert!(rec.types().contains(&HookEventType::PostCall));
 }
