@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::describe::memory_of;
 use crate::support::fixtures::{
-    INTERRUPTED, REPLY, SwapModel, YieldingHook, eleven_kinds_script, poll_stream_times,
-    poll_times, run_counting, work_tool, yield_once,
+    ELEVEN_KINDS_EVENTS, INTERRUPTED, REPLY, SwapModel, YieldingHook, eleven_kinds_memory,
+    eleven_kinds_script, poll_stream_times, poll_times, run_counting, work_tool, yield_once,
 };
 use crate::support::invariants::{
     Ending, Pending, assert_follow_up_call, assert_invariants, assert_invariants_after_drops,
@@ -459,7 +459,6 @@ fn interrupted_reply() -> String {
 /// events a recorder after the interrupting hook saw (chunks included).
 fn expected_after_interrupt_at(kind: HookEventType) -> (String, Vec<String>, Vec<HookEventType>) {
     let interrupted_call = format!("tool/progress: tool_result c1 progress error {INTERRUPTED:?}");
-    let summary = r#"assistant/assistant: text "summary" <MaxIterations>"#.to_owned();
     let reasoning = [
         K::PreCall,
         K::PreReasoning,
@@ -552,18 +551,8 @@ fn expected_after_interrupt_at(kind: HookEventType) -> (String, Vec<String>, Vec
         // The summary is complete: nothing is left to interrupt.
         K::PostSummary | K::PostCall => (
             "summary".to_owned(),
-            vec![USER.to_owned(), CALL.to_owned(), DONE.to_owned(), summary],
-            with(&[
-                K::PreActing,
-                K::ActingChunk,
-                K::ActingChunk,
-                K::PostActing,
-                K::PreSummary,
-                K::SummaryChunk,
-                K::SummaryChunk,
-                K::PostSummary,
-                K::PostCall,
-            ]),
+            eleven_kinds_memory(),
+            ELEVEN_KINDS_EVENTS.to_vec(),
         ),
         K::Error => panic!("Error has its own scenario"),
     }

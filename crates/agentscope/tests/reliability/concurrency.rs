@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::support::fixtures::CANCELLED;
 use crate::support::invariants::assert_no_orphan_tool_use;
-use crate::support::rows::{Row, row, rows, user};
+use crate::support::rows::{Row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope_test::tools::SlowTool;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
@@ -40,12 +40,7 @@ fn gate_call() -> ScriptedResponse {
 }
 
 fn gate_call_row() -> Row {
-    row(
-        Role::Assistant,
-        "assistant",
-        vec![ToolUseBlock::new("c1", "gate", json!({})).into()],
-        None,
-    )
+    calls_row(&[("c1", "gate", json!({}))], None)
 }
 
 #[tokio::test]
@@ -223,14 +218,11 @@ async fn two_hundred_agents_called_concurrently_lose_and_duplicate_nothing() {
                     ],
                     None
                 ),
-                row(
-                    Role::Tool,
+                result_row(ToolResultBlock::text(
+                    format!("c{i}"),
                     "echo",
-                    vec![
-                        ToolResultBlock::text(format!("c{i}"), "echo", format!("agent {i}")).into()
-                    ],
-                    None
-                ),
+                    format!("agent {i}")
+                )),
                 row(
                     Role::Assistant,
                     &name,
@@ -283,12 +275,7 @@ async fn dropping_the_call_future_mid_tool_frees_the_agent_and_closes_the_call()
         vec![
             user("q"),
             gate_call_row(),
-            row(
-                Role::Tool,
-                "gate",
-                vec![ToolResultBlock::error("c1", "gate", CANCELLED).into()],
-                None
-            ),
+            result_row(ToolResultBlock::error("c1", "gate", CANCELLED)),
         ]
     );
     assert_no_orphan_tool_use(&memory);
@@ -342,12 +329,7 @@ async fn dropping_the_call_future_during_a_slow_tool_frees_the_agent_at_once() {
     let memory = agent.memory().messages();
     assert_eq!(
         rows(&memory[2..3]),
-        vec![row(
-            Role::Tool,
-            "slow",
-            vec![ToolResultBlock::error("c1", "slow", CANCELLED).into()],
-            None
-        )]
+        vec![result_row(ToolResultBlock::error("c1", "slow", CANCELLED))]
     );
     assert_no_orphan_tool_use(&memory);
 }

@@ -277,6 +277,38 @@ pub(crate) fn eleven_kinds_script() -> Vec<ScriptedResponse> {
     ]
 }
 
+/// Every event of the eleven-kinds scenario ([`eleven_kinds_script`]) run to its end, chunks
+/// included, in order.
+pub(crate) const ELEVEN_KINDS_EVENTS: [HookEventType; 15] = [
+    HookEventType::PreCall,
+    HookEventType::PreReasoning,
+    HookEventType::ReasoningChunk,
+    HookEventType::ReasoningChunk,
+    HookEventType::ReasoningChunk,
+    HookEventType::PostReasoning,
+    HookEventType::PreActing,
+    HookEventType::ActingChunk,
+    HookEventType::ActingChunk,
+    HookEventType::PostActing,
+    HookEventType::PreSummary,
+    HookEventType::SummaryChunk,
+    HookEventType::SummaryChunk,
+    HookEventType::PostSummary,
+    HookEventType::PostCall,
+];
+
+/// The memory (in the [`describe`](super::describe::describe) form) of the eleven-kinds
+/// scenario run to its end with the input "q" and the `progress` tool.
+pub(crate) fn eleven_kinds_memory() -> Vec<String> {
+    vec![
+        r#"user/user: text "q""#.to_owned(),
+        r#"assistant/assistant: text "Let me check." | tool_use c1 progress {"steps":2}"#
+            .to_owned(),
+        r#"tool/progress: tool_result c1 progress "done""#.to_owned(),
+        r#"assistant/assistant: text "summary" <MaxIterations>"#.to_owned(),
+    ]
+}
+
 /// An agent with `model`, `toolkit` and `hooks`, and otherwise the defaults (no system
 /// prompt).
 pub(crate) fn build_agent(
