@@ -2,6 +2,7 @@
 
 use crate::support::describe::tool_names;
 use crate::support::failures::hook_error;
+use crate::support::fixtures::recorded_agent;
 use agentscope::hooks::StructuredOutputHook;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelRequest, ToolChoice};
@@ -178,12 +179,7 @@ async fn the_hook_and_tool_exist_for_that_call_only() {
         ScriptedResponse::tool_call("g1", "generate_response", paris()),
         ScriptedResponse::text("plain"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
     let order_before = agent.hook_order();
 
     let _: City = agent.call_structured("q").await.unwrap();

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::support::failures::{assert_hook_panicked, hook_error};
-use crate::support::fixtures::CANCELLED;
+use crate::support::fixtures::{CANCELLED, recorded_agent};
 use crate::support::hooks::Log;
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
@@ -313,12 +313,7 @@ async fn a_failing_error_hook_never_replaces_the_original_error() {
 #[tokio::test]
 async fn model_error_before_any_output() {
     let model = ScriptedModel::new([ScriptedResponse::error("model down")]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let err = agent.call("q").await.unwrap_err();
 
@@ -348,12 +343,7 @@ async fn model_error_mid_stream() {
         ScriptedChunk::text("par"),
         ScriptedChunk::error("connection reset"),
     ])]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let err = agent.call("q").await.unwrap_err();
 
@@ -375,12 +365,7 @@ async fn model_error_mid_stream() {
 
 async fn assert_empty_response_errors(response: ScriptedResponse) {
     let model = ScriptedModel::new([response]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let err = tokio::time::timeout(Duration::from_secs(10), agent.call("q"))
         .await

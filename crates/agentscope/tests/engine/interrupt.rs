@@ -2,12 +2,12 @@
 
 use std::time::Duration;
 
-use crate::support::fixtures::{INTERRUPTED, REPLY};
+use crate::support::fixtures::{INTERRUPTED, REPLY, recorded_agent};
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope_test::tools::{Calculator, SlowTool};
-use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
+use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
 fn interrupt_reply() -> Row {
@@ -21,15 +21,6 @@ fn interrupt_reply() -> Row {
 
 fn interrupted_result(id: &str, name: &str) -> Row {
     result_row(ToolResultBlock::error(id, name, INTERRUPTED))
-}
-
-fn build(model: &ScriptedModel, toolkit: Toolkit, rec: &RecordingHook) -> ReActAgent {
-    ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(toolkit)
-        .hook(rec.clone())
-        .build()
-        .unwrap()
 }
 
 /// Registers a hook that interrupts `agent` the first time it sees an event of `kind`.
@@ -65,8 +56,7 @@ async fn assert_works_normally_afterwards(agent: &ReActAgent, model: &ScriptedMo
 async fn interrupt_at_pre_reasoning_returns_the_interrupt_reply() {
     // No scripted response: the model must not be called at all.
     let model = ScriptedModel::new([]);
-    let rec = RecordingHook::new(100);
-    let agent = build(&model, Toolkit::new(), &rec);
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
     interrupt_at(&agent, HookEventType::PreReasoning);
 
     let reply = agent.call("q").await;
@@ -106,8 +96,7 @@ async fn interrupt_during_model_chunks_stores_the_partial_message() {
         ScriptedChunk::text("lo"),
         ScriptedChunk::text(" world"),
     ])]);
-    let rec = RecordingHook::new(100);
-    let agent = build(&model, Toolkit::new(), &rec);
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
     interrupt_at(&agent, HookEventType::ReasoningChunk);
 
     let reply = agent.call("q").await.unwrap();
@@ -147,8 +136,7 @@ async fn interrupt_during_a_streamed_tool_call_leaves_no_orphan_tool_use() {
         ScriptedChunk::text(" More."),
     ])]);
     let calc = Calculator::new();
-    let rec = RecordingHook::new(100);
-    let agent = build(&model, Toolkit::new().tool(calc.clone()), &rec);
+    let (agent, _rec) = recorded_agent(&model, Toolkit::new().tool(calc.clone()));
     // The second chunk (the tool call) triggers the interrupt.
     let handle = agent.clone();
     agent.add_hook(
@@ -195,8 +183,7 @@ async fn interrupt_after_reasoning_gives_pending_calls_interrupted_results() {
         ("c2", "calculator", json!({"expression": "1+1"})),
     ])]);
     let calc = Calculator::new();
-    let rec = RecordingHook::new(100);
-    let agent = build(&model, Toolkit::new().tool(calc.clone()), &rec);
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(calc.clone()));
     interrupt_at(&agent, HookEventType::PostReasoning);
 
     let reply = agent.call("q").await.unwrap();
@@ -244,12 +231,7 @@ async fn interrupt_from_another_task_cancels_a_running_tool() {
     ])]);
     let calc = Calculator::new();
     let slow = SlowTool::new();
-    let rec = RecordingHook::new(100);
-    let agent = build(
-        &model,
-        Toolkit::new().tool(calc.clone()).tool(slow.clone()),
-        &rec,
-    );
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(calc.clone()).tool(slow.clone()));
 
     let running = tokio::spawn(agent.call("q"));
     // Wait (without a deadline) until the slow tool is running.
@@ -306,8 +288,7 @@ async fn interrupt_from_another_task_cancels_a_running_tool() {
 #[tokio::test]
 async fn interrupting_an_idle_agent_does_nothing() {
     let model = ScriptedModel::new([ScriptedResponse::text("hello")]);
-    let rec = RecordingHook::new(100);
-    let agent = build(&model, Toolkit::new(), &rec);
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     agent.interrupt();
     agent.interrupt();
@@ -325,8 +306,7 @@ async fn interrupting_an_idle_agent_does_nothing() {
 #[tokio::test]
 async fn interrupt_between_calls_does_not_affect_the_next_call() {
     let model = ScriptedModel::new([ScriptedResponse::text("one")]);
-    let rec = RecordingHook::new(100);
-    let agent = build(&model, Toolkit::new(), &rec);
+    let (agent, _rec) = recorded_agent(&model, Toolkit::new());
     assert_eq!(agent.call("a").await.unwrap().text(), "one");
     agent.interrupt();
     assert_works_normally_afterwards(&agent, &model).await;
@@ -338,8 +318,7 @@ async fn interrupt_while_waiting_for_the_model_returns_promptly() {
         ScriptedModel::new(
             [ScriptedResponse::text("too late").with_delay(Duration::from_secs(60))],
         );
-    let rec = RecordingHook::new(100);
-    let agent = build(&model, Toolkit::new(), &rec);
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let running = tokio::spawn(agent.call("q"));
     // Wait (without a deadline) until the model was asked.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::support::describe::parsed::memory_of;
 use crate::support::failures::{assert_hook_failed, assert_hook_panicked};
-use crate::support::fixtures::build_agent;
+use crate::support::fixtures::{build_agent, recorded_agent};
 use crate::support::hooks::{Log, entries, new_log, push};
 use agentscope::prelude::*;
 use agentscope::{AgentError, BoxedHook, HookFn, ModelError};
@@ -86,8 +86,7 @@ async fn plain_answer_fires_call_reasoning_and_one_chunk_event_per_model_chunk()
         ScriptedChunk::text("Hel"),
         ScriptedChunk::text("lo"),
     ])]);
-    let rec = RecordingHook::new(100);
-    let agent = build_agent(&model, Toolkit::new(), vec![BoxedHook::new(rec.clone())]);
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let reply = agent.call(Msg::user("hi")).await.unwrap();
 
@@ -140,12 +139,7 @@ async fn tool_call_then_answer_fires_acting_events_with_progress_chunks_in_betwe
         ScriptedResponse::chunks([ScriptedChunk::text("All "), ScriptedChunk::text("done.")]),
     ]);
     let tool = ProgressTool::new();
-    let rec = RecordingHook::new(100);
-    let agent = build_agent(
-        &model,
-        Toolkit::new().tool(tool.clone()),
-        vec![BoxedHook::new(rec.clone())],
-    );
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(tool.clone()));
 
     let reply = agent.call(Msg::user("go")).await.unwrap();
 
@@ -224,12 +218,7 @@ async fn calculator_round_trip_event_sequence_without_progress_chunks() {
         ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
         ScriptedResponse::text("42"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = build_agent(
-        &model,
-        Toolkit::new().tool(Calculator::new()),
-        vec![BoxedHook::new(rec.clone())],
-    );
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(Calculator::new()));
 
     agent.call(Msg::user("6*7?")).await.unwrap();
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::support::fixtures::CANCELLED;
+use crate::support::fixtures::{CANCELLED, recorded_agent};
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::rows::{Row, rows, text};
 use agentscope::prelude::*;
@@ -294,13 +294,7 @@ async fn tool_progress_chunks_arrive_in_order_before_the_result() {
         ScriptedResponse::tool_call("c1", "progress", json!({"steps": 3})),
         ScriptedResponse::text("ok"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .toolkit(Toolkit::new().tool(ProgressTool::new()))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(ProgressTool::new()));
 
     let events = collect_ok(agent.stream(
         "q",
@@ -427,12 +421,7 @@ async fn an_error_ends_the_stream_after_error_hooks_and_the_stream_stays_fused()
         ScriptedChunk::text("par"),
         ScriptedChunk::error("cut"),
     ])]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let mut stream = agent.stream("q", StreamOptions::default());
     let first = stream.next().await.unwrap().unwrap();
@@ -662,13 +651,7 @@ async fn dropping_the_stream_mid_way_frees_the_agent_and_closes_open_calls() {
         ScriptedResponse::tool_call("c1", "gate", json!({})),
         ScriptedResponse::text("fresh"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .toolkit(Toolkit::new().tool(gate))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(gate));
 
     let mut stream = agent.stream("q", StreamOptions::default());
     loop {

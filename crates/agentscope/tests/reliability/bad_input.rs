@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::support::describe::memory_of;
-use crate::support::fixtures::{CANCELLED, SwapModel};
+use crate::support::fixtures::{CANCELLED, SwapModel, recorded_agent};
 use crate::support::invariants::{Pending, assert_follow_up_call, assert_invariants};
 use agentscope::prelude::*;
 use agentscope::{CallContext, ConversationError};
@@ -180,13 +180,10 @@ async fn a_structured_call_with_a_generate_response_tool_in_the_toolkit_is_rejec
         value: u32,
     }
     let model = SwapModel::new([]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(schema_tool("generate_response", json!({"type": "object"}))))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(
+        &model,
+        Toolkit::new().tool(schema_tool("generate_response", json!({"type": "object"}))),
+    );
 
     let err = agent.call_structured::<Answer>("q").await.unwrap_err();
 

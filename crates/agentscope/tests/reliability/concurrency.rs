@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::support::fixtures::CANCELLED;
+use crate::support::fixtures::{CANCELLED, recorded_agent};
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::rows::{Row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
@@ -254,13 +254,7 @@ async fn dropping_the_call_future_mid_tool_frees_the_agent_and_closes_the_call()
     let entered = Arc::new(Notify::new());
     let never = Arc::new(Notify::new());
     let model = ScriptedModel::new([gate_call(), ScriptedResponse::text("fresh")]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .toolkit(Toolkit::new().tool(gate_tool(&entered, &never)))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(gate_tool(&entered, &never)));
 
     tokio::select! {
         result = agent.call("q") => panic!("the gated call finished: {result:?}"),

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::support::describe::{describe, memory_of};
 use crate::support::fixtures::{
     CANCELLED, ELEVEN_KINDS_EVENTS, SwapModel, eleven_kinds_memory, eleven_kinds_script, hang_tool,
+    recorded_agent,
 };
 use crate::support::invariants::{
     Ending, Pending, assert_follow_up_call, assert_invariants, endings,
@@ -523,13 +524,7 @@ async fn a_ten_megabyte_tool_result_reaches_the_model_intact_and_is_held_once() 
         ScriptedResponse::tool_call("c1", "dump", json!({})),
         ScriptedResponse::text("got it"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(tool))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(tool));
 
     let mut stream = agent.stream("q", StreamOptions::default());
     let mut streamed = Vec::new();

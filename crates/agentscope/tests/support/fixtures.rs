@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ChatStream, ModelError, ModelRequest};
-use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
+use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
 
@@ -322,4 +322,20 @@ pub(crate) fn build_agent(
         .hooks(hooks)
         .build()
         .unwrap()
+}
+
+/// An agent with `model` and `toolkit` (and otherwise the defaults), and the
+/// [`RecordingHook`] (priority 100) that sees its every event.
+pub(crate) fn recorded_agent<M: Model + Clone>(
+    model: &M,
+    toolkit: Toolkit,
+) -> (ReActAgent, RecordingHook) {
+    let rec = RecordingHook::new(100);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(toolkit)
+        .hook(rec.clone())
+        .build()
+        .unwrap();
+    (agent, rec)
 }
