@@ -72,6 +72,18 @@ fn agent(model: ScriptedModel, hooks: Vec<BoxedHook>) -> ReActAgent {
         .unwrap()
 }
 
+/// The event kinds of a run with one tool call, without chunks.
+const TOOL_CALL_RUN: [&str; 8] = [
+    "PreCall",
+    "PreReasoning",
+    "PostReasoning",
+    "PreActing",
+    "PostActing",
+    "PreReasoning",
+    "PostReasoning",
+    "PostCall",
+];
+
 fn kinds(records: &[TraceRecord]) -> Vec<&'static str> {
     records
         .iter()
@@ -111,19 +123,7 @@ fn a_tool_call_run_reads_back_as_the_events_that_happened() {
     }
 
     let records = out.records();
-    assert_eq!(
-        kinds(&records),
-        [
-            "PreCall",
-            "PreReasoning",
-            "PostReasoning",
-            "PreActing",
-            "PostActing",
-            "PreReasoning",
-            "PostReasoning",
-            "PostCall",
-        ]
-    );
+    assert_eq!(kinds(&records), TOOL_CALL_RUN);
     // Exactly the events a hook right after the trace saw, in order.
     let seen = recorder.events();
     assert_eq!(records.len(), seen.len());
@@ -241,19 +241,7 @@ fn chunk_events_are_recorded_only_with_chunks_enabled() {
     };
 
     let without = run(false);
-    assert_eq!(
-        kinds(&without),
-        [
-            "PreCall",
-            "PreReasoning",
-            "PostReasoning",
-            "PreActing",
-            "PostActing",
-            "PreReasoning",
-            "PostReasoning",
-            "PostCall",
-        ]
-    );
+    assert_eq!(kinds(&without), TOOL_CALL_RUN);
 
     let with = run(true);
     assert_eq!(
