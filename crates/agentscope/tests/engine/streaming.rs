@@ -1,10 +1,11 @@
 //! `agent.stream(...)`: exact event sequences, incremental and accumulated chunks, every `StreamOptions` filter, tool progress, post-hook values, error and empty-response endings, parity with `call()`, per-stream isolation, cancellation by drop, and backpressure.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::support::fixtures::{CANCELLED, recorded_agent};
+use crate::support::hooks::counting;
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::rows::{Row, rows, text};
 use agentscope::prelude::*;
@@ -695,17 +696,10 @@ async fn a_slow_consumer_holds_the_engine_back() {
     let model = ScriptedModel::new([ScriptedResponse::chunks(
         (0..CHUNKS).map(|_| ScriptedChunk::text("x")),
     )]);
-    let produced = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&produced);
+    let (counter, produced) = counting(HookEventType::ReasoningChunk);
     let agent = ReActAgent::builder()
         .model(model)
-        .hook(
-            hook_fn(move |_| {
-                counter.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            })
-            .with_interests(HookEventType::ReasoningChunk),
-        )
+        .hook(counter)
         .build()
         .unwrap();
 

@@ -1,10 +1,11 @@
 //! Concurrency: the busy check, back-to-back calls, `check_running(false)`, many agents on a multi-thread runtime, and dropping a call future mid-tool.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::support::fixtures::{CANCELLED, recorded_agent};
+use crate::support::hooks::counting;
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::rows::{Row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
@@ -96,17 +97,10 @@ async fn back_to_back_calls_never_trip_the_busy_check() {
     let model = ScriptedModel::new([ScriptedResponse::text("ok")])
         .cycling()
         .without_recording();
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&calls);
+    let (counter, calls) = counting(HookEventType::PostCall);
     let agent = ReActAgent::builder()
         .model(model)
-        .hook(
-            hook_fn(move |_| {
-                counter.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            })
-            .with_interests(HookEventType::PostCall),
-        )
+        .hook(counter)
         .build()
         .unwrap();
 
