@@ -32,6 +32,15 @@ fn temp_store() -> (TempDir, JsonFileSessionStore) {
     (dir, store)
 }
 
+/// An agent playing `model`, bound to the session `id` of `store`.
+fn bound_agent(model: ScriptedModel, store: impl SessionStore, id: &str) -> ReActAgent {
+    ReActAgent::builder()
+        .model(model)
+        .session(store, id)
+        .build()
+        .unwrap()
+}
+
 /// Messages holding every content block kind, tool calls with raw (unparsed) input, error
 /// results with nested output, generate reasons, usage and odd text.
 fn every_block_kind() -> Vec<Msg> {
@@ -187,11 +196,7 @@ async fn invalid_session_ids_are_rejected_before_touching_the_disk() {
 async fn bad_session_files_fail_the_call_and_are_kept() {
     let (_dir, store) = temp_store();
     let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .session(store.clone(), "s1")
-        .build()
-        .unwrap();
+    let agent = bound_agent(model.clone(), store.clone(), "s1");
     agent.call("hi").await.unwrap();
     let path = store.path_of("s1").unwrap();
     let good = fs::read(&path).unwrap();
@@ -260,11 +265,7 @@ async fn io_errors_name_the_session_and_the_path() {
     let not_a_dir = dir.path().join("file");
     fs::write(&not_a_dir, "I am a file").unwrap();
     let store = JsonFileSessionStore::new(&not_a_dir);
-    let agent = ReActAgent::builder()
-        .model(ScriptedModel::new([]))
-        .session(store, "s1")
-        .build()
-        .unwrap();
+    let agent = bound_agent(ScriptedModel::new([]), store, "s1");
     let message = agent.call("hi").await.unwrap_err().to_string();
     let expected = format!(
         "session error: session 's1': I/O error: reading {}: ",
@@ -278,11 +279,7 @@ async fn io_errors_name_the_session_and_the_path() {
 #[tokio::test]
 async fn invalid_session_id_fails_the_call() {
     let (_dir, store) = temp_store();
-    let agent = ReActAgent::builder()
-        .model(ScriptedModel::new([]))
-        .session(store, "a/b")
-        .build()
-        .unwrap();
+    let agent = bound_agent(ScriptedModel::new([]), store, "a/b");
     assert_eq!(
         agent.call("hi").await.unwrap_err().to_string(),
         "session error: invalid session id 'a/b': it contains '/'; allowed are ASCII letters, digits, '-', '_' and '.'"
@@ -537,11 +534,7 @@ async fn a_failed_save_fails_the_call_and_the_next_call_starts_from_the_stored_s
         ScriptedResponse::text("two"),
         ScriptedResponse::text("three"),
     ]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .session(store.clone(), "s")
-        .build()
-        .unwrap();
+    let agent = bound_agent(model.clone(), store.clone(), "s");
     agent.call("1").await.unwrap();
     store.fail_saves(true);
     let err = agent.call("2").await.unwrap_err();
@@ -555,11 +548,7 @@ async fn a_failed_save_fails_the_call_and_the_next_call_starts_from_the_stored_s
 
     // A call that fails anyway keeps its own error when the save fails too.
     let fresh = ScriptedModel::new([ScriptedResponse::error("boom")]);
-    let failing = ReActAgent::builder()
-        .model(fresh)
-        .session(store.clone(), "s")
-        .build()
-        .unwrap();
+    let failing = bound_agent(fresh, store.clone(), "s");
     assert_eq!(
         failing.call("x").await.unwrap_err().to_string(),
         "model error: boom"
@@ -629,11 +618,7 @@ async fn a_dropped_call_is_not_saved_and_the_next_call_restores_the_stored_state
 async fn a_missing_session_is_a_fresh_conversation() {
     let (_dir, store) = temp_store();
     let model = ScriptedModel::new([ScriptedResponse::text("one"), ScriptedResponse::text("two")]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .session(store.clone(), "s")
-        .build()
-        .unwrap();
+    let agent = bound_agent(model.clone(), store.clone(), "s");
     agent.call("1").await.unwrap();
     assert!(store.delete("s").await.unwrap());
     agent.call("2").await.unwrap();
@@ -672,11 +657,7 @@ async fn a_missing_session_is_a_fresh_conversation() {
 #[tokio::test]
 async fn observe_and_metadata_go_through_the_session() {
     let (_dir, store) = temp_store();
-    let a = ReActAgent::builder()
-        .model(ScriptedModel::new([]))
-        .session(store.clone(), "s")
-        .build()
-        .unwrap();
+    let a = bound_agent(ScriptedModel::new([]), store.clone(), "s");
     a.observe(Msg::user("a note")).await.unwrap();
     a.update_metadata(|m| {
         m.insert("title".into(), json!("Refunds"));
@@ -688,11 +669,7 @@ async fn observe_and_metadata_go_through_the_session() {
     assert_eq!(stored.metadata["title"], "Refunds");
 
     let model = ScriptedModel::new([ScriptedResponse::text("ok")]);
-    let b = ReActAgent::builder()
-        .model(model.clone())
-        .session(store.clone(), "s")
-        .build()
-        .unwrap();
+    let b = bound_agent(model.clone(), store.clone(), "s");
     assert!(b.metadata().is_empty());
     b.call("hi").await.unwrap();
     assert_eq!(b.metadata()["title"], "Refunds");
@@ -806,11 +783,7 @@ async fn save_state_and_load_state_round_trip() {
 #[tokio::test]
 async fn load_state_with_a_session_saves_it() {
     let (_dir, store) = temp_store();
-    let agent = ReActAgent::builder()
-        .model(ScriptedModel::new([]))
-        .session(store.clone(), "s")
-        .build()
-        .unwrap();
+    let agent = bound_agent(ScriptedModel::new([]), store.clone(), "s");
     let state = state_of(every_block_kind());
     agent.load_state(state.clone()).await.unwrap();
     let stored = store.load("s").await.unwrap().unwrap();

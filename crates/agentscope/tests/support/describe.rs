@@ -6,6 +6,8 @@
 //!   unparsed arguments shown by its `raw_input`;
 //! - [`parsed::describe`] / [`parsed::memory_of`]: the same, but a tool-use always shows its
 //!   parsed `input`;
+//! - [`without_reason::describe`] / [`without_reason::memory_of`]: `role/name: blocks` with a
+//!   tool-use's parsed `input`, without the generate reason;
 //! - [`brief::describe`] / [`brief::memory_of`]: `role: blocks`, without the name, the error
 //!   flag of tool results, or the generate reason.
 
@@ -15,7 +17,7 @@ use agentscope_test::ScriptedModel;
 
 /// `role/name: blocks <generate reason>`, exact enough to compare whole memories.
 pub(crate) fn describe(msg: &Msg) -> String {
-    describe_with(msg, true)
+    describe_with(msg, true, true)
 }
 
 /// [`describe`] for every message of the agent's memory.
@@ -24,8 +26,9 @@ pub(crate) fn memory_of(agent: &ReActAgent) -> Vec<String> {
 }
 
 /// `role/name: blocks <generate reason>`; a tool-use shows its `raw_input` when it has one and
-/// `show_raw_input` is set, otherwise its parsed `input`.
-fn describe_with(msg: &Msg, show_raw_input: bool) -> String {
+/// `show_raw_input` is set, otherwise its parsed `input`; the generate reason only with
+/// `show_reason`.
+fn describe_with(msg: &Msg, show_raw_input: bool, show_reason: bool) -> String {
     let blocks: Vec<String> = msg
         .content
         .iter()
@@ -48,6 +51,7 @@ fn describe_with(msg: &Msg, show_raw_input: bool) -> String {
         .collect();
     let reason = msg
         .generate_reason()
+        .filter(|_| show_reason)
         .map(|r| format!(" <{r:?}>"))
         .unwrap_or_default();
     format!("{}/{}: {}{reason}", msg.role, msg.name, blocks.join(" | "))
@@ -60,7 +64,22 @@ pub(crate) mod parsed {
 
     /// `role/name: blocks <generate reason>`, exact enough to compare whole memories.
     pub(crate) fn describe(msg: &Msg) -> String {
-        super::describe_with(msg, false)
+        super::describe_with(msg, false, true)
+    }
+
+    /// [`describe`] for every message of the agent's memory.
+    pub(crate) fn memory_of(agent: &ReActAgent) -> Vec<String> {
+        agent.memory().messages().iter().map(describe).collect()
+    }
+}
+
+/// `role/name: blocks` with a tool-use's parsed `input` and no generate reason.
+pub(crate) mod without_reason {
+    use agentscope::prelude::*;
+
+    /// `role/name: blocks`.
+    pub(crate) fn describe(msg: &Msg) -> String {
+        super::describe_with(msg, false, false)
     }
 
     /// [`describe`] for every message of the agent's memory.

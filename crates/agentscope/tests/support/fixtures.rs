@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ChatStream, ModelError, ModelRequest};
-use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
+use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
 
@@ -277,6 +277,38 @@ pub(crate) fn eleven_kinds_script() -> Vec<ScriptedResponse> {
     ]
 }
 
+/// Every event of the eleven-kinds scenario ([`eleven_kinds_script`]) run to its end, chunks
+/// included, in order.
+pub(crate) const ELEVEN_KINDS_EVENTS: [HookEventType; 15] = [
+    HookEventType::PreCall,
+    HookEventType::PreReasoning,
+    HookEventType::ReasoningChunk,
+    HookEventType::ReasoningChunk,
+    HookEventType::ReasoningChunk,
+    HookEventType::PostReasoning,
+    HookEventType::PreActing,
+    HookEventType::ActingChunk,
+    HookEventType::ActingChunk,
+    HookEventType::PostActing,
+    HookEventType::PreSummary,
+    HookEventType::SummaryChunk,
+    HookEventType::SummaryChunk,
+    HookEventType::PostSummary,
+    HookEventType::PostCall,
+];
+
+/// The memory (in the [`describe`](super::describe::describe) form) of the eleven-kinds
+/// scenario run to its end with the input "q" and the `progress` tool.
+pub(crate) fn eleven_kinds_memory() -> Vec<String> {
+    vec![
+        r#"user/user: text "q""#.to_owned(),
+        r#"assistant/assistant: text "Let me check." | tool_use c1 progress {"steps":2}"#
+            .to_owned(),
+        r#"tool/progress: tool_result c1 progress "done""#.to_owned(),
+        r#"assistant/assistant: text "summary" <MaxIterations>"#.to_owned(),
+    ]
+}
+
 /// An agent with `model`, `toolkit` and `hooks`, and otherwise the defaults (no system
 /// prompt).
 pub(crate) fn build_agent(
@@ -290,4 +322,20 @@ pub(crate) fn build_agent(
         .hooks(hooks)
         .build()
         .unwrap()
+}
+
+/// An agent with `model` and `toolkit` (and otherwise the defaults), and the
+/// [`RecordingHook`] (priority 100) that sees its every event.
+pub(crate) fn recorded_agent<M: Model + Clone>(
+    model: &M,
+    toolkit: Toolkit,
+) -> (ReActAgent, RecordingHook) {
+    let rec = RecordingHook::new(100);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(toolkit)
+        .hook(rec.clone())
+        .build()
+        .unwrap();
+    (agent, rec)
 }

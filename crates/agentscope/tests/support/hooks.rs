@@ -1,6 +1,6 @@
 //! Small hooks and a shared log for hooks and tools to write to.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agentscope::prelude::*;
@@ -58,4 +58,16 @@ pub(crate) fn stop_after_first_reasoning() -> HookFn {
         Ok(())
     })
     .with_name("stopper")
+}
+
+/// A hook handling only `kinds` that counts the events it sees, and the count.
+pub(crate) fn counting(kinds: impl Into<HookEventTypes>) -> (HookFn, Arc<AtomicUsize>) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&count);
+    let hook = hook_fn(move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    })
+    .with_interests(kinds);
+    (hook, count)
 }

@@ -1,9 +1,11 @@
 //! Support shared by the integration tests: the invariant checker of `docs/reliability.md`,
-//! deterministic fixtures, text and row forms of messages to compare memories exactly, small
-//! hooks, and a collector of `tracing` warnings. Each test binary uses part of it.
+//! deterministic fixtures, assertions on how a call failed, text and row forms of messages to
+//! compare memories exactly, small hooks, and a collector of `tracing` warnings. Each test
+//! binary uses part of it.
 #![allow(dead_code)]
 
 pub(crate) mod describe;
+pub(crate) mod failures;
 pub(crate) mod fixtures;
 pub(crate) mod hooks;
 pub(crate) mod invariants;

@@ -2,6 +2,7 @@
 //! model inputs exactly, and builders for the rows tests expect.
 
 use agentscope::prelude::*;
+use serde_json::Value;
 
 /// A message as `(role, name, content, generate reason)`.
 pub(crate) type Row = (Role, String, Vec<ContentBlock>, Option<GenerateReason>);
@@ -49,4 +50,20 @@ pub(crate) fn answer_row(t: &str) -> Row {
         vec![text(t)],
         Some(GenerateReason::ModelStop),
     )
+}
+
+/// The assistant's message (named "assistant") calling `calls`, each `(id, tool, input)`,
+/// with the generate reason `reason`.
+pub(crate) fn calls_row(calls: &[(&str, &str, Value)], reason: Option<GenerateReason>) -> Row {
+    let blocks = calls
+        .iter()
+        .map(|(id, name, input)| ToolUseBlock::new(*id, *name, input.clone()).into())
+        .collect();
+    row(Role::Assistant, "assistant", blocks, reason)
+}
+
+/// The tool message carrying `result` (a tool message is named after its tool).
+pub(crate) fn result_row(result: ToolResultBlock) -> Row {
+    let name = result.name.clone();
+    row(Role::Tool, &name, vec![result.into()], None)
 }

@@ -1,11 +1,9 @@
 //! JsonlTraceHook: every hook event becomes one JSON line that reads back (read_trace) into the events that happened, with chunk lines only when asked, events as the earlier hooks left them, files appended to, and writer failures that never fail the call.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::io::{self, Cursor, Write};
 use std::sync::{Arc, Mutex};
 
+use crate::support::describe::texts;
 use agentscope::BoxedHook;
 use agentscope::hooks::{JsonlTraceHook, TraceEvent, TraceRecord, read_trace};
 use agentscope::prelude::*;
@@ -13,7 +11,6 @@ use agentscope_test::tools::{Calculator, ProgressTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::executor::block_on;
 use serde_json::{Value, json};
-use support::describe::texts;
 
 /// A writer the test reads back.
 #[derive(Clone, Default)]
@@ -75,6 +72,18 @@ fn agent(model: ScriptedModel, hooks: Vec<BoxedHook>) -> ReActAgent {
         .unwrap()
 }
 
+/// The event kinds of a run with one tool call, without chunks.
+const TOOL_CALL_RUN: [&str; 8] = [
+    "PreCall",
+    "PreReasoning",
+    "PostReasoning",
+    "PreActing",
+    "PostActing",
+    "PreReasoning",
+    "PostReasoning",
+    "PostCall",
+];
+
 fn kinds(records: &[TraceRecord]) -> Vec<&'static str> {
     records
         .iter()
@@ -114,19 +123,7 @@ fn a_tool_call_run_reads_back_as_the_events_that_happened() {
     }
 
     let records = out.records();
-    assert_eq!(
-        kinds(&records),
-        [
-            "PreCall",
-            "PreReasoning",
-            "PostReasoning",
-            "PreActing",
-            "PostActing",
-            "PreReasoning",
-            "PostReasoning",
-            "PostCall",
-        ]
-    );
+    assert_eq!(kinds(&records), TOOL_CALL_RUN);
     // Exactly the events a hook right after the trace saw, in order.
     let seen = recorder.events();
     assert_eq!(records.len(), seen.len());
@@ -244,19 +241,7 @@ fn chunk_events_are_recorded_only_with_chunks_enabled() {
     };
 
     let without = run(false);
-    assert_eq!(
-        kinds(&without),
-        [
-            "PreCall",
-            "PreReasoning",
-            "PostReasoning",
-            "PreActing",
-            "PostActing",
-            "PreReasoning",
-            "PostReasoning",
-            "PostCall",
-        ]
-    );
+    assert_eq!(kinds(&without), TOOL_CALL_RUN);
 
     let with = run(true);
     assert_eq!(

@@ -1,26 +1,23 @@
 //! Cancellation: a property test that drops the call future (or the stream) after every possible number of polls k, over random scenarios with tools, hooks, stops, suspensions, faults and interrupts, and checks the invariants of docs/reliability.md after each drop and a follow-up call; and `interrupt()` fired from a hook at each of the twelve event kinds, with the exact outcome.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::support::describe::memory_of;
+use crate::support::fixtures::{
+    ELEVEN_KINDS_EVENTS, INTERRUPTED, REPLY, SwapModel, YieldingHook, eleven_kinds_memory,
+    eleven_kinds_script, poll_stream_times, poll_times, run_counting, work_tool, yield_once,
+};
+use crate::support::invariants::{
+    Ending, Pending, assert_follow_up_call, assert_invariants, assert_invariants_after_drops,
+    endings,
+};
 use agentscope::prelude::*;
 use agentscope_test::tools::{FailingTool, PanickingTool, ProgressTool, SuspendingTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedResponse};
 use futures::StreamExt;
 use proptest::prelude::*;
 use serde_json::json;
-use support::describe::memory_of;
-use support::fixtures::{
-    INTERRUPTED, REPLY, SwapModel, YieldingHook, eleven_kinds_script, poll_stream_times,
-    poll_times, run_counting, work_tool, yield_once,
-};
-use support::invariants::{
-    Ending, Pending, assert_follow_up_call, assert_invariants, assert_invariants_after_drops,
-    endings,
-};
 
 type K = HookEventType;
 
@@ -462,7 +459,6 @@ fn interrupted_reply() -> String {
 /// events a recorder after the interrupting hook saw (chunks included).
 fn expected_after_interrupt_at(kind: HookEventType) -> (String, Vec<String>, Vec<HookEventType>) {
     let interrupted_call = format!("tool/progress: tool_result c1 progress error {INTERRUPTED:?}");
-    let summary = r#"assistant/assistant: text "summary" <MaxIterations>"#.to_owned();
     let reasoning = [
         K::PreCall,
         K::PreReasoning,
@@ -555,18 +551,8 @@ fn expected_after_interrupt_at(kind: HookEventType) -> (String, Vec<String>, Vec
         // The summary is complete: nothing is left to interrupt.
         K::PostSummary | K::PostCall => (
             "summary".to_owned(),
-            vec![USER.to_owned(), CALL.to_owned(), DONE.to_owned(), summary],
-            with(&[
-                K::PreActing,
-                K::ActingChunk,
-                K::ActingChunk,
-                K::PostActing,
-                K::PreSummary,
-                K::SummaryChunk,
-                K::SummaryChunk,
-                K::PostSummary,
-                K::PostCall,
-            ]),
+            eleven_kinds_memory(),
+            ELEVEN_KINDS_EVENTS.to_vec(),
         ),
         K::Error => panic!("Error has its own scenario"),
     }

@@ -1,19 +1,16 @@
 //! Stop, resume and suspension: `stop_agent()` after reasoning and after acting, resuming pending tool calls (with `()` or with tool results), the validation of resume input, suspended tools, and the per-call iteration count.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::fixtures::expr;
+use crate::support::hooks::stop_after_first_reasoning;
+use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
 use agentscope::ConversationError;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
 use agentscope_test::tools::{Calculator, SuspendingTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
-use support::fixtures::expr;
-use support::hooks::stop_after_first_reasoning;
-use support::rows::{Row, row, rows, text, user};
 
 fn tool_use(id: &str, name: &str, input: Value) -> ContentBlock {
     ToolUseBlock::new(id, name, input).into()
@@ -24,7 +21,7 @@ fn tool_result(id: &str, name: &str, output: &str) -> ContentBlock {
 }
 
 fn tool_row(id: &str, name: &str, output: &str) -> Row {
-    row(Role::Tool, name, vec![tool_result(id, name, output)], None)
+    result_row(ToolResultBlock::text(id, name, output))
 }
 
 /// Two calculator calls in one reasoning message.
@@ -36,12 +33,10 @@ fn two_calls() -> ScriptedResponse {
 }
 
 fn two_calls_row(reason: Option<GenerateReason>) -> Row {
-    row(
-        Role::Assistant,
-        "assistant",
-        vec![
-            tool_use("c1", "calculator", expr("6*7")),
-            tool_use("c2", "calculator", expr("1+1")),
+    calls_row(
+        &[
+            ("c1", "calculator", expr("6*7")),
+            ("c2", "calculator", expr("1+1")),
         ],
         reason,
     )
@@ -62,15 +57,12 @@ fn build(
         .unwrap()
 }
 
-/// An agent with a calculator whose first reasoning (two calls c1, c2) was stopped.
-async fn stopped_agent(
-    answer: ScriptedResponse,
-) -> (ReActAgent, ScriptedModel, Calculator, RecordingHook) {
-    let model = ScriptedModel::new([two_calls(), answer]);
+/// An agent with a calculator that stops after its first reasoning, playing `model`.
+fn stopping_agent(model: &ScriptedModel) -> (ReActAgent, Calculator, RecordingHook) {
     let calc = Calculator::new();
     let rec = RecordingHook::new(200);
     let agent = build(
-        &model,
+        model,
         Toolkit::new().tool(calc.clone()),
         10,
         vec![
@@ -78,6 +70,15 @@ async fn stopped_agent(
             BoxedHook::new(rec.clone()),
         ],
     );
+    (agent, calc, rec)
+}
+
+/// An agent with a calculator whose first reasoning (two calls c1, c2) was stopped.
+async fn stopped_agent(
+    answer: ScriptedResponse,
+) -> (ReActAgent, ScriptedModel, Calculator, RecordingHook) {
+    let model = ScriptedModel::new([two_calls(), answer]);
+    let (agent, calc, rec) = stopping_agent(&model);
     let reply = agent.call(Msg::user("q")).await.unwrap();
     assert_eq!(
         reply.generate_reason(),
@@ -90,17 +91,7 @@ async fn stopped_agent(
 #[tokio::test]
 async fn stop_after_reasoning_returns_the_stored_message_and_leaves_calls_pending() {
     let model = ScriptedModel::new([two_calls()]);
-    let calc = Calculator::new();
-    let rec = RecordingHook::new(200);
-    let agent = build(
-        &model,
-        Toolkit::new().tool(calc.clone()),
-        10,
-        vec![
-            BoxedHook::new(stop_after_first_reasoning()),
-            BoxedHook::new(rec.clone()),
-        ],
-    );
+    let (agent, calc, rec) = stopping_agent(&model);
     let reply = agent.call(Msg::user("q")).await.unwrap();
 
     assert_eq!(reply.role, Role::Assistant);
@@ -168,12 +159,7 @@ async fn resume_with_no_input_runs_the_pending_tools_exactly_once_then_reasons()
             two_calls_row(Some(GenerateReason::ReasoningStopRequested)),
             tool_row("c1", "calculator", "42"),
             tool_row("c2", "calculator", "2"),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![text("42 and 2")],
-                Some(GenerateReason::ModelStop)
-            ),
+            answer_row("42 and 2"),
         ]
     );
     // The second model request saw the tool results.
@@ -391,13 +377,11 @@ async fn stop_after_acting_at(stop_at: &'static str) {
         stored,
         vec![
             user("q"),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![
-                    tool_use("c1", "calculator", expr("1+1")),
-                    tool_use("c2", "calculator", expr("2+2")),
-                    tool_use("c3", "calculator", expr("3+3")),
+            calls_row(
+                &[
+                    ("c1", "calculator", expr("1+1")),
+                    ("c2", "calculator", expr("2+2")),
+                    ("c3", "calculator", expr("3+3")),
                 ],
                 None
             ),
@@ -471,22 +455,16 @@ async fn suspended_tool_returns_tool_suspended_and_resumes_with_its_result() {
         reply.content,
         vec![tool_use("c2", "external", json!({"task": "approve"}))]
     );
-    let calls_row = row(
-        Role::Assistant,
-        "assistant",
-        vec![
-            tool_use("c1", "calculator", expr("6*7")),
-            tool_use("c2", "external", json!({"task": "approve"})),
+    let calls = calls_row(
+        &[
+            ("c1", "calculator", expr("6*7")),
+            ("c2", "external", json!({"task": "approve"})),
         ],
         None,
     );
     assert_eq!(
         rows(&agent.memory().messages()),
-        vec![
-            user("q"),
-            calls_row.clone(),
-            tool_row("c1", "calculator", "42")
-        ]
+        vec![user("q"), calls.clone(), tool_row("c1", "calculator", "42")]
     );
     assert_eq!(external.log().count(), 1);
     assert_eq!(calc.log().count(), 1);
@@ -529,7 +507,7 @@ async fn suspended_tool_returns_tool_suspended_and_resumes_with_its_result() {
     assert_eq!(calc.log().count(), 1);
     let expected = vec![
         user("q"),
-        calls_row,
+        calls,
         tool_row("c1", "calculator", "42"),
         tool_row("c2", "external", "approved"),
     ];

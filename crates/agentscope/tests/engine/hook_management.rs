@@ -1,21 +1,18 @@
 //! Runtime hook management (`add_hook`, `remove_hook`, `clear_hooks`, `hook_order`) applies
 //! from the next call on, never to the running one; `observe` stores messages without
 //! replying and hooks see them as history on the next call.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::support::describe::hook_names;
+use crate::support::hooks::PLAIN_CALL;
 use agentscope::ConversationError;
 use agentscope::prelude::*;
 use agentscope::{AgentError, BoxedHook, HookId};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use serde_json::json;
-use support::describe::hook_names;
-use support::hooks::PLAIN_CALL;
 
 use agentscope::HookEventType as K;
 

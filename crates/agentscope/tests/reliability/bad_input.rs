@@ -1,11 +1,12 @@
 //! Bad input at the edges (what errors.rs, modification.rs and goto.rs don't already cover): invalid JSON-schema tool definitions and duplicate tool names rejected at build time with a clear error; goto_reasoning with wrong, extra or duplicate result ids; hooks that change a tool call's id or an event's kind by replacing the event; Msg JSON with unknown block types, roles or shapes (an error, never a panic), including a property test over arbitrary JSON. Secrets in Debug output are checked in crates/agentscope-openai/tests (errors.rs, secrets.rs).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::support::describe::memory_of;
+use crate::support::failures::invalid_goto;
+use crate::support::fixtures::{CANCELLED, SwapModel, recorded_agent};
+use crate::support::invariants::{Pending, assert_follow_up_call, assert_invariants};
 use agentscope::prelude::*;
 use agentscope::{CallContext, ConversationError};
 use agentscope::{HookFn, PostCallEvent, PreActingEvent, ToolkitError};
@@ -13,9 +14,6 @@ use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedResponse};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use support::describe::memory_of;
-use support::fixtures::{CANCELLED, SwapModel};
-use support::invariants::{Pending, assert_follow_up_call, assert_invariants};
 
 type K = HookEventType;
 
@@ -183,13 +181,10 @@ async fn a_structured_call_with_a_generate_response_tool_in_the_toolkit_is_rejec
         value: u32,
     }
     let model = SwapModel::new([]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(schema_tool("generate_response", json!({"type": "object"}))))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(
+        &model,
+        Toolkit::new().tool(schema_tool("generate_response", json!({"type": "object"}))),
+    );
 
     let err = agent.call_structured::<Answer>("q").await.unwrap_err();
 
@@ -255,6 +250,20 @@ async fn goto_with(
     agent
 }
 
+/// The rule a rejected goto broke, as text; panics unless the goto was rejected as invalid.
+fn rejection(outcome: Result<(), HookError>) -> String {
+    let error = outcome.expect_err("the goto must be rejected");
+    invalid_goto(&error).to_string()
+}
+
+/// Expects the goto to be rejected as invalid with an error naming `id`.
+fn rejected_naming(id: &'static str) -> impl FnOnce(Result<(), HookError>) {
+    move |outcome| {
+        let message = rejection(outcome);
+        assert!(message.contains(id), "{message}");
+    }
+}
+
 fn calc_call() -> ScriptedResponse {
     ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"}))
 }
@@ -264,14 +273,11 @@ async fn goto_with_a_wrong_result_id_is_rejected_naming_the_missing_one() {
     let agent = goto_with(
         calc_call(),
         || vec![result_msg("zz")],
-        |outcome| match outcome {
-            Err(HookError::InvalidGoto(error)) => {
-                assert_eq!(
-                    error.to_string(),
-                    "Missing ToolResult for pending ToolUse. Missing IDs: [c1]"
-                );
-            }
-            other => panic!("expected InvalidGoto, got {other:?}"),
+        |outcome| {
+            assert_eq!(
+                rejection(outcome),
+                "Missing ToolResult for pending ToolUse. Missing IDs: [c1]"
+            );
         },
     )
     .await;
@@ -295,12 +301,7 @@ async fn goto_with_an_extra_unknown_result_id_is_rejected() {
     goto_with(
         calc_call(),
         || vec![result_msg("c1"), result_msg("zz")],
-        |outcome| match outcome {
-            Err(HookError::InvalidGoto(error)) => {
-                assert!(error.to_string().contains("zz"), "{error}")
-            }
-            other => panic!("expected InvalidGoto naming 'zz', got {other:?}"),
-        },
+        rejected_naming("zz"),
     )
     .await;
 }
@@ -312,12 +313,7 @@ async fn goto_with_a_duplicate_result_id_is_rejected() {
     goto_with(
         calc_call(),
         || vec![result_msg("c1"), result_msg("c1")],
-        |outcome| match outcome {
-            Err(HookError::InvalidGoto(error)) => {
-                assert!(error.to_string().contains("c1"), "{error}")
-            }
-            other => panic!("expected InvalidGoto naming 'c1', got {other:?}"),
-        },
+        rejected_naming("c1"),
     )
     .await;
 }
@@ -328,12 +324,7 @@ async fn goto_with_a_tool_result_when_no_call_is_pending_is_rejected() {
     goto_with(
         ScriptedResponse::text("first"),
         || vec![result_msg("zz")],
-        |outcome| match outcome {
-            Err(HookError::InvalidGoto(error)) => {
-                assert!(error.to_string().contains("zz"), "{error}")
-            }
-            other => panic!("expected InvalidGoto naming 'zz', got {other:?}"),
-        },
+        rejected_naming("zz"),
     )
     .await;
 }

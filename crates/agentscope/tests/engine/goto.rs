@@ -1,19 +1,17 @@
 //! `goto_reasoning`: immediate validation, what a valid goto stores and sends to the model, its independence from `max_iters`, the `max_goto_reasoning` cap, and stop winning over goto.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::support::failures::{hook_error, invalid_goto};
+use crate::support::fixtures::expr;
+use crate::support::rows::{Row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
-use support::fixtures::expr;
-use support::rows::{Row, row, rows, user};
 
 fn assistant(t: &str, reason: Option<GenerateReason>) -> Row {
     row(
@@ -128,21 +126,11 @@ async fn a_goto_hook_returning_the_validation_error_fails_the_call() {
 
     let err = agent.call("q").await.unwrap_err();
 
-    match err {
-        AgentError::Hook {
-            hook,
-            event,
-            source: HookError::InvalidGoto(message),
-        } => {
-            assert_eq!(hook, "goto");
-            assert_eq!(event, HookEventType::PostReasoning);
-            assert_eq!(
-                message.to_string(),
-                "Cannot proceed without ToolResult when there are pending ToolUse. Pending tools: [calculator]"
-            );
-        }
-        other => panic!("unexpected {other:?}"),
-    }
+    let source = hook_error(&err, "goto", HookEventType::PostReasoning);
+    assert_eq!(
+        invalid_goto(source).to_string(),
+        "Cannot proceed without ToolResult when there are pending ToolUse. Pending tools: [calculator]"
+    );
     // The reasoning message was never stored: no orphan tool-use.
     assert_eq!(rows(&agent.memory().messages()), vec![user("q")]);
 }
@@ -182,18 +170,8 @@ async fn valid_goto_with_tool_results_stores_them_and_reasons_again() {
     );
     let expected = vec![
         user("q"),
-        row(
-            Role::Assistant,
-            "assistant",
-            vec![ToolUseBlock::new("c1", "calculator", expr("6*7")).into()],
-            None,
-        ),
-        row(
-            Role::Tool,
-            "calculator",
-            vec![ToolResultBlock::text("c1", "calculator", "cached 42").into()],
-            None,
-        ),
+        calls_row(&[("c1", "calculator", expr("6*7"))], None),
+        result_row(ToolResultBlock::text("c1", "calculator", "cached 42")),
         assistant("It is 42.", Some(GenerateReason::ModelStop)),
     ];
     assert_eq!(rows(&agent.memory().messages()), expected);

@@ -1,40 +1,30 @@
 //! Pending tool recovery: new input while tool calls are pending fails without the hook and goes on with it (error results for the unanswered calls), with the exact memory and model input afterwards.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
+use crate::support::fixtures::expr;
+use crate::support::hooks::stop_after_first_reasoning;
+use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
 use agentscope::BoxedHook;
 use agentscope::ConversationError;
 use agentscope::hooks::PendingToolRecoveryHook;
 use agentscope::prelude::*;
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
-use support::fixtures::expr;
-use support::hooks::stop_after_first_reasoning;
-use support::rows::{Row, answer_row, rows, user};
 
 const NOT_COMPLETED: &str =
     "Error: Tool call was not completed: the conversation moved on before it ran.";
 
 fn two_calls_row() -> Row {
-    (
-        Role::Assistant,
-        "assistant".into(),
-        vec![
-            ToolUseBlock::new("c1", "calculator", expr("6*7")).into(),
-            ToolUseBlock::new("c2", "calculator", expr("1+1")).into(),
+    calls_row(
+        &[
+            ("c1", "calculator", expr("6*7")),
+            ("c2", "calculator", expr("1+1")),
         ],
         Some(GenerateReason::ReasoningStopRequested),
     )
 }
 
 fn error_row(id: &str, text: &str) -> Row {
-    (
-        Role::Tool,
-        "calculator".into(),
-        vec![ToolResultBlock::error(id, "calculator", text).into()],
-        None,
-    )
+    result_row(ToolResultBlock::error(id, "calculator", text))
 }
 
 /// An agent whose first call left calculator calls c1 and c2 pending.
@@ -143,12 +133,7 @@ async fn results_in_the_input_are_kept_and_only_the_rest_are_answered() {
             user("What is 6*7 and 1+1?"),
             two_calls_row(),
             error_row("c1", "Error: skipped."),
-            (
-                Role::Tool,
-                "calculator".into(),
-                vec![ToolResultBlock::text("c2", "calculator", "2").into()],
-                None
-            ),
+            result_row(ToolResultBlock::text("c2", "calculator", "2")),
             user("And now?"),
             answer_row("ok"),
         ]

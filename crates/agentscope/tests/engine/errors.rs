@@ -1,33 +1,31 @@
 //! Failure paths: hook errors and panics at every chained event, notification-hook failures, ErrorEvent delivery, model errors, empty responses, tool failures the model sees, and build errors.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::support::failures::{assert_hook_panicked, hook_error};
+use crate::support::fixtures::{CANCELLED, recorded_agent};
+use crate::support::hooks::Log;
+use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
 use agentscope::prelude::*;
 use agentscope::{HookFn, ModelError, ToolkitError};
 use agentscope_test::tools::{Calculator, EchoTool, FailingTool, PanickingTool, ProgressTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
-use support::fixtures::CANCELLED;
-use support::hooks::Log;
-use support::invariants::assert_no_orphan_tool_use;
-use support::rows::{Row, row, rows, user};
 
 fn calc_call_row() -> Row {
-    row(
-        Role::Assistant,
-        "assistant",
-        vec![ToolUseBlock::new("c1", "calculator", json!({"expression": "6*7"})).into()],
-        None,
-    )
+    calls_row(&[("c1", "calculator", json!({"expression": "6*7"}))], None)
 }
 
-fn calc_result_row(result: ToolResultBlock) -> Row {
-    row(Role::Tool, "calculator", vec![result.into()], None)
+/// Memory once the calculator answered call c1 of "q": the question, the call, its result.
+fn after_the_tool_ran() -> Vec<Row> {
+    vec![
+        user("q"),
+        calc_call_row(),
+        result_row(ToolResultBlock::text("c1", "calculator", "42")),
+    ]
 }
 
 /// Fails with "nope" at events of `kind`.
@@ -75,19 +73,11 @@ async fn assert_hook_error_at(kind: HookEventType, max_iters: usize, memory: Vec
 
     let err = agent.call("q").await.unwrap_err();
 
-    match &err {
-        AgentError::Hook {
-            hook,
-            event,
-            source: HookError::Failed { message, source },
-        } => {
-            assert_eq!(hook, "failing");
-            assert_eq!(*event, kind);
-            assert_eq!(message, "nope");
-            assert!(source.is_none());
-        }
-        other => panic!("expected a Hook error at {kind}, got {other:?}"),
-    }
+    let source = hook_error(&err, "failing", kind);
+    assert!(
+        matches!(source, HookError::Failed { message, source: None } if message == "nope"),
+        "{source:?}"
+    );
     let text = format!("hook 'failing' failed at {kind}: nope");
     assert_eq!(err.to_string(), text);
     assert_eq!(
@@ -137,7 +127,7 @@ async fn hook_error_at_pre_acting_closes_the_stored_tool_call() {
         vec![
             user("q"),
             calc_call_row(),
-            calc_result_row(ToolResultBlock::error("c1", "calculator", CANCELLED)),
+            result_row(ToolResultBlock::error("c1", "calculator", CANCELLED)),
         ],
     )
     .await;
@@ -145,64 +135,24 @@ async fn hook_error_at_pre_acting_closes_the_stored_tool_call() {
 
 #[tokio::test]
 async fn hook_error_at_post_acting_leaves_no_orphan_tool_use() {
-    assert_hook_error_at(
-        HookEventType::PostActing,
-        10,
-        vec![
-            user("q"),
-            calc_call_row(),
-            calc_result_row(ToolResultBlock::text("c1", "calculator", "42")),
-        ],
-    )
-    .await;
+    assert_hook_error_at(HookEventType::PostActing, 10, after_the_tool_ran()).await;
 }
 
 #[tokio::test]
 async fn hook_error_at_post_call() {
-    assert_hook_error_at(
-        HookEventType::PostCall,
-        10,
-        vec![
-            user("q"),
-            calc_call_row(),
-            calc_result_row(ToolResultBlock::text("c1", "calculator", "42")),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![ContentBlock::text("done")],
-                Some(GenerateReason::ModelStop),
-            ),
-        ],
-    )
-    .await;
+    let mut memory = after_the_tool_ran();
+    memory.push(answer_row("done"));
+    assert_hook_error_at(HookEventType::PostCall, 10, memory).await;
 }
 
 #[tokio::test]
 async fn hook_error_at_pre_summary() {
-    assert_hook_error_at(
-        HookEventType::PreSummary,
-        1,
-        vec![
-            user("q"),
-            calc_call_row(),
-            calc_result_row(ToolResultBlock::text("c1", "calculator", "42")),
-        ],
-    )
-    .await;
+    assert_hook_error_at(HookEventType::PreSummary, 1, after_the_tool_ran()).await;
 }
 
 #[tokio::test]
 async fn hook_error_at_post_summary() {
-    assert_hook_error_at(
-        HookEventType::PostSummary,
-        1,
-        vec![
-            user("q"),
-            calc_call_row(),
-            calc_result_row(ToolResultBlock::text("c1", "calculator", "42")),
-        ],
-    )
-    .await;
+    assert_hook_error_at(HookEventType::PostSummary, 1, after_the_tool_ran()).await;
 }
 
 struct AsyncPanicker;
@@ -247,18 +197,7 @@ async fn a_panicking_hook_fails_the_call_and_the_agent_stays_usable() {
 
     let err = agent.call("first").await.unwrap_err();
 
-    match &err {
-        AgentError::Hook {
-            hook,
-            event,
-            source: HookError::Panicked { message },
-        } => {
-            assert_eq!(hook, "panicky");
-            assert_eq!(*event, HookEventType::PreReasoning);
-            assert_eq!(message, "boom");
-        }
-        other => panic!("expected a panicked hook, got {other:?}"),
-    }
+    assert_hook_panicked(&err, "panicky", HookEventType::PreReasoning, "boom");
     assert_eq!(
         *log.lock().unwrap(),
         ["observer: hook 'panicky' failed at PreReasoning: hook panicked: boom"]
@@ -269,16 +208,7 @@ async fn a_panicking_hook_fails_the_call_and_the_agent_stays_usable() {
     assert_eq!(reply.text(), "unused");
     assert_eq!(
         rows(&agent.memory().messages()),
-        vec![
-            user("first"),
-            user("second"),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![ContentBlock::text("unused")],
-                Some(GenerateReason::ModelStop)
-            ),
-        ]
+        vec![user("first"), user("second"), answer_row("unused")]
     );
 }
 
@@ -297,23 +227,14 @@ async fn a_panicking_async_hook_is_caught_and_leaves_no_orphan_tool_use() {
 
     let err = agent.call("q").await.unwrap_err();
 
-    assert!(
-        matches!(
-            &err,
-            AgentError::Hook { hook, event: HookEventType::PostActing, source: HookError::Panicked { message } }
-                if hook == "async-panicker" && message == "async boom"
-        ),
-        "{err:?}"
+    assert_hook_panicked(
+        &err,
+        "async-panicker",
+        HookEventType::PostActing,
+        "async boom",
     );
     let memory = agent.memory().messages();
-    assert_eq!(
-        rows(&memory),
-        vec![
-            user("q"),
-            calc_call_row(),
-            calc_result_row(ToolResultBlock::text("c1", "calculator", "42")),
-        ]
-    );
+    assert_eq!(rows(&memory), after_the_tool_ran());
     assert_no_orphan_tool_use(&memory);
     assert_eq!(agent.call("again").await.unwrap().text(), "after");
 }
@@ -392,12 +313,7 @@ async fn a_failing_error_hook_never_replaces_the_original_error() {
 #[tokio::test]
 async fn model_error_before_any_output() {
     let model = ScriptedModel::new([ScriptedResponse::error("model down")]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let err = agent.call("q").await.unwrap_err();
 
@@ -427,12 +343,7 @@ async fn model_error_mid_stream() {
         ScriptedChunk::text("par"),
         ScriptedChunk::error("connection reset"),
     ])]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let err = agent.call("q").await.unwrap_err();
 
@@ -454,12 +365,7 @@ async fn model_error_mid_stream() {
 
 async fn assert_empty_response_errors(response: ScriptedResponse) {
     let model = ScriptedModel::new([response]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let err = tokio::time::timeout(Duration::from_secs(10), agent.call("q"))
         .await
@@ -560,14 +466,7 @@ async fn tool_failures_become_error_results_the_model_sees() {
     ];
     let expected_rows: Vec<Row> = expected
         .iter()
-        .map(|(id, name, text)| {
-            row(
-                Role::Tool,
-                name,
-                vec![ToolResultBlock::error(*id, *name, text.as_str()).into()],
-                None,
-            )
-        })
+        .map(|(id, name, text)| result_row(ToolResultBlock::error(*id, *name, text.as_str())))
         .collect();
     let requests = model.requests();
     assert_eq!(requests.len(), 2);

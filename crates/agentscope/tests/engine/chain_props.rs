@@ -1,10 +1,9 @@
 //! Property tests of the hook chain through the real engine, for random priorities, registration orders, interest masks, sync and async hooks and removals: at every occurrence of every one of the twelve event kinds exactly the interested hooks run, in (priority, registration) order (an uninterested hook is never called); and the changes of every chained event compose from hook to hook in that order. (ordering.rs holds the PreCall-only order property across builder and `add_hook` registration.)
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::fixtures::{SwapModel, eleven_kinds_script, yield_once};
+use crate::support::invariants::{Pending, assert_invariants};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelError};
 use agentscope_test::tools::{EchoTool, ProgressTool};
@@ -12,8 +11,6 @@ use agentscope_test::{RecordingHook, ScriptedResponse};
 use futures::executor::block_on;
 use proptest::prelude::*;
 use serde_json::json;
-use support::fixtures::{SwapModel, eleven_kinds_script, yield_once};
-use support::invariants::{Pending, assert_invariants};
 
 type K = HookEventType;
 

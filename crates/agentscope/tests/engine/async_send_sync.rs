@@ -1,6 +1,5 @@
 //! Compile-time (and a few runtime) checks of auto traits and dyn-compatibility: the agent
 //! handle, the `call`/`observe` futures, `AgentStream`, hook events, and type-erased hooks.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 

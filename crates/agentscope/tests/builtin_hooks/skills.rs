@@ -1,17 +1,15 @@
 //! Skills: the catalogue reaches only the system message of model requests (never memory),
 //! `load_skill` returns a skill's instructions, and bad skill files give errors naming them.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::support::describe::system_texts;
+use crate::support::describe::without_reason::{describe, memory_of};
 use agentscope::hooks::{Skill, SkillError, SkillHook};
 use agentscope::prelude::*;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
-use support::describe::system_texts;
 
 const CATALOGUE: &str = "## Skills\n\
 You have skills: packaged instructions for specialised tasks. Only their names and \
@@ -97,30 +95,6 @@ fn agent(sys_prompt: &str, skills: &SkillHook, model: &ScriptedModel) -> ReActAg
         .toolkit(Toolkit::new().tool(skills.load_skill_tool()))
         .build()
         .unwrap()
-}
-
-fn describe(msg: &Msg) -> String {
-    let blocks: Vec<String> = msg
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text(t) => format!("text {:?}", t.text.as_str()),
-            ContentBlock::ToolUse(t) => format!("tool_use {} {} {}", t.id, t.name, t.input),
-            ContentBlock::ToolResult(r) => format!(
-                "tool_result {} {}{} {:?}",
-                r.id,
-                r.name,
-                if r.is_error { " error" } else { "" },
-                r.text_output()
-            ),
-            other => format!("{other:?}"),
-        })
-        .collect();
-    format!("{}/{}: {}", msg.role, msg.name, blocks.join(" | "))
-}
-
-fn memory_of(agent: &ReActAgent) -> Vec<String> {
-    agent.memory().messages().iter().map(describe).collect()
 }
 
 #[tokio::test]

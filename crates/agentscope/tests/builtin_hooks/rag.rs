@@ -1,12 +1,13 @@
 //! Knowledge / RAG: documents retrieved for the last user message of the new input reach the
 //! model in this call's system message, for every reasoning step of the call, and nothing of
 //! them is stored in memory.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::Arc;
 
+use crate::support::describe::brief::{describe, memory_of};
+use crate::support::describe::system_texts;
+use crate::support::failures::hook_error;
+use crate::support::warnings::Warnings;
 use agentscope::hooks::{
     Document, GenericRAGHook, InMemoryKnowledge, Knowledge, KnowledgeError, ScoredDocument,
 };
@@ -14,9 +15,6 @@ use agentscope::prelude::*;
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
-use support::describe::brief::{describe, memory_of};
-use support::describe::system_texts;
-use support::warnings::Warnings;
 use tracing_subscriber::Registry;
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -207,12 +205,7 @@ async fn a_failing_knowledge_base_is_skipped_unless_required() {
     let model = ScriptedModel::new([]);
     let strict = self::agent(&model, GenericRAGHook::new(Broken).with_fail_on_error(true));
     let err = strict.call("hello").await.unwrap_err();
-    match &err {
-        AgentError::Hook { hook, event, .. } => {
-            assert_eq!((hook.as_str(), event), ("rag", &HookEventType::PreCall));
-        }
-        other => panic!("{other:?}"),
-    }
+    hook_error(&err, "rag", HookEventType::PreCall);
     assert_eq!(
         err.to_string(),
         "hook 'rag' failed at PreCall: index offline"

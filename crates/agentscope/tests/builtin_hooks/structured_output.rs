@@ -1,8 +1,8 @@
 //! Structured output (`call_structured`): the exact memory and model requests for a direct answer, a text answer that draws a reminder, invalid arguments, running out of reminders, real tool calls before the answer, and calls that end without a value.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
+use crate::support::describe::tool_names;
+use crate::support::failures::hook_error;
+use crate::support::fixtures::recorded_agent;
 use agentscope::hooks::StructuredOutputHook;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelRequest, ToolChoice};
@@ -11,7 +11,6 @@ use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use support::describe::tool_names;
 
 #[derive(Debug, PartialEq, Deserialize, JsonSchema)]
 struct City {
@@ -180,12 +179,7 @@ async fn the_hook_and_tool_exist_for_that_call_only() {
         ScriptedResponse::tool_call("g1", "generate_response", paris()),
         ScriptedResponse::text("plain"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
     let order_before = agent.hook_order();
 
     let _: City = agent.call_structured("q").await.unwrap();
@@ -298,21 +292,11 @@ async fn three_reminders_then_a_text_answer_fail_the_call_and_leave_only_the_inp
         .await
         .unwrap_err();
 
-    match &err {
-        AgentError::Hook {
-            hook,
-            event,
-            source,
-        } => {
-            assert_eq!(hook, "structured_output");
-            assert_eq!(*event, HookEventType::PostReasoning);
-            assert_eq!(
-                source.to_string(),
-                "the model did not call generate_response after 3 reminders"
-            );
-        }
-        other => panic!("unexpected error: {other}"),
-    }
+    let source = hook_error(&err, "structured_output", HookEventType::PostReasoning);
+    assert_eq!(
+        source.to_string(),
+        "the model did not call generate_response after 3 reminders"
+    );
     assert_eq!(rec.types(), [HookEventType::Error]);
     // The last request carried every answer and reminder so far, with the tool forced.
     let requests = model.requests();

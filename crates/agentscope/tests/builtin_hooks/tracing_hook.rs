@@ -1,5 +1,4 @@
 //! TracingHook: span names, OpenTelemetry GenAI fields and parent/child structure captured by a test `tracing` layer, error.type on failures, and cleanup of dropped calls.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -7,7 +6,7 @@ use std::time::Duration;
 
 use agentscope::hooks::TracingHook;
 use agentscope::prelude::*;
-use agentscope::{CallId, ChatStream, ModelError, ModelRequest};
+use agentscope::{CallId, ChatStream, HookFn, ModelError, ModelRequest};
 use agentscope_test::tools::{Calculator, FailingTool};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use futures::FutureExt;
@@ -139,6 +138,13 @@ fn agent_with(model: ScriptedModel, hook: &TracingHook) -> ReActAgent {
         .unwrap()
 }
 
+/// A hook named "guard" that fails every event of `kind` with `message`.
+fn guard(message: &'static str, kind: HookEventType) -> HookFn {
+    hook_fn(move |_| Err(HookError::msg(message)))
+        .with_name("guard")
+        .with_interests(kind)
+}
+
 fn names(spans: &[SpanRecord]) -> Vec<&'static str> {
     spans.iter().map(|span| span.name).collect()
 }
@@ -264,11 +270,7 @@ fn a_failing_hook_marks_the_open_tool_span_and_the_call() {
         .model(model)
         .toolkit(Toolkit::new().tool(Calculator::new()))
         .hook(hook.clone())
-        .hook(
-            hook_fn(|_| Err(HookError::msg("no tools today")))
-                .with_name("guard")
-                .with_interests(HookEventType::PreActing),
-        )
+        .hook(guard("no tools today", HookEventType::PreActing))
         .build()
         .unwrap();
 
@@ -303,11 +305,7 @@ fn hook_failures_after_a_span_closed_do_not_reopen_it() {
         )]),
         &hook,
     );
-    agent.add_hook(
-        hook_fn(|_| Err(HookError::msg("rejected")))
-            .with_name("guard")
-            .with_interests(HookEventType::PostActing),
-    );
+    agent.add_hook(guard("rejected", HookEventType::PostActing));
     traced(&capture, agent.call("hi")).unwrap_err();
     let spans = capture.spans();
     assert_eq!(names(&spans), ["invoke_agent", "chat", "execute_tool"]);
@@ -318,11 +316,7 @@ fn hook_failures_after_a_span_closed_do_not_reopen_it() {
     // does not send Error to hooks that saw PostCall.
     let capture = Capture::default();
     let agent = agent_with(ScriptedModel::new([ScriptedResponse::text("hi")]), &hook);
-    agent.add_hook(
-        hook_fn(|_| Err(HookError::msg("rejected")))
-            .with_name("guard")
-            .with_interests(HookEventType::PostCall),
-    );
+    agent.add_hook(guard("rejected", HookEventType::PostCall));
     traced(&capture, agent.call("hi")).unwrap_err();
     let spans = capture.spans();
     assert_eq!(names(&spans), ["invoke_agent", "chat"]);

@@ -1,21 +1,23 @@
 //! Fault injection: a hook that errs or panics at each of the twelve events; tools that panic, fail, hang past a time limit or return 10 MB; models that fail before output, mid-stream, answer nothing or send arguments that are not JSON. Each case checks the exact caller error (or the exact error result the model sees), the invariants of docs/reliability.md, and that the agent serves a follow-up call.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::support::describe::{describe, memory_of};
+use crate::support::fixtures::{
+    CANCELLED, ELEVEN_KINDS_EVENTS, SwapModel, eleven_kinds_memory, eleven_kinds_script, hang_tool,
+    recorded_agent,
+};
+use crate::support::invariants::{
+    Ending, Pending, assert_follow_up_call, assert_invariants, endings,
+};
 use agentscope::prelude::*;
 use agentscope::{HookFn, ModelError};
 use agentscope_test::tools::{EchoTool, FailingTool, PanickingTool, ProgressTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use support::describe::{describe, memory_of};
-use support::fixtures::{CANCELLED, SwapModel, eleven_kinds_script, hang_tool};
-use support::invariants::{Ending, Pending, assert_follow_up_call, assert_invariants, endings};
 
 type K = HookEventType;
 
@@ -95,37 +97,9 @@ fn faulty(
     .with_name("faulty")
 }
 
-const FULL_EVENTS: [K; 15] = [
-    K::PreCall,
-    K::PreReasoning,
-    K::ReasoningChunk,
-    K::ReasoningChunk,
-    K::ReasoningChunk,
-    K::PostReasoning,
-    K::PreActing,
-    K::ActingChunk,
-    K::ActingChunk,
-    K::PostActing,
-    K::PreSummary,
-    K::SummaryChunk,
-    K::SummaryChunk,
-    K::PostSummary,
-    K::PostCall,
-];
-
-fn full_memory() -> Vec<String> {
-    vec![
-        r#"user/user: text "q""#.to_owned(),
-        r#"assistant/assistant: text "Let me check." | tool_use c1 progress {"steps":2}"#
-            .to_owned(),
-        r#"tool/progress: tool_result c1 progress "done""#.to_owned(),
-        r#"assistant/assistant: text "summary" <MaxIterations>"#.to_owned(),
-    ]
-}
-
 /// What memory holds after a chained hook failed at `kind` in the eleven-kinds scenario.
 fn memory_after_failure_at(kind: HookEventType) -> Vec<String> {
-    let full = full_memory();
+    let full = eleven_kinds_memory();
     let cancelled = format!("tool/progress: tool_result c1 progress error {CANCELLED:?}");
     match kind {
         K::PreCall => vec![],
@@ -191,11 +165,11 @@ async fn assert_hook_fault(kind: HookEventType) {
                     Some(GenerateReason::MaxIterations),
                     "{case}"
                 );
-                let expected_hits = FULL_EVENTS.iter().filter(|k| **k == kind).count();
+                let expected_hits = ELEVEN_KINDS_EVENTS.iter().filter(|k| **k == kind).count();
                 assert_eq!(hits.load(Ordering::SeqCst), expected_hits, "{case}");
-                assert_eq!(early.types(), FULL_EVENTS, "{case}");
-                assert_eq!(late.types(), FULL_EVENTS, "{case}");
-                assert_eq!(memory_of(&agent), full_memory(), "{case}");
+                assert_eq!(early.types(), ELEVEN_KINDS_EVENTS, "{case}");
+                assert_eq!(late.types(), ELEVEN_KINDS_EVENTS, "{case}");
+                assert_eq!(memory_of(&agent), eleven_kinds_memory(), "{case}");
             } else {
                 let err = outcome.expect_err(&case);
                 let expected_source = match fault {
@@ -332,11 +306,10 @@ async fn hook_fault_at_error() {
 // Tools
 // ---------------------------------------------------------------------------------------
 
-/// An agent whose model calls `calls` in one batch, then answers "seen".
-fn tool_agent(
-    calls: Vec<(&str, &str, Value)>,
-    toolkit: Toolkit,
-) -> (ReActAgent, SwapModel, RecordingHook) {
+/// The model calls `calls` in one batch of `toolkit`'s tools, then answers "seen". The call
+/// succeeds with "seen", the model's second request ends with exactly `results` (what memory
+/// holds too), no Error fired, and the invariants hold.
+async fn assert_batch_results(calls: Vec<(&str, &str, Value)>, toolkit: Toolkit, results: &[&str]) {
     let model = SwapModel::new([
         ScriptedResponse::tool_calls(calls),
         ScriptedResponse::text("seen"),
@@ -349,17 +322,6 @@ fn tool_agent(
         .hook(rec.clone())
         .build()
         .unwrap();
-    (agent, model, rec)
-}
-
-/// The call succeeds with "seen", the model's second request ends with exactly `results`
-/// (what memory holds too), no Error fired, and the invariants hold.
-async fn assert_model_sees(
-    agent: &ReActAgent,
-    model: &SwapModel,
-    rec: &RecordingHook,
-    results: &[String],
-) {
     let reply = tokio::time::timeout(HANG_GUARD, agent.call("q"))
         .await
         .expect("the call hung")
@@ -371,7 +333,7 @@ async fn assert_model_sees(
     // [system, user, assistant with calls, results...]
     assert_eq!(&seen[3..], results, "what the model saw");
     assert_eq!(
-        &memory_of(agent)[2..2 + results.len()],
+        &memory_of(&agent)[2..2 + results.len()],
         results,
         "what memory holds"
     );
@@ -382,23 +344,17 @@ async fn assert_model_sees(
         rec.types()
     );
     assert!(!rec.types().contains(&K::Error));
-    assert_invariants(agent, &[rec], Pending::None);
-    assert_follow_up_call(agent, model, &[rec]).await;
+    assert_invariants(&agent, &[&rec], Pending::None);
+    assert_follow_up_call(&agent, &model, &[&rec]).await;
 }
 
 #[tokio::test]
 async fn a_panicking_tool_becomes_an_error_result() {
-    let (agent, model, rec) = tool_agent(
+    assert_batch_results(
         vec![("c1", "panic", json!({}))],
         Toolkit::new().tool(PanickingTool::new()),
-    );
-    assert_model_sees(
-        &agent,
-        &model,
-        &rec,
         &[
-            r#"tool/panic: tool_result c1 panic error "Error: Tool execution failed: tool panicked: tool panicked on purpose""#
-                .to_owned(),
+            r#"tool/panic: tool_result c1 panic error "Error: Tool execution failed: tool panicked: tool panicked on purpose""#,
         ],
     )
     .await;
@@ -418,7 +374,7 @@ async fn failing_tools_become_error_results() {
         json!({"type": "object"}),
         |_, _| async { Err::<String, _>(ToolError::Cancelled) },
     );
-    let (agent, model, rec) = tool_agent(
+    assert_batch_results(
         vec![
             ("c1", "fail", json!({"message": "disk full"})),
             ("c2", "picky", json!({})),
@@ -428,19 +384,11 @@ async fn failing_tools_become_error_results() {
             .tool(FailingTool::new())
             .tool(invalid)
             .tool(cancelled),
-    );
-    assert_model_sees(
-        &agent,
-        &model,
-        &rec,
         &[
-            r#"tool/fail: tool_result c1 fail error "Error: Tool execution failed: disk full""#
-                .to_owned(),
-            r#"tool/picky: tool_result c2 picky error "Error: Parameter validation failed for tool 'picky': 'n' must be even""#
-                .to_owned(),
+            r#"tool/fail: tool_result c1 fail error "Error: Tool execution failed: disk full""#,
+            r#"tool/picky: tool_result c2 picky error "Error: Parameter validation failed for tool 'picky': 'n' must be even""#,
             // Cancelled without an interrupt is an ordinary failure.
-            r#"tool/quitter: tool_result c3 quitter error "Error: Tool execution failed: tool call was cancelled""#
-                .to_owned(),
+            r#"tool/quitter: tool_result c3 quitter error "Error: Tool execution failed: tool call was cancelled""#,
         ],
     )
     .await;
@@ -460,7 +408,7 @@ fn sleepy_tool(name: &'static str, ms: u64) -> impl Tool {
 }
 
 async fn assert_toolkit_timeout() {
-    let (agent, model, rec) = tool_agent(
+    assert_batch_results(
         vec![
             ("c1", "hang", json!({})),
             ("c2", "echo", json!({"text": "hi"})),
@@ -469,15 +417,9 @@ async fn assert_toolkit_timeout() {
             .timeout(Duration::from_millis(50))
             .tool(hang_tool("hang"))
             .tool(EchoTool::new()),
-    );
-    assert_model_sees(
-        &agent,
-        &model,
-        &rec,
         &[
-            r#"tool/hang: tool_result c1 hang error "Error: Tool execution failed: tool timed out after 50ms""#
-                .to_owned(),
-            r#"tool/echo: tool_result c2 echo "hi""#.to_owned(),
+            r#"tool/hang: tool_result c1 hang error "Error: Tool execution failed: tool timed out after 50ms""#,
+            r#"tool/echo: tool_result c2 echo "hi""#,
         ],
     )
     .await;
@@ -495,7 +437,7 @@ async fn a_hanging_tool_times_out_on_a_multi_thread_runtime() {
 
 #[tokio::test]
 async fn per_tool_time_limits_override_the_toolkit_limit_both_ways() {
-    let (agent, model, rec) = tool_agent(
+    assert_batch_results(
         vec![
             ("c1", "hang", json!({})),
             ("c2", "patient", json!({})),
@@ -508,17 +450,10 @@ async fn per_tool_time_limits_override_the_toolkit_limit_both_ways() {
             // ...and longer: this one finishes although it outlives the toolkit limit.
             .tool_with_timeout(sleepy_tool("patient", 60), Duration::from_secs(5))
             .tool(sleepy_tool("sleepy", 5_000)),
-    );
-    assert_model_sees(
-        &agent,
-        &model,
-        &rec,
         &[
-            r#"tool/hang: tool_result c1 hang error "Error: Tool execution failed: tool timed out after 30ms""#
-                .to_owned(),
-            r#"tool/patient: tool_result c2 patient "woke""#.to_owned(),
-            r#"tool/sleepy: tool_result c3 sleepy error "Error: Tool execution failed: tool timed out after 20ms""#
-                .to_owned(),
+            r#"tool/hang: tool_result c1 hang error "Error: Tool execution failed: tool timed out after 30ms""#,
+            r#"tool/patient: tool_result c2 patient "woke""#,
+            r#"tool/sleepy: tool_result c3 sleepy error "Error: Tool execution failed: tool timed out after 20ms""#,
         ],
     )
     .await;
@@ -526,7 +461,7 @@ async fn per_tool_time_limits_override_the_toolkit_limit_both_ways() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hanging_tools_in_a_parallel_batch_time_out_and_results_keep_call_order() {
-    let (agent, model, rec) = tool_agent(
+    assert_batch_results(
         vec![
             ("c1", "hang", json!({})),
             ("c2", "echo", json!({"text": "fast"})),
@@ -538,17 +473,10 @@ async fn hanging_tools_in_a_parallel_batch_time_out_and_results_keep_call_order(
             .tool(hang_tool("hang"))
             .tool(EchoTool::new())
             .tool_with_timeout(hang_tool("hang2"), Duration::from_millis(10)),
-    );
-    assert_model_sees(
-        &agent,
-        &model,
-        &rec,
         &[
-            r#"tool/hang: tool_result c1 hang error "Error: Tool execution failed: tool timed out after 40ms""#
-                .to_owned(),
-            r#"tool/echo: tool_result c2 echo "fast""#.to_owned(),
-            r#"tool/hang2: tool_result c3 hang2 error "Error: Tool execution failed: tool timed out after 10ms""#
-                .to_owned(),
+            r#"tool/hang: tool_result c1 hang error "Error: Tool execution failed: tool timed out after 40ms""#,
+            r#"tool/echo: tool_result c2 echo "fast""#,
+            r#"tool/hang2: tool_result c3 hang2 error "Error: Tool execution failed: tool timed out after 10ms""#,
         ],
     )
     .await;
@@ -596,13 +524,7 @@ async fn a_ten_megabyte_tool_result_reaches_the_model_intact_and_is_held_once() 
         ScriptedResponse::tool_call("c1", "dump", json!({})),
         ScriptedResponse::text("got it"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(tool))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(tool));
 
     let mut stream = agent.stream("q", StreamOptions::default());
     let mut streamed = Vec::new();

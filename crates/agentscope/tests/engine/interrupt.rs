@@ -1,17 +1,14 @@
 //! `interrupt()`: from hooks at PreReasoning, ReasoningChunk and PostReasoning, during a running tool from another task; the exact memory (no orphan tool-use), the reply, PostCall; interrupting an idle agent; the agent working normally afterwards.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::time::Duration;
 
+use crate::support::fixtures::{INTERRUPTED, REPLY, recorded_agent};
+use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::rows::{Row, answer_row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope_test::tools::{Calculator, SlowTool};
-use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
+use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::json;
-use support::fixtures::{INTERRUPTED, REPLY};
-use support::invariants::assert_no_orphan_tool_use;
-use support::rows::{Row, row, rows, user};
 
 fn interrupt_reply() -> Row {
     row(
@@ -23,21 +20,7 @@ fn interrupt_reply() -> Row {
 }
 
 fn interrupted_result(id: &str, name: &str) -> Row {
-    row(
-        Role::Tool,
-        name,
-        vec![ToolResultBlock::error(id, name, INTERRUPTED).into()],
-        None,
-    )
-}
-
-fn build(model: &ScriptedModel, toolkit: Toolkit, rec: &RecordingHook) -> ReActAgent {
-    ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(toolkit)
-        .hook(rec.clone())
-        .build()
-        .unwrap()
+    result_row(ToolResultBlock::error(id, name, INTERRUPTED))
 }
 
 /// Registers a hook that interrupts `agent` the first time it sees an event of `kind`.
@@ -65,15 +48,7 @@ async fn assert_works_normally_afterwards(agent: &ReActAgent, model: &ScriptedMo
     assert_eq!(reply.generate_reason(), Some(GenerateReason::ModelStop));
     assert_eq!(
         rows(&agent.memory().messages()[before..]),
-        vec![
-            user("next"),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![ContentBlock::text("back to normal")],
-                Some(GenerateReason::ModelStop)
-            )
-        ]
+        vec![user("next"), answer_row("back to normal")]
     );
 }
 
@@ -81,8 +56,7 @@ async fn assert_works_normally_afterwards(agent: &ReActAgent, model: &ScriptedMo
 async fn interrupt_at_pre_reasoning_returns_the_interrupt_reply() {
     // No scripted response: the model must not be called at all.
     let model = ScriptedModel::new([]);
-    let rec = RecordingHook::new(100);
-    let agent = build(&model, Toolkit::new(), &rec);
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
     interrupt_at(&agent, HookEventType::PreReasoning);
 
     let reply = agent.call("q").await;
@@ -122,8 +96,7 @@ async fn interrupt_during_model_chunks_stores_the_partial_message() {
         ScriptedChunk::text("lo"),
         ScriptedChunk::text(" world"),
     ])]);
-    let rec = RecordingHook::new(100);
-    let agent = build(&model, Toolkit::new(), &rec);
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
     interrupt_at(&agent, HookEventType::ReasoningChunk);
 
     let reply = agent.call("q").await.unwrap();
@@ -163,8 +136,7 @@ async fn interrupt_during_a_streamed_tool_call_leaves_no_orphan_tool_use() {
         ScriptedChunk::text(" More."),
     ])]);
     let calc = Calculator::new();
-    let rec = RecordingHook::new(100);
-    let agent = build(&model, Toolkit::new().tool(calc.clone()), &rec);
+    let (agent, _rec) = recorded_agent(&model, Toolkit::new().tool(calc.clone()));
     // The second chunk (the tool call) triggers the interrupt.
     let handle = agent.clone();
     agent.add_hook(
@@ -211,8 +183,7 @@ async fn interrupt_after_reasoning_gives_pending_calls_interrupted_results() {
         ("c2", "calculator", json!({"expression": "1+1"})),
     ])]);
     let calc = Calculator::new();
-    let rec = RecordingHook::new(100);
-    let agent = build(&model, Toolkit::new().tool(calc.clone()), &rec);
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(calc.clone()));
     interrupt_at(&agent, HookEventType::PostReasoning);
 
     let reply = agent.call("q").await.unwrap();
@@ -225,12 +196,10 @@ async fn interrupt_after_reasoning_gives_pending_calls_interrupted_results() {
         rows(&memory),
         vec![
             user("q"),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![
-                    ToolUseBlock::new("c1", "calculator", json!({"expression": "6*7"})).into(),
-                    ToolUseBlock::new("c2", "calculator", json!({"expression": "1+1"})).into(),
+            calls_row(
+                &[
+                    ("c1", "calculator", json!({"expression": "6*7"})),
+                    ("c2", "calculator", json!({"expression": "1+1"})),
                 ],
                 None
             ),
@@ -262,12 +231,7 @@ async fn interrupt_from_another_task_cancels_a_running_tool() {
     ])]);
     let calc = Calculator::new();
     let slow = SlowTool::new();
-    let rec = RecordingHook::new(100);
-    let agent = build(
-        &model,
-        Toolkit::new().tool(calc.clone()).tool(slow.clone()),
-        &rec,
-    );
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(calc.clone()).tool(slow.clone()));
 
     let running = tokio::spawn(agent.call("q"));
     // Wait (without a deadline) until the slow tool is running.
@@ -288,23 +252,16 @@ async fn interrupt_from_another_task_cancels_a_running_tool() {
         rows(&memory),
         vec![
             user("q"),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![
-                    ToolUseBlock::new("c1", "calculator", json!({"expression": "6*7"})).into(),
-                    ToolUseBlock::new("c2", "slow", json!({"ms": 60_000})).into(),
-                    ToolUseBlock::new("c3", "calculator", json!({"expression": "1+1"})).into(),
+            calls_row(
+                &[
+                    ("c1", "calculator", json!({"expression": "6*7"})),
+                    ("c2", "slow", json!({"ms": 60_000})),
+                    ("c3", "calculator", json!({"expression": "1+1"})),
                 ],
                 None
             ),
             // c1 finished before the interrupt and keeps its real result.
-            row(
-                Role::Tool,
-                "calculator",
-                vec![ToolResultBlock::text("c1", "calculator", "42").into()],
-                None
-            ),
+            result_row(ToolResultBlock::text("c1", "calculator", "42")),
             interrupted_result("c2", "slow"),
             interrupted_result("c3", "calculator"),
             interrupt_reply(),
@@ -331,8 +288,7 @@ async fn interrupt_from_another_task_cancels_a_running_tool() {
 #[tokio::test]
 async fn interrupting_an_idle_agent_does_nothing() {
     let model = ScriptedModel::new([ScriptedResponse::text("hello")]);
-    let rec = RecordingHook::new(100);
-    let agent = build(&model, Toolkit::new(), &rec);
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     agent.interrupt();
     agent.interrupt();
@@ -342,15 +298,7 @@ async fn interrupting_an_idle_agent_does_nothing() {
     assert_eq!(reply.generate_reason(), Some(GenerateReason::ModelStop));
     assert_eq!(
         rows(&agent.memory().messages()),
-        vec![
-            user("hi"),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![ContentBlock::text("hello")],
-                Some(GenerateReason::ModelStop)
-            )
-        ]
+        vec![user("hi"), answer_row("hello")]
     );
     assert!(rec.types().contains(&HookEventType::PostCall));
 }
@@ -358,8 +306,7 @@ async fn interrupting_an_idle_agent_does_nothing() {
 #[tokio::test]
 async fn interrupt_between_calls_does_not_affect_the_next_call() {
     let model = ScriptedModel::new([ScriptedResponse::text("one")]);
-    let rec = RecordingHook::new(100);
-    let agent = build(&model, Toolkit::new(), &rec);
+    let (agent, _rec) = recorded_agent(&model, Toolkit::new());
     assert_eq!(agent.call("a").await.unwrap().text(), "one");
     agent.interrupt();
     assert_works_normally_afterwards(&agent, &model).await;
@@ -371,8 +318,7 @@ async fn interrupt_while_waiting_for_the_model_returns_promptly() {
         ScriptedModel::new(
             [ScriptedResponse::text("too late").with_delay(Duration::from_secs(60))],
         );
-    let rec = RecordingHook::new(100);
-    let agent = build(&model, Toolkit::new(), &rec);
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let running = tokio::spawn(agent.call("q"));
     // Wait (without a deadline) until the model was asked.

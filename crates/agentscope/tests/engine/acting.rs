@@ -1,11 +1,10 @@
 //! Acting: sequential and parallel batches (concurrency proven with a barrier), call-order results when tools finish out of order, `tool_fn` and `typed_tool_fn` tools through the engine, and JSON-schema validation error texts.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::fixtures::build_agent;
+use crate::support::hooks::{Log, entries, push};
 use agentscope::BoxedHook;
 use agentscope::prelude::*;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
@@ -13,8 +12,6 @@ use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use support::fixtures::build_agent;
-use support::hooks::{Log, entries, push};
 use tokio::sync::{Barrier, Notify};
 
 fn empty_schema() -> Value {

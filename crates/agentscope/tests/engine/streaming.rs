@@ -1,12 +1,13 @@
 //! `agent.stream(...)`: exact event sequences, incremental and accumulated chunks, every `StreamOptions` filter, tool progress, post-hook values, error and empty-response endings, parity with `call()`, per-stream isolation, cancellation by drop, and backpressure.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use crate::support::fixtures::{CANCELLED, recorded_agent};
+use crate::support::hooks::counting;
+use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::rows::{Row, rows, text};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelError};
 use agentscope_test::tools::{Calculator, EchoTool, ProgressTool};
@@ -14,9 +15,6 @@ use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedRespo
 use futures::StreamExt;
 use futures::stream::FusedStream;
 use serde_json::json;
-use support::fixtures::CANCELLED;
-use support::invariants::assert_no_orphan_tool_use;
-use support::rows::{Row, rows, text};
 use tokio::sync::Notify;
 
 fn calc_use(id: &str, e: &str) -> ContentBlock {
@@ -297,13 +295,7 @@ async fn tool_progress_chunks_arrive_in_order_before_the_result() {
         ScriptedResponse::tool_call("c1", "progress", json!({"steps": 3})),
         ScriptedResponse::text("ok"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .toolkit(Toolkit::new().tool(ProgressTool::new()))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(ProgressTool::new()));
 
     let events = collect_ok(agent.stream(
         "q",
@@ -430,12 +422,7 @@ async fn an_error_ends_the_stream_after_error_hooks_and_the_stream_stays_fused()
         ScriptedChunk::text("par"),
         ScriptedChunk::error("cut"),
     ])]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let mut stream = agent.stream("q", StreamOptions::default());
     let first = stream.next().await.unwrap().unwrap();
@@ -665,13 +652,7 @@ async fn dropping_the_stream_mid_way_frees_the_agent_and_closes_open_calls() {
         ScriptedResponse::tool_call("c1", "gate", json!({})),
         ScriptedResponse::text("fresh"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .toolkit(Toolkit::new().tool(gate))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(gate));
 
     let mut stream = agent.stream("q", StreamOptions::default());
     loop {
@@ -715,17 +696,10 @@ async fn a_slow_consumer_holds_the_engine_back() {
     let model = ScriptedModel::new([ScriptedResponse::chunks(
         (0..CHUNKS).map(|_| ScriptedChunk::text("x")),
     )]);
-    let produced = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&produced);
+    let (counter, produced) = counting(HookEventType::ReasoningChunk);
     let agent = ReActAgent::builder()
         .model(model)
-        .hook(
-            hook_fn(move |_| {
-                counter.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            })
-            .with_interests(HookEventType::ReasoningChunk),
-        )
+        .hook(counter)
         .build()
         .unwrap();
 

@@ -1,22 +1,20 @@
 //! Event modifications: every setter of the DESIGN section 3 table has its effect exactly
 //! where documented (memory, model requests, tool execution, stream, reply), and changes
 //! chain from one hook to the next.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::describe::parsed::{describe, memory_of};
+use crate::support::describe::tool_names;
+use crate::support::failures::hook_error;
+use crate::support::fixtures::{CANCELLED, calc_call};
+use crate::support::hooks::on;
 use agentscope::prelude::*;
-use agentscope::{AgentError, BoxedHook, ModelRequest};
+use agentscope::{BoxedHook, ModelRequest};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
-use support::describe::parsed::{describe, memory_of};
-use support::describe::tool_names;
-use support::fixtures::{CANCELLED, calc_call};
-use support::hooks::on;
 
 use agentscope::HookEventType as K;
 
@@ -455,18 +453,11 @@ async fn pre_acting_set_tool_use_with_another_id_is_rejected_and_fails_the_call(
         }
         other => panic!("setter returned {other:?}"),
     }
-    match &err {
-        AgentError::Hook {
-            hook,
-            event,
-            source: HookError::InvalidModification { message },
-        } => {
-            assert_eq!(hook, "id-changer");
-            assert_eq!(*event, K::PreActing);
-            assert_eq!(message, expected_message);
-        }
-        other => panic!("unexpected error {other:?}"),
-    }
+    let source = hook_error(&err, "id-changer", K::PreActing);
+    assert!(
+        matches!(source, HookError::InvalidModification { message } if message == expected_message),
+        "{source:?}"
+    );
     assert_eq!(calc.log().count(), 0);
     assert_eq!(model.request_count(), 1);
     assert_eq!(

@@ -1,23 +1,21 @@
 //! Hook dispatch order: exact event sequences of a call (plain answer, tool call, parallel
 //! batch), priority and registration order, interest masks, and chained vs notification
 //! dispatch (plus a property test of the ordering rule).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::support::describe::parsed::memory_of;
+use crate::support::failures::{assert_hook_failed, assert_hook_panicked};
+use crate::support::fixtures::{build_agent, recorded_agent};
+use crate::support::hooks::{Log, entries, new_log, push};
 use agentscope::prelude::*;
 use agentscope::{AgentError, BoxedHook, HookFn, ModelError};
 use agentscope_test::tools::{Calculator, ProgressTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use proptest::prelude::*;
 use serde_json::json;
-use support::describe::parsed::memory_of;
-use support::fixtures::build_agent;
-use support::hooks::{Log, entries, new_log, push};
 
 use agentscope::HookEventType as K;
 
@@ -88,8 +86,7 @@ async fn plain_answer_fires_call_reasoning_and_one_chunk_event_per_model_chunk()
         ScriptedChunk::text("Hel"),
         ScriptedChunk::text("lo"),
     ])]);
-    let rec = RecordingHook::new(100);
-    let agent = build_agent(&model, Toolkit::new(), vec![BoxedHook::new(rec.clone())]);
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let reply = agent.call(Msg::user("hi")).await.unwrap();
 
@@ -142,12 +139,7 @@ async fn tool_call_then_answer_fires_acting_events_with_progress_chunks_in_betwe
         ScriptedResponse::chunks([ScriptedChunk::text("All "), ScriptedChunk::text("done.")]),
     ]);
     let tool = ProgressTool::new();
-    let rec = RecordingHook::new(100);
-    let agent = build_agent(
-        &model,
-        Toolkit::new().tool(tool.clone()),
-        vec![BoxedHook::new(rec.clone())],
-    );
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(tool.clone()));
 
     let reply = agent.call(Msg::user("go")).await.unwrap();
 
@@ -226,12 +218,7 @@ async fn calculator_round_trip_event_sequence_without_progress_chunks() {
         ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
         ScriptedResponse::text("42"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = build_agent(
-        &model,
-        Toolkit::new().tool(Calculator::new()),
-        vec![BoxedHook::new(rec.clone())],
-    );
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(Calculator::new()));
 
     agent.call(Msg::user("6*7?")).await.unwrap();
 
@@ -774,18 +761,7 @@ async fn chained_event_error_stops_the_chain_and_fails_the_call() {
 
     let err = agent.call(Msg::user("q")).await.unwrap_err();
 
-    match &err {
-        AgentError::Hook {
-            hook,
-            event,
-            source: HookError::Failed { message, .. },
-        } => {
-            assert_eq!(hook, "gate");
-            assert_eq!(*event, K::PreReasoning);
-            assert_eq!(message, "denied");
-        }
-        other => panic!("unexpected error {other:?}"),
-    }
+    assert_hook_failed(&err, "gate", K::PreReasoning, "denied");
     assert_eq!(
         err.to_string(),
         "hook 'gate' failed at PreReasoning: denied"
@@ -822,18 +798,7 @@ async fn panic_in_a_chained_hook_is_caught_and_the_agent_stays_usable() {
     );
 
     let err = agent.call(Msg::user("one")).await.unwrap_err();
-    match &err {
-        AgentError::Hook {
-            hook,
-            event,
-            source: HookError::Panicked { message },
-        } => {
-            assert_eq!(hook, "bomb");
-            assert_eq!(*event, K::PostReasoning);
-            assert_eq!(message, "boom");
-        }
-        other => panic!("unexpected error {other:?}"),
-    }
+    assert_hook_panicked(&err, "bomb", K::PostReasoning, "boom");
     assert_eq!(
         rec.types(),
         [K::PreCall, K::PreReasoning, K::ReasoningChunk, K::Error]

@@ -1,20 +1,18 @@
 //! Concurrency: the busy check, back-to-back calls, `check_running(false)`, many agents on a multi-thread runtime, and dropping a call future mid-tool.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use crate::support::fixtures::{CANCELLED, recorded_agent};
+use crate::support::hooks::counting;
+use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::rows::{Row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope_test::tools::SlowTool;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
-use support::fixtures::CANCELLED;
-use support::invariants::assert_no_orphan_tool_use;
-use support::rows::{Row, row, rows, user};
 use tokio::sync::{Barrier, Notify};
 
 /// A tool `gate` that signals `entered` when it starts, then waits for `release` (forever
@@ -43,12 +41,7 @@ fn gate_call() -> ScriptedResponse {
 }
 
 fn gate_call_row() -> Row {
-    row(
-        Role::Assistant,
-        "assistant",
-        vec![ToolUseBlock::new("c1", "gate", json!({})).into()],
-        None,
-    )
+    calls_row(&[("c1", "gate", json!({}))], None)
 }
 
 #[tokio::test]
@@ -104,17 +97,10 @@ async fn back_to_back_calls_never_trip_the_busy_check() {
     let model = ScriptedModel::new([ScriptedResponse::text("ok")])
         .cycling()
         .without_recording();
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&calls);
+    let (counter, calls) = counting(HookEventType::PostCall);
     let agent = ReActAgent::builder()
         .model(model)
-        .hook(
-            hook_fn(move |_| {
-                counter.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            })
-            .with_interests(HookEventType::PostCall),
-        )
+        .hook(counter)
         .build()
         .unwrap();
 
@@ -226,14 +212,11 @@ async fn two_hundred_agents_called_concurrently_lose_and_duplicate_nothing() {
                     ],
                     None
                 ),
-                row(
-                    Role::Tool,
+                result_row(ToolResultBlock::text(
+                    format!("c{i}"),
                     "echo",
-                    vec![
-                        ToolResultBlock::text(format!("c{i}"), "echo", format!("agent {i}")).into()
-                    ],
-                    None
-                ),
+                    format!("agent {i}")
+                )),
                 row(
                     Role::Assistant,
                     &name,
@@ -265,13 +248,7 @@ async fn dropping_the_call_future_mid_tool_frees_the_agent_and_closes_the_call()
     let entered = Arc::new(Notify::new());
     let never = Arc::new(Notify::new());
     let model = ScriptedModel::new([gate_call(), ScriptedResponse::text("fresh")]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .toolkit(Toolkit::new().tool(gate_tool(&entered, &never)))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(gate_tool(&entered, &never)));
 
     tokio::select! {
         result = agent.call("q") => panic!("the gated call finished: {result:?}"),
@@ -286,12 +263,7 @@ async fn dropping_the_call_future_mid_tool_frees_the_agent_and_closes_the_call()
         vec![
             user("q"),
             gate_call_row(),
-            row(
-                Role::Tool,
-                "gate",
-                vec![ToolResultBlock::error("c1", "gate", CANCELLED).into()],
-                None
-            ),
+            result_row(ToolResultBlock::error("c1", "gate", CANCELLED)),
         ]
     );
     assert_no_orphan_tool_use(&memory);
@@ -345,12 +317,7 @@ async fn dropping_the_call_future_during_a_slow_tool_frees_the_agent_at_once() {
     let memory = agent.memory().messages();
     assert_eq!(
         rows(&memory[2..3]),
-        vec![row(
-            Role::Tool,
-            "slow",
-            vec![ToolResultBlock::error("c1", "slow", CANCELLED).into()],
-            None
-        )]
+        vec![result_row(ToolResultBlock::error("c1", "slow", CANCELLED))]
     );
     assert_no_orphan_tool_use(&memory);
 }

@@ -1,21 +1,19 @@
 //! Concurrency at scale: 1,000 agents called (and streamed) concurrently on a multi-thread runtime lose and duplicate nothing; 1,000 back-to-back calls on one agent, each started the moment the previous result arrives (on another thread, or before the previous stream is drained), never trip the busy check; N truly overlapping calls on one agent yield exactly one success per window and `AgentError::Busy` for the rest, with no hook events for the rejected ones.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::describe::{describe, memory_of};
+use crate::support::fixtures::SwapModel;
+use crate::support::hooks::counting;
+use crate::support::invariants::{Ending, Pending, assert_invariants, endings_for, parse_endings};
 use agentscope::prelude::*;
 use agentscope_test::tools::EchoTool;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
-use support::describe::{describe, memory_of};
-use support::fixtures::SwapModel;
-use support::invariants::{Ending, Pending, assert_invariants, endings_for, parse_endings};
 use tokio::sync::{Barrier, Notify, mpsc};
 
 type K = HookEventType;
@@ -164,8 +162,7 @@ async fn a_thousand_back_to_back_calls_never_trip_the_busy_check() {
             .cycling()
             .without_recording(),
     );
-    let ended = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&ended);
+    let (counter, ended) = counting(K::PostCall);
     // The kinds only: a RecordingHook would copy the (growing) history at every PreCall.
     let kinds: Arc<Mutex<Vec<K>>> = Arc::default();
     let log = Arc::clone(&kinds);
@@ -178,13 +175,7 @@ async fn a_thousand_back_to_back_calls_never_trip_the_busy_check() {
             })
             .with_interests(K::PreCall | K::PostCall | K::Error),
         )
-        .hook(
-            hook_fn(move |_| {
-                counter.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            })
-            .with_interests(K::PostCall),
-        )
+        .hook(counter)
         .build()
         .unwrap();
 

@@ -1,12 +1,12 @@
 //! Long-term memory: recalled at PreCall into this call's system message (never stored in the
 //! agent's memory), recorded at PostCall (the call's input and final reply), and its
 //! failures never fail the call.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::describe::brief::{describe, memory_of};
+use crate::support::describe::system_texts;
+use crate::support::warnings::Warnings;
 use agentscope::hooks::{
     InMemoryLongTermMemory, LongTermMemory, LongTermMemoryError, StaticLongTermMemoryHook,
 };
@@ -14,9 +14,6 @@ use agentscope::prelude::*;
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
-use support::describe::brief::{describe, memory_of};
-use support::describe::system_texts;
-use support::warnings::Warnings;
 use tracing_subscriber::Registry;
 use tracing_subscriber::layer::SubscriberExt;
 

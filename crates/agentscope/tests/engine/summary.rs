@@ -1,16 +1,13 @@
 //! The summary at the iteration limit: the exact summary request, its events, the stored reply, the model-failure reply, and the PreSummary accessors.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::fixtures::expr;
+use crate::support::rows::{Row, row, rows};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
-use support::fixtures::expr;
-use support::rows::{Row, row, rows};
 
 const HINT: &str = "You have failed to generate response within the maximum iterations. Now respond directly by summarizing the current situation.";
 

@@ -1,8 +1,8 @@
 //! Tool approval (human in the loop): approve, edit and reject paths, a mixed batch, resuming without a decision, no retry loop after a rejection, recovery and a restored conversation, with exact memory, model requests and tool call counts.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
+use crate::support::failures::hook_error;
+use crate::support::fixtures::expr;
+use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
 use agentscope::hooks::{
     ApprovalDecision, ApprovalError, ApprovalPolicy, PendingToolRecoveryHook, ToolApprovalHook,
 };
@@ -10,34 +10,16 @@ use agentscope::prelude::*;
 use agentscope::{BoxedHook, InMemoryMemory};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
-use serde_json::{Value, json};
-use support::fixtures::expr;
-use support::rows::{Row, answer_row, rows, user};
+use serde_json::json;
 
 const AWAITING_C1: &str =
     "tool calls awaiting approval: [c1]; approve, edit or reject them before resuming";
-
-fn calls_row(calls: &[(&str, &str, Value)], reason: Option<GenerateReason>) -> Row {
-    (
-        Role::Assistant,
-        "assistant".into(),
-        calls
-            .iter()
-            .map(|(id, name, input)| ToolUseBlock::new(*id, *name, input.clone()).into())
-            .collect(),
-        reason,
-    )
-}
 
 fn stopped_calc_row() -> Row {
     calls_row(
         &[("c1", "calculator", expr("6*7"))],
         Some(GenerateReason::ReasoningStopRequested),
     )
-}
-
-fn result_row(result: ToolResultBlock) -> Row {
-    (Role::Tool, result.name.clone(), vec![result.into()], None)
 }
 
 fn ids(calls: &[ToolUseBlock]) -> Vec<String> {
@@ -327,18 +309,8 @@ async fn resuming_without_a_decision_fails_before_anything_is_stored() {
 
     let err = s.agent.call(()).await.unwrap_err();
 
-    match &err {
-        AgentError::Hook {
-            hook,
-            event,
-            source,
-        } => {
-            assert_eq!(hook, "tool_approval");
-            assert_eq!(*event, HookEventType::PreCall);
-            assert_eq!(source.to_string(), AWAITING_C1);
-        }
-        other => panic!("unexpected error: {other}"),
-    }
+    let source = hook_error(&err, "tool_approval", HookEventType::PreCall);
+    assert_eq!(source.to_string(), AWAITING_C1);
     assert_eq!(s.agent.memory().messages(), before);
     assert_eq!(s.model.request_count(), 1);
     assert_eq!(s.calc.log().count(), 0);

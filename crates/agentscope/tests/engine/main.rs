@@ -1,0 +1,22 @@
+//! The engine: hook order and dispatch, event modifications, acting, goto, the summary,
+//! stop/resume, the system message, interrupts, streaming, runtime hook management,
+//! properties of the hook chain, failure paths, and auto traits. One test binary (one
+//! module per area) so that the suite links a few binaries instead of one per file.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod acting;
+mod async_send_sync;
+mod chain_props;
+mod errors;
+mod goto;
+mod hook_management;
+mod interrupt;
+mod modification;
+mod ordering;
+mod stop_resume;
+mod streaming;
+mod summary;
+mod system_message;
