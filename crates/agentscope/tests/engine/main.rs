@@ -1,5 +1,6 @@
 //! The engine: hook order and dispatch, event modifications, acting, goto, the summary,
-//! stop/resume, the system message, interrupts, streaming, runtime hook management,
+//! stop/resume, the system message, the call context, interrupts, streaming, runtime hook
+//! management,
 //! properties of the hook chain, failure paths, and auto traits. One test binary (one
 //! module per area) so that the suite links a few binaries instead of one per file.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -9,6 +10,7 @@ mod support;
 
 mod acting;
 mod async_send_sync;
+mod call_context;
 mod chain_props;
 mod errors;
 mod goto;

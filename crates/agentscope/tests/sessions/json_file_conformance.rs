@@ -1,6 +1,5 @@
 //! JsonFileSessionStore passes the shared SessionStore conformance suite: every check gets a
 //! new directory (created by the store on its first save) in a temporary directory.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
 

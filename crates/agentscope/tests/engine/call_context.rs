@@ -1,7 +1,6 @@
 //! The call context: one call id per call on every event, resumes naming the call they
 //! resume, and per-call extensions that concurrent calls never share and that go with the
 //! call however it ends (reply, error, drop).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
