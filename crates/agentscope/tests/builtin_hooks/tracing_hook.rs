@@ -1,5 +1,6 @@
 //! TracingHook: span names, OpenTelemetry GenAI fields and parent/child structure captured by a test `tracing` layer, error.type on failures, and cleanup of dropped calls.
 
+use crate::support::hooks::stop_after_first_reasoning;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -670,15 +671,7 @@ fn a_resumed_call_names_the_call_it_resumes() {
         ScriptedResponse::text("2"),
     ]);
     let agent = agent_with(model, &hook);
-    let stopper = agent.add_hook(
-        hook_fn(|event| {
-            if let HookEvent::PostReasoning(e) = event {
-                e.stop_agent();
-            }
-            Ok(())
-        })
-        .with_interests(HookEventType::PostReasoning),
-    );
+    let stopper = agent.add_hook(stop_after_first_reasoning());
 
     let stopped = traced(&capture, agent.call("1+1?")).unwrap();
     assert_eq!(

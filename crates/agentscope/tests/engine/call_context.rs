@@ -2,6 +2,7 @@
 //! resume, and per-call extensions that concurrent calls never share and that go with the
 //! call however it ends (reply, error, drop).
 
+use crate::support::hooks::stop_after_first_reasoning;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -64,15 +65,7 @@ async fn every_event_of_a_call_carries_its_id() {
 #[tokio::test]
 async fn a_resume_names_the_call_that_stopped() {
     let (agent, rec) = recorded_calculator_agent("next");
-    let stopper = agent.add_hook(
-        hook_fn(|event| {
-            if let HookEvent::PostReasoning(e) = event {
-                e.stop_agent();
-            }
-            Ok(())
-        })
-        .with_interests(HookEventType::PostReasoning),
-    );
+    let stopper = agent.add_hook(stop_after_first_reasoning());
 
     let stopped = agent.call("6*7?").await.unwrap();
     assert_eq!(
