@@ -51,8 +51,9 @@ pub enum ConversationError {
     UnmatchedToolResult {
         /// The result's id.
         id: String,
-        /// The ids of the pending calls.
-        pending: Vec<String>,
+        /// The ids of the pending calls (boxed to keep the error, and every `Result` that
+        /// carries it, small).
+        pending: Box<[String]>,
     },
     /// Two results answer the same tool call.
     #[error("Duplicate tool result for tool call id '{id}'")]

@@ -39,8 +39,10 @@ pub enum HookError {
         message: String,
     },
     /// `goto_reasoning` was called with messages that cannot continue the conversation.
+    /// (Boxed: every hook returns a `Result<(), HookError>`, which stays as small as the
+    /// other variants make it.)
     #[error(transparent)]
-    InvalidGoto(ConversationError),
+    InvalidGoto(Box<ConversationError>),
     /// A setter was given a value that would break the call (e.g. a tool-use id change).
     #[error("{message}")]
     InvalidModification {

@@ -13,12 +13,11 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::builder::ReActAgentBuilder;
 use crate::config::AgentConfig;
 use crate::engine::{self, CallExtras, Finish};
 use crate::hooks::StructuredOutputHook;
 use crate::runtime::{AgentRuntime, lock};
-use crate::session::{AgentState, SessionBinding, binding};
+use crate::session::{AgentState, SessionBinding};
 use crate::stream::{AgentStream, StreamOptions};
 use crate::toolkit::Toolkit;
 
@@ -114,11 +113,6 @@ struct AgentInner {
 }
 
 impl ReActAgent {
-    /// Starts building an agent.
-    pub fn builder() -> ReActAgentBuilder {
-        ReActAgentBuilder::default()
-    }
-
     pub(crate) fn new(config: AgentConfig, runtime: AgentRuntime) -> Self {
         Self {
             inner: Arc::new(AgentInner { config, runtime }),
@@ -139,7 +133,7 @@ impl ReActAgent {
     /// [`AgentError::Busy`] at once when another call is running on this agent (unless
     /// `check_running(false)`); otherwise whatever failed the call (a hook, the model,
     /// invalid input), after `ErrorEvent` hooks ran. With a
-    /// [session](ReActAgentBuilder::session): [`AgentError::Session`] when it cannot be
+    /// [session](crate::ReActAgentBuilder::session): [`AgentError::Session`] when it cannot be
     /// loaded (before any hook runs) or saved (after the call).
     ///
     /// # Cancel safety
@@ -339,23 +333,24 @@ impl ReActAgent {
         conversation::check_no_system(&messages, "observed messages")?;
         let AgentInner { config, runtime } = &*self.inner;
         let _guard = runtime.begin_call(config.settings.check_running)?;
-        let synced = binding::load(config, runtime).await?;
+        let synced = config.load_session(runtime).await?;
         let memory = &config.memory;
         if !messages.is_empty() {
             // Like a call's input: nothing may come between tool calls and their results.
             conversation::check_input(pending_tool_uses(&memory.messages()), &messages)?;
         }
         memory.extend(messages);
-        binding::save(config, runtime, synced.as_ref()).await
+        config.save_session(runtime, synced.as_ref()).await
     }
 
     /// The agent's state: its memory, name, id and [`metadata`](Self::metadata), taken now
     /// (format version [`AgentState::CURRENT_VERSION`]). Store it anywhere; give it to
-    /// [`ReActAgentBuilder::state`] or [`load_state`](Self::load_state) to continue the
-    /// conversation.
+    /// [`ReActAgentBuilder::state`](crate::ReActAgentBuilder::state) or
+    /// [`load_state`](Self::load_state) to continue the conversation.
     ///
-    /// With a session bound ([`ReActAgentBuilder::session`]) this is the state as of this
-    /// agent's last call; the store may hold a newer one saved by another instance.
+    /// With a session bound
+    /// ([`ReActAgentBuilder::session`](crate::ReActAgentBuilder::session)) this is the state
+    /// as of this agent's last call; the store may hold a newer one saved by another instance.
     ///
     /// ```
     /// use agentscope::prelude::*;
@@ -387,10 +382,8 @@ impl ReActAgent {
             return Err(AgentError::Busy);
         }
         let _guard = runtime.begin_call(config.settings.check_running)?;
-        Ok(
-            AgentState::new(binding::identity(config), config.memory.messages())
-                .with_metadata(self.metadata()),
-        )
+        Ok(AgentState::new(config.identity(), config.memory.messages())
+            .with_metadata(self.metadata()))
     }
 
     /// Replaces the agent's memory and [`metadata`](Self::metadata) with `state`'s. With a
@@ -432,7 +425,7 @@ impl ReActAgent {
         if let Some(session) = &config.session {
             session
                 .save(
-                    binding::identity(config),
+                    config.identity(),
                     state.messages.clone(),
                     state.metadata.clone(),
                 )
@@ -482,12 +475,13 @@ impl ReActAgent {
     ) -> Result<(), AgentError> {
         let AgentInner { config, runtime } = &*self.inner;
         let _guard = runtime.begin_call(config.settings.check_running)?;
-        let synced = binding::load(config, runtime).await?;
+        let synced = config.load_session(runtime).await?;
         update(&mut lock(runtime.metadata()));
-        binding::save(config, runtime, synced.as_ref()).await
+        config.save_session(runtime, synced.as_ref()).await
     }
 
-    /// The id of the session the agent is bound to ([`ReActAgentBuilder::session`]).
+    /// The id of the session the agent is bound to
+    /// ([`ReActAgentBuilder::session`](crate::ReActAgentBuilder::session)).
     pub fn session_id(&self) -> Option<&str> {
         self.inner.config.session.as_ref().map(SessionBinding::id)
     }

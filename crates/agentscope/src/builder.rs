@@ -51,6 +51,13 @@ pub struct ReActAgentBuilder {
     settings: Settings,
 }
 
+impl ReActAgent {
+    /// Starts building an agent.
+    pub fn builder() -> ReActAgentBuilder {
+        ReActAgentBuilder::default()
+    }
+}
+
 impl std::fmt::Debug for ReActAgentBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReActAgentBuilder")

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
-use agentscope_core::{AgentInfo, BoxedModel, GenerateOptions, Memory, Msg};
+use agentscope_core::{AgentError, AgentInfo, BoxedModel, GenerateOptions, Memory, Msg};
 
-use crate::session::SessionBinding;
+use crate::runtime::AgentRuntime;
+use crate::session::{AgentIdentity, SessionBinding, Synced};
 use crate::toolkit::Toolkit;
 
 /// The settings that have a default: the builder starts from [`Settings::default`] and its
@@ -55,5 +56,41 @@ impl AgentConfig {
     /// The tools.
     pub(crate) fn toolkit(&self) -> &Toolkit {
         &self.settings.toolkit
+    }
+
+    /// The identity saved with the agent's state.
+    pub(crate) fn identity(&self) -> AgentIdentity {
+        AgentIdentity::new(self.info.name(), self.info.id())
+    }
+
+    /// With a session: loads it into memory and `runtime`'s metadata (call this holding the
+    /// agent).
+    pub(crate) async fn load_session(
+        &self,
+        runtime: &AgentRuntime,
+    ) -> Result<Option<Synced>, AgentError> {
+        match &self.session {
+            Some(session) => session
+                .load(&*self.memory, runtime.metadata())
+                .await
+                .map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// With a session: saves it when memory or metadata changed since `synced` was loaded.
+    pub(crate) async fn save_session(
+        &self,
+        runtime: &AgentRuntime,
+        synced: Option<&Synced>,
+    ) -> Result<(), AgentError> {
+        match (&self.session, synced) {
+            (Some(session), Some(synced)) => {
+                session
+                    .save_if_changed(&self.identity(), &*self.memory, runtime.metadata(), synced)
+                    .await
+            }
+            _ => Ok(()),
+        }
     }
 }

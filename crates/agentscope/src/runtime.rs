@@ -19,6 +19,8 @@ pub(crate) struct AgentRuntime {
     next_call: AtomicU64,
     /// The id of the last call that ended with tool calls pending: the next call resumes it.
     stopped_call: Mutex<Option<CallId>>,
+    /// Whether `stopped_call` is `Some`: most calls neither resume nor stop, and skip the lock.
+    has_stopped_call: AtomicBool,
 }
 
 /// Locks a mutex, recovering the data of a poisoned one (a panicking hook must not make the
@@ -36,6 +38,7 @@ impl AgentRuntime {
             active: Mutex::new(Vec::new()),
             next_call: AtomicU64::new(0),
             stopped_call: Mutex::new(None),
+            has_stopped_call: AtomicBool::new(false),
         }
     }
 
@@ -105,12 +108,22 @@ impl CallGuard<'_> {
 
     /// The call a new call resumes: the last one that ended with tool calls pending.
     pub(crate) fn stopped_call(&self) -> Option<CallId> {
+        if !self.runtime.has_stopped_call.load(Ordering::Acquire) {
+            return None;
+        }
         *lock(&self.runtime.stopped_call)
     }
 
     /// Records how this call ended: `Some(id)` when it left tool calls pending.
     pub(crate) fn set_stopped_call(&self, call: Option<CallId>) {
-        *lock(&self.runtime.stopped_call) = call;
+        if call.is_none() && !self.runtime.has_stopped_call.load(Ordering::Acquire) {
+            return;
+        }
+        let mut stopped = lock(&self.runtime.stopped_call);
+        *stopped = call;
+        self.runtime
+            .has_stopped_call
+            .store(call.is_some(), Ordering::Release);
     }
 }
 

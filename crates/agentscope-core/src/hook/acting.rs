@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::error::HookError;
 use crate::hook::context::CallInfo;
-use crate::hook::event::{Meta, event_meta_accessors};
+use crate::hook::meta::{Meta, event_meta_accessors};
 use crate::message::{ToolResultBlock, ToolUseBlock};
 
 /// Fired for each pending tool call before any tool of the batch runs.

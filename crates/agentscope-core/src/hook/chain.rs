@@ -3,29 +3,12 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{AgentError, HookError};
 use crate::hook::erased::{BoxedHook, Handler, invoke_async, invoke_sync};
-use crate::hook::{CallContext, Event, Hook, HookEvent, HookEventType, HookEventTypes};
-
-/// Identifies a registered hook, for removal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct HookId(u64);
-
-impl HookId {
-    /// A new id, unique in this process.
-    fn next() -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        HookId(NEXT.fetch_add(1, Ordering::Relaxed))
-    }
-}
-
-impl fmt::Display for HookId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "hook#{}", self.0)
-    }
-}
+use crate::hook::{
+    CallContext, Chained, Hook, HookEvent, HookEventType, HookEventTypes, HookId, Notification,
+};
 
 /// One entry of [`HookChain::order`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,34 +155,42 @@ impl HookChain {
         self.interests
     }
 
-    /// Runs one event of `call` through the hooks interested in its kind, by the kind's rule
-    /// (see the [module docs](super)), and gives the event back as the hooks left it.
+    /// Runs a chained event (Pre*/Post*) of `call` through the hooks interested in its kind,
+    /// in order, and gives the event back as the last hook left it.
     ///
-    /// This is the engine's one entry point into the chain. While the hooks run, the event
-    /// holds `call`'s [extensions](crate::Extensions) (moved in, and back into `call`
-    /// afterwards, also on failure), so hooks keep per-call state across the call's events.
-    /// The chain remembers in `call` which hooks received PostCall, and does not send them
-    /// the call's ErrorEvent. Build `event` from `call.info()`.
+    /// With [`notify`](Self::notify) this is the engine's entry point into the chain. While
+    /// the hooks run, the event holds `call`'s [extensions](crate::Extensions) (moved in, and
+    /// back into `call` afterwards, also on failure), so hooks keep per-call state across the
+    /// call's events. The chain remembers in `call` which hooks received PostCall, and does not
+    /// send them the call's ErrorEvent. Build `event` from `call.info()`.
     ///
     /// # Errors
     ///
-    /// For a chained event, the first hook `Err` (or panic) stops the chain and is returned as
-    /// [`AgentError::Hook`] naming the hook; a hook that replaced the event with one of
-    /// another kind fails the same way. Notifications never fail.
-    pub async fn chain<E: Event>(&self, event: E, call: &mut CallContext) -> Result<E, AgentError> {
+    /// The first hook `Err` (or panic) stops the chain and is returned as
+    /// [`AgentError::Hook`] naming the hook; a hook that replaced the event with one of another
+    /// kind fails the same way.
+    pub async fn chain<E: Chained>(
+        &self,
+        event: E,
+        call: &mut CallContext,
+    ) -> Result<E, AgentError> {
+        if !self.interests.contains(E::KIND) {
+            return Ok(event);
+        }
         let mut event: HookEvent = event.into();
         std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
-        let result = match E::KIND {
-            HookEventType::PostCall => {
-                self.run(&mut event, &[], Some(&mut call.saw_post_call))
-                    .await
-            }
-            HookEventType::Error => self.run(&mut event, &call.saw_post_call, None).await,
-            _ => self.run(&mut event, &[], None).await,
-        };
+        let result = self.run_chained(&mut event).await;
         std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
-        result?;
-        // `run` rejects hooks that change the event's kind, so this cannot fail.
+        if let Err((failed_at, error)) = result {
+            if E::KIND == HookEventType::PostCall {
+                // Every hook up to the failing one received PostCall: none of them gets the
+                // call's ErrorEvent.
+                let hooks = &self.by_kind[E::KIND.index()];
+                call.saw_post_call = hooks[..=failed_at].iter().map(|(id, _)| *id).collect();
+            }
+            return Err(error);
+        }
+        // `run_chained` rejects hooks that change the event's kind, so this cannot fail.
         E::try_from(event).map_err(|other| AgentError::Hook {
             hook: "the hook chain".to_owned(),
             event: E::KIND,
@@ -209,48 +200,49 @@ impl HookChain {
         })
     }
 
+    /// Delivers a notification (a chunk event or the call's ErrorEvent) of `call` to every
+    /// interested hook, in order, lending it `call`'s extensions like [`chain`](Self::chain).
+    /// A hook's `Err` (or panic) is logged and affects neither the call nor the other hooks;
+    /// hooks that received the call's PostCall do not get its ErrorEvent.
+    pub async fn notify<E: Notification>(&self, event: E, call: &mut CallContext) {
+        if !self.interests.contains(E::KIND) {
+            return;
+        }
+        let mut event: HookEvent = event.into();
+        std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
+        let skip: &[HookId] = match E::KIND {
+            HookEventType::Error => &call.saw_post_call,
+            _ => &[],
+        };
+        self.run_notification(&mut event, skip).await;
+        std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
+    }
+
     /// Runs `event` through the hooks interested in its kind, by the kind's rule, without a
-    /// call: for testing hooks and chains. See [`chain`](Self::chain).
+    /// call: for testing hooks and chains. See [`chain`](Self::chain) and
+    /// [`notify`](Self::notify).
     ///
     /// # Errors
     ///
-    /// As [`chain`](Self::chain).
+    /// For a chained event, as [`chain`](Self::chain); notifications never fail.
     pub async fn dispatch(&self, event: &mut HookEvent) -> Result<(), AgentError> {
-        self.run(event, &[], None).await
+        if event.event_type().is_notification() {
+            self.run_notification(event, &[]).await;
+            Ok(())
+        } else {
+            self.run_chained(event).await.map_err(|(_, error)| error)
+        }
     }
 
-    /// The dispatch rules: chained kinds stop at the first failure, notifications go to every
-    /// interested hook but those in `skip`. Hooks that receive the event are added to
-    /// `reached`.
-    async fn run(
-        &self,
-        event: &mut HookEvent,
-        skip: &[HookId],
-        mut reached: Option<&mut Vec<HookId>>,
-    ) -> Result<(), AgentError> {
+    /// The chained rule: hooks in order, the first failure stops the chain; the error comes
+    /// with the failing hook's position.
+    async fn run_chained(&self, event: &mut HookEvent) -> Result<(), (usize, AgentError)> {
         let kind = event.event_type();
-        for (id, hook) in self.by_kind[kind.index()].iter() {
-            if skip.contains(id) {
-                continue;
-            }
-            if let Some(reached) = reached.as_deref_mut() {
-                reached.push(*id);
-            }
+        for (position, (_, hook)) in self.by_kind[kind.index()].iter().enumerate() {
             let result = match &hook.handler {
                 Handler::Sync(f) => invoke_sync(&**f, event),
                 Handler::Async(h) => invoke_async(h, event).await,
             };
-            if kind.is_notification() {
-                if let Err(error) = result {
-                    tracing::warn!(
-                        hook = %hook.name,
-                        event = %kind,
-                        %error,
-                        "hook failed while handling a notification; ignored"
-                    );
-                }
-                continue;
-            }
             let result = match result {
                 Ok(()) if event.event_type() != kind => Err(HookError::InvalidModification {
                     message: format!(
@@ -261,14 +253,38 @@ impl HookChain {
                 other => other,
             };
             if let Err(source) = result {
-                return Err(AgentError::Hook {
+                let error = AgentError::Hook {
                     hook: hook.name.to_string(),
                     event: kind,
                     source,
-                });
+                };
+                return Err((position, error));
             }
         }
         Ok(())
+    }
+
+    /// The notification rule: every interested hook but those in `skip`, in order; failures
+    /// are logged.
+    async fn run_notification(&self, event: &mut HookEvent, skip: &[HookId]) {
+        let kind = event.event_type();
+        for (id, hook) in self.by_kind[kind.index()].iter() {
+            if skip.contains(id) {
+                continue;
+            }
+            let result = match &hook.handler {
+                Handler::Sync(f) => invoke_sync(&**f, event),
+                Handler::Async(h) => invoke_async(h, event).await,
+            };
+            if let Err(error) = result {
+                tracing::warn!(
+                    hook = %hook.name,
+                    event = %kind,
+                    %error,
+                    "hook failed while handling a notification; ignored"
+                );
+            }
+        }
     }
 }
 
@@ -500,7 +516,7 @@ mod tests {
         let err = block_on(chain.chain(post, &mut call)).unwrap_err();
         assert_eq!(log.lock().unwrap().drain(..).collect::<Vec<_>>(), ["early"]);
         let error = ErrorEvent::new(call.info(), err);
-        block_on(chain.chain(error, &mut call)).unwrap();
+        block_on(chain.notify(error, &mut call));
         assert_eq!(*log.lock().unwrap(), ["late"]);
     }
 }

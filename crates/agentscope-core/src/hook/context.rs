@@ -288,9 +288,13 @@ impl fmt::Debug for CallContext {
 /// ```
 #[derive(Default)]
 pub struct Extensions {
-    // A handful of entries at most: a vector beats a map, and an empty one allocates nothing.
-    entries: Vec<(TypeId, Box<dyn Any + Send + Sync>)>,
+    // One pointer in every event: most calls store nothing, and a handful of entries at most
+    // when they do, so a boxed vector (scanned linearly) beats a map.
+    #[allow(clippy::box_collection)]
+    entries: Option<Box<Vec<Entry>>>,
 }
+
+type Entry = (TypeId, Box<dyn Any + Send + Sync>);
 
 impl Extensions {
     /// No values.
@@ -298,20 +302,26 @@ impl Extensions {
         Self::default()
     }
 
+    fn entries(&self) -> &[Entry] {
+        self.entries.as_deref().map_or(&[], Vec::as_slice)
+    }
+
     fn position<T: 'static>(&self) -> Option<usize> {
         let id = TypeId::of::<T>();
-        self.entries.iter().position(|(entry, _)| *entry == id)
+        self.entries().iter().position(|(entry, _)| *entry == id)
     }
 
     /// Stores `value`, returning the value of the same type it replaces.
     pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
-        match self.position::<T>() {
+        let at = self.position::<T>();
+        let entries = self.entries.get_or_insert_with(Box::default);
+        match at {
             Some(at) => {
-                let old = std::mem::replace(&mut self.entries[at].1, Box::new(value));
+                let old = std::mem::replace(&mut entries[at].1, Box::new(value));
                 old.downcast::<T>().ok().map(|old| *old)
             }
             None => {
-                self.entries.push((TypeId::of::<T>(), Box::new(value)));
+                entries.push((TypeId::of::<T>(), Box::new(value)));
                 None
             }
         }
@@ -320,13 +330,13 @@ impl Extensions {
     /// The value of type `T`, if there is one.
     pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
         let at = self.position::<T>()?;
-        self.entries[at].1.downcast_ref()
+        self.entries()[at].1.downcast_ref()
     }
 
     /// The value of type `T`, mutably, if there is one.
     pub fn get_mut<T: Send + Sync + 'static>(&mut self) -> Option<&mut T> {
         let at = self.position::<T>()?;
-        self.entries[at].1.downcast_mut()
+        self.entries.as_mut()?[at].1.downcast_mut()
     }
 
     /// The value of type `T`, inserting `make()` first when there is none.
@@ -334,14 +344,16 @@ impl Extensions {
         &mut self,
         make: impl FnOnce() -> T,
     ) -> &mut T {
-        let at = match self.position::<T>() {
+        let at = self.position::<T>();
+        let entries = self.entries.get_or_insert_with(Box::default);
+        let at = match at {
             Some(at) => at,
             None => {
-                self.entries.push((TypeId::of::<T>(), Box::new(make())));
-                self.entries.len() - 1
+                entries.push((TypeId::of::<T>(), Box::new(make())));
+                entries.len() - 1
             }
         };
-        match self.entries[at].1.downcast_mut() {
+        match entries[at].1.downcast_mut() {
             Some(value) => value,
             // The entry at `at` holds a `T`: its key is `TypeId::of::<T>()`.
             None => unreachable!("extension entry holds another type than its key"),
@@ -352,6 +364,7 @@ impl Extensions {
     pub fn remove<T: Send + Sync + 'static>(&mut self) -> Option<T> {
         let at = self.position::<T>()?;
         self.entries
+            .as_mut()?
             .swap_remove(at)
             .1
             .downcast::<T>()
@@ -366,19 +379,19 @@ impl Extensions {
 
     /// The number of values.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.entries().len()
     }
 
     /// Whether there are no values.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries().is_empty()
     }
 }
 
 impl fmt::Debug for Extensions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Extensions")
-            .field("len", &self.entries.len())
+            .field("len", &self.len())
             .finish_non_exhaustive()
     }
 }

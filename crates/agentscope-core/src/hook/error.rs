@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::error::AgentError;
 use crate::hook::context::CallInfo;
-use crate::hook::event::{Meta, event_meta_accessors};
+use crate::hook::meta::{Meta, event_meta_accessors};
 
 /// Fired when a call failed, before the error reaches the caller (a notification: a hook's
 /// `Err` here is logged and never replaces the original error).

@@ -24,9 +24,6 @@
 //! [`call_id`](PreCallEvent::call_id), [`agent`](PreCallEvent::agent)) and the call's
 //! [`extensions`](PreCallEvent::extensions_mut), where hooks keep per-call state.
 
-use std::fmt;
-use std::sync::Arc;
-
 use chrono::{DateTime, Utc};
 
 use crate::hook::acting::{ActingChunkEvent, PostActingEvent, PreActingEvent};
@@ -34,129 +31,9 @@ use crate::hook::call::{PostCallEvent, PreCallEvent};
 use crate::hook::context::{AgentInfo, CallId, CallInfo, Extensions};
 use crate::hook::error::ErrorEvent;
 use crate::hook::kinds::HookEventType;
+use crate::hook::meta::Meta;
 use crate::hook::reasoning::{PostReasoningEvent, PreReasoningEvent, ReasoningChunkEvent};
 use crate::hook::summary::{PostSummaryEvent, PreSummaryEvent, SummaryChunkEvent};
-use crate::message::{ContentBlock, Msg, Role};
-use crate::text::SharedString;
-
-/// What every event carries: its call, the call's extensions (lent by the chain while hooks
-/// run), and its creation time.
-pub(crate) struct Meta {
-    pub(crate) call: Arc<CallInfo>,
-    pub(crate) extensions: Extensions,
-    pub(crate) timestamp: DateTime<Utc>,
-}
-
-impl Meta {
-    pub(crate) fn new(call: &Arc<CallInfo>) -> Self {
-        Self {
-            call: Arc::clone(call),
-            extensions: Extensions::new(),
-            timestamp: Utc::now(),
-        }
-    }
-}
-
-/// A clone is a snapshot of the event's data: the call's extensions stay with the call.
-impl Clone for Meta {
-    fn clone(&self) -> Self {
-        Self {
-            call: Arc::clone(&self.call),
-            extensions: Extensions::new(),
-            timestamp: self.timestamp,
-        }
-    }
-}
-
-impl fmt::Debug for Meta {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Meta")
-            .field("call", &self.call.id())
-            .field("agent", &self.call.agent().name())
-            .field("extensions", &self.extensions.len())
-            .field("timestamp", &self.timestamp)
-            .finish()
-    }
-}
-
-/// The system-message part shared by PreCall, PreReasoning and PreSummary.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SystemSlot(pub(crate) Option<Msg>);
-
-impl SystemSlot {
-    pub(crate) fn set(&mut self, message: Option<Msg>) {
-        self.0 = message.map(|mut msg| {
-            msg.role = Role::System;
-            msg
-        });
-    }
-
-    pub(crate) fn append(&mut self, text: SharedString) {
-        match &mut self.0 {
-            Some(msg) => msg.content.push(ContentBlock::text(text)),
-            None => self.0 = Some(Msg::system(text)),
-        }
-    }
-}
-
-/// The accessors every event has (see the module docs).
-macro_rules! event_meta_accessors {
-    () => {
-        /// The call this event belongs to.
-        pub fn call(&self) -> &$crate::CallInfo {
-            &self.meta.call
-        }
-
-        /// The id of the call this event belongs to.
-        pub fn call_id(&self) -> $crate::CallId {
-            self.meta.call.id()
-        }
-
-        /// The agent this event belongs to.
-        pub fn agent(&self) -> &$crate::AgentInfo {
-            self.meta.call.agent()
-        }
-
-        /// The call's extensions: per-call state that hooks stored at earlier events.
-        pub fn extensions(&self) -> &$crate::Extensions {
-            &self.meta.extensions
-        }
-
-        /// The call's extensions, to store per-call state for later events of the call.
-        pub fn extensions_mut(&mut self) -> &mut $crate::Extensions {
-            &mut self.meta.extensions
-        }
-
-        /// When the event was created.
-        pub fn timestamp(&self) -> ::chrono::DateTime<::chrono::Utc> {
-            self.meta.timestamp
-        }
-    };
-}
-
-/// The system-message accessors of PreCall, PreReasoning and PreSummary.
-macro_rules! system_message_accessors {
-    () => {
-        /// The system message the model will get (`None` when there is none).
-        pub fn system_message(&self) -> Option<&$crate::Msg> {
-            self.system.0.as_ref()
-        }
-
-        /// Replaces the system message (`None` removes it). The message's role is set to
-        /// `System`.
-        pub fn set_system_message(&mut self, message: Option<$crate::Msg>) {
-            self.system.set(message);
-        }
-
-        /// Appends a text block to the system message, creating one named `"system"` when
-        /// there is none.
-        pub fn append_system_content(&mut self, text: impl Into<$crate::SharedString>) {
-            self.system.append(text.into());
-        }
-    };
-}
-
-pub(crate) use {event_meta_accessors, system_message_accessors};
 
 macro_rules! each_event {
     ($event:expr, $e:ident => $body:expr) => {
@@ -229,14 +106,35 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// One of the twelve event structs: what [`HookChain::chain`](crate::HookChain::chain)
-/// takes and gives back. Sealed: the set of events is closed.
+/// One of the twelve event structs. Sealed: the set of events is closed.
 pub trait Event:
     Into<HookEvent> + TryFrom<HookEvent, Error = HookEvent> + Send + sealed::Sealed + 'static
 {
     /// The event's kind.
     const KIND: HookEventType;
 }
+
+/// The eight chained events (Pre*/Post*): hooks run in order and may change them or fail the
+/// call; [`HookChain::chain`](crate::HookChain::chain) takes them and gives them back.
+pub trait Chained: Event {}
+
+/// The four notifications (chunk events and ErrorEvent): every interested hook sees them
+/// and nothing a hook does changes the call; [`HookChain::notify`](crate::HookChain::notify)
+/// delivers them.
+pub trait Notification: Event {}
+
+impl Chained for PreCallEvent {}
+impl Chained for PostCallEvent {}
+impl Chained for PreReasoningEvent {}
+impl Chained for PostReasoningEvent {}
+impl Chained for PreActingEvent {}
+impl Chained for PostActingEvent {}
+impl Chained for PreSummaryEvent {}
+impl Chained for PostSummaryEvent {}
+impl Notification for ReasoningChunkEvent {}
+impl Notification for ActingChunkEvent {}
+impl Notification for SummaryChunkEvent {}
+impl Notification for ErrorEvent {}
 
 /// Declares the closed `HookEvent` enum over the twelve event structs, with the
 /// conversions between them and the [`Event`] impls.
@@ -318,7 +216,8 @@ hook_events!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::CallContext;
+    use crate::{CallContext, Msg};
+    use std::sync::Arc;
 
     #[test]
     fn hook_event_accessors() {

@@ -8,7 +8,8 @@
 //! | `chain.rs` | [`HookChain`]: priority order, one list per kind, the dispatch rules |
 //! | `kinds.rs` | the kinds ([`HookEventType`]) and sets of kinds ([`HookEventTypes`]) |
 //! | `context.rs` | the call: [`CallContext`], [`CallInfo`], [`CallId`], [`Extensions`] |
-//! | `event.rs` | the closed [`HookEvent`] enum and what the events share |
+//! | `event.rs` | the closed [`HookEvent`] enum |
+//! | `meta.rs` | what the twelve events share (their call, its extensions, the accessors) |
 //! | `call.rs`, `reasoning.rs`, `acting.rs`, `summary.rs`, `error.rs` | the twelve events, by stage |
 //!
 //! # Dispatch rules
@@ -33,19 +34,22 @@ mod erased;
 mod error;
 mod event;
 mod kinds;
+mod meta;
 mod reasoning;
 mod summary;
 
+use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use acting::{ActingChunkEvent, PostActingEvent, PreActingEvent};
 pub use call::{PostCallEvent, PreCallEvent};
-pub use chain::{HookChain, HookId, HookInfo};
+pub use chain::{HookChain, HookInfo};
 pub use context::{AgentInfo, CallContext, CallId, CallInfo, Extensions, ParseCallIdError};
 pub use erased::{BoxedHook, HookFn, hook_fn};
 pub use error::ErrorEvent;
-pub use event::{Event, HookEvent};
+pub use event::{Chained, Event, HookEvent, Notification};
 pub use kinds::{HookEventType, HookEventTypes};
 pub use reasoning::{PostReasoningEvent, PreReasoningEvent, ReasoningChunkEvent};
 pub use summary::{PostSummaryEvent, PreSummaryEvent, SummaryChunkEvent};
@@ -125,5 +129,23 @@ impl<H: Hook> Hook for Arc<H> {
 
     fn name(&self) -> &str {
         (**self).name()
+    }
+}
+
+/// Identifies a registered hook, for removal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HookId(u64);
+
+impl HookId {
+    /// A new id, unique in this process.
+    fn next() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        HookId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl fmt::Display for HookId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "hook#{}", self.0)
     }
 }

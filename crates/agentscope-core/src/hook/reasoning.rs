@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::conversation::check_goto;
 use crate::error::HookError;
 use crate::hook::context::CallInfo;
-use crate::hook::event::{Meta, SystemSlot, event_meta_accessors, system_message_accessors};
+use crate::hook::meta::{Meta, SystemSlot, event_meta_accessors, system_message_accessors};
 use crate::message::Msg;
 use crate::model::GenerateOptions;
 
@@ -172,7 +172,8 @@ impl PostReasoningEvent {
     /// assert!(event.is_goto_requested());
     /// ```
     pub fn goto_reasoning(&mut self, messages: Vec<Msg>) -> Result<(), HookError> {
-        check_goto(&self.message, &messages).map_err(HookError::InvalidGoto)?;
+        check_goto(&self.message, &messages)
+            .map_err(|rule| HookError::InvalidGoto(Box::new(rule)))?;
         self.goto = Some(messages);
         Ok(())
     }

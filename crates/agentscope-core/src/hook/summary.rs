@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::hook::context::CallInfo;
-use crate::hook::event::{Meta, SystemSlot, event_meta_accessors, system_message_accessors};
+use crate::hook::meta::{Meta, SystemSlot, event_meta_accessors, system_message_accessors};
 use crate::message::Msg;
 use crate::model::GenerateOptions;
 

@@ -44,8 +44,8 @@ impl Call<'_> {
         for call in calls {
             let (tool_use, skip) = if self.hooks.is_interested(HookEventType::PreActing) {
                 let id = call.id.clone();
-                let event = PreActingEvent::new(self.context.info(), call);
-                let (tool_use, skip) = self.chained(event).await?.into_parts();
+                let event = PreActingEvent::new(self.context().info(), call);
+                let (tool_use, skip) = self.hooks.chain(event, self.context()).await?.into_parts();
                 if tool_use.id != id {
                     return Err(AgentError::Hook {
                         hook: "PreActing hooks".to_owned(),
@@ -91,8 +91,8 @@ impl Call<'_> {
                 }
             };
             let (result, stop_here) = if self.hooks.is_interested(HookEventType::PostActing) {
-                let event = PostActingEvent::new(self.context.info(), tool_use, result);
-                self.chained(event).await?.into_parts()
+                let event = PostActingEvent::new(self.context().info(), tool_use, result);
+                self.hooks.chain(event, self.context()).await?.into_parts()
             } else {
                 (result, false)
             };
@@ -113,6 +113,7 @@ impl Call<'_> {
         }
 
         if !suspended.is_empty() {
+            self.left_pending = true;
             let reply = Msg::new(Role::Assistant, self.config.info.name(), suspended)
                 .with_generate_reason(GenerateReason::ToolSuspended);
             return Ok(Acted::Done(reply));
@@ -238,8 +239,8 @@ impl Call<'_> {
         };
         if hook_chunks {
             let event =
-                ActingChunkEvent::new(self.context.info(), Arc::clone(tool_use), chunk.clone());
-            self.notify(event).await;
+                ActingChunkEvent::new(self.context().info(), Arc::clone(tool_use), chunk.clone());
+            self.hooks.notify(event, self.context()).await;
         }
         self.emit(EventType::ToolResult, false, || Msg::tool_result(chunk))
             .await;

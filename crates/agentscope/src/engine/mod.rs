@@ -14,14 +14,14 @@ use std::sync::Arc;
 
 use agentscope_core::conversation::{self, ConversationError, pending_tool_uses};
 use agentscope_core::{
-    AgentError, BoxedHook, BoxedTool, CallContext, CancellationToken, ContentBlock, ErrorEvent,
-    Event, GenerateReason, HookChain, HookEventType, Msg, PostCallEvent, PreCallEvent, Role, Tool,
-    ToolResultBlock, ToolUseBlock,
+    AgentError, BoxedHook, BoxedTool, CallContext, CallId, CancellationToken, ContentBlock,
+    ErrorEvent, GenerateReason, HookChain, HookEventType, Msg, PostCallEvent, PreCallEvent, Role,
+    Tool, ToolResultBlock, ToolUseBlock,
 };
 
 use crate::config::AgentConfig;
 use crate::runtime::AgentRuntime;
-use crate::session::{Synced, binding};
+use crate::session::Synced;
 use crate::stream::{Event as StreamEvent, EventSink, EventType};
 use crate::toolkit::Toolkit;
 
@@ -65,7 +65,7 @@ pub(crate) async fn run(
     // (Boxed: the session's futures live on the heap only for agents that have one, so they
     // don't enlarge every call's future.)
     let synced = match config.session.is_some() {
-        true => Box::pin(binding::load(config, runtime)).await?,
+        true => Box::pin(config.load_session(runtime)).await?,
         false => None,
     };
     // Declared before `call`: when the call is dropped, its open tool calls are closed first.
@@ -86,25 +86,19 @@ pub(crate) async fn run(
         }
         Cow::Owned(toolkit)
     };
-    let mut context = CallContext::new(Arc::clone(&config.info));
-    if let Some(stopped) = guard.stopped_call() {
-        context = context.with_resumed_from(stopped);
-    }
-    for tool in toolkit.marked() {
-        context = context.with_tool_kind(tool.name(), tool.kind());
-    }
-    let call_id = context.id();
     let mut call = Call {
         config,
         hooks: &hooks,
         toolkit: &toolkit,
         sink,
         cancel: guard.token(),
-        context,
+        context: None,
+        resumes: guard.stopped_call(),
         base_system: None,
         iteration: 0,
         gotos: 0,
         open: OpenToolCalls::new(&*config.memory),
+        left_pending: false,
     };
     let mut outcome = call.execute(input).await;
     if finish.is_armed() {
@@ -113,9 +107,8 @@ pub(crate) async fn run(
         }
         outcome = finish.run(outcome);
     }
-    guard.set_stopped_call(
-        matches!(&outcome, Ok(reply) if leaves_calls_pending(reply)).then_some(call_id),
-    );
+    let stopped = (outcome.is_ok() && call.left_pending).then(|| call.context().id());
+    guard.set_stopped_call(stopped);
     let result = match outcome {
         Ok(reply) => call.post_call(reply).await,
         Err(error) => Err(error),
@@ -138,14 +131,6 @@ pub(crate) async fn run(
     result
 }
 
-/// Whether a call that ended with `reply` left tool calls pending for the next call.
-fn leaves_calls_pending(reply: &Msg) -> bool {
-    matches!(
-        reply.generate_reason(),
-        Some(GenerateReason::ReasoningStopRequested | GenerateReason::ToolSuspended)
-    )
-}
-
 /// Saves the bound session after a call (whatever its outcome) if memory changed. A failed
 /// save fails a call that succeeded; a call that failed keeps its own error (the save error
 /// is logged), since its caller must retry anyway.
@@ -155,7 +140,7 @@ async fn save_session(
     synced: Synced,
     result: Result<Msg, AgentError>,
 ) -> Result<Msg, AgentError> {
-    let Err(save_error) = binding::save(config, runtime, Some(&synced)).await else {
+    let Err(save_error) = config.save_session(runtime, Some(&synced)).await else {
         return result;
     };
     match result {
@@ -204,16 +189,46 @@ pub(crate) struct Call<'a> {
     toolkit: &'a Toolkit,
     sink: Option<&'a EventSink>,
     cancel: &'a CancellationToken,
-    /// The call's identity and per-call extensions; hooks get them with every event.
-    context: CallContext,
+    /// The call's identity and per-call extensions; hooks get them with every event. Made
+    /// when first needed: a call that no hook sees never pays for it.
+    context: Option<CallContext>,
+    /// The call this one resumes (see `CallInfo::resumed_from`).
+    resumes: Option<CallId>,
     /// The system message frozen after PreCall; each model call gets a fresh copy.
     base_system: Option<Msg>,
     iteration: usize,
     gotos: usize,
     open: OpenToolCalls<'a>,
+    /// Whether the call ends with tool calls pending on purpose (a stop after reasoning, a
+    /// suspended tool): the next call resumes it.
+    left_pending: bool,
 }
 
 impl Call<'_> {
+    /// The call's context, made on first use.
+    #[inline]
+    fn context(&mut self) -> &mut CallContext {
+        if self.context.is_none() {
+            self.context = Some(self.new_context());
+        }
+        match &mut self.context {
+            Some(context) => context,
+            None => unreachable!("the context was just made"),
+        }
+    }
+
+    #[cold]
+    fn new_context(&self) -> CallContext {
+        let mut context = CallContext::new(Arc::clone(&self.config.info));
+        if let Some(previous) = self.resumes {
+            context = context.with_resumed_from(previous);
+        }
+        for tool in self.toolkit.marked() {
+            context = context.with_tool_kind(tool.name(), tool.kind());
+        }
+        context
+    }
+
     async fn execute(&mut self, input: Vec<Msg>) -> Result<Msg, AgentError> {
         match self.lifecycle(input).await {
             Ok(reply) => Ok(reply),
@@ -228,8 +243,8 @@ impl Call<'_> {
         // 3. PreCall, then the system message is frozen as this call's base.
         let (input, system) = if self.hooks.is_interested(HookEventType::PreCall) {
             let history = self.config.memory.messages();
-            let event = PreCallEvent::new(self.context.info(), input, history, seed);
-            self.chained(event).await?.into_parts()
+            let event = PreCallEvent::new(self.context().info(), input, history, seed);
+            self.hooks.chain(event, self.context()).await?.into_parts()
         } else {
             (input, seed)
         };
@@ -301,29 +316,22 @@ impl Call<'_> {
         if !self.hooks.is_interested(HookEventType::PostCall) {
             return Ok(reply);
         }
-        let event = PostCallEvent::new(self.context.info(), reply);
-        Ok(self.chained(event).await?.into_final_message())
+        let event = PostCallEvent::new(self.context().info(), reply);
+        Ok(self
+            .hooks
+            .chain(event, self.context())
+            .await?
+            .into_final_message())
     }
 
     /// Notifies ErrorEvent hooks (but those that saw PostCall); they get a copy, so nothing
     /// they do replaces the error.
     async fn notify_error(&mut self, error: AgentError) -> AgentError {
         if self.hooks.is_interested(HookEventType::Error) {
-            let event = ErrorEvent::new(self.context.info(), error.clone());
-            self.notify(event).await;
+            let event = ErrorEvent::new(self.context().info(), error.clone());
+            self.hooks.notify(event, self.context()).await;
         }
         error
-    }
-
-    /// Runs an event through the hooks, lending it the call's context, and gives it back.
-    async fn chained<E: Event>(&mut self, event: E) -> Result<E, AgentError> {
-        self.hooks.chain(event, &mut self.context).await
-    }
-
-    /// Delivers a notification (a chunk event) to the interested hooks.
-    async fn notify<E: Event>(&mut self, event: E) {
-        // Notifications cannot fail: hook errors are logged by the chain.
-        let _ = self.hooks.chain(event, &mut self.context).await;
     }
 
     /// Whether the stream consumer wants events of this type and completeness.

@@ -53,15 +53,16 @@ impl Call<'_> {
         let system = self.base_system.clone();
         let options = config.settings.options.clone();
         let (messages, system, options) = if self.hooks.is_interested(HookEventType::PreReasoning) {
+            let iteration = self.iteration;
             let event = PreReasoningEvent::new(
-                self.context.info(),
+                self.context().info(),
                 history,
                 system,
                 config.model_name.clone(),
                 options,
-                self.iteration,
+                iteration,
             );
-            self.chained(event).await?.into_parts()
+            self.hooks.chain(event, self.context()).await?.into_parts()
         } else {
             (history, system, options)
         };
@@ -74,13 +75,14 @@ impl Call<'_> {
         let message = self.generate(request, Phase::Reasoning).await?;
 
         let (mut message, stop, goto) = if self.hooks.is_interested(HookEventType::PostReasoning) {
+            let iteration = self.iteration;
             let event = PostReasoningEvent::new(
-                self.context.info(),
+                self.context().info(),
                 message,
                 config.model_name.clone(),
-                self.iteration,
+                iteration,
             );
-            self.chained(event).await?.into_parts()
+            self.hooks.chain(event, self.context()).await?.into_parts()
         } else {
             (message, false, None)
         };
@@ -89,6 +91,7 @@ impl Call<'_> {
         if stop {
             // Its tool calls stay pending on purpose: the next call resumes them.
             message.set_generate_reason(GenerateReason::ReasoningStopRequested);
+            self.left_pending = message.has_tool_uses();
             self.store_reasoning(&message).await;
             return Ok(Reasoned::Done(message));
         }
@@ -180,20 +183,20 @@ impl Call<'_> {
                     match phase {
                         Phase::Reasoning => {
                             let event = ReasoningChunkEvent::new(
-                                self.context.info(),
+                                self.context().info(),
                                 config.model_name.clone(),
                                 hook_delta,
                                 accumulated.clone(),
                             );
-                            self.notify(event).await;
+                            self.hooks.notify(event, self.context()).await;
                         }
                         Phase::Summary => {
                             let event = SummaryChunkEvent::new(
-                                self.context.info(),
+                                self.context().info(),
                                 hook_delta,
                                 accumulated.clone(),
                             );
-                            self.notify(event).await;
+                            self.hooks.notify(event, self.context()).await;
                         }
                     }
                 }

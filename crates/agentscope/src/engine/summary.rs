@@ -40,15 +40,16 @@ impl Call<'_> {
             .clone()
             .tool_choice(ToolChoice::Auto);
         let (messages, system, options) = if self.hooks.is_interested(HookEventType::PreSummary) {
+            let iteration = self.iteration;
             let event = PreSummaryEvent::new(
-                self.context.info(),
+                self.context().info(),
                 messages,
                 system,
                 options,
                 max,
-                self.iteration,
+                iteration,
             );
-            self.chained(event).await?.into_parts()
+            self.hooks.chain(event, self.context()).await?.into_parts()
         } else {
             (messages, system, options)
         };
@@ -81,8 +82,11 @@ impl Call<'_> {
             Err(halt) => return Err(halt),
         };
         let summary = if self.hooks.is_interested(HookEventType::PostSummary) {
-            let event = PostSummaryEvent::new(self.context.info(), summary);
-            self.chained(event).await?.into_summary_message()
+            let event = PostSummaryEvent::new(self.context().info(), summary);
+            self.hooks
+                .chain(event, self.context())
+                .await?
+                .into_summary_message()
         } else {
             summary
         }

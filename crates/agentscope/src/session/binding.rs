@@ -6,8 +6,7 @@ use agentscope_core::{AgentError, Memory, Msg};
 use serde_json::{Map, Value};
 
 use super::{AgentIdentity, AgentState, SessionStore};
-use crate::config::AgentConfig;
-use crate::runtime::{AgentRuntime, lock};
+use crate::runtime::lock;
 
 /// The store and session id an agent is bound to, and what a session that does not exist
 /// yet starts from.
@@ -97,45 +96,5 @@ impl SessionBinding {
         let state = AgentState::new(agent, messages).with_metadata(metadata);
         self.store.save(&self.id, &state).await?;
         Ok(())
-    }
-}
-
-/// The identity saved with the agent's state.
-pub(crate) fn identity(config: &AgentConfig) -> AgentIdentity {
-    AgentIdentity::new(config.info.name(), config.info.id())
-}
-
-/// With a session: loads it into memory and metadata (call this holding the agent).
-pub(crate) async fn load(
-    config: &AgentConfig,
-    runtime: &AgentRuntime,
-) -> Result<Option<Synced>, AgentError> {
-    match &config.session {
-        Some(session) => session
-            .load(&*config.memory, runtime.metadata())
-            .await
-            .map(Some),
-        None => Ok(None),
-    }
-}
-
-/// With a session: saves it when memory or metadata changed since `synced` was loaded.
-pub(crate) async fn save(
-    config: &AgentConfig,
-    runtime: &AgentRuntime,
-    synced: Option<&Synced>,
-) -> Result<(), AgentError> {
-    match (&config.session, synced) {
-        (Some(session), Some(synced)) => {
-            session
-                .save_if_changed(
-                    &identity(config),
-                    &*config.memory,
-                    runtime.metadata(),
-                    synced,
-                )
-                .await
-        }
-        _ => Ok(()),
     }
 }

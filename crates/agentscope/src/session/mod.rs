@@ -45,7 +45,7 @@
 //! See `docs/sessions.md` for what is stored, how to pick a store, and how several service
 //! instances share sessions.
 
-pub(crate) mod binding;
+mod binding;
 mod json_file;
 
 pub(crate) use binding::{SessionBinding, Synced};

@@ -1,0 +1,131 @@
+//! What the twelve event structs share: [`Meta`] (the call they belong to, the call's
+//! extensions while hooks handle them, their creation time), the system-message slot of the
+//! Pre* events, and the accessor macros that give every event the same methods.
+
+use std::fmt;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use crate::hook::context::{CallInfo, Extensions};
+use crate::message::{ContentBlock, Msg, Role};
+use crate::text::SharedString;
+
+/// What every event carries: its call, the call's extensions (lent by the chain while hooks
+/// run), and its creation time.
+pub(crate) struct Meta {
+    pub(crate) call: Arc<CallInfo>,
+    pub(crate) extensions: Extensions,
+    pub(crate) timestamp: DateTime<Utc>,
+}
+
+impl Meta {
+    pub(crate) fn new(call: &Arc<CallInfo>) -> Self {
+        Self {
+            call: Arc::clone(call),
+            extensions: Extensions::new(),
+            timestamp: Utc::now(),
+        }
+    }
+}
+
+/// A clone is a snapshot of the event's data: the call's extensions stay with the call.
+impl Clone for Meta {
+    fn clone(&self) -> Self {
+        Self {
+            call: Arc::clone(&self.call),
+            extensions: Extensions::new(),
+            timestamp: self.timestamp,
+        }
+    }
+}
+
+impl fmt::Debug for Meta {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Meta")
+            .field("call", &self.call.id())
+            .field("agent", &self.call.agent().name())
+            .field("extensions", &self.extensions.len())
+            .field("timestamp", &self.timestamp)
+            .finish()
+    }
+}
+
+/// The system-message part shared by PreCall, PreReasoning and PreSummary.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SystemSlot(pub(crate) Option<Msg>);
+
+impl SystemSlot {
+    pub(crate) fn set(&mut self, message: Option<Msg>) {
+        self.0 = message.map(|mut msg| {
+            msg.role = Role::System;
+            msg
+        });
+    }
+
+    pub(crate) fn append(&mut self, text: SharedString) {
+        match &mut self.0 {
+            Some(msg) => msg.content.push(ContentBlock::text(text)),
+            None => self.0 = Some(Msg::system(text)),
+        }
+    }
+}
+
+/// The accessors every event has (see the module docs).
+macro_rules! event_meta_accessors {
+    () => {
+        /// The call this event belongs to.
+        pub fn call(&self) -> &$crate::CallInfo {
+            &self.meta.call
+        }
+
+        /// The id of the call this event belongs to.
+        pub fn call_id(&self) -> $crate::CallId {
+            self.meta.call.id()
+        }
+
+        /// The agent this event belongs to.
+        pub fn agent(&self) -> &$crate::AgentInfo {
+            self.meta.call.agent()
+        }
+
+        /// The call's extensions: per-call state that hooks stored at earlier events.
+        pub fn extensions(&self) -> &$crate::Extensions {
+            &self.meta.extensions
+        }
+
+        /// The call's extensions, to store per-call state for later events of the call.
+        pub fn extensions_mut(&mut self) -> &mut $crate::Extensions {
+            &mut self.meta.extensions
+        }
+
+        /// When the event was created.
+        pub fn timestamp(&self) -> ::chrono::DateTime<::chrono::Utc> {
+            self.meta.timestamp
+        }
+    };
+}
+
+/// The system-message accessors of PreCall, PreReasoning and PreSummary.
+macro_rules! system_message_accessors {
+    () => {
+        /// The system message the model will get (`None` when there is none).
+        pub fn system_message(&self) -> Option<&$crate::Msg> {
+            self.system.0.as_ref()
+        }
+
+        /// Replaces the system message (`None` removes it). The message's role is set to
+        /// `System`.
+        pub fn set_system_message(&mut self, message: Option<$crate::Msg>) {
+            self.system.set(message);
+        }
+
+        /// Appends a text block to the system message, creating one named `"system"` when
+        /// there is none.
+        pub fn append_system_content(&mut self, text: impl Into<$crate::SharedString>) {
+            self.system.append(text.into());
+        }
+    };
+}
+
+pub(crate) use {event_meta_accessors, system_message_accessors};
