@@ -2,6 +2,7 @@
 //! run an event through them (see the [module docs](super)).
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 
 use crate::error::{AgentError, HookError};
@@ -169,52 +170,75 @@ impl HookChain {
     /// The first hook `Err` (or panic) stops the chain and is returned as
     /// [`AgentError::Hook`] naming the hook; a hook that replaced the event with one of another
     /// kind fails the same way.
-    pub async fn chain<E: Chained>(
-        &self,
+    pub fn chain<'a, E: Chained>(
+        &'a self,
         event: E,
+        call: &'a mut CallContext,
+    ) -> impl Future<Output = Result<E, AgentError>> + Send + 'a {
+        // Wrapped before the future is made, so the future holds the event once.
+        let event: HookEvent = event.into();
+        async move {
+            let event = self.chain_event(event, call).await?;
+            // `run` rejects hooks that change the event's kind, so this cannot fail.
+            E::try_from(event).map_err(|other| AgentError::Hook {
+                hook: "the hook chain".to_owned(),
+                event: E::KIND,
+                source: HookError::InvalidModification {
+                    message: format!("the chain returned a {} event", other.event_type()),
+                },
+            })
+        }
+    }
+
+    async fn chain_event(
+        &self,
+        mut event: HookEvent,
         call: &mut CallContext,
-    ) -> Result<E, AgentError> {
-        if !self.interests.contains(E::KIND) {
+    ) -> Result<HookEvent, AgentError> {
+        let kind = event.event_type();
+        if !self.interests.contains(kind) {
             return Ok(event);
         }
-        let mut event: HookEvent = event.into();
         std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
-        let result = self.run_chained(&mut event).await;
+        let result = self.run(&mut event, &[]).await;
         std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
         if let Err((failed_at, error)) = result {
-            if E::KIND == HookEventType::PostCall {
+            if kind == HookEventType::PostCall {
                 // Every hook up to the failing one received PostCall: none of them gets the
                 // call's ErrorEvent.
-                let hooks = &self.by_kind[E::KIND.index()];
+                let hooks = &self.by_kind[kind.index()];
                 call.saw_post_call = hooks[..=failed_at].iter().map(|(id, _)| *id).collect();
             }
             return Err(error);
         }
-        // `run_chained` rejects hooks that change the event's kind, so this cannot fail.
-        E::try_from(event).map_err(|other| AgentError::Hook {
-            hook: "the hook chain".to_owned(),
-            event: E::KIND,
-            source: HookError::InvalidModification {
-                message: format!("the chain returned a {} event", other.event_type()),
-            },
-        })
+        Ok(event)
     }
 
     /// Delivers a notification (a chunk event or the call's ErrorEvent) of `call` to every
     /// interested hook, in order, lending it `call`'s extensions like [`chain`](Self::chain).
     /// A hook's `Err` (or panic) is logged and affects neither the call nor the other hooks;
     /// hooks that received the call's PostCall do not get its ErrorEvent.
-    pub async fn notify<E: Notification>(&self, event: E, call: &mut CallContext) {
-        if !self.interests.contains(E::KIND) {
+    pub fn notify<'a, E: Notification>(
+        &'a self,
+        event: E,
+        call: &'a mut CallContext,
+    ) -> impl Future<Output = ()> + Send + 'a {
+        // Wrapped before the future is made, so the future holds the event once.
+        self.notify_event(event.into(), call)
+    }
+
+    async fn notify_event(&self, mut event: HookEvent, call: &mut CallContext) {
+        let kind = event.event_type();
+        if !self.interests.contains(kind) {
             return;
         }
-        let mut event: HookEvent = event.into();
         std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
-        let skip: &[HookId] = match E::KIND {
+        let skip: &[HookId] = match kind {
             HookEventType::Error => &call.saw_post_call,
             _ => &[],
         };
-        self.run_notification(&mut event, skip).await;
+        // Notifications never fail: `run` logs the hooks' errors.
+        let _ = self.run(&mut event, skip).await;
         std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
     }
 
@@ -226,23 +250,36 @@ impl HookChain {
     ///
     /// For a chained event, as [`chain`](Self::chain); notifications never fail.
     pub async fn dispatch(&self, event: &mut HookEvent) -> Result<(), AgentError> {
-        if event.event_type().is_notification() {
-            self.run_notification(event, &[]).await;
-            Ok(())
-        } else {
-            self.run_chained(event).await.map_err(|(_, error)| error)
+        if !self.interests.contains(event.event_type()) {
+            return Ok(());
         }
+        self.run(event, &[]).await.map_err(|(_, error)| error)
     }
 
-    /// The chained rule: hooks in order, the first failure stops the chain; the error comes
-    /// with the failing hook's position.
-    async fn run_chained(&self, event: &mut HookEvent) -> Result<(), (usize, AgentError)> {
+    /// The dispatch rules, in one loop: the hooks interested in the event's kind run in order
+    /// (but those in `skip`); for a chained kind the first failure stops the chain and comes
+    /// back with the failing hook's position, for a notification failures are logged.
+    async fn run(&self, event: &mut HookEvent, skip: &[HookId]) -> Result<(), (usize, AgentError)> {
         let kind = event.event_type();
-        for (position, (_, hook)) in self.by_kind[kind.index()].iter().enumerate() {
+        for (position, (id, hook)) in self.by_kind[kind.index()].iter().enumerate() {
+            if skip.contains(id) {
+                continue;
+            }
             let result = match &hook.handler {
                 Handler::Sync(f) => invoke_sync(&**f, event),
                 Handler::Async(h) => invoke_async(h, event).await,
             };
+            if kind.is_notification() {
+                if let Err(error) = result {
+                    tracing::warn!(
+                        hook = %hook.name,
+                        event = %kind,
+                        %error,
+                        "hook failed while handling a notification; ignored"
+                    );
+                }
+                continue;
+            }
             let result = match result {
                 Ok(()) if event.event_type() != kind => Err(HookError::InvalidModification {
                     message: format!(
@@ -262,29 +299,6 @@ impl HookChain {
             }
         }
         Ok(())
-    }
-
-    /// The notification rule: every interested hook but those in `skip`, in order; failures
-    /// are logged.
-    async fn run_notification(&self, event: &mut HookEvent, skip: &[HookId]) {
-        let kind = event.event_type();
-        for (id, hook) in self.by_kind[kind.index()].iter() {
-            if skip.contains(id) {
-                continue;
-            }
-            let result = match &hook.handler {
-                Handler::Sync(f) => invoke_sync(&**f, event),
-                Handler::Async(h) => invoke_async(h, event).await,
-            };
-            if let Err(error) = result {
-                tracing::warn!(
-                    hook = %hook.name,
-                    event = %kind,
-                    %error,
-                    "hook failed while handling a notification; ignored"
-                );
-            }
-        }
     }
 }
 
