@@ -35,9 +35,9 @@ pub use error::{AgentError, ErrorSource, HookError, ModelError, ToolError};
 pub use hook::{
     ActingChunkEvent, AgentInfo, BoxedHook, CallContext, CallId, CallInfo, Chained,
     DEFAULT_PRIORITY, ErrorEvent, Event, Extensions, Hook, HookChain, HookEvent, HookEventType,
-    HookEventTypes, HookFn, HookId, HookInfo, Notification, ParseCallIdError, PostActingEvent,
-    PostCallEvent, PostReasoningEvent, PostSummaryEvent, PreActingEvent, PreCallEvent,
-    PreReasoningEvent, PreSummaryEvent, ReasoningChunkEvent, SummaryChunkEvent, hook_fn,
+    HookEventTypes, HookFn, HookId, HookInfo, ParseCallIdError, PostActingEvent, PostCallEvent,
+    PostReasoningEvent, PostSummaryEvent, PreActingEvent, PreCallEvent, PreReasoningEvent,
+    PreSummaryEvent, ReasoningChunkEvent, SummaryChunkEvent, hook_fn,
 };
 pub use memory::Memory;
 pub use message::{

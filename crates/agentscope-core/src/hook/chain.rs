@@ -7,9 +7,7 @@ use std::sync::Arc;
 
 use crate::error::{AgentError, HookError};
 use crate::hook::erased::{BoxedHook, Handler, invoke_async, invoke_sync};
-use crate::hook::{
-    CallContext, Chained, Hook, HookEvent, HookEventType, HookEventTypes, HookId, Notification,
-};
+use crate::hook::{CallContext, Chained, Hook, HookEvent, HookEventType, HookEventTypes, HookId};
 
 /// One entry of [`HookChain::order`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,7 +198,7 @@ impl HookChain {
             return Ok(event);
         }
         std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
-        let result = self.run(&mut event, &[]).await;
+        let result = self.run(&mut event, &[], Rule::Chained).await;
         std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
         if let Err((failed_at, error)) = result {
             if kind == HookEventType::PostCall {
@@ -218,16 +216,13 @@ impl HookChain {
     /// interested hook, in order, lending it `call`'s extensions like [`chain`](Self::chain).
     /// A hook's `Err` (or panic) is logged and affects neither the call nor the other hooks;
     /// hooks that received the call's PostCall do not get its ErrorEvent.
-    pub fn notify<'a, E: Notification>(
-        &'a self,
-        event: E,
-        call: &'a mut CallContext,
-    ) -> impl Future<Output = ()> + Send + 'a {
-        // Wrapped before the future is made, so the future holds the event once.
-        self.notify_event(event.into(), call)
-    }
-
-    async fn notify_event(&self, mut event: HookEvent, call: &mut CallContext) {
+    ///
+    /// The event is passed by reference (wrap it with `.into()`): chunk events are the
+    /// hottest events of a call, and a notification is not unwrapped afterwards, so the
+    /// caller's frame holds it and no future copies it. An event of a chained kind given
+    /// here is delivered by the same rule (every hook, failures logged); use
+    /// [`chain`](Self::chain) for those.
+    pub async fn notify(&self, event: &mut HookEvent, call: &mut CallContext) {
         let kind = event.event_type();
         if !self.interests.contains(kind) {
             return;
@@ -238,7 +233,7 @@ impl HookChain {
             _ => &[],
         };
         // Notifications never fail: `run` logs the hooks' errors.
-        let _ = self.run(&mut event, skip).await;
+        let _ = self.run(event, skip, Rule::Notification).await;
         std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
     }
 
@@ -253,13 +248,23 @@ impl HookChain {
         if !self.interests.contains(event.event_type()) {
             return Ok(());
         }
-        self.run(event, &[]).await.map_err(|(_, error)| error)
+        let kind = event.event_type();
+        let rule = match kind.is_notification() {
+            true => Rule::Notification,
+            false => Rule::Chained,
+        };
+        self.run(event, &[], rule).await.map_err(|(_, error)| error)
     }
 
     /// The dispatch rules, in one loop: the hooks interested in the event's kind run in order
-    /// (but those in `skip`); for a chained kind the first failure stops the chain and comes
-    /// back with the failing hook's position, for a notification failures are logged.
-    async fn run(&self, event: &mut HookEvent, skip: &[HookId]) -> Result<(), (usize, AgentError)> {
+    /// (but those in `skip`); chained, the first failure stops the chain and comes back with
+    /// the failing hook's position; as a notification, failures are logged.
+    async fn run(
+        &self,
+        event: &mut HookEvent,
+        skip: &[HookId],
+        rule: Rule,
+    ) -> Result<(), (usize, AgentError)> {
         let kind = event.event_type();
         for (position, (id, hook)) in self.by_kind[kind.index()].iter().enumerate() {
             if skip.contains(id) {
@@ -269,7 +274,7 @@ impl HookChain {
                 Handler::Sync(f) => invoke_sync(&**f, event),
                 Handler::Async(h) => invoke_async(h, event).await,
             };
-            if kind.is_notification() {
+            if rule == Rule::Notification {
                 if let Err(error) = result {
                     tracing::warn!(
                         hook = %hook.name,
@@ -300,6 +305,15 @@ impl HookChain {
         }
         Ok(())
     }
+}
+
+/// How [`HookChain::run`] treats a hook's failure.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    /// It stops the chain and fails the call.
+    Chained,
+    /// It is logged; every hook sees the event.
+    Notification,
 }
 
 impl fmt::Debug for HookChain {
@@ -529,8 +543,8 @@ mod tests {
         let post = PostCallEvent::new(call.info(), Msg::assistant("x"));
         let err = block_on(chain.chain(post, &mut call)).unwrap_err();
         assert_eq!(log.lock().unwrap().drain(..).collect::<Vec<_>>(), ["early"]);
-        let error = ErrorEvent::new(call.info(), err);
-        block_on(chain.notify(error, &mut call));
+        let mut error = ErrorEvent::new(call.info(), err).into();
+        block_on(chain.notify(&mut error, &mut call));
         assert_eq!(*log.lock().unwrap(), ["late"]);
     }
 }

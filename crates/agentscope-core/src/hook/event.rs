@@ -118,11 +118,6 @@ pub trait Event:
 /// call; [`HookChain::chain`](crate::HookChain::chain) takes them and gives them back.
 pub trait Chained: Event {}
 
-/// The four notifications (chunk events and ErrorEvent): every interested hook sees them
-/// and nothing a hook does changes the call; [`HookChain::notify`](crate::HookChain::notify)
-/// delivers them.
-pub trait Notification: Event {}
-
 impl Chained for PreCallEvent {}
 impl Chained for PostCallEvent {}
 impl Chained for PreReasoningEvent {}
@@ -131,10 +126,6 @@ impl Chained for PreActingEvent {}
 impl Chained for PostActingEvent {}
 impl Chained for PreSummaryEvent {}
 impl Chained for PostSummaryEvent {}
-impl Notification for ReasoningChunkEvent {}
-impl Notification for ActingChunkEvent {}
-impl Notification for SummaryChunkEvent {}
-impl Notification for ErrorEvent {}
 
 /// Declares the closed `HookEvent` enum over the twelve event structs, with the
 /// conversions between them and the [`Event`] impls.

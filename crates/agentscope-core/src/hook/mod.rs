@@ -49,7 +49,7 @@ pub use chain::{HookChain, HookInfo};
 pub use context::{AgentInfo, CallContext, CallId, CallInfo, Extensions, ParseCallIdError};
 pub use erased::{BoxedHook, HookFn, hook_fn};
 pub use error::ErrorEvent;
-pub use event::{Chained, Event, HookEvent, Notification};
+pub use event::{Chained, Event, HookEvent};
 pub use kinds::{HookEventType, HookEventTypes};
 pub use reasoning::{PostReasoningEvent, PreReasoningEvent, ReasoningChunkEvent};
 pub use summary::{PostSummaryEvent, PreSummaryEvent, SummaryChunkEvent};

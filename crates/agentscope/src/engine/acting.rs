@@ -240,7 +240,8 @@ impl Call<'_> {
         if hook_chunks {
             let event =
                 ActingChunkEvent::new(self.context().info(), Arc::clone(tool_use), chunk.clone());
-            self.hooks.notify(event, self.context()).await;
+            let mut event = event.into();
+            self.hooks.notify(&mut event, self.context()).await;
         }
         self.emit(EventType::ToolResult, false, || Msg::tool_result(chunk))
             .await;

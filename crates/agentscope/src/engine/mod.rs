@@ -329,7 +329,8 @@ impl Call<'_> {
     async fn notify_error(&mut self, error: AgentError) -> AgentError {
         if self.hooks.is_interested(HookEventType::Error) {
             let event = ErrorEvent::new(self.context().info(), error.clone());
-            self.hooks.notify(event, self.context()).await;
+            let mut event = event.into();
+            self.hooks.notify(&mut event, self.context()).await;
         }
         error
     }

@@ -188,7 +188,8 @@ impl Call<'_> {
                                 hook_delta,
                                 accumulated.clone(),
                             );
-                            self.hooks.notify(event, self.context()).await;
+                            let mut event = event.into();
+                            self.hooks.notify(&mut event, self.context()).await;
                         }
                         Phase::Summary => {
                             let event = SummaryChunkEvent::new(
@@ -196,7 +197,8 @@ impl Call<'_> {
                                 hook_delta,
                                 accumulated.clone(),
                             );
-                            self.hooks.notify(event, self.context()).await;
+                            let mut event = event.into();
+                            self.hooks.notify(&mut event, self.context()).await;
                         }
                     }
                 }
