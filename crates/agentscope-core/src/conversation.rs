@@ -71,6 +71,14 @@ pub enum ConversationError {
         /// The ids of the pending tool calls, in call order.
         ids: Vec<String>,
     },
+    /// A call without input (a resume) while no tool call is pending and the conversation
+    /// is empty or ends with an assistant message (nothing the model has not answered):
+    /// there is nothing to resume, and a model turn without new input is never what the
+    /// caller meant.
+    #[error(
+        "Nothing to resume: the call has no input and no tool call is pending. Call with a message, or resume only after a stop left tool calls pending."
+    )]
+    NothingToResume,
     /// New input answers some pending tool calls and also carries other content.
     #[error(
         "Partial tool results cannot be mixed with new content: results are missing for pending tool call ids [{}]",
@@ -203,22 +211,27 @@ pub fn check_tool_results(
         .collect())
 }
 
-/// Checks new, non-empty input against the `pending` tool calls: every tool result must
-/// answer a call (no duplicates, no unknown ids, also when nothing is pending); with calls
-/// pending the input must answer some of them, and may carry other content only when it
-/// answers all. Returns the calls still pending after it.
+/// Checks new input against the `pending` tool calls: every tool result must answer a call
+/// (no duplicates, no unknown ids, also when nothing is pending); with calls pending the
+/// input must answer some of them, and may carry other content only when it answers all;
+/// empty input is a resume and needs pending calls. Returns the calls still pending after
+/// it.
 ///
 /// The engine applies it to a call's input and to observed messages.
 ///
 /// # Errors
 ///
-/// As [`check_tool_results`]; [`ConversationError::PendingToolCalls`] when the input
-/// answers none of the pending calls; [`ConversationError::PartialToolResults`] when it
+/// As [`check_tool_results`]; [`ConversationError::NothingToResume`] for empty input with
+/// nothing pending; [`ConversationError::PendingToolCalls`] when the input answers none of
+/// the pending calls; [`ConversationError::PartialToolResults`] when it
 /// answers some and carries other content.
 pub fn check_input(
     pending: Vec<ToolUseBlock>,
     input: &[Msg],
 ) -> Result<Vec<ToolUseBlock>, ConversationError> {
+    if pending.is_empty() && input.is_empty() {
+        return Err(ConversationError::NothingToResume);
+    }
     let answered = check_tool_results(&pending.iter().collect::<Vec<_>>(), input)?;
     if pending.is_empty() {
         return Ok(pending);

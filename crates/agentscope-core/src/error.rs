@@ -284,11 +284,17 @@ pub enum AgentError {
     /// ...). See [`conversation`](crate::conversation).
     #[error(transparent)]
     Conversation(#[from] ConversationError),
-    /// Hooks requested `goto_reasoning` more often than `max_goto_reasoning` allows.
-    #[error("goto_reasoning was requested more than {max} times in one call")]
+    /// Hooks requested `goto_reasoning` more often than `max_goto_reasoning` allows. The
+    /// messages of the loop (each reasoning message that asked for a goto, and its goto
+    /// messages) are removed from memory, so nothing of it is stored or sent again.
+    #[error(
+        "goto_reasoning was requested more than {max} times in one call (the last request by hook '{hook}')"
+    )]
     GotoLimitExceeded {
         /// The configured limit.
         max: usize,
+        /// The hook that made the last request.
+        hook: String,
     },
     /// The agent's durable session could not be loaded or saved (see
     /// [`session`](crate::session)).

@@ -48,6 +48,7 @@ pub use model::{
     BoxedModel, ChatResponse, ChatStream, ChatUsage, GenerateOptions, Model, ModelRequest,
     ResponseFormat, ToolChoice, ToolSchema,
 };
+pub use session::HookState;
 pub use text::SharedString;
 pub use tool::{
     BoxedTool, ProgressReceiver, ProgressSender, Tool, ToolContext, ToolKind, ToolOutput,

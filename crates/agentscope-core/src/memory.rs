@@ -21,6 +21,16 @@ pub trait Memory: Send + Sync + 'static {
     /// A copy of all messages, oldest first. Copies are cheap: message text is shared.
     fn messages(&self) -> Vec<Msg>;
 
+    /// A copy of the messages from index `start` on (none when `start` is past the end).
+    /// The default copies all messages and drops the first `start`; implementations that
+    /// can copy just the tail should: a bound session calls this once per step to save what
+    /// the step appended.
+    fn messages_from(&self, start: usize) -> Vec<Msg> {
+        let mut messages = self.messages();
+        messages.drain(..start.min(messages.len()));
+        messages
+    }
+
     /// Removes every message.
     fn clear(&self);
 
@@ -44,6 +54,10 @@ impl<M: Memory> Memory for std::sync::Arc<M> {
 
     fn messages(&self) -> Vec<Msg> {
         (**self).messages()
+    }
+
+    fn messages_from(&self, start: usize) -> Vec<Msg> {
+        (**self).messages_from(start)
     }
 
     fn clear(&self) {

@@ -363,6 +363,13 @@ impl Msg {
             .any(|block| matches!(block, ContentBlock::ToolUse(_)))
     }
 
+    /// Whether this message holds at least one tool result.
+    pub fn has_tool_results(&self) -> bool {
+        self.content
+            .iter()
+            .any(|block| matches!(block, ContentBlock::ToolResult(_)))
+    }
+
     /// The tool results in this message, in order.
     pub fn tool_results(&self) -> Vec<&ToolResultBlock> {
         self.content

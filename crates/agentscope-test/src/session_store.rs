@@ -8,18 +8,22 @@
 //! ```
 //! # use std::collections::BTreeMap;
 //! # use std::sync::Mutex;
-//! # use agentscope_core::session::{AgentState, SessionError, SessionStore, validate_session_id};
+//! # use agentscope_core::session::{
+//! #     AgentState, SessionError, SessionStore, StateChange, validate_session_id,
+//! # };
 //! # use futures::future::{BoxFuture, FutureExt};
 //! # #[derive(Default)]
 //! # struct MapStore(Mutex<BTreeMap<String, Vec<u8>>>);
 //! # impl SessionStore for MapStore {
-//! #     fn save<'a>(&'a self, session: &'a str, state: &'a AgentState)
-//! #         -> BoxFuture<'a, Result<(), SessionError>> {
+//! #     fn save<'a>(&'a self, session: &'a str, change: &'a StateChange)
+//! #         -> BoxFuture<'a, Result<u64, SessionError>> {
 //! #         async move {
 //! #             validate_session_id(session)?;
-//! #             let bytes = state.encode(session)?;
-//! #             self.0.lock().unwrap().insert(session.to_owned(), bytes);
-//! #             Ok(())
+//! #             let mut map = self.0.lock().unwrap();
+//! #             let stored = map.get(session).map(|bytes| AgentState::decode(session, bytes));
+//! #             let state = change.apply(session, stored.transpose()?)?;
+//! #             map.insert(session.to_owned(), state.encode(session)?);
+//! #             Ok(state.revision)
 //! #         }.boxed()
 //! #     }
 //! #     fn load<'a>(&'a self, session: &'a str)
@@ -68,17 +72,28 @@
 //! run in parallel. Checks are independent of each other: each one takes a new store from
 //! the factory and uses its own session ids.
 //!
+//! The checks save through [`StateChange`]s: whole states ([`StateChange::replace`]) and
+//! steps that keep some stored messages and append others ([`StateChange::new`]), always
+//! from the revision the check knows is stored, and expect exactly what the contract says:
+//! revisions 1, 2, 3, ... returned by `save` and carried by `load`; a stale save refused with
+//! [`SessionError::Conflict`] and nothing changed; one winner among concurrent saves from one
+//! revision; the state [`StateChange::apply`] computes loaded back, `running_tools` and
+//! `hooks` included; [`SessionError::InvalidChange`] (the error [`StateChange::check`] gives)
+//! for a change that cannot apply.
+//!
 //! What cannot be planted through the trait (a truncated file, a corrupt database row, a
-//! crash in the middle of a save) is left to each store's own tests.
+//! crash in the middle of a save, a state of another format version) is left to each
+//! store's own tests.
 
 use std::any::Any;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use agentscope_core::session::{
-    AgentIdentity, AgentState, MAX_SESSION_ID_LEN, SessionError, SessionStore, validate_session_id,
+    AgentIdentity, AgentState, MAX_SESSION_ID_LEN, SessionError, SessionStore, StateChange,
+    validate_session_id,
 };
 use agentscope_core::{
     ContentBlock, GenerateReason, ImageBlock, Msg, Role, ToolResultBlock, ToolUseBlock,
@@ -115,20 +130,49 @@ pub enum Check {
     /// (and does not create it: the store still lists nothing); `delete` of it is
     /// `Ok(false)`.
     EmptyStore,
-    /// `save` then `load` returns exactly the state saved, and loading again returns it again:
-    /// a state with messages of every role an agent's memory holds and every content block
-    /// kind (text with Unicode, control characters and quotes; thinking; images by URL and
-    /// `data:` URL; tool calls with nested, empty, `null` and unparsed raw input; tool results
-    /// that succeeded, failed, are empty or nest other blocks), message ids, names, metadata,
+    /// `save` of a new session (a whole state, from revision 0) then `load` returns exactly
+    /// the state saved, at revision 1, and loading again returns it again: a state with
+    /// messages of every role an agent's memory holds and every content block kind (text
+    /// with Unicode, control characters and quotes; thinking; images by URL and `data:` URL;
+    /// tool calls with nested, empty, `null` and unparsed raw input; tool results that
+    /// succeeded, failed, are empty or nest other blocks), message ids, names, metadata,
     /// generate reasons and nanosecond timestamps, the agent identity, the format version,
-    /// the state's user metadata (every JSON type, the extreme integers, an empty key) and
-    /// its `saved_at` to the nanosecond; a state with no messages and no metadata; and a
-    /// large state (300 messages and a 512 KiB text). See [`rich_state`].
+    /// the state's user metadata (every JSON type, the extreme integers, an empty key), its
+    /// running tools, its hooks' state and its `saved_at` to the nanosecond; a state with no
+    /// messages and no metadata; and a large state (300 messages and a 512 KiB text). See
+    /// [`rich_state`].
     RoundTrip,
-    /// A second `save` of a session replaces the state entirely (larger by smaller, and back;
-    /// no metadata entry, message or identity of the old state survives), and leaves the
-    /// other sessions as they were; the session is listed once.
+    /// A second `save` of a session (a whole state, from the stored revision) replaces the
+    /// state entirely (larger by smaller, and back; no metadata entry, message, running tool,
+    /// hook state or identity of the old state survives), and leaves the other sessions as
+    /// they were; the session is listed once.
     SaveReplaces,
+    /// Revisions start at 1 and grow by one per save: `save` returns the new revision and
+    /// `load` returns the state at it; saving the loaded state as it is
+    /// (`StateChange::replace(&loaded)`) is a save from its revision; each session counts
+    /// its own revisions; a session deleted and saved again starts at 1 again.
+    Revisions,
+    /// A save from a revision that is not the stored one fails with
+    /// [`SessionError::Conflict`] naming the session, the revision the save was made from and
+    /// the stored one (exact fields and message), and changes nothing (the session loads as
+    /// before, the list is unchanged): an older revision, revision 0 (a new session) over an
+    /// existing one, a revision not reached yet, any revision but 0 to a session that does not
+    /// exist (it is not created) or was deleted (it is not recreated); whole states and
+    /// steps alike.
+    StaleSaves,
+    /// A step keeps the first `kept` stored messages and appends `appended`; the agent,
+    /// metadata, running tools and hooks' state replace the stored ones: appending, appending
+    /// nothing, truncating and appending, keeping none, emptying the session, setting,
+    /// changing and clearing running tools and hooks' state: each load returns exactly what
+    /// [`StateChange::apply`] computes, at the next revision. A step keeping more messages
+    /// than are stored (to an existing session or a new one) fails with
+    /// [`SessionError::InvalidChange`] (the error [`StateChange::check`] gives) and changes
+    /// nothing.
+    IncrementalChanges,
+    /// 1,000 saves in sequence, each appending one message to one session (revisions 1 to
+    /// 1,000), with a load every 100 saves: every load returns exactly the messages appended
+    /// so far, in order, and the last one all 1,000 at revision 1,000.
+    LongConversation,
     /// `delete` returns `true` for a stored session and removes it (`load` is `Ok(None)`, it
     /// is not listed), returns `false` when deleting it again, leaves the other sessions as
     /// they were, and the session can be saved again afterwards.
@@ -151,27 +195,33 @@ pub enum Check {
     /// Ids are case-sensitive: `Chat`, `chat` and `CHAT` are three sessions with their own
     /// states, listed as three, deleted one by one.
     CaseSensitiveIds,
-    /// A state an agent cannot take (a `System` message in memory; a format version other
-    /// than [`AgentState::CURRENT_VERSION`]: newer, `u32::MAX`, 0), saved to a new session
-    /// or over a readable one, either is stored by `save` and then fails every `load` with
-    /// the error [`AgentState::check_for`] gives ([`SessionError::Corrupt`] or
-    /// [`SessionError::UnsupportedVersion`] naming the session, exact fields and message)
-    /// while staying listed and deletable (`delete` returns `true`) and replaceable by a
-    /// readable state; or is rejected by `save` with that same error, leaving what was
-    /// stored (nothing, or the previous state). Either way the other sessions load as
-    /// before.
+    /// A change that would store a state an agent cannot take (a `System` message appended,
+    /// to a new session, over a readable one as a whole state, or as a step) is rejected by
+    /// `save` with [`SessionError::InvalidChange`] naming the session (the error
+    /// [`StateChange::check`] gives: exact fields and message), leaving what was stored
+    /// (nothing, or the previous state at its revision); the other sessions load as before.
+    /// (A [`StateChange`] carries no format version: states of another version cannot be
+    /// saved through the trait, and loading them is left to each store's own tests.)
     UnreadableStates,
-    /// 50 tasks save 3 successive states each to their own session concurrently, each loading
-    /// its state back after every save, while another task keeps listing: every load returns
-    /// the task's last save; every list is sorted, holds only those sessions and never loses
-    /// one an earlier list held; afterwards the store lists exactly the 50 ids and each
-    /// session holds its task's last state.
+    /// 50 tasks save 3 successive states each to their own session concurrently (from
+    /// revisions 0, 1 and 2), each loading its state back after every save, while another
+    /// task keeps listing: every load returns the task's last save; every list is sorted,
+    /// holds only those sessions and never loses one an earlier list held; afterwards the
+    /// store lists exactly the 50 ids and each session holds its task's last state, at
+    /// revision 3.
     ConcurrentSessions,
-    /// 16 tasks save different large states to one session concurrently while 4 tasks keep
-    /// loading it: every load returns one complete state that was saved (never a mix, a
-    /// truncation or an error), and afterwards the session holds one of the states the
-    /// 16 tasks saved and is listed once.
+    /// 16 tasks save different large states to one session concurrently (each loads the
+    /// session, saves its state from the loaded revision, and on a conflict loads and tries
+    /// again) while 4 tasks keep loading it: every save succeeds once with the revision after
+    /// the one it was made from, every load returns one complete state that was saved (never
+    /// a mix, a truncation or an error), and afterwards the session holds one of the states
+    /// the 16 tasks saved, at revision 17, and is listed once.
     ConcurrentSavesToOneSession,
+    /// 20 rounds of two tasks saving to one session from the same revision at the same time
+    /// (two steps, a step and a whole state, two whole states): exactly one succeeds, with
+    /// the next revision, the other fails with [`SessionError::Conflict`] (made from that
+    /// revision, the next one stored), and the session holds the winner's change.
+    ConcurrentSavesFromOneRevision,
     /// The store works as `Arc<dyn SessionStore>` (clones share the sessions) and as
     /// `Box<dyn SessionStore>`, and both are themselves a `SessionStore`.
     DynStore,
@@ -179,10 +229,14 @@ pub enum Check {
 
 impl Check {
     /// Every check, in the order [`SessionStoreConformance::run_all`] runs them.
-    pub const ALL: [Check; 12] = [
+    pub const ALL: [Check; 17] = [
         Check::EmptyStore,
         Check::RoundTrip,
         Check::SaveReplaces,
+        Check::Revisions,
+        Check::StaleSaves,
+        Check::IncrementalChanges,
+        Check::LongConversation,
         Check::Delete,
         Check::ListSorted,
         Check::InvalidIds,
@@ -191,6 +245,7 @@ impl Check {
         Check::UnreadableStates,
         Check::ConcurrentSessions,
         Check::ConcurrentSavesToOneSession,
+        Check::ConcurrentSavesFromOneRevision,
         Check::DynStore,
     ];
 
@@ -200,6 +255,10 @@ impl Check {
             Check::EmptyStore => "empty_store",
             Check::RoundTrip => "round_trip",
             Check::SaveReplaces => "save_replaces",
+            Check::Revisions => "revisions",
+            Check::StaleSaves => "stale_saves",
+            Check::IncrementalChanges => "incremental_changes",
+            Check::LongConversation => "long_conversation",
             Check::Delete => "delete",
             Check::ListSorted => "list_sorted",
             Check::InvalidIds => "invalid_ids",
@@ -208,6 +267,7 @@ impl Check {
             Check::UnreadableStates => "unreadable_states",
             Check::ConcurrentSessions => "concurrent_sessions",
             Check::ConcurrentSavesToOneSession => "concurrent_saves_to_one_session",
+            Check::ConcurrentSavesFromOneRevision => "concurrent_saves_from_one_revision",
             Check::DynStore => "dyn_store",
         }
     }
@@ -268,6 +328,10 @@ where
             Check::EmptyStore => empty_store(make).await,
             Check::RoundTrip => round_trip(make).await,
             Check::SaveReplaces => save_replaces(make).await,
+            Check::Revisions => revisions(make).await,
+            Check::StaleSaves => stale_saves(make).await,
+            Check::IncrementalChanges => incremental_changes(make).await,
+            Check::LongConversation => long_conversation(make).await,
             Check::Delete => delete(make).await,
             Check::ListSorted => list_sorted(make).await,
             Check::InvalidIds => invalid_ids(make).await,
@@ -276,6 +340,7 @@ where
             Check::UnreadableStates => unreadable_states(make).await,
             Check::ConcurrentSessions => concurrent_sessions(make).await,
             Check::ConcurrentSavesToOneSession => concurrent_saves_to_one_session(make).await,
+            Check::ConcurrentSavesFromOneRevision => concurrent_saves_from_one_revision(make).await,
             Check::DynStore => dyn_store(make).await,
         }
     }
@@ -365,6 +430,11 @@ fn assert_same_error(actual: &SessionError, expected: &SessionError, session: &s
                 SessionError::UnsupportedVersion { .. },
                 SessionError::UnsupportedVersion { .. }
             )
+            | (SessionError::Conflict { .. }, SessionError::Conflict { .. })
+            | (
+                SessionError::InvalidChange { .. },
+                SessionError::InvalidChange { .. }
+            )
     );
     assert!(
         same_variant,
@@ -397,6 +467,25 @@ fn assert_same_error(actual: &SessionError, expected: &SessionError, session: &s
             "{what}: version fields"
         );
     }
+    if let (
+        SessionError::Conflict {
+            expected: actual_base,
+            found: actual_found,
+            ..
+        },
+        SessionError::Conflict {
+            expected: expected_base,
+            found: expected_found,
+            ..
+        },
+    ) = (actual, expected)
+    {
+        assert_eq!(
+            (actual_base, actual_found),
+            (expected_base, expected_found),
+            "{what}: the conflict's revisions (made from, stored)"
+        );
+    }
     assert!(
         actual.to_string().contains(&format!("'{session}'")),
         "{what}: the message must name the session: {actual}"
@@ -423,6 +512,10 @@ fn assert_loaded(loaded: Option<AgentState>, expected: &AgentState, session: &st
     };
     // Field by field first, for a precise message; then the whole state.
     assert_eq!(
+        loaded.revision, expected.revision,
+        "load('{session}'): revision"
+    );
+    assert_eq!(
         loaded.version, expected.version,
         "load('{session}'): version"
     );
@@ -439,6 +532,14 @@ fn assert_loaded(loaded: Option<AgentState>, expected: &AgentState, session: &st
         "load('{session}'): metadata"
     );
     assert_eq!(
+        loaded.running_tools, expected.running_tools,
+        "load('{session}'): running tools"
+    );
+    assert_eq!(
+        loaded.hooks, expected.hooks,
+        "load('{session}'): hooks' state"
+    );
+    assert_eq!(
         loaded.messages.len(),
         expected.messages.len(),
         "load('{session}'): number of messages"
@@ -449,11 +550,79 @@ fn assert_loaded(loaded: Option<AgentState>, expected: &AgentState, session: &st
     assert_eq!(&loaded, expected, "load('{session}'): the state");
 }
 
-async fn save_ok<S: SessionStore + ?Sized>(store: &S, session: &str, state: &AgentState) {
-    ok(
-        store.save(session, state).await,
-        format_args!("save('{session}')"),
+/// Saves `state` whole ([`StateChange::replace`]) as session `session` from revision `base`;
+/// the save must succeed with revision `base + 1`. Returns the state as it must load back:
+/// `state` at that revision.
+async fn save_ok<S: SessionStore + ?Sized>(
+    store: &S,
+    session: &str,
+    base: u64,
+    state: &AgentState,
+) -> AgentState {
+    let mut from = state.clone();
+    from.revision = base;
+    let stored = change_ok(store, session, &StateChange::replace(&from), None).await;
+    let mut expected = state.clone();
+    expected.revision = stored.revision;
+    expected
+}
+
+/// Saves `change` as session `session`, which holds `before` (`None`: nothing, or a state
+/// the change replaces whole); the save must succeed with the next revision. Returns the
+/// state it must load back ([`StateChange::apply`]).
+async fn change_ok<S: SessionStore + ?Sized>(
+    store: &S,
+    session: &str,
+    change: &StateChange,
+    before: Option<&AgentState>,
+) -> AgentState {
+    let what = format!(
+        "save('{session}') of a change from revision {} keeping {} messages and appending {}",
+        change.base,
+        change.kept,
+        change.appended.len()
     );
+    // Apply to what is stored (a state at the change's base, for a whole state).
+    let before = match before {
+        Some(state) => Some(state.clone()),
+        None if change.base > 0 => {
+            let mut base = AgentState::new(change.agent.clone(), Vec::new());
+            base.revision = change.base;
+            Some(base)
+        }
+        None => None,
+    };
+    let expected = match change.apply(session, before) {
+        Ok(expected) => expected,
+        Err(error) => fail(format_args!(
+            "{what}: the suite's change does not apply ({error}): fix the suite"
+        )),
+    };
+    let revision = ok(store.save(session, change).await, &what);
+    assert_eq!(
+        revision,
+        change.base + 1,
+        "{what} must return the next revision"
+    );
+    expected
+}
+
+/// `save` of `change` must fail with `expected`, and change nothing: `session` still holds
+/// `before` (`None`: nothing).
+async fn assert_refused<S: SessionStore + ?Sized>(
+    store: &S,
+    session: &str,
+    change: &StateChange,
+    expected: &SessionError,
+    before: Option<&AgentState>,
+    what: &str,
+) {
+    let error = err(store.save(session, change).await, what);
+    assert_same_error(&error, expected, session, what);
+    match before {
+        Some(state) => assert_stored(store, session, state).await,
+        None => assert_missing(store, session).await,
+    }
 }
 
 async fn load_ok<S: SessionStore + ?Sized>(store: &S, session: &str) -> Option<AgentState> {
@@ -541,7 +710,7 @@ fn state_for(label: &str) -> AgentState {
 /// A state holding everything a state can hold: messages of every role an agent's memory
 /// holds with every content block kind, odd text, ids, names, metadata, generate reasons and
 /// nanosecond timestamps (one before 1970); the agent identity; user metadata of every JSON
-/// type; and a `saved_at` with nanoseconds, years in the past. Nothing in it is random or
+/// type; running tools; hooks' state; and a `saved_at` with nanoseconds, years in the past. Nothing in it is random or
 /// taken from the clock, so two calls return equal states.
 ///
 /// [`Check::RoundTrip`] saves it; store-specific tests can use it too.
@@ -669,6 +838,12 @@ pub fn rich_state() -> AgentState {
     metadata.insert(String::new(), json!("the empty key"));
     let mut state = AgentState::new(AgentIdentity::new("assistant ✓", "agent-7f3c9a"), messages)
         .with_metadata(metadata);
+    state.running_tools = vec!["call-4".into(), "ütf-8 ✓".into()];
+    state.hooks.insert(
+        "tool_approval".into(),
+        json!({"decisions": {"call-4": "pending"}, "rejected": []}),
+    );
+    state.hooks.insert("call_counter".into(), json!(3));
     state.saved_at = at(1_614_834_367, 123_456_789);
     state
 }
@@ -731,12 +906,15 @@ async fn round_trip<S: SessionStore>(make: &mut impl FnMut() -> S) {
         ("minimal", minimal_state()),
         ("large", large_state()),
     ];
+    let mut stored = Vec::new();
     for (session, state) in &cases {
-        save_ok(&store, session, state).await;
-        assert_stored(&store, session, state).await;
+        let saved = save_ok(&store, session, 0, state).await;
+        assert_eq!(saved.revision, 1);
+        assert_stored(&store, session, &saved).await;
+        stored.push((*session, saved));
     }
     // Loading changes nothing: every state loads again, after the others were saved.
-    for (session, state) in &cases {
+    for (session, state) in &stored {
         assert_stored(&store, session, state).await;
     }
     assert_list(&store, &["large", "minimal", "rich"], "after three saves").await;
@@ -744,38 +922,304 @@ async fn round_trip<S: SessionStore>(make: &mut impl FnMut() -> S) {
 
 async fn save_replaces<S: SessionStore>(make: &mut impl FnMut() -> S) {
     let store = fresh(make).await;
-    let other = state_for("other");
-    save_ok(&store, "other", &other).await;
+    let other = save_ok(&store, "other", 0, &state_for("other")).await;
 
-    let large = large_state();
-    let small = state_for("small");
-    save_ok(&store, "replaced", &large).await;
+    let large = save_ok(&store, "replaced", 0, &large_state()).await;
     assert_stored(&store, "replaced", &large).await;
     // Larger by smaller: nothing of the larger state may remain (no merge, no stale tail).
-    save_ok(&store, "replaced", &small).await;
+    let small = save_ok(&store, "replaced", 1, &state_for("small")).await;
     assert_stored(&store, "replaced", &small).await;
-    // And back, then by a state with another identity and no metadata at all.
-    let rich = rich_state();
-    save_ok(&store, "replaced", &rich).await;
+    // And back (with running tools and hooks' state), then by a state with another identity
+    // and no metadata, running tools or hooks' state at all.
+    let rich = save_ok(&store, "replaced", 2, &rich_state()).await;
     assert_stored(&store, "replaced", &rich).await;
     let mut bare = state_for("bare");
     bare.metadata = Map::new();
-    save_ok(&store, "replaced", &bare).await;
+    let bare = save_ok(&store, "replaced", 3, &bare).await;
     assert_stored(&store, "replaced", &bare).await;
     // Saving the same state again is a replacement too.
-    save_ok(&store, "replaced", &bare).await;
-    assert_stored(&store, "replaced", &bare).await;
+    let again = save_ok(&store, "replaced", 4, &bare).await;
+    assert_eq!(again.revision, 5);
+    assert_stored(&store, "replaced", &again).await;
 
     assert_stored(&store, "other", &other).await;
     assert_list(&store, &["other", "replaced"], "after replacing a session").await;
 }
 
+async fn revisions<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = fresh(make).await;
+    let mut loaded = save_ok(&store, "counted", 0, &state_for("counted 0")).await;
+    assert_eq!(loaded.revision, 1);
+    for round in 1..=5u64 {
+        assert_stored(&store, "counted", &loaded).await;
+        // The loaded state, changed and saved as it is: a save from its revision.
+        let mut next = load_ok(&store, "counted")
+            .await
+            .unwrap_or_else(|| fail(format_args!("load('counted') returned None")));
+        next.metadata.insert("round".into(), json!(round));
+        let change = StateChange::replace(&next);
+        assert_eq!(change.base, round);
+        loaded = change_ok(&store, "counted", &change, Some(&loaded)).await;
+        assert_eq!(loaded.revision, round + 1);
+    }
+    assert_stored(&store, "counted", &loaded).await;
+    // Each session has its own revisions.
+    let other = save_ok(&store, "other", 0, &state_for("other")).await;
+    assert_eq!(other.revision, 1);
+    assert_stored(&store, "other", &other).await;
+    assert_stored(&store, "counted", &loaded).await;
+    // A session deleted and saved again starts over.
+    assert!(delete_ok(&store, "counted").await, "delete('counted')");
+    let again = save_ok(&store, "counted", 0, &state_for("counted again")).await;
+    assert_eq!(again.revision, 1);
+    assert_stored(&store, "counted", &again).await;
+    assert_list(&store, &["counted", "other"], "after counting revisions").await;
+}
+
+/// The conflict a save from `base` meets when revision `found` is stored.
+fn conflict(session: &str, base: u64, found: u64) -> SessionError {
+    SessionError::Conflict {
+        session: session.to_owned(),
+        expected: base,
+        found,
+    }
+}
+
+async fn stale_saves<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = fresh(make).await;
+    let other = save_ok(&store, "other", 0, &state_for("other")).await;
+    save_ok(&store, "s", 0, &state_for("first")).await;
+    let second = save_ok(&store, "s", 1, &state_for("second")).await;
+    let agent = second.agent.clone();
+    let step = |base: u64, kept: usize| {
+        StateChange::new(
+            base,
+            kept,
+            vec![message(
+                Role::Assistant,
+                "stale",
+                1_700_000_100,
+                vec![ContentBlock::text("stale")],
+            )],
+            agent.clone(),
+        )
+    };
+    let whole = |base: u64| {
+        let mut state = state_for("stale");
+        state.revision = base;
+        StateChange::replace(&state)
+    };
+    let cases = [
+        ("a whole state from the previous revision", whole(1), 1),
+        ("a step from the previous revision", step(1, 2), 1),
+        ("a new session over an existing one", whole(0), 0),
+        ("a step from revision 0", step(0, 0), 0),
+        ("a whole state from a revision not reached", whole(3), 3),
+        ("a step from a revision not reached", step(7, 2), 7),
+    ];
+    for (what, change, base) in &cases {
+        let what = format!("save('s') of {what} (revision 2 is stored)");
+        assert_refused(
+            &store,
+            "s",
+            change,
+            &conflict("s", *base, 2),
+            Some(&second),
+            &what,
+        )
+        .await;
+    }
+    // To sessions that do not exist: refused, and not created.
+    for (change, base) in [(whole(1), 1), (step(4, 0), 4)] {
+        let what = format!("save('missing') from revision {base}");
+        assert_refused(
+            &store,
+            "missing",
+            &change,
+            &conflict("missing", base, 0),
+            None,
+            &what,
+        )
+        .await;
+    }
+    assert_list(&store, &["other", "s"], "after stale saves").await;
+    // To a deleted session: refused, and not recreated.
+    assert!(delete_ok(&store, "s").await, "delete('s')");
+    for (change, base) in [(whole(2), 2), (step(2, 2), 2), (whole(1), 1)] {
+        let what = format!("save('s') from revision {base} after deleting it");
+        assert_refused(&store, "s", &change, &conflict("s", base, 0), None, &what).await;
+    }
+    assert_list(&store, &["other"], "after stale saves to a deleted session").await;
+    assert_stored(&store, "other", &other).await;
+}
+
+async fn incremental_changes<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = fresh(make).await;
+    let session = "steps";
+    let agent = AgentIdentity::new("stepper", "stepper-1");
+    let msg = |index: usize| {
+        let role = if index.is_multiple_of(2) {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        message(
+            role,
+            &format!("step-{index}"),
+            1_700_000_000 + index as i64,
+            vec![ContentBlock::text(format!("message {index}"))],
+        )
+    };
+    let mut hooks = Map::new();
+    hooks.insert("counter".into(), json!({"calls": 1}));
+    hooks.insert("approval".into(), json!({"allowed": ["calculator"]}));
+    let with = |change: StateChange, round: i64| {
+        let mut change = change.with_metadata({
+            let mut metadata = Map::new();
+            metadata.insert("round".into(), json!(round));
+            metadata
+        });
+        change.saved_at = at(1_700_001_000 + round, 7);
+        change
+    };
+
+    // Create: three messages, running tools and hooks' state.
+    let first = with(
+        StateChange::new(0, 0, vec![msg(0), msg(1), msg(2)], agent.clone())
+            .with_running_tools(vec!["call-1".into()])
+            .with_hooks(hooks.clone()),
+        1,
+    );
+    let mut stored = change_ok(&store, session, &first, None).await;
+    assert_stored(&store, session, &stored).await;
+    let mut hooks_2 = hooks.clone();
+    hooks_2.insert("counter".into(), json!({"calls": 2}));
+    hooks_2.remove("approval");
+    let steps = [
+        // Append two, other running tools, changed hooks' state.
+        StateChange::new(1, 3, vec![msg(3), msg(4)], agent.clone())
+            .with_running_tools(vec!["call-2".into(), "call-3".into()])
+            .with_hooks(hooks_2.clone()),
+        // Append nothing: only the metadata, running tools (cleared) and hooks change.
+        StateChange::new(2, 5, Vec::new(), agent.clone()).with_hooks(hooks_2),
+        // Truncate and append (another agent saves).
+        StateChange::new(3, 2, vec![msg(5)], AgentIdentity::new("other", "other-1"))
+            .with_running_tools(vec!["call-4".into()]),
+        // Keep all, append one.
+        StateChange::new(4, 3, vec![msg(6)], agent.clone()),
+        // Keep one.
+        StateChange::new(5, 1, Vec::new(), agent.clone()),
+        // Keep none: a whole new conversation.
+        StateChange::new(6, 0, vec![msg(7), msg(8)], agent.clone())
+            .with_running_tools(vec!["call-5".into()]),
+        // Append after the rewrite.
+        StateChange::new(7, 2, vec![msg(9)], agent.clone()),
+        // Empty the session.
+        StateChange::new(8, 0, Vec::new(), agent.clone()),
+        // And start again.
+        StateChange::new(9, 0, vec![msg(10)], agent.clone()).with_hooks(hooks),
+    ];
+    for (index, change) in steps.into_iter().enumerate() {
+        let change = with(change, index as i64 + 2);
+        stored = change_ok(&store, session, &change, Some(&stored)).await;
+        assert_stored(&store, session, &stored).await;
+    }
+    assert_eq!(stored.revision, 10);
+    assert_eq!(stored.messages, [msg(10)]);
+
+    // Keeping more messages than are stored: refused, nothing changed.
+    for (base, kept, before) in [(10, 2, Some(&stored)), (0, 1, None)] {
+        let target = if before.is_some() {
+            session
+        } else {
+            "new-steps"
+        };
+        let change = StateChange::new(base, kept, vec![msg(11)], agent.clone());
+        let stored_messages = before.map_or(0, |state| state.messages.len());
+        let expected = match change.check(target, base, stored_messages) {
+            Err(expected @ SessionError::InvalidChange { .. }) => expected,
+            other => fail(format_args!(
+                "the suite's change keeping {kept} messages is not invalid ({other:?}): fix the suite"
+            )),
+        };
+        let what =
+            format!("save('{target}') of a change keeping {kept} of {stored_messages} messages");
+        assert_refused(&store, target, &change, &expected, before, &what).await;
+    }
+    assert_list(&store, &[session], "after incremental changes").await;
+}
+
+async fn long_conversation<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    const SAVES: usize = 1_000;
+    let store = fresh(make).await;
+    let session = "long";
+    let agent = AgentIdentity::new("long", "long-1");
+    let mut expected: Vec<Msg> = Vec::with_capacity(SAVES);
+    for index in 0..SAVES {
+        let role = if index.is_multiple_of(2) {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        let msg = message(
+            role,
+            &format!("long-{index}"),
+            1_700_000_000 + index as i64,
+            vec![ContentBlock::text(format!("message {index} ").repeat(8))],
+        );
+        let mut change = StateChange::new(index as u64, index, vec![msg.clone()], agent.clone());
+        change.saved_at = at(1_700_100_000 + index as i64, 0);
+        let what = format!("save('{session}') of message {index} from revision {index}");
+        let revision = ok(store.save(session, &change).await, &what);
+        assert_eq!(
+            revision,
+            index as u64 + 1,
+            "{what} must return the next revision"
+        );
+        expected.push(msg);
+        if (index + 1) % 100 == 0 {
+            let loaded = load_ok(&store, session).await.unwrap_or_else(|| {
+                fail(format_args!(
+                    "load('{session}') after {} saves returned None",
+                    index + 1
+                ))
+            });
+            assert_eq!(
+                loaded.revision,
+                index as u64 + 1,
+                "load('{session}'): revision"
+            );
+            assert_eq!(
+                loaded.messages.len(),
+                expected.len(),
+                "load('{session}') after {} saves: number of messages",
+                index + 1
+            );
+            if let Some(position) = loaded
+                .messages
+                .iter()
+                .zip(&expected)
+                .position(|(got, want)| got != want)
+            {
+                fail(format_args!(
+                    "load('{session}') after {} saves: message {position} is {:?}, expected {:?}",
+                    index + 1,
+                    loaded.messages[position].id,
+                    expected[position].id
+                ));
+            }
+        }
+    }
+    let mut last = AgentState::new(agent, expected);
+    last.revision = SAVES as u64;
+    last.saved_at = at(1_700_100_000 + SAVES as i64 - 1, 0);
+    assert_stored(&store, session, &last).await;
+}
+
 async fn delete<S: SessionStore>(make: &mut impl FnMut() -> S) {
     let store = fresh(make).await;
-    let kept = state_for("kept");
-    let gone = state_for("gone");
-    save_ok(&store, "kept", &kept).await;
-    save_ok(&store, "gone", &gone).await;
+    let kept = save_ok(&store, "kept", 0, &state_for("kept")).await;
+    save_ok(&store, "gone", 0, &state_for("gone")).await;
     assert_list(&store, &["gone", "kept"], "after two saves").await;
 
     assert!(
@@ -790,9 +1234,8 @@ async fn delete<S: SessionStore>(make: &mut impl FnMut() -> S) {
     );
     assert_stored(&store, "kept", &kept).await;
 
-    // A deleted session can be saved again, and holds only the new state.
-    let again = state_for("again");
-    save_ok(&store, "gone", &again).await;
+    // A deleted session can be saved again (as a new session), and holds only the new state.
+    let again = save_ok(&store, "gone", 0, &state_for("again")).await;
     assert_stored(&store, "gone", &again).await;
     assert_list(&store, &["gone", "kept"], "after saving 'gone' again").await;
 
@@ -810,7 +1253,7 @@ async fn list_sorted<S: SessionStore>(make: &mut impl FnMut() -> S) {
         "b", "a_b", "B", "a.b", "10", "a-b", "a", "2", "Z9", "a0", "ab", "_x", "-x",
     ];
     for session in saved {
-        save_ok(&store, session, &state_for(session)).await;
+        save_ok(&store, session, 0, &state_for(session)).await;
     }
     // Sessions that are only loaded or deleted are not stored.
     assert_missing(&store, "loaded-only").await;
@@ -829,7 +1272,7 @@ async fn list_sorted<S: SessionStore>(make: &mut impl FnMut() -> S) {
     assert_list(&store, &expected, "after saves in unsorted order").await;
 
     // Saving an existing session again does not list it twice or move it.
-    save_ok(&store, "a", &state_for("a again")).await;
+    let a_again = save_ok(&store, "a", 1, &state_for("a again")).await;
     assert_list(&store, &expected, "after saving 'a' again").await;
 
     for session in ["B", "a.b", "-x"] {
@@ -838,10 +1281,13 @@ async fn list_sorted<S: SessionStore>(make: &mut impl FnMut() -> S) {
     expected.retain(|session| !["B", "a.b", "-x"].contains(session));
     assert_list(&store, &expected, "after deleting three sessions").await;
     for session in &expected {
-        let mut state = state_for(session);
-        if *session == "a" {
-            state = state_for("a again");
-        }
+        let state = if *session == "a" {
+            a_again.clone()
+        } else {
+            let mut state = state_for(session);
+            state.revision = 1;
+            state
+        };
         assert_stored(&store, session, &state).await;
     }
 }
@@ -885,8 +1331,7 @@ fn invalid_id_samples() -> Vec<String> {
 
 async fn invalid_ids<S: SessionStore>(make: &mut impl FnMut() -> S) {
     let store = fresh(make).await;
-    let kept = state_for("kept");
-    save_ok(&store, "kept", &kept).await;
+    let kept = save_ok(&store, "kept", 0, &state_for("kept")).await;
     let state = state_for("invalid");
     for session in invalid_id_samples() {
         let expected = match validate_session_id(&session) {
@@ -895,9 +1340,18 @@ async fn invalid_ids<S: SessionStore>(make: &mut impl FnMut() -> S) {
             )),
             Err(expected) => expected,
         };
-        let what = format!("save({session:?})");
-        let error = err(store.save(&session, &state).await, &what);
-        assert_same_error(&error, &expected, &session, &what);
+        // From revision 0 (a new session) and from revision 1 (a stale base must not be
+        // reported before the id).
+        for base in [0, 1] {
+            let mut from = state.clone();
+            from.revision = base;
+            let what = format!("save({session:?}) from revision {base}");
+            let error = err(
+                store.save(&session, &StateChange::replace(&from)).await,
+                &what,
+            );
+            assert_same_error(&error, &expected, &session, &what);
+        }
         let what = format!("load({session:?})");
         let error = err(store.load(&session).await, &what);
         assert_same_error(&error, &expected, &session, &what);
@@ -929,10 +1383,13 @@ async fn valid_id_forms<S: SessionStore>(make: &mut impl FnMut() -> S) {
         "_",
         every_char,
         "a.json",
+        "a.jsonl",
+        "a.lock",
         "a.db",
         "trailing.",
         "a..b",
         "x.tmp-0",
+        "a.jsonl.tmp",
         "6f1c0a52-3b0e-4a5c-9d55-2c0f2b7e9a10",
     ]
     .into_iter()
@@ -949,15 +1406,26 @@ async fn valid_id_forms<S: SessionStore>(make: &mut impl FnMut() -> S) {
     }
     assert!(ids.iter().any(|id| id.len() == MAX_SESSION_ID_LEN));
 
+    let mut stored = Vec::new();
     for session in &ids {
-        save_ok(&store, session, &state_for(session)).await;
-        assert_stored(&store, session, &state_for(session)).await;
+        let state = save_ok(&store, session, 0, &state_for(session)).await;
+        assert_stored(&store, session, &state).await;
+        stored.push(state);
     }
     let mut sorted: Vec<&str> = ids.iter().map(String::as_str).collect();
     sorted.sort_unstable();
     assert_list(&store, &sorted, "after saving every kind of valid id").await;
-    for session in &ids {
-        assert_stored(&store, session, &state_for(session)).await;
+    for (session, state) in ids.iter().zip(&stored) {
+        assert_stored(&store, session, state).await;
+    }
+    // A step to each (the ids that look like the store's own file names included).
+    for (session, state) in ids.iter().zip(&mut stored) {
+        let change = StateChange::new(1, 2, Vec::new(), state.agent.clone())
+            .with_metadata(state.metadata.clone());
+        *state = change_ok(&store, session, &change, Some(state)).await;
+    }
+    for (session, state) in ids.iter().zip(&stored) {
+        assert_stored(&store, session, state).await;
     }
     for session in &ids {
         assert!(
@@ -972,11 +1440,12 @@ async fn valid_id_forms<S: SessionStore>(make: &mut impl FnMut() -> S) {
 async fn case_sensitive_ids<S: SessionStore>(make: &mut impl FnMut() -> S) {
     let store = fresh(make).await;
     let ids = ["Chat", "chat", "CHAT"];
+    let mut stored = Vec::new();
     for session in ids {
-        save_ok(&store, session, &state_for(session)).await;
+        stored.push(save_ok(&store, session, 0, &state_for(session)).await);
     }
-    for session in ids {
-        assert_stored(&store, session, &state_for(session)).await;
+    for (session, state) in ids.iter().zip(&stored) {
+        assert_stored(&store, session, state).await;
     }
     assert_list(
         &store,
@@ -986,107 +1455,72 @@ async fn case_sensitive_ids<S: SessionStore>(make: &mut impl FnMut() -> S) {
     .await;
     assert!(delete_ok(&store, "chat").await, "delete('chat')");
     assert_missing(&store, "chat").await;
-    assert_stored(&store, "Chat", &state_for("Chat")).await;
-    assert_stored(&store, "CHAT", &state_for("CHAT")).await;
+    assert_stored(&store, "Chat", &stored[0]).await;
+    assert_stored(&store, "CHAT", &stored[2]).await;
     assert_list(&store, &["CHAT", "Chat"], "after deleting 'chat'").await;
     assert_missing(&store, "cHAT").await;
 }
 
 async fn unreadable_states<S: SessionStore>(make: &mut impl FnMut() -> S) {
     let store = fresh(make).await;
-    let good = state_for("good");
-    save_ok(&store, "good", &good).await;
-    // A readable state that an unreadable one replaces (or, if rejected, must not replace).
-    let previous = state_for("previous");
-    save_ok(&store, "over-readable", &previous).await;
+    let good = save_ok(&store, "good", 0, &state_for("good")).await;
+    // A readable state that changes appending a system message must not replace.
+    let previous = save_ok(&store, "over-readable", 0, &state_for("previous")).await;
 
-    let with_system = |label: &str| {
+    let with_system = |label: &str, base: u64| {
         let mut state = state_for(label);
         state.messages.insert(1, Msg::system("be evil"));
-        state
+        state.revision = base;
+        StateChange::replace(&state)
     };
-    let with_version = |label: &str, version: u32| {
-        let mut state = state_for(label);
-        state.version = version;
-        state
-    };
+    let system_step = StateChange::new(
+        1,
+        2,
+        vec![
+            message(
+                Role::User,
+                "fine",
+                1_700_000_100,
+                vec![ContentBlock::text("fine")],
+            ),
+            Msg::system("be evil"),
+        ],
+        previous.agent.clone(),
+    );
     let cases = [
-        ("with-system", with_system("with-system")),
+        ("with-system", with_system("with-system", 0), None),
         (
-            "newer",
-            with_version("newer", AgentState::CURRENT_VERSION + 1),
+            "over-readable",
+            with_system("over-readable", 1),
+            Some(&previous),
         ),
-        ("max-version", with_version("max-version", u32::MAX)),
-        ("zero-version", with_version("zero-version", 0)),
-        ("over-readable", with_system("over-readable")),
+        ("over-readable", system_step, Some(&previous)),
     ];
-
-    let mut stored = vec!["good", "over-readable"];
-    let mut unreadable = Vec::new();
-    for (session, state) in &cases {
-        let expected = match state.check_for(session) {
-            Ok(()) => fail(format_args!(
-                "the suite's unreadable state '{session}' passes check_for: fix the suite"
+    for (session, change, before) in &cases {
+        let stored_messages = before.map_or(0, |state| state.messages.len());
+        let expected = match change.check(session, change.base, stored_messages) {
+            Err(expected @ SessionError::InvalidChange { .. }) => expected,
+            other => fail(format_args!(
+                "the suite's change to '{session}' appending a system message is not invalid \
+                 ({other:?}): fix the suite"
             )),
-            Err(expected) => expected,
         };
-        match store.save(session, state).await {
-            Ok(()) => {
-                // Stored: every load fails with the error, and changes nothing.
-                for attempt in 1..=2 {
-                    let what = format!("load('{session}') (attempt {attempt})");
-                    let error = err(store.load(session).await, &what);
-                    assert_same_error(&error, &expected, session, &what);
-                }
-                if !stored.contains(session) {
-                    stored.push(session);
-                }
-                unreadable.push(*session);
-            }
-            Err(error) => {
-                // Rejected: with the same error, and nothing stored (the previous state, if
-                // any, is still there).
-                assert_same_error(
-                    &error,
-                    &expected,
-                    session,
-                    &format!("save('{session}') of an unreadable state"),
-                );
-                if *session == "over-readable" {
-                    assert_stored(&store, session, &previous).await;
-                } else {
-                    assert_missing(&store, session).await;
-                }
-            }
-        }
-    }
-    stored.sort_unstable();
-    assert_list(&store, &stored, "after saving unreadable states").await;
-    assert_stored(&store, "good", &good).await;
-
-    // Stored unreadable states are deletable without being read, and their ids can be saved
-    // again with a readable state.
-    for session in &unreadable {
-        let session = *session;
-        assert!(
-            delete_ok(&store, session).await,
-            "delete('{session}') of a stored unreadable state must return true"
+        let what = format!(
+            "save('{session}') of a change appending a system message (keeping {})",
+            change.kept
         );
-        assert_missing(&store, session).await;
-        let readable = state_for(session);
-        save_ok(&store, session, &readable).await;
-        assert_stored(&store, session, &readable).await;
-        assert!(delete_ok(&store, session).await, "delete('{session}')");
+        assert_refused(&store, session, change, &expected, *before, &what).await;
     }
-    if !unreadable.contains(&"over-readable") {
-        // Rejected above, so the previous state is still there: remove it.
-        assert!(
-            delete_ok(&store, "over-readable").await,
-            "delete('over-readable')"
-        );
-    }
-    assert_list(&store, &["good"], "after deleting the unreadable states").await;
+    assert_list(
+        &store,
+        &["good", "over-readable"],
+        "after saving unreadable states",
+    )
+    .await;
     assert_stored(&store, "good", &good).await;
+    // The session refused a change takes the next one.
+    let readable = save_ok(&store, "over-readable", 1, &state_for("readable")).await;
+    assert_stored(&store, "over-readable", &readable).await;
 }
 
 const TASKS: usize = 50;
@@ -1118,8 +1552,8 @@ async fn concurrent_sessions<S: SessionStore>(make: &mut impl FnMut() -> S) {
                 let session = task_session(task);
                 for round in 0..SAVES_PER_TASK {
                     let state = task_state(task, round);
-                    save_ok(&*store, &session, &state).await;
-                    assert_stored(&*store, &session, &state).await;
+                    let stored = save_ok(&*store, &session, round as u64, &state).await;
+                    assert_stored(&*store, &session, &stored).await;
                     tokio::task::yield_now().await;
                 }
             })
@@ -1168,18 +1602,18 @@ async fn concurrent_sessions<S: SessionStore>(make: &mut impl FnMut() -> S) {
     let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
     assert_list(&*store, &expected, "after 50 tasks saved their sessions").await;
     for task in 0..TASKS {
-        assert_stored(
-            &*store,
-            &task_session(task),
-            &task_state(task, SAVES_PER_TASK - 1),
-        )
-        .await;
+        let mut last = task_state(task, SAVES_PER_TASK - 1);
+        last.revision = SAVES_PER_TASK as u64;
+        assert_stored(&*store, &task_session(task), &last).await;
     }
 }
 
 const WRITERS: usize = 16;
 const READERS: usize = 4;
 const CONTENDED: &str = "contended";
+/// How many times a writer of [`Check::ConcurrentSavesToOneSession`] tries before the check
+/// fails.
+const MAX_ATTEMPTS: usize = 1_000;
 
 /// A large state of writer `writer` (`None`: the initial state): 40 messages of 2 KiB, so
 /// that a torn or interleaved write shows.
@@ -1206,10 +1640,16 @@ fn writer_state(writer: Option<usize>) -> AgentState {
     state
 }
 
+/// `state` at revision 0, to compare states saved at unknown revisions.
+fn at_revision_0(mut state: AgentState) -> AgentState {
+    state.revision = 0;
+    state
+}
+
 async fn concurrent_saves_to_one_session<S: SessionStore>(make: &mut impl FnMut() -> S) {
     let store = Arc::new(fresh(make).await);
     let initial = writer_state(None);
-    save_ok(&*store, CONTENDED, &initial).await;
+    save_ok(&*store, CONTENDED, 0, &initial).await;
     let written: Arc<Vec<AgentState>> =
         Arc::new((0..WRITERS).map(Some).map(writer_state).collect());
     let done = Arc::new(AtomicBool::new(false));
@@ -1224,7 +1664,7 @@ async fn concurrent_saves_to_one_session<S: SessionStore>(make: &mut impl FnMut(
                 loop {
                     // Read the flag first: one more load always follows the last save.
                     let finished = done.load(Ordering::SeqCst);
-                    let loaded = load_ok(&*store, CONTENDED).await;
+                    let loaded = load_ok(&*store, CONTENDED).await.map(at_revision_0);
                     match loaded {
                         Some(state) if state == initial || written.contains(&state) => {}
                         Some(state) => fail(format_args!(
@@ -1253,7 +1693,37 @@ async fn concurrent_saves_to_one_session<S: SessionStore>(make: &mut impl FnMut(
             let store = Arc::clone(&store);
             let written = Arc::clone(&written);
             tokio::spawn(async move {
-                save_ok(&*store, CONTENDED, &written[writer]).await;
+                // Load, save from the loaded revision, and on a conflict start over.
+                for _ in 0..MAX_ATTEMPTS {
+                    let base = load_ok(&*store, CONTENDED)
+                        .await
+                        .map_or(0, |state| state.revision);
+                    let mut state = written[writer].clone();
+                    state.revision = base;
+                    match store.save(CONTENDED, &StateChange::replace(&state)).await {
+                        Ok(revision) => {
+                            assert_eq!(
+                                revision,
+                                base + 1,
+                                "save('{CONTENDED}') from revision {base} must return the next revision"
+                            );
+                            return;
+                        }
+                        Err(SessionError::Conflict {
+                            expected, found, ..
+                        }) if expected == base && found > base => {
+                            tokio::task::yield_now().await;
+                        }
+                        Err(error) => fail(format_args!(
+                            "save('{CONTENDED}') from revision {base} during concurrent saves \
+                             failed with {error} ({error:?}); only a conflict with a later \
+                             revision is allowed"
+                        )),
+                    }
+                }
+                fail(format_args!(
+                    "writer {writer} met a conflict {MAX_ATTEMPTS} times in a row"
+                ));
             })
         })
         .collect();
@@ -1263,11 +1733,14 @@ async fn concurrent_saves_to_one_session<S: SessionStore>(make: &mut impl FnMut(
 
     let last = load_ok(&*store, CONTENDED).await;
     match last {
-        Some(state) if written.contains(&state) => {}
+        Some(state)
+            if state.revision == 1 + WRITERS as u64
+                && written.contains(&at_revision_0(state.clone())) => {}
         other => fail(format_args!(
             "after concurrent saves load('{CONTENDED}') must return one of the states saved, \
-             got {:?}",
-            other.map(|state| (state.agent, state.messages.len()))
+             at revision {}, got {:?}",
+            1 + WRITERS,
+            other.map(|state| (state.agent, state.messages.len(), state.revision))
         )),
     }
     assert_list(
@@ -1278,17 +1751,104 @@ async fn concurrent_saves_to_one_session<S: SessionStore>(make: &mut impl FnMut(
     .await;
 }
 
+const RACE_ROUNDS: u64 = 20;
+
+async fn concurrent_saves_from_one_revision<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = Arc::new(fresh(make).await);
+    let session = "raced";
+    let mut stored = save_ok(&*store, session, 0, &state_for("race start")).await;
+    for round in 0..RACE_ROUNDS {
+        let base = stored.revision;
+        // Two steps, a step and a whole state, two whole states.
+        let change = |side: &str| {
+            let whole = match round % 3 {
+                0 => false,
+                1 => side == "b",
+                _ => true,
+            };
+            let label = format!("round {round} side {side}");
+            if whole {
+                let mut state = state_for(&label);
+                state.revision = base;
+                StateChange::replace(&state)
+            } else {
+                let msg = message(
+                    Role::Assistant,
+                    &label,
+                    1_700_000_500 + round as i64,
+                    vec![ContentBlock::text(label.clone())],
+                );
+                StateChange::new(base, stored.messages.len(), vec![msg], stored.agent.clone())
+                    .with_metadata(stored.metadata.clone())
+            }
+        };
+        let changes = [change("a"), change("b")];
+        let ready = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = changes
+            .iter()
+            .cloned()
+            .map(|change| {
+                let store = Arc::clone(&store);
+                let ready = Arc::clone(&ready);
+                tokio::spawn(async move {
+                    // Start together.
+                    ready.fetch_add(1, Ordering::SeqCst);
+                    while ready.load(Ordering::SeqCst) < 2 {
+                        tokio::task::yield_now().await;
+                    }
+                    store.save(session, &change).await
+                })
+            })
+            .collect();
+        let mut results = Vec::new();
+        for task in tasks {
+            match task.await {
+                Ok(result) => results.push(result),
+                Err(error) => fail(format_args!("a task of the check failed: {error}")),
+            }
+        }
+        let winners: Vec<usize> = (0..2).filter(|side| results[*side].is_ok()).collect();
+        let &[winner] = winners.as_slice() else {
+            fail(format_args!(
+                "round {round}: two saves to '{session}' from revision {base}: exactly one \
+                 must succeed, got {results:?}"
+            ))
+        };
+        let loser = 1 - winner;
+        match &results[winner] {
+            Ok(revision) => assert_eq!(
+                *revision,
+                base + 1,
+                "round {round}: the winning save must return the next revision"
+            ),
+            Err(_) => fail(format_args!("round {round}: no winner")),
+        }
+        if let Err(error) = &results[loser] {
+            let what =
+                format!("round {round}: the losing save to '{session}' from revision {base}");
+            assert_same_error(error, &conflict(session, base, base + 1), session, &what);
+        }
+        let expected = match changes[winner].apply(session, Some(stored.clone())) {
+            Ok(expected) => expected,
+            Err(error) => fail(format_args!("the suite's change does not apply: {error}")),
+        };
+        assert_stored(&*store, session, &expected).await;
+        stored = expected;
+    }
+    assert_eq!(stored.revision, 1 + RACE_ROUNDS);
+    assert_list(&*store, &[session], "after racing saves").await;
+}
+
 /// Uses `store` through the trait, as generic code would.
 async fn use_generically(store: impl SessionStore, session: &str, state: &AgentState) {
-    save_ok(&store, session, state).await;
-    assert_stored(&store, session, state).await;
+    let stored = save_ok(&store, session, 0, state).await;
+    assert_stored(&store, session, &stored).await;
 }
 
 async fn dyn_store<S: SessionStore>(make: &mut impl FnMut() -> S) {
     let shared: Arc<dyn SessionStore> = Arc::new(fresh(make).await);
     let clone = Arc::clone(&shared);
-    let state = state_for("shared");
-    save_ok(&*shared, "shared", &state).await;
+    let state = save_ok(&*shared, "shared", 0, &state_for("shared")).await;
     assert_stored(&*clone, "shared", &state).await;
     assert_list(
         &*clone,
@@ -1307,8 +1867,7 @@ async fn dyn_store<S: SessionStore>(make: &mut impl FnMut() -> S) {
     assert_missing(&*shared, "shared").await;
 
     let boxed: Box<dyn SessionStore> = Box::new(fresh(make).await);
-    let state = state_for("boxed");
-    save_ok(&*boxed, "boxed", &state).await;
+    let state = save_ok(&*boxed, "boxed", 0, &state_for("boxed")).await;
     assert_stored(&*boxed, "boxed", &state).await;
     assert_list(&*boxed, &["boxed"], "through Box<dyn SessionStore>").await;
     // A Box<dyn SessionStore> is itself a store (e.g. to share it in an Arc).
@@ -1350,12 +1909,23 @@ mod tests {
         LoadCreates,
         TornWrites,
         RemoveThenInsert,
-        NoStateCheck,
+        /// Applies changes without checking their messages (stores system messages).
+        NoChangeCheck,
+        /// Ignores the base: every save applies, on top of whatever is stored.
+        NoCompareAndSwap,
+        /// Loads every state at revision 0.
+        RevisionNotLoaded,
+        /// Never drops stored messages a step does not keep (a whole state still replaces).
+        NoTruncation,
+        /// Does not store the running tools.
+        DropRunningTools,
+        /// Keeps the last 999 messages only.
+        CapMessages,
     }
 
-    /// A map of encoded states, with one fault.
+    /// A map of states, with one fault.
     struct MapStore {
-        map: Mutex<BTreeMap<String, Vec<u8>>>,
+        map: Mutex<BTreeMap<String, AgentState>>,
         fault: Fault,
     }
 
@@ -1378,9 +1948,50 @@ mod tests {
             })
         }
 
+        fn get(&self, key: &str) -> Option<AgentState> {
+            self.map.lock().unwrap().get(key).cloned()
+        }
+
         fn put(&self, key: &str, state: &AgentState) {
-            let bytes = serde_json::to_vec(state).unwrap();
-            self.map.lock().unwrap().insert(key.to_owned(), bytes);
+            self.map
+                .lock()
+                .unwrap()
+                .insert(key.to_owned(), state.clone());
+        }
+
+        /// The state `change` makes of `stored`, with the store's fault.
+        fn apply(
+            &self,
+            session: &str,
+            change: &StateChange,
+            stored: Option<AgentState>,
+        ) -> Result<AgentState, SessionError> {
+            let mut change = change.clone();
+            let stored_revision = stored.as_ref().map_or(0, |state| state.revision);
+            let stored_messages = stored.as_ref().map_or(0, |state| state.messages.len());
+            match self.fault {
+                Fault::NoCompareAndSwap => change.base = stored_revision,
+                Fault::NoTruncation if change.kept > 0 => change.kept = stored_messages,
+                Fault::NoChangeCheck => {
+                    // Check everything but the messages, then apply without them.
+                    let appended = std::mem::take(&mut change.appended);
+                    let mut state = change.apply(session, stored)?;
+                    state.messages.extend(appended);
+                    return Ok(state);
+                }
+                _ => {}
+            }
+            let mut state = change.apply(session, stored)?;
+            match self.fault {
+                Fault::SecondsOnly => state.saved_at = at(state.saved_at.timestamp(), 0),
+                Fault::DropRunningTools => state.running_tools.clear(),
+                Fault::CapMessages if state.messages.len() > 999 => {
+                    let excess = state.messages.len() - 999;
+                    state.messages.drain(..excess);
+                }
+                _ => {}
+            }
+            Ok(state)
         }
     }
 
@@ -1388,38 +1999,52 @@ mod tests {
         fn save<'a>(
             &'a self,
             session: &'a str,
-            state: &'a AgentState,
-        ) -> BoxFuture<'a, Result<(), SessionError>> {
+            change: &'a StateChange,
+        ) -> BoxFuture<'a, Result<u64, SessionError>> {
             async move {
                 let key = self.key(session)?;
-                let mut state = state.clone();
+                let stored = self.get(&key);
+                let old_metadata = stored.as_ref().map(|state| state.metadata.clone());
+                let mut state = self.apply(session, change, stored)?;
                 match self.fault {
-                    Fault::SecondsOnly => {
-                        state.saved_at = at(state.saved_at.timestamp(), 0);
-                    }
                     Fault::MergeOnSave => {
-                        let old = self.map.lock().unwrap().get(&key).cloned();
-                        if let Some(old) = old {
-                            let old: AgentState = serde_json::from_slice(&old).unwrap();
-                            for (k, v) in old.metadata {
-                                state.metadata.entry(k).or_insert(v);
-                            }
+                        for (k, v) in old_metadata.unwrap_or_default() {
+                            state.metadata.entry(k).or_insert(v);
                         }
                     }
                     Fault::TornWrites => {
                         let mut half = state.clone();
                         half.messages.truncate(state.messages.len() / 2);
                         self.put(&key, &half);
-                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        if session == CONTENDED {
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
                     }
                     Fault::RemoveThenInsert => {
                         self.map.lock().unwrap().remove(&key);
-                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        if session == CONTENDED {
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
                     }
                     _ => {}
                 }
-                self.put(&key, &state);
-                Ok(())
+                // Compare and swap: the stored revision must not have moved meanwhile (a
+                // fault above may have slept).
+                let mut map = self.map.lock().unwrap();
+                let now = map.get(&key).map_or(0, |state| state.revision);
+                let faulty = matches!(
+                    self.fault,
+                    Fault::NoCompareAndSwap | Fault::TornWrites | Fault::RemoveThenInsert
+                );
+                if !faulty && now != change.base {
+                    return Err(SessionError::Conflict {
+                        session: session.to_owned(),
+                        expected: change.base,
+                        found: now,
+                    });
+                }
+                map.insert(key, state.clone());
+                Ok(state.revision)
             }
             .boxed()
         }
@@ -1430,17 +2055,20 @@ mod tests {
         ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
             async move {
                 let key = self.key(session)?;
-                let bytes = self.map.lock().unwrap().get(&key).cloned();
-                if bytes.is_none() && self.fault == Fault::LoadCreates {
+                let stored = self.get(&key);
+                if stored.is_none() && self.fault == Fault::LoadCreates {
                     let empty = AgentState::new(AgentIdentity::new("", ""), Vec::new());
                     self.put(&key, &empty);
                 }
-                match bytes {
+                match stored {
                     None => Ok(None),
-                    Some(bytes) if self.fault == Fault::NoStateCheck => {
-                        Ok(Some(serde_json::from_slice(&bytes).unwrap()))
+                    Some(mut state) => {
+                        state.check_for(session)?;
+                        if self.fault == Fault::RevisionNotLoaded {
+                            state.revision = 0;
+                        }
+                        Ok(Some(state))
                     }
-                    Some(bytes) => AgentState::decode(session, &bytes).map(Some),
                 }
             }
             .boxed()
@@ -1490,55 +2118,86 @@ mod tests {
         // Faults that only the checks about them can see.
         let isolated = [
             (Fault::NoIdValidation, vec![Check::InvalidIds]),
-            (Fault::MergeOnSave, vec![Check::SaveReplaces]),
-            (Fault::TornWrites, vec![Check::ConcurrentSavesToOneSession]),
-            (Fault::NoStateCheck, vec![Check::UnreadableStates]),
+            (Fault::NoChangeCheck, vec![Check::UnreadableStates]),
+            (Fault::NoTruncation, vec![Check::IncrementalChanges]),
+            (Fault::CapMessages, vec![Check::LongConversation]),
         ];
         for (fault, checks) in isolated {
             assert_eq!(failed_checks(fault).await, checks, "{fault:?}");
         }
-        // A session briefly missing: loads during concurrent saves see None (and a lister
-        // running meanwhile usually sees it vanish from the list).
-        let failed = failed_checks(Fault::RemoveThenInsert).await;
+        // Without compare-and-swap, stale and racing saves succeed (and concurrent writers
+        // may see revisions skipped, when their saves overlap).
+        let failed = failed_checks(Fault::NoCompareAndSwap).await;
+        let cas = [
+            Check::StaleSaves,
+            Check::ConcurrentSavesToOneSession,
+            Check::ConcurrentSavesFromOneRevision,
+        ];
+        assert!(
+            failed.contains(&Check::StaleSaves)
+                && failed.contains(&Check::ConcurrentSavesFromOneRevision)
+                && failed.iter().all(|check| cas.contains(check)),
+            "{failed:?}"
+        );
+        // A session briefly missing or half written: loads during concurrent saves see
+        // None or a torn state (and a lister running meanwhile usually sees it vanish from
+        // the list); without compare-and-swap in between, racing saves may both succeed.
         let concurrency = [
             Check::ConcurrentSessions,
             Check::ConcurrentSavesToOneSession,
+            Check::ConcurrentSavesFromOneRevision,
         ];
-        assert!(
-            failed.contains(&Check::ConcurrentSavesToOneSession)
-                && failed.iter().all(|check| concurrency.contains(check)),
-            "{failed:?}"
-        );
-        // Faults that show in several checks, the one about them among them.
-        let visible = [
-            (Fault::ReverseList, Check::ListSorted),
-            (Fault::IgnoreCase, Check::CaseSensitiveIds),
-            (Fault::SecondsOnly, Check::RoundTrip),
-            (Fault::DeleteAlwaysTrue, Check::EmptyStore),
-            (Fault::DeleteAlwaysTrue, Check::Delete),
-            (Fault::LoadCreates, Check::EmptyStore),
-            (Fault::LoadCreates, Check::ListSorted),
-        ];
-        for (fault, check) in visible {
+        for fault in [Fault::RemoveThenInsert, Fault::TornWrites] {
             let failed = failed_checks(fault).await;
-            assert!(failed.contains(&check), "{fault:?}: {failed:?}");
+            assert!(
+                failed.contains(&Check::ConcurrentSavesToOneSession)
+                    && failed.iter().all(|check| concurrency.contains(check)),
+                "{fault:?}: {failed:?}"
+            );
+        }
+        // Faults that show in several checks, the ones about them among them.
+        let visible = [
+            (Fault::ReverseList, vec![Check::ListSorted]),
+            (Fault::IgnoreCase, vec![Check::CaseSensitiveIds]),
+            (Fault::SecondsOnly, vec![Check::RoundTrip]),
+            (Fault::MergeOnSave, vec![Check::SaveReplaces]),
+            (
+                Fault::DeleteAlwaysTrue,
+                vec![Check::EmptyStore, Check::Delete],
+            ),
+            (
+                Fault::LoadCreates,
+                vec![Check::EmptyStore, Check::ListSorted],
+            ),
+            (Fault::RevisionNotLoaded, vec![Check::Revisions]),
+            (
+                Fault::DropRunningTools,
+                vec![Check::RoundTrip, Check::IncrementalChanges],
+            ),
+        ];
+        for (fault, checks) in visible {
+            let failed = failed_checks(fault).await;
+            assert!(
+                checks.iter().all(|check| failed.contains(check)),
+                "{fault:?}: {failed:?}"
+            );
         }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn run_all_names_every_failed_check_and_skips() {
-        let result = AssertUnwindSafe(conformance(|| MapStore::new(Fault::MergeOnSave)))
+        let result = AssertUnwindSafe(conformance(|| MapStore::new(Fault::NoIdValidation)))
             .catch_unwind()
             .await;
         let message = panic_message(result.unwrap_err().as_ref());
         assert!(
-            message.starts_with("1 SessionStore conformance check(s) failed:\n- save_replaces: ")
-                && message.contains("load('replaced'): metadata"),
+            message.starts_with("1 SessionStore conformance check(s) failed:\n- invalid_ids: ")
+                && message.contains("save(\"\") from revision 0"),
             "{message}"
         );
         // Skipped, the failing check does not run.
-        SessionStoreConformance::new(|| MapStore::new(Fault::MergeOnSave))
-            .skip(Check::SaveReplaces)
+        SessionStoreConformance::new(|| MapStore::new(Fault::NoIdValidation))
+            .skip(Check::InvalidIds)
             .run_all()
             .await;
     }

@@ -333,14 +333,14 @@ impl ReActAgent {
         conversation::check_no_system(&messages, "observed messages")?;
         let AgentInner { config, runtime } = &*self.inner;
         let _guard = runtime.begin_call(config.settings.check_running)?;
-        let synced = config.load_session(runtime).await?;
+        let mut synced = config.load_session(runtime).await?;
         let memory = &config.memory;
         if !messages.is_empty() {
             // Like a call's input: nothing may come between tool calls and their results.
             conversation::check_input(pending_tool_uses(&memory.messages()), &messages)?;
         }
         memory.extend(messages);
-        config.save_session(runtime, synced.as_ref()).await
+        config.save_session(runtime, synced.as_mut()).await
     }
 
     /// The agent's state: its memory, name, id and [`metadata`](Self::metadata), taken now
@@ -424,7 +424,7 @@ impl ReActAgent {
         let _guard = runtime.begin_call(config.settings.check_running)?;
         if let Some(session) = &config.session {
             session
-                .save(
+                .replace(
                     config.identity(),
                     state.messages.clone(),
                     state.metadata.clone(),
@@ -475,9 +475,9 @@ impl ReActAgent {
     ) -> Result<(), AgentError> {
         let AgentInner { config, runtime } = &*self.inner;
         let _guard = runtime.begin_call(config.settings.check_running)?;
-        let synced = config.load_session(runtime).await?;
+        let mut synced = config.load_session(runtime).await?;
         update(&mut lock(runtime.metadata()));
-        config.save_session(runtime, synced.as_ref()).await
+        config.save_session(runtime, synced.as_mut()).await
     }
 
     /// The id of the session the agent is bound to

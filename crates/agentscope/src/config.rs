@@ -78,16 +78,22 @@ impl AgentConfig {
         }
     }
 
-    /// With a session: saves it when memory or metadata changed since `synced` was loaded.
+    /// With a session: saves what changed since `synced` (memory, metadata, running tools).
     pub(crate) async fn save_session(
         &self,
         runtime: &AgentRuntime,
-        synced: Option<&Synced>,
+        synced: Option<&mut Synced>,
     ) -> Result<(), AgentError> {
         match (&self.session, synced) {
             (Some(session), Some(synced)) => {
                 session
-                    .save_if_changed(&self.identity(), &*self.memory, runtime.metadata(), synced)
+                    .save(
+                        synced,
+                        &self.identity(),
+                        &*self.memory,
+                        runtime.metadata(),
+                        None,
+                    )
                     .await
             }
             _ => Ok(()),

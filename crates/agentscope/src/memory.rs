@@ -58,6 +58,11 @@ impl Memory for InMemoryMemory {
             .clone()
     }
 
+    fn messages_from(&self, start: usize) -> Vec<Msg> {
+        let messages = self.messages.read().unwrap_or_else(PoisonError::into_inner);
+        messages.get(start..).map_or_else(Vec::new, <[Msg]>::to_vec)
+    }
+
     fn clear(&self) {
         self.messages
             .write()

@@ -49,7 +49,8 @@ use crate::error::ToolkitError;
 pub struct Toolkit {
     tools: Vec<Entry>,
     index: HashMap<String, usize>,
-    schemas: Vec<ToolSchema>,
+    /// Shared with the call contexts (`CallInfo::tool_schema`); rebuilt when a tool is added.
+    schemas: Arc<[ToolSchema]>,
     parallel: bool,
     timeout: Option<Duration>,
     error: Option<ToolkitError>,
@@ -128,7 +129,9 @@ impl Toolkit {
         let validator =
             jsonschema::validator_for(&schema.parameters).map_err(|e| invalid(e.to_string()))?;
         self.index.insert(schema.name.clone(), self.tools.len());
-        self.schemas.push(schema);
+        let mut schemas = self.schemas.to_vec();
+        schemas.push(schema);
+        self.schemas = schemas.into();
         self.tools.push(Entry {
             tool,
             validator: Arc::new(validator),
@@ -179,9 +182,22 @@ impl Toolkit {
             .filter(|tool| tool.kind() != agentscope_core::ToolKind::Action)
     }
 
+    /// Whether the tool named `name` declared itself idempotent
+    /// ([`Tool::idempotent`](agentscope_core::Tool::idempotent)); `false` for unknown names.
+    pub(crate) fn is_idempotent(&self, name: &str) -> bool {
+        self.index
+            .get(name)
+            .is_some_and(|&index| self.tools[index].tool.idempotent())
+    }
+
     /// The schemas the model sees, in registration order.
     pub fn schemas(&self) -> &[ToolSchema] {
         &self.schemas
+    }
+
+    /// The schemas, shared (for the call context).
+    pub(crate) fn shared_schemas(&self) -> Arc<[ToolSchema]> {
+        Arc::clone(&self.schemas)
     }
 
     /// The number of tools.
@@ -212,20 +228,8 @@ impl Toolkit {
                 &format!("the arguments are not valid JSON{reason}: {raw}"),
             ));
         }
-        let problems: Vec<String> = entry
-            .validator
-            .iter_errors(&tool_use.input)
-            .map(|error| {
-                let path = error.instance_path().to_string();
-                if path.is_empty() {
-                    error.to_string()
-                } else {
-                    format!("{path}: {error}")
-                }
-            })
-            .collect();
-        if !problems.is_empty() {
-            return fail(parameter_error(&tool_use.name, &problems.join("; ")));
+        if let Some(problems) = argument_problems(&entry.validator, &tool_use.input) {
+            return fail(parameter_error(&tool_use.name, &problems));
         }
         let token = ctx.cancellation_token().cloned();
         let limit = entry.timeout.or(self.timeout);
@@ -268,6 +272,26 @@ impl Toolkit {
     }
 }
 
+/// What is wrong with `input` by `validator`'s schema (each problem with its JSON path,
+/// joined by "; "), `None` when it is valid.
+pub(crate) fn argument_problems(
+    validator: &jsonschema::Validator,
+    input: &Value,
+) -> Option<String> {
+    let problems: Vec<String> = validator
+        .iter_errors(input)
+        .map(|error| {
+            let path = error.instance_path().to_string();
+            if path.is_empty() {
+                error.to_string()
+            } else {
+                format!("{path}: {error}")
+            }
+        })
+        .collect();
+    (!problems.is_empty()).then(|| problems.join("; "))
+}
+
 fn parameter_error(tool: &str, detail: &str) -> String {
     format!("Error: Parameter validation failed for tool '{tool}': {detail}")
 }
@@ -287,7 +311,30 @@ pub struct ToolFn<F> {
     name: String,
     description: String,
     parameters: Value,
+    idempotent: bool,
     f: F,
+}
+
+impl<F> ToolFn<F> {
+    /// Declares the tool idempotent: running a call twice has the effect of running it once
+    /// (see [`Tool::idempotent`]). A session resumed after a crash mid-tool then runs the
+    /// call again instead of giving it an "interrupted while running" error result.
+    ///
+    /// ```
+    /// use agentscope::{Tool, tool_fn};
+    /// use serde_json::json;
+    ///
+    /// let lookup = tool_fn("lookup", "Reads an order.", json!({"type": "object"}), |_input, _ctx| async {
+    ///     Ok("order 42: shipped")
+    /// })
+    /// .idempotent();
+    /// assert!(Tool::idempotent(&lookup));
+    /// ```
+    #[must_use]
+    pub fn idempotent(mut self) -> Self {
+        self.idempotent = true;
+        self
+    }
 }
 
 /// Builds a tool from a name, a description, a JSON schema for the arguments and an async
@@ -310,6 +357,7 @@ where
         name: name.into(),
         description: description.into(),
         parameters,
+        idempotent: false,
         f,
     }
 }
@@ -339,6 +387,10 @@ where
     ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send {
         let future = (self.f)(input, ctx);
         async move { future.await.map(Into::into) }
+    }
+
+    fn idempotent(&self) -> bool {
+        self.idempotent
     }
 }
 

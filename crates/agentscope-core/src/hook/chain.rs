@@ -285,6 +285,9 @@ impl HookChain {
                 }
                 continue;
             }
+            if let HookEvent::PostReasoning(event) = event {
+                event.attribute_goto(&hook.name);
+            }
             let result = match result {
                 Ok(()) if event.event_type() != kind => Err(HookError::InvalidModification {
                     message: format!(

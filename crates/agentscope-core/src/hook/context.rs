@@ -15,6 +15,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::hook::HookId;
+use crate::model::ToolSchema;
 use crate::tool::ToolKind;
 
 /// The name and id of the agent an event belongs to.
@@ -120,6 +121,8 @@ pub struct CallInfo {
     id: CallId,
     resumed_from: Option<CallId>,
     tool_kinds: Vec<(String, ToolKind)>,
+    tools: Option<Arc<[ToolSchema]>>,
+    running_tools: Vec<String>,
 }
 
 impl CallInfo {
@@ -148,6 +151,24 @@ impl CallInfo {
             .iter()
             .find(|(tool, _)| tool == name)
             .map(|(_, kind)| *kind)
+    }
+
+    /// Whether the tool call `id` started running in an earlier call whose result was never
+    /// stored (the process stopped, the call was dropped), by the agent's session (see
+    /// `AgentState::running_tools`). Such a call is not run again unless its tool is
+    /// idempotent, and a decision about it (an approval) was already taken.
+    pub fn was_started(&self, id: &str) -> bool {
+        self.running_tools.iter().any(|running| running == id)
+    }
+
+    /// The schema of the tool named `name` in this call's toolkit, as the model sees it
+    /// (`None` for names the toolkit does not have). Hooks that check or edit arguments
+    /// validate against it.
+    pub fn tool_schema(&self, name: &str) -> Option<&ToolSchema> {
+        self.tools
+            .as_deref()?
+            .iter()
+            .find(|schema| schema.name == name)
     }
 }
 
@@ -207,6 +228,8 @@ impl CallContext {
                 id: CallId::new(),
                 resumed_from: None,
                 tool_kinds: Vec::new(),
+                tools: None,
+                running_tools: Vec::new(),
             }),
             extensions: Extensions::new(),
             saw_post_call: Vec::new(),
@@ -227,6 +250,21 @@ impl CallContext {
         Arc::make_mut(&mut self.info)
             .tool_kinds
             .push((name.into(), kind));
+        self
+    }
+
+    /// Records the schemas of this call's tools (see [`CallInfo::tool_schema`]).
+    #[must_use]
+    pub fn with_tools(mut self, tools: Arc<[ToolSchema]>) -> Self {
+        Arc::make_mut(&mut self.info).tools = Some(tools);
+        self
+    }
+
+    /// Records the tool calls an earlier call started without storing a result (see
+    /// [`CallInfo::was_started`]).
+    #[must_use]
+    pub fn with_running_tools(mut self, ids: Vec<String>) -> Self {
+        Arc::make_mut(&mut self.info).running_tools = ids;
         self
     }
 

@@ -98,6 +98,10 @@ pub struct PostReasoningEvent {
     iteration: usize,
     stop: bool,
     goto: Option<Vec<Msg>>,
+    /// The hook that made the last `goto_reasoning` request (set by the chain).
+    goto_by: Option<Arc<str>>,
+    /// Whether `goto_reasoning` was called since the chain last attributed a request.
+    goto_unattributed: bool,
 }
 
 impl PostReasoningEvent {
@@ -115,6 +119,8 @@ impl PostReasoningEvent {
             iteration,
             stop: false,
             goto: None,
+            goto_by: None,
+            goto_unattributed: false,
         }
     }
 
@@ -175,7 +181,23 @@ impl PostReasoningEvent {
         check_goto(&self.message, &messages)
             .map_err(|rule| HookError::InvalidGoto(Box::new(rule)))?;
         self.goto = Some(messages);
+        self.goto_unattributed = true;
         Ok(())
+    }
+
+    /// The name of the hook whose `goto_reasoning` request stands (the last one made),
+    /// when the event went through a hook chain; `None` without a request.
+    pub fn goto_requested_by(&self) -> Option<&str> {
+        self.goto.as_ref().and(self.goto_by.as_deref())
+    }
+
+    /// Called by the chain after `hook` handled the event: a request made meanwhile is
+    /// that hook's.
+    pub(super) fn attribute_goto(&mut self, hook: &Arc<str>) {
+        if self.goto_unattributed {
+            self.goto_unattributed = false;
+            self.goto_by = Some(Arc::clone(hook));
+        }
     }
 
     /// Whether a hook called [`goto_reasoning`](Self::goto_reasoning).

@@ -61,6 +61,30 @@ pub enum SessionError {
         /// Why it is rejected.
         reason: String,
     },
+    /// A save was made from an older revision than the one stored: another writer (another
+    /// agent instance, another process) saved the session since this writer loaded it.
+    /// Nothing was written; load the session again and redo the work.
+    #[error(
+        "session '{session}' was changed by another writer: this save was made from revision {expected}, but revision {found} is stored"
+    )]
+    Conflict {
+        /// The session id.
+        session: String,
+        /// The revision the save was made from (`0`: the writer expected no session).
+        expected: u64,
+        /// The revision stored (`0`: the session does not exist).
+        found: u64,
+    },
+    /// A [`StateChange`](super::StateChange) that cannot apply to the stored state (it
+    /// keeps more messages than are stored, or appends a message memory cannot hold).
+    /// Nothing was written.
+    #[error("invalid change to session '{session}': {message}")]
+    InvalidChange {
+        /// The session id.
+        session: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Reading or writing a file failed.
     #[error("{}: I/O error: {message}", subject(.session.as_deref()))]
     Io {
@@ -98,7 +122,9 @@ impl SessionError {
         match self {
             SessionError::Corrupt { session, .. }
             | SessionError::UnsupportedVersion { session, .. }
-            | SessionError::InvalidSessionId { session, .. } => Some(session),
+            | SessionError::InvalidSessionId { session, .. }
+            | SessionError::Conflict { session, .. }
+            | SessionError::InvalidChange { session, .. } => Some(session),
             SessionError::Io { session, .. } | SessionError::Backend { session, .. } => {
                 session.as_deref()
             }

@@ -8,14 +8,18 @@
 //! - [`SessionError`] is what stores report; [`validate_session_id`] the id rules the
 //!   built-in stores share.
 
+mod change;
 mod error;
+mod hook_state;
 mod state;
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+pub use change::StateChange;
 pub use error::{MAX_SESSION_ID_LEN, SessionError, validate_session_id};
+pub use hook_state::HookState;
 pub use state::{AgentIdentity, AgentState, InvalidState};
 
 /// Where agent states live, by session id.
@@ -26,10 +30,16 @@ pub use state::{AgentIdentity, AgentState, InvalidState};
 ///
 /// # Contract
 ///
-/// - [`save`](Self::save) replaces the session's state atomically: a failed or interrupted
-///   save leaves the previous state loadable (or no state, if there was none).
+/// - [`save`](Self::save) applies a [`StateChange`] atomically and compare-and-swap: only if
+///   the stored revision is the change's [`base`](StateChange::base) (otherwise
+///   [`SessionError::Conflict`], nothing written), and all or nothing (a failed or
+///   interrupted save, even a killed process, leaves the previous revision loadable). It
+///   returns the new revision, `base + 1`. Two writers racing from one revision: exactly one
+///   succeeds. A store should write only the change (append the messages), so a save costs
+///   the same in a long conversation as in a short one.
 /// - [`load`](Self::load) returns `Ok(None)` for a session that does not exist, and never
-///   changes what is stored. A state it cannot read is an error naming the session
+///   changes what is stored. The state it returns carries its
+///   [`revision`](AgentState::revision). A state it cannot read is an error naming the session
 ///   ([`SessionError::Corrupt`], [`SessionError::UnsupportedVersion`]);
 ///   [`AgentState::decode`] does that for stores that keep the JSON of
 ///   [`AgentState::encode`].
@@ -45,7 +55,9 @@ pub use state::{AgentIdentity, AgentState, InvalidState};
 /// use std::collections::BTreeMap;
 /// use std::sync::Mutex;
 ///
-/// use agentscope_core::session::{AgentState, SessionError, SessionStore, validate_session_id};
+/// use agentscope_core::session::{
+///     AgentState, SessionError, SessionStore, StateChange, validate_session_id,
+/// };
 /// use futures::future::{BoxFuture, FutureExt};
 ///
 /// /// Keeps the encoded states in a map (a stand-in for a remote key-value store).
@@ -53,13 +65,16 @@ pub use state::{AgentIdentity, AgentState, InvalidState};
 /// struct MapStore(Mutex<BTreeMap<String, Vec<u8>>>);
 ///
 /// impl SessionStore for MapStore {
-///     fn save<'a>(&'a self, session: &'a str, state: &'a AgentState)
-///         -> BoxFuture<'a, Result<(), SessionError>> {
+///     fn save<'a>(&'a self, session: &'a str, change: &'a StateChange)
+///         -> BoxFuture<'a, Result<u64, SessionError>> {
 ///         async move {
 ///             validate_session_id(session)?;
-///             let bytes = state.encode(session)?;
-///             self.0.lock().unwrap().insert(session.to_owned(), bytes);
-///             Ok(())
+///             // Load, apply and write under one lock: that makes the save atomic.
+///             let mut map = self.0.lock().unwrap();
+///             let stored = map.get(session).map(|bytes| AgentState::decode(session, bytes));
+///             let state = change.apply(session, stored.transpose()?)?;
+///             map.insert(session.to_owned(), state.encode(session)?);
+///             Ok(state.revision)
 ///         }
 ///         .boxed()
 ///     }
@@ -87,22 +102,28 @@ pub use state::{AgentIdentity, AgentState, InvalidState};
 /// # futures::executor::block_on(async {
 /// let store = MapStore::default();
 /// let state = AgentState::new(AgentIdentity::new("assistant", "a1"), Vec::new());
-/// store.save("s1", &state).await?;
-/// assert_eq!(store.load("s1").await?, Some(state));
+/// assert_eq!(store.save("s1", &StateChange::replace(&state)).await?, 1);
+/// assert_eq!(store.load("s1").await?.map(|s| s.revision), Some(1));
+/// // A second writer that also started from "no session" is refused.
+/// let err = store.save("s1", &StateChange::replace(&state)).await.unwrap_err();
+/// assert!(matches!(err, SessionError::Conflict { expected: 0, found: 1, .. }));
 /// # Ok::<(), SessionError>(())
 /// # }).unwrap();
 /// ```
 pub trait SessionStore: Send + Sync + 'static {
-    /// Stores `state` as session `session`, replacing what was stored.
+    /// Applies `change` to session `session` if its stored revision is still
+    /// `change.base`; returns the new revision.
     ///
     /// # Errors
     ///
-    /// An invalid id, or a failed write; the previous state is then still stored.
+    /// An invalid id; [`SessionError::Conflict`] when another writer saved first;
+    /// [`SessionError::InvalidChange`] (see [`StateChange::check`]); a failed write. In every
+    /// case nothing was written: the previous revision is still stored.
     fn save<'a>(
         &'a self,
         session: &'a str,
-        state: &'a AgentState,
-    ) -> BoxFuture<'a, Result<(), SessionError>>;
+        change: &'a StateChange,
+    ) -> BoxFuture<'a, Result<u64, SessionError>>;
 
     /// The state stored as session `session`, `None` if there is none.
     ///
@@ -137,9 +158,9 @@ macro_rules! forward_session_store {
             fn save<'a>(
                 &'a self,
                 session: &'a str,
-                state: &'a AgentState,
-            ) -> BoxFuture<'a, Result<(), SessionError>> {
-                (**self).save(session, state)
+                change: &'a StateChange,
+            ) -> BoxFuture<'a, Result<u64, SessionError>> {
+                (**self).save(session, change)
             }
 
             fn load<'a>(

@@ -28,6 +28,7 @@ use super::SessionError;
 ///                 "content": [{"type": "text", "text": "hi"}],
 ///                 "metadata": {}, "timestamp": "2026-11-30T10:00:00Z"}],
 ///   "metadata": {"user": "alice"},
+///   "revision": 3,
 ///   "saved_at": "2026-11-30T10:00:01Z"
 /// }
 /// ```
@@ -66,6 +67,21 @@ pub struct AgentState {
     /// User metadata (a title, the user's id, a tenant, ...); agentscope only stores it.
     #[serde(default)]
     pub metadata: Map<String, Value>,
+    /// The revision of the session this state was loaded from: `0` for a state never
+    /// stored, then one more per save. Saves are compare-and-swap on it (see
+    /// [`StateChange`](super::StateChange)).
+    #[serde(default)]
+    pub revision: u64,
+    /// Tool calls (by id) that started running and have no stored result yet. The engine
+    /// records a call here before its tool runs and removes it with the stored result, so a
+    /// call found here after a crash or a dropped call ran at most partly: on resume it is
+    /// not re-run unless its tool is idempotent ([`Tool::idempotent`](crate::Tool::idempotent)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub running_tools: Vec<String>,
+    /// State hooks keep with the session, by hook name (a [`HookState`](crate::HookState)
+    /// during a call): the approval hook's decisions and remembered rejections, for example.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub hooks: Map<String, Value>,
     /// When the state was taken.
     pub saved_at: DateTime<Utc>,
 }
@@ -108,6 +124,9 @@ impl AgentState {
             agent,
             messages,
             metadata: Map::new(),
+            revision: 0,
+            running_tools: Vec::new(),
+            hooks: Map::new(),
             saved_at: Utc::now(),
         }
     }
@@ -254,7 +273,11 @@ mod tests {
         assert_eq!(value["messages"][0]["role"], "user");
         assert_eq!(value["metadata"], json!({"k": 1}));
         assert_eq!(value["saved_at"], "2026-11-30T10:00:01Z");
-        assert_eq!(value.as_object().unwrap().len(), 5);
+        assert_eq!(value["revision"], 0);
+        assert_eq!(value.as_object().unwrap().len(), 6);
+        state.running_tools.push("call-1".into());
+        let value = serde_json::to_value(&state).unwrap();
+        assert_eq!(value["running_tools"], json!(["call-1"]));
     }
 
     #[test]

@@ -64,6 +64,18 @@ pub trait Tool: Send + Sync + 'static {
     fn kind(&self) -> ToolKind {
         ToolKind::Action
     }
+
+    /// Whether running a call of this tool twice has the effect of running it once (a
+    /// lookup, a read, an upsert keyed by the call). Read once, at registration.
+    ///
+    /// It decides what a resumed session does with a call whose tool started but whose
+    /// result was never stored (the process was killed, the call dropped mid-tool): an
+    /// idempotent tool runs again; any other (the default, `false`) is not re-run, and the
+    /// call gets an error result saying it was interrupted while running. Either way a call
+    /// whose result was stored never runs again.
+    fn idempotent(&self) -> bool {
+        false
+    }
 }
 
 /// How hooks should treat a tool's calls: a mark the tool declares ([`Tool::kind`]), so
@@ -103,6 +115,10 @@ impl<T: Tool> Tool for Arc<T> {
     fn kind(&self) -> ToolKind {
         (**self).kind()
     }
+
+    fn idempotent(&self) -> bool {
+        (**self).idempotent()
+    }
 }
 
 trait DynTool: Send + Sync + 'static {
@@ -129,6 +145,7 @@ pub struct BoxedTool {
     tool: Arc<dyn DynTool>,
     schema: Arc<ToolSchema>,
     kind: ToolKind,
+    idempotent: bool,
 }
 
 impl BoxedTool {
@@ -139,10 +156,12 @@ impl BoxedTool {
         }
         let schema = ToolSchema::new(tool.name(), tool.description(), tool.parameters());
         let kind = tool.kind();
+        let idempotent = tool.idempotent();
         Self {
             tool: Arc::new(tool),
             schema: Arc::new(schema),
             kind,
+            idempotent,
         }
     }
 
@@ -181,6 +200,10 @@ impl Tool for BoxedTool {
 
     fn kind(&self) -> ToolKind {
         self.kind
+    }
+
+    fn idempotent(&self) -> bool {
+        self.idempotent
     }
 }
 

@@ -38,10 +38,21 @@ impl Call<'_> {
     pub(super) async fn act(&mut self, calls: Vec<ToolUseBlock>) -> Step<Acted> {
         // A resumed batch was stored by an earlier call: track it from now on.
         self.open.open(&calls);
+        // Tools run: a goto loop the cap ends later is only what follows this round.
+        self.goto_mark = None;
 
         // PreActing for every call, in order, before any tool runs.
         let mut jobs = Vec::with_capacity(calls.len());
         for call in calls {
+            if let Some(result) = self.interrupted_while_running(&call) {
+                // Its tool started in an earlier call whose result was never stored: it
+                // does not run again (see `Tool::idempotent`); PostActing sees the result.
+                jobs.push(Job {
+                    tool_use: Arc::new(call),
+                    run: Some(ToolRun::Done(result)),
+                });
+                continue;
+            }
             let (tool_use, skip) = if self.hooks.is_interested(HookEventType::PreActing) {
                 let id = call.id.clone();
                 let event = PreActingEvent::new(self.context().info(), call);
@@ -66,6 +77,15 @@ impl Call<'_> {
             });
         }
 
+        // The calls about to run are recorded as running before any of them starts.
+        if let Some(synced) = &mut self.session {
+            synced.start(
+                jobs.iter()
+                    .filter(|job| job.run.is_none())
+                    .map(|job| job.tool_use.id.clone()),
+            );
+        }
+        self.checkpoint().await?;
         self.run_tools(&mut jobs).await?;
 
         // PostActing for each result, in call order; each result is stored as it settles.
@@ -107,6 +127,7 @@ impl Call<'_> {
                 last = Some(message.clone());
             }
             self.config.memory.add(message);
+            self.checkpoint().await?;
             if let Some(message) = streamed {
                 self.emit(EventType::ToolResult, true, || message).await;
             }
@@ -124,6 +145,15 @@ impl Call<'_> {
             )),
             None => Ok(Acted::Continue),
         }
+    }
+
+    /// The result of a call whose tool started in an earlier call and never stored a
+    /// result (a crash, a dropped call), unless its tool is idempotent and may run again.
+    fn interrupted_while_running(&self, call: &ToolUseBlock) -> Option<ToolResultBlock> {
+        let synced = self.session.as_ref()?;
+        let started = synced.running().contains(&call.id);
+        (started && !self.toolkit.is_idempotent(&call.name))
+            .then(|| ToolResultBlock::error(&call.id, &call.name, super::INTERRUPTED_WHILE_RUNNING))
     }
 
     /// Runs the jobs that have no result yet, delivering their progress chunks as
@@ -215,7 +245,7 @@ impl Call<'_> {
         let interrupted = interrupted || cancel.is_cancelled();
         for (job, slot) in jobs.iter_mut().zip(slots) {
             if let Some(ToolRun::Done(result)) = &slot {
-                self.open.computed(result);
+                self.open.computed(result.clone());
             }
             job.run = slot;
         }

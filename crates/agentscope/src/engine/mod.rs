@@ -15,8 +15,8 @@ use std::sync::Arc;
 use agentscope_core::conversation::{self, ConversationError, pending_tool_uses};
 use agentscope_core::{
     AgentError, BoxedHook, BoxedTool, CallContext, CallId, CancellationToken, ContentBlock,
-    ErrorEvent, GenerateReason, HookChain, HookEventType, Msg, PostCallEvent, PreCallEvent, Role,
-    Tool, ToolResultBlock, ToolUseBlock,
+    ErrorEvent, GenerateReason, HookChain, HookEventType, HookState, Msg, PostCallEvent,
+    PreCallEvent, Role, Tool, ToolResultBlock, ToolUseBlock,
 };
 
 use crate::config::AgentConfig;
@@ -34,6 +34,16 @@ pub(crate) const INTERRUPT_REPLY: &str =
     "I noticed that you have interrupted me. What can I do for you?";
 /// The result given to tool calls an interrupt left without one.
 pub(crate) const INTERRUPTED_RESULT: &str = "Error: Tool execution was interrupted.";
+/// The result of a call whose tool started in an earlier call that never stored its result
+/// (the process stopped, the call was dropped); the tool is not idempotent, so it is not
+/// run again.
+pub(crate) const INTERRUPTED_WHILE_RUNNING: &str = "Error: Tool execution was interrupted while \
+     running (the agent stopped before its result was stored), so it was not run again; its \
+     effects may or may not have happened.";
+/// What is stored for a tool's result that never passed the PostActing hooks listening (the
+/// call failed or was dropped first), so no hook is bypassed.
+pub(crate) const WITHHELD_RESULT: &str = "Error: The tool ran, but its result was withheld \
+     because the agent call ended before the result passed the PostActing hooks.";
 /// The result given to tool calls a failed or dropped call left without one.
 pub(crate) const CANCELLED_RESULT: &str =
     "Error: Tool execution was cancelled because the agent call ended before it finished.";
@@ -64,7 +74,7 @@ pub(crate) async fn run(
     // before any hook runs or anything is stored.
     // (Boxed: the session's futures live on the heap only for agents that have one, so they
     // don't enlarge every call's future.)
-    let synced = match config.session.is_some() {
+    let session = match config.session.is_some() {
         true => Box::pin(config.load_session(runtime)).await?,
         false => None,
     };
@@ -88,6 +98,8 @@ pub(crate) async fn run(
     };
     let mut call = Call {
         config,
+        runtime,
+        session,
         hooks: &hooks,
         toolkit: &toolkit,
         sink,
@@ -97,7 +109,11 @@ pub(crate) async fn run(
         base_system: None,
         iteration: 0,
         gotos: 0,
-        open: OpenToolCalls::new(&*config.memory),
+        goto_mark: None,
+        open: OpenToolCalls::new(
+            &*config.memory,
+            hooks.is_interested(HookEventType::PostActing),
+        ),
         left_pending: false,
     };
     let mut outcome = call.execute(input).await;
@@ -120,9 +136,10 @@ pub(crate) async fn run(
             Err(call.notify_error(error).await)
         }
     };
+    let session = call.session.take();
     drop(call);
     drop(finish);
-    let result = match synced {
+    let result = match session {
         Some(synced) => Box::pin(save_session(config, runtime, synced, result)).await,
         None => result,
     };
@@ -137,10 +154,10 @@ pub(crate) async fn run(
 async fn save_session(
     config: &AgentConfig,
     runtime: &AgentRuntime,
-    synced: Synced,
+    mut synced: Synced,
     result: Result<Msg, AgentError>,
 ) -> Result<Msg, AgentError> {
-    let Err(save_error) = config.save_session(runtime, Some(&synced)).await else {
+    let Err(save_error) = config.save_session(runtime, Some(&mut synced)).await else {
         return result;
     };
     match result {
@@ -184,6 +201,10 @@ enum Next {
 /// The state of one call.
 pub(crate) struct Call<'a> {
     config: &'a AgentConfig,
+    runtime: &'a AgentRuntime,
+    /// With a bound session: the stored revision the call works from. Saved at step
+    /// boundaries (see `checkpoint`).
+    session: Option<Synced>,
     hooks: &'a HookChain,
     /// The agent's toolkit, plus this call's extra tools.
     toolkit: &'a Toolkit,
@@ -198,6 +219,9 @@ pub(crate) struct Call<'a> {
     base_system: Option<Msg>,
     iteration: usize,
     gotos: usize,
+    /// Memory's length before the first goto of the call stored anything: what memory is
+    /// cut back to if the goto cap is hit.
+    goto_mark: Option<usize>,
     open: OpenToolCalls<'a>,
     /// Whether the call ends with tool calls pending on purpose (a stop after reasoning, a
     /// suspended tool): the next call resumes it.
@@ -226,6 +250,13 @@ impl Call<'_> {
         for tool in self.toolkit.marked() {
             context = context.with_tool_kind(tool.name(), tool.kind());
         }
+        let mut context = context.with_tools(self.toolkit.shared_schemas());
+        if let Some(synced) = &self.session {
+            context = context.with_running_tools(synced.running().to_vec());
+            context
+                .extensions_mut()
+                .insert(HookState::new(synced.hooks().clone()));
+        }
         context
     }
 
@@ -250,6 +281,11 @@ impl Call<'_> {
         };
         conversation::check_no_system(&input, "PreCallEvent input messages")?;
         self.base_system = system;
+        // A hook that recorded session state at PreCall (an approval decision) has it
+        // stored before anything runs.
+        if self.hook_state_changed() {
+            self.checkpoint().await?;
+        }
         // 4. Pending tool calls.
         let mut next = match self.accept_input(input)? {
             Some(pending) => Next::Act(pending),
@@ -281,9 +317,21 @@ impl Call<'_> {
     /// act on first, if any.
     fn accept_input(&self, input: Vec<Msg>) -> Result<Option<Vec<ToolUseBlock>>, AgentError> {
         let memory = &self.config.memory;
-        let pending = pending_tool_uses(&memory.messages());
-        if !pending.is_empty() && input.is_empty() {
-            return Ok(Some(pending));
+        let messages = memory.messages();
+        let pending = pending_tool_uses(&messages);
+        if input.is_empty() {
+            if !pending.is_empty() {
+                return Ok(Some(pending));
+            }
+            // The conversation ends with messages the model has not answered (tool results
+            // of a call that was dropped or whose process stopped, input of a call that
+            // failed): resuming continues with reasoning.
+            if messages
+                .last()
+                .is_some_and(|last| last.role != Role::Assistant)
+            {
+                return Ok(None);
+            }
         }
         let still_pending = conversation::check_input(pending, &input)?;
         memory.extend(input);
@@ -292,7 +340,7 @@ impl Call<'_> {
 
     /// Writes results for every tool call left open and stores the interrupt reply.
     fn finish_interrupted(&mut self) -> Msg {
-        self.open.close(INTERRUPTED_RESULT);
+        self.open.close_interrupted(INTERRUPTED_RESULT);
         let memory = &self.config.memory;
         for call in pending_tool_uses(&memory.messages()) {
             memory.add(Msg::tool_result(ToolResultBlock::error(
@@ -333,6 +381,44 @@ impl Call<'_> {
             self.hooks.notify(&mut event, self.context()).await;
         }
         error
+    }
+
+    /// With a bound session, saves what the call changed so far: a step boundary. Called
+    /// once a reasoning message with tool calls is stored, before tools run (with their
+    /// calls recorded as running) and after each tool result is stored, always before the
+    /// stream shows the step, so a consumer that drops the stream after an event finds
+    /// that event's effects stored.
+    async fn checkpoint(&mut self) -> Result<(), AgentError> {
+        match (&self.config.session, &mut self.session) {
+            (Some(binding), Some(synced)) => {
+                let config = self.config;
+                let hooks = self
+                    .context
+                    .as_ref()
+                    .and_then(|context| context.extensions().get::<HookState>())
+                    .map(HookState::entries);
+                Box::pin(binding.save(
+                    synced,
+                    &config.identity(),
+                    &*config.memory,
+                    self.runtime.metadata(),
+                    hooks,
+                ))
+                .await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether a hook changed the session's `HookState` since it was stored.
+    fn hook_state_changed(&self) -> bool {
+        match (&self.session, &self.context) {
+            (Some(synced), Some(context)) => context
+                .extensions()
+                .get::<HookState>()
+                .is_some_and(|state| state.entries() != synced.hooks()),
+            _ => false,
+        }
     }
 
     /// Whether the stream consumer wants events of this type and completeness.

@@ -6,11 +6,16 @@ use agentscope_core::{Memory, Msg, ToolResultBlock, ToolUseBlock};
 /// already computed for them.
 ///
 /// Whatever ends the call early (an error, an interrupt, or dropping the call future)
-/// closes them: each gets its computed result if there is one, otherwise an error result.
-/// Memory is synchronous, so this works even from `Drop`.
+/// closes them: each gets an error result, or, for a computed result, the result itself
+/// when no hook would have seen it at PostActing (`withhold` false) or the call was
+/// interrupted; otherwise the result is withheld, so a failing PostActing hook (a
+/// redaction) is never bypassed. Memory is synchronous, so this works even from `Drop`.
 pub(super) struct OpenToolCalls<'a> {
     memory: &'a dyn Memory,
     calls: Vec<OpenCall>,
+    /// Whether hooks listen to PostActing: computed results that did not pass it are then
+    /// stored as [`WITHHELD_RESULT`](super::WITHHELD_RESULT) errors.
+    withhold: bool,
 }
 
 struct OpenCall {
@@ -20,10 +25,11 @@ struct OpenCall {
 }
 
 impl<'a> OpenToolCalls<'a> {
-    pub(super) fn new(memory: &'a dyn Memory) -> Self {
+    pub(super) fn new(memory: &'a dyn Memory, withhold: bool) -> Self {
         Self {
             memory,
             calls: Vec::new(),
+            withhold,
         }
     }
 
@@ -41,9 +47,9 @@ impl<'a> OpenToolCalls<'a> {
     }
 
     /// Remembers a computed result, to be stored if the call ends before it is.
-    pub(super) fn computed(&mut self, result: &ToolResultBlock) {
+    pub(super) fn computed(&mut self, result: ToolResultBlock) {
         if let Some(open) = self.calls.iter_mut().find(|open| open.id == result.id) {
-            open.result = Some(result.clone());
+            open.result = Some(result);
         }
     }
 
@@ -52,12 +58,28 @@ impl<'a> OpenToolCalls<'a> {
         self.calls.retain(|open| open.id != id);
     }
 
-    /// Stores a result for every open call: the computed one, or an error saying `reason`.
+    /// Stores a result for every open call of a call that failed or was dropped: the
+    /// computed one (withheld when PostActing hooks never saw it), or an error saying
+    /// `reason`.
     pub(super) fn close(&mut self, reason: &str) {
+        self.close_with(reason, self.withhold);
+    }
+
+    /// Stores a result for every open call of an interrupted call: the computed one, or an
+    /// error saying `reason`.
+    pub(super) fn close_interrupted(&mut self, reason: &str) {
+        self.close_with(reason, false);
+    }
+
+    fn close_with(&mut self, reason: &str, withhold: bool) {
         for open in self.calls.drain(..) {
-            let result = open
-                .result
-                .unwrap_or_else(|| ToolResultBlock::error(open.id, open.name, reason));
+            let result = match open.result {
+                Some(result) if withhold => {
+                    ToolResultBlock::error(result.id, result.name, super::WITHHELD_RESULT)
+                }
+                Some(result) => result,
+                None => ToolResultBlock::error(open.id, open.name, reason),
+            };
             self.memory.add(Msg::tool_result(result));
         }
     }

@@ -74,6 +74,7 @@ impl Call<'_> {
         };
         let message = self.generate(request, Phase::Reasoning).await?;
 
+        let mut goto_by = None;
         let (mut message, stop, goto) = if self.hooks.is_interested(HookEventType::PostReasoning) {
             let iteration = self.iteration;
             let event = PostReasoningEvent::new(
@@ -82,7 +83,9 @@ impl Call<'_> {
                 config.model_name.clone(),
                 iteration,
             );
-            self.hooks.chain(event, self.context()).await?.into_parts()
+            let event = self.hooks.chain(event, self.context()).await?;
+            goto_by = event.goto_requested_by().map(str::to_owned);
+            event.into_parts()
         } else {
             (message, false, None)
         };
@@ -98,17 +101,22 @@ impl Call<'_> {
         if let Some(goto) = goto {
             // Hooks validated at goto_reasoning(); a later hook may have changed the message.
             check_goto(&message, &goto)?;
+            self.gotos += 1;
+            if self.gotos > config.settings.max_goto_reasoning {
+                self.drop_goto_loop();
+                return Err(AgentError::GotoLimitExceeded {
+                    max: config.settings.max_goto_reasoning,
+                    hook: goto_by.unwrap_or_else(|| "unknown".to_owned()),
+                }
+                .into());
+            }
+            if self.goto_mark.is_none() {
+                self.goto_mark = Some(config.memory.len());
+            }
             self.store_reasoning(&message).await;
             config.memory.extend(goto.clone());
             for hint in goto {
                 self.emit(EventType::Hint, true, || hint).await;
-            }
-            self.gotos += 1;
-            if self.gotos > config.settings.max_goto_reasoning {
-                return Err(AgentError::GotoLimitExceeded {
-                    max: config.settings.max_goto_reasoning,
-                }
-                .into());
             }
             return Ok(Reasoned::Again);
         }
@@ -124,11 +132,25 @@ impl Call<'_> {
         config.memory.add(message);
         // Tracked from the moment they are stored, so no exit leaves them without a result.
         self.open.open(&calls);
+        self.checkpoint().await?;
         if let Some(message) = streamed {
             self.emit(EventType::Reasoning, true, || message).await;
         }
         self.iteration += 1;
         Ok(Reasoned::Act(calls))
+    }
+
+    /// The goto cap was hit: removes what the loop stored (from its first goto's reasoning
+    /// message on), so memory and the session hold nothing of it.
+    fn drop_goto_loop(&mut self) {
+        let Some(mark) = self.goto_mark.take() else {
+            return;
+        };
+        let memory = &self.config.memory;
+        let mut messages = memory.messages();
+        messages.truncate(mark);
+        memory.clear();
+        memory.extend(messages);
     }
 
     async fn store_reasoning(&self, message: &Msg) {

@@ -604,11 +604,19 @@ mod tests {
         );
         assert_eq!(json["tool_result"]["is_error"], true);
 
-        let (json, _) =
-            round_trip(ErrorEvent::new(&agent(), AgentError::GotoLimitExceeded { max: 3 }).into());
+        let (json, _) = round_trip(
+            ErrorEvent::new(
+                &agent(),
+                AgentError::GotoLimitExceeded {
+                    max: 3,
+                    hook: "checker".into(),
+                },
+            )
+            .into(),
+        );
         assert_eq!(
             json["error"],
-            "goto_reasoning was requested more than 3 times in one call"
+            "goto_reasoning was requested more than 3 times in one call (the last request by hook 'checker')"
         );
         assert_eq!(json["error_type"], "goto_limit_exceeded");
     }

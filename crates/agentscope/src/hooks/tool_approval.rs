@@ -15,10 +15,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentscope_core::conversation::pending_tool_uses;
 use agentscope_core::{
-    CallInfo, ContentBlock, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Msg,
-    ToolKind, ToolResultBlock, ToolUseBlock,
+    CallInfo, ContentBlock, Hook, HookError, HookEvent, HookEventType, HookEventTypes, HookState,
+    Msg, ToolKind, ToolResultBlock, ToolUseBlock,
 };
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::toolkit::argument_problems;
 
 /// Which tool calls need approval.
 ///
@@ -104,7 +107,8 @@ impl fmt::Debug for ApprovalPolicy {
 }
 
 /// What the caller decided for one tool call.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "decision", content = "value", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ApprovalDecision {
     /// Run the call as the model made it.
@@ -126,6 +130,17 @@ pub enum ApprovalError {
         id: String,
         /// The ids of the calls awaiting approval.
         awaiting: Vec<String>,
+    },
+    /// The edited arguments do not match the tool's JSON schema (the schema of the call's
+    /// tool as the model saw it); nothing was decided.
+    #[error("the new arguments for tool call '{id}' ({tool}) are invalid: {problems}")]
+    InvalidArguments {
+        /// The call's id.
+        id: String,
+        /// The tool's name.
+        tool: String,
+        /// What is wrong, with JSON paths.
+        problems: String,
     },
 }
 
@@ -236,9 +251,34 @@ struct State {
     rejected: Vec<(String, Value, String)>,
     /// Edited calls whose result still needs the note, by id.
     edited: HashMap<String, Value>,
+    /// The parameter schemas of the awaiting calls' tools (from the call context), to
+    /// validate edits at once.
+    schemas: HashMap<String, Arc<Value>>,
+    /// `clear_rejections` was called: the session's remembered rejections go too.
+    rejections_cleared: bool,
+}
+
+/// What the hook keeps with the agent's session ([`HookState`], under
+/// [`ToolApprovalHook::NAME`]): decisions not applied yet and remembered rejections.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Persisted {
+    #[serde(default)]
+    decisions: HashMap<String, ApprovalDecision>,
+    #[serde(default)]
+    rejected: Vec<(String, Value, String)>,
 }
 
 impl State {
+    /// Records the parameter schemas of the awaiting calls' tools.
+    fn remember_schemas(&mut self, info: &CallInfo) {
+        for call in &self.awaiting {
+            if let Some(schema) = info.tool_schema(&call.name) {
+                self.schemas
+                    .insert(call.name.clone(), schema.parameters.clone());
+            }
+        }
+    }
+
     fn rejection_of(&self, call: &ToolUseBlock) -> Option<&str> {
         self.rejected
             .iter()
@@ -254,6 +294,7 @@ impl State {
         info: Option<&CallInfo>,
     ) -> bool {
         guarded(policy, call, info)
+            && !info.is_some_and(|info| info.was_started(&call.id))
             && !self.decisions.contains_key(&call.id)
             && self.rejection_of(call).is_none()
     }
@@ -336,11 +377,25 @@ impl ToolApprovalHook {
     ) -> Result<(), ApprovalError> {
         let id = id.into();
         let mut state = self.state();
-        if !state.awaiting.iter().any(|call| call.id == id) {
+        let Some(call) = state.awaiting.iter().find(|call| call.id == id) else {
             return Err(ApprovalError::NotAwaiting {
                 id,
                 awaiting: state.awaiting.iter().map(|call| call.id.clone()).collect(),
             });
+        };
+        if let (ApprovalDecision::Edit(input), Some(schema)) =
+            (&decision, state.schemas.get(&call.name))
+        {
+            // An uncompilable schema is reported when the tool is registered, not here.
+            if let Ok(validator) = jsonschema::validator_for(schema)
+                && let Some(problems) = argument_problems(&validator, input)
+            {
+                return Err(ApprovalError::InvalidArguments {
+                    id,
+                    tool: call.name.clone(),
+                    problems,
+                });
+            }
         }
         state.decisions.insert(id, decision);
         Ok(())
@@ -368,7 +423,9 @@ impl ToolApprovalHook {
 
     /// Forgets the rejected calls, so identical calls ask for approval again.
     pub fn clear_rejections(&self) {
-        self.state().rejected.clear();
+        let mut state = self.state();
+        state.rejected.clear();
+        state.rejections_cleared = true;
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -379,9 +436,52 @@ impl ToolApprovalHook {
     }
 
     fn handle(&self, event: &mut HookEvent) -> Result<(), HookError> {
+        let result = self.apply(event);
+        // Decisions and rejections go to the session (when the agent has one), saved at the
+        // call's next step; a decision is stored before its tool is recorded as started.
+        if matches!(
+            event.event_type(),
+            HookEventType::PreCall | HookEventType::PreActing
+        ) && let Some(stored) = event.extensions_mut().get_mut::<HookState>()
+        {
+            let state = self.state();
+            let persisted = Persisted {
+                decisions: state.decisions.clone(),
+                rejected: state.rejected.clone(),
+            };
+            if persisted.decisions.is_empty() && persisted.rejected.is_empty() {
+                stored.remove(Self::NAME);
+            } else {
+                stored.set(Self::NAME, &persisted);
+            }
+        }
+        result
+    }
+
+    /// Takes in what the session stored: decisions made in another process (or before a
+    /// restart) and remembered rejections; decisions made here since win.
+    fn merge_stored(state: &mut State, stored: Option<&HookState>) {
+        let Some(stored) = stored.and_then(|stored| stored.get::<Persisted>(Self::NAME)) else {
+            state.rejections_cleared = false;
+            return;
+        };
+        for (id, decision) in stored.decisions {
+            state.decisions.entry(id).or_insert(decision);
+        }
+        if !std::mem::take(&mut state.rejections_cleared) {
+            for rejection in stored.rejected {
+                if !state.rejected.contains(&rejection) {
+                    state.rejected.push(rejection);
+                }
+            }
+        }
+    }
+
+    fn apply(&self, event: &mut HookEvent) -> Result<(), HookError> {
         let policy = &self.inner.policy;
         match event {
             HookEvent::PreCall(e) => {
+                Self::merge_stored(&mut self.state(), e.extensions().get::<HookState>());
                 let pending = pending_tool_uses(e.history());
                 let input = e.input_messages();
                 let answered: HashSet<&str> = input
@@ -428,6 +528,7 @@ impl ToolApprovalHook {
                         state.awaiting.push(call.clone());
                     }
                 }
+                state.remember_schemas(e.call());
                 Err(HookError::msg(message))
             }
             HookEvent::PostReasoning(e) => {
@@ -442,6 +543,7 @@ impl ToolApprovalHook {
                 if !needed.is_empty() {
                     e.stop_agent();
                     state.awaiting = needed;
+                    state.remember_schemas(e.call());
                 }
                 Ok(())
             }
@@ -466,6 +568,9 @@ impl ToolApprovalHook {
                             .push((call.name.clone(), call.input.clone(), reason));
                         e.skip_with(ToolResultBlock::error(call.id, call.name, text));
                     }
+                    // Started (and so decided) in an earlier call: an idempotent tool
+                    // runs again.
+                    None if e.call().was_started(&call.id) => {}
                     None if guarded(policy, &call, Some(e.call())) => {
                         let text = match state.rejection_of(&call) {
                             Some(reason) => format!(

@@ -559,7 +559,10 @@ mod tests {
             ),
             (AgentError::invalid_input("x"), "invalid_input"),
             (
-                AgentError::GotoLimitExceeded { max: 1 },
+                AgentError::GotoLimitExceeded {
+                    max: 1,
+                    hook: "h".into(),
+                },
                 "goto_limit_exceeded",
             ),
             (

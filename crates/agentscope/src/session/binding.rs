@@ -1,11 +1,12 @@
-//! [`SessionBinding`]: an agent bound to one session of a store (`builder.session(..)`).
+//! [`SessionBinding`]: an agent bound to one session of a store (`builder.session(..)`), and
+//! [`Synced`]: what a call knows of the stored session while it runs.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use agentscope_core::{AgentError, Memory, Msg};
 use serde_json::{Map, Value};
 
-use super::{AgentIdentity, AgentState, SessionStore};
+use super::{AgentIdentity, SessionStore, StateChange};
 use crate::runtime::lock;
 
 /// The store and session id an agent is bound to, and what a session that does not exist
@@ -18,10 +19,45 @@ pub(crate) struct SessionBinding {
     initial_metadata: Map<String, Value>,
 }
 
-/// What the store held after a load: the save after the call compares against it.
+/// The stored revision a call works from, and how memory relates to it: the next save sends
+/// only what changed since.
 pub(crate) struct Synced {
-    messages: Vec<Msg>,
+    /// The stored revision (`0`: nothing stored yet).
+    revision: u64,
+    /// How many messages the stored revision holds; memory starts with them.
+    stored: usize,
+    /// The id of the last stored message, to notice a memory that was rewritten rather than
+    /// appended to.
+    last_id: Option<String>,
     metadata: Map<String, Value>,
+    /// Tool calls that started and have no stored result (see `AgentState::running_tools`).
+    running: Vec<String>,
+    /// Whether `running` changed since the last save.
+    running_changed: bool,
+    /// The hooks' session state as stored (see `HookState`).
+    hooks: Map<String, Value>,
+}
+
+impl Synced {
+    /// The tool calls that started in an earlier call and have no stored result.
+    pub(crate) fn running(&self) -> &[String] {
+        &self.running
+    }
+
+    /// The hooks' session state as stored.
+    pub(crate) fn hooks(&self) -> &Map<String, Value> {
+        &self.hooks
+    }
+
+    /// Records that the tools of `ids` are about to run (saved by the next save).
+    pub(crate) fn start(&mut self, ids: impl IntoIterator<Item = String>) {
+        for id in ids {
+            if !self.running.contains(&id) {
+                self.running.push(id);
+                self.running_changed = true;
+            }
+        }
+    }
 }
 
 impl SessionBinding {
@@ -45,56 +81,137 @@ impl SessionBinding {
     }
 
     /// Loads the session into `memory` and `metadata` (a missing session is a fresh
-    /// conversation: the initial state). On error nothing local changed.
+    /// conversation: the initial state, stored by the first save). On error nothing local
+    /// changed.
     pub(crate) async fn load(
         &self,
         memory: &dyn Memory,
-        metadata: &std::sync::Mutex<Map<String, Value>>,
+        metadata: &Mutex<Map<String, Value>>,
     ) -> Result<Synced, AgentError> {
-        let (messages, stored_metadata) = match self.store.load(&self.id).await? {
+        let (messages, synced) = match self.store.load(&self.id).await? {
             Some(state) => {
                 // Custom stores may hand over states `decode` never saw.
                 state.check_for(&self.id)?;
-                (state.messages, state.metadata)
+                let synced = Synced {
+                    revision: state.revision,
+                    stored: state.messages.len(),
+                    last_id: state.messages.last().map(|msg| msg.id.clone()),
+                    metadata: state.metadata,
+                    running: state.running_tools,
+                    running_changed: false,
+                    hooks: state.hooks,
+                };
+                (state.messages, synced)
             }
-            None => (self.initial_messages.clone(), self.initial_metadata.clone()),
+            None => {
+                let synced = Synced {
+                    revision: 0,
+                    stored: 0,
+                    last_id: None,
+                    metadata: self.initial_metadata.clone(),
+                    running: Vec::new(),
+                    running_changed: false,
+                    hooks: Map::new(),
+                };
+                (self.initial_messages.clone(), synced)
+            }
         };
         if memory.messages() != messages {
             memory.clear();
-            memory.extend(messages.clone());
+            memory.extend(messages);
         }
-        *lock(metadata) = stored_metadata.clone();
-        Ok(Synced {
-            messages,
-            metadata: stored_metadata,
-        })
+        *lock(metadata) = synced.metadata.clone();
+        Ok(synced)
     }
 
-    /// Saves the agent's state when memory or metadata changed since `synced`.
-    pub(crate) async fn save_if_changed(
+    /// Saves what changed since `synced`: the messages memory gained (or, when memory was
+    /// rewritten, all of them), the metadata, the running tools and the hooks' state
+    /// (`hooks`: the call's `HookState`, `None` when no hook saw the call). Does nothing
+    /// when nothing changed. Compare-and-swap on `synced`'s revision: a concurrent writer's
+    /// save makes this one fail with a conflict.
+    pub(crate) async fn save(
         &self,
+        synced: &mut Synced,
         agent: &AgentIdentity,
         memory: &dyn Memory,
-        metadata: &std::sync::Mutex<Map<String, Value>>,
-        synced: &Synced,
+        metadata: &Mutex<Map<String, Value>>,
+        hooks: Option<&Map<String, Value>>,
     ) -> Result<(), AgentError> {
-        let messages = memory.messages();
+        // Memory normally grows by appends: check that the last stored message is still
+        // where it was, and send only what follows it.
+        let (kept, appended) = match synced.stored {
+            0 => (0, memory.messages()),
+            stored => {
+                let mut tail = memory.messages_from(stored - 1);
+                let appended_only = tail
+                    .first()
+                    .is_some_and(|msg| Some(&msg.id) == synced.last_id.as_ref());
+                if appended_only {
+                    tail.remove(0);
+                    (stored, tail)
+                } else {
+                    (0, memory.messages())
+                }
+            }
+        };
         let metadata = lock(metadata).clone();
-        if messages == synced.messages && metadata == synced.metadata {
+        // A stored result ends a running tool call.
+        let before = synced.running.len();
+        synced.running.retain(|id| {
+            !appended
+                .iter()
+                .flat_map(Msg::tool_results)
+                .any(|result| result.id == *id)
+        });
+        let running_changed = synced.running_changed || synced.running.len() != before;
+        let hooks_changed = hooks.is_some_and(|hooks| *hooks != synced.hooks);
+        let unchanged = !running_changed
+            && !hooks_changed
+            && metadata == synced.metadata
+            && match synced.revision {
+                // A fresh conversation is stored once it differs from where it starts.
+                0 => appended == self.initial_messages,
+                _ => kept == synced.stored && appended.is_empty(),
+            };
+        if unchanged {
             return Ok(());
         }
-        self.save(agent.clone(), messages, metadata).await
+        let stored = kept + appended.len();
+        let last_id = match appended.last() {
+            Some(msg) => Some(msg.id.clone()),
+            None if kept == 0 => None,
+            None => synced.last_id.clone(),
+        };
+        let hooks = hooks.unwrap_or(&synced.hooks).clone();
+        let change = StateChange::new(synced.revision, kept, appended, agent.clone())
+            .with_metadata(metadata)
+            .with_running_tools(synced.running.clone())
+            .with_hooks(hooks);
+        let revision = self.store.save(&self.id, &change).await?;
+        synced.revision = revision;
+        synced.stored = stored;
+        synced.last_id = last_id;
+        synced.metadata = change.metadata;
+        synced.hooks = change.hooks;
+        synced.running_changed = false;
+        Ok(())
     }
 
-    /// Saves a state made of `messages` and `metadata`.
-    pub(crate) async fn save(
+    /// Replaces the session's whole state with `messages` and `metadata`, on top of
+    /// whatever revision is stored (`load_state`: the caller means to overwrite).
+    pub(crate) async fn replace(
         &self,
         agent: AgentIdentity,
         messages: Vec<Msg>,
         metadata: Map<String, Value>,
     ) -> Result<(), AgentError> {
-        let state = AgentState::new(agent, messages).with_metadata(metadata);
-        self.store.save(&self.id, &state).await?;
+        let base = self
+            .store
+            .load(&self.id)
+            .await?
+            .map_or(0, |state| state.revision);
+        let change = StateChange::new(base, 0, messages, agent).with_metadata(metadata);
+        self.store.save(&self.id, &change).await?;
         Ok(())
     }
 }

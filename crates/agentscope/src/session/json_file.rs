@@ -1,64 +1,215 @@
-//! [`JsonFileSessionStore`]: one JSON file per session in a directory, written atomically.
+//! [`JsonFileSessionStore`]: one append-only JSON Lines log per session in a directory.
+//!
+//! Saves append a record under a per-session lock file; loads replay the records. See the
+//! type's documentation for the files, the record format, the lock, the cache of what each
+//! log holds, and what crashes leave behind.
 
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use agentscope_core::conversation::ConversationError;
+use agentscope_core::{Msg, Role};
+use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use super::{AgentState, SessionError, SessionStore, run_blocking, validate_session_id};
+use super::{
+    AgentIdentity, AgentState, SessionError, SessionStore, StateChange, run_blocking,
+    validate_session_id,
+};
+use crate::runtime::lock;
 
-/// The extension of session files.
-const EXTENSION: &str = "json";
+/// The extension of session logs.
+const LOG_EXTENSION: &str = "jsonl";
+/// The extension of whole-state files written by earlier versions of the store.
+const LEGACY_EXTENSION: &str = "json";
+/// A log is rewritten once it holds more dead bytes than live ones, and at least this many.
+const MIN_DEAD_BYTES: u64 = 64 * 1024;
+/// The cache forgets every session when it reaches this many (the next save of each
+/// rescans its log once).
+const CACHE_CAPACITY: usize = 4096;
 
-/// Stores each session as `<dir>/<session id>.json`, the embedded default store.
+/// Stores each session as an append-only JSON Lines log, `<dir>/<session id>.jsonl`: the
+/// embedded default store.
 ///
-/// Writes are atomic: the state goes to a temporary file in the same directory
-/// (`.<id>.json.tmp-<uuid>`), which is flushed to disk (`fsync`) and then renamed over the
-/// session file (and, on Unix, the directory is synced so the rename itself survives a power
-/// loss). A crash at any moment leaves either the old session or the new one, never a
-/// half-written file. A crash can leave a temporary file behind: it starts with `.`, so
-/// [`list`](SessionStore::list) and [`load`](SessionStore::load) never see it, and it can be
-/// deleted at any time.
-///
-/// The directory is created on the first save; a missing directory holds no sessions.
-/// Session ids must pass [`validate_session_id`](super::validate_session_id) (letters,
-/// digits, `-`, `_`, `.`; no path separators), so an id can never name a file outside the
-/// directory. Files are pretty-printed JSON in the format of [`AgentState`]: easy to read,
-/// diff and back up.
-///
-/// Several processes may share the directory (a rename replaces a file atomically), but the
-/// last save of a session wins: see `docs/sessions.md` for sharing sessions between service
-/// instances. File work runs on tokio's blocking thread pool when called inside a tokio
-/// runtime, and inline otherwise.
-///
-/// A cheap `Clone` handle.
+/// A save appends one line, the [`StateChange`], to the session's log, so it writes what
+/// changed (a step's messages, the metadata) whatever the length of the conversation: a
+/// save to a session of 1,000 messages costs what a save to one of 10 does. A load reads the
+/// log and replays it.
 ///
 /// ```
-/// use agentscope::session::{AgentIdentity, AgentState, JsonFileSessionStore, SessionStore};
+/// use agentscope::session::{
+///     AgentIdentity, AgentState, JsonFileSessionStore, SessionError, SessionStore, StateChange,
+/// };
 /// use agentscope::Msg;
 ///
 /// # let dir = std::env::temp_dir().join(format!("agentscope-doc-{}", std::process::id()));
 /// # futures::executor::block_on(async {
 /// let store = JsonFileSessionStore::new(&dir);
-/// let state = AgentState::new(AgentIdentity::new("assistant", "a1"), vec![Msg::user("hi")]);
-/// store.save("chat-1", &state).await?;
-/// assert_eq!(store.load("chat-1").await?, Some(state));
+/// let agent = AgentIdentity::new("assistant", "a1");
+/// let state = AgentState::new(agent.clone(), vec![Msg::user("hi")]);
+/// // A new session: revision 1.
+/// assert_eq!(store.save("chat-1", &StateChange::replace(&state)).await?, 1);
+/// // One step later: keep the stored message, append the reply (one line appended).
+/// let step = StateChange::new(1, 1, vec![Msg::assistant("Hello!")], agent.clone());
+/// assert_eq!(store.save("chat-1", &step).await?, 2);
+///
+/// let loaded = store.load("chat-1").await?.unwrap();
+/// assert_eq!((loaded.revision, loaded.messages.len()), (2, 2));
+/// let log = std::fs::read_to_string(store.path_of("chat-1")?).unwrap();
+/// assert_eq!(log.lines().count(), 2);
+///
+/// // A writer still at revision 1 is refused, and nothing is written.
+/// let stale = StateChange::new(1, 1, vec![Msg::assistant("Hi!")], agent);
+/// let err = store.save("chat-1", &stale).await.unwrap_err();
+/// assert!(matches!(err, SessionError::Conflict { expected: 1, found: 2, .. }));
+///
 /// assert_eq!(store.list().await?, ["chat-1"]);
-/// assert!(dir.join("chat-1.json").exists());
 /// assert!(store.delete("chat-1").await?);
 /// assert_eq!(store.load("chat-1").await?, None);
-/// # Ok::<(), agentscope::session::SessionError>(())
+/// # Ok::<(), SessionError>(())
 /// # }).unwrap();
 /// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
-#[derive(Debug, Clone)]
+///
+/// # Files
+///
+/// For session `<id>` in the store's directory:
+///
+/// - `<id>.jsonl`: the session's log, one JSON record per saved [`StateChange`], each on its
+///   own line ended by `\n`;
+/// - `.<id>.lock`: the lock file saves and deletes lock (empty, and kept after a delete: see
+///   [below](#loading-listing-deleting));
+/// - `.<id>.jsonl.tmp`: a log being rewritten (exists only during a rewrite, or after a
+///   crash in one);
+/// - `<id>.json`: a session saved by an earlier version of this store (one whole
+///   [`AgentState`]), read as it is and replaced by a log on its first save.
+///
+/// # Record format
+///
+/// ```json
+/// {"version":1,"log":"5f0c…","revision":1,"kept":0,"agent":{"name":"assistant","id":"a1"},"metadata":{},"saved_at":"2026-11-30T10:00:00Z","appended":[{"role":"user",…}]}
+/// {"version":1,"revision":2,"kept":1,"agent":{"name":"assistant","id":"a1"},"metadata":{},"running_tools":["call-1"],"saved_at":"2026-11-30T10:00:02Z","appended":[{"role":"assistant",…}]}
+/// ```
+///
+/// A record holds the change's fields (`kept`, `appended`, `agent`, `metadata`,
+/// `running_tools`, `hooks`, `saved_at`; empty `running_tools` and `hooks` are left out;
+/// messages have the JSON shape of [`Msg`](crate::Msg)), the format `version`
+/// ([`AgentState::CURRENT_VERSION`]) and the `revision` the change made. The first record of
+/// a log file also holds `log`, a random id of that file (see [the cache](#the-cache)), and
+/// keeps nothing (`kept` is 0). Loading replays the records: keep the first `kept` messages,
+/// append `appended`, take the rest of the record as it is; each record's revision is one
+/// more than the one before.
+///
+/// # Saving
+///
+/// A save locks the session's lock file `.<id>.lock` ([`File::lock`]: an exclusive lock that
+/// holds between processes, and between saves of one process, each of which opens the file
+/// anew), finds the stored revision and message count, checks the change against them
+/// ([`StateChange::check`]: a stale base is a [`SessionError::Conflict`] and nothing is
+/// written) and then either
+///
+/// - appends the change as one record with a single write, and `fsync`s the log
+///   ([`File::sync_data`]) before returning; or
+/// - rewrites the log as one record holding the whole new state: written to
+///   `.<id>.jsonl.tmp`, `fsync`ed, renamed over the log, and the directory `fsync`ed (on
+///   Unix) so the rename survives a power loss. The first save of a session is written so,
+///   and so is a change that keeps no stored message (`kept` 0: the change is the whole
+///   state, so the rewrite costs what the change does).
+///
+/// The log is also rewritten (compacted) when appending would leave dead data in it:
+///
+/// - a change that drops some stored messages but not all (`0 < kept <` stored messages) is
+///   applied to the stored state and the result written; that costs a read and a write of
+///   the whole session, which the agent never asks for (it appends, or rewrites all of
+///   memory with `kept` 0);
+/// - every record repeats the agent, the metadata, the hooks' state and the running tools,
+///   which the next record supersedes. When those dead bytes would exceed both the live
+///   ones and 64 KiB, the save rewrites the log instead of appending. A rewrite costs
+///   `O(log size)` and leaves no dead bytes, and at least as many dead bytes as live ones
+///   must accumulate again (each appended record adds at most its own size) before the
+///   next: the amortised cost of a save stays proportional to its change.
+///
+/// # The cache
+///
+/// To find the stored revision and message count without reading the log at every save,
+/// a store keeps, per session, what the log's complete records say: the log file's `log`
+/// id, its length, the revision, the message count and the dead bytes. A save under the
+/// lock trusts that entry when the log file still has that id (the first bytes of the file
+/// are compared) and that length. Logs only grow between rewrites, and every rewrite (and a
+/// session deleted and saved anew) makes a file with a new id, so an equal id and length
+/// mean the same bytes. Otherwise the save reads the records the entry has not seen: only
+/// those after the cached length when the file grew (another process, or another store
+/// value on the same directory, appended), all of them otherwise. Loads refresh the entry.
+/// Clones of a store share its cache; the cache holds at most 4,096 sessions (then it
+/// starts over).
+///
+/// # Crashes
+///
+/// A save interrupted at any moment (the process killed, the machine losing power) leaves
+/// the previous revision loadable, or the new one once the save wrote it whole:
+///
+/// - an interrupted append leaves a last line without its `\n`. Loads ignore it, and the
+///   next save rewrites the log without it (truncating the file in place could race with a
+///   load reading it without the lock; replacing it by rename cannot);
+/// - an interrupted rewrite leaves the old log and `.<id>.jsonl.tmp`, which loads and
+///   [`list`](SessionStore::list) ignore (its name starts with `.`), and which the next save
+///   that reads the log (the first save of a process, or after another process saved) or a
+///   delete removes.
+///
+/// A save that fails to write or `fsync` its record cuts the log back to its previous
+/// length (the one in-place change a log ever sees) and reports the error.
+///
+/// A malformed complete line, a revision out of sequence or a record keeping more messages
+/// than are stored is [`SessionError::Corrupt`] naming the session, the file and the line
+/// number (loads and saves fail alike; nothing is changed). Repair the file by hand or
+/// [`delete`](SessionStore::delete) the session. A line of another format version is
+/// [`SessionError::UnsupportedVersion`].
+///
+/// # Loading, listing, deleting
+///
+/// Loads take no lock: they read the log file (which is only ever appended to, and replaced
+/// by rename) and replay its complete records, so they see one saved revision. Deletes take
+/// the lock, then remove `<id>.json`, `<id>.jsonl` and a temporary file. The lock file stays:
+/// removing it while another process waits on it would let a third process lock a new file
+/// of the same name at the same time. Lock files are empty and hidden from
+/// [`list`](SessionStore::list); remove them only while no process uses the directory.
+///
+/// # Sessions of earlier versions
+///
+/// A session stored by an earlier version of this store as `<id>.json` loads as it is, as
+/// the revision it records (`0` for files written before revisions existed). Its first save
+/// (from that revision) writes the new state as a log and removes the `.json` file, under the
+/// lock. [`list`](SessionStore::list) lists both kinds; [`delete`](SessionStore::delete)
+/// removes both.
+///
+/// # The directory
+///
+/// The directory is created on the first save; a missing directory holds no sessions.
+/// Session ids must pass [`validate_session_id`](super::validate_session_id) (letters,
+/// digits, `-`, `_`, `.`; no path separators, not starting with `.`), so an id can never name
+/// a file outside the directory, nor one of the hidden files. File work runs on tokio's
+/// blocking thread pool when called inside a tokio runtime, and inline otherwise.
+///
+/// A cheap `Clone` handle.
+#[derive(Clone)]
 pub struct JsonFileSessionStore {
     dir: Arc<Path>,
-    /// Test-only fault injection: stop after writing the temporary file, as a crash would.
-    #[cfg(test)]
-    crash_before_rename: bool,
+    cache: Arc<Mutex<HashMap<String, LogInfo>>>,
+}
+
+impl fmt::Debug for JsonFileSessionStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JsonFileSessionStore")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
 }
 
 impl JsonFileSessionStore {
@@ -66,8 +217,7 @@ impl JsonFileSessionStore {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: Arc::from(dir.into()),
-            #[cfg(test)]
-            crash_before_rename: false,
+            cache: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -76,14 +226,20 @@ impl JsonFileSessionStore {
         &self.dir
     }
 
-    /// The file holding session `session`.
+    /// The log holding session `session`: `<dir>/<session>.jsonl` (a session saved by an
+    /// earlier version of the store and not saved since is `<dir>/<session>.json` instead).
     ///
     /// # Errors
     ///
     /// [`SessionError::InvalidSessionId`] when `session` is not a valid id.
     pub fn path_of(&self, session: &str) -> Result<PathBuf, SessionError> {
         validate_session_id(session)?;
-        Ok(self.dir.join(format!("{session}.{EXTENSION}")))
+        Ok(self.dir.join(format!("{session}.{LOG_EXTENSION}")))
+    }
+
+    fn files(&self, session: &str) -> Result<Files, SessionError> {
+        validate_session_id(session)?;
+        Ok(Files::new(&self.dir, session))
     }
 }
 
@@ -91,23 +247,14 @@ impl SessionStore for JsonFileSessionStore {
     fn save<'a>(
         &'a self,
         session: &'a str,
-        state: &'a AgentState,
-    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        change: &'a StateChange,
+    ) -> BoxFuture<'a, Result<u64, SessionError>> {
         Box::pin(async move {
-            let path = self.path_of(session)?;
-            let bytes = serde_json::to_vec_pretty(state).map_err(|error| {
-                SessionError::corrupt(session, format_args!("cannot serialise: {error}"))
-            })?;
-            let dir = Arc::clone(&self.dir);
+            let files = self.files(session)?;
+            let cache = Arc::clone(&self.cache);
             let id = session.to_owned();
-            #[cfg(test)]
-            let crash = self.crash_before_rename;
-            #[cfg(not(test))]
-            let crash = false;
-            run_blocking(Some(session), move || {
-                write_atomic(&dir, &id, &path, &bytes, crash)
-            })
-            .await?
+            let change = change.clone();
+            run_blocking(Some(session), move || save(&files, &cache, &id, &change)).await?
         })
     }
 
@@ -116,38 +263,19 @@ impl SessionStore for JsonFileSessionStore {
         session: &'a str,
     ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
         Box::pin(async move {
-            let path = self.path_of(session)?;
+            let files = self.files(session)?;
+            let cache = Arc::clone(&self.cache);
             let id = session.to_owned();
-            let bytes = run_blocking(Some(session), move || match fs::read(&path) {
-                Ok(bytes) => Ok(Some(bytes)),
-                Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
-                Err(error) => Err(SessionError::io(
-                    Some(&id),
-                    format_args!("reading {}", path.display()),
-                    error,
-                )),
-            })
-            .await??;
-            bytes
-                .map(|bytes| AgentState::decode(session, &bytes))
-                .transpose()
+            run_blocking(Some(session), move || load(&files, &cache, &id)).await?
         })
     }
 
     fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
         Box::pin(async move {
-            let path = self.path_of(session)?;
+            let files = self.files(session)?;
+            let cache = Arc::clone(&self.cache);
             let id = session.to_owned();
-            run_blocking(Some(session), move || match fs::remove_file(&path) {
-                Ok(()) => Ok(true),
-                Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),
-                Err(error) => Err(SessionError::io(
-                    Some(&id),
-                    format_args!("deleting {}", path.display()),
-                    error,
-                )),
-            })
-            .await?
+            run_blocking(Some(session), move || delete(&files, &cache, &id)).await?
         })
     }
 
@@ -159,51 +287,67 @@ impl SessionStore for JsonFileSessionStore {
     }
 }
 
-/// Writes `bytes` to a temporary file next to `path`, syncs it, and renames it over `path`.
-/// With `crash`, stops after the temporary file is written, leaving it behind as a crash
-/// would.
-fn write_atomic(
-    dir: &Path,
-    session: &str,
-    path: &Path,
-    bytes: &[u8],
-    crash: bool,
-) -> Result<(), SessionError> {
-    let io_error = |what: &str, target: &Path, error: io::Error| {
-        SessionError::io(
-            Some(session),
-            format_args!("{what} {}", target.display()),
-            error,
-        )
-    };
-    fs::create_dir_all(dir).map_err(|error| io_error("creating directory", dir, error))?;
-    let temp = dir.join(format!(
-        ".{session}.{EXTENSION}.tmp-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let written = File::create_new(&temp).and_then(|mut file| {
-        file.write_all(bytes)?;
-        file.sync_all()
-    });
-    if let Err(error) = written {
-        let _ = fs::remove_file(&temp);
-        return Err(io_error("writing", &temp, error));
-    }
-    if crash {
-        return Err(io_error(
-            "renaming",
-            &temp,
-            io::Error::other("simulated crash before rename"),
-        ));
-    }
-    if let Err(error) = fs::rename(&temp, path) {
-        let _ = fs::remove_file(&temp);
-        return Err(io_error("renaming", &temp, error));
-    }
-    sync_dir(dir).map_err(|error| io_error("syncing directory", dir, error))
+// ---------------------------------------------------------------------------------------
+// Files and errors.
+
+/// The files of one session.
+struct Files {
+    dir: PathBuf,
+    log: PathBuf,
+    legacy: PathBuf,
+    lock: PathBuf,
+    temp: PathBuf,
 }
 
-/// Makes a rename in `dir` durable (Unix; elsewhere the rename is what we have).
+impl Files {
+    fn new(dir: &Path, session: &str) -> Self {
+        Self {
+            dir: dir.to_owned(),
+            log: dir.join(format!("{session}.{LOG_EXTENSION}")),
+            legacy: dir.join(format!("{session}.{LEGACY_EXTENSION}")),
+            lock: dir.join(format!(".{session}.lock")),
+            temp: dir.join(format!(".{session}.{LOG_EXTENSION}.tmp")),
+        }
+    }
+}
+
+/// An I/O error about `session`: `what` failed on `path`.
+fn io_error(session: &str, what: &str, path: &Path, error: io::Error) -> SessionError {
+    SessionError::io(
+        Some(session),
+        format_args!("{what} {}", path.display()),
+        error,
+    )
+}
+
+fn corrupt(session: &str, path: &Path, line: u64, message: impl fmt::Display) -> SessionError {
+    SessionError::corrupt(
+        session,
+        format_args!("{}: line {line}: {message}", path.display()),
+    )
+}
+
+/// Names `path` in a corrupt-state error about a file's content.
+fn with_path(error: SessionError, path: &Path) -> SessionError {
+    match error {
+        SessionError::Corrupt { session, message } => SessionError::Corrupt {
+            session,
+            message: format!("{}: {message}", path.display()),
+        },
+        other => other,
+    }
+}
+
+/// Removes `path`; returns whether it existed.
+fn remove_if_exists(session: &str, path: &Path) -> Result<bool, SessionError> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(error) => Err(io_error(session, "removing", path, error)),
+    }
+}
+
+/// Makes a rename or removal in `dir` durable (Unix; elsewhere the rename is what we have).
 fn sync_dir(dir: &Path) -> io::Result<()> {
     #[cfg(unix)]
     {
@@ -216,8 +360,733 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
-/// The session ids in `dir`, sorted: files `<valid id>.json` (temporary files start with `.`
-/// and are not valid ids).
+/// Opens (creating it, and the directory, if needed) and locks the session's lock file; the
+/// lock holds until the returned file is dropped.
+fn lock_session(session: &str, files: &Files) -> Result<File, SessionError> {
+    let open = || {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&files.lock)
+    };
+    let file = match open() {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(&files.dir)
+                .map_err(|error| io_error(session, "creating directory", &files.dir, error))?;
+            open()
+        }
+        other => other,
+    }
+    .map_err(|error| io_error(session, "opening lock file", &files.lock, error))?;
+    file.lock()
+        .map_err(|error| io_error(session, "locking", &files.lock, error))?;
+    Ok(file)
+}
+
+// ---------------------------------------------------------------------------------------
+// Records.
+
+/// A record as written: borrowed from the change or the state it stores.
+#[derive(Clone, Copy, Serialize)]
+struct RecordOut<'a> {
+    version: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    log: Option<&'a str>,
+    revision: u64,
+    kept: usize,
+    agent: &'a AgentIdentity,
+    metadata: &'a Map<String, Value>,
+    #[serde(skip_serializing_if = "slice_is_empty")]
+    running_tools: &'a [String],
+    #[serde(skip_serializing_if = "map_is_empty")]
+    hooks: &'a Map<String, Value>,
+    saved_at: &'a DateTime<Utc>,
+    appended: &'a [Msg],
+}
+
+fn slice_is_empty(slice: &&[String]) -> bool {
+    slice.is_empty()
+}
+
+fn map_is_empty(map: &&Map<String, Value>) -> bool {
+    map.is_empty()
+}
+
+impl<'a> RecordOut<'a> {
+    /// The record appending `change` (no `log` id: not the first record of a file).
+    fn of_change(change: &'a StateChange) -> Self {
+        Self {
+            version: AgentState::CURRENT_VERSION,
+            log: None,
+            revision: change.revision(),
+            kept: change.kept,
+            agent: &change.agent,
+            metadata: &change.metadata,
+            running_tools: &change.running_tools,
+            hooks: &change.hooks,
+            saved_at: &change.saved_at,
+            appended: &change.appended,
+        }
+    }
+
+    /// The record of a whole state, first of the log file `log`.
+    fn of_state(state: &'a AgentState, log: &'a str) -> Self {
+        Self {
+            version: AgentState::CURRENT_VERSION,
+            log: Some(log),
+            revision: state.revision,
+            kept: 0,
+            agent: &state.agent,
+            metadata: &state.metadata,
+            running_tools: &state.running_tools,
+            hooks: &state.hooks,
+            saved_at: &state.saved_at,
+            appended: &state.messages,
+        }
+    }
+
+    /// The record's line (with its `\n`), and the bytes of it that are not messages (what
+    /// becomes dead once another record follows).
+    fn encode(&self, session: &str) -> Result<(Vec<u8>, u64), SessionError> {
+        let cannot = |error: serde_json::Error| {
+            SessionError::corrupt(session, format_args!("cannot serialise: {error}"))
+        };
+        let mut line = serde_json::to_vec(self).map_err(cannot)?;
+        line.push(b'\n');
+        Ok((line, self.header_len().map_err(cannot)?))
+    }
+
+    /// The length of the record's line without its messages.
+    fn header_len(&self) -> Result<u64, serde_json::Error> {
+        let mut counter = ByteCounter(0);
+        serde_json::to_writer(
+            &mut counter,
+            &RecordOut {
+                appended: &[],
+                ..*self
+            },
+        )?;
+        Ok(counter.0 + 1)
+    }
+}
+
+/// Counts the bytes written to it.
+struct ByteCounter(u64);
+
+impl Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A record as read, with its messages as `M`: [`Msg`] to load, [`IgnoredAny`] to count
+/// them.
+#[derive(Deserialize)]
+struct Record<M> {
+    version: u32,
+    #[serde(default)]
+    log: Option<String>,
+    revision: u64,
+    kept: usize,
+    agent: AgentIdentity,
+    #[serde(default)]
+    metadata: Map<String, Value>,
+    #[serde(default)]
+    running_tools: Vec<String>,
+    #[serde(default)]
+    hooks: Map<String, Value>,
+    saved_at: DateTime<Utc>,
+    appended: Vec<M>,
+}
+
+/// Just the version, to report a record of another format version as such.
+#[derive(Deserialize)]
+struct VersionProbe {
+    version: u32,
+}
+
+/// What a replay keeps of each message.
+trait LogMessage: DeserializeOwned {
+    fn is_system(&self) -> bool;
+}
+
+impl LogMessage for Msg {
+    fn is_system(&self) -> bool {
+        self.role == Role::System
+    }
+}
+
+impl LogMessage for IgnoredAny {
+    fn is_system(&self) -> bool {
+        false
+    }
+}
+
+/// What the complete records of a log say, without the messages: what the cache keeps.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct LogInfo {
+    /// The id of the log file (from its first record); `None` for a log this store did not
+    /// write, which is never trusted from the cache and is rewritten by the next save.
+    id: Option<String>,
+    /// The bytes of the complete records, up to and including the last `\n`.
+    len: u64,
+    /// The number of complete records.
+    records: u64,
+    /// The revision the last record made.
+    revision: u64,
+    /// The number of messages stored.
+    messages: usize,
+    /// The bytes a rewrite would drop (at most `len`; estimated: the non-message bytes of
+    /// every record but the last, or the whole log after a record that dropped messages).
+    dead: u64,
+    /// The non-message bytes of the last record (dead once another record follows).
+    last_header: u64,
+}
+
+impl LogInfo {
+    /// The first bytes of the log file when it has this id.
+    fn prefix(&self) -> Option<String> {
+        self.id.as_ref().map(|id| {
+            format!(
+                "{{\"version\":{},\"log\":\"{id}\"",
+                AgentState::CURRENT_VERSION
+            )
+        })
+    }
+
+    /// Whether appending a record of `line_len` bytes should rather rewrite the log: the
+    /// dead bytes would then exceed both the live ones and [`MIN_DEAD_BYTES`].
+    fn needs_rewrite(&self, line_len: u64) -> bool {
+        let len = self.len + line_len;
+        let dead = self.dead.saturating_add(self.last_header).min(len);
+        dead > MIN_DEAD_BYTES && dead > len - dead
+    }
+}
+
+/// The end of a replay: the log's info, its messages, and the rest of its last record.
+struct Replayed<M> {
+    info: LogInfo,
+    messages: Vec<M>,
+    last: Option<LastRecord>,
+    /// Whether bytes follow the last complete record (an interrupted append).
+    torn: bool,
+}
+
+/// What the last record says besides its messages.
+struct LastRecord {
+    agent: AgentIdentity,
+    metadata: Map<String, Value>,
+    running_tools: Vec<String>,
+    hooks: Map<String, Value>,
+    saved_at: DateTime<Utc>,
+}
+
+/// Replays the records in `bytes`, the part of log `path` after what `info` and `messages`
+/// describe (all of it for `LogInfo::default()` and no messages).
+fn replay<M: LogMessage>(
+    session: &str,
+    path: &Path,
+    bytes: &[u8],
+    mut info: LogInfo,
+    mut messages: Vec<M>,
+) -> Result<Replayed<M>, SessionError> {
+    let mut rest = bytes;
+    let mut last = None;
+    while let Some(end) = rest.iter().position(|byte| *byte == b'\n') {
+        let line = &rest[..end];
+        rest = &rest[end + 1..];
+        let number = info.records + 1;
+        let record: Record<M> = parse_line(session, path, number, line)?;
+        if info.records == 0 {
+            if record.revision == 0 {
+                return Err(corrupt(session, path, number, "revision 0 is never stored"));
+            }
+            info.id = record.log.clone();
+        } else if Some(record.revision) != info.revision.checked_add(1) {
+            return Err(corrupt(
+                session,
+                path,
+                number,
+                format_args!(
+                    "revision {} follows revision {}",
+                    record.revision, info.revision
+                ),
+            ));
+        }
+        if record.kept > messages.len() {
+            return Err(corrupt(
+                session,
+                path,
+                number,
+                format_args!(
+                    "the record keeps {} messages but {} are stored",
+                    record.kept,
+                    messages.len()
+                ),
+            ));
+        }
+        if let Some(index) = record.appended.iter().position(M::is_system) {
+            let error = ConversationError::SystemInMemory {
+                index: record.kept + index,
+            };
+            return Err(corrupt(session, path, number, error));
+        }
+        let header = RecordOut {
+            version: record.version,
+            log: record.log.as_deref(),
+            revision: record.revision,
+            kept: record.kept,
+            agent: &record.agent,
+            metadata: &record.metadata,
+            running_tools: &record.running_tools,
+            hooks: &record.hooks,
+            saved_at: &record.saved_at,
+            appended: &[],
+        }
+        .header_len()
+        .map_err(|error| corrupt(session, path, number, error))?;
+        let truncates = record.kept < messages.len();
+        if info.records > 0 {
+            info.dead = info.dead.saturating_add(info.last_header);
+        }
+        messages.truncate(record.kept);
+        messages.extend(record.appended);
+        info.len += line.len() as u64 + 1;
+        info.records += 1;
+        info.revision = record.revision;
+        info.messages = messages.len();
+        info.last_header = header;
+        if truncates {
+            // The dropped messages' bytes are not known: count the whole log as dead, so
+            // the next save rewrites it.
+            info.dead = info.len;
+        }
+        info.dead = info.dead.min(info.len);
+        last = Some(LastRecord {
+            agent: record.agent,
+            metadata: record.metadata,
+            running_tools: record.running_tools,
+            hooks: record.hooks,
+            saved_at: record.saved_at,
+        });
+    }
+    Ok(Replayed {
+        info,
+        messages,
+        last,
+        torn: !rest.is_empty(),
+    })
+}
+
+/// Parses line `number` of log `path`.
+fn parse_line<M: LogMessage>(
+    session: &str,
+    path: &Path,
+    number: u64,
+    line: &[u8],
+) -> Result<Record<M>, SessionError> {
+    let unsupported = |found: u32| SessionError::UnsupportedVersion {
+        session: session.to_owned(),
+        found,
+        supported: AgentState::CURRENT_VERSION,
+    };
+    // serde reads a struct from an array too; a record is always an object.
+    if line
+        .iter()
+        .find(|byte| !byte.is_ascii_whitespace())
+        .is_some_and(|first| *first != b'{')
+    {
+        return Err(corrupt(
+            session,
+            path,
+            number,
+            "the record is not a JSON object",
+        ));
+    }
+    match serde_json::from_slice::<Record<M>>(line) {
+        Ok(record) if record.version == AgentState::CURRENT_VERSION => Ok(record),
+        Ok(record) => Err(unsupported(record.version)),
+        Err(error) => match serde_json::from_slice::<VersionProbe>(line) {
+            Ok(probe) if probe.version != AgentState::CURRENT_VERSION => {
+                Err(unsupported(probe.version))
+            }
+            _ => Err(corrupt(session, path, number, error)),
+        },
+    }
+}
+
+/// The state log `path` holds (`bytes`: the whole file), and its info.
+fn state_of_log(
+    session: &str,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(AgentState, LogInfo), SessionError> {
+    let replayed = replay::<Msg>(session, path, bytes, LogInfo::default(), Vec::new())?;
+    let Some(last) = replayed.last else {
+        return Err(SessionError::corrupt(
+            session,
+            format_args!("{}: the log holds no complete record", path.display()),
+        ));
+    };
+    let mut state = AgentState::new(last.agent, replayed.messages).with_metadata(last.metadata);
+    state.revision = replayed.info.revision;
+    state.running_tools = last.running_tools;
+    state.hooks = last.hooks;
+    state.saved_at = last.saved_at;
+    state
+        .check_for(session)
+        .map_err(|error| with_path(error, path))?;
+    Ok((state, replayed.info))
+}
+
+/// Reads a session file written by an earlier version of the store, if there is one.
+fn read_legacy(session: &str, path: &Path) -> Result<Option<AgentState>, SessionError> {
+    match fs::read(path) {
+        Ok(bytes) => AgentState::decode(session, &bytes)
+            .map(Some)
+            .map_err(|error| with_path(error, path)),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(io_error(session, "reading", path, error)),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The cache.
+
+type Cache = Mutex<HashMap<String, LogInfo>>;
+
+fn remember(cache: &Cache, session: &str, info: LogInfo) {
+    let mut cache = lock(cache);
+    if info.id.is_none() {
+        cache.remove(session);
+        return;
+    }
+    if cache.len() >= CACHE_CAPACITY && !cache.contains_key(session) {
+        cache.clear();
+    }
+    cache.insert(session.to_owned(), info);
+}
+
+fn forget(cache: &Cache, session: &str) {
+    lock(cache).remove(session);
+}
+
+/// Whether the log file `file` starts as a file of `info`'s id does.
+fn has_prefix(
+    session: &str,
+    path: &Path,
+    file: &mut File,
+    info: &LogInfo,
+) -> Result<bool, SessionError> {
+    let Some(prefix) = info.prefix() else {
+        return Ok(false);
+    };
+    let mut bytes = vec![0; prefix.len()];
+    let read = file
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| file.read_exact(&mut bytes));
+    match read {
+        Ok(()) => Ok(bytes == prefix.as_bytes()),
+        Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(error) => Err(io_error(session, "reading", path, error)),
+    }
+}
+
+/// Reads log `file` from `offset` to its end.
+fn read_from(
+    session: &str,
+    path: &Path,
+    file: &mut File,
+    offset: u64,
+) -> Result<Vec<u8>, SessionError> {
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(offset))
+        .and_then(|_| file.read_to_end(&mut bytes))
+        .map_err(|error| io_error(session, "reading", path, error))?;
+    Ok(bytes)
+}
+
+// ---------------------------------------------------------------------------------------
+// The operations, run on the blocking pool.
+
+/// What a save found stored.
+enum Stored {
+    /// Nothing.
+    Nothing,
+    /// A whole-state `.json` file of an earlier version.
+    Legacy(AgentState),
+    /// A log, open for reading and appending, what its complete records say, and whether
+    /// an interrupted append follows them.
+    Log(File, LogInfo, bool),
+}
+
+fn save(
+    files: &Files,
+    cache: &Cache,
+    session: &str,
+    change: &StateChange,
+) -> Result<u64, SessionError> {
+    let _lock = lock_session(session, files)?;
+    let stored = match OpenOptions::new().read(true).append(true).open(&files.log) {
+        Ok(file) => read_log_info(files, cache, session, file)?,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            remove_if_exists(session, &files.temp)?;
+            match read_legacy(session, &files.legacy)? {
+                Some(state) => Stored::Legacy(state),
+                None => Stored::Nothing,
+            }
+        }
+        Err(error) => return Err(io_error(session, "opening", &files.log, error)),
+    };
+    match stored {
+        Stored::Nothing => {
+            change.check(session, 0, 0)?;
+            rewrite_with_change(files, cache, session, change, false)
+        }
+        Stored::Legacy(state) => {
+            change.check(session, state.revision, state.messages.len())?;
+            if change.kept == 0 {
+                rewrite_with_change(files, cache, session, change, true)
+            } else {
+                let state = change.apply(session, Some(state))?;
+                rewrite(files, cache, session, &state, true)
+            }
+        }
+        Stored::Log(mut file, info, torn) => {
+            change.check(session, info.revision, info.messages)?;
+            if change.kept == 0 {
+                return rewrite_with_change(files, cache, session, change, false);
+            }
+            let (line, header) = RecordOut::of_change(change).encode(session)?;
+            let rewrite_needed = torn
+                || info.id.is_none()
+                || change.kept < info.messages
+                || info.needs_rewrite(line.len() as u64);
+            if rewrite_needed {
+                let bytes = read_from(session, &files.log, &mut file, 0)?;
+                let (state, _) = state_of_log(session, &files.log, &bytes)?;
+                let state = change.apply(session, Some(state))?;
+                drop(file);
+                return rewrite(files, cache, session, &state, false);
+            }
+            append(
+                files, cache, session, &mut file, info, &line, header, change,
+            )
+        }
+    }
+}
+
+/// What the log open as `file` holds: from the cache when the file is the one cached, else
+/// by reading what the cache has not seen.
+fn read_log_info(
+    files: &Files,
+    cache: &Cache,
+    session: &str,
+    mut file: File,
+) -> Result<Stored, SessionError> {
+    let path = &files.log;
+    let len = file
+        .metadata()
+        .map_err(|error| io_error(session, "reading the metadata of", path, error))?
+        .len();
+    let cached = lock(cache).get(session).cloned();
+    let same_file = match &cached {
+        Some(info) if info.len <= len => has_prefix(session, path, &mut file, info)?,
+        _ => false,
+    };
+    let replayed = match cached {
+        Some(info) if same_file && info.len == len => return Ok(Stored::Log(file, info, false)),
+        Some(info) if same_file => {
+            let bytes = read_from(session, path, &mut file, info.len)?;
+            let messages = vec![IgnoredAny; info.messages];
+            replay(session, path, &bytes, info, messages)?
+        }
+        _ => {
+            let bytes = read_from(session, path, &mut file, 0)?;
+            replay::<IgnoredAny>(session, path, &bytes, LogInfo::default(), Vec::new())?
+        }
+    };
+    if replayed.info.records == 0 {
+        return Err(SessionError::corrupt(
+            session,
+            format_args!("{}: the log holds no complete record", path.display()),
+        ));
+    }
+    // Sweep what a crash may have left: a rewrite's temporary file, a migrated `.json`.
+    remove_if_exists(session, &files.temp)?;
+    remove_if_exists(session, &files.legacy)?;
+    remember(cache, session, replayed.info.clone());
+    Ok(Stored::Log(file, replayed.info, replayed.torn))
+}
+
+/// Appends `line` (the record of `change`, whose non-message bytes are `header`) to the
+/// log open as `file`, described by `info`, and syncs it.
+#[allow(clippy::too_many_arguments)]
+fn append(
+    files: &Files,
+    cache: &Cache,
+    session: &str,
+    file: &mut File,
+    info: LogInfo,
+    line: &[u8],
+    header: u64,
+    change: &StateChange,
+) -> Result<u64, SessionError> {
+    let written = file.write_all(line).and_then(|()| file.sync_data());
+    if let Err(error) = written {
+        // Best effort: take back what was written, so the failed save leaves nothing.
+        forget(cache, session);
+        let _ = file.set_len(info.len);
+        return Err(io_error(session, "appending to", &files.log, error));
+    }
+    let len = info.len + line.len() as u64;
+    let dead = info.dead.saturating_add(info.last_header).min(len);
+    remember(
+        cache,
+        session,
+        LogInfo {
+            id: info.id,
+            len,
+            records: info.records + 1,
+            revision: change.revision(),
+            messages: change.kept + change.appended.len(),
+            dead,
+            last_header: header,
+        },
+    );
+    Ok(change.revision())
+}
+
+/// Writes the whole new state `change` makes (it keeps no stored message) as the log.
+fn rewrite_with_change(
+    files: &Files,
+    cache: &Cache,
+    session: &str,
+    change: &StateChange,
+    remove_legacy: bool,
+) -> Result<u64, SessionError> {
+    let log = new_log_id();
+    let record = RecordOut {
+        log: Some(&log),
+        ..RecordOut::of_change(change)
+    };
+    write_log(files, cache, session, record, remove_legacy)
+}
+
+/// Writes `state` as the log.
+fn rewrite(
+    files: &Files,
+    cache: &Cache,
+    session: &str,
+    state: &AgentState,
+    remove_legacy: bool,
+) -> Result<u64, SessionError> {
+    let log = new_log_id();
+    write_log(
+        files,
+        cache,
+        session,
+        RecordOut::of_state(state, &log),
+        remove_legacy,
+    )
+}
+
+fn new_log_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// Writes a log of the one record `record` (a whole state) to the temporary file, syncs it,
+/// renames it over the log, removes the `.json` file of an earlier version if
+/// `remove_legacy`, and syncs the directory.
+fn write_log(
+    files: &Files,
+    cache: &Cache,
+    session: &str,
+    record: RecordOut<'_>,
+    remove_legacy: bool,
+) -> Result<u64, SessionError> {
+    let (line, header) = record.encode(session)?;
+    forget(cache, session);
+    let written = File::create(&files.temp).and_then(|mut file| {
+        file.write_all(&line)?;
+        file.sync_all()
+    });
+    if let Err(error) = written {
+        let _ = fs::remove_file(&files.temp);
+        return Err(io_error(session, "writing", &files.temp, error));
+    }
+    if let Err(error) = fs::rename(&files.temp, &files.log) {
+        let _ = fs::remove_file(&files.temp);
+        return Err(io_error(session, "renaming", &files.temp, error));
+    }
+    if remove_legacy {
+        remove_if_exists(session, &files.legacy)?;
+    }
+    sync_dir(&files.dir)
+        .map_err(|error| io_error(session, "syncing directory", &files.dir, error))?;
+    remember(
+        cache,
+        session,
+        LogInfo {
+            id: record.log.map(str::to_owned),
+            len: line.len() as u64,
+            records: 1,
+            revision: record.revision,
+            messages: record.appended.len(),
+            dead: 0,
+            last_header: header,
+        },
+    );
+    Ok(record.revision)
+}
+
+fn load(files: &Files, cache: &Cache, session: &str) -> Result<Option<AgentState>, SessionError> {
+    // The log, else a `.json` file of an earlier version, else the log again: a save may
+    // have migrated the `.json` file to a log in between.
+    for attempt in 0..2 {
+        match fs::read(&files.log) {
+            Ok(bytes) => {
+                let (state, info) = state_of_log(session, &files.log, &bytes)?;
+                remember(cache, session, info);
+                return Ok(Some(state));
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(error) => return Err(io_error(session, "reading", &files.log, error)),
+        }
+        if attempt == 0
+            && let Some(state) = read_legacy(session, &files.legacy)?
+        {
+            return Ok(Some(state));
+        }
+    }
+    Ok(None)
+}
+
+fn delete(files: &Files, cache: &Cache, session: &str) -> Result<bool, SessionError> {
+    // Nothing to delete, and no lock file to create, when neither file exists. (A save
+    // creating the session meanwhile is ordered after this delete.)
+    let exists = |path: &Path| path.try_exists().unwrap_or(true);
+    if !exists(&files.log) && !exists(&files.legacy) {
+        return Ok(false);
+    }
+    let _lock = lock_session(session, files)?;
+    forget(cache, session);
+    // The `.json` file first: a load that finds no log then finds no `.json` either.
+    let legacy = remove_if_exists(session, &files.legacy)?;
+    let log = remove_if_exists(session, &files.log)?;
+    remove_if_exists(session, &files.temp)?;
+    Ok(legacy || log)
+}
+
+/// The session ids in `dir`, sorted: files `<valid id>.jsonl` and `<valid id>.json` (the
+/// lock and temporary files start with `.` and are not valid ids).
 fn list_dir(dir: &Path) -> Result<Vec<String>, SessionError> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -236,7 +1105,8 @@ fn list_dir(dir: &Path) -> Result<Vec<String>, SessionError> {
             SessionError::io(None, format_args!("listing {}", dir.display()), error)
         })?;
         let path = entry.path();
-        if path.extension().and_then(|ext| ext.to_str()) != Some(EXTENSION) {
+        let extension = path.extension().and_then(|ext| ext.to_str());
+        if !matches!(extension, Some(LOG_EXTENSION | LEGACY_EXTENSION)) {
             continue;
         }
         let Some(id) = path.file_stem().and_then(|stem| stem.to_str()) else {
@@ -247,14 +1117,13 @@ fn list_dir(dir: &Path) -> Result<Vec<String>, SessionError> {
         }
     }
     ids.sort();
+    ids.dedup();
     Ok(ids)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::AgentIdentity;
-    use agentscope_core::Msg;
 
     fn temp_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!(
@@ -265,74 +1134,714 @@ mod tests {
         dir
     }
 
-    fn state(text: &str) -> AgentState {
-        AgentState::new(AgentIdentity::new("a", "1"), vec![Msg::user(text)])
+    fn agent() -> AgentIdentity {
+        AgentIdentity::new("a", "1")
     }
 
-    /// A crash between writing the temporary file and renaming it leaves the old session
-    /// intact and loadable; the temporary file is ignored by list() and load(), and the next
-    /// save succeeds.
-    #[test]
-    fn crash_between_temp_write_and_rename_keeps_the_old_session() {
-        futures::executor::block_on(async {
-            let dir = temp_dir("crash");
-            let store = JsonFileSessionStore::new(&dir);
-            let old = state("old");
-            store.save("s1", &old).await.unwrap();
-            let old_bytes = fs::read(dir.join("s1.json")).unwrap();
+    fn state(texts: &[&str]) -> AgentState {
+        AgentState::new(agent(), texts.iter().map(|text| Msg::user(*text)).collect())
+    }
 
-            let crashing = JsonFileSessionStore {
-                crash_before_rename: true,
-                ..store.clone()
-            };
-            let new = state("new");
-            let err = crashing.save("s1", &new).await.unwrap_err();
-            let message = err.to_string();
-            assert!(
-                message.starts_with("session 's1': I/O error: renaming ")
-                    && message.ends_with(": simulated crash before rename"),
-                "{message}"
+    fn step(base: u64, kept: usize, texts: &[&str]) -> StateChange {
+        let messages = texts.iter().map(|text| Msg::assistant(*text)).collect();
+        StateChange::new(base, kept, messages, agent())
+    }
+
+    fn texts(state: &AgentState) -> Vec<String> {
+        state.messages.iter().map(Msg::text).collect()
+    }
+
+    fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+        futures::executor::block_on(future)
+    }
+
+    /// The file names in `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn steps_append_one_line_each_and_load_replays_them() {
+        block_on(async {
+            let dir = temp_dir("append");
+            let store = JsonFileSessionStore::new(&dir);
+            assert_eq!(
+                store
+                    .save("s", &StateChange::replace(&state(&["q"])))
+                    .await
+                    .unwrap(),
+                1
+            );
+            let first = fs::read_to_string(dir.join("s.jsonl")).unwrap();
+            // The first record names its file; the prefix is what the cache compares.
+            let info = lock(&store.cache).get("s").cloned().unwrap();
+            assert!(first.starts_with(&info.prefix().unwrap()), "{first}");
+            assert_eq!(info.len, first.len() as u64);
+            let running = step(1, 1, &["a1"]).with_running_tools(vec!["call-1".into()]);
+            assert_eq!(store.save("s", &running).await.unwrap(), 2);
+            assert_eq!(
+                store.save("s", &step(2, 2, &["a2", "a3"])).await.unwrap(),
+                3
             );
 
-            // The temporary file with the complete new state is left behind, as after a crash.
-            let mut names: Vec<String> = fs::read_dir(&dir)
+            let log = fs::read_to_string(dir.join("s.jsonl")).unwrap();
+            assert!(log.starts_with(&first));
+            let lines: Vec<&str> = log.lines().collect();
+            assert_eq!(lines.len(), 3);
+            assert!(
+                lines[1].starts_with(r#"{"version":1,"revision":2,"kept":1,"#),
+                "{}",
+                lines[1]
+            );
+            assert!(lines[1].contains(r#""running_tools":["call-1"]"#));
+            assert!(!lines[2].contains("running_tools"));
+
+            let loaded = store.load("s").await.unwrap().unwrap();
+            assert_eq!(loaded.revision, 3);
+            assert_eq!(texts(&loaded), ["q", "a1", "a2", "a3"]);
+            assert!(loaded.running_tools.is_empty());
+            assert_eq!(names(&dir), [".s.lock", "s.jsonl"]);
+            // A new store (another process) loads the same.
+            let other = JsonFileSessionStore::new(&dir);
+            assert_eq!(other.load("s").await.unwrap().unwrap(), loaded);
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// A process killed in the middle of an append leaves a last line without its `\n`:
+    /// loads ignore it, and the next save rewrites the log without it.
+    #[test]
+    fn a_torn_last_line_is_ignored_and_repaired() {
+        block_on(async {
+            let dir = temp_dir("torn");
+            let store = JsonFileSessionStore::new(&dir);
+            store
+                .save("s", &StateChange::replace(&state(&["q"])))
+                .await
+                .unwrap();
+            store.save("s", &step(1, 1, &["a1"])).await.unwrap();
+            let path = store.path_of("s").unwrap();
+            let good = fs::read(&path).unwrap();
+            let (line, _) = RecordOut::of_change(&step(2, 2, &["lost"]))
+                .encode("s")
+                .unwrap();
+            let mut torn = good.clone();
+            torn.extend_from_slice(&line[..line.len() / 2]);
+            fs::write(&path, &torn).unwrap();
+
+            for store in [store.clone(), JsonFileSessionStore::new(&dir)] {
+                let loaded = store.load("s").await.unwrap().unwrap();
+                assert_eq!(
+                    (loaded.revision, texts(&loaded)),
+                    (2, vec!["q".into(), "a1".into()])
+                );
+            }
+            assert_eq!(fs::read(&path).unwrap(), torn, "loads change nothing");
+
+            // The next save (of a store whose cache predates the torn write) repairs it.
+            assert_eq!(store.save("s", &step(2, 2, &["a2"])).await.unwrap(), 3);
+            let repaired = fs::read_to_string(&path).unwrap();
+            assert!(repaired.ends_with('\n'));
+            assert_eq!(repaired.lines().count(), 1, "rewritten as one record");
+            let loaded = JsonFileSessionStore::new(&dir)
+                .load("s")
+                .await
                 .unwrap()
-                .map(|e| e.unwrap().file_name().into_string().unwrap())
-                .collect();
-            names.sort();
-            assert_eq!(names.len(), 2, "{names:?}");
-            assert_eq!(names[1], "s1.json");
-            assert!(names[0].starts_with(".s1.json.tmp-"), "{names:?}");
-            let temp = fs::read(dir.join(&names[0])).unwrap();
-            assert_eq!(serde_json::from_slice::<AgentState>(&temp).unwrap(), new);
-
-            // The old session is intact: same bytes, loads, and is the only one listed.
-            assert_eq!(fs::read(dir.join("s1.json")).unwrap(), old_bytes);
-            assert_eq!(store.load("s1").await.unwrap(), Some(old.clone()));
-            assert_eq!(store.list().await.unwrap(), ["s1"]);
-
-            // A later save replaces it; the stale temporary file is still ignored.
-            let newer = state("newer");
-            store.save("s1", &newer).await.unwrap();
-            assert_eq!(store.load("s1").await.unwrap(), Some(newer));
-            assert_eq!(store.list().await.unwrap(), ["s1"]);
+                .unwrap();
+            assert_eq!(
+                (loaded.revision, texts(&loaded)),
+                (3, vec!["q".into(), "a1".into(), "a2".into()])
+            );
+            assert_eq!(names(&dir), [".s.lock", "s.jsonl"]);
             fs::remove_dir_all(&dir).unwrap();
         });
     }
 
     #[test]
-    fn a_crash_leaves_no_session_where_there_was_none() {
-        futures::executor::block_on(async {
-            let dir = temp_dir("crash-new");
-            let crashing = JsonFileSessionStore {
-                crash_before_rename: true,
-                ..JsonFileSessionStore::new(&dir)
-            };
-            assert!(crashing.save("s1", &state("x")).await.is_err());
+    fn a_corrupt_line_is_reported_with_its_number_by_loads_and_saves() {
+        block_on(async {
+            let dir = temp_dir("corrupt");
             let store = JsonFileSessionStore::new(&dir);
-            assert_eq!(store.load("s1").await.unwrap(), None);
-            assert!(store.list().await.unwrap().is_empty());
+            store
+                .save("s", &StateChange::replace(&state(&["q"])))
+                .await
+                .unwrap();
+            store.save("s", &step(1, 1, &["a1"])).await.unwrap();
+            store.save("s", &step(2, 2, &["a2"])).await.unwrap();
+            let path = store.path_of("s").unwrap();
+            let log = fs::read_to_string(&path).unwrap();
+            let lines: Vec<&str> = log.lines().collect();
+            let skipped = lines[2].replacen("\"revision\":3", "\"revision\":5", 1);
+            // (line number, its bytes, the message)
+            let cases = [
+                (
+                    2,
+                    "{\"version\":1,\"revision\":",
+                    "EOF while parsing a value at line 1 column 24",
+                ),
+                (2, "[1, 2]", "the record is not a JSON object"),
+                (3, skipped.as_str(), "revision 5 follows revision 2"),
+            ];
+            for (number, line, message) in cases {
+                let mut bad = lines.clone();
+                bad[number - 1] = line;
+                let bytes = format!("{}\n", bad.join("\n"));
+                fs::write(&path, &bytes).unwrap();
+                let expected = format!(
+                    "session 's' is corrupt: {}: line {number}: {message}",
+                    path.display()
+                );
+                let fresh = JsonFileSessionStore::new(&dir);
+                for error in [
+                    fresh.load("s").await.unwrap_err(),
+                    fresh.save("s", &step(3, 3, &["x"])).await.unwrap_err(),
+                ] {
+                    assert!(matches!(error, SessionError::Corrupt { .. }), "{error:?}");
+                    assert_eq!(error.to_string(), expected);
+                }
+                assert_eq!(fs::read_to_string(&path).unwrap(), bytes, "nothing changed");
+            }
+            // A record keeping more messages than are stored, a system message, another
+            // format version.
+            let more = lines[2].replacen("\"kept\":2", "\"kept\":7", 1);
+            let system = lines[2].replacen("\"role\":\"assistant\"", "\"role\":\"system\"", 1);
+            let newer = lines[2].replacen("\"version\":1", "\"version\":2", 1);
+            let cases = [
+                (&more, "line 3: the record keeps 7 messages but 2 are stored".to_owned()),
+                (
+                    &system,
+                    "line 3: message 2 has the system role; agent memory never holds system messages"
+                        .to_owned(),
+                ),
+            ];
+            for (line, message) in cases {
+                fs::write(&path, format!("{}\n{}\n{line}\n", lines[0], lines[1])).unwrap();
+                let error = JsonFileSessionStore::new(&dir).load("s").await.unwrap_err();
+                assert_eq!(
+                    error.to_string(),
+                    format!("session 's' is corrupt: {}: {message}", path.display())
+                );
+            }
+            fs::write(&path, format!("{}\n{}\n{newer}\n", lines[0], lines[1])).unwrap();
+            let error = JsonFileSessionStore::new(&dir).load("s").await.unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    SessionError::UnsupportedVersion {
+                        found: 2,
+                        supported: 1,
+                        ..
+                    }
+                ),
+                "{error:?}"
+            );
+            // A log with no complete record.
+            fs::write(&path, &lines[0][..20]).unwrap();
+            let error = JsonFileSessionStore::new(&dir).load("s").await.unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "session 's' is corrupt: {}: the log holds no complete record",
+                    path.display()
+                )
+            );
+            // Deleting recovers.
+            assert!(store.delete("s").await.unwrap());
+            assert_eq!(
+                store
+                    .save("s", &StateChange::replace(&state(&["new"])))
+                    .await
+                    .unwrap(),
+                1
+            );
             fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    #[test]
+    fn a_conflict_leaves_the_file_byte_identical() {
+        block_on(async {
+            let dir = temp_dir("conflict");
+            let store = JsonFileSessionStore::new(&dir);
+            store
+                .save("s", &StateChange::replace(&state(&["q"])))
+                .await
+                .unwrap();
+            store.save("s", &step(1, 1, &["a1"])).await.unwrap();
+            let path = store.path_of("s").unwrap();
+            let before = fs::read(&path).unwrap();
+            let stale = [
+                step(1, 1, &["x"]),
+                step(0, 0, &["x"]),
+                step(5, 2, &["x"]),
+                StateChange::replace(&state(&["x"])),
+            ];
+            for change in &stale {
+                let error = store.save("s", change).await.unwrap_err();
+                assert!(
+                    matches!(&error, SessionError::Conflict { session, found: 2, .. } if session == "s"),
+                    "{error:?}"
+                );
+                assert_eq!(fs::read(&path).unwrap(), before);
+            }
+            // Invalid changes neither.
+            let error = store.save("s", &step(2, 3, &["x"])).await.unwrap_err();
+            assert!(
+                matches!(error, SessionError::InvalidChange { .. }),
+                "{error:?}"
+            );
+            let mut system = step(2, 2, &[]);
+            system.appended.push(Msg::system("x"));
+            let error = store.save("s", &system).await.unwrap_err();
+            assert!(
+                matches!(error, SessionError::InvalidChange { .. }),
+                "{error:?}"
+            );
+            assert_eq!(fs::read(&path).unwrap(), before);
+            assert_eq!(names(&dir), [".s.lock", "s.jsonl"]);
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// Rewrites (compactions) keep the loaded state: after a change dropping some messages,
+    /// after a change keeping none, and when repeated metadata outweighs the messages.
+    #[test]
+    fn rewrites_keep_the_loaded_state() {
+        block_on(async {
+            let dir = temp_dir("compact");
+            let store = JsonFileSessionStore::new(&dir);
+            let path = store.path_of("s").unwrap();
+            let lines = || fs::read_to_string(&path).unwrap().lines().count();
+            store
+                .save("s", &StateChange::replace(&state(&["1", "2", "3"])))
+                .await
+                .unwrap();
+            store.save("s", &step(1, 3, &["4"])).await.unwrap();
+            assert_eq!(lines(), 2);
+
+            // Dropping messages from the end: the result is written as one record.
+            store.save("s", &step(2, 2, &["x"])).await.unwrap();
+            assert_eq!(lines(), 1);
+            let loaded = store.load("s").await.unwrap().unwrap();
+            assert_eq!(
+                (loaded.revision, texts(&loaded)),
+                (3, vec!["1".into(), "2".into(), "x".into()])
+            );
+
+            // Keeping none: the change is the new log.
+            store.save("s", &step(3, 3, &["y"])).await.unwrap();
+            store.save("s", &step(4, 0, &["only"])).await.unwrap();
+            assert_eq!(lines(), 1);
+            let loaded = store.load("s").await.unwrap().unwrap();
+            assert_eq!(
+                (loaded.revision, texts(&loaded)),
+                (5, vec!["only".to_owned()])
+            );
+
+            // 4 KiB of metadata per record, one short message per step: the dead metadata
+            // outgrows the live state, and the log is rewritten before it is twice that.
+            let mut metadata = Map::new();
+            metadata.insert("blob".into(), Value::String("m".repeat(4096)));
+            let mut expected = vec!["only".to_owned()];
+            let mut max_len = 0;
+            let mut rewrites = 0;
+            for revision in 5..80u64 {
+                let text = format!("step {revision}");
+                let change =
+                    step(revision, expected.len(), &[&text]).with_metadata(metadata.clone());
+                store.save("s", &change).await.unwrap();
+                expected.push(text);
+                let len = fs::metadata(&path).unwrap().len();
+                if lines() == 1 {
+                    rewrites += 1;
+                }
+                max_len = max_len.max(len);
+            }
+            assert!(rewrites >= 1, "the log was never rewritten");
+            assert!(max_len < 2 * MIN_DEAD_BYTES + 16 * 1024, "{max_len}");
+            let loaded = JsonFileSessionStore::new(&dir)
+                .load("s")
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(loaded.revision, 80);
+            assert_eq!(texts(&loaded), expected);
+            assert_eq!(loaded.metadata, metadata);
+            assert_eq!(store.load("s").await.unwrap().unwrap(), loaded);
+            assert_eq!(names(&dir), [".s.lock", "s.jsonl"]);
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// A rewrite interrupted by a crash leaves `.<id>.jsonl.tmp`: ignored by load and list,
+    /// removed by the next save that reads the log (a store without a cache entry: another
+    /// process, or after a restart).
+    #[test]
+    fn a_stale_temporary_file_is_ignored_and_swept() {
+        block_on(async {
+            let dir = temp_dir("stale");
+            let store = JsonFileSessionStore::new(&dir);
+            store
+                .save("s", &StateChange::replace(&state(&["q"])))
+                .await
+                .unwrap();
+            let temp = dir.join(".s.jsonl.tmp");
+            fs::write(&temp, b"{\"half a rewrite").unwrap();
+            assert_eq!(store.list().await.unwrap(), ["s"]);
+            assert_eq!(texts(&store.load("s").await.unwrap().unwrap()), ["q"]);
+
+            let restarted = JsonFileSessionStore::new(&dir);
+            restarted.save("s", &step(1, 1, &["a"])).await.unwrap();
+            assert!(!temp.exists());
+            assert_eq!(names(&dir), [".s.lock", "s.jsonl"]);
+
+            // A temporary file of a session never saved: swept by its first save, or by a
+            // delete.
+            fs::write(dir.join(".t.jsonl.tmp"), b"x").unwrap();
+            assert_eq!(store.list().await.unwrap(), ["s"]);
+            assert_eq!(store.load("t").await.unwrap(), None);
+            store
+                .save("t", &StateChange::replace(&state(&["t"])))
+                .await
+                .unwrap();
+            assert_eq!(names(&dir), [".s.lock", ".t.lock", "s.jsonl", "t.jsonl"]);
+            fs::write(dir.join(".t.jsonl.tmp"), b"x").unwrap();
+            assert!(store.delete("t").await.unwrap());
+            assert_eq!(names(&dir), [".s.lock", ".t.lock", "s.jsonl"]);
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// A `.json` file of an earlier version loads as it is; its first save (from its
+    /// revision) writes a log and removes it.
+    #[test]
+    fn a_legacy_json_file_is_read_and_migrated() {
+        block_on(async {
+            let dir = temp_dir("legacy");
+            let store = JsonFileSessionStore::new(&dir);
+            // As the earlier version wrote it: pretty-printed, without a revision.
+            let old = state(&["old question", "old answer"]).with_metadata_entry("user", "alice");
+            let mut value = serde_json::to_value(&old).unwrap();
+            value.as_object_mut().unwrap().remove("revision");
+            fs::write(
+                dir.join("s.json"),
+                serde_json::to_vec_pretty(&value).unwrap(),
+            )
+            .unwrap();
+            fs::write(
+                dir.join("t.json"),
+                serde_json::to_vec_pretty(&value).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(store.list().await.unwrap(), ["s", "t"]);
+            let loaded = store.load("s").await.unwrap().unwrap();
+            assert_eq!(loaded, old);
+            assert_eq!(loaded.revision, 0);
+
+            // A stale base is still a conflict, and migrates nothing.
+            let error = store.save("s", &step(1, 2, &["x"])).await.unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    SessionError::Conflict {
+                        expected: 1,
+                        found: 0,
+                        ..
+                    }
+                ),
+                "{error:?}"
+            );
+            assert!(dir.join("s.json").exists());
+
+            // The first save appends to the stored messages, from revision 0.
+            let change = step(0, 2, &["new answer"]).with_metadata(old.metadata.clone());
+            assert_eq!(store.save("s", &change).await.unwrap(), 1);
+            assert!(!dir.join("s.json").exists());
+            let loaded = JsonFileSessionStore::new(&dir)
+                .load("s")
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(loaded.revision, 1);
+            assert_eq!(texts(&loaded), ["old question", "old answer", "new answer"]);
+            assert_eq!(loaded.metadata["user"], "alice");
+            assert_eq!(store.save("s", &step(1, 3, &["more"])).await.unwrap(), 2);
+
+            // A replacing save migrates too; a delete removes a `.json` file.
+            assert_eq!(
+                store
+                    .save("t", &StateChange::replace(&loaded))
+                    .await
+                    .unwrap_err()
+                    .to_string(),
+                "session 't' was changed by another writer: this save was made from revision 1, but revision 0 is stored"
+            );
+            let mut replacement = state(&["fresh"]);
+            replacement.revision = 0;
+            assert_eq!(
+                store
+                    .save("t", &StateChange::replace(&replacement))
+                    .await
+                    .unwrap(),
+                1
+            );
+            assert_eq!(store.list().await.unwrap(), ["s", "t"]);
+            assert_eq!(names(&dir), [".s.lock", ".t.lock", "s.jsonl", "t.jsonl"]);
+            fs::write(
+                dir.join("u.json"),
+                serde_json::to_vec_pretty(&value).unwrap(),
+            )
+            .unwrap();
+            assert!(store.delete("u").await.unwrap());
+            assert!(!store.delete("u").await.unwrap());
+            // Both files (a crash between writing the log and removing the `.json` file):
+            // the log wins, listed once, and the next save sweeps the `.json` file.
+            fs::write(
+                dir.join("s.json"),
+                serde_json::to_vec_pretty(&value).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(store.list().await.unwrap(), ["s", "t"]);
+            assert_eq!(store.load("s").await.unwrap().unwrap().revision, 2);
+            JsonFileSessionStore::new(&dir)
+                .save("s", &step(2, 4, &[]))
+                .await
+                .unwrap();
+            assert!(!dir.join("s.json").exists());
+            // A corrupt `.json` file is reported with its path.
+            fs::write(dir.join("v.json"), b"{").unwrap();
+            let error = store.load("v").await.unwrap_err().to_string();
+            assert!(
+                error.starts_with(&format!(
+                    "session 'v' is corrupt: {}: not a valid agent state",
+                    dir.join("v.json").display()
+                )),
+                "{error}"
+            );
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// Two store values on one directory stand for two processes: each one's cache goes
+    /// stale when the other saves, which its next save notices.
+    #[test]
+    fn a_cache_made_stale_by_another_store_is_noticed() {
+        block_on(async {
+            let dir = temp_dir("stale-cache");
+            let one = JsonFileSessionStore::new(&dir);
+            let two = JsonFileSessionStore::new(&dir);
+            one.save("s", &StateChange::replace(&state(&["q"])))
+                .await
+                .unwrap();
+            one.save("s", &step(1, 1, &["a"])).await.unwrap();
+            // `two` appends (the file grows): `one` reads only the new record.
+            two.save("s", &step(2, 2, &["b"])).await.unwrap();
+            let error = one.save("s", &step(2, 2, &["c"])).await.unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    SessionError::Conflict {
+                        expected: 2,
+                        found: 3,
+                        ..
+                    }
+                ),
+                "{error:?}"
+            );
+            assert_eq!(one.save("s", &step(3, 3, &["c"])).await.unwrap(), 4);
+            // `two` rewrites the log (a new file): `one` reads it anew.
+            two.save("s", &step(4, 0, &["z"])).await.unwrap();
+            let error = one.save("s", &step(4, 4, &["d"])).await.unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    SessionError::Conflict {
+                        expected: 4,
+                        found: 5,
+                        ..
+                    }
+                ),
+                "{error:?}"
+            );
+            // `two` deletes the session: `one` finds no log.
+            assert_eq!(one.save("s", &step(5, 1, &["y"])).await.unwrap(), 6);
+            assert!(two.delete("s").await.unwrap());
+            let error = one.save("s", &step(6, 2, &["y"])).await.unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    SessionError::Conflict {
+                        expected: 6,
+                        found: 0,
+                        ..
+                    }
+                ),
+                "{error:?}"
+            );
+            let loaded = one.load("s").await.unwrap();
+            assert_eq!(loaded, None);
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// Another process deletes the session and saves it anew, at another revision with
+    /// other messages, in a log of exactly the cached length: the log's id tells the two
+    /// files apart.
+    #[test]
+    fn a_new_log_of_the_cached_length_is_not_mistaken_for_the_cached_one() {
+        block_on(async {
+            let dir = temp_dir("same-length");
+            let one = JsonFileSessionStore::new(&dir);
+            let two = JsonFileSessionStore::new(&dir);
+            one.save("s", &StateChange::replace(&state(&["q"])))
+                .await
+                .unwrap();
+            one.save("s", &step(1, 1, &["a"])).await.unwrap();
+            let len = fs::metadata(dir.join("s.jsonl")).unwrap().len();
+
+            // Revision 1 holding one message, padded to the same length.
+            let id = new_log_id();
+            let mut again = state(&["r"]).with_metadata_entry("pad", "");
+            again.revision = 1;
+            let short = RecordOut::of_state(&again, &id)
+                .encode("s")
+                .unwrap()
+                .0
+                .len() as u64;
+            assert!(short < len);
+            let pad = "p".repeat(usize::try_from(len - short).unwrap());
+            again = again.with_metadata_entry("pad", pad);
+            assert_eq!(
+                RecordOut::of_state(&again, &id)
+                    .encode("s")
+                    .unwrap()
+                    .0
+                    .len() as u64,
+                len
+            );
+            assert!(two.delete("s").await.unwrap());
+            again.revision = 0;
+            two.save("s", &StateChange::replace(&again)).await.unwrap();
+            assert_eq!(fs::metadata(dir.join("s.jsonl")).unwrap().len(), len);
+
+            // Trusting its cache, `one` would append revision 3 keeping 2 messages.
+            let error = one.save("s", &step(2, 2, &["b"])).await.unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    SessionError::Conflict {
+                        expected: 2,
+                        found: 1,
+                        ..
+                    }
+                ),
+                "{error:?}"
+            );
+            let loaded = one.load("s").await.unwrap().unwrap();
+            assert_eq!((loaded.revision, texts(&loaded)), (1, vec!["r".to_owned()]));
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// Two store values on one directory (two processes) race from one revision, 20 times:
+    /// exactly one save wins each round.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_stores_racing_from_one_revision_one_wins() {
+        let dir = temp_dir("race");
+        let one = JsonFileSessionStore::new(&dir);
+        let two = JsonFileSessionStore::new(&dir);
+        one.save("s", &StateChange::replace(&state(&["q"])))
+            .await
+            .unwrap();
+        let mut expected = vec!["q".to_owned()];
+        for round in 0..20u64 {
+            let base = round + 1;
+            let barrier = Arc::new(tokio::sync::Barrier::new(2));
+            let tasks: Vec<_> = [(one.clone(), "one"), (two.clone(), "two")]
+                .into_iter()
+                .map(|(store, name)| {
+                    let barrier = Arc::clone(&barrier);
+                    let change = step(base, expected.len(), &[&format!("{name} {round}")]);
+                    tokio::spawn(async move {
+                        barrier.wait().await;
+                        (name, store.save("s", &change).await)
+                    })
+                })
+                .collect();
+            let mut winners = Vec::new();
+            for task in tasks {
+                let (name, result) = task.await.unwrap();
+                match result {
+                    Ok(revision) => {
+                        assert_eq!(revision, base + 1);
+                        winners.push(name);
+                    }
+                    Err(SessionError::Conflict {
+                        expected, found, ..
+                    }) => {
+                        assert_eq!((expected, found), (base, base + 1));
+                    }
+                    Err(other) => panic!("{other:?}"),
+                }
+            }
+            assert_eq!(winners.len(), 1, "round {round}: {winners:?}");
+            expected.push(format!("{} {round}", winners[0]));
+        }
+        for store in [&one, &two, &JsonFileSessionStore::new(&dir)] {
+            let loaded = store.load("s").await.unwrap().unwrap();
+            assert_eq!(loaded.revision, 21);
+            assert_eq!(texts(&loaded), expected);
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_cache_is_bounded() {
+        let cache: Cache = Mutex::new(HashMap::new());
+        let info = LogInfo {
+            id: Some("x".into()),
+            ..LogInfo::default()
+        };
+        for index in 0..CACHE_CAPACITY + 10 {
+            remember(&cache, &format!("s{index}"), info.clone());
+            assert!(lock(&cache).len() <= CACHE_CAPACITY);
+        }
+        // A log without an id is never cached.
+        remember(&cache, "s0", LogInfo::default());
+        assert!(!lock(&cache).contains_key("s0"));
+    }
+
+    #[test]
+    fn missing_directories_hold_no_sessions_and_invalid_ids_touch_nothing() {
+        block_on(async {
+            let dir = temp_dir("missing").join("not-yet");
+            let store = JsonFileSessionStore::new(&dir);
+            assert_eq!(store.load("s").await.unwrap(), None);
+            assert!(!store.delete("s").await.unwrap());
+            assert!(store.list().await.unwrap().is_empty());
+            assert!(!dir.exists());
+            for id in ["", ".s", "../s", "a/b"] {
+                let error = store
+                    .save(id, &StateChange::replace(&state(&["x"])))
+                    .await
+                    .unwrap_err();
+                assert!(
+                    matches!(error, SessionError::InvalidSessionId { .. }),
+                    "{error:?}"
+                );
+            }
+            assert!(!dir.exists());
+            store
+                .save("s", &StateChange::replace(&state(&["x"])))
+                .await
+                .unwrap();
+            assert_eq!(store.list().await.unwrap(), ["s"]);
+            fs::remove_dir_all(dir.parent().unwrap()).unwrap();
         });
     }
 }

@@ -53,7 +53,7 @@ pub use json_file::JsonFileSessionStore;
 
 pub use agentscope_core::session::{
     AgentIdentity, AgentState, InvalidState, MAX_SESSION_ID_LEN, SessionError, SessionStore,
-    validate_session_id,
+    StateChange, validate_session_id,
 };
 
 /// Runs blocking file work on tokio's blocking pool inside a tokio runtime, inline

@@ -128,7 +128,10 @@ async fn hits_are_limited_by_top_k_and_min_score() {
 
 #[tokio::test]
 async fn the_query_is_the_last_user_message_of_the_new_input() {
-    let model = ScriptedModel::new([ScriptedResponse::text("a"), ScriptedResponse::text("b")]);
+    let model = ScriptedModel::new([
+        ScriptedResponse::error("model down"),
+        ScriptedResponse::text("b"),
+    ]);
     let agent = agent(&model, GenericRAGHook::new(knowledge()));
     agent
         .call(vec![
@@ -136,8 +139,9 @@ async fn the_query_is_the_last_user_message_of_the_new_input() {
             Msg::user("actually, when do you open?"),
         ])
         .await
-        .unwrap();
-    // A call without new input has no query: no retrieval (history is not searched).
+        .unwrap_err();
+    // A call without new input (a retry of the unanswered input) has no query: no
+    // retrieval (history is not searched).
     agent.call(()).await.unwrap();
     assert_eq!(
         system_texts(&model),

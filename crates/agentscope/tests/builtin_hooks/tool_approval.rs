@@ -101,6 +101,31 @@ async fn approve_runs_the_call_exactly_once() {
     ));
 }
 
+/// Edited arguments are checked against the tool's schema when `edit` is called: a bad
+/// edit is refused at once, naming the problem, and nothing is decided.
+#[tokio::test]
+async fn edit_validates_the_new_arguments_at_once() {
+    let s = stopped(vec![ScriptedResponse::text("It is 9.")]).await;
+    let error = s
+        .approvals
+        .edit("c1", json!({"expression": 42}))
+        .unwrap_err();
+    let ApprovalError::InvalidArguments { id, tool, problems } = &error else {
+        panic!("{error:?}");
+    };
+    assert_eq!((id.as_str(), tool.as_str()), ("c1", "calculator"));
+    assert_eq!(problems, "/expression: 42 is not of type \"string\"");
+    assert_eq!(
+        error.to_string(),
+        "the new arguments for tool call 'c1' (calculator) are invalid: /expression: 42 is not of type \"string\""
+    );
+    // Still undecided: resuming fails as before, and a valid edit is accepted.
+    assert_eq!(ids(&s.approvals.pending()), ["c1"]);
+    s.approvals.edit("c1", expr("4+5")).unwrap();
+    assert_eq!(s.agent.call(()).await.unwrap().text(), "It is 9.");
+    assert_eq!(s.calc.log().calls(), [expr("4+5")]);
+}
+
 #[tokio::test]
 async fn edit_runs_the_new_arguments_and_notes_the_edit_in_the_result() {
     let s = stopped(vec![ScriptedResponse::text("It is 9.")]).await;

@@ -28,6 +28,20 @@ fn after_the_tool_ran() -> Vec<Row> {
     ]
 }
 
+/// After a PostActing hook failed on the calculator's result: the result is withheld.
+fn after_the_result_was_withheld() -> Vec<Row> {
+    vec![
+        user("q"),
+        calc_call_row(),
+        result_row(ToolResultBlock::error(
+            "c1",
+            "calculator",
+            "Error: The tool ran, but its result was withheld because the agent call ended \
+             before the result passed the PostActing hooks.",
+        )),
+    ]
+}
+
 /// Fails with "nope" at events of `kind`.
 fn failing_at(kind: HookEventType) -> HookFn {
     hook_fn(|_| Err(HookError::msg("nope")))
@@ -135,7 +149,12 @@ async fn hook_error_at_pre_acting_closes_the_stored_tool_call() {
 
 #[tokio::test]
 async fn hook_error_at_post_acting_leaves_no_orphan_tool_use() {
-    assert_hook_error_at(HookEventType::PostActing, 10, after_the_tool_ran()).await;
+    assert_hook_error_at(
+        HookEventType::PostActing,
+        10,
+        after_the_result_was_withheld(),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -234,7 +253,7 @@ async fn a_panicking_async_hook_is_caught_and_leaves_no_orphan_tool_use() {
         "async boom",
     );
     let memory = agent.memory().messages();
-    assert_eq!(rows(&memory), after_the_tool_ran());
+    assert_eq!(rows(&memory), after_the_result_was_withheld());
     assert_no_orphan_tool_use(&memory);
     assert_eq!(agent.call("again").await.unwrap().text(), "after");
 }

@@ -304,17 +304,22 @@ async fn assert_goto_cap(max: Option<usize>, expected_max: usize) {
     let err = agent.call("q").await.unwrap_err();
 
     assert!(
-        matches!(err, AgentError::GotoLimitExceeded { max } if max == expected_max),
+        matches!(&err, AgentError::GotoLimitExceeded { max, hook } if *max == expected_max && hook == "goto"),
         "{err:?}"
     );
-    // expected_max gotos were honoured; the next one failed after storing.
-    assert_eq!(model.request_count(), expected_max + 1);
-    let memory = agent.memory().messages();
-    assert_eq!(memory.len(), 1 + 2 * (expected_max + 1));
     assert_eq!(
-        rows(&memory[..3]),
-        vec![user("q"), assistant("again?", None), user("retry")]
+        err.to_string(),
+        format!(
+            "goto_reasoning was requested more than {expected_max} times in one call (the last request by hook 'goto')"
+        )
     );
+    // expected_max gotos were honoured and the next one failed; memory keeps nothing of
+    // the loop (its replies and goto messages), only the input.
+    assert_eq!(model.request_count(), expected_max + 1);
+    assert_eq!(rows(&agent.memory().messages()), vec![user("q")]);
+    // The last request before the cap saw the whole loop.
+    let last = model.requests().last().unwrap().messages.len();
+    assert_eq!(last, 1 + 2 * expected_max);
     let types = rec.types_without_chunks();
     assert_eq!(types.last(), Some(&HookEventType::Error));
     assert!(!types.contains(&HookEventType::PostCall));

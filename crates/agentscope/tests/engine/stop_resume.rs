@@ -170,10 +170,16 @@ async fn resume_with_no_input_runs_the_pending_tools_exactly_once_then_reasons()
         rows(&agent.memory().messages()[..4])
     );
 
-    // Nothing is pending any more: resuming again is a plain (empty) reasoning call.
-    model.push(ScriptedResponse::text("again"));
-    let again = agent.call(()).await.unwrap();
-    assert_eq!(again.text(), "again");
+    // Nothing is pending any more: resuming again is an error, and nothing runs.
+    let again = agent.call(()).await.unwrap_err();
+    assert!(
+        matches!(
+            again,
+            AgentError::Conversation(agentscope::ConversationError::NothingToResume)
+        ),
+        "{again:?}"
+    );
+    assert_eq!(model.requests().len(), 2);
     assert_eq!(calc.log().count(), 2, "the tools ran exactly once");
 }
 

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::support::describe::{describe, memory_of};
 use crate::support::fixtures::{
-    CANCELLED, ELEVEN_KINDS_EVENTS, SwapModel, eleven_kinds_memory, eleven_kinds_script, hang_tool,
-    recorded_agent,
+    CANCELLED, ELEVEN_KINDS_EVENTS, SwapModel, WITHHELD, eleven_kinds_memory, eleven_kinds_script,
+    hang_tool, recorded_agent,
 };
 use crate::support::invariants::{
     Ending, Pending, assert_follow_up_call, assert_invariants, endings,
@@ -105,7 +105,13 @@ fn memory_after_failure_at(kind: HookEventType) -> Vec<String> {
         K::PreCall => vec![],
         K::PreReasoning | K::PostReasoning => full[..1].to_vec(),
         K::PreActing => vec![full[0].clone(), full[1].clone(), cancelled],
-        K::PostActing | K::PreSummary | K::PostSummary => full[..3].to_vec(),
+        // The result the failing hook was handed is withheld, not stored raw.
+        K::PostActing => vec![
+            full[0].clone(),
+            full[1].clone(),
+            format!("tool/progress: tool_result c1 progress error {WITHHELD:?}"),
+        ],
+        K::PreSummary | K::PostSummary => full[..3].to_vec(),
         K::PostCall => full,
         other => panic!("{other} is not chained"),
     }

@@ -14,7 +14,7 @@ use agentscope::InMemoryMemory;
 use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 use agentscope::prelude::*;
 use agentscope::session::{
-    AgentIdentity, AgentState, JsonFileSessionStore, SessionError, SessionStore,
+    AgentIdentity, AgentState, JsonFileSessionStore, SessionError, SessionStore, StateChange,
 };
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
@@ -49,7 +49,7 @@ fn state_of(messages: Vec<Msg>) -> AgentState {
 async fn other_files_in_the_directory_are_not_sessions() {
     let (dir, store) = temp_store();
     store
-        .save("b", &state_of(vec![Msg::user("1")]))
+        .save("b", &StateChange::replace(&state_of(vec![Msg::user("1")])))
         .await
         .unwrap();
     let sessions = dir.path().join("sessions");
@@ -57,15 +57,15 @@ async fn other_files_in_the_directory_are_not_sessions() {
     fs::write(sessions.join(".hidden.json"), "x").unwrap();
     fs::create_dir(sessions.join("sub.json")).unwrap();
     assert_eq!(store.list().await.unwrap(), ["b"]);
-    assert_eq!(store.path_of("b").unwrap(), sessions.join("b.json"));
+    assert_eq!(store.path_of("b").unwrap(), sessions.join("b.jsonl"));
 }
 
 #[tokio::test]
 async fn invalid_session_ids_never_touch_the_disk() {
     let (dir, store) = temp_store();
-    let state = state_of(vec![Msg::user("x")]);
+    let change = StateChange::replace(&state_of(vec![Msg::user("x")]));
     for id in ["../escape", "a/b", "", ".hidden", "a b"] {
-        assert!(store.save(id, &state).await.is_err());
+        assert!(store.save(id, &change).await.is_err());
     }
     assert!(!dir.path().join("sessions").exists());
     assert!(!dir.path().join("escape.json").exists());
@@ -82,22 +82,30 @@ async fn bad_session_files_fail_the_call_and_are_kept() {
     let path = store.path_of("s1").unwrap();
     let good = fs::read(&path).unwrap();
 
-    let cases: [(&[u8], &str); 4] = [
+    let first_line = &good[..good.iter().position(|b| *b == b'\n').unwrap() + 1];
+    let corrupt = |detail: &str| {
+        format!(
+            "session error: session 's1' is corrupt: {}: {detail}",
+            path.display()
+        )
+    };
+    let cases: [(&[u8], String); 4] = [
         (
-            &good[..good.len() / 2],
-            "session error: session 's1' is corrupt: not a valid agent state: EOF while parsing",
+            // A log cut inside its first record: no complete record at all.
+            &first_line[..first_line.len() / 2],
+            corrupt("the log holds no complete record"),
+        ),
+        (b"not json\n", corrupt("line 1: the record is not a JSON object")),
+        (
+            br#"{"version": 7, "revision": 1, "kept": 0, "appended": "from the future"}
+"#,
+            "session error: session 's1' has state format version 7; this build reads version 1"
+                .to_owned(),
         ),
         (
-            b"",
-            "session error: session 's1' is corrupt: not a valid agent state: EOF while parsing a value at line 1 column 0",
-        ),
-        (
-            br#"{"version": 7, "agent": {"name": "x", "id": "y"}, "messages": "from the future"}"#,
-            "session error: session 's1' has state format version 7; this build reads version 1",
-        ),
-        (
-            br#"{"version": 1, "agent": {"name": "x", "id": "y"}, "messages": [{"type": "hologram"}], "saved_at": "2026-01-01T00:00:00Z"}"#,
-            "session error: session 's1' is corrupt: not a valid agent state: missing field `id` at line 1 column 83",
+            br#"{"version": 1, "revision": 1, "kept": 0, "agent": {"name": "x", "id": "y"}, "appended": [{"type": "hologram"}], "saved_at": "2026-01-01T00:00:00Z"}
+"#,
+            corrupt("line 1: missing field `id` at line 1 column 109"),
         ),
     ];
     for (bytes, expected) in cases {
@@ -107,7 +115,7 @@ async fn bad_session_files_fail_the_call_and_are_kept() {
         let before = agent.memory().messages();
         let err = agent.call("next").await.unwrap_err();
         let message = err.to_string();
-        assert!(message.starts_with(expected), "{message}");
+        assert_eq!(message, expected);
         match &err {
             AgentError::Session(error) => assert_eq!(error.session(), Some("s1")),
             other => panic!("{other:?}"),
@@ -150,7 +158,7 @@ async fn io_errors_name_the_session_and_the_path() {
     let message = agent.call("hi").await.unwrap_err().to_string();
     let expected = format!(
         "session error: session 's1': I/O error: reading {}: ",
-        not_a_dir.join("s1.json").display()
+        not_a_dir.join("s1.jsonl").display()
     );
     assert!(message.starts_with(&expected), "{message}");
     assert_eq!(fs::read_to_string(&not_a_dir).unwrap(), "I am a file");
@@ -300,8 +308,8 @@ impl SessionStore for CountingStore {
     fn save<'a>(
         &'a self,
         session: &'a str,
-        state: &'a AgentState,
-    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        change: &'a StateChange,
+    ) -> BoxFuture<'a, Result<u64, SessionError>> {
         self.inner.saves.fetch_add(1, Ordering::SeqCst);
         if self.inner.fail_saves.load(Ordering::SeqCst) {
             return Box::pin(async move {
@@ -312,7 +320,7 @@ impl SessionStore for CountingStore {
                 ))
             });
         }
-        self.files().save(session, state)
+        self.files().save(session, change)
     }
 
     fn load<'a>(
@@ -380,12 +388,14 @@ async fn saves_after_every_call_that_changed_memory() {
     assert!(err.to_string().contains("awaiting approval: [c1]"), "{err}");
     assert_eq!((store.loads(), store.saves()), (3, 2));
 
-    // 4. Approved, the tool runs, then the model fails: what was stored is saved.
+    // 4. Approved, the tool runs, then the model fails: every step was saved (the decision
+    // after PreCall, the running record before the tool, the result after it) and the
+    // failure changed nothing more.
     approvals.approve("c1").unwrap();
     model.push(ScriptedResponse::error("model overloaded"));
     let err = agent.call(()).await.unwrap_err();
     assert_eq!(err.to_string(), "model error: model overloaded");
-    assert_eq!((store.loads(), store.saves()), (4, 3));
+    assert_eq!((store.loads(), store.saves()), (4, 5));
     assert_eq!(calc.log().count(), 1);
     let messages = stored().await;
     assert_eq!(messages, agent.memory().messages());

@@ -7,3 +7,4 @@ mod support;
 
 mod agents;
 mod json_file_conformance;
+mod steps;

@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 /// The result of a tool call that was still running when its agent call ended.
 pub(crate) const CANCELLED: &str =
     "Error: Tool execution was cancelled because the agent call ended before it finished.";
+/// What is stored for a tool result whose PostActing chain failed (or that a failed call's
+/// PostActing hooks never saw).
+pub(crate) const WITHHELD: &str = "Error: The tool ran, but its result was withheld because the agent call ended before the result passed the PostActing hooks.";
 
 /// The reply of an interrupted call.
 pub(crate) const REPLY: &str = "I noticed that you have interrupted me. What can I do for you?";

@@ -1,0 +1,522 @@
+//! The SQL: the schema, and save, load, delete and list on one connection (blocking; the
+//! store runs them on tokio's blocking pool).
+
+use std::path::Path;
+use std::time::Duration;
+
+use agentscope_core::Msg;
+use agentscope_core::session::{AgentIdentity, AgentState, SessionError, StateChange};
+use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
+use serde::de::DeserializeOwned;
+use serde_json::Map;
+
+/// The schema this version writes (see the crate docs). `IF NOT EXISTS`: opening a
+/// database twice, or from several processes, is harmless.
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS agentscope_session_states (
+    session_id    TEXT PRIMARY KEY NOT NULL,
+    revision      INTEGER NOT NULL,
+    version       INTEGER NOT NULL,
+    agent         TEXT NOT NULL,
+    metadata      TEXT NOT NULL,
+    running_tools TEXT NOT NULL,
+    hooks         TEXT NOT NULL,
+    message_count INTEGER NOT NULL,
+    saved_at      TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agentscope_session_messages (
+    session_id TEXT NOT NULL,
+    position   INTEGER NOT NULL,
+    message    TEXT NOT NULL,
+    PRIMARY KEY (session_id, position)
+);
+";
+
+const HAS_LEGACY_TABLE: &str = "SELECT EXISTS (
+    SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'agentscope_sessions'
+)";
+
+const SELECT_HEAD: &str = "SELECT revision, message_count
+    FROM agentscope_session_states WHERE session_id = ?1";
+
+const SELECT_STATE: &str = "SELECT revision, version, agent, metadata, running_tools, hooks,
+        message_count, saved_at
+    FROM agentscope_session_states WHERE session_id = ?1";
+
+const SELECT_MESSAGES: &str = "SELECT position, message FROM agentscope_session_messages
+    WHERE session_id = ?1 ORDER BY position";
+
+const SELECT_LEGACY: &str = "SELECT state FROM agentscope_sessions WHERE session_id = ?1";
+
+const DELETE_MESSAGES_FROM: &str =
+    "DELETE FROM agentscope_session_messages WHERE session_id = ?1 AND position >= ?2";
+
+const INSERT_MESSAGE: &str =
+    "INSERT INTO agentscope_session_messages (session_id, position, message) VALUES (?1, ?2, ?3)";
+
+const UPSERT_STATE: &str = "INSERT INTO agentscope_session_states
+        (session_id, revision, version, agent, metadata, running_tools, hooks, message_count,
+         saved_at)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+    ON CONFLICT (session_id) DO UPDATE SET
+        revision = excluded.revision,
+        version = excluded.version,
+        agent = excluded.agent,
+        metadata = excluded.metadata,
+        running_tools = excluded.running_tools,
+        hooks = excluded.hooks,
+        message_count = excluded.message_count,
+        saved_at = excluded.saved_at";
+
+const DELETE_STATE: &str = "DELETE FROM agentscope_session_states WHERE session_id = ?1";
+const DELETE_ALL_MESSAGES: &str = "DELETE FROM agentscope_session_messages WHERE session_id = ?1";
+const DELETE_LEGACY: &str = "DELETE FROM agentscope_sessions WHERE session_id = ?1";
+
+const LIST: &str = "SELECT session_id FROM agentscope_session_states ORDER BY session_id";
+const LIST_WITH_LEGACY: &str = "SELECT session_id FROM agentscope_session_states
+    UNION SELECT session_id FROM agentscope_sessions ORDER BY session_id";
+
+/// Opens a connection for concurrent, durable use: waits up to `busy_timeout` for another
+/// process's lock, and syncs every commit (`synchronous = FULL`). Creates nothing but an
+/// empty database file. A `reader` connection is `query_only`.
+pub(crate) fn connect(
+    path: &Path,
+    busy_timeout: Duration,
+    reader: bool,
+) -> Result<Connection, rusqlite::Error> {
+    let connection = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    connection.busy_timeout(busy_timeout)?;
+    connection.pragma_update(None, "synchronous", "FULL")?;
+    if reader {
+        connection.pragma_update(None, "query_only", true)?;
+    }
+    Ok(connection)
+}
+
+/// What opening a database found.
+pub(crate) enum Opened {
+    /// The database is in WAL mode and has the tables; `legacy`: it also has the table of
+    /// the previous version, `agentscope_sessions`.
+    Ready { legacy: bool },
+    /// The journal mode could not be set to WAL; it is this one.
+    NotWal(String),
+}
+
+/// Switches the database to WAL mode and creates the tables if needed.
+pub(crate) fn init(connection: &mut Connection) -> Result<Opened, rusqlite::Error> {
+    let mode: String =
+        connection.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Ok(Opened::NotWal(mode));
+    }
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(SCHEMA)?;
+    let legacy: bool = tx.query_row(HAS_LEGACY_TABLE, [], |row| row.get(0))?;
+    tx.commit()?;
+    Ok(Opened::Ready { legacy })
+}
+
+/// A change serialised for its rows, before the writer is taken.
+pub(crate) struct EncodedChange {
+    change: StateChange,
+    agent: String,
+    metadata: String,
+    running_tools: String,
+    hooks: String,
+    saved_at: String,
+    appended: Vec<String>,
+}
+
+impl EncodedChange {
+    pub(crate) fn new(session: &str, change: &StateChange) -> Result<Self, SessionError> {
+        let appended = change
+            .appended
+            .iter()
+            .map(|msg| encode(session, msg))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            change: change.clone(),
+            agent: encode(session, &change.agent)?,
+            metadata: encode(session, &change.metadata)?,
+            running_tools: encode(session, &change.running_tools)?,
+            hooks: encode(session, &change.hooks)?,
+            saved_at: change.saved_at.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+            appended,
+        })
+    }
+}
+
+fn encode(session: &str, value: &impl serde::Serialize) -> Result<String, SessionError> {
+    serde_json::to_string(value)
+        .map_err(|error| SessionError::corrupt(session, format_args!("cannot serialise: {error}")))
+}
+
+/// Saves `change` as session `session` in one `BEGIN IMMEDIATE` transaction: checks it
+/// against the stored revision and message count, deletes the messages it does not keep,
+/// inserts the appended ones and writes the session row. With `legacy`, a session stored
+/// only in the previous version's table is moved into the new tables by the same
+/// transaction. Returns the new revision; on any error nothing is written.
+pub(crate) fn save(
+    connection: &mut Connection,
+    session: &str,
+    encoded: &EncodedChange,
+    legacy: bool,
+) -> Result<u64, SessionError> {
+    let db = |error: rusqlite::Error| SessionError::backend(Some(session), "saving", error);
+    let change = &encoded.change;
+    let tx = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)?;
+    let head = tx
+        .prepare_cached(SELECT_HEAD)
+        .and_then(|mut statement| {
+            statement
+                .query_row([session], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
+        })
+        .map_err(db)?;
+    let id = session;
+    let (revision, stored_messages, migrated) = match head {
+        Some((revision, count)) => (
+            to_u64(session, "revision", revision)?,
+            to_usize(session, "message_count", count)?,
+            None,
+        ),
+        None => match legacy.then(|| load_legacy(&tx, session)).transpose() {
+            Ok(Some(Some(state))) => (state.revision, state.messages.len(), Some(state.messages)),
+            Ok(_) => (0, 0, None),
+            Err(error) => return Err(error.for_save(session)),
+        },
+    };
+    change.check(session, revision, stored_messages)?;
+
+    let kept = to_i64(session, change.kept)?;
+    // Always: it also clears rows a damaged database holds past the stored count.
+    tx.prepare_cached(DELETE_MESSAGES_FROM)
+        .and_then(|mut statement| statement.execute(rusqlite::params![id, kept]))
+        .map_err(db)?;
+    {
+        let mut insert = tx.prepare_cached(INSERT_MESSAGE).map_err(db)?;
+        if let Some(messages) = &migrated {
+            for (position, msg) in messages.iter().take(change.kept).enumerate() {
+                let json = encode(session, msg)?;
+                insert
+                    .execute(rusqlite::params![id, to_i64(session, position)?, json])
+                    .map_err(db)?;
+            }
+        }
+        for (offset, json) in encoded.appended.iter().enumerate() {
+            let position = to_i64(session, change.kept + offset)?;
+            insert
+                .execute(rusqlite::params![id, position, json])
+                .map_err(db)?;
+        }
+    }
+    if migrated.is_some() {
+        tx.prepare_cached(DELETE_LEGACY)
+            .and_then(|mut statement| statement.execute([id]))
+            .map_err(db)?;
+    }
+    let new_revision = change.revision();
+    let revision_value = i64::try_from(new_revision).map_err(|_| SessionError::InvalidChange {
+        session: session.to_owned(),
+        message: format!("revision {new_revision} is out of range"),
+    })?;
+    let count = to_i64(session, change.kept + change.appended.len())?;
+    tx.prepare_cached(UPSERT_STATE)
+        .and_then(|mut statement| {
+            statement.execute(rusqlite::params![
+                id,
+                revision_value,
+                AgentState::CURRENT_VERSION,
+                encoded.agent,
+                encoded.metadata,
+                encoded.running_tools,
+                encoded.hooks,
+                count,
+                encoded.saved_at,
+            ])
+        })
+        .map_err(db)?;
+    tx.commit().map_err(db)?;
+    Ok(new_revision)
+}
+
+/// Reads session `session` (one read transaction, so the session row and its messages are
+/// of one revision); with `legacy`, falls back to the previous version's table.
+pub(crate) fn load(
+    connection: &mut Connection,
+    session: &str,
+    legacy: bool,
+) -> Result<Option<AgentState>, SessionError> {
+    let db = |error: rusqlite::Error| SessionError::backend(Some(session), "loading", error);
+    let tx = connection.transaction().map_err(db)?;
+    let row = tx
+        .prepare_cached(SELECT_STATE)
+        .and_then(|mut statement| {
+            statement
+                .query_row([session], |row| {
+                    let mut values = Vec::with_capacity(8);
+                    for column in 0..8 {
+                        values.push(row.get::<_, Value>(column)?);
+                    }
+                    Ok(values)
+                })
+                .optional()
+        })
+        .map_err(db)?;
+    let Some(row) = row else {
+        return match legacy {
+            true => load_legacy(&tx, session).map_err(|error| error.for_load(session)),
+            false => Ok(None),
+        };
+    };
+    let [
+        revision,
+        version,
+        agent,
+        metadata,
+        running_tools,
+        hooks,
+        count,
+        saved_at,
+    ] = <[Value; 8]>::try_from(row)
+        .map_err(|_| SessionError::corrupt(session, "the session row does not have 8 columns"))?;
+
+    // The version first: a newer format is reported as such, not as whatever it changed.
+    let version = integer(session, "version", &version)?;
+    let version = u32::try_from(version).map_err(|_| {
+        SessionError::corrupt(
+            session,
+            format_args!("the version {version} is out of range"),
+        )
+    })?;
+    if version != AgentState::CURRENT_VERSION {
+        return Err(SessionError::UnsupportedVersion {
+            session: session.to_owned(),
+            found: version,
+            supported: AgentState::CURRENT_VERSION,
+        });
+    }
+    let revision = to_u64(
+        session,
+        "revision",
+        integer(session, "revision", &revision)?,
+    )?;
+    let count = to_usize(
+        session,
+        "message_count",
+        integer(session, "message_count", &count)?,
+    )?;
+    let agent: AgentIdentity = json(session, "the agent column", (&agent).into())?;
+    let metadata: Map<String, serde_json::Value> =
+        json(session, "the metadata column", (&metadata).into())?;
+    let running_tools: Vec<String> =
+        json(session, "the running_tools column", (&running_tools).into())?;
+    let hooks: Map<String, serde_json::Value> = json(session, "the hooks column", (&hooks).into())?;
+    let saved_at = match &saved_at {
+        Value::Text(text) => DateTime::parse_from_rfc3339(text)
+            .map(|time| time.with_timezone(&Utc))
+            .map_err(|error| {
+                SessionError::corrupt(
+                    session,
+                    format_args!("saved_at '{text}' is not an RFC 3339 time: {error}"),
+                )
+            })?,
+        other => {
+            return Err(SessionError::corrupt(
+                session,
+                format_args!(
+                    "the saved_at column holds a value of type {}, not text",
+                    ValueRef::from(other).data_type()
+                ),
+            ));
+        }
+    };
+
+    let mut messages = Vec::with_capacity(count);
+    {
+        let mut statement = tx.prepare_cached(SELECT_MESSAGES).map_err(db)?;
+        let mut rows = statement.query([session]).map_err(db)?;
+        while let Some(row) = rows.next().map_err(db)? {
+            let position: i64 = row.get(0).map_err(db)?;
+            if usize::try_from(position).ok() != Some(messages.len()) {
+                return Err(SessionError::corrupt(
+                    session,
+                    format_args!(
+                        "message rows are not numbered 0, 1, 2, ...: found position {position} \
+                         where {} was expected",
+                        messages.len()
+                    ),
+                ));
+            }
+            let what = format!("message {position}");
+            let msg: Msg = json(session, &what, row.get_ref(1).map_err(db)?)?;
+            messages.push(msg);
+        }
+    }
+    if messages.len() != count {
+        return Err(SessionError::corrupt(
+            session,
+            format_args!(
+                "the session row counts {count} messages but {} message rows are stored",
+                messages.len()
+            ),
+        ));
+    }
+    let mut state = AgentState::new(agent, messages).with_metadata(metadata);
+    state.version = version;
+    state.revision = revision;
+    state.running_tools = running_tools;
+    state.hooks = hooks;
+    state.saved_at = saved_at;
+    state.check_for(session)?;
+    Ok(Some(state))
+}
+
+/// A read of the previous version's table failed: a database error (reported as part of
+/// the operation that read it) or a state that cannot be read.
+enum LegacyError {
+    Db(rusqlite::Error),
+    State(SessionError),
+}
+
+impl LegacyError {
+    fn for_save(self, session: &str) -> SessionError {
+        self.named(session, "saving")
+    }
+
+    fn for_load(self, session: &str) -> SessionError {
+        self.named(session, "loading")
+    }
+
+    fn named(self, session: &str, what: &str) -> SessionError {
+        match self {
+            LegacyError::Db(error) => SessionError::backend(Some(session), what, error),
+            LegacyError::State(error) => error,
+        }
+    }
+}
+
+/// Session `session` as the previous version stored it (whole-state JSON in
+/// `agentscope_sessions`). Such a session exists, so its revision is at least 1.
+fn load_legacy(tx: &Transaction<'_>, session: &str) -> Result<Option<AgentState>, LegacyError> {
+    let value = tx
+        .prepare_cached(SELECT_LEGACY)
+        .and_then(|mut statement| {
+            statement
+                .query_row([session], |row| row.get::<_, Value>(0))
+                .optional()
+        })
+        .map_err(LegacyError::Db)?;
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let bytes = match &value {
+        Value::Text(text) => text.as_bytes(),
+        Value::Blob(bytes) => bytes,
+        other => {
+            return Err(LegacyError::State(SessionError::corrupt(
+                session,
+                format_args!(
+                    "the state column holds a value of type {}, not JSON text",
+                    ValueRef::from(other).data_type()
+                ),
+            )));
+        }
+    };
+    let mut state = AgentState::decode(session, bytes).map_err(LegacyError::State)?;
+    state.revision = state.revision.max(1);
+    Ok(Some(state))
+}
+
+/// Deletes session `session` from every table; returns whether it existed.
+pub(crate) fn delete(
+    connection: &mut Connection,
+    session: &str,
+    legacy: bool,
+) -> Result<bool, SessionError> {
+    let mut run = || -> Result<bool, rusqlite::Error> {
+        let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut deleted = tx.prepare_cached(DELETE_STATE)?.execute([session])?;
+        tx.prepare_cached(DELETE_ALL_MESSAGES)?.execute([session])?;
+        if legacy {
+            deleted += tx.prepare_cached(DELETE_LEGACY)?.execute([session])?;
+        }
+        tx.commit()?;
+        Ok(deleted > 0)
+    };
+    run().map_err(|error| SessionError::backend(Some(session), "deleting", error))
+}
+
+/// The stored session ids, sorted (byte order, as Rust sorts strings).
+pub(crate) fn list(connection: &mut Connection, legacy: bool) -> Result<Vec<String>, SessionError> {
+    let run = || -> Result<Vec<String>, rusqlite::Error> {
+        let mut statement =
+            connection.prepare_cached(if legacy { LIST_WITH_LEGACY } else { LIST })?;
+        let ids = statement.query_map([], |row| row.get::<_, String>(0))?;
+        ids.collect()
+    };
+    run().map_err(|error| SessionError::backend(None, "listing sessions", error))
+}
+
+/// Decodes the JSON in column `what` of session `session`.
+fn json<T: DeserializeOwned>(
+    session: &str,
+    what: &str,
+    value: ValueRef<'_>,
+) -> Result<T, SessionError> {
+    let bytes = match value {
+        ValueRef::Text(bytes) | ValueRef::Blob(bytes) => bytes,
+        other => {
+            return Err(SessionError::corrupt(
+                session,
+                format_args!(
+                    "{what} holds a value of type {}, not JSON text",
+                    other.data_type()
+                ),
+            ));
+        }
+    };
+    serde_json::from_slice(bytes).map_err(|error| {
+        SessionError::corrupt(session, format_args!("{what} is not valid: {error}"))
+    })
+}
+
+fn integer(session: &str, what: &str, value: &Value) -> Result<i64, SessionError> {
+    match value {
+        Value::Integer(value) => Ok(*value),
+        other => Err(SessionError::corrupt(
+            session,
+            format_args!(
+                "the {what} column holds a value of type {}, not an integer",
+                ValueRef::from(other).data_type()
+            ),
+        )),
+    }
+}
+
+fn to_u64(session: &str, what: &str, value: i64) -> Result<u64, SessionError> {
+    u64::try_from(value)
+        .map_err(|_| SessionError::corrupt(session, format_args!("the {what} {value} is negative")))
+}
+
+fn to_usize(session: &str, what: &str, value: i64) -> Result<usize, SessionError> {
+    usize::try_from(value).map_err(|_| {
+        SessionError::corrupt(session, format_args!("the {what} {value} is out of range"))
+    })
+}
+
+fn to_i64(session: &str, value: usize) -> Result<i64, SessionError> {
+    i64::try_from(value).map_err(|_| SessionError::InvalidChange {
+        session: session.to_owned(),
+        message: format!("position {value} is out of range"),
+    })
+}

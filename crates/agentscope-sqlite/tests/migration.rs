@@ -1,0 +1,223 @@
+//! Databases written by the previous version (one row of whole-state JSON per session in
+//! `agentscope_sessions`, created here by raw SQL in that shape): their sessions load, list
+//! and delete; the first save of one moves it into the new tables in the same transaction,
+//! and nothing stored before is lost.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use agentscope::prelude::*;
+use agentscope::session::{AgentIdentity, AgentState, SessionError, SessionStore, StateChange};
+use agentscope_sqlite::SqliteSessionStore;
+use agentscope_test::session_store::rich_state;
+use agentscope_test::{ScriptedModel, ScriptedResponse};
+use rusqlite::Connection;
+use serde_json::json;
+
+/// The previous version's schema, as it created it.
+const OLD_SCHEMA: &str = "
+PRAGMA journal_mode = WAL;
+CREATE TABLE IF NOT EXISTS agentscope_sessions (
+    session_id TEXT PRIMARY KEY NOT NULL,
+    version    INTEGER NOT NULL,
+    state      TEXT NOT NULL,
+    saved_at   TEXT NOT NULL
+);";
+
+/// The JSON the previous version stored for `state`: no revision (it had none).
+fn old_json(state: &AgentState) -> String {
+    let mut value = serde_json::to_value(state).unwrap();
+    value.as_object_mut().unwrap().remove("revision");
+    serde_json::to_string(&value).unwrap()
+}
+
+/// Writes a database as the previous version did, holding `sessions`.
+fn old_database(path: &Path, sessions: &[(&str, &AgentState)]) {
+    let connection = Connection::open(path).unwrap();
+    connection.execute_batch(OLD_SCHEMA).unwrap();
+    for (session, state) in sessions {
+        insert_old_row(&connection, session, &old_json(state));
+    }
+}
+
+fn insert_old_row(connection: &Connection, session: &str, json: &str) {
+    connection
+        .execute(
+            "INSERT INTO agentscope_sessions (session_id, version, state, saved_at) \
+             VALUES (?1, 1, ?2, '2026-11-30T10:00:01+00:00')",
+            rusqlite::params![session, json],
+        )
+        .unwrap();
+}
+
+fn old_rows(path: &Path) -> Vec<String> {
+    let connection = Connection::open(path).unwrap();
+    let mut statement = connection
+        .prepare("SELECT session_id FROM agentscope_sessions ORDER BY session_id")
+        .unwrap();
+    statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn new_message_rows(path: &Path, session: &str) -> i64 {
+    let connection = Connection::open(path).unwrap();
+    connection
+        .query_row(
+            "SELECT COUNT(*) FROM agentscope_session_messages WHERE session_id = ?1",
+            [session],
+            |row| row.get(0),
+        )
+        .unwrap()
+}
+
+fn with_revision(mut state: AgentState, revision: u64) -> AgentState {
+    state.revision = revision;
+    state
+}
+
+fn chat() -> AgentState {
+    AgentState::new(
+        AgentIdentity::new("assistant", "agent-old"),
+        vec![Msg::user("Hi, I am Alice."), Msg::assistant("Hello Alice!")],
+    )
+    .with_metadata_entry("user", json!("alice"))
+}
+
+/// Old sessions are listed with the new ones, load as revision 1, and an agent continuing
+/// one migrates it on its first save: every old message is kept, in order, and the old row
+/// is gone.
+#[tokio::test]
+async fn old_sessions_load_and_move_to_the_new_tables_on_their_first_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let rich = rich_state();
+    let chat = chat();
+    old_database(&path, &[("old-chat", &chat), ("old-rich", &rich)]);
+
+    let store = SqliteSessionStore::open(&path).unwrap();
+    store
+        .save("new", &StateChange::replace(&chat))
+        .await
+        .unwrap();
+    assert_eq!(store.list().await.unwrap(), ["new", "old-chat", "old-rich"]);
+    assert_eq!(
+        store.load("old-rich").await.unwrap(),
+        Some(with_revision(rich.clone(), 1))
+    );
+    assert_eq!(
+        store.load("old-chat").await.unwrap(),
+        Some(with_revision(chat.clone(), 1))
+    );
+
+    // An agent continues the old conversation.
+    let model = ScriptedModel::new([ScriptedResponse::text("You are Alice.")]);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .session(store.clone(), "old-chat")
+        .build()
+        .unwrap();
+    agent.call("Who am I?").await.unwrap();
+    assert_eq!(
+        &model.requests()[0].messages[..2],
+        &chat.messages[..],
+        "the model saw the old conversation"
+    );
+    assert_eq!(old_rows(&path), ["old-rich"], "the old row moved");
+    assert_eq!(new_message_rows(&path, "old-chat"), 4);
+    let migrated = store.load("old-chat").await.unwrap().unwrap();
+    assert_eq!(&migrated.messages[..2], &chat.messages[..]);
+    assert_eq!(migrated.messages, agent.memory().messages());
+    assert!(migrated.revision >= 2);
+    assert_eq!(migrated.metadata, chat.metadata);
+    // Another handle, opened after the move, reads the same.
+    let other = SqliteSessionStore::open(&path).unwrap();
+    assert_eq!(other.load("old-chat").await.unwrap(), Some(migrated));
+
+    // An old session is an existing one: a save expecting no session is a conflict, and
+    // changes nothing.
+    let err = store
+        .save("old-rich", &StateChange::replace(&chat))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, SessionError::Conflict { session, expected: 0, found: 1 } if session == "old-rich"),
+        "{err:?}"
+    );
+    assert_eq!(old_rows(&path), ["old-rich"]);
+    // A save from revision 1 that keeps part of it moves it, keeping what it keeps.
+    let keep_three = StateChange::new(1, 3, vec![Msg::user("more")], rich.agent.clone());
+    assert_eq!(store.save("old-rich", &keep_three).await.unwrap(), 2);
+    assert!(old_rows(&path).is_empty());
+    let moved = store.load("old-rich").await.unwrap().unwrap();
+    assert_eq!(&moved.messages[..3], &rich.messages[..3]);
+    assert_eq!(moved.messages[3].text(), "more");
+    assert_eq!(moved.messages.len(), 4);
+    assert_eq!(moved.revision, 2);
+    assert_eq!(store.list().await.unwrap(), ["new", "old-chat", "old-rich"]);
+}
+
+/// Deleting an old session removes its old row.
+#[tokio::test]
+async fn old_sessions_can_be_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    old_database(&path, &[("a", &chat()), ("b", &chat())]);
+    let store = SqliteSessionStore::open(&path).unwrap();
+    assert!(store.delete("a").await.unwrap());
+    assert!(!store.delete("a").await.unwrap());
+    assert_eq!(old_rows(&path), ["b"]);
+    assert_eq!(store.load("a").await.unwrap(), None);
+    assert_eq!(store.list().await.unwrap(), ["b"]);
+    // The id is free again: a new session starts at revision 1.
+    assert_eq!(
+        store
+            .save("a", &StateChange::replace(&chat()))
+            .await
+            .unwrap(),
+        1
+    );
+}
+
+/// An old row that cannot be read fails load and save naming the session and stays as it
+/// was (nothing is migrated, nothing lost); it can be deleted.
+#[tokio::test]
+async fn unreadable_old_rows_fail_and_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    old_database(&path, &[]);
+    let connection = Connection::open(&path).unwrap();
+    insert_old_row(
+        &connection,
+        "truncated",
+        r#"{"version": 1, "agent": {"name""#,
+    );
+    insert_old_row(&connection, "newer", r#"{"version": 2, "whatever": true}"#);
+    let store = SqliteSessionStore::open(&path).unwrap();
+    let cases = [
+        (
+            "truncated",
+            "session 'truncated' is corrupt: not a valid agent state: EOF while parsing an \
+             object at line 1 column 31",
+        ),
+        (
+            "newer",
+            "session 'newer' has state format version 2; this build reads version 1",
+        ),
+    ];
+    for (session, expected) in cases {
+        assert_eq!(store.load(session).await.unwrap_err().to_string(), expected);
+        let change = StateChange::new(1, 0, vec![Msg::user("x")], AgentIdentity::new("a", "1"));
+        assert_eq!(
+            store.save(session, &change).await.unwrap_err().to_string(),
+            expected
+        );
+        assert_eq!(new_message_rows(&path, session), 0);
+    }
+    assert_eq!(old_rows(&path), ["newer", "truncated"]);
+    assert_eq!(store.list().await.unwrap(), ["newer", "truncated"]);
+    assert!(store.delete("truncated").await.unwrap());
+    assert_eq!(old_rows(&path), ["newer"]);
+}

@@ -1,0 +1,78 @@
+//! A stream dropped right after its first tool result.
+
+use agentscope::prelude::*;
+use futures::StreamExt;
+
+use crate::worker::{StoreKind, approval_agent, open_store};
+
+async fn dropped_after_tool_result(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = match kind {
+        StoreKind::Json => dir.path().join("sessions"),
+        StoreKind::Sqlite => dir.path().join("sessions.db"),
+    };
+    let store = open_store(kind, &path);
+    let effects = dir.path().join("effects");
+    // The model's answer after the tool never comes in time: the call is still running
+    // when the consumer goes away, as with a real model.
+    let model = agentscope_test::ScriptedModel::new([
+        agentscope_test::ScriptedResponse::tool_call(
+            "t1",
+            "transfer",
+            serde_json::json!({"amount": 5}),
+        ),
+        agentscope_test::ScriptedResponse::text("Sent.")
+            .with_delay(std::time::Duration::from_secs(600)),
+    ]);
+    let (agent, approvals) = approval_agent(store.clone(), "s", model, effects.clone());
+    agent.call("Send 5.").await.unwrap();
+    approvals.approve("t1").unwrap();
+
+    // The consumer goes away right after the tool result (a closed browser tab).
+    let mut stream = agent.stream((), StreamOptions::default());
+    loop {
+        let event = stream.next().await.unwrap().unwrap();
+        if event.event_type == EventType::ToolResult && event.is_last {
+            break;
+        }
+    }
+    drop(stream);
+    drop(agent);
+    let done = || {
+        std::fs::read_to_string(&effects)
+            .unwrap()
+            .lines()
+            .filter(|line| *line == "done")
+            .count()
+    };
+    assert_eq!(done(), 1);
+
+    // A fresh agent (another process, after a restart) resumes: the result is stored, so
+    // the tool does not run again; the model reads the result and answers.
+    let model =
+        agentscope_test::ScriptedModel::new([agentscope_test::ScriptedResponse::text("Sent.")]);
+    let (fresh, _) = approval_agent(store.clone(), "s", model.clone(), effects.clone());
+    let reply = fresh.call(()).await.unwrap();
+    assert_eq!(reply.text(), "Sent.");
+    assert_eq!(done(), 1);
+    let sent = &model.requests()[0].messages;
+    let last = sent.last().unwrap();
+    assert_eq!(last.tool_results()[0].id, "t1");
+    let stored = store.load("s").await.unwrap().unwrap();
+    let roles: Vec<Role> = stored.messages.iter().map(|msg| msg.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+    assert!(stored.running_tools.is_empty());
+}
+
+#[tokio::test]
+async fn a_dropped_stream_never_runs_an_approved_tool_again_json() {
+    dropped_after_tool_result(StoreKind::Json).await;
+}
+
+#[tokio::test]
+async fn a_dropped_stream_never_runs_an_approved_tool_again_sqlite() {
+    dropped_after_tool_result(StoreKind::Sqlite).await;
+}

@@ -1,0 +1,191 @@
+//! Kill -9 at random instants while a worker resumes an approved tool.
+
+use std::path::Path;
+
+use agentscope::prelude::*;
+use agentscope::session::SessionStore;
+use serde_json::Value;
+
+use crate::worker::{
+    Outcome, StoreKind, Task, approval_agent, finish, open_store, spawn, transfer_model,
+};
+
+const TRIALS: usize = 30;
+
+/// What one trial came to.
+#[derive(Debug, Default)]
+struct Tally {
+    /// The killed worker stored the tool's result (and maybe the answer).
+    completed_before_kill: usize,
+    /// The approval was stored; a resume ran the tool to completion.
+    completed_on_resume: usize,
+    /// The tool was recorded as started and its result never stored: the resume gave the
+    /// "interrupted while running" result instead of running it again.
+    interrupted_while_running: usize,
+    /// Killed before the approval was stored: the session still awaited it, nothing ran,
+    /// and it was approved again.
+    approval_not_yet_stored: usize,
+}
+
+fn lines(path: &Path, line: &str) -> usize {
+    std::fs::read_to_string(path)
+        .map(|text| text.lines().filter(|l| *l == line).count())
+        .unwrap_or(0)
+}
+
+/// The text of t1's stored result, if there is one.
+fn t1_result(messages: &[Msg]) -> Option<String> {
+    messages
+        .iter()
+        .flat_map(Msg::tool_results)
+        .find(|result| result.id == "t1")
+        .map(|result| {
+            result
+                .output
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::Text(text) => Some(text.text.to_string()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("")
+        })
+}
+
+async fn trials(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = match kind {
+        StoreKind::Json => dir.path().join("sessions"),
+        StoreKind::Sqlite => dir.path().join("sessions.db"),
+    };
+    let store = open_store(kind, &path);
+    let mut tally = Tally::default();
+    // How long a resume takes unkilled, from spawning to exit: the kills are spread evenly
+    // over it, so they land before the approval is stored, while the tool runs, and after.
+    let lifetime = {
+        let effects = dir.path().join("effects-calibration");
+        let (agent, _) = approval_agent(
+            store.clone(),
+            "calibration",
+            transfer_model(),
+            effects.clone(),
+        );
+        agent.call("Send 5.").await.unwrap();
+        let started = std::time::Instant::now();
+        let outcomes = finish(spawn(&Task::Resume {
+            store: kind,
+            path: path.clone(),
+            session: "calibration".into(),
+            effects,
+            approve: true,
+        }));
+        assert!(
+            matches!(outcomes.as_slice(), [Outcome::Ok(_)]),
+            "{outcomes:?}"
+        );
+        started.elapsed()
+    };
+    for trial in 0..TRIALS {
+        let session = format!("kill-{trial}");
+        let effects = dir.path().join(format!("effects-{trial}"));
+        // The first call stops for approval of t1.
+        let (agent, _) = approval_agent(store.clone(), &session, transfer_model(), effects.clone());
+        let stopped = agent.call("Send 5.").await.unwrap();
+        assert_eq!(
+            stopped.generate_reason(),
+            Some(GenerateReason::ReasoningStopRequested)
+        );
+        drop(agent);
+
+        // A worker approves and resumes; it is killed at a random instant.
+        let task = |approve| Task::Resume {
+            store: kind,
+            path: path.clone(),
+            session: session.clone(),
+            effects: effects.clone(),
+            approve,
+        };
+        let mut child = spawn(&task(true));
+        tokio::time::sleep(lifetime.mul_f64(trial as f64 / TRIALS as f64)).await;
+        let _ = child.kill();
+        let _ = child.wait();
+
+        // Resume until the conversation is whole, approving only when the session does not
+        // hold the approval (or the started record) already.
+        let mut resumes = 0;
+        let mut classified = false;
+        loop {
+            let state = store.load(&session).await.unwrap().unwrap();
+            let result = t1_result(&state.messages);
+            if let Some(text) = &result
+                && !classified
+            {
+                classified = true;
+                match text.as_str() {
+                    t if t.starts_with("transferred") && resumes == 0 => {
+                        tally.completed_before_kill += 1;
+                    }
+                    t if t.starts_with("transferred") => tally.completed_on_resume += 1,
+                    t if t.contains("interrupted while running") => {
+                        tally.interrupted_while_running += 1;
+                    }
+                    other => panic!("trial {trial}: unexpected result {other:?}"),
+                }
+            }
+            let answered = state
+                .messages
+                .last()
+                .is_some_and(|msg| msg.role == Role::Assistant);
+            if result.is_some() && answered {
+                break;
+            }
+            let decided = result.is_some()
+                || state
+                    .hooks
+                    .get("tool_approval")
+                    .and_then(|state| state.get("decisions"))
+                    .and_then(Value::as_object)
+                    .is_some_and(|decisions| decisions.contains_key("t1"))
+                || state.running_tools.iter().any(|id| id == "t1");
+            if !decided {
+                tally.approval_not_yet_stored += 1;
+            }
+            let outcomes = finish(spawn(&task(!decided)));
+            assert!(
+                matches!(outcomes.as_slice(), [Outcome::Ok(_)]),
+                "trial {trial}: a resume failed (a stored approval asked for again?): {outcomes:?}"
+            );
+            resumes += 1;
+            assert!(resumes <= 2, "trial {trial}: not whole after two resumes");
+        }
+        // At most once to completion, never started twice.
+        let (starts, dones) = (lines(&effects, "start"), lines(&effects, "done"));
+        assert!(
+            starts <= 1 && dones <= 1,
+            "trial {trial}: {starts} starts, {dones} completions"
+        );
+        // The conversation is whole: nothing pending, the answer stored last.
+        let state = store.load(&session).await.unwrap().unwrap();
+        assert!(state.running_tools.is_empty(), "trial {trial}");
+        assert_eq!(
+            state.messages.last().map(Msg::text).as_deref(),
+            Some("Sent."),
+            "trial {trial}"
+        );
+    }
+    println!("{kind:?}: {TRIALS} trials, kills spread over {lifetime:?}: {tally:?}");
+    assert_eq!(
+        tally.completed_before_kill + tally.completed_on_resume + tally.interrupted_while_running,
+        TRIALS
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_resumes_never_run_an_approved_tool_twice_json() {
+    trials(StoreKind::Json).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_resumes_never_run_an_approved_tool_twice_sqlite() {
+    trials(StoreKind::Sqlite).await;
+}

@@ -1,0 +1,18 @@
+//! Durability across process boundaries, with real processes: this test binary spawns
+//! copies of itself as workers (the ignored test `worker::run`, started with
+//! `--ignored --exact worker::run` and a task in the environment), kills them with
+//! SIGKILL at random instants, and checks what the session store holds afterwards.
+//!
+//! - `kill`: a worker resuming an approved tool is killed at random instants (JSON file and
+//!   SQLite stores): the tool never runs twice to completion, no approval recorded in the
+//!   session is asked for again, and every call ends with a result once resumed.
+//! - `writers`: two worker processes make 100 calls each on one session: every call that
+//!   returned `Ok` has its turn stored; every other call returned a conflict.
+//! - `dropped`: a stream dropped right after its first tool result; a fresh agent resumes
+//!   and the tool does not run again.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod dropped;
+mod kill;
+mod worker;
+mod writers;

@@ -1,0 +1,225 @@
+//! The worker side: what a spawned copy of this binary does, and how the tests start one.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
+use agentscope::prelude::*;
+use agentscope::session::{JsonFileSessionStore, SessionError, SessionStore};
+use agentscope_sqlite::SqliteSessionStore;
+use agentscope_test::{ScriptedModel, ScriptedResponse};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// The environment variable that carries a worker's task (JSON).
+const TASK: &str = "AGENTSCOPE_DURABILITY_TASK";
+
+/// Which store a worker uses, on a path the test owns.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) enum StoreKind {
+    Json,
+    Sqlite,
+}
+
+/// What a worker does.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum Task {
+    /// Resume session `session`, whose `transfer` call `t1` awaits approval: approve it
+    /// unless the session already holds the decision (or the call started), then
+    /// `call(())`. The tool appends `start` and `done` lines to `effects`.
+    Resume {
+        store: StoreKind,
+        path: PathBuf,
+        session: String,
+        effects: PathBuf,
+        approve: bool,
+    },
+    /// Make `calls` calls `"{tag}-{i}"` on session `session`; print the outcomes.
+    Write {
+        store: StoreKind,
+        path: PathBuf,
+        session: String,
+        tag: String,
+        calls: usize,
+    },
+}
+
+/// How one worker call ended, printed as `OUTCOME <json>`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Ok(String),
+    Conflict(String),
+    Busy(String),
+    Other(String),
+}
+
+pub(crate) fn open_store(kind: StoreKind, path: &Path) -> Arc<dyn SessionStore> {
+    match kind {
+        StoreKind::Json => Arc::new(JsonFileSessionStore::new(path)),
+        StoreKind::Sqlite => Arc::new(SqliteSessionStore::open(path).unwrap()),
+    }
+}
+
+/// The tool whose runs the kill test counts: `start` when it begins, `done` (synced) when
+/// it completes, with a random pause between so kills land inside it too.
+pub(crate) fn transfer_tool(effects: PathBuf) -> impl Tool {
+    tool_fn(
+        "transfer",
+        "Transfers money.",
+        json!({"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}),
+        move |_input, _ctx| {
+            let effects = effects.clone();
+            async move {
+                append(&effects, "start");
+                tokio::time::sleep(Duration::from_millis(fastrand_ms(5, 40))).await;
+                append(&effects, "done");
+                Ok("transferred".to_owned())
+            }
+        },
+    )
+}
+
+fn fastrand_ms(low: u64, high: u64) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    low + nanos % (high - low + 1)
+}
+
+fn append(path: &Path, line: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    file.write_all(format!("{line}\n").as_bytes()).unwrap();
+    file.sync_data().unwrap();
+}
+
+/// The model of the kill test: one `transfer` call, then the answer.
+pub(crate) fn transfer_model() -> ScriptedModel {
+    ScriptedModel::new([
+        ScriptedResponse::tool_call("t1", "transfer", json!({"amount": 5})),
+        ScriptedResponse::text("Sent."),
+    ])
+}
+
+/// An agent on `session` of `store` with the approval hook and the `transfer` tool.
+pub(crate) fn approval_agent(
+    store: Arc<dyn SessionStore>,
+    session: &str,
+    model: ScriptedModel,
+    effects: PathBuf,
+) -> (ReActAgent, ToolApprovalHook) {
+    let approvals = ToolApprovalHook::new(ApprovalPolicy::tools(["transfer"]));
+    let agent = ReActAgent::builder()
+        .model(model)
+        .toolkit(Toolkit::new().tool(transfer_tool(effects)))
+        .hook(approvals.clone())
+        .session(store, session)
+        .build()
+        .unwrap();
+    (agent, approvals)
+}
+
+pub(crate) fn classify(result: Result<Msg, AgentError>) -> Outcome {
+    match result {
+        Ok(reply) => Outcome::Ok(reply.text()),
+        Err(AgentError::Session(error @ SessionError::Conflict { .. })) => {
+            Outcome::Conflict(error.to_string())
+        }
+        Err(error @ AgentError::Busy) => Outcome::Busy(error.to_string()),
+        Err(error) => Outcome::Other(error.to_string()),
+    }
+}
+
+/// Starts a worker for `task`; its stdout is piped.
+pub(crate) fn spawn(task: &Task) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "worker::run",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(TASK, serde_json::to_string(task).unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for a worker and returns the outcomes it printed; panics if it failed.
+pub(crate) fn finish(child: Child) -> Vec<Outcome> {
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "worker failed: {:?}",
+        output.status
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        // libtest may print "test worker::run ... " on the same line first.
+        .filter_map(|line| line.split_once("OUTCOME ").map(|(_, json)| json))
+        .map(|json| serde_json::from_str(json).unwrap())
+        .collect()
+}
+
+/// The worker entry point: runs the task in `AGENTSCOPE_DURABILITY_TASK`. Ignored, so a
+/// normal test run does not run it; the tests start it in child processes.
+#[test]
+#[ignore = "started by the durability tests in child processes"]
+fn run() {
+    let task: Task = serde_json::from_str(&std::env::var(TASK).expect("a worker task")).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async move {
+        match task {
+            Task::Resume {
+                store,
+                path,
+                session,
+                effects,
+                approve,
+            } => {
+                let store = open_store(store, &path);
+                let stored = store.load(&session).await.unwrap().unwrap();
+                // This process's model only answers: the tool call is stored already.
+                let model = ScriptedModel::new([ScriptedResponse::text("Sent.")]);
+                let (agent, approvals) = approval_agent(store, &session, model, effects);
+                if approve {
+                    approvals.restore(&stored.messages);
+                    approvals.approve("t1").unwrap();
+                }
+                println!(
+                    "OUTCOME {}",
+                    serde_json::to_string(&classify(agent.call(()).await)).unwrap()
+                );
+            }
+            Task::Write {
+                store,
+                path,
+                session,
+                tag,
+                calls,
+            } => {
+                let store = open_store(store, &path);
+                let model = ScriptedModel::new([ScriptedResponse::text("noted")]).cycling();
+                let agent = ReActAgent::builder()
+                    .model(model)
+                    .session(store, session)
+                    .build()
+                    .unwrap();
+                for i in 0..calls {
+                    let outcome = classify(agent.call(format!("{tag}-{i}")).await);
+                    println!("OUTCOME {}", serde_json::to_string(&outcome).unwrap());
+                }
+            }
+        }
+    });
+}

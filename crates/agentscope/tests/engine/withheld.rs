@@ -1,0 +1,94 @@
+//! Results that never passed the PostActing hooks listening are never stored raw (an
+//! interrupted batch keeps its computed results: see `interrupt`), and a resume needs
+//! something to resume.
+
+use agentscope::ConversationError;
+use agentscope::prelude::*;
+use agentscope_test::{ScriptedModel, ScriptedResponse};
+use serde_json::json;
+
+const WITHHELD: &str = "Error: The tool ran, but its result was withheld because the agent \
+    call ended before the result passed the PostActing hooks.";
+
+fn output_text(result: &ToolResultBlock) -> String {
+    result
+        .output
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text(text) => Some(text.text.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn secret_tool(name: &'static str) -> impl Tool {
+    tool_fn(
+        name,
+        "Reads a secret.",
+        json!({"type": "object"}),
+        |_input, _ctx| async { Ok("password=hunter2") },
+    )
+}
+
+/// A redaction hook fails on the first result: neither that result nor the second one
+/// (which no PostActing hook saw) reaches memory or a later model request raw.
+#[tokio::test]
+async fn a_failed_post_acting_chain_never_stores_raw_results() {
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_calls([("a", "read_a", json!({})), ("b", "read_b", json!({}))]),
+        ScriptedResponse::text("ok"),
+    ]);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(
+            Toolkit::new()
+                .tool(secret_tool("read_a"))
+                .tool(secret_tool("read_b")),
+        )
+        .hook(
+            hook_fn(|event| match event {
+                HookEvent::PostActing(_) => Err(HookError::msg("redactor unavailable")),
+                _ => Ok(()),
+            })
+            .with_name("redactor"),
+        )
+        .build()
+        .unwrap();
+    let error = agent.call("read both").await.unwrap_err();
+    assert!(
+        matches!(&error, AgentError::Hook { hook, event: HookEventType::PostActing, .. } if hook == "redactor"),
+        "{error:?}"
+    );
+    let memory = agent.memory().messages();
+    let results: Vec<(String, bool, String)> = memory
+        .iter()
+        .flat_map(Msg::tool_results)
+        .map(|r| (r.id.clone(), r.is_error, output_text(r)))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("a".to_owned(), true, WITHHELD.to_owned()),
+            ("b".to_owned(), true, WITHHELD.to_owned()),
+        ]
+    );
+    assert!(memory.iter().all(|msg| !msg.text().contains("hunter2")));
+}
+
+#[tokio::test]
+async fn resuming_with_nothing_to_resume_is_an_error() {
+    let model = ScriptedModel::new([ScriptedResponse::text("Hi.")]);
+    let agent = ReActAgent::builder().model(model.clone()).build().unwrap();
+    let error = agent.call(()).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            AgentError::Conversation(ConversationError::NothingToResume)
+        ),
+        "{error:?}"
+    );
+    agent.call("hello").await.unwrap();
+    assert!(agent.call(()).await.is_err());
+    assert_eq!(model.request_count(), 1);
+    assert_eq!(agent.memory().len(), 2);
+}

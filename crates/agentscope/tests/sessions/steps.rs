@@ -1,0 +1,411 @@
+//! Step-level persistence: what a session-bound call saves at each step, conflicts between
+//! writers, tool calls recorded as running, and the approval hook's state kept with the
+//! session.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
+use agentscope::prelude::*;
+use agentscope::session::{
+    AgentState, JsonFileSessionStore, SessionError, SessionStore, StateChange,
+};
+use agentscope_test::{ScriptedModel, ScriptedResponse};
+use futures::future::BoxFuture;
+use serde_json::json;
+use tempfile::TempDir;
+
+fn temp_store() -> (TempDir, JsonFileSessionStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonFileSessionStore::new(dir.path().join("sessions"));
+    (dir, store)
+}
+
+/// A store that records every change it is asked to save.
+#[derive(Clone)]
+struct Recording {
+    files: JsonFileSessionStore,
+    changes: Arc<Mutex<Vec<StateChange>>>,
+}
+
+impl SessionStore for Recording {
+    fn save<'a>(
+        &'a self,
+        session: &'a str,
+        change: &'a StateChange,
+    ) -> BoxFuture<'a, Result<u64, SessionError>> {
+        self.changes.lock().unwrap().push(change.clone());
+        self.files.save(session, change)
+    }
+
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
+        self.files.load(session)
+    }
+
+    fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+        self.files.delete(session)
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
+        self.files.list()
+    }
+}
+
+/// The text of a tool result's output.
+fn output_text(result: &agentscope::ToolResultBlock) -> String {
+    result
+        .output
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text(text) => Some(text.text.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A tool counting its runs.
+fn counted(name: &'static str, runs: Arc<AtomicUsize>) -> impl Tool {
+    tool_fn(
+        name,
+        "Does something once.",
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+        move |_input, _ctx| {
+            let runs = Arc::clone(&runs);
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok("done")
+            }
+        },
+    )
+}
+
+/// (base, kept, number of appended messages, running tools) of each save.
+fn shape(changes: &[StateChange]) -> Vec<(u64, usize, usize, Vec<String>)> {
+    changes
+        .iter()
+        .map(|c| (c.base, c.kept, c.appended.len(), c.running_tools.clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_call_saves_at_every_step_and_only_what_changed() {
+    let (_dir, files) = temp_store();
+    let store = Recording {
+        files,
+        changes: Arc::default(),
+    };
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("t1", "act", json!({"n": 1})),
+        ScriptedResponse::text("Done."),
+    ]);
+    let agent = ReActAgent::builder()
+        .model(model)
+        .toolkit(Toolkit::new().tool(counted("act", runs.clone())))
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    agent.call("go").await.unwrap();
+
+    let t1 = vec!["t1".to_owned()];
+    assert_eq!(
+        shape(&store.changes.lock().unwrap()),
+        [
+            // The input and the reasoning message with the tool call.
+            (0, 0, 2, vec![]),
+            // Before the tool runs: nothing new but the running record.
+            (1, 2, 0, t1),
+            // The result, which ends the running record.
+            (2, 2, 1, vec![]),
+            // The answer, at the end of the call.
+            (3, 3, 1, vec![]),
+        ]
+    );
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert_eq!(stored.revision, 4);
+    assert_eq!(stored.messages.len(), 4);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    // The next call appends to what is stored.
+    store.changes.lock().unwrap().clear();
+    let model = ScriptedModel::new([ScriptedResponse::text("Again.")]);
+    let agent = ReActAgent::builder()
+        .model(model)
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    agent.call("more").await.unwrap();
+    assert_eq!(shape(&store.changes.lock().unwrap()), [(4, 4, 2, vec![])]);
+}
+
+/// A call that fails before the model answers saves once, at its end: the input it stored
+/// (there is no step before the model's first message).
+#[tokio::test]
+async fn a_call_that_fails_before_the_model_answers_saves_once_at_the_end() {
+    let (_dir, files) = temp_store();
+    let store = Recording {
+        files,
+        changes: Arc::default(),
+    };
+    let model = ScriptedModel::new([ScriptedResponse::error("overloaded")]);
+    let agent = ReActAgent::builder()
+        .model(model)
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    assert!(agent.call("hi").await.is_err());
+    assert_eq!(shape(&store.changes.lock().unwrap()), [(0, 0, 1, vec![])]);
+}
+
+/// Makes a whole call of another agent at PreReasoning.
+struct Interloper(Arc<ReActAgent>);
+
+impl Hook for Interloper {
+    async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
+        if matches!(event, HookEvent::PreReasoning(_)) {
+            self.0.call("in between").await.map_err(HookError::msg)?;
+        }
+        Ok(())
+    }
+}
+
+/// Another writer saves the session while a call runs: the call's next step fails with a
+/// conflict naming both revisions, before its tool runs, and nothing of it is stored.
+#[tokio::test]
+async fn a_concurrent_writer_makes_the_call_fail_with_a_conflict_before_tools_run() {
+    let (_dir, store) = temp_store();
+    let first = ReActAgent::builder()
+        .model(ScriptedModel::new([ScriptedResponse::text("Hi.")]))
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    first.call("hello").await.unwrap(); // revision 1
+
+    let other = Arc::new(
+        ReActAgent::builder()
+            .model(ScriptedModel::new([ScriptedResponse::text("Other.")]))
+            .session(store.clone(), "s")
+            .build()
+            .unwrap(),
+    );
+    // While `agent` reasons, `other` completes a whole call on the same session.
+    let interloper = Arc::clone(&other);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = ReActAgent::builder()
+        .model(ScriptedModel::new([ScriptedResponse::tool_call(
+            "t1",
+            "act",
+            json!({"n": 1}),
+        )]))
+        .toolkit(Toolkit::new().tool(counted("act", runs.clone())))
+        .hook(Interloper(interloper))
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+
+    let error = agent.call("mine").await.unwrap_err();
+    let AgentError::Session(SessionError::Conflict {
+        session,
+        expected,
+        found,
+    }) = &error
+    else {
+        panic!("{error:?}");
+    };
+    assert_eq!((session.as_str(), *expected, *found), ("s", 1, 2));
+    let session_error = std::error::Error::source(&error)
+        .and_then(|source| source.downcast_ref::<SessionError>())
+        .unwrap();
+    assert!(matches!(session_error, SessionError::Conflict { .. }));
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "the tool must not run");
+    let texts: Vec<String> = store
+        .load("s")
+        .await
+        .unwrap()
+        .unwrap()
+        .messages
+        .iter()
+        .map(Msg::text)
+        .collect();
+    assert_eq!(texts, ["hello", "Hi.", "in between", "Other."]);
+}
+
+/// A call dropped while its tool runs leaves the call recorded as running; a resume in a
+/// fresh agent does not run a non-idempotent tool again and gives it the "interrupted while
+/// running" result; an idempotent tool runs again.
+#[tokio::test]
+async fn tools_recorded_as_running_are_rerun_only_when_idempotent() {
+    for idempotent in [false, true] {
+        let (_dir, store) = temp_store();
+        let started = Arc::new(tokio::sync::Notify::new());
+        let runs = Arc::new(AtomicUsize::new(0));
+        let tool = {
+            let (started, runs) = (started.clone(), runs.clone());
+            let tool = tool_fn(
+                "act",
+                "Acts.",
+                json!({"type": "object"}),
+                move |_input, _ctx| {
+                    let (started, runs) = (started.clone(), runs.clone());
+                    async move {
+                        if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+                            // The first run never finishes: its call is dropped meanwhile.
+                            started.notify_one();
+                            std::future::pending::<()>().await;
+                        }
+                        Ok("acted")
+                    }
+                },
+            );
+            if idempotent { tool.idempotent() } else { tool }
+        };
+        let toolkit = Toolkit::new().tool(tool);
+        let model = ScriptedModel::new([
+            ScriptedResponse::tool_call("t1", "act", json!({})),
+            ScriptedResponse::text("Done."),
+        ]);
+        let agent = ReActAgent::builder()
+            .model(model)
+            .toolkit(toolkit.clone())
+            .session(store.clone(), "s")
+            .build()
+            .unwrap();
+        tokio::select! {
+            _ = agent.call("go") => panic!("the call cannot finish"),
+            () = started.notified() => {}
+        }
+        let stored = store.load("s").await.unwrap().unwrap();
+        assert_eq!(stored.running_tools, ["t1"]);
+
+        let model = ScriptedModel::new([ScriptedResponse::text("Done.")]);
+        let fresh = ReActAgent::builder()
+            .model(model.clone())
+            .toolkit(toolkit)
+            .session(store.clone(), "s")
+            .build()
+            .unwrap();
+        assert_eq!(fresh.call(()).await.unwrap().text(), "Done.");
+        let stored = store.load("s").await.unwrap().unwrap();
+        assert!(stored.running_tools.is_empty());
+        let result = stored.messages[2].tool_results()[0].clone();
+        if idempotent {
+            assert_eq!(runs.load(Ordering::SeqCst), 2);
+            assert!(!result.is_error);
+        } else {
+            assert_eq!(runs.load(Ordering::SeqCst), 1);
+            assert!(result.is_error);
+            assert_eq!(
+                output_text(&result),
+                "Error: Tool execution was interrupted while running (the agent stopped before \
+                 its result was stored), so it was not run again; its effects may or may not \
+                 have happened."
+            );
+        }
+    }
+}
+
+fn approval_agent(
+    store: &JsonFileSessionStore,
+    model: ScriptedModel,
+    runs: &Arc<AtomicUsize>,
+) -> (ReActAgent, ToolApprovalHook) {
+    let approvals = ToolApprovalHook::new(ApprovalPolicy::tools(["act"]));
+    let agent = ReActAgent::builder()
+        .model(model)
+        .toolkit(Toolkit::new().tool(counted("act", runs.clone())))
+        .hook(approvals.clone())
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    (agent, approvals)
+}
+
+/// Never lets PreActing finish: the process "dies" there (the test drops the call).
+struct HangAtPreActing(Arc<tokio::sync::Notify>);
+
+impl Hook for HangAtPreActing {
+    async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
+        if matches!(event, HookEvent::PreActing(_)) {
+            self.0.notify_one();
+            std::future::pending::<()>().await;
+        }
+        Ok(())
+    }
+
+    fn priority(&self) -> i32 {
+        100 // before the approval hook applies the decision
+    }
+}
+
+/// An approval decision is stored with the session once the resume passed PreCall: when
+/// the resuming process dies after that point, a fresh agent and hook (another process)
+/// continue without asking again, and the tool runs once.
+#[tokio::test]
+async fn approval_decisions_survive_a_restart() {
+    let (_dir, store) = temp_store();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new([ScriptedResponse::tool_call("t1", "act", json!({"n": 1}))]);
+    let (agent, approvals) = approval_agent(&store, model, &runs);
+    agent.call("go").await.unwrap();
+    approvals.approve("t1").unwrap();
+    let reached = Arc::new(tokio::sync::Notify::new());
+    agent.add_hook(HangAtPreActing(reached.clone()));
+    tokio::select! {
+        _ = agent.call(()) => panic!("the call cannot finish"),
+        () = reached.notified() => {}
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert_eq!(
+        stored.hooks["tool_approval"]["decisions"]["t1"],
+        json!({"decision": "approve"})
+    );
+
+    let model = ScriptedModel::new([ScriptedResponse::text("Done.")]);
+    let (fresh, _) = approval_agent(&store, model, &runs);
+    assert_eq!(fresh.call(()).await.unwrap().text(), "Done.");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert!(!stored.hooks.contains_key("tool_approval"));
+}
+
+/// A rejection is remembered with the session: after a restart, the identical call is
+/// refused at once instead of stopping for approval again.
+#[tokio::test]
+async fn remembered_rejections_survive_a_restart() {
+    let (_dir, store) = temp_store();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("t1", "act", json!({"n": 1})),
+        ScriptedResponse::text("Understood."),
+    ]);
+    let (agent, approvals) = approval_agent(&store, model, &runs);
+    agent.call("go").await.unwrap();
+    approvals.reject("t1", "not today").unwrap();
+    agent.call(()).await.unwrap();
+
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("t2", "act", json!({"n": 1})),
+        ScriptedResponse::text("Fine."),
+    ]);
+    let (fresh, fresh_approvals) = approval_agent(&store, model, &runs);
+    let reply = fresh.call("try again").await.unwrap();
+    assert_eq!(reply.text(), "Fine.");
+    assert!(fresh_approvals.pending().is_empty());
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let stored = store.load("s").await.unwrap().unwrap();
+    let refused = stored
+        .messages
+        .iter()
+        .flat_map(Msg::tool_results)
+        .find(|result| result.id == "t2")
+        .map(output_text)
+        .unwrap();
+    assert!(
+        refused.starts_with("Rejected by the user: not today (this exact call was rejected before"),
+        "{refused}"
+    );
+}
