@@ -13,8 +13,54 @@ use crate::conversation::ConversationError;
 use crate::hook::HookEventType;
 use crate::session::SessionError;
 
-/// A type-erased error source, shared so that errors stay `Clone`.
-pub type ErrorSource = Arc<dyn StdError + Send + Sync + 'static>;
+/// The underlying error of a failure (an I/O error, a user tool's error), shared so that
+/// errors stay `Clone`.
+///
+/// The error that holds one returns the underlying error itself from
+/// [`source()`](StdError::source), so `downcast_ref` finds its type:
+///
+/// ```
+/// use std::error::Error;
+/// use agentscope_core::{ErrorSource, ToolError};
+///
+/// let error = ToolError::Failed {
+///     message: "cannot read the file".into(),
+///     source: Some(ErrorSource::new(std::io::Error::other("disk on fire"))),
+/// };
+/// let io = error.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+/// assert_eq!(io.map(ToString::to_string).as_deref(), Some("disk on fire"));
+/// ```
+#[derive(Clone)]
+pub struct ErrorSource(Arc<dyn StdError + Send + Sync + 'static>);
+
+impl ErrorSource {
+    /// Shares `error`.
+    pub fn new(error: impl StdError + Send + Sync + 'static) -> Self {
+        Self(Arc::new(error))
+    }
+}
+
+/// Derefs to the underlying error (deliberately not `Error` itself: the `source()` of the
+/// error holding it is then the underlying error, not this wrapper).
+impl std::ops::Deref for ErrorSource {
+    type Target = dyn StdError + Send + Sync + 'static;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl fmt::Debug for ErrorSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for ErrorSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
 
 /// A hook failed.
 ///
@@ -38,11 +84,10 @@ pub enum HookError {
         /// The panic payload, when it was a string.
         message: String,
     },
-    /// `goto_reasoning` was called with messages that cannot continue the conversation.
-    /// (Boxed: every hook returns a `Result<(), HookError>`, which stays as small as the
-    /// other variants make it.)
-    #[error(transparent)]
-    InvalidGoto(Box<ConversationError>),
+    /// `goto_reasoning` was called with messages that cannot continue the conversation
+    /// (the rule is the error's `source()`).
+    #[error("{0}")]
+    InvalidGoto(#[source] ConversationError),
     /// A setter was given a value that would break the call (e.g. a tool-use id change).
     #[error("{message}")]
     InvalidModification {
@@ -70,7 +115,7 @@ impl HookError {
     pub fn new(source: impl StdError + Send + Sync + 'static) -> Self {
         HookError::Failed {
             message: source.to_string(),
-            source: Some(Arc::new(source)),
+            source: Some(ErrorSource::new(source)),
         }
     }
 
@@ -233,7 +278,7 @@ impl ToolError {
     pub fn new(source: impl StdError + Send + Sync + 'static) -> Self {
         ToolError::Failed {
             message: source.to_string(),
-            source: Some(Arc::new(source)),
+            source: Some(ErrorSource::new(source)),
         }
     }
 
@@ -282,7 +327,7 @@ pub enum AgentError {
     /// The call's input, or a message a hook changed, breaks a rule of the conversation's
     /// shape (a SYSTEM message, a stray tool result, new input while tool calls are pending,
     /// ...). See [`conversation`](crate::conversation).
-    #[error(transparent)]
+    #[error("{0}")]
     Conversation(#[from] ConversationError),
     /// Hooks requested `goto_reasoning` more often than `max_goto_reasoning` allows. The
     /// messages of the loop (each reasoning message that asked for a goto, and its goto
@@ -381,6 +426,86 @@ mod tests {
             ids: vec!["c1".into(), "c2".into()],
         });
         assert!(err.to_string().contains("[c1, c2]"), "{err}");
+    }
+
+    /// Every error an `AgentError` wraps is its `source()`, and downcasts to its own type;
+    /// so is the error under a hook's, a tool's, a model's or a store's failure.
+    #[test]
+    fn wrapped_errors_are_reachable_by_source_and_downcast() {
+        fn source_as<'a, T: StdError + 'static>(error: &'a (dyn StdError + 'static)) -> &'a T {
+            error
+                .source()
+                .and_then(|source| source.downcast_ref::<T>())
+                .unwrap_or_else(|| panic!("{error:?}: no {} source", std::any::type_name::<T>()))
+        }
+
+        let io = || std::io::Error::other("disk on fire");
+        let session =
+            AgentError::from(crate::session::SessionError::io(Some("s"), "writing", io()));
+        let inner = source_as::<crate::session::SessionError>(&session);
+        assert_eq!(
+            source_as::<std::io::Error>(inner).to_string(),
+            "disk on fire"
+        );
+
+        let model = AgentError::from(ModelError::Other {
+            message: "x".into(),
+            source: Some(ErrorSource::new(io())),
+        });
+        let inner = source_as::<ModelError>(&model);
+        assert_eq!(
+            source_as::<std::io::Error>(inner).to_string(),
+            "disk on fire"
+        );
+
+        let hook = AgentError::Hook {
+            hook: "h".into(),
+            event: crate::HookEventType::PreCall,
+            source: HookError::Failed {
+                message: "m".into(),
+                source: Some(ErrorSource::new(io())),
+            },
+        };
+        let inner = source_as::<HookError>(&hook);
+        assert_eq!(
+            source_as::<std::io::Error>(inner).to_string(),
+            "disk on fire"
+        );
+
+        let goto = HookError::InvalidGoto(ConversationError::NothingToResume);
+        assert_eq!(
+            source_as::<ConversationError>(&goto),
+            &ConversationError::NothingToResume
+        );
+        let conversation = AgentError::from(ConversationError::NothingToResume);
+        assert_eq!(
+            source_as::<ConversationError>(&conversation),
+            &ConversationError::NothingToResume
+        );
+        // Wrapping changes no message.
+        assert_eq!(
+            conversation.to_string(),
+            ConversationError::NothingToResume.to_string()
+        );
+        assert_eq!(
+            goto.to_string(),
+            ConversationError::NothingToResume.to_string()
+        );
+
+        let tool = ToolError::Failed {
+            message: "m".into(),
+            source: Some(ErrorSource::new(io())),
+        };
+        assert_eq!(
+            source_as::<std::io::Error>(&tool).to_string(),
+            "disk on fire"
+        );
+    }
+
+    #[test]
+    fn hook_results_stay_small() {
+        // Every hook returns `Result<(), HookError>`; keep it within a few words.
+        assert_eq!(std::mem::size_of::<Result<(), HookError>>(), 48);
     }
 
     #[test]

@@ -117,7 +117,7 @@ impl Model for OpenAIChatModel {
             .and_then(|body| serde_json::to_vec(&body))
             .map_err(|err| ModelError::Other {
                 message: format!("cannot serialise the request: {err}"),
-                source: Some(Arc::new(err)),
+                source: Some(agentscope_core::ErrorSource::new(err)),
             })?;
         stream::start(Arc::clone(&self.settings), body.into()).await
     }

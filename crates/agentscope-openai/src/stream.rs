@@ -234,7 +234,7 @@ impl Failure {
         } else {
             ModelError::Connection {
                 message: error_chain(&err),
-                source: Some(Arc::new(err)),
+                source: Some(agentscope_core::ErrorSource::new(err)),
             }
         };
         Self { error, retryable }

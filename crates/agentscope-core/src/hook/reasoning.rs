@@ -178,8 +178,7 @@ impl PostReasoningEvent {
     /// assert!(event.is_goto_requested());
     /// ```
     pub fn goto_reasoning(&mut self, messages: Vec<Msg>) -> Result<(), HookError> {
-        check_goto(&self.message, &messages)
-            .map_err(|rule| HookError::InvalidGoto(Box::new(rule)))?;
+        check_goto(&self.message, &messages).map_err(HookError::InvalidGoto)?;
         self.goto = Some(messages);
         self.goto_unattributed = true;
         Ok(())

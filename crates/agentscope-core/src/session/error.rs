@@ -1,7 +1,6 @@
 //! [`SessionError`] and session id validation.
 
 use std::fmt;
-use std::sync::Arc;
 
 use crate::error::ErrorSource;
 
@@ -148,7 +147,7 @@ impl SessionError {
         SessionError::Io {
             session: session.map(str::to_owned),
             message: format!("{message}: {source}"),
-            source: Some(Arc::new(source)),
+            source: Some(ErrorSource::new(source)),
         }
     }
 
@@ -162,7 +161,7 @@ impl SessionError {
         SessionError::Backend {
             session: session.map(str::to_owned),
             message: format!("{message}: {source}"),
-            source: Some(Arc::new(source)),
+            source: Some(ErrorSource::new(source)),
         }
     }
 }

@@ -482,7 +482,7 @@ pub fn read_trace(reader: impl BufRead) -> Result<Vec<TraceRecord>, TraceReadErr
         }
         let record = serde_json::from_str(&line).map_err(|error| TraceReadError::Parse {
             line: line_number,
-            source: Arc::new(error),
+            source: ErrorSource::new(error),
         })?;
         records.push(record);
     }

@@ -65,7 +65,7 @@ impl LongTermMemoryError {
     pub fn new(source: impl std::error::Error + Send + Sync + 'static) -> Self {
         LongTermMemoryError::Failed {
             message: source.to_string(),
-            source: Some(Arc::new(source)),
+            source: Some(ErrorSource::new(source)),
         }
     }
 }

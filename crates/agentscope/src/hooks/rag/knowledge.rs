@@ -88,7 +88,7 @@ impl KnowledgeError {
     pub fn new(source: impl std::error::Error + Send + Sync + 'static) -> Self {
         KnowledgeError::Failed {
             message: source.to_string(),
-            source: Some(Arc::new(source)),
+            source: Some(ErrorSource::new(source)),
         }
     }
 }
