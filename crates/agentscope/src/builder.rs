@@ -193,11 +193,15 @@ impl ReActAgentBuilder {
     ///   fresh conversation (empty, or the [`state`](Self::state) given here). A failed load
     ///   fails the call with [`AgentError::Session`](agentscope_core::AgentError::Session)
     ///   before any hook runs and without storing or overwriting anything;
-    /// - after the call ends, whether it answered, stopped for approval, suspended, was
-    ///   interrupted or failed after storing messages, the session is saved if memory
-    ///   changed. A failed save fails a call that had succeeded;
-    /// - a dropped (cancelled) call cannot await a save: the session keeps its state from
-    ///   before that call, and the next call's load brings memory back to it.
+    /// - the call saves what changed at every step: after a reasoning message with tool
+    ///   calls, before tools run (recording them as running), after each tool result
+    ///   (before the stream shows it), and when it ends, however it ends. Saves are
+    ///   compare-and-swap: when another writer saved the session meanwhile, the call fails
+    ///   with a [`SessionError::Conflict`](crate::session::SessionError::Conflict); a failed
+    ///   save fails the call;
+    /// - a dropped (cancelled) call or a killed process leaves the session as of its last
+    ///   step; a tool recorded as running without a result is not run again on resume
+    ///   unless it is [idempotent](agentscope_core::Tool::idempotent).
     ///
     /// With a session the store is the source of truth: change memory through calls,
     /// [`observe`](ReActAgent::observe) and [`load_state`](ReActAgent::load_state), not with

@@ -85,7 +85,9 @@ impl Call<'_> {
                     .map(|job| job.tool_use.id.clone()),
             );
         }
-        self.checkpoint().await?;
+        if let Some(save) = self.checkpoint() {
+            save.await?;
+        }
         self.run_tools(&mut jobs).await?;
 
         // PostActing for each result, in call order; each result is stored as it settles.
@@ -127,7 +129,9 @@ impl Call<'_> {
                 last = Some(message.clone());
             }
             self.config.memory.add(message);
-            self.checkpoint().await?;
+            if let Some(save) = self.checkpoint() {
+                save.await?;
+            }
             if let Some(message) = streamed {
                 self.emit(EventType::ToolResult, true, || message).await;
             }

@@ -19,6 +19,8 @@ use agentscope_core::{
     PreCallEvent, Role, Tool, ToolResultBlock, ToolUseBlock,
 };
 
+use futures::future::BoxFuture;
+
 use crate::config::AgentConfig;
 use crate::runtime::AgentRuntime;
 use crate::session::Synced;
@@ -74,8 +76,9 @@ pub(crate) async fn run(
     // before any hook runs or anything is stored.
     // (Boxed: the session's futures live on the heap only for agents that have one, so they
     // don't enlarge every call's future.)
+    // Boxed: the call's future carries one pointer for it, not the whole state.
     let session = match config.session.is_some() {
-        true => Box::pin(config.load_session(runtime)).await?,
+        true => Box::pin(config.load_session(runtime)).await?.map(Box::new),
         false => None,
     };
     // Declared before `call`: when the call is dropped, its open tool calls are closed first.
@@ -154,7 +157,7 @@ pub(crate) async fn run(
 async fn save_session(
     config: &AgentConfig,
     runtime: &AgentRuntime,
-    mut synced: Synced,
+    mut synced: Box<Synced>,
     result: Result<Msg, AgentError>,
 ) -> Result<Msg, AgentError> {
     let Err(save_error) = config.save_session(runtime, Some(&mut synced)).await else {
@@ -204,7 +207,7 @@ pub(crate) struct Call<'a> {
     runtime: &'a AgentRuntime,
     /// With a bound session: the stored revision the call works from. Saved at step
     /// boundaries (see `checkpoint`).
-    session: Option<Synced>,
+    session: Option<Box<Synced>>,
     hooks: &'a HookChain,
     /// The agent's toolkit, plus this call's extra tools.
     toolkit: &'a Toolkit,
@@ -283,8 +286,10 @@ impl Call<'_> {
         self.base_system = system;
         // A hook that recorded session state at PreCall (an approval decision) has it
         // stored before anything runs.
-        if self.hook_state_changed() {
-            self.checkpoint().await?;
+        if self.hook_state_changed()
+            && let Some(save) = self.checkpoint()
+        {
+            save.await?;
         }
         // 4. Pending tool calls.
         let mut next = match self.accept_input(input)? {
@@ -388,26 +393,40 @@ impl Call<'_> {
     /// calls recorded as running) and after each tool result is stored, always before the
     /// stream shows the step, so a consumer that drops the stream after an event finds
     /// that event's effects stored.
-    async fn checkpoint(&mut self) -> Result<(), AgentError> {
-        match (&self.config.session, &mut self.session) {
-            (Some(binding), Some(synced)) => {
-                let config = self.config;
-                let hooks = self
-                    .context
-                    .as_ref()
-                    .and_then(|context| context.extensions().get::<HookState>())
-                    .map(HookState::entries);
-                Box::pin(binding.save(
+    ///
+    /// `None` without a session: the step costs a branch, and the save's future (boxed,
+    /// made out of line) never sits in the call's own future.
+    #[inline]
+    fn checkpoint(&mut self) -> Option<BoxFuture<'_, Result<(), AgentError>>> {
+        match self.session {
+            Some(_) => Some(self.save_step()),
+            None => None,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn save_step(&mut self) -> BoxFuture<'_, Result<(), AgentError>> {
+        Box::pin(async move {
+            let config = self.config;
+            let (Some(binding), Some(synced)) = (&config.session, &mut self.session) else {
+                return Ok(());
+            };
+            let hooks = self
+                .context
+                .as_ref()
+                .and_then(|context| context.extensions().get::<HookState>())
+                .map(HookState::entries);
+            binding
+                .save(
                     synced,
                     &config.identity(),
                     &*config.memory,
                     self.runtime.metadata(),
                     hooks,
-                ))
+                )
                 .await
-            }
-            _ => Ok(()),
-        }
+        })
     }
 
     /// Whether a hook changed the session's `HookState` since it was stored.

@@ -132,7 +132,9 @@ impl Call<'_> {
         config.memory.add(message);
         // Tracked from the moment they are stored, so no exit leaves them without a result.
         self.open.open(&calls);
-        self.checkpoint().await?;
+        if let Some(save) = self.checkpoint() {
+            save.await?;
+        }
         if let Some(message) = streamed {
             self.emit(EventType::Reasoning, true, || message).await;
         }

@@ -1,16 +1,19 @@
 //! Durable sessions: save an agent's conversation and resume it in another process.
 //!
 //! - [`AgentState`] is what is stored: the agent's memory (pending tool calls and suspended
-//!   results included), its name and id, user metadata and a format version; see its JSON
-//!   shape. Take one with [`ReActAgent::save_state`](crate::ReActAgent::save_state), give one
+//!   results included), its name and id, user metadata, the revision, the tool calls
+//!   running, the hooks' [`HookState`](crate::HookState) and a format version; see its JSON
+//!   shape. A save writes a [`StateChange`] from a revision, compare-and-swap. Take one with [`ReActAgent::save_state`](crate::ReActAgent::save_state), give one
 //!   with [`ReActAgentBuilder::state`](crate::ReActAgentBuilder::state) or
 //!   [`ReActAgent::load_state`](crate::ReActAgent::load_state).
-//! - [`SessionStore`] is where states live, by session id: [`JsonFileSessionStore`] (one JSON
-//!   file per session, written atomically) here, `SqliteSessionStore` in the
+//! - [`SessionStore`] is where states live, by session id: [`JsonFileSessionStore`] (an
+//!   append-only JSON Lines log per session) here, `SqliteSessionStore` in the
 //!   `agentscope-sqlite` crate, or your own (Postgres, Redis, ...).
 //! - [`ReActAgentBuilder::session`](crate::ReActAgentBuilder::session) binds an agent to one
-//!   session of a store: every call loads the session before anything else happens and saves
-//!   it after the call if the call changed memory.
+//!   session of a store: every call loads the session before anything else happens and
+//!   saves what changed at every step (after a reasoning message with tool calls, before
+//!   and after each tool, at the end), so a dropped call or a killed process leaves a
+//!   resumable session.
 //!
 //! ```
 //! use agentscope::prelude::*;
