@@ -179,6 +179,16 @@ pub enum ApprovalError {
 /// arguments in its tool call; the tool runs with the edited ones, and the hook appends a
 /// note to the result (`"Note: the user changed the arguments of this call to <json> before
 /// it ran."`) so the model does not mistake the result for one of its own arguments.
+/// [`edit`](ToolApprovalHook::edit) checks the new arguments against the tool's JSON schema
+/// at once ([`ApprovalError::InvalidArguments`]).
+///
+/// # With a session
+///
+/// When the agent is bound to a session, the hook keeps its decisions not applied yet and
+/// its remembered rejections in the session's [`HookState`] (under
+/// [`ToolApprovalHook::NAME`]): they are stored once the resume passes PreCall and follow
+/// the conversation to another process or a restart. A call the engine recorded as started ([`CallInfo::was_started`]) is never
+/// held for approval again. See `docs/hitl.md` for the guarantee.
 ///
 /// # No retry loops
 ///

@@ -1147,6 +1147,30 @@ mod tests {
         StateChange::new(base, kept, messages, agent())
     }
 
+    /// A store in a fresh directory holding session "s" at revision 1 (one message, "q").
+    async fn started(name: &str) -> (PathBuf, JsonFileSessionStore) {
+        let dir = temp_dir(name);
+        let store = JsonFileSessionStore::new(&dir);
+        let revision = store
+            .save("s", &StateChange::replace(&state(&["q"])))
+            .await
+            .unwrap();
+        assert_eq!(revision, 1);
+        (dir, store)
+    }
+
+    #[track_caller]
+    fn assert_conflict(error: &SessionError, expected: u64, found: u64) {
+        match error {
+            SessionError::Conflict {
+                expected: e,
+                found: f,
+                ..
+            } => assert_eq!((*e, *f), (expected, found)),
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+    }
+
     fn texts(state: &AgentState) -> Vec<String> {
         state.messages.iter().map(Msg::text).collect()
     }
@@ -1218,12 +1242,7 @@ mod tests {
     #[test]
     fn a_torn_last_line_is_ignored_and_repaired() {
         block_on(async {
-            let dir = temp_dir("torn");
-            let store = JsonFileSessionStore::new(&dir);
-            store
-                .save("s", &StateChange::replace(&state(&["q"])))
-                .await
-                .unwrap();
+            let (dir, store) = started("torn").await;
             store.save("s", &step(1, 1, &["a1"])).await.unwrap();
             let path = store.path_of("s").unwrap();
             let good = fs::read(&path).unwrap();
@@ -1265,12 +1284,7 @@ mod tests {
     #[test]
     fn a_corrupt_line_is_reported_with_its_number_by_loads_and_saves() {
         block_on(async {
-            let dir = temp_dir("corrupt");
-            let store = JsonFileSessionStore::new(&dir);
-            store
-                .save("s", &StateChange::replace(&state(&["q"])))
-                .await
-                .unwrap();
+            let (dir, store) = started("corrupt").await;
             store.save("s", &step(1, 1, &["a1"])).await.unwrap();
             store.save("s", &step(2, 2, &["a2"])).await.unwrap();
             let path = store.path_of("s").unwrap();
@@ -1366,12 +1380,7 @@ mod tests {
     #[test]
     fn a_conflict_leaves_the_file_byte_identical() {
         block_on(async {
-            let dir = temp_dir("conflict");
-            let store = JsonFileSessionStore::new(&dir);
-            store
-                .save("s", &StateChange::replace(&state(&["q"])))
-                .await
-                .unwrap();
+            let (dir, store) = started("conflict").await;
             store.save("s", &step(1, 1, &["a1"])).await.unwrap();
             let path = store.path_of("s").unwrap();
             let before = fs::read(&path).unwrap();
@@ -1484,12 +1493,7 @@ mod tests {
     #[test]
     fn a_stale_temporary_file_is_ignored_and_swept() {
         block_on(async {
-            let dir = temp_dir("stale");
-            let store = JsonFileSessionStore::new(&dir);
-            store
-                .save("s", &StateChange::replace(&state(&["q"])))
-                .await
-                .unwrap();
+            let (dir, store) = started("stale").await;
             let temp = dir.join(".s.jsonl.tmp");
             fs::write(&temp, b"{\"half a rewrite").unwrap();
             assert_eq!(store.list().await.unwrap(), ["s"]);
@@ -1545,17 +1549,7 @@ mod tests {
 
             // A stale base is still a conflict, and migrates nothing.
             let error = store.save("s", &step(1, 2, &["x"])).await.unwrap_err();
-            assert!(
-                matches!(
-                    error,
-                    SessionError::Conflict {
-                        expected: 1,
-                        found: 0,
-                        ..
-                    }
-                ),
-                "{error:?}"
-            );
+            assert_conflict(&error, 1, 0);
             assert!(dir.join("s.json").exists());
 
             // The first save appends to the stored messages, from revision 0.
@@ -1632,57 +1626,23 @@ mod tests {
     #[test]
     fn a_cache_made_stale_by_another_store_is_noticed() {
         block_on(async {
-            let dir = temp_dir("stale-cache");
-            let one = JsonFileSessionStore::new(&dir);
+            let (dir, one) = started("stale-cache").await;
             let two = JsonFileSessionStore::new(&dir);
-            one.save("s", &StateChange::replace(&state(&["q"])))
-                .await
-                .unwrap();
             one.save("s", &step(1, 1, &["a"])).await.unwrap();
             // `two` appends (the file grows): `one` reads only the new record.
             two.save("s", &step(2, 2, &["b"])).await.unwrap();
             let error = one.save("s", &step(2, 2, &["c"])).await.unwrap_err();
-            assert!(
-                matches!(
-                    error,
-                    SessionError::Conflict {
-                        expected: 2,
-                        found: 3,
-                        ..
-                    }
-                ),
-                "{error:?}"
-            );
+            assert_conflict(&error, 2, 3);
             assert_eq!(one.save("s", &step(3, 3, &["c"])).await.unwrap(), 4);
             // `two` rewrites the log (a new file): `one` reads it anew.
             two.save("s", &step(4, 0, &["z"])).await.unwrap();
             let error = one.save("s", &step(4, 4, &["d"])).await.unwrap_err();
-            assert!(
-                matches!(
-                    error,
-                    SessionError::Conflict {
-                        expected: 4,
-                        found: 5,
-                        ..
-                    }
-                ),
-                "{error:?}"
-            );
+            assert_conflict(&error, 4, 5);
             // `two` deletes the session: `one` finds no log.
             assert_eq!(one.save("s", &step(5, 1, &["y"])).await.unwrap(), 6);
             assert!(two.delete("s").await.unwrap());
             let error = one.save("s", &step(6, 2, &["y"])).await.unwrap_err();
-            assert!(
-                matches!(
-                    error,
-                    SessionError::Conflict {
-                        expected: 6,
-                        found: 0,
-                        ..
-                    }
-                ),
-                "{error:?}"
-            );
+            assert_conflict(&error, 6, 0);
             let loaded = one.load("s").await.unwrap();
             assert_eq!(loaded, None);
             fs::remove_dir_all(&dir).unwrap();
@@ -1695,12 +1655,8 @@ mod tests {
     #[test]
     fn a_new_log_of_the_cached_length_is_not_mistaken_for_the_cached_one() {
         block_on(async {
-            let dir = temp_dir("same-length");
-            let one = JsonFileSessionStore::new(&dir);
+            let (dir, one) = started("same-length").await;
             let two = JsonFileSessionStore::new(&dir);
-            one.save("s", &StateChange::replace(&state(&["q"])))
-                .await
-                .unwrap();
             one.save("s", &step(1, 1, &["a"])).await.unwrap();
             let len = fs::metadata(dir.join("s.jsonl")).unwrap().len();
 
@@ -1731,17 +1687,7 @@ mod tests {
 
             // Trusting its cache, `one` would append revision 3 keeping 2 messages.
             let error = one.save("s", &step(2, 2, &["b"])).await.unwrap_err();
-            assert!(
-                matches!(
-                    error,
-                    SessionError::Conflict {
-                        expected: 2,
-                        found: 1,
-                        ..
-                    }
-                ),
-                "{error:?}"
-            );
+            assert_conflict(&error, 2, 1);
             let loaded = one.load("s").await.unwrap().unwrap();
             assert_eq!((loaded.revision, texts(&loaded)), (1, vec!["r".to_owned()]));
             fs::remove_dir_all(&dir).unwrap();
@@ -1752,12 +1698,8 @@ mod tests {
     /// exactly one save wins each round.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn two_stores_racing_from_one_revision_one_wins() {
-        let dir = temp_dir("race");
-        let one = JsonFileSessionStore::new(&dir);
+        let (dir, one) = started("race").await;
         let two = JsonFileSessionStore::new(&dir);
-        one.save("s", &StateChange::replace(&state(&["q"])))
-            .await
-            .unwrap();
         let mut expected = vec!["q".to_owned()];
         for round in 0..20u64 {
             let base = round + 1;

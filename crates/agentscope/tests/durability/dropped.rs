@@ -7,10 +7,7 @@ use crate::worker::{StoreKind, approval_agent, open_store};
 
 async fn dropped_after_tool_result(kind: StoreKind) {
     let dir = tempfile::tempdir().unwrap();
-    let path = match kind {
-        StoreKind::Json => dir.path().join("sessions"),
-        StoreKind::Sqlite => dir.path().join("sessions.db"),
-    };
+    let path = kind.path_in(dir.path());
     let store = open_store(kind, &path);
     let effects = dir.path().join("effects");
     // The model's answer after the tool never comes in time: the call is still running

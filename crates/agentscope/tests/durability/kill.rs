@@ -39,25 +39,12 @@ fn t1_result(messages: &[Msg]) -> Option<String> {
         .iter()
         .flat_map(Msg::tool_results)
         .find(|result| result.id == "t1")
-        .map(|result| {
-            result
-                .output
-                .iter()
-                .filter_map(|block| match block {
-                    ContentBlock::Text(text) => Some(text.text.to_string()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join("")
-        })
+        .map(ToolResultBlock::text_output)
 }
 
 async fn trials(kind: StoreKind) {
     let dir = tempfile::tempdir().unwrap();
-    let path = match kind {
-        StoreKind::Json => dir.path().join("sessions"),
-        StoreKind::Sqlite => dir.path().join("sessions.db"),
-    };
+    let path = kind.path_in(dir.path());
     let store = open_store(kind, &path);
     let mut tally = Tally::default();
     // How long a resume takes unkilled, from spawning to exit: the kills are spread evenly

@@ -56,6 +56,16 @@ pub(crate) enum Outcome {
     Other(String),
 }
 
+impl StoreKind {
+    /// Where a test keeps this kind of store in `dir`.
+    pub(crate) fn path_in(self, dir: &Path) -> PathBuf {
+        match self {
+            StoreKind::Json => dir.join("sessions"),
+            StoreKind::Sqlite => dir.join("sessions.db"),
+        }
+    }
+}
+
 pub(crate) fn open_store(kind: StoreKind, path: &Path) -> Arc<dyn SessionStore> {
     match kind {
         StoreKind::Json => Arc::new(JsonFileSessionStore::new(path)),

@@ -8,10 +8,7 @@ const CALLS: usize = 100;
 
 async fn two_writers(kind: StoreKind) {
     let dir = tempfile::tempdir().unwrap();
-    let path = match kind {
-        StoreKind::Json => dir.path().join("sessions"),
-        StoreKind::Sqlite => dir.path().join("sessions.db"),
-    };
+    let path = kind.path_in(dir.path());
     // Opened first, so both workers find the database set up.
     let store = open_store(kind, &path);
     let task = |tag: &str| Task::Write {

@@ -10,17 +10,6 @@ use serde_json::json;
 const WITHHELD: &str = "Error: The tool ran, but its result was withheld because the agent \
     call ended before the result passed the PostActing hooks.";
 
-fn output_text(result: &ToolResultBlock) -> String {
-    result
-        .output
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::Text(text) => Some(text.text.to_string()),
-            _ => None,
-        })
-        .collect()
-}
-
 fn secret_tool(name: &'static str) -> impl Tool {
     tool_fn(
         name,
@@ -63,7 +52,7 @@ async fn a_failed_post_acting_chain_never_stores_raw_results() {
     let results: Vec<(String, bool, String)> = memory
         .iter()
         .flat_map(Msg::tool_results)
-        .map(|r| (r.id.clone(), r.is_error, output_text(r)))
+        .map(|r| (r.id.clone(), r.is_error, r.text_output()))
         .collect();
     assert_eq!(
         results,

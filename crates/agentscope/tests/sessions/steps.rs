@@ -54,18 +54,6 @@ impl SessionStore for Recording {
     }
 }
 
-/// The text of a tool result's output.
-fn output_text(result: &agentscope::ToolResultBlock) -> String {
-    result
-        .output
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::Text(text) => Some(text.text.to_string()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// A tool counting its runs.
 fn counted(name: &'static str, runs: Arc<AtomicUsize>) -> impl Tool {
     tool_fn(
@@ -298,7 +286,7 @@ async fn tools_recorded_as_running_are_rerun_only_when_idempotent() {
             assert_eq!(runs.load(Ordering::SeqCst), 1);
             assert!(result.is_error);
             assert_eq!(
-                output_text(&result),
+                result.text_output(),
                 "Error: Tool execution was interrupted while running (the agent stopped before \
                  its result was stored), so it was not run again; its effects may or may not \
                  have happened."
@@ -402,7 +390,7 @@ async fn remembered_rejections_survive_a_restart() {
         .iter()
         .flat_map(Msg::tool_results)
         .find(|result| result.id == "t2")
-        .map(output_text)
+        .map(agentscope::ToolResultBlock::text_output)
         .unwrap();
     assert!(
         refused.starts_with("Rejected by the user: not today (this exact call was rejected before"),
