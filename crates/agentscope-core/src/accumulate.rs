@@ -183,8 +183,15 @@ impl ChatAccumulator {
     }
 
     /// Finishes the message: parses tool-call arguments, gives id-less calls an id, and
-    /// records usage in the metadata.
+    /// records usage (`"usage"`) and the finish reason
+    /// ([`FINISH_REASON_KEY`](crate::message::FINISH_REASON_KEY)) in the metadata.
     pub fn finish(mut self) -> Msg {
+        if let Some(reason) = self.finish_reason.take() {
+            self.message.metadata.insert(
+                crate::message::FINISH_REASON_KEY.to_owned(),
+                Value::String(reason),
+            );
+        }
         for block in &mut self.message.content {
             if let ContentBlock::ToolUse(tool_use) = block {
                 finish_tool_use(tool_use);

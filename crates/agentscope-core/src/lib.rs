@@ -41,8 +41,8 @@ pub use hook::{
 };
 pub use memory::Memory;
 pub use message::{
-    ContentBlock, GENERATE_REASON_KEY, GenerateReason, ImageBlock, Msg, MsgBuilder, Role,
-    TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
+    ContentBlock, FINISH_REASON_KEY, GENERATE_REASON_KEY, GenerateReason, ImageBlock, Msg,
+    MsgBuilder, Role, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
 };
 pub use model::{
     BoxedModel, ChatResponse, ChatStream, ChatUsage, GenerateOptions, Model, ModelRequest,

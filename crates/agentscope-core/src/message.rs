@@ -34,6 +34,9 @@ use crate::text::SharedString;
 
 /// The metadata key under which [`Msg::generate_reason`] is stored.
 pub const GENERATE_REASON_KEY: &str = "generate_reason";
+/// The metadata key under which a model message keeps the provider's finish reason, as the
+/// provider said it (`"stop"`, `"length"`, `"tool_calls"`, `"end_turn"`, ...).
+pub const FINISH_REASON_KEY: &str = "finish_reason";
 
 /// Who produced a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -63,9 +66,17 @@ impl fmt::Display for Role {
 /// Why the agent's reply ended the way it did; read it with [`Msg::generate_reason`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum GenerateReason {
     /// The model answered without calling tools.
     ModelStop,
+    /// The model's answer was cut off at its output-token limit (the provider's finish
+    /// reason `length` or `max_tokens`): the text is incomplete. Raise `max_tokens`, or ask
+    /// the model to continue.
+    MaxTokens,
+    /// The provider's content filter stopped the answer (finish reason `content_filter`,
+    /// `refusal` or `safety`): the text is incomplete or empty.
+    ContentFiltered,
     /// A tool suspended for external execution; its call stays pending.
     ToolSuspended,
     /// A `PostReasoning` hook called `stop_agent()`.
@@ -78,6 +89,28 @@ pub enum GenerateReason {
     MaxIterations,
     /// A structured-output call produced its value.
     StructuredOutput,
+}
+
+impl GenerateReason {
+    /// Why a model answer without tool calls ended, from the provider's finish reason:
+    /// [`MaxTokens`](Self::MaxTokens) for `length` / `max_tokens`,
+    /// [`ContentFiltered`](Self::ContentFiltered) for `content_filter` / `refusal` /
+    /// `safety`, [`ModelStop`](Self::ModelStop) otherwise (also without a finish reason).
+    ///
+    /// ```
+    /// use agentscope_core::GenerateReason;
+    ///
+    /// assert_eq!(GenerateReason::of_answer(Some("length")), GenerateReason::MaxTokens);
+    /// assert_eq!(GenerateReason::of_answer(Some("end_turn")), GenerateReason::ModelStop);
+    /// assert_eq!(GenerateReason::of_answer(None), GenerateReason::ModelStop);
+    /// ```
+    pub fn of_answer(finish_reason: Option<&str>) -> Self {
+        match finish_reason {
+            Some("length" | "max_tokens") => GenerateReason::MaxTokens,
+            Some("content_filter" | "refusal" | "safety") => GenerateReason::ContentFiltered,
+            _ => GenerateReason::ModelStop,
+        }
+    }
 }
 
 /// A plain text block.
@@ -386,6 +419,12 @@ impl Msg {
         self.metadata
             .get(GENERATE_REASON_KEY)
             .and_then(|value| GenerateReason::deserialize(value).ok())
+    }
+
+    /// The provider's finish reason for a model message ([`FINISH_REASON_KEY`]), when the
+    /// model said one.
+    pub fn finish_reason(&self) -> Option<&str> {
+        self.metadata.get(FINISH_REASON_KEY).and_then(Value::as_str)
     }
 
     /// Records why generation ended.

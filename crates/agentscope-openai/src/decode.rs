@@ -31,6 +31,9 @@ pub(crate) struct Decoder {
     live: Option<usize>,
     usage: Option<ChatUsage>,
     done: bool,
+    /// Whether a choice said why it finished (`finish_reason`): a body that ends without
+    /// `[DONE]` and without one was cut off.
+    finished: bool,
     /// The first bytes of the body, to report a body that is not an event stream.
     head: Vec<u8>,
 }
@@ -90,6 +93,17 @@ impl Decoder {
                     "the response is not an event stream: {}",
                     snippet(&String::from_utf8_lossy(&self.head))
                 ),
+            }));
+        }
+        if !self.done && !self.finished && self.sse.recognised() {
+            // Neither `[DONE]` nor a finish reason: the connection was cut mid-answer. What
+            // arrived is not an answer; the caller may retry.
+            self.done = true;
+            out.push(Err(ModelError::Stream {
+                message: "the response stream ended before the model finished (no [DONE] \
+                          and no finish_reason): the connection was cut; the partial answer \
+                          is discarded"
+                    .to_owned(),
             }));
         }
         if !self.done {
@@ -204,6 +218,7 @@ impl Decoder {
         if let Some(delta) = choice.delta.or(choice.message) {
             self.handle_delta(delta, &mut content);
         }
+        self.finished |= choice.finish_reason.is_some();
         if content.is_empty() && choice.finish_reason.is_none() {
             return Ok(None);
         }
@@ -681,18 +696,33 @@ mod tests {
             matches!(err, Some(ModelError::InvalidResponse { ref message })
             if message == "the response is not an event stream: <html><body>502 Bad Gateway</body></html>\n")
         );
-        // Only keep-alives and no events: just an empty response, for the engine to report.
+        // Only keep-alives, then the end: the connection was cut before any answer.
         let (chunks, err) = decode(&[b": ping\n\n", b""]);
-        assert!(chunks.is_empty() && err.is_none());
+        assert!(chunks.is_empty());
+        assert!(matches!(err, Some(ModelError::Stream { .. })), "{err:?}");
         let (chunks, err) = decode(&[b""]);
         assert!(chunks.is_empty() && err.is_none());
     }
 
     #[test]
-    fn nothing_after_done_is_read_and_missing_done_still_finishes() {
+    fn nothing_after_done_is_read_and_a_missing_done_needs_a_finish_reason() {
         let (chunks, err) = decode(&[b"data: [DONE]\n\ndata: {broken\n\n"]);
         assert!(chunks.is_empty() && err.is_none());
-        let body = "data: {\"id\":\"r\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}";
+        // Cut off mid-answer: no [DONE], no finish_reason. The text that came is not an
+        // answer.
+        let cut = "data: {\"id\":\"r\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Partial answer before \"}}]}\n\n";
+        let (chunks, err) = decode(&[cut.as_bytes()]);
+        assert_eq!(chunks.len(), 1);
+        assert_eq!(
+            err.map(|e| e.to_string()).as_deref(),
+            Some(
+                "model stream error: the response stream ended before the model finished (no \
+                 [DONE] and no finish_reason): the connection was cut; the partial answer is \
+                 discarded"
+            )
+        );
+        // A finish reason without [DONE] (some servers omit it) is a finished answer.
+        let body = "data: {\"id\":\"r\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}";
         let (chunks, err) = decode(&[body.as_bytes()]);
         assert!(err.is_none());
         assert_eq!(chunks.len(), 2);

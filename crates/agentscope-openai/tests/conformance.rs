@@ -20,6 +20,7 @@ fn scripted(scenario: &Scenario) -> ScriptedResponse {
     });
     ScriptedResponse::chunks(chunks)
         .with_usage(scenario.usage.input_tokens, scenario.usage.output_tokens)
+        .with_finish_reason(scenario.finish_reason)
 }
 
 async fn play_openai(reply: Reply) -> Outcome {

@@ -126,6 +126,8 @@ pub struct ScriptedResponse {
     fail_before: Option<ModelError>,
     usage: Option<ChatUsage>,
     delay: Option<Duration>,
+    /// The finish reason of the last chunk (none by default).
+    finish_reason: Option<String>,
 }
 
 impl ScriptedResponse {
@@ -136,6 +138,7 @@ impl ScriptedResponse {
             fail_before: None,
             usage: None,
             delay: None,
+            finish_reason: None,
         }
     }
 
@@ -204,6 +207,15 @@ impl ScriptedResponse {
         self
     }
 
+    /// Ends the response with a last chunk carrying this finish reason, as real models do
+    /// (`"stop"`, `"tool_calls"`, `"length"` for an answer cut off at the token limit, ...).
+    /// Without it the response carries none (or `"stop"` with [`with_usage`](Self::with_usage)).
+    #[must_use]
+    pub fn with_finish_reason(mut self, reason: impl Into<String>) -> Self {
+        self.finish_reason = Some(reason.into());
+        self
+    }
+
     /// Waits this long (on the tokio timer) before the response starts.
     #[must_use]
     pub fn with_delay(mut self, delay: Duration) -> Self {
@@ -215,10 +227,15 @@ impl ScriptedResponse {
         if let Some(err) = self.fail_before {
             return Err(err);
         }
-        let usage = self.usage.map(|usage| {
+        let finish_reason = match (self.finish_reason, &self.usage) {
+            (Some(reason), _) => Some(reason),
+            (None, Some(_)) => Some("stop".to_owned()),
+            (None, None) => None,
+        };
+        let last = (finish_reason.is_some() || self.usage.is_some()).then(|| {
             Ok(ChatResponse {
-                usage: Some(usage),
-                finish_reason: Some("stop".to_owned()),
+                usage: self.usage,
+                finish_reason,
                 ..ChatResponse::default()
             })
         });
@@ -226,7 +243,7 @@ impl ScriptedResponse {
             .chunks
             .into_iter()
             .map(ScriptedChunk::into_item)
-            .chain(usage);
+            .chain(last);
         Ok(futures::stream::iter(items).boxed())
     }
 }

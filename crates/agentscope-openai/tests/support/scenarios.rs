@@ -38,6 +38,7 @@ impl Scenario {
     pub fn expected_metadata(&self) -> serde_json::Map<String, Value> {
         let mut metadata = serde_json::Map::new();
         metadata.insert("usage".into(), serde_json::to_value(self.usage).unwrap());
+        metadata.insert("finish_reason".into(), self.finish_reason.into());
         metadata
     }
 }

@@ -121,7 +121,8 @@ impl Call<'_> {
             return Ok(Reasoned::Again);
         }
         if !message.has_tool_uses() {
-            message.set_generate_reason(GenerateReason::ModelStop);
+            // An answer cut off by the token limit or a content filter says so.
+            message.set_generate_reason(GenerateReason::of_answer(message.finish_reason()));
             self.store_reasoning(&message).await;
             return Ok(Reasoned::Done(message));
         }

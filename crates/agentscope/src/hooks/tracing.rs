@@ -231,8 +231,9 @@ impl TracingHook {
             }
             HookEvent::PostReasoning(e) => {
                 let usage = message_usage(e.reasoning_message());
+                let finish = e.reasoning_message().finish_reason().map(str::to_owned);
                 if let Some(spans) = self.spans(e.extensions_mut()) {
-                    finish_chat(spans, usage);
+                    finish_chat(spans, usage, finish.as_deref());
                 }
             }
             HookEvent::PreSummary(e) => {
@@ -243,8 +244,9 @@ impl TracingHook {
             }
             HookEvent::PostSummary(e) => {
                 let usage = message_usage(e.summary_message());
+                let finish = e.summary_message().finish_reason().map(str::to_owned);
                 if let Some(spans) = self.spans(e.extensions_mut()) {
-                    finish_chat(spans, usage);
+                    finish_chat(spans, usage, finish.as_deref());
                 }
             }
             HookEvent::PreActing(e) => {
@@ -348,6 +350,7 @@ fn start_chat(call: &mut CallSpans, model: Option<String>, options: &GenerateOpt
         gen_ai.request.seed = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
+        gen_ai.response.finish_reasons = Empty,
         error.type = Empty,
         otel.status_code = Empty,
         otel.status_description = Empty,
@@ -356,7 +359,7 @@ fn start_chat(call: &mut CallSpans, model: Option<String>, options: &GenerateOpt
     call.chat = Some(span);
 }
 
-fn finish_chat(call: &mut CallSpans, usage: Option<ChatUsage>) {
+fn finish_chat(call: &mut CallSpans, usage: Option<ChatUsage>, finish_reason: Option<&str>) {
     if let Some(usage) = usage {
         let total = call.usage.get_or_insert_with(ChatUsage::default);
         total.input_tokens += usage.input_tokens;
@@ -365,6 +368,13 @@ fn finish_chat(call: &mut CallSpans, usage: Option<ChatUsage>) {
     let span = call.chat.take();
     if let (Some(span), Some(usage)) = (&span, usage) {
         record_usage(span, usage);
+    }
+    if let (Some(span), Some(reason)) = (&span, finish_reason) {
+        // The semantic conventions' array of one choice's reason, as a JSON array.
+        span.record(
+            "gen_ai.response.finish_reasons",
+            serde_json::json!([reason]).to_string(),
+        );
     }
 }
 

@@ -158,8 +158,11 @@ fn tool_call_then_answer_gives_a_call_span_with_chat_and_tool_children() {
     let hook = TracingHook::new();
     let model = ScriptedModel::new([
         ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"}))
-            .with_usage(10, 5),
-        ScriptedResponse::text("42").with_usage(20, 3),
+            .with_usage(10, 5)
+            .with_finish_reason("tool_calls"),
+        ScriptedResponse::text("42")
+            .with_usage(20, 3)
+            .with_finish_reason("stop"),
     ]);
     let agent = ReActAgent::builder()
         .name("assistant")
@@ -198,7 +201,10 @@ fn tool_call_then_answer_gives_a_call_span_with_chat_and_tool_children() {
     .collect();
     assert_eq!(call.fields, expected);
 
-    for (index, (input, output)) in [(1, ("10", "5")), (3, ("20", "3"))] {
+    for (index, (input, output, finish)) in [
+        (1, ("10", "5", r#"["tool_calls"]"#)),
+        (3, ("20", "3", r#"["stop"]"#)),
+    ] {
         let chat = &spans[index];
         assert_eq!(chat.parent, Some(0), "chat spans are children of the call");
         let expected: BTreeMap<String, String> = [
@@ -209,6 +215,7 @@ fn tool_call_then_answer_gives_a_call_span_with_chat_and_tool_children() {
             ("gen_ai.request.max_tokens", "256"),
             ("gen_ai.usage.input_tokens", input),
             ("gen_ai.usage.output_tokens", output),
+            ("gen_ai.response.finish_reasons", finish),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))

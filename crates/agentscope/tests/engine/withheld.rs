@@ -81,3 +81,40 @@ async fn resuming_with_nothing_to_resume_is_an_error() {
     assert_eq!(model.request_count(), 1);
     assert_eq!(agent.memory().len(), 2);
 }
+
+/// Why the model stopped is kept on the reply, and an answer cut off by the token limit or
+/// a content filter says so instead of passing for a normal stop.
+#[tokio::test]
+async fn the_finish_reason_is_kept_and_a_cut_off_answer_says_so() {
+    use agentscope::FINISH_REASON_KEY;
+
+    for (finish, reason) in [
+        (Some("stop"), GenerateReason::ModelStop),
+        (Some("end_turn"), GenerateReason::ModelStop),
+        (None, GenerateReason::ModelStop),
+        (Some("length"), GenerateReason::MaxTokens),
+        (Some("max_tokens"), GenerateReason::MaxTokens),
+        (Some("content_filter"), GenerateReason::ContentFiltered),
+        (Some("refusal"), GenerateReason::ContentFiltered),
+    ] {
+        let mut response = ScriptedResponse::text("The answer is");
+        if let Some(finish) = finish {
+            response = response.with_finish_reason(finish);
+        }
+        let agent = ReActAgent::builder()
+            .model(ScriptedModel::new([response]))
+            .build()
+            .unwrap();
+        let reply = agent.call("q").await.unwrap();
+        assert_eq!(reply.generate_reason(), Some(reason), "{finish:?}");
+        assert_eq!(reply.finish_reason(), finish, "{finish:?}");
+        let stored = agent.memory().messages();
+        assert_eq!(
+            stored[1]
+                .metadata
+                .get(FINISH_REASON_KEY)
+                .and_then(|v| v.as_str()),
+            finish
+        );
+    }
+}
