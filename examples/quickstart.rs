@@ -3,6 +3,8 @@
 //! ```sh
 //! cargo run --example quickstart                 # offline, on the built-in demo model
 //! OPENAI_API_KEY=sk-... cargo run --example quickstart   # a real OpenAI-compatible endpoint
+//! # a keyless local server (llama.cpp, Ollama, vLLM): the base URL alone is enough
+//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 AGENTSCOPE_MODEL=my-model cargo run --example quickstart
 //! ```
 //!
 //! The offline demo model is a `ScriptedModel` (from `agentscope-test`): it asks for the
@@ -135,15 +137,19 @@ impl Model for DemoModel {
     }
 }
 
-/// The model: the OpenAI-compatible client when `OPENAI_API_KEY` is set (with optional
-/// `OPENAI_BASE_URL` and `AGENTSCOPE_MODEL`), otherwise the offline demo model.
+/// The model: the OpenAI-compatible client when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set
+/// (with optional `AGENTSCOPE_MODEL`; no key is sent when none is set, as keyless local
+/// servers want), otherwise the offline demo model.
 fn model() -> Result<BoxedModel, ModelError> {
-    if std::env::var_os("OPENAI_API_KEY").is_some() {
+    let set = |name: &str| std::env::var(name).is_ok_and(|value| !value.trim().is_empty());
+    if set("OPENAI_API_KEY") || set("OPENAI_BASE_URL") {
         let model = OpenAIChatModel::from_env()?;
         println!("model: {} at {}\n", model.model(), model.endpoint());
         return Ok(BoxedModel::new(model));
     }
-    println!("model: offline demo model (set OPENAI_API_KEY to use a real endpoint)\n");
+    println!(
+        "model: offline demo model (set OPENAI_API_KEY or OPENAI_BASE_URL to use a real endpoint)\n"
+    );
     Ok(BoxedModel::new(DemoModel::new("6*7")))
 }
 

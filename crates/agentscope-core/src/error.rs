@@ -229,6 +229,48 @@ impl ModelError {
     pub fn is_auth(&self) -> bool {
         matches!(self.status(), Some(401 | 403))
     }
+
+    /// Whether the provider refused the request because it does not fit the model's
+    /// context window: a 400 or 413 whose message says so, in the words of OpenAI
+    /// (`context_length_exceeded`, "maximum context length"), vLLM, llama.cpp ("exceeds the
+    /// available context size") or Anthropic ("prompt is too long"). Retrying the same
+    /// request fails again; a context-management hook can shorten it and try once more.
+    ///
+    /// ```
+    /// use agentscope_core::ModelError;
+    ///
+    /// let error = ModelError::Status {
+    ///     status: 400,
+    ///     message: "request (6287 tokens) exceeds the available context size (4096 tokens), \
+    ///               try increasing it"
+    ///         .into(),
+    ///     retry_after: None,
+    /// };
+    /// assert!(error.is_context_length());
+    /// assert!(!ModelError::Timeout.is_context_length());
+    /// ```
+    pub fn is_context_length(&self) -> bool {
+        let message = match self {
+            ModelError::Status {
+                status: 400 | 413,
+                message,
+                ..
+            }
+            | ModelError::Other { message, .. } => message,
+            _ => return false,
+        };
+        let message = message.to_ascii_lowercase();
+        [
+            "context_length_exceeded",
+            "context length",
+            "context window",
+            "context size",
+            "prompt is too long",
+            "too many tokens",
+        ]
+        .iter()
+        .any(|phrase| message.contains(phrase))
+    }
 }
 
 /// A tool call failed. The engine turns this into an error result the model sees
@@ -418,6 +460,33 @@ mod tests {
             retry_after: None,
         };
         assert!(auth.is_auth());
+    }
+
+    /// The context-length refusals of real servers, and look-alikes that are not.
+    #[test]
+    fn context_length_errors_are_recognised() {
+        let status = |status: u16, message: &str| ModelError::Status {
+            status,
+            message: message.into(),
+            retry_after: None,
+        };
+        for message in [
+            // OpenAI and vLLM.
+            "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages.",
+            // llama.cpp's llama-server.
+            "request (6287 tokens) exceeds the available context size (4096 tokens), try increasing it",
+            // Anthropic.
+            "prompt is too long: 210000 tokens > 200000 maximum",
+            // A gateway that passes the code on.
+            "context_length_exceeded",
+        ] {
+            assert!(status(400, message).is_context_length(), "{message}");
+        }
+        assert!(status(413, "Input exceeds the context window").is_context_length());
+        assert!(!status(400, "model not found").is_context_length());
+        assert!(!status(429, "too many tokens per minute").is_context_length());
+        assert!(!status(500, "context length").is_context_length());
+        assert!(!ModelError::Timeout.is_context_length());
     }
 
     #[test]
