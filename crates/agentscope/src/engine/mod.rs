@@ -113,6 +113,7 @@ pub(crate) async fn run(
         iteration: 0,
         gotos: 0,
         goto_mark: None,
+        input_span: None,
         open: OpenToolCalls::new(
             &*config.memory,
             hooks.is_interested(HookEventType::PostActing),
@@ -136,6 +137,7 @@ pub(crate) async fn run(
         Ok(reply) => Ok(reply),
         Err(error) => {
             call.open.close(CANCELLED_RESULT);
+            call.roll_back_unanswered_input();
             Err(call.notify_error(error).await)
         }
     };
@@ -225,6 +227,8 @@ pub(crate) struct Call<'a> {
     /// Memory's length before the first goto of the call stored anything: what memory is
     /// cut back to if the goto cap is hit.
     goto_mark: Option<usize>,
+    /// Where the call's input sits in memory (start, end), once stored.
+    input_span: Option<(usize, usize)>,
     open: OpenToolCalls<'a>,
     /// Whether the call ends with tool calls pending on purpose (a stop after reasoning, a
     /// suspended tool): the next call resumes it.
@@ -320,7 +324,7 @@ impl Call<'_> {
 
     /// Stores the input, or decides how to resume pending tool calls. Returns the calls to
     /// act on first, if any.
-    fn accept_input(&self, input: Vec<Msg>) -> Result<Option<Vec<ToolUseBlock>>, AgentError> {
+    fn accept_input(&mut self, input: Vec<Msg>) -> Result<Option<Vec<ToolUseBlock>>, AgentError> {
         let memory = &self.config.memory;
         let messages = memory.messages();
         let pending = pending_tool_uses(&messages);
@@ -339,8 +343,29 @@ impl Call<'_> {
             }
         }
         let still_pending = conversation::check_input(pending, &input)?;
+        let start = messages.len();
+        self.input_span = Some((start, start + input.len()));
         memory.extend(input);
         Ok((!still_pending.is_empty()).then_some(still_pending))
+    }
+
+    /// A failed call whose input nothing followed (the model never answered: it failed, a
+    /// hook failed before it, the goto cap removed its loop) takes its input back out of
+    /// memory, so the next call does not send it again: a request the provider refused
+    /// (one over the context length) would fail again, and two user messages in a row break
+    /// strict chat templates. Anything the call stored after its input stays.
+    fn roll_back_unanswered_input(&mut self) {
+        let Some((start, end)) = self.input_span.take() else {
+            return;
+        };
+        let memory = &self.config.memory;
+        if memory.len() != end {
+            return;
+        }
+        let mut messages = memory.messages();
+        messages.truncate(start);
+        memory.clear();
+        memory.extend(messages);
     }
 
     /// Writes results for every tool call left open and stores the interrupt reply.

@@ -196,6 +196,7 @@ async fn the_query_is_the_last_user_text_of_the_input_and_what_is_recorded_is_th
     let probe = Probe::default();
     let model = ScriptedModel::new([
         ScriptedResponse::text("first"),
+        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1+1"})),
         ScriptedResponse::error("model down"),
         ScriptedResponse::text("third"),
     ]);
@@ -208,9 +209,10 @@ async fn the_query_is_the_last_user_text_of_the_input_and_what_is_recorded_is_th
         .call(vec![Msg::user("one"), Msg::user("two")])
         .await
         .unwrap();
-    // A failed call (no PostCall) records nothing.
+    // A failed call (no PostCall) records nothing; its tool round stays in memory.
     agent.call("broken").await.unwrap_err();
-    // A call without new input retrieves nothing and records only the reply.
+    // A call without new input (it continues from the tool result) retrieves nothing and
+    // records only the reply.
     agent.call(()).await.unwrap();
 
     assert_eq!(
@@ -231,7 +233,12 @@ async fn the_query_is_the_last_user_text_of_the_input_and_what_is_recorded_is_th
     let recalled = format!("{HEADER}\n- the user is called Ada");
     assert_eq!(
         system_texts(&model),
-        [sys(Some(&recalled)), sys(Some(&recalled)), sys(None)]
+        [
+            sys(Some(&recalled)),
+            sys(Some(&recalled)),
+            sys(Some(&recalled)),
+            sys(None)
+        ]
     );
 }
 

@@ -129,10 +129,12 @@ async fn hits_are_limited_by_top_k_and_min_score() {
 #[tokio::test]
 async fn the_query_is_the_last_user_message_of_the_new_input() {
     let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1+1"})),
         ScriptedResponse::error("model down"),
         ScriptedResponse::text("b"),
     ]);
     let agent = agent(&model, GenericRAGHook::new(knowledge()));
+    // The call runs a tool, then fails: memory ends with the tool result.
     agent
         .call(vec![
             Msg::user("about returns"),
@@ -140,12 +142,13 @@ async fn the_query_is_the_last_user_message_of_the_new_input() {
         ])
         .await
         .unwrap_err();
-    // A call without new input (a retry of the unanswered input) has no query: no
+    // A call without new input (it continues from the tool result) has no query: no
     // retrieval (history is not searched).
     agent.call(()).await.unwrap();
+    let retrieved = sys(Some(format!("{HEADER}\n\n[hours] {HOURS}")));
     assert_eq!(
         system_texts(&model),
-        [sys(Some(format!("{HEADER}\n\n[hours] {HOURS}"))), sys(None)]
+        [retrieved.clone(), retrieved, sys(None)]
     );
 }
 

@@ -131,8 +131,9 @@ async fn a_goto_hook_returning_the_validation_error_fails_the_call() {
         invalid_goto(source).to_string(),
         "Cannot proceed without ToolResult when there are pending ToolUse. Pending tools: [calculator]"
     );
-    // The reasoning message was never stored: no orphan tool-use.
-    assert_eq!(rows(&agent.memory().messages()), vec![user("q")]);
+    // The reasoning message was never stored (no orphan tool-use), and the model's answer
+    // was refused, so the input is taken back too.
+    assert!(agent.memory().is_empty());
 }
 
 #[tokio::test]
@@ -314,9 +315,9 @@ async fn assert_goto_cap(max: Option<usize>, expected_max: usize) {
         )
     );
     // expected_max gotos were honoured and the next one failed; memory keeps nothing of
-    // the loop (its replies and goto messages), only the input.
+    // the loop (its replies and goto messages) nor, since nothing answered it, the input.
     assert_eq!(model.request_count(), expected_max + 1);
-    assert_eq!(rows(&agent.memory().messages()), vec![user("q")]);
+    assert!(agent.memory().is_empty());
     // The last request before the cap saw the whole loop.
     let last = model.requests().last().unwrap().messages.len();
     assert_eq!(last, 1 + 2 * expected_max);

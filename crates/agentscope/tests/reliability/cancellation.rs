@@ -613,7 +613,8 @@ async fn assert_interrupt_at(kind: HookEventType) {
         if kind == K::Error {
             let err = outcome.expect_err(&case);
             assert_eq!(err.to_string(), "model error: model down", "{case}");
-            assert_eq!(memory_of(&agent), [USER], "{case}");
+            // The model failed before answering: the input is taken back.
+            assert!(memory_of(&agent).is_empty(), "{case}");
             assert_eq!(endings(&late), [Ending::Error], "{case}");
         } else {
             let (reply, memory, events) = expected_after_interrupt_at(kind);

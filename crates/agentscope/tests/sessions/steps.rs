@@ -129,10 +129,10 @@ async fn a_call_saves_at_every_step_and_only_what_changed() {
     assert_eq!(shape(&store.changes.lock().unwrap()), [(4, 4, 2, vec![])]);
 }
 
-/// A call that fails before the model answers saves once, at its end: the input it stored
-/// (there is no step before the model's first message).
+/// A call that fails before the model answers leaves memory as before the call (its input
+/// is taken back), so it saves nothing.
 #[tokio::test]
-async fn a_call_that_fails_before_the_model_answers_saves_once_at_the_end() {
+async fn a_call_that_fails_before_the_model_answers_saves_nothing() {
     let (_dir, files) = temp_store();
     let store = Recording {
         files,
@@ -145,7 +145,8 @@ async fn a_call_that_fails_before_the_model_answers_saves_once_at_the_end() {
         .build()
         .unwrap();
     assert!(agent.call("hi").await.is_err());
-    assert_eq!(shape(&store.changes.lock().unwrap()), [(0, 0, 1, vec![])]);
+    assert!(store.changes.lock().unwrap().is_empty());
+    assert_eq!(store.load("s").await.unwrap(), None);
 }
 
 /// Makes a whole call of another agent at PreReasoning.
