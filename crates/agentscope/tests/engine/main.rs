@@ -22,4 +22,4 @@ mod stop_resume;
 mod streaming;
 mod summary;
 mod system_message;
-mod withheld;
+mod outcomes;

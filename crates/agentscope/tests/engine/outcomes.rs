@@ -1,9 +1,10 @@
-//! Results that never passed the PostActing hooks listening are never stored raw (an
-//! interrupted batch keeps its computed results: see `interrupt`), and a resume needs
-//! something to resume.
+//! What calls leave behind when they end badly: results that never passed the PostActing
+//! hooks listening are never stored raw (an interrupted batch keeps its computed results:
+//! see `interrupt`); a failed call takes back an input nothing answered; a cut-off answer
+//! says why it stopped; a resume needs something to resume.
 
-use agentscope::ConversationError;
 use agentscope::prelude::*;
+use agentscope::{ConversationError, ModelError};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
@@ -117,4 +118,47 @@ async fn the_finish_reason_is_kept_and_a_cut_off_answer_says_so() {
             finish
         );
     }
+}
+
+/// The two failures of a real server (llama.cpp): a request over the context length, then
+/// the next call. The refused input is not sent again, and no two user messages follow each
+/// other in the next request.
+#[tokio::test]
+async fn after_a_context_length_refusal_the_next_call_sends_only_its_own_input() {
+    let refusal = ModelError::Status {
+        status: 400,
+        message: "request (6287 tokens) exceeds the available context size (4096 tokens), \
+                  try increasing it"
+            .into(),
+        retry_after: None,
+    };
+    let model = ScriptedModel::new([
+        ScriptedResponse::text("Hello."),
+        ScriptedResponse::failure(refusal),
+        ScriptedResponse::text("Short answer."),
+    ]);
+    let agent = ReActAgent::builder().model(model.clone()).build().unwrap();
+    agent.call("hi").await.unwrap();
+    let error = agent.call("a".repeat(20_000)).await.unwrap_err();
+    assert!(
+        error
+            .model_error()
+            .is_some_and(ModelError::is_context_length),
+        "{error:?}"
+    );
+    agent.call("short question").await.unwrap();
+
+    let sent: Vec<(Role, String)> = model.requests()[2]
+        .messages
+        .iter()
+        .map(|msg| (msg.role, msg.text()))
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            (Role::User, "hi".to_owned()),
+            (Role::Assistant, "Hello.".to_owned()),
+            (Role::User, "short question".to_owned()),
+        ]
+    );
 }
