@@ -257,11 +257,12 @@ impl OpenAIChatModelBuilder {
             .user_agent(concat!("agentscope-openai/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|err| config(format!("cannot create the HTTP client: {err}")))?;
+        let secrets = secrets_of(self.api_key.as_deref(), &self.headers, &endpoint);
         Ok(OpenAIChatModel::new(Settings {
             client,
             endpoint,
             model,
-            api_key: self.api_key,
+            secrets,
             headers,
             timeout: self.timeout,
             connect_timeout: self.connect_timeout,
@@ -285,6 +286,25 @@ impl fmt::Debug for OpenAIChatModelBuilder {
             .field("include_usage", &self.include_usage)
             .finish()
     }
+}
+
+/// What the client must never show: the API key, the extra headers' values, and the
+/// endpoint's password and query values. Values shorter than 4 characters are left out
+/// (scrubbing "1" or "on" from every message would garble them and protect nothing).
+/// Longest first, so a secret that contains another is scrubbed whole.
+fn secrets_of(api_key: Option<&str>, headers: &[(String, String)], endpoint: &Url) -> Vec<String> {
+    let mut secrets: Vec<String> = api_key
+        .into_iter()
+        .map(str::to_owned)
+        .chain(headers.iter().map(|(_, value)| value.clone()))
+        .chain(endpoint.password().map(str::to_owned))
+        .chain(endpoint.query_pairs().map(|(_, value)| value.into_owned()))
+        .map(|secret| secret.trim().to_owned())
+        .filter(|secret| secret.chars().count() >= 4)
+        .collect();
+    secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+    secrets.dedup();
+    secrets
 }
 
 fn config(message: impl Into<String>) -> ModelError {

@@ -93,7 +93,14 @@ impl fmt::Debug for OpenAIChatModel {
         f.debug_struct("OpenAIChatModel")
             .field("model", &settings.model)
             .field("endpoint", &endpoint_for_display(&settings.endpoint))
-            .field("api_key", &settings.api_key.as_ref().map(|_| REDACTED))
+            .field(
+                "secrets",
+                &settings
+                    .secrets
+                    .iter()
+                    .map(|_| REDACTED)
+                    .collect::<Vec<_>>(),
+            )
             .field("timeout", &settings.timeout)
             .field("connect_timeout", &settings.connect_timeout)
             .field("max_retries", &settings.retry.max_retries)

@@ -34,18 +34,14 @@ pub(crate) fn url_for_display(raw: &str) -> String {
     }
 }
 
-/// Removes the API key from an error's message, in case a server echoed it.
-pub(crate) fn redact_key(error: ModelError, api_key: Option<&str>) -> ModelError {
-    let Some(key) = api_key else {
+/// Removes every secret (see `Settings::secrets`) from an error's message, in case a
+/// server echoed it (a 401 that repeats the headers it got) or a transport error quoted the
+/// URL.
+pub(crate) fn redact_secrets(error: ModelError, secrets: &[String]) -> ModelError {
+    if secrets.is_empty() {
         return error;
-    };
-    let clean = |message: String| {
-        if message.contains(key) {
-            message.replace(key, REDACTED)
-        } else {
-            message
-        }
-    };
+    }
+    let clean = |message: String| scrub(message, secrets);
     match error {
         ModelError::Status {
             status,
@@ -68,4 +64,30 @@ pub(crate) fn redact_key(error: ModelError, api_key: Option<&str>) -> ModelError
         },
         other => other,
     }
+}
+
+/// `text` with every secret (and its URL-encoded form) replaced by [`REDACTED`].
+pub(crate) fn scrub(mut text: String, secrets: &[String]) -> String {
+    for secret in secrets {
+        let encoded = percent_encoded(secret);
+        for form in [secret.as_str(), encoded.as_str()] {
+            if text.contains(form) {
+                text = text.replace(form, REDACTED);
+            }
+        }
+    }
+    text
+}
+
+/// `text` percent-encoded as a URL's query writes it (unreserved characters kept).
+fn percent_encoded(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }

@@ -19,8 +19,10 @@ pub(crate) struct Settings {
     pub(crate) endpoint: Url,
     /// The model name sent in every request.
     pub(crate) model: String,
-    /// The API key, kept to scrub it from error messages (it is sent from `headers`).
-    pub(crate) api_key: Option<String>,
+    /// Every secret the client sends (the API key, extra header values, the endpoint's
+    /// password and query values), kept to scrub them from error messages and logs (they
+    /// are sent from `headers` and `endpoint`). Longest first.
+    pub(crate) secrets: Vec<String>,
     /// Every request's headers, values marked sensitive.
     pub(crate) headers: HeaderMap,
     /// How long to wait for the response to start, and between two pieces of it.

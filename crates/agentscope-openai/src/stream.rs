@@ -12,11 +12,11 @@ use std::time::Duration;
 use agentscope_core::{ChatResponse, ChatStream, ModelError};
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
-use reqwest::StatusCode;
 use reqwest::header;
+use reqwest::{StatusCode, Url};
 
 use crate::decode::{Decoder, snippet};
-use crate::redact::{endpoint_for_display, redact_key};
+use crate::redact::{endpoint_for_display, redact_secrets, scrub};
 use crate::response::{ErrorBody, from_object};
 use crate::retry::{is_retryable_status, retry_after};
 use crate::settings::Settings;
@@ -36,7 +36,7 @@ pub(crate) async fn start(
 }
 
 fn redact(settings: &Settings, error: ModelError) -> ModelError {
-    redact_key(error, settings.api_key.as_deref())
+    redact_secrets(error, &settings.secrets)
 }
 
 async fn send_with_retries(
@@ -84,7 +84,7 @@ async fn send_once(settings: &Settings, body: bytes::Bytes) -> Result<reqwest::R
         .send();
     let response = match tokio::time::timeout(settings.timeout, request).await {
         Err(_elapsed) => return Err(Failure::fatal(ModelError::Timeout)),
-        Ok(Err(err)) => return Err(Failure::from_reqwest(err)),
+        Ok(Err(err)) => return Err(Failure::from_reqwest(err, &settings.endpoint)),
         Ok(Ok(response)) => response,
     };
     let status = response.status();
@@ -96,7 +96,8 @@ async fn send_once(settings: &Settings, body: bytes::Bytes) -> Result<reqwest::R
         Ok(Ok(text)) => text,
         _ => String::new(),
     };
-    let message = status_message(status, &text);
+    // Scrubbed before it is logged: a server may echo the key or a header's value.
+    let message = scrub(status_message(status, &text), &settings.secrets);
     tracing::debug!(status = status.as_u16(), %message, "chat completion request failed");
     Err(Failure {
         error: ModelError::Status {
@@ -162,7 +163,7 @@ impl StreamState {
                 }
                 None => self.decoder.feed(bytes.as_ref()),
             },
-            Ok(Some(Err(err))) => vec![Err(body_error(&err))],
+            Ok(Some(Err(err))) => vec![Err(body_error(err))],
             Ok(None) => {
                 self.finished = true;
                 match self.whole_json.take() {
@@ -226,14 +227,21 @@ impl Failure {
         }
     }
 
-    fn from_reqwest(err: reqwest::Error) -> Self {
+    fn from_reqwest(err: reqwest::Error, endpoint: &Url) -> Self {
         // Nothing reached the server when the connection failed: always safe to retry.
         let retryable = err.is_connect();
         let error = if err.is_timeout() {
             ModelError::Timeout
         } else {
+            // The URL may hold a credential (a password, `?key=...`): the error forgets it,
+            // and the message names the endpoint as `endpoint_for_display` shows it.
+            let err = err.without_url();
             ModelError::Connection {
-                message: error_chain(&err),
+                message: format!(
+                    "sending the request to {}: {}",
+                    endpoint_for_display(endpoint),
+                    error_chain(&err)
+                ),
                 source: Some(agentscope_core::ErrorSource::new(err)),
             }
         };
@@ -241,12 +249,15 @@ impl Failure {
     }
 }
 
-fn body_error(err: &reqwest::Error) -> ModelError {
+fn body_error(err: reqwest::Error) -> ModelError {
     if err.is_timeout() {
         ModelError::Timeout
     } else {
         ModelError::Connection {
-            message: format!("the response stream broke: {}", error_chain(err)),
+            message: format!(
+                "the response stream broke: {}",
+                error_chain(&err.without_url())
+            ),
             source: None,
         }
     }

@@ -1,7 +1,13 @@
-//! Secrets never appear in `Debug` output: the API key (however it is given: `api_key`, the environment, a header, a key in the base URL's query or user info), for the builder and for the model. (errors.rs checks error messages and the `api-key` header; config.rs the environment.)
+//! Secrets never appear in `Debug` output: the API key (however it is given: `api_key`, the environment, a header, a key in the base URL's query or user info), for the builder and for the model; nor in any error text, `Debug` or source chain, whether the server echoes them or the transport quotes the URL. (errors.rs checks more error messages; config.rs the environment.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
+use std::time::Duration;
+
+use agentscope_core::{Model, ModelError};
 use agentscope_openai::{OpenAIChatModel, OpenAIChatModelBuilder};
+use support::{Reply, TestServer, hello};
 
 const SECRETS: [&str; 5] = [
     "sk-key-secret-1",
@@ -68,4 +74,70 @@ fn a_key_in_the_base_url_query_is_never_printed() {
 #[test]
 fn a_password_in_the_base_url_is_never_printed() {
     assert_base_url_secret_hidden(&format!("http://user:{}@127.0.0.1:9/v1", SECRETS[3]));
+}
+
+/// Every text an error shows: Display, Debug, and each source's Display and Debug.
+fn error_texts(error: &ModelError) -> String {
+    let mut texts = format!("{error}\n{error:?}\n{error:#?}");
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        texts.push_str(&format!("\n{cause}\n{cause:?}"));
+        source = cause.source();
+    }
+    texts
+}
+
+fn with_every_secret(base_url: &str) -> OpenAIChatModelBuilder {
+    OpenAIChatModel::builder()
+        .api_key(SECRETS[0])
+        .header("x-api-key", SECRETS[1])
+        .base_url(base_url)
+        .model("m")
+        .max_retries(1)
+        .retry_backoff(Duration::from_millis(1), Duration::from_millis(2))
+        .timeout(Duration::from_secs(5))
+}
+
+/// A connection that fails quotes no URL: not the query's key, not the password.
+#[tokio::test]
+async fn connection_errors_never_show_a_secret_of_the_url() {
+    // Port 9 (discard) on loopback: nothing listens, the connection is refused.
+    let url = format!(
+        "http://user:{}@127.0.0.1:9/v1?key={}&api-version=2024-06-01",
+        SECRETS[3], SECRETS[2]
+    );
+    let model = with_every_secret(&url).build().unwrap();
+    let Err(error) = model.stream(hello()).await else {
+        panic!("nothing listens on port 9");
+    };
+    assert!(matches!(error, ModelError::Connection { .. }), "{error:?}");
+    let texts = error_texts(&error);
+    assert_no_secret("connection error", &texts);
+    // The endpoint is named, with its secrets hidden.
+    assert!(
+        error.to_string().starts_with(
+            "connection error: sending the request to http://user:redacted@127.0.0.1:9/v1/chat/completions?...: "
+        ),
+        "{error}"
+    );
+}
+
+/// A server that echoes what it received (headers, the key, the query) in its error body.
+#[tokio::test]
+async fn a_server_echoing_the_secrets_in_its_error_gets_them_redacted() {
+    let echo = format!(
+        r#"{{"error": {{"message": "invalid credentials: authorization=Bearer {}, x-api-key={}, key={}"}}}}"#,
+        SECRETS[0], SECRETS[1], SECRETS[2]
+    );
+    let server = TestServer::start([Reply::status(401, &echo)]).await;
+    let url = format!("{}?key={}", server.base_url(), SECRETS[2]);
+    let model = with_every_secret(&url).build().unwrap();
+    let Err(error) = model.stream(hello()).await else {
+        panic!("the server answers 401");
+    };
+    assert_no_secret("401 error", &error_texts(&error));
+    assert_eq!(
+        error.to_string(),
+        "HTTP 401: invalid credentials: authorization=Bearer <redacted>, x-api-key=<redacted>, key=<redacted>"
+    );
 }
