@@ -12,12 +12,11 @@
 //! the hooks, the tool, JSON-schema validation, memory) is the real engine.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use agentscope::prelude::*;
-use agentscope::{BoxedModel, ChatStream, ModelError, ModelRequest};
-use agentscope_openai::OpenAIChatModel;
 use agentscope_test::tools::Calculator;
-use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
-use serde_json::json;
+use support::model;
 
 /// Prints every step of the agent's lifecycle. The `match` is exhaustive: if a new event
 /// kind existed, this would not compile until it was handled.
@@ -90,75 +89,12 @@ impl Hook for PrintLifecycle {
     }
 }
 
-/// The offline demo model (clearly not a language model): it plays a calculator call, then
-/// streams an answer quoting the calculator's result from the conversation.
-struct DemoModel {
-    script: ScriptedModel,
-}
-
-impl DemoModel {
-    fn new(question_expression: &str) -> Self {
-        Self {
-            script: ScriptedModel::new([ScriptedResponse::chunks([
-                ScriptedChunk::thinking("The user wants arithmetic; I'll use the calculator."),
-                ScriptedChunk::tool_call(
-                    "call_1",
-                    "calculator",
-                    json!({"expression": question_expression}),
-                ),
-            ])])
-            .with_name("demo-model (offline, scripted)"),
-        }
-    }
-}
-
-impl Model for DemoModel {
-    fn model_name(&self) -> &str {
-        self.script.model_name()
-    }
-
-    async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
-        // Once the calculator has answered, reply with its result, streamed word by word.
-        let result = request
-            .messages
-            .iter()
-            .flat_map(|m| m.tool_results())
-            .last()
-            .map(|r| r.text_output());
-        if let Some(result) = result {
-            let answer = format!("The answer is {result}.");
-            let words: Vec<ScriptedChunk> = answer
-                .split_inclusive(' ')
-                .map(ScriptedChunk::text)
-                .collect();
-            self.script.push(ScriptedResponse::chunks(words));
-        }
-        self.script.stream(request).await
-    }
-}
-
-/// The model: the OpenAI-compatible client when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set
-/// (with optional `AGENTSCOPE_MODEL`; no key is sent when none is set, as keyless local
-/// servers want), otherwise the offline demo model.
-fn model() -> Result<BoxedModel, ModelError> {
-    let set = |name: &str| std::env::var(name).is_ok_and(|value| !value.trim().is_empty());
-    if set("OPENAI_API_KEY") || set("OPENAI_BASE_URL") {
-        let model = OpenAIChatModel::from_env()?;
-        println!("model: {} at {}\n", model.model(), model.endpoint());
-        return Ok(BoxedModel::new(model));
-    }
-    println!(
-        "model: offline demo model (set OPENAI_API_KEY or OPENAI_BASE_URL to use a real endpoint)\n"
-    );
-    Ok(BoxedModel::new(DemoModel::new("6*7")))
-}
-
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = ReActAgent::builder()
         .name("assistant")
         .sys_prompt("You are a helpful assistant. Use the calculator for arithmetic.")
-        .model(model()?)
+        .model(model("6*7")?)
         .toolkit(Toolkit::new().tool(Calculator::new()))
         .max_iters(10)
         .hook(PrintLifecycle)
