@@ -230,6 +230,30 @@ impl ModelError {
         matches!(self.status(), Some(401 | 403))
     }
 
+    /// Whether the same request may succeed when sent again: a timeout, a connection that
+    /// failed or broke, a stream cut off, or a status that says "later" (408, 409, 425,
+    /// 429, 500, 502, 503, 504, 529). Not: bad requests (400, including context length),
+    /// authentication (401, 403), unknown models (404), responses that could not be read,
+    /// empty responses, configuration errors.
+    ///
+    /// ```
+    /// use agentscope_core::ModelError;
+    ///
+    /// assert!(ModelError::Timeout.is_retryable());
+    /// assert!(ModelError::Stream { message: "cut".into() }.is_retryable());
+    /// let bad = ModelError::Status { status: 400, message: "bad".into(), retry_after: None };
+    /// assert!(!bad.is_retryable());
+    /// ```
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ModelError::Timeout | ModelError::Connection { .. } | ModelError::Stream { .. } => true,
+            ModelError::Status { status, .. } => {
+                matches!(status, 408 | 409 | 425 | 429 | 500 | 502 | 503 | 504 | 529)
+            }
+            _ => false,
+        }
+    }
+
     /// Whether the provider refused the request because it does not fit the model's
     /// context window: a 400 or 413 whose message says so, in the words of OpenAI
     /// (`context_length_exceeded`, "maximum context length"), vLLM, llama.cpp ("exceeds the

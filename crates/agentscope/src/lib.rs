@@ -8,6 +8,7 @@ mod engine;
 mod error;
 pub mod hooks;
 mod memory;
+pub mod model_layers;
 mod runtime;
 pub mod session;
 mod stream;

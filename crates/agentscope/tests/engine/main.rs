@@ -16,6 +16,7 @@ mod errors;
 mod goto;
 mod hook_management;
 mod interrupt;
+mod model_layers;
 mod modification;
 mod ordering;
 mod outcomes;
