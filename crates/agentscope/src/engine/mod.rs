@@ -74,9 +74,8 @@ pub(crate) async fn run(
     let guard = runtime.begin_call(config.settings.check_running)?;
     // A bound session replaces memory before anything reads it; a failed load fails the call
     // before any hook runs or anything is stored.
-    // (Boxed: the session's futures live on the heap only for agents that have one, so they
-    // don't enlarge every call's future.)
-    // Boxed: the call's future carries one pointer for it, not the whole state.
+    // (Boxed: the session's futures and state live on the heap only for agents that have
+    // one, so they don't enlarge every call's future.)
     let session = match config.session.is_some() {
         true => Box::pin(config.load_session(runtime)).await?.map(Box::new),
         false => None,
@@ -358,12 +357,17 @@ impl Call<'_> {
         let Some((start, end)) = self.input_span.take() else {
             return;
         };
-        let memory = &self.config.memory;
-        if memory.len() != end {
-            return;
+        if self.config.memory.len() == end {
+            self.truncate_memory(start);
         }
+    }
+
+    /// Cuts memory back to its first `len` messages (memory is append-only: rewritten whole;
+    /// only failure paths do this).
+    fn truncate_memory(&self, len: usize) {
+        let memory = &self.config.memory;
         let mut messages = memory.messages();
-        messages.truncate(start);
+        messages.truncate(len);
         memory.clear();
         memory.extend(messages);
     }
@@ -437,11 +441,7 @@ impl Call<'_> {
             let (Some(binding), Some(synced)) = (&config.session, &mut self.session) else {
                 return Ok(());
             };
-            let hooks = self
-                .context
-                .as_ref()
-                .and_then(|context| context.extensions().get::<HookState>())
-                .map(HookState::entries);
+            let hooks = hook_state(self.context.as_ref());
             binding
                 .save(
                     synced,
@@ -456,11 +456,8 @@ impl Call<'_> {
 
     /// Whether a hook changed the session's `HookState` since it was stored.
     fn hook_state_changed(&self) -> bool {
-        match (&self.session, &self.context) {
-            (Some(synced), Some(context)) => context
-                .extensions()
-                .get::<HookState>()
-                .is_some_and(|state| state.entries() != synced.hooks()),
+        match (&self.session, hook_state(self.context.as_ref())) {
+            (Some(synced), Some(entries)) => entries != synced.hooks(),
             _ => false,
         }
     }
@@ -482,6 +479,15 @@ impl Call<'_> {
             .await;
         }
     }
+}
+
+/// The call's `HookState` entries, when hooks saw the call (its context exists).
+fn hook_state(
+    context: Option<&CallContext>,
+) -> Option<&serde_json::Map<String, serde_json::Value>> {
+    context
+        .and_then(|context| context.extensions().get::<HookState>())
+        .map(HookState::entries)
 }
 
 /// The model's input: the system message (when there is one) followed by `messages`.

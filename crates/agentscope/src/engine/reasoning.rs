@@ -146,14 +146,9 @@ impl Call<'_> {
     /// The goto cap was hit: removes what the loop stored (from its first goto's reasoning
     /// message on), so memory and the session hold nothing of it.
     fn drop_goto_loop(&mut self) {
-        let Some(mark) = self.goto_mark.take() else {
-            return;
-        };
-        let memory = &self.config.memory;
-        let mut messages = memory.messages();
-        messages.truncate(mark);
-        memory.clear();
-        memory.extend(messages);
+        if let Some(mark) = self.goto_mark.take() {
+            self.truncate_memory(mark);
+        }
     }
 
     async fn store_reasoning(&self, message: &Msg) {

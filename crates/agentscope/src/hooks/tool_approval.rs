@@ -187,8 +187,9 @@ pub enum ApprovalError {
 /// When the agent is bound to a session, the hook keeps its decisions not applied yet and
 /// its remembered rejections in the session's [`HookState`] (under
 /// [`ToolApprovalHook::NAME`]): they are stored once the resume passes PreCall and follow
-/// the conversation to another process or a restart. A call the engine recorded as started ([`CallInfo::was_started`]) is never
-/// held for approval again. See `docs/hitl.md` for the guarantee.
+/// the conversation to another process or a restart. A call the engine recorded as started
+/// ([`CallInfo::was_started`]) is never held for approval again. See `docs/hitl.md` for the
+/// guarantee.
 ///
 /// # No retry loops
 ///
