@@ -8,7 +8,8 @@ use crate::model::{ChatResponse, ChatUsage};
 /// Assembles streamed model chunks into the final assistant message.
 ///
 /// - text fragments are concatenated into one text block, thinking fragments into one
-///   thinking block;
+///   thinking block (their signature fragments too, into its
+///   [`signature`](crate::ThinkingBlock::signature));
 /// - a tool-use fragment with a new, non-empty id starts a call; one with an empty id (or the
 ///   current id) continues it: its `raw_input` is appended to the argument text and a name
 ///   fills in a missing one;
@@ -100,12 +101,18 @@ impl ChatAccumulator {
                 }
             }
             ContentBlock::Thinking(delta) => {
-                if delta.thinking.is_empty() {
+                if delta.thinking.is_empty() && delta.signature.is_none() {
                     return;
                 }
                 if self.has_thinking {
                     if let ContentBlock::Thinking(thinking) = &mut self.message.content[0] {
                         thinking.thinking.push_str(&delta.thinking);
+                        if let Some(piece) = &delta.signature {
+                            match &mut thinking.signature {
+                                Some(signature) => signature.push_str(piece),
+                                None => thinking.signature = Some(piece.clone()),
+                            }
+                        }
                     }
                 } else {
                     self.insert_front(0, ContentBlock::Thinking(delta.clone()));
@@ -264,6 +271,34 @@ mod tests {
         assert!(
             matches!(&msg.content[2], ContentBlock::ToolUse(t) if t.id == "c1" && t.input == json!({}))
         );
+    }
+
+    #[test]
+    fn thinking_signature_fragments_join_the_thinking_block() {
+        let signed = |thinking: &str, signature: Option<&str>| {
+            ContentBlock::Thinking(crate::ThinkingBlock {
+                thinking: thinking.into(),
+                signature: signature.map(Into::into),
+            })
+        };
+        let mut acc = ChatAccumulator::new("a");
+        acc.push(&chunk(vec![signed("Let me ", None)]));
+        acc.push(&chunk(vec![signed("think.", None)]));
+        acc.push(&chunk(vec![ContentBlock::text("Done.")]));
+        acc.push(&chunk(vec![signed("", Some("EqQB"))]));
+        acc.push(&chunk(vec![signed("", Some("Kgw="))]));
+        let msg = acc.finish();
+        assert_eq!(
+            msg.content,
+            vec![
+                signed("Let me think.", Some("EqQBKgw=")),
+                ContentBlock::text("Done.")
+            ]
+        );
+        // A signature alone (redacted or empty thinking) still makes a block.
+        let mut acc = ChatAccumulator::new("a");
+        acc.push(&chunk(vec![signed("", Some("sig"))]));
+        assert_eq!(acc.finish().content, vec![signed("", Some("sig"))]);
     }
 
     #[test]

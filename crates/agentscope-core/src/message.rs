@@ -125,6 +125,11 @@ pub struct TextBlock {
 pub struct ThinkingBlock {
     /// The reasoning text.
     pub thinking: SharedString,
+    /// The provider's signature over the reasoning (Anthropic's extended thinking), which
+    /// must be sent back unchanged with the thinking in the next request of a tool loop.
+    /// `None` for providers that sign nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<SharedString>,
 }
 
 /// An image, by URL (`https:` or a `data:` URL).
@@ -240,6 +245,7 @@ impl ContentBlock {
     pub fn thinking(thinking: impl Into<SharedString>) -> Self {
         ContentBlock::Thinking(ThinkingBlock {
             thinking: thinking.into(),
+            signature: None,
         })
     }
 

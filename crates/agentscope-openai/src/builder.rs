@@ -5,13 +5,11 @@ use std::fmt;
 use std::time::Duration;
 
 use agentscope_core::ModelError;
+use agentscope_http::redact::{REDACTED, url_for_display};
+use agentscope_http::{HttpOptions, Transport};
 use reqwest::Url;
-use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use crate::model::OpenAIChatModel;
-use crate::redact::{REDACTED, url_for_display};
-use crate::retry::RetryPolicy;
-use crate::settings::Settings;
 
 /// The default base URL: OpenAI's API.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -22,9 +20,6 @@ pub const ENV_API_KEY: &str = "OPENAI_API_KEY";
 pub const ENV_BASE_URL: &str = "OPENAI_BASE_URL";
 /// The environment variable holding the model name.
 pub const ENV_MODEL: &str = "AGENTSCOPE_MODEL";
-
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
-const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 // The model's constructors are here rather than in model.rs: they only start a builder, and
 // keeping them next to it lets model.rs not depend on this module.
@@ -77,10 +72,7 @@ pub struct OpenAIChatModelBuilder {
     api_key: Option<String>,
     base_url: Option<String>,
     model: Option<String>,
-    timeout: Duration,
-    connect_timeout: Duration,
-    retry: RetryPolicy,
-    headers: Vec<(String, String)>,
+    http: HttpOptions,
     include_usage: bool,
 }
 
@@ -98,10 +90,7 @@ impl OpenAIChatModelBuilder {
             api_key: None,
             base_url: None,
             model: None,
-            timeout: DEFAULT_TIMEOUT,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            retry: RetryPolicy::default(),
-            headers: Vec::new(),
+            http: HttpOptions::new(),
             include_usage: true,
         }
     }
@@ -170,19 +159,19 @@ impl OpenAIChatModelBuilder {
     /// of a streamed response (default 600 s). A long generation never times out while
     /// the server keeps sending; a stalled one fails with [`ModelError::Timeout`].
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.http = self.http.timeout(timeout);
         self
     }
 
     /// How long to wait for a TCP (and TLS) connection (default 10 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.http = self.http.connect_timeout(timeout);
         self
     }
 
     /// How many times a failed request is retried (default 2; 0 disables retries).
     pub fn max_retries(mut self, retries: u32) -> Self {
-        self.retry.max_retries = retries;
+        self.http = self.http.max_retries(retries);
         self
     }
 
@@ -190,15 +179,14 @@ impl OpenAIChatModelBuilder {
     /// never above `max` (defaults 500 ms and 8 s). Each wait is jittered down by up to half.
     /// A server's `Retry-After` takes precedence.
     pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.retry.initial_backoff = initial;
-        self.retry.max_backoff = max.max(initial);
+        self.http = self.http.retry_backoff(initial, max);
         self
     }
 
     /// Adds a header to every request (e.g. `api-key` for Azure, `HTTP-Referer` for
     /// OpenRouter). Header values never appear in `Debug` output.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
+        self.http = self.http.header(name, value);
         self
     }
 
@@ -229,82 +217,26 @@ impl OpenAIChatModelBuilder {
                 "no API key set for api.openai.com: call .api_key(..) or set OPENAI_API_KEY",
             ));
         }
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        headers.insert(
-            header::ACCEPT,
-            HeaderValue::from_static("text/event-stream, application/json"),
-        );
-        if let Some(key) = &self.api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| config("the API key contains characters not allowed in a header"))?;
-            value.set_sensitive(true);
-            headers.insert(header::AUTHORIZATION, value);
-        }
-        for (name, value) in &self.headers {
-            let header_name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| config(format!("invalid header name {name:?}")))?;
-            let mut header_value = HeaderValue::from_str(value)
-                .map_err(|_| config(format!("invalid value for header {name:?}")))?;
-            header_value.set_sensitive(true);
-            headers.insert(header_name, header_value);
-        }
-        let client = reqwest::Client::builder()
-            .connect_timeout(self.connect_timeout)
+        let mut transport = Transport::builder(endpoint, model)
             .user_agent(concat!("agentscope-openai/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|err| config(format!("cannot create the HTTP client: {err}")))?;
-        let secrets = secrets_of(self.api_key.as_deref(), &self.headers, &endpoint);
-        Ok(OpenAIChatModel::new(Settings {
-            client,
-            endpoint,
-            model,
-            secrets,
-            headers,
-            timeout: self.timeout,
-            connect_timeout: self.connect_timeout,
-            retry: self.retry,
-            include_usage: self.include_usage,
-        }))
+            .options(self.http);
+        if let Some(key) = &self.api_key {
+            transport = transport.bearer(key);
+        }
+        Ok(OpenAIChatModel::new(transport.build()?, self.include_usage))
     }
 }
 
 impl fmt::Debug for OpenAIChatModelBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let header_names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
         f.debug_struct("OpenAIChatModelBuilder")
             .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
             .field("base_url", &self.base_url.as_deref().map(url_for_display))
             .field("model", &self.model)
-            .field("timeout", &self.timeout)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("max_retries", &self.retry.max_retries)
-            .field("headers", &header_names)
+            .field("http", &self.http)
             .field("include_usage", &self.include_usage)
             .finish()
     }
-}
-
-/// What the client must never show: the API key, the extra headers' values, and the
-/// endpoint's password and query values. Values shorter than 4 characters are left out
-/// (scrubbing "1" or "on" from every message would garble them and protect nothing).
-/// Longest first, so a secret that contains another is scrubbed whole.
-fn secrets_of(api_key: Option<&str>, headers: &[(String, String)], endpoint: &Url) -> Vec<String> {
-    let mut secrets: Vec<String> = api_key
-        .into_iter()
-        .map(str::to_owned)
-        .chain(headers.iter().map(|(_, value)| value.clone()))
-        .chain(endpoint.password().map(str::to_owned))
-        .chain(endpoint.query_pairs().map(|(_, value)| value.into_owned()))
-        .map(|secret| secret.trim().to_owned())
-        .filter(|secret| secret.chars().count() >= 4)
-        .collect();
-    secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
-    secrets.dedup();
-    secrets
 }
 
 fn config(message: impl Into<String>) -> ModelError {

@@ -17,8 +17,11 @@
 use agentscope_core::{ChatResponse, ChatUsage, ContentBlock, ModelError, ToolUseBlock};
 use serde_json::Value;
 
-use crate::response::{Chunk, Content, Delta, ToolCallDelta, error_text, from_object};
-use crate::sse::{SseEvent, SseParser};
+use agentscope_http::Decode;
+use agentscope_http::lenient::{error_text, from_object, snippet};
+use agentscope_http::sse::{SseEvent, SseParser};
+
+use crate::response::{Chunk, Content, Delta, ToolCallDelta};
 
 /// Decodes one streamed response.
 #[derive(Debug, Default)]
@@ -50,13 +53,9 @@ struct CallState {
     arguments: String,
 }
 
-impl Decoder {
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
+impl Decode for Decoder {
     /// Whether the response ended (`[DONE]`, a final JSON completion or an error).
-    pub(crate) fn is_done(&self) -> bool {
+    fn is_done(&self) -> bool {
         self.done
     }
 
@@ -65,7 +64,7 @@ impl Decoder {
     ///
     /// After `[DONE]` the final chunk (buffered tool calls and usage) is returned and further
     /// input is ignored.
-    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<Result<ChatResponse, ModelError>> {
+    fn feed(&mut self, bytes: &[u8]) -> Vec<Result<ChatResponse, ModelError>> {
         if self.done {
             return Vec::new();
         }
@@ -79,7 +78,7 @@ impl Decoder {
 
     /// Ends the body: dispatches an unterminated last event, then returns the final chunk
     /// (buffered tool calls and usage), if any.
-    pub(crate) fn finish(&mut self) -> Vec<Result<ChatResponse, ModelError>> {
+    fn finish(&mut self) -> Vec<Result<ChatResponse, ModelError>> {
         if self.done {
             return Vec::new();
         }
@@ -114,10 +113,7 @@ impl Decoder {
     }
 
     /// Decodes a whole (non-streamed) chat completion, for servers that ignore `stream`.
-    pub(crate) fn decode_completion(
-        &mut self,
-        body: &[u8],
-    ) -> Vec<Result<ChatResponse, ModelError>> {
+    fn decode_json(&mut self, body: &[u8]) -> Vec<Result<ChatResponse, ModelError>> {
         self.done = true;
         let value: Value = match serde_json::from_slice(body) {
             Ok(value) => value,
@@ -132,7 +128,9 @@ impl Decoder {
             Err(err) => vec![Err(err)],
         }
     }
+}
 
+impl Decoder {
     fn drain_events(&mut self) -> Vec<Result<ChatResponse, ModelError>> {
         let mut out = Vec::new();
         let events = std::mem::take(&mut self.events);
@@ -395,15 +393,6 @@ fn invalid_json(data: &[u8], err: &serde_json::Error) -> ModelError {
     }
 }
 
-/// At most 200 characters of `text`, for error messages.
-pub(crate) fn snippet(text: &str) -> String {
-    const MAX: usize = 200;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}...", &text[..cut]),
-        None => text.to_owned(),
-    }
-}
-
 fn generated_call_id() -> String {
     format!("call_{:016x}", fastrand::u64(..))
 }
@@ -443,7 +432,7 @@ mod tests {
 
     /// Decodes `pieces` in order; the chunks, or the error that ended them.
     fn decode(pieces: &[&[u8]]) -> (Vec<ChatResponse>, Option<ModelError>) {
-        let mut decoder = Decoder::new();
+        let mut decoder = Decoder::default();
         let mut items = Vec::new();
         for piece in pieces {
             items.extend(decoder.feed(piece));
@@ -747,8 +736,8 @@ mod tests {
                 ]}}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}
         });
-        let chunks: Vec<ChatResponse> = Decoder::new()
-            .decode_completion(body.to_string().as_bytes())
+        let chunks: Vec<ChatResponse> = Decoder::default()
+            .decode_json(body.to_string().as_bytes())
             .into_iter()
             .collect::<Result<_, _>>()
             .unwrap();
@@ -772,13 +761,5 @@ mod tests {
     fn generated_call_ids_differ() {
         let ids: std::collections::HashSet<String> = (0..20).map(|_| generated_call_id()).collect();
         assert!(ids.len() > 15);
-    }
-
-    #[test]
-    fn snippet_cuts_on_char_boundaries() {
-        let long = "é".repeat(300);
-        let cut = snippet(&long);
-        assert_eq!(cut.chars().count(), 203);
-        assert_eq!(snippet("short"), "short");
     }
 }

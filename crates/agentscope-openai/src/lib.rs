@@ -49,27 +49,18 @@
 //! reports an argument error to the model instead of failing.
 #![warn(missing_docs, missing_debug_implementations)]
 
-// One job per module; `use crate::` edges only point down (no cycles):
-//   builder  -> model, settings, retry, redact  builder, env, endpoint validation
-//   model    -> stream, request, settings, redact  the handle and its Model impl
-//   stream   -> decode, response, retry, settings, redact  send, retry, read, drain
-//   request                                  ModelRequest -> request body
-//   decode   -> response, sse                SSE / JSON body -> ChatResponse deltas
-//   response                                 lenient serde types of the response
-//   settings -> retry                        validated config shared by handle + streams
-//   retry                                    backoff, jitter, Retry-After, statuses
-//   redact                                   secrets out of Debug, logs, errors
-//   sse                                      server-sent-events parser
+// One job per module; `use crate::` edges only point down (no cycles). Sending, retries,
+// SSE parsing and redaction are agentscope-http's (shared with the other clients).
+//   builder  -> model               builder, env, endpoint validation
+//   model    -> request, decode     the handle and its Model impl
+//   request                         ModelRequest -> request body
+//   decode   -> response            SSE / JSON body -> ChatResponse deltas
+//   response                        lenient serde types of the response
 mod builder;
 mod decode;
 mod model;
-mod redact;
 mod request;
 mod response;
-mod retry;
-mod settings;
-mod sse;
-mod stream;
 
 pub use builder::{DEFAULT_BASE_URL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAIChatModelBuilder};
 pub use model::OpenAIChatModel;

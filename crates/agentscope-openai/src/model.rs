@@ -1,7 +1,8 @@
 //! [`OpenAIChatModel`]: the handle callers hold, and its [`Model`] implementation.
 //!
-//! The handle is an `Arc` of the validated [`Settings`]; each call to
-//! [`stream`](Model::stream) builds the request body and hands it to the stream driver. The
+//! The handle is an `Arc` of the [`Transport`] (the HTTP half, shared with the other
+//! clients) and the protocol settings; each call to [`stream`](Model::stream) builds the
+//! request body and hands it to the transport with this crate's decoder. The
 //! constructors ([`OpenAIChatModel::builder`], [`OpenAIChatModel::from_env`]) live with the
 //! builder in `builder.rs`, so that this module does not depend on it.
 
@@ -9,11 +10,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use agentscope_core::{ChatStream, Model, ModelError, ModelRequest};
+use agentscope_http::Transport;
 
-use crate::redact::{REDACTED, endpoint_for_display};
+use crate::decode::Decoder;
 use crate::request::build_body;
-use crate::settings::Settings;
-use crate::stream;
 
 /// A chat model served over the OpenAI chat-completions protocol.
 ///
@@ -60,58 +60,48 @@ use crate::stream;
 /// backoff and jitter, waiting what `Retry-After` / `retry-after-ms` ask for when the server
 /// sends them. Retries only happen before the response starts: once the stream has begun,
 /// an error ends it. A timeout waiting for the response is not retried (the server may be
-/// working on it).
+/// working on it). A response that ends at once without any content is sent once more.
 ///
 /// The API key is sent as a bearer token and never appears in `Debug` output, logs or error
 /// messages.
 #[derive(Clone)]
 pub struct OpenAIChatModel {
-    settings: Arc<Settings>,
+    transport: Arc<Transport>,
+    /// Whether to ask for `stream_options.include_usage`.
+    include_usage: bool,
 }
 
 impl OpenAIChatModel {
-    pub(crate) fn new(settings: Settings) -> Self {
+    pub(crate) fn new(transport: Transport, include_usage: bool) -> Self {
         Self {
-            settings: Arc::new(settings),
+            transport: Arc::new(transport),
+            include_usage,
         }
     }
 
     /// The URL requests are posted to (`<base_url>/chat/completions`).
     pub fn endpoint(&self) -> &str {
-        self.settings.endpoint.as_str()
+        self.transport.endpoint().as_str()
     }
 
     /// The model name sent in every request.
     pub fn model(&self) -> &str {
-        &self.settings.model
+        self.transport.model()
     }
 }
 
 impl fmt::Debug for OpenAIChatModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let settings = &self.settings;
         f.debug_struct("OpenAIChatModel")
-            .field("model", &settings.model)
-            .field("endpoint", &endpoint_for_display(&settings.endpoint))
-            .field(
-                "secrets",
-                &settings
-                    .secrets
-                    .iter()
-                    .map(|_| REDACTED)
-                    .collect::<Vec<_>>(),
-            )
-            .field("timeout", &settings.timeout)
-            .field("connect_timeout", &settings.connect_timeout)
-            .field("max_retries", &settings.retry.max_retries)
-            .field("include_usage", &settings.include_usage)
-            .finish_non_exhaustive()
+            .field("transport", &self.transport)
+            .field("include_usage", &self.include_usage)
+            .finish()
     }
 }
 
 impl Model for OpenAIChatModel {
     fn model_name(&self) -> &str {
-        &self.settings.model
+        self.transport.model()
     }
 
     /// Posts the request and returns the decoded stream once the response has started.
@@ -120,12 +110,12 @@ impl Model for OpenAIChatModel {
     ///
     /// Dropping the future or the returned stream closes the HTTP request.
     async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
-        let body = build_body(&self.settings.model, &request, self.settings.include_usage)
+        let body = build_body(self.transport.model(), &request, self.include_usage)
             .and_then(|body| serde_json::to_vec(&body))
             .map_err(|err| ModelError::Other {
                 message: format!("cannot serialise the request: {err}"),
                 source: Some(agentscope_core::ErrorSource::new(err)),
             })?;
-        stream::start(Arc::clone(&self.settings), body.into()).await
+        self.transport.stream::<Decoder>(body.into()).await
     }
 }

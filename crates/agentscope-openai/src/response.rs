@@ -7,8 +7,8 @@
 //! objects (a derived struct would also accept an array, field by field, which no server
 //! means), and an element of an array that is not an object reads as an empty one.
 
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer};
+use agentscope_http::lenient::{lenient, object, object_or_empty, objects};
+use serde::Deserialize;
 use serde_json::Value;
 
 /// One chunk of a streamed response, or a whole completion (whose choices carry `message`
@@ -22,7 +22,8 @@ pub(crate) struct Chunk {
     pub(crate) choices: Vec<Choice>,
     #[serde(deserialize_with = "object")]
     pub(crate) usage: Option<Usage>,
-    /// An `{"error": ...}` sent in place of a chunk (see [`error_text`]).
+    /// An `{"error": ...}` sent in place of a chunk (see
+    /// [`error_text`](agentscope_http::lenient::error_text)).
     pub(crate) error: Option<Value>,
 }
 
@@ -107,85 +108,10 @@ pub(crate) struct Usage {
     pub(crate) completion_tokens: Option<u64>,
 }
 
-/// The body of an HTTP error response: OpenAI's `{"error": ...}`, or the `message` or
-/// `detail` other servers send.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct ErrorBody {
-    error: Option<Value>,
-    #[serde(deserialize_with = "lenient")]
-    message: Option<String>,
-    #[serde(deserialize_with = "lenient")]
-    detail: Option<String>,
-}
-
-impl ErrorBody {
-    /// The provider's message, if the body has one.
-    pub(crate) fn into_message(self) -> Option<String> {
-        self.error.map(error_text).or(self.message).or(self.detail)
-    }
-}
-
-/// The message of a (non-null) `error` field: `error.message` when it has one, the string
-/// itself, or else the error as JSON.
-pub(crate) fn error_text(error: Value) -> String {
-    match error {
-        Value::String(message) => message,
-        Value::Object(ref object) => match object.get("message") {
-            Some(Value::String(message)) => message.clone(),
-            _ => error.to_string(),
-        },
-        other => other.to_string(),
-    }
-}
-
-/// `T` read from `value` when it is a JSON object; `None` for anything else.
-pub(crate) fn from_object<T: DeserializeOwned>(value: Value) -> Option<T> {
-    if value.is_object() {
-        T::deserialize(value).ok()
-    } else {
-        None
-    }
-}
-
-/// A field that is `Some` only when its value is a `T`.
-fn lenient<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
-    Value::deserialize(d).map(|value| T::deserialize(value).ok())
-}
-
-/// A field that is `Some` only when its value is an object.
-fn object<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
-    Value::deserialize(d).map(from_object)
-}
-
-/// A field that is `Some` whenever it is present: its object, or an empty one.
-fn object_or_empty<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: DeserializeOwned + Default,
-{
-    Value::deserialize(d).map(|value| Some(from_object(value).unwrap_or_default()))
-}
-
-/// The elements of an array (an element that is not an object reads as an empty one); no
-/// elements when the value is not an array.
-fn objects<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: DeserializeOwned + Default,
-{
-    Ok(match Value::deserialize(d)? {
-        Value::Array(items) => items
-            .into_iter()
-            .map(|item| from_object(item).unwrap_or_default())
-            .collect(),
-        _ => Vec::new(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentscope_http::lenient::from_object;
     use serde_json::json;
 
     fn chunk(value: Value) -> Chunk {
@@ -214,13 +140,5 @@ mod tests {
         assert!(choice.delta.is_some());
         let choice: Choice = from_object(json!({"message": {"content": "x"}})).unwrap();
         assert!(choice.delta.is_none() && choice.message.is_some());
-    }
-
-    #[test]
-    fn error_texts() {
-        assert_eq!(error_text(json!("boom")), "boom");
-        assert_eq!(error_text(json!({"message": "boom", "code": 1})), "boom");
-        assert_eq!(error_text(json!({"code": 1})), r#"{"code":1}"#);
-        assert_eq!(error_text(json!(42)), "42");
     }
 }

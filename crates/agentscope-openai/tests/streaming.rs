@@ -303,3 +303,30 @@ async fn dropping_the_stream_early_is_fine() {
     let msg = run(&model, hello()).await.result.unwrap();
     assert_eq!(msg.text(), "Hello! How can I help you today?");
 }
+
+#[tokio::test]
+async fn an_empty_response_is_sent_once_more_then_handed_on_as_it_is() {
+    let empty = format!(
+        "data: {}\n\ndata: [DONE]\n\n",
+        json!({"id": "e", "choices": [{"index": 0, "delta": {"content": ""},
+            "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 0}})
+    );
+    let server = TestServer::start([
+        Reply::sse(&empty),
+        Reply::sse(&empty),
+        Reply::sse(scenarios::text().sse),
+    ])
+    .await;
+    let model = builder(&server).build().unwrap();
+    let outcome = run(&model, hello()).await;
+    let msg = outcome.result.unwrap();
+    // Sent twice, not three times: the second empty response is the answer (the engine
+    // reports it as an empty response).
+    assert_eq!(server.requests().len(), 2);
+    assert!(msg.content.is_empty());
+    assert_eq!(msg.finish_reason(), Some("stop"));
+    assert_eq!(
+        msg.metadata["usage"],
+        json!({"input_tokens": 5, "output_tokens": 0})
+    );
+}

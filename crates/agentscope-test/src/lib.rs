@@ -5,7 +5,10 @@
 //! - [`RecordingHook`]: a hook that records every event it sees;
 //! - [`tools`]: small real tools (a calculator, echo, failing, panicking, slow, progress and
 //!   suspending tools) that record their calls;
-//! - [`session_store`]: a conformance suite every `SessionStore` implementation must pass.
+//! - [`session_store`]: a conformance suite every `SessionStore` implementation must pass;
+//! - [`http`]: a local HTTP server that plays scripted replies, for testing model clients;
+//! - [`model_conformance`]: the scenarios every model client must decode as
+//!   [`ScriptedModel`] plays them.
 //!
 //! Use them to test your own hooks and tools against the real engine:
 //!
@@ -20,6 +23,8 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod http;
+pub mod model_conformance;
 mod recording;
 mod scripted;
 pub mod session_store;

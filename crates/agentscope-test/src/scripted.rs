@@ -17,6 +17,8 @@ pub enum ScriptedChunk {
     Text(String),
     /// A thinking fragment.
     Thinking(String),
+    /// A fragment of the thinking's signature (Anthropic signs its thinking).
+    ThinkingSignature(String),
     /// A whole tool call in one chunk.
     ToolCall {
         /// Call id.
@@ -48,6 +50,11 @@ impl ScriptedChunk {
     /// A thinking fragment.
     pub fn thinking(text: impl Into<String>) -> Self {
         ScriptedChunk::Thinking(text.into())
+    }
+
+    /// A fragment of the thinking's signature.
+    pub fn thinking_signature(signature: impl Into<String>) -> Self {
+        ScriptedChunk::ThinkingSignature(signature.into())
     }
 
     /// A whole tool call.
@@ -83,6 +90,12 @@ impl ScriptedChunk {
         let block: ContentBlock = match self {
             ScriptedChunk::Text(text) => ContentBlock::text(text),
             ScriptedChunk::Thinking(text) => ContentBlock::thinking(text),
+            ScriptedChunk::ThinkingSignature(signature) => {
+                ContentBlock::Thinking(agentscope_core::ThinkingBlock {
+                    thinking: agentscope_core::SharedString::default(),
+                    signature: Some(signature.into()),
+                })
+            }
             ScriptedChunk::ToolCall { id, name, input } => {
                 ToolUseBlock::new(id, name, input).into()
             }

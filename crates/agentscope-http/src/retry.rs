@@ -13,10 +13,13 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// How many times to retry, and the exponential backoff between attempts.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct RetryPolicy {
-    pub(crate) max_retries: u32,
-    pub(crate) initial_backoff: Duration,
-    pub(crate) max_backoff: Duration,
+pub struct RetryPolicy {
+    /// How many times a failed attempt is retried (0: never).
+    pub max_retries: u32,
+    /// The first wait; each next one doubles.
+    pub initial_backoff: Duration,
+    /// No wait is longer than this (a server's `Retry-After` excepted, up to 60 s).
+    pub max_backoff: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -33,7 +36,7 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// How long to wait before retry number `attempt + 1`; `None` when the server asks for
     /// a wait longer than we are willing to block a call for.
-    pub(crate) fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Option<Duration> {
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Option<Duration> {
         if let Some(wait) = retry_after {
             return (wait <= MAX_RETRY_AFTER.max(self.max_backoff)).then_some(wait);
         }
@@ -56,14 +59,15 @@ impl RetryPolicy {
 }
 
 /// Whether a response with this status may be retried: 408, 429 and 5xx.
-pub(crate) fn is_retryable_status(status: StatusCode) -> bool {
+pub fn is_retryable_status(status: StatusCode) -> bool {
     status == StatusCode::REQUEST_TIMEOUT
         || status == StatusCode::TOO_MANY_REQUESTS
         || status.is_server_error()
 }
 
-/// `retry-after-ms` (OpenAI) or `Retry-After` in seconds.
-pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+/// How long the server asks to wait: `retry-after-ms` (OpenAI) or `Retry-After` in
+/// seconds; `None` when it says nothing usable.
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let number = |name: &str| {
         headers
             .get(name)?

@@ -9,11 +9,11 @@ use agentscope_core::ModelError;
 use reqwest::Url;
 
 /// What is shown instead of a secret.
-pub(crate) const REDACTED: &str = "<redacted>";
+pub const REDACTED: &str = "<redacted>";
 
 /// The endpoint without its password and query string (either might hold a credential),
 /// for logs, errors and `Debug`.
-pub(crate) fn endpoint_for_display(endpoint: &Url) -> String {
+pub fn endpoint_for_display(endpoint: &Url) -> String {
     let mut shown = endpoint.clone();
     if shown.password().is_some() {
         // Only fails for URLs that cannot have a password, which this one has.
@@ -27,7 +27,7 @@ pub(crate) fn endpoint_for_display(endpoint: &Url) -> String {
 
 /// A configured URL for display: parsed and redacted like the endpoint, or, when it does not
 /// parse, not shown at all (it might still hold a credential).
-pub(crate) fn url_for_display(raw: &str) -> String {
+pub fn url_for_display(raw: &str) -> String {
     match Url::parse(raw.trim()) {
         Ok(url) => endpoint_for_display(&url),
         Err(_) => "<unparseable URL>".to_owned(),
@@ -37,7 +37,7 @@ pub(crate) fn url_for_display(raw: &str) -> String {
 /// Removes every secret (see `Settings::secrets`) from an error's message, in case a
 /// server echoed it (a 401 that repeats the headers it got) or a transport error quoted the
 /// URL.
-pub(crate) fn redact_secrets(error: ModelError, secrets: &[String]) -> ModelError {
+pub fn redact_secrets(error: ModelError, secrets: &[String]) -> ModelError {
     if secrets.is_empty() {
         return error;
     }
@@ -67,7 +67,7 @@ pub(crate) fn redact_secrets(error: ModelError, secrets: &[String]) -> ModelErro
 }
 
 /// `text` with every secret (and its URL-encoded form) replaced by [`REDACTED`].
-pub(crate) fn scrub(mut text: String, secrets: &[String]) -> String {
+pub fn scrub(mut text: String, secrets: &[String]) -> String {
     for secret in secrets {
         let encoded = percent_encoded(secret);
         for form in [secret.as_str(), encoded.as_str()] {

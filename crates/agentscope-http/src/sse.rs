@@ -8,16 +8,28 @@
 //! some servers close the stream without the final blank line.
 
 /// One dispatched event.
+///
+/// ```
+/// use agentscope_http::sse::{SseEvent, SseParser};
+///
+/// let mut parser = SseParser::new();
+/// let mut events = Vec::new();
+/// parser.feed(b": keep-alive\ndata: {\"a\"", &mut events);
+/// parser.feed(b":1}\n\nevent: ping\ndata: x\n\n", &mut events);
+/// assert_eq!(events[0].data, "{\"a\":1}");
+/// assert_eq!(events[1].event.as_deref(), Some("ping"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct SseEvent {
+pub struct SseEvent {
     /// The `event:` field, when the server sent one.
-    pub(crate) event: Option<String>,
+    pub event: Option<String>,
     /// The `data:` lines joined with `\n`.
-    pub(crate) data: String,
+    pub data: String,
 }
 
+/// The parser: feed it the body's pieces as they arrive, then [`finish`](Self::finish).
 #[derive(Debug, Default)]
-pub(crate) struct SseParser {
+pub struct SseParser {
     /// The current, not yet terminated line.
     line: Vec<u8>,
     /// The previous piece ended with `\r`: a `\n` at the start of the next one belongs to it.
@@ -34,8 +46,13 @@ pub(crate) struct SseParser {
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl SseParser {
+    /// A parser at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
     /// Feeds a piece of the byte stream; complete events are appended to `out`.
-    pub(crate) fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+    pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
         if bytes.is_empty() {
             return;
         }
@@ -81,12 +98,12 @@ impl SseParser {
     }
 
     /// Whether the input so far looked like an event stream (a comment or a known field).
-    pub(crate) fn recognised(&self) -> bool {
+    pub fn recognised(&self) -> bool {
         self.recognised
     }
 
     /// Ends the input: an unterminated last line and event are dispatched.
-    pub(crate) fn finish(&mut self, out: &mut Vec<SseEvent>) {
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
             let line = if self.started {

@@ -1,12 +1,24 @@
-//! A tiny HTTP/1.1 server on 127.0.0.1 that plays scripted replies and records requests.
+//! A tiny HTTP/1.1 server on 127.0.0.1 that plays scripted replies and records requests:
+//! the local server model clients are tested against.
 //!
 //! It controls exactly how a reply's bytes are split into writes, can delay or stall, and
 //! serves either one request per connection (`Connection: close`, body delimited by the
-//! close, like many SSE servers) or several (`Content-Length`, keep-alive).
+//! close, like many SSE servers) or several (`Content-Length`, keep-alive). A request that
+//! finds no reply left gets a 500 with the message `no reply scripted`.
+//!
+//! ```
+//! use agentscope_test::http::{Reply, TestServer};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let server = TestServer::start([Reply::sse("data: {}\n\ndata: [DONE]\n\n")]).await;
+//! assert!(server.base_url().starts_with("http://127.0.0.1:"));
+//! assert!(server.requests().is_empty());
+//! # }
+//! ```
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -103,17 +115,20 @@ impl Reply {
 /// A request the server received.
 #[derive(Debug, Clone)]
 pub struct Recorded {
+    /// `POST`, `GET`, ...
     pub method: String,
     /// Path and query.
     pub target: String,
+    /// The headers, in the order received.
     pub headers: Vec<(String, String)>,
+    /// The body.
     pub body: Vec<u8>,
 }
 
 impl Recorded {
-    /// The body parsed as JSON.
+    /// The body parsed as JSON (`Value::Null` when it is not JSON).
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).expect("request body is JSON")
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
     }
 
     /// A header's value (names compared case-insensitively).
@@ -125,7 +140,7 @@ impl Recorded {
     }
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct State {
     replies: VecDeque<Reply>,
     requests: Vec<Recorded>,
@@ -133,6 +148,7 @@ struct State {
 }
 
 /// The running server; stops when dropped.
+#[derive(Debug)]
 pub struct TestServer {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
@@ -147,9 +163,18 @@ impl Drop for TestServer {
 
 impl TestServer {
     /// Starts a server that plays `replies` in order, one per request.
+    ///
+    /// # Panics
+    ///
+    /// When no port on 127.0.0.1 can be bound (a test cannot go on without its server).
+    #[allow(clippy::expect_used)]
     pub async fn start(replies: impl IntoIterator<Item = Reply>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("local addr");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("binding a test server on 127.0.0.1");
+        let addr = listener
+            .local_addr()
+            .expect("the address of a bound test server");
         let state = Arc::new(Mutex::new(State {
             replies: replies.into_iter().collect(),
             ..State::default()
@@ -157,7 +182,10 @@ impl TestServer {
         let shared = Arc::clone(&state);
         let task = tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                shared.lock().unwrap().connections += 1;
+                shared
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .connections += 1;
                 tokio::spawn(serve(socket, Arc::clone(&shared)));
             }
         });
@@ -171,12 +199,19 @@ impl TestServer {
 
     /// Every request received so far.
     pub fn requests(&self) -> Vec<Recorded> {
-        self.state.lock().unwrap().requests.clone()
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .requests
+            .clone()
     }
 
     /// How many TCP connections were accepted.
     pub fn connections(&self) -> usize {
-        self.state.lock().unwrap().connections
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .connections
     }
 }
 
@@ -188,7 +223,7 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
             return;
         };
         let reply = {
-            let mut state = state.lock().unwrap();
+            let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
             state.requests.push(request);
             state
                 .replies

@@ -1,0 +1,29 @@
+//! The HTTP transport the agentscope-rs model clients share (`agentscope-openai`,
+//! `agentscope-anthropic`), for writing a client for another provider the same way.
+//!
+//! A model client is two halves. The protocol half builds a request body from a
+//! [`ModelRequest`](agentscope_core::ModelRequest) and decodes the response with a
+//! [`Decode`] implementation. The transport half, this crate, does everything else, once
+//! for every client:
+//!
+//! - [`Transport`] posts the body (reqwest with rustls), retries connection failures and
+//!   the statuses 408, 429 and 5xx with exponential backoff and jitter ([`RetryPolicy`],
+//!   honouring `Retry-After` / `retry-after-ms`), times out a stalled response, reads the
+//!   streamed body piece by piece through the decoder, sends a request once more when the
+//!   response carried no content at all, and drains the end of the body so the connection
+//!   goes back to the pool;
+//! - [`sse`] parses server-sent events from pieces of any size;
+//! - [`redact`] keeps credentials (header values, URL passwords and query values) out of
+//!   `Debug` output, logs and every error message;
+//! - [`lenient`] reads provider JSON field by field, so one odd field does not fail a
+//!   response, and extracts the message of an HTTP error body.
+#![warn(missing_docs, missing_debug_implementations)]
+
+pub mod lenient;
+pub mod redact;
+mod retry;
+pub mod sse;
+mod transport;
+
+pub use retry::{RetryPolicy, is_retryable_status, retry_after};
+pub use transport::{Decode, HttpOptions, Transport, TransportBuilder};
