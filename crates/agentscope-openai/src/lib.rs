@@ -29,6 +29,10 @@
 //!   `tool_call_id`;
 //! - tool schemas as `tools` (`{"type": "function", "function": {name, description,
 //!   parameters}}`), and `tool_choice` / `parallel_tool_calls` only when there are tools;
+//!   [`ToolChoice::Specific`](agentscope_core::ToolChoice::Specific) is sent as only that
+//!   tool with `tool_choice: "required"`, which forces the same call on OpenAI and also on
+//!   servers that ignore the object form of `tool_choice` (llama.cpp); a name that is not
+//!   among the tools is sent as the object form, for the server to reject;
 //! - the [`GenerateOptions`](agentscope_core::GenerateOptions) that are set (`temperature`,
 //!   `top_p`, `max_tokens`, `stop`, `seed`, `response_format`), then the `extra` fields,
 //!   which are merged into the top level of the body last (so they can override anything,

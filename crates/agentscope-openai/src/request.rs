@@ -74,10 +74,24 @@ pub(crate) fn build_body(
     // Tool choice and parallel calls only mean something next to tools; OpenAI rejects them
     // without (and the engine's summary step sends no tools).
     let has_tools = !request.tools.is_empty();
+    // A specific tool is forced portably: only that tool, and "required". OpenAI reads the
+    // same from `{"type": "function", ...}`, but servers such as llama.cpp ignore that form.
+    let forced = match &options.tool_choice {
+        ToolChoice::Specific(name) => request.tools.iter().find(|schema| &schema.name == name),
+        _ => None,
+    };
+    let tools = match forced {
+        Some(schema) => vec![tool(schema)],
+        None => request.tools.iter().map(tool).collect(),
+    };
+    let tool_choice = match forced {
+        Some(_) => Value::from("required"),
+        None => tool_choice(&options.tool_choice),
+    };
     let body = Body {
         model,
         messages: messages(&request.messages),
-        tools: request.tools.iter().map(tool).collect(),
+        tools,
         stream: true,
         stream_options: include_usage.then(|| json!({"include_usage": true})),
         temperature: options.temperature.map(f32_value),
@@ -85,7 +99,7 @@ pub(crate) fn build_body(
         max_tokens: options.max_tokens,
         stop: &options.stop,
         seed: options.seed,
-        tool_choice: has_tools.then(|| tool_choice(&options.tool_choice)),
+        tool_choice: has_tools.then_some(tool_choice),
         parallel_tool_calls: options.parallel_tool_calls.filter(|_| has_tools),
         response_format: options.response_format.as_ref().map(response_format),
     };

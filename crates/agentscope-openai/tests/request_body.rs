@@ -161,10 +161,7 @@ async fn a_full_conversation_with_tools_and_every_option() {
                 {"type": "function", "function": {
                     "name": "get_weather", "description": "Current weather for a city.",
                     "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                                   "required": ["city"]}}},
-                {"type": "function", "function": {
-                    "name": "get_time", "description": "Current time.",
-                    "parameters": {"type": "object", "properties": {}}}}
+                                   "required": ["city"]}}}
             ],
             "stream": true,
             "stream_options": {"include_usage": true},
@@ -173,7 +170,8 @@ async fn a_full_conversation_with_tools_and_every_option() {
             "max_tokens": 256,
             "stop": ["END", "STOP"],
             "seed": 7,
-            "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+            // Forcing get_weather: only that tool, and "required".
+            "tool_choice": "required",
             "parallel_tool_calls": false,
             "response_format": {"type": "json_schema", "json_schema": {
                 "name": "weather", "schema": {"type": "object"}, "strict": true}},
@@ -250,6 +248,31 @@ async fn tool_choice_is_sent_with_tools_only() {
         assert!(body.get("parallel_tool_calls").is_none());
         assert!(body.get("tools").is_none());
     }
+}
+
+#[tokio::test]
+async fn a_specific_tool_is_forced_as_that_tool_alone_and_required() {
+    let time = ToolSchema::new("get_time", "Current time.", Value::Null);
+    let request = |name: &str| ModelRequest {
+        messages: vec![Msg::user("x")],
+        tools: vec![weather_tool(), time.clone()],
+        options: GenerateOptions::default().tool_choice(ToolChoice::Specific(name.into())),
+    };
+    let body = body_of(request("get_time")).await;
+    assert_eq!(body["tool_choice"], json!("required"));
+    assert_eq!(
+        body["tools"],
+        json!([{"type": "function", "function": {"name": "get_time",
+            "description": "Current time.", "parameters": {"type": "object", "properties": {}}}}])
+    );
+    // A name that is not among the tools goes out as the object form, all tools kept: the
+    // server reports the mistake.
+    let body = body_of(request("get_wether")).await;
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "function", "function": {"name": "get_wether"}})
+    );
+    assert_eq!(body["tools"].as_array().map(Vec::len), Some(2));
 }
 
 #[tokio::test]

@@ -9,8 +9,13 @@
 //!
 //! A failure counts when the model's `stream()` fails or its stream fails before its first
 //! chunk: once output has begun, it belongs to the caller (the engine has shown it to hooks
-//! and the stream), and a mid-answer failure is the caller's. Each layer logs what it does
-//! with `tracing` (target `agentscope::model_layers`).
+//! and the stream), and a mid-answer failure is the caller's.
+//!
+//! The layers are visible in `tracing` (target `agentscope::model_layers`): each try of
+//! [`Retry`] runs in a `model_attempt` span (`model`, `attempt` from 1) and a retry is a
+//! `warn!` event; the second model of [`Fallback`] runs in a `model_fallback` span
+//! (`model`, `fallback`) after a `warn!` event naming the failure; [`Cached`] records a
+//! `debug!` event with `cache_hit` true or false.
 //!
 //! ```
 //! use std::time::Duration;
@@ -46,6 +51,7 @@ use std::time::Duration;
 use agentscope_core::{ChatResponse, ChatStream, Model, ModelError, ModelRequest};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 /// The layers as methods on every model: `model.with_retry(..).with_fallback(other)`.
 pub trait ModelExt: Model + Sized {
@@ -148,7 +154,13 @@ impl<M: Model> Model for Retry<M> {
                     None => return Err(ModelError::msg("retry: no request left")),
                 },
             };
-            match start(&self.inner, attempt).await {
+            let span = tracing::debug_span!(
+                target: "agentscope::model_layers",
+                "model_attempt",
+                model = self.inner.model_name(),
+                attempt = retry + 1,
+            );
+            match start(&self.inner, attempt).instrument(span).await {
                 Err(error) if !last && error.is_retryable() => {
                     let delay = self.policy.delay(retry);
                     tracing::warn!(
@@ -202,7 +214,13 @@ impl<P: Model, F: Model> Model for Fallback<P, F> {
                     %error,
                     "model failed, using the fallback"
                 );
-                self.fallback.stream(request).await
+                let span = tracing::debug_span!(
+                    target: "agentscope::model_layers",
+                    "model_fallback",
+                    model = self.primary.model_name(),
+                    fallback = self.fallback.model_name(),
+                );
+                self.fallback.stream(request).instrument(span).await
             }
         }
     }
@@ -262,12 +280,14 @@ impl<M: Model> Model for Cached<M> {
 
     async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
         let key = cache_key(&request);
-        if let Some(chunks) = self.lock().get(&key).cloned() {
-            tracing::debug!(
-                target: "agentscope::model_layers",
-                model = self.inner.model_name(),
-                "answered from the cache"
-            );
+        let cached = self.lock().get(&key).cloned();
+        tracing::debug!(
+            target: "agentscope::model_layers",
+            model = self.inner.model_name(),
+            cache_hit = cached.is_some(),
+            "model response cache"
+        );
+        if let Some(chunks) = cached {
             return Ok(stream::iter(chunks.into_iter().map(Ok)).boxed());
         }
         let answer = self.inner.stream(request).await?;

@@ -150,3 +150,51 @@ async fn layers_compose() {
     assert_eq!(agent_a.call("hi").await.unwrap().text(), "composed");
     assert_eq!((primary.request_count(), backup.request_count()), (2, 1));
 }
+
+#[tokio::test]
+async fn each_layer_shows_in_tracing() {
+    use crate::support::warnings::TargetLog;
+
+    let log = TargetLog::global("agentscope::model_layers");
+    let primary = ScriptedModel::new([
+        ScriptedResponse::failure(status(503)),
+        ScriptedResponse::failure(status(502)),
+    ])
+    .with_name("primary");
+    let backup = ScriptedModel::new([ScriptedResponse::text("composed")]).with_name("backup");
+    let model = primary.with_retry(quick(1)).with_fallback(backup).cached();
+    let agent = agent(model);
+    assert_eq!(agent.call("hi").await.unwrap().text(), "composed");
+    let lines = log.lines();
+    let delays: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.contains("delay_ms"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(delays.len(), 1, "{lines:#?}");
+    let without_delay: Vec<String> = lines
+        .iter()
+        .map(|line| match line.find(" delay_ms=") {
+            Some(at) => {
+                let rest = &line[at + 1..];
+                let end = rest.find(' ').map_or(line.len(), |i| at + 1 + i);
+                format!("{}{}", &line[..at], &line[end..])
+            }
+            None => line.clone(),
+        })
+        .collect();
+    assert_eq!(
+        without_delay,
+        [
+            "DEBUG message=model response cache model=primary cache_hit=false",
+            "span model_attempt model=primary attempt=1",
+            "WARN message=model failed, retrying model=primary retry=1 max_retries=1 \
+             error=HTTP 503: status 503",
+            "span model_attempt model=primary attempt=2",
+            "WARN message=model failed, using the fallback model=primary fallback=backup \
+             error=HTTP 502: status 502",
+            "span model_fallback model=primary fallback=backup",
+        ],
+        "{lines:#?}"
+    );
+}
