@@ -20,6 +20,10 @@ pub const ENV_API_KEY: &str = "OPENAI_API_KEY";
 pub const ENV_BASE_URL: &str = "OPENAI_BASE_URL";
 /// The environment variable holding the model name.
 pub const ENV_MODEL: &str = "AGENTSCOPE_MODEL";
+/// The model name sent to a server other than OpenAI's when none is set: servers that serve
+/// one model (llama.cpp's `llama-server`) accept any name; others (vLLM, Ollama) answer that
+/// the model does not exist, naming it.
+pub const DEFAULT_LOCAL_MODEL: &str = "default";
 
 // The model's constructors are here rather than in model.rs: they only start a builder, and
 // keeping them next to it lets model.rs not depend on this module.
@@ -43,15 +47,24 @@ impl OpenAIChatModel {
         OpenAIChatModelBuilder::new()
     }
 
-    /// Builds a model from the environment: `OPENAI_API_KEY`, `OPENAI_BASE_URL` (optional,
-    /// default OpenAI) and `AGENTSCOPE_MODEL`.
+    /// Builds a model from the environment. It reads exactly three variables, each only
+    /// when set and not empty:
+    ///
+    /// - `OPENAI_API_KEY`: sent as `Authorization: Bearer <key>`; without it no
+    ///   `Authorization` header is sent (keyless local servers: llama.cpp, Ollama, vLLM);
+    /// - `OPENAI_BASE_URL`: default `https://api.openai.com/v1`;
+    /// - `AGENTSCOPE_MODEL`: the model name; for a server other than OpenAI's,
+    ///   [`DEFAULT_LOCAL_MODEL`] when unset.
+    ///
+    /// So `OPENAI_BASE_URL=http://127.0.0.1:8080/v1` alone is enough for a local
+    /// llama.cpp server.
     ///
     /// Use [`OpenAIChatModelBuilder::from_env`] to adjust more settings before building.
     ///
     /// # Errors
     ///
-    /// [`ModelError::Config`] when `AGENTSCOPE_MODEL` is not set, or when `OPENAI_API_KEY`
-    /// is not set and the base URL is OpenAI's (local servers need no key).
+    /// [`ModelError::Config`] when the base URL is OpenAI's and `OPENAI_API_KEY` or
+    /// `AGENTSCOPE_MODEL` is not set, or when the base URL is not an `http(s)` URL.
     ///
     /// ```no_run
     /// let model = agentscope_openai::OpenAIChatModel::from_env()?;
@@ -149,7 +162,8 @@ impl OpenAIChatModelBuilder {
         self
     }
 
-    /// Sets the model name sent with every request (required).
+    /// Sets the model name sent with every request. Required for OpenAI's base URL; for
+    /// another server, [`DEFAULT_LOCAL_MODEL`] is sent when none is set.
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
         self
@@ -202,17 +216,23 @@ impl OpenAIChatModelBuilder {
     ///
     /// # Errors
     ///
-    /// [`ModelError::Config`] when no model is set, the base URL is not an `http(s)` URL,
-    /// no API key is set for OpenAI's own base URL, a header is invalid, or the HTTP client
-    /// cannot be created.
+    /// [`ModelError::Config`] when no model is set for OpenAI's base URL, the base URL is
+    /// not an `http(s)` URL, no API key is set for OpenAI's own base URL, a header is
+    /// invalid, or the HTTP client cannot be created.
     pub fn build(self) -> Result<OpenAIChatModel, ModelError> {
-        let model = self
-            .model
-            .filter(|model| !model.trim().is_empty())
-            .ok_or_else(|| config("no model set: call .model(..) or set AGENTSCOPE_MODEL"))?;
         let base_url = self.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
         let endpoint = endpoint(base_url)?;
-        if self.api_key.is_none() && endpoint.host_str() == Some("api.openai.com") {
+        let is_openai = endpoint.host_str() == Some("api.openai.com");
+        let model = match self.model.filter(|model| !model.trim().is_empty()) {
+            Some(model) => model,
+            None if !is_openai && self.base_url.is_some() => DEFAULT_LOCAL_MODEL.to_owned(),
+            None => {
+                return Err(config(
+                    "no model set: call .model(..) or set AGENTSCOPE_MODEL",
+                ));
+            }
+        };
+        if self.api_key.is_none() && is_openai {
             return Err(config(
                 "no API key set for api.openai.com: call .api_key(..) or set OPENAI_API_KEY",
             ));

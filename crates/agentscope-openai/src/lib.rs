@@ -8,7 +8,7 @@
 //! ```no_run
 //! use agentscope_openai::OpenAIChatModel;
 //!
-//! // OPENAI_API_KEY, OPENAI_BASE_URL (optional) and AGENTSCOPE_MODEL
+//! // OPENAI_API_KEY, OPENAI_BASE_URL and AGENTSCOPE_MODEL (see `from_env` for the defaults)
 //! let model = OpenAIChatModel::from_env()?;
 //!
 //! // or explicitly, e.g. a local vLLM server
@@ -66,7 +66,10 @@ mod model;
 mod request;
 mod response;
 
-pub use builder::{DEFAULT_BASE_URL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAIChatModelBuilder};
+pub use builder::{
+    DEFAULT_BASE_URL, DEFAULT_LOCAL_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
+    OpenAIChatModelBuilder,
+};
 pub use model::OpenAIChatModel;
 
 /// Compiles the README's code blocks with the doc tests, so it cannot drift from the API.

@@ -45,6 +45,30 @@ fn a_model_is_required() {
 }
 
 #[test]
+fn a_base_url_alone_is_enough_for_a_local_server() {
+    let model = OpenAIChatModelBuilder::from_lookup(env(&[(
+        "OPENAI_BASE_URL",
+        "http://127.0.0.1:8081/v1",
+    )]))
+    .build()
+    .unwrap();
+    assert_eq!(model.model(), agentscope_openai::DEFAULT_LOCAL_MODEL);
+    assert_eq!(
+        model.endpoint(),
+        "http://127.0.0.1:8081/v1/chat/completions"
+    );
+    // OpenAI's own URL, given explicitly, still needs a model.
+    let message = config_message(
+        OpenAIChatModelBuilder::from_lookup(env(&[
+            ("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+            ("OPENAI_API_KEY", "sk-abc"),
+        ]))
+        .build(),
+    );
+    assert!(message.contains("AGENTSCOPE_MODEL"), "{message}");
+}
+
+#[test]
 fn openai_needs_a_key_local_servers_do_not() {
     let message = config_message(OpenAIChatModel::builder().model("gpt-4o").build());
     assert!(message.contains("OPENAI_API_KEY"), "{message}");
