@@ -4,7 +4,8 @@
 //! cargo run --example quickstart                 # offline, on the built-in demo model
 //! OPENAI_API_KEY=sk-... cargo run --example quickstart   # a real OpenAI-compatible endpoint
 //! # a keyless local server (llama.cpp, Ollama, vLLM): the base URL alone is enough
-//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 AGENTSCOPE_MODEL=my-model cargo run --example quickstart
+//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example quickstart
+//! ANTHROPIC_API_KEY=sk-ant-... AGENTSCOPE_MODEL=claude-sonnet-4-5 cargo run --example quickstart
 //! ```
 //!
 //! The offline demo model is a `ScriptedModel` (from `agentscope-test`): it asks for the

@@ -4,7 +4,8 @@
 //! ```sh
 //! cargo run --example streaming                  # offline, on the built-in demo model
 //! OPENAI_API_KEY=sk-... cargo run --example streaming    # a real OpenAI-compatible endpoint
-//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 AGENTSCOPE_MODEL=my-model cargo run --example streaming
+//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example streaming
+//! ANTHROPIC_API_KEY=sk-ant-... AGENTSCOPE_MODEL=claude-sonnet-4-5 cargo run --example streaming
 //! ```
 //!
 //! `agent.stream(..)` runs the same engine as `agent.call(..)`; the stream yields `Event`s:

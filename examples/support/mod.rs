@@ -1,8 +1,9 @@
-//! What the examples share: the model they run on. The OpenAI-compatible client when the
-//! environment names an endpoint, otherwise an offline demo model.
+//! What the examples share: the model they run on. A real client when the environment
+//! names an endpoint (OpenAI-compatible or Anthropic), otherwise an offline demo model.
 
 use agentscope::prelude::*;
 use agentscope::{BoxedModel, ChatStream, ModelError, ModelRequest};
+use agentscope_anthropic::AnthropicModel;
 use agentscope_openai::OpenAIChatModel;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::json;
@@ -56,8 +57,9 @@ impl Model for DemoModel {
 
 /// The model: the OpenAI-compatible client when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set
 /// (with optional `AGENTSCOPE_MODEL`; no key is sent when none is set, as keyless local
-/// servers want), otherwise the offline demo model, which asks the calculator for
-/// `demo_expression`.
+/// servers want), the Anthropic client when `ANTHROPIC_API_KEY` or `ANTHROPIC_BASE_URL` is
+/// set (with `AGENTSCOPE_MODEL`), otherwise the offline demo model, which asks the
+/// calculator for `demo_expression`.
 pub(crate) fn model(demo_expression: &str) -> Result<BoxedModel, ModelError> {
     let set = |name: &str| std::env::var(name).is_ok_and(|value| !value.trim().is_empty());
     if set("OPENAI_API_KEY") || set("OPENAI_BASE_URL") {
@@ -65,8 +67,14 @@ pub(crate) fn model(demo_expression: &str) -> Result<BoxedModel, ModelError> {
         println!("model: {} at {}\n", model.model(), model.endpoint());
         return Ok(BoxedModel::new(model));
     }
+    if set("ANTHROPIC_API_KEY") || set("ANTHROPIC_BASE_URL") {
+        let model = AnthropicModel::from_env()?;
+        println!("model: {} at {}\n", model.model(), model.endpoint());
+        return Ok(BoxedModel::new(model));
+    }
     println!(
-        "model: offline demo model (set OPENAI_API_KEY or OPENAI_BASE_URL to use a real endpoint)\n"
+        "model: offline demo model (set OPENAI_API_KEY, OPENAI_BASE_URL or ANTHROPIC_API_KEY \
+         to use a real endpoint)\n"
     );
     Ok(BoxedModel::new(DemoModel::new(demo_expression)))
 }

@@ -1,4 +1,5 @@
-//! Reading provider JSON leniently, and the messages of provider errors.
+//! Provider JSON: read leniently, numbers written as a person writes them, and the
+//! messages of provider errors.
 //!
 //! Servers that copy a provider's API differ in the details, so a client reads every field
 //! leniently: unknown fields are ignored, and a field that is missing, `null` or of an
@@ -163,6 +164,35 @@ pub fn status_message(status: StatusCode, body: &str) -> String {
             .to_owned()
     } else {
         snippet(body)
+    }
+}
+
+/// An `f32` as the JSON number a person would write (`0.2`, not `0.20000000298023224`),
+/// for options such as `temperature`; `null` for NaN and infinities.
+///
+/// ```
+/// use agentscope_http::lenient::f32_number;
+///
+/// assert_eq!(f32_number(0.2).to_string(), "0.2");
+/// assert_eq!(f32_number(1.0).to_string(), "1.0");
+/// assert!(f32_number(f32::NAN).is_null());
+/// ```
+pub fn f32_number(value: f32) -> Value {
+    value
+        .to_string()
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(Value::Null, Value::Number)
+}
+
+/// `extra` merged into the top level of `body` (an object), last, so it overrides anything:
+/// the [`GenerateOptions::extra`](agentscope_core::GenerateOptions::extra) fields.
+pub fn merge_extra(body: &mut Value, extra: &serde_json::Map<String, Value>) {
+    if let Value::Object(fields) = body {
+        for (key, value) in extra {
+            fields.insert(key.clone(), value.clone());
+        }
     }
 }
 

@@ -16,14 +16,20 @@
 //! - [`redact`] keeps credentials (header values, URL passwords and query values) out of
 //!   `Debug` output, logs and every error message;
 //! - [`lenient`] reads provider JSON field by field, so one odd field does not fail a
-//!   response, and extracts the message of an HTTP error body.
+//!   response, and extracts the message of an HTTP error body;
+//! - [`endpoint_url`] checks a base URL and completes it with the protocol's path;
+//! - `testing` (feature `testing`, for a client's tests) decodes bodies in pieces.
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod endpoint;
 pub mod lenient;
 pub mod redact;
 mod retry;
 pub mod sse;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 mod transport;
 
+pub use endpoint::endpoint_url;
 pub use retry::{RetryPolicy, is_retryable_status, retry_after};
 pub use transport::{Decode, HttpOptions, Transport, TransportBuilder};

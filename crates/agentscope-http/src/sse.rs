@@ -272,15 +272,7 @@ mod tests {
                 body = body.replace('\n', "\r\n");
             }
             let bytes = body.as_bytes();
-            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
-            cuts.sort_unstable();
-            let mut pieces = Vec::new();
-            let mut start = 0;
-            for cut in cuts {
-                pieces.push(&bytes[start..cut]);
-                start = cut;
-            }
-            pieces.push(&bytes[start..]);
+            let pieces = crate::testing::split_at(bytes, &cuts);
             prop_assert_eq!(parse_pieces(&pieces), parse_pieces(&[bytes]));
         }
     }

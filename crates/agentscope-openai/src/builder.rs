@@ -265,35 +265,10 @@ fn config(message: impl Into<String>) -> ModelError {
     }
 }
 
-/// `<base_url>/chat/completions`, keeping a query string.
+/// `<base_url>/chat/completions`, keeping a query string; a base that already ends with (the start
+/// of) that path is completed, not repeated.
 fn endpoint(base_url: &str) -> Result<Url, ModelError> {
-    let mut url =
-        Url::parse(base_url.trim()).map_err(|err| config(format!("invalid base URL: {err}")))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(config(format!(
-            "invalid base URL {}: expected an http(s) URL",
-            url_for_display(base_url)
-        )));
-    }
-    if url
-        .path()
-        .trim_end_matches('/')
-        .ends_with("/chat/completions")
-    {
-        return Ok(url);
-    }
-    match url.path_segments_mut() {
-        Ok(mut segments) => {
-            segments.pop_if_empty().extend(["chat", "completions"]);
-        }
-        Err(()) => {
-            return Err(config(format!(
-                "invalid base URL {}",
-                url_for_display(base_url)
-            )));
-        }
-    }
-    Ok(url)
+    agentscope_http::endpoint_url(base_url, "chat/completions")
 }
 
 #[cfg(test)]

@@ -400,7 +400,7 @@ fn generated_call_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentscope_core::{ChatAccumulator, Msg};
+    use agentscope_http::testing::{self, assemble};
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -430,72 +430,14 @@ mod tests {
             .collect()
     }
 
-    /// Decodes `pieces` in order; the chunks, or the error that ended them.
     fn decode(pieces: &[&[u8]]) -> (Vec<ChatResponse>, Option<ModelError>) {
-        let mut decoder = Decoder::default();
-        let mut items = Vec::new();
-        for piece in pieces {
-            items.extend(decoder.feed(piece));
-        }
-        items.extend(decoder.finish());
-        let mut chunks = Vec::new();
-        for (i, item) in items.into_iter().enumerate() {
-            match item {
-                Ok(chunk) => chunks.push(chunk),
-                Err(err) => {
-                    assert!(decoder.is_done(), "error at item {i} must end the stream");
-                    return (chunks, Some(err));
-                }
-            }
-        }
-        (chunks, None)
-    }
-
-    fn assemble(chunks: &[ChatResponse]) -> Msg {
-        let mut acc = ChatAccumulator::new("assistant");
-        for chunk in chunks {
-            acc.push(chunk);
-        }
-        acc.finish()
-    }
-
-    fn pieces_at<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
-        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
-        cuts.sort_unstable();
-        let mut pieces = Vec::new();
-        let mut start = 0;
-        for cut in cuts {
-            pieces.push(&bytes[start..cut]);
-            start = cut;
-        }
-        pieces.push(&bytes[start..]);
-        pieces
+        testing::decode::<Decoder>(pieces)
     }
 
     #[test]
-    fn every_single_split_point_of_every_fixture_decodes_identically() {
-        // The LF fixtures only, to keep the test fast in debug builds: CRLF splits are
-        // covered by the byte-by-byte test and the property test.
-        for body in fixtures().iter().take(7) {
-            let bytes = body.as_bytes();
-            let (whole, err) = decode(&[bytes]);
-            assert!(err.is_none(), "{err:?}");
-            for split in 0..=bytes.len() {
-                let (a, b) = bytes.split_at(split);
-                let (chunks, err) = decode(&[a, b]);
-                assert!(err.is_none());
-                // Generated ids are the only thing allowed to differ; fixtures have ids.
-                assert_eq!(chunks, whole, "split at {split}");
-            }
-        }
-    }
-
-    #[test]
-    fn byte_by_byte_decodes_identically() {
-        for body in fixtures() {
-            let bytes = body.as_bytes();
-            let pieces: Vec<&[u8]> = bytes.chunks(1).collect();
-            assert_eq!(decode(&pieces).0, decode(&[bytes]).0);
+    fn every_fixture_decodes_identically_however_it_is_split() {
+        for (i, body) in fixtures().iter().take(7).enumerate() {
+            testing::check_every_split::<Decoder>(&format!("fixture {i}"), body);
         }
     }
 
@@ -505,13 +447,7 @@ mod tests {
             which in 0usize..14,
             cuts in proptest::collection::vec(any::<usize>(), 0..40),
         ) {
-            let fixtures = fixtures();
-            let bytes = fixtures[which].as_bytes();
-            let (whole, _) = decode(&[bytes]);
-            let (split, err) = decode(&pieces_at(bytes, &cuts));
-            prop_assert!(err.is_none());
-            prop_assert_eq!(&split, &whole);
-            prop_assert_eq!(assemble(&split).content, assemble(&whole).content);
+            testing::assert_same_when_split::<Decoder>(fixtures()[which].as_bytes(), &cuts);
         }
     }
 

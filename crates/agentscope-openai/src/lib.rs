@@ -76,8 +76,3 @@ pub use model::OpenAIChatModel;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct Readme;
-
-/// The models guide's code blocks, compiled with the doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/models.md")]
-struct ModelsGuide;

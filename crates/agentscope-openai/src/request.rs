@@ -10,6 +10,7 @@
 use agentscope_core::{
     ContentBlock, ModelRequest, Msg, ResponseFormat, Role, ToolChoice, ToolSchema, ToolUseBlock,
 };
+use agentscope_http::lenient::{f32_number, merge_extra};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -94,8 +95,8 @@ pub(crate) fn build_body(
         tools,
         stream: true,
         stream_options: include_usage.then(|| json!({"include_usage": true})),
-        temperature: options.temperature.map(f32_value),
-        top_p: options.top_p.map(f32_value),
+        temperature: options.temperature.map(f32_number),
+        top_p: options.top_p.map(f32_number),
         max_tokens: options.max_tokens,
         stop: &options.stop,
         seed: options.seed,
@@ -104,22 +105,8 @@ pub(crate) fn build_body(
         response_format: options.response_format.as_ref().map(response_format),
     };
     let mut body = serde_json::to_value(body)?;
-    if let Value::Object(fields) = &mut body {
-        for (key, value) in &options.extra {
-            fields.insert(key.clone(), value.clone());
-        }
-    }
+    merge_extra(&mut body, &options.extra);
     Ok(body)
-}
-
-/// An `f32` as the JSON number a person would write (`0.2`, not `0.20000000298023224`).
-fn f32_value(value: f32) -> Value {
-    value
-        .to_string()
-        .parse::<f64>()
-        .ok()
-        .and_then(serde_json::Number::from_f64)
-        .map_or(Value::Null, Value::Number)
 }
 
 fn tool_choice(choice: &ToolChoice) -> Value {
@@ -269,14 +256,6 @@ fn tool_call(tool_use: &ToolUseBlock) -> Value {
 mod tests {
     use super::*;
     use agentscope_core::{GenerateOptions, ImageBlock, ToolResultBlock};
-
-    #[test]
-    fn f32_values_are_written_as_written() {
-        assert_eq!(f32_value(0.2).to_string(), "0.2");
-        assert_eq!(f32_value(1.0).to_string(), "1.0");
-        assert_eq!(f32_value(0.95).to_string(), "0.95");
-        assert_eq!(f32_value(f32::NAN), Value::Null);
-    }
 
     #[test]
     fn tool_only_messages_and_odd_placements() {

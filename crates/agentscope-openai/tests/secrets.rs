@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use agentscope_core::{Model, ModelError};
 use agentscope_openai::{OpenAIChatModel, OpenAIChatModelBuilder};
+use agentscope_test::model_conformance::error_texts;
 use support::{Reply, TestServer, hello};
 
 const SECRETS: [&str; 5] = [
@@ -74,17 +75,6 @@ fn a_key_in_the_base_url_query_is_never_printed() {
 #[test]
 fn a_password_in_the_base_url_is_never_printed() {
     assert_base_url_secret_hidden(&format!("http://user:{}@127.0.0.1:9/v1", SECRETS[3]));
-}
-
-/// Every text an error shows: Display, Debug, and each source's Display and Debug.
-fn error_texts(error: &ModelError) -> String {
-    let mut texts = format!("{error}\n{error:?}\n{error:#?}");
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        texts.push_str(&format!("\n{cause}\n{cause:?}"));
-        source = cause.source();
-    }
-    texts
 }
 
 fn with_every_secret(base_url: &str) -> OpenAIChatModelBuilder {

@@ -207,6 +207,25 @@ pub async fn run(model: &impl Model, request: ModelRequest) -> Outcome {
     }
 }
 
+/// Every text an error shows, one after the other: `Display`, `Debug`, pretty `Debug`,
+/// and each source's `Display` and `Debug`. For checking that no secret is in any of them.
+///
+/// ```
+/// use agentscope_core::ModelError;
+///
+/// let error = ModelError::Timeout;
+/// assert!(agentscope_test::model_conformance::error_texts(&error).contains("Timeout"));
+/// ```
+pub fn error_texts(error: &ModelError) -> String {
+    let mut texts = format!("{error}\n{error:?}\n{error:#?}");
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        texts.push_str(&format!("\n{cause}\n{cause:?}"));
+        source = cause.source();
+    }
+    texts
+}
+
 /// A request with one user message, `Hello`.
 pub fn hello() -> ModelRequest {
     ModelRequest {

@@ -1,0 +1,464 @@
+//! [`AnthropicModelBuilder`]: settings, defaults, the environment, and the checks that turn
+//! them into an [`AnthropicModel`].
+
+use std::fmt;
+use std::time::Duration;
+
+use agentscope_core::ModelError;
+use agentscope_http::redact::{REDACTED, url_for_display};
+use agentscope_http::{HttpOptions, Transport};
+use reqwest::Url;
+
+use crate::model::AnthropicModel;
+use crate::request::Settings;
+
+/// The default base URL: Anthropic's API.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The default `anthropic-version` header.
+pub const DEFAULT_VERSION: &str = "2023-06-01";
+/// The default `max_tokens` sent with every request (Anthropic requires one).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The environment variable holding the API key.
+pub const ENV_API_KEY: &str = "ANTHROPIC_API_KEY";
+/// The environment variable holding the base URL.
+pub const ENV_BASE_URL: &str = "ANTHROPIC_BASE_URL";
+/// The environment variable holding the model name.
+pub const ENV_MODEL: &str = "AGENTSCOPE_MODEL";
+
+/// The host that needs an API key.
+const ANTHROPIC_HOST: &str = "api.anthropic.com";
+
+// The model's constructors are here rather than in model.rs: they only start a builder, and
+// keeping them next to it lets model.rs not depend on this module.
+impl AnthropicModel {
+    /// Starts a builder.
+    ///
+    /// ```
+    /// use agentscope_anthropic::AnthropicModel;
+    /// use std::time::Duration;
+    ///
+    /// let model = AnthropicModel::builder()
+    ///     .api_key("sk-ant-...")
+    ///     .model("claude-sonnet-4-5")
+    ///     .max_tokens(8192)
+    ///     .thinking(4096)
+    ///     .timeout(Duration::from_secs(120))
+    ///     .build()?;
+    /// assert_eq!(model.endpoint(), "https://api.anthropic.com/v1/messages");
+    /// # Ok::<(), agentscope_core::ModelError>(())
+    /// ```
+    pub fn builder() -> AnthropicModelBuilder {
+        AnthropicModelBuilder::new()
+    }
+
+    /// Builds a model from the environment: `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`
+    /// (optional, default Anthropic) and `AGENTSCOPE_MODEL`.
+    ///
+    /// Use [`AnthropicModelBuilder::from_env`] to adjust more settings before building.
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::Config`] when `AGENTSCOPE_MODEL` is not set, or when
+    /// `ANTHROPIC_API_KEY` is not set and the base URL is Anthropic's.
+    ///
+    /// ```no_run
+    /// let model = agentscope_anthropic::AnthropicModel::from_env()?;
+    /// # Ok::<(), agentscope_core::ModelError>(())
+    /// ```
+    pub fn from_env() -> Result<Self, ModelError> {
+        AnthropicModelBuilder::from_env().build()
+    }
+}
+
+/// Builds an [`AnthropicModel`]; start with [`AnthropicModel::builder`].
+///
+/// Setters never fail; [`build`](Self::build) checks everything and reports the first
+/// problem as [`ModelError::Config`].
+#[must_use]
+#[derive(Clone)]
+pub struct AnthropicModelBuilder {
+    api_key: Option<String>,
+    base_url: Option<String>,
+    model: Option<String>,
+    version: String,
+    betas: Vec<String>,
+    settings: Settings,
+    http: HttpOptions,
+}
+
+impl Default for AnthropicModelBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AnthropicModelBuilder {
+    /// A builder with the defaults: Anthropic's base URL, no key, no model, `max_tokens`
+    /// 4096, no extended thinking, no prompt caching, `anthropic-version: 2023-06-01`, no
+    /// beta, a 600 s timeout, a 10 s connect timeout, 2 retries.
+    pub fn new() -> Self {
+        Self {
+            api_key: None,
+            base_url: None,
+            model: None,
+            version: DEFAULT_VERSION.to_owned(),
+            betas: Vec::new(),
+            settings: Settings {
+                max_tokens: DEFAULT_MAX_TOKENS,
+                thinking_budget: None,
+                prompt_caching: false,
+            },
+            http: HttpOptions::new(),
+        }
+    }
+
+    /// A builder filled from the environment: `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` and
+    /// `AGENTSCOPE_MODEL` (each only when set and not empty).
+    ///
+    /// ```no_run
+    /// use agentscope_anthropic::AnthropicModelBuilder;
+    ///
+    /// let model = AnthropicModelBuilder::from_env().prompt_caching(true).build()?;
+    /// # Ok::<(), agentscope_core::ModelError>(())
+    /// ```
+    pub fn from_env() -> Self {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// A builder filled by `lookup` (called with the names of the environment variables
+    /// [`from_env`](Self::from_env) reads): for configuration that comes from elsewhere, and
+    /// for tests.
+    ///
+    /// ```
+    /// use agentscope_anthropic::AnthropicModelBuilder;
+    ///
+    /// let model = AnthropicModelBuilder::from_lookup(|name| match name {
+    ///     "ANTHROPIC_API_KEY" => Some("sk-ant-...".into()),
+    ///     "AGENTSCOPE_MODEL" => Some("claude-haiku-4-5".into()),
+    ///     _ => None,
+    /// })
+    /// .build()?;
+    /// assert_eq!(model.model(), "claude-haiku-4-5");
+    /// # Ok::<(), agentscope_core::ModelError>(())
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        let mut builder = Self::new();
+        builder.api_key = get(ENV_API_KEY);
+        builder.base_url = get(ENV_BASE_URL);
+        builder.model = get(ENV_MODEL);
+        builder
+    }
+
+    /// Sets the API key, sent as the `x-api-key` header. Required for Anthropic's own base
+    /// URL; optional for gateways that authenticate otherwise (see
+    /// [`header`](Self::header)).
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        let key = key.into();
+        self.api_key = (!key.is_empty()).then_some(key);
+        self
+    }
+
+    /// Sets the base URL (default `https://api.anthropic.com`); requests go to
+    /// `<base_url>/v1/messages`. A base URL that already ends with `/v1` gets `/messages`
+    /// appended, one that ends with `/v1/messages` is used as it is, and a query string is
+    /// kept.
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = Some(url.into());
+        self
+    }
+
+    /// Sets the model name sent with every request (required), e.g. `claude-sonnet-4-5`.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// The `max_tokens` sent when a request's
+    /// [`GenerateOptions::max_tokens`](agentscope_core::GenerateOptions::max_tokens) is not
+    /// set (default 4096). Anthropic requires every request to say how many tokens it may
+    /// generate; with extended thinking the limit includes the thinking budget.
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.settings.max_tokens = max_tokens;
+        self
+    }
+
+    /// Turns on extended thinking with this token budget: every request carries
+    /// `"thinking": {"type": "enabled", "budget_tokens": budget_tokens}`.
+    ///
+    /// Anthropic wants the budget to be at least 1024 and below `max_tokens`, and allows
+    /// neither a `temperature` other than 1 nor a forced tool choice
+    /// ([`ToolChoice::Required`](agentscope_core::ToolChoice::Required) /
+    /// [`Specific`](agentscope_core::ToolChoice::Specific)) next to thinking; such requests
+    /// fail with the provider's `HTTP 400` message.
+    pub fn thinking(mut self, budget_tokens: u32) -> Self {
+        self.settings.thinking_budget = Some(budget_tokens);
+        self
+    }
+
+    /// Whether to mark prompt-cache breakpoints (default false): when on, the last system
+    /// block, the last tool and the last content block of the last message carry
+    /// `"cache_control": {"type": "ephemeral"}`, so the next request of a conversation
+    /// reads the shared prefix from Anthropic's cache.
+    pub fn prompt_caching(mut self, enabled: bool) -> Self {
+        self.settings.prompt_caching = enabled;
+        self
+    }
+
+    /// Sets the `anthropic-version` header (default `2023-06-01`).
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
+
+    /// Turns on a beta feature: its name is added to the `anthropic-beta` header (several
+    /// are comma-joined), e.g. `interleaved-thinking-2025-05-14`.
+    pub fn beta(mut self, name: impl Into<String>) -> Self {
+        let name = name.into();
+        let name = name.trim();
+        if !name.is_empty() && !self.betas.iter().any(|beta| beta == name) {
+            self.betas.push(name.to_owned());
+        }
+        self
+    }
+
+    /// How long to wait for the server: for the response to start, and between two pieces
+    /// of a streamed response (default 600 s). A long generation never times out while
+    /// the server keeps sending (Anthropic sends `ping` events); a stalled one fails with
+    /// [`ModelError::Timeout`].
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.http = self.http.timeout(timeout);
+        self
+    }
+
+    /// How long to wait for a TCP (and TLS) connection (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.http = self.http.connect_timeout(timeout);
+        self
+    }
+
+    /// How many times a failed request is retried (default 2; 0 disables retries).
+    /// Connection failures and the statuses 408, 429 and 5xx (Anthropic's 529
+    /// `overloaded_error` included) are retried.
+    pub fn max_retries(mut self, retries: u32) -> Self {
+        self.http = self.http.max_retries(retries);
+        self
+    }
+
+    /// The backoff between retries: the first wait is about `initial`, each next one doubles,
+    /// never above `max` (defaults 500 ms and 8 s). Each wait is jittered down by up to half.
+    /// A server's `Retry-After` takes precedence.
+    pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.http = self.http.retry_backoff(initial, max);
+        self
+    }
+
+    /// Adds a header to every request (e.g. a gateway's own authentication). Header values
+    /// are treated as secrets: never in `Debug` output, and scrubbed from every error.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.http = self.http.header(name, value);
+        self
+    }
+
+    /// Builds the model.
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::Config`] when no model is set, the base URL is not an `http(s)` URL,
+    /// no API key is set for Anthropic's own base URL, the version is empty, a header is
+    /// invalid, or the HTTP client cannot be created.
+    pub fn build(self) -> Result<AnthropicModel, ModelError> {
+        let model = self
+            .model
+            .filter(|model| !model.trim().is_empty())
+            .ok_or_else(|| config("no model set: call .model(..) or set AGENTSCOPE_MODEL"))?;
+        let base_url = self.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
+        let endpoint = endpoint(base_url)?;
+        if self.api_key.is_none() && endpoint.host_str() == Some(ANTHROPIC_HOST) {
+            return Err(config(
+                "no API key set for api.anthropic.com: call .api_key(..) or set \
+                 ANTHROPIC_API_KEY",
+            ));
+        }
+        let version = self.version.trim();
+        if version.is_empty() {
+            return Err(config("the anthropic-version header cannot be empty"));
+        }
+        let mut transport = Transport::builder(endpoint, model)
+            .user_agent(concat!("agentscope-anthropic/", env!("CARGO_PKG_VERSION")))
+            .header("anthropic-version", version)
+            .options(self.http);
+        if !self.betas.is_empty() {
+            transport = transport.header("anthropic-beta", self.betas.join(","));
+        }
+        if let Some(key) = &self.api_key {
+            transport = transport.credential("x-api-key", key);
+        }
+        Ok(AnthropicModel::new(transport.build()?, self.settings))
+    }
+}
+
+impl fmt::Debug for AnthropicModelBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicModelBuilder")
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .field("base_url", &self.base_url.as_deref().map(url_for_display))
+            .field("model", &self.model)
+            .field("version", &self.version)
+            .field("betas", &self.betas)
+            .field("settings", &self.settings)
+            .field("http", &self.http)
+            .finish()
+    }
+}
+
+fn config(message: impl Into<String>) -> ModelError {
+    ModelError::Config {
+        message: message.into(),
+    }
+}
+
+/// `<base_url>/v1/messages`, keeping a query string; a base that already ends with (the start
+/// of) that path is completed, not repeated.
+fn endpoint(base_url: &str) -> Result<Url, ModelError> {
+    agentscope_http::endpoint_url(base_url, "v1/messages")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn endpoint_joins_paths_and_keeps_queries() {
+        let cases = [
+            (
+                "https://api.anthropic.com",
+                "https://api.anthropic.com/v1/messages",
+            ),
+            (
+                "https://api.anthropic.com/",
+                "https://api.anthropic.com/v1/messages",
+            ),
+            (
+                "https://api.anthropic.com/v1",
+                "https://api.anthropic.com/v1/messages",
+            ),
+            (
+                "https://api.anthropic.com/v1/",
+                "https://api.anthropic.com/v1/messages",
+            ),
+            (
+                "http://127.0.0.1:8080/v1/messages",
+                "http://127.0.0.1:8080/v1/messages",
+            ),
+            (
+                "http://127.0.0.1:8080/v1/messages/",
+                "http://127.0.0.1:8080/v1/messages",
+            ),
+            (
+                "https://gw.example.com/anthropic?team=blue",
+                "https://gw.example.com/anthropic/v1/messages?team=blue",
+            ),
+            (
+                "https://gw.example.com/anthropic/v1?team=blue",
+                "https://gw.example.com/anthropic/v1/messages?team=blue",
+            ),
+        ];
+        for (base, expected) in cases {
+            assert_eq!(endpoint(base).unwrap().as_str(), expected, "{base}");
+        }
+        for bad in [
+            "",
+            "api.anthropic.com",
+            "ftp://x/v1",
+            "not a url",
+            "data:text/plain,x",
+        ] {
+            assert!(
+                matches!(endpoint(bad), Err(ModelError::Config { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    fn config_message(builder: AnthropicModelBuilder) -> String {
+        match builder.build() {
+            Err(ModelError::Config { message }) => message,
+            other => format!("not a config error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn build_reports_what_is_missing_or_wrong() {
+        assert_eq!(
+            config_message(AnthropicModel::builder().api_key("k")),
+            "no model set: call .model(..) or set AGENTSCOPE_MODEL"
+        );
+        assert_eq!(
+            config_message(AnthropicModel::builder().model("m")),
+            "no API key set for api.anthropic.com: call .api_key(..) or set ANTHROPIC_API_KEY"
+        );
+        assert_eq!(
+            config_message(
+                AnthropicModel::builder()
+                    .model("m")
+                    .base_url("https://api.anthropic.com/v1")
+            ),
+            "no API key set for api.anthropic.com: call .api_key(..) or set ANTHROPIC_API_KEY"
+        );
+        assert_eq!(
+            config_message(
+                AnthropicModel::builder()
+                    .model("m")
+                    .base_url("ftp://127.0.0.1/v1")
+            ),
+            "invalid base URL ftp://127.0.0.1/v1: expected an http(s) URL"
+        );
+        assert_eq!(
+            config_message(
+                AnthropicModel::builder()
+                    .model("m")
+                    .api_key("k")
+                    .version(" ")
+            ),
+            "the anthropic-version header cannot be empty"
+        );
+        // A gateway needs no key (it may authenticate with a header of its own).
+        let model = AnthropicModel::builder()
+            .model("m")
+            .base_url("http://127.0.0.1:9")
+            .build()
+            .unwrap();
+        assert_eq!(model.endpoint(), "http://127.0.0.1:9/v1/messages");
+    }
+
+    #[test]
+    fn the_environment_fills_key_url_and_model() {
+        let builder = AnthropicModelBuilder::from_lookup(|name| match name {
+            ENV_API_KEY => Some("sk-ant-env".into()),
+            ENV_BASE_URL => Some("http://127.0.0.1:9/v1".into()),
+            ENV_MODEL => Some("claude-x".into()),
+            _ => None,
+        });
+        assert_eq!(builder.api_key.as_deref(), Some("sk-ant-env"));
+        let model = builder.build().unwrap();
+        assert_eq!(model.model(), "claude-x");
+        assert_eq!(model.endpoint(), "http://127.0.0.1:9/v1/messages");
+        // Blank values count as unset.
+        let builder = AnthropicModelBuilder::from_lookup(|_| Some("  ".into()));
+        assert!(builder.api_key.is_none() && builder.base_url.is_none());
+        assert!(builder.model.is_none());
+    }
+
+    #[test]
+    fn betas_are_deduplicated_and_blank_ones_ignored() {
+        let builder = AnthropicModel::builder()
+            .beta("a-1")
+            .beta(" ")
+            .beta("b-2")
+            .beta("a-1");
+        assert_eq!(builder.betas, ["a-1", "b-2"]);
+    }
+}

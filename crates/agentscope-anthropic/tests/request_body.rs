@@ -1,0 +1,180 @@
+//! What goes over the wire: the path, the headers and the body a local server receives.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use agentscope_core::{GenerateOptions, ModelRequest, Msg, ToolResultBlock, ToolSchema};
+use agentscope_test::http::{Recorded, Reply, TestServer};
+use agentscope_test::model_conformance::{hello, run};
+use serde_json::json;
+use support::{API_KEY, builder, fixture};
+
+async fn one_request(
+    builder: impl FnOnce(&TestServer) -> agentscope_anthropic::AnthropicModelBuilder,
+    request: ModelRequest,
+) -> Recorded {
+    let server = TestServer::start([Reply::sse(&fixture("text"))]).await;
+    let model = builder(&server).build().unwrap();
+    let outcome = run(&model, request).await;
+    assert_eq!(
+        outcome.result.unwrap().text(),
+        "Hello! How can I help you today?"
+    );
+    let mut requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    requests.remove(0)
+}
+
+#[tokio::test]
+async fn posts_to_v1_messages_with_the_key_version_and_json_headers() {
+    let request = one_request(builder, hello()).await;
+    assert_eq!(request.method, "POST");
+    assert_eq!(request.target, "/v1/messages");
+    assert_eq!(request.header("x-api-key"), Some(API_KEY));
+    assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(request.header("anthropic-beta"), None);
+    assert_eq!(request.header("authorization"), None);
+    assert_eq!(request.header("content-type"), Some("application/json"));
+    assert_eq!(
+        request.header("accept"),
+        Some("text/event-stream, application/json")
+    );
+    assert_eq!(
+        request.header("user-agent"),
+        Some(concat!("agentscope-anthropic/", env!("CARGO_PKG_VERSION")))
+    );
+    assert_eq!(
+        request.json(),
+        json!({
+            "model": "claude-test",
+            "max_tokens": 4096,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Hello"}]}],
+            "stream": true
+        })
+    );
+}
+
+#[tokio::test]
+async fn betas_are_comma_joined_and_version_and_extra_headers_are_sent() {
+    let request = one_request(
+        |server| {
+            builder(server)
+                .version("2024-01-01")
+                .beta("prompt-caching-2024-07-31")
+                .beta("interleaved-thinking-2025-05-14")
+                .header("x-gateway-team", "blue-team")
+        },
+        hello(),
+    )
+    .await;
+    assert_eq!(
+        request.header("anthropic-beta"),
+        Some("prompt-caching-2024-07-31,interleaved-thinking-2025-05-14")
+    );
+    assert_eq!(request.header("anthropic-version"), Some("2024-01-01"));
+    assert_eq!(request.header("x-gateway-team"), Some("blue-team"));
+}
+
+#[tokio::test]
+async fn a_base_url_query_is_kept_and_no_key_means_no_key_header() {
+    let request = one_request(
+        |server| {
+            agentscope_anthropic::AnthropicModel::builder()
+                .base_url(format!("{}?team=blue", server.base_url()))
+                .model("claude-test")
+        },
+        hello(),
+    )
+    .await;
+    assert_eq!(request.target, "/v1/messages?team=blue");
+    assert_eq!(request.header("x-api-key"), None);
+}
+
+#[tokio::test]
+async fn thinking_caching_tools_and_options_shape_the_body() {
+    let request = ModelRequest {
+        messages: vec![Msg::system("Be brief."), Msg::user("Weather in Paris?")],
+        tools: vec![ToolSchema::new(
+            "get_weather",
+            "The weather",
+            json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        )],
+        options: GenerateOptions::default()
+            .max_tokens(20000)
+            .stop("END")
+            .parallel_tool_calls(false)
+            .extra("top_k", 5),
+    };
+    let recorded = one_request(
+        |server| builder(server).thinking(10000).prompt_caching(true),
+        request,
+    )
+    .await;
+    assert_eq!(
+        recorded.json(),
+        json!({
+            "model": "claude-test",
+            "max_tokens": 20000,
+            "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "Weather in Paris?", "cache_control": {"type": "ephemeral"}}
+            ]}],
+            "tools": [{
+                "name": "get_weather",
+                "description": "The weather",
+                "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+                "cache_control": {"type": "ephemeral"}
+            }],
+            "tool_choice": {"type": "auto", "disable_parallel_tool_use": true},
+            "thinking": {"type": "enabled", "budget_tokens": 10000},
+            "stop_sequences": ["END"],
+            "top_k": 5,
+            "stream": true
+        })
+    );
+}
+
+/// A tool loop end to end: the first answer's signed thinking and tool call, assembled by
+/// the engine's accumulator, go back unchanged in the next request with the result.
+#[tokio::test]
+async fn signed_thinking_and_tool_calls_go_back_in_the_next_request() {
+    let first = fixture("thinking_text").replace(
+            "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_01A\",\"name\":\"calculator\",\"input\":{}}}\n\n\
+             event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"expression\\\": \\\"6*7\\\"}\"}}\n\n\
+             event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n\
+             event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"",
+    );
+    assert!(first.contains("toolu_01A"));
+    let server = TestServer::start([Reply::sse(&first), Reply::sse(&fixture("text"))]).await;
+    let model = builder(&server).thinking(2048).build().unwrap();
+    let answer = run(&model, hello()).await.result.unwrap();
+    assert_eq!(answer.finish_reason(), Some("tool_use"));
+    let next = ModelRequest {
+        messages: vec![
+            Msg::user("Hello"),
+            answer,
+            Msg::tool_result(ToolResultBlock::text("toolu_01A", "calculator", "42")),
+        ],
+        ..ModelRequest::default()
+    };
+    run(&model, next).await.result.unwrap();
+    let requests = server.requests();
+    assert_eq!(
+        requests[1].json()["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "Hello"}]},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "The user asks for 6 times 7. That is 42.",
+                 "signature": "EqQBCkgIARABGAIiQMp1kJmH"},
+                {"type": "text", "text": "6 × 7 = **42**."},
+                {"type": "tool_use", "id": "toolu_01A", "name": "calculator",
+                 "input": {"expression": "6*7"}}
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_01A",
+                 "content": [{"type": "text", "text": "42"}]}
+            ]}
+        ])
+    );
+}

@@ -1,0 +1,133 @@
+//! Checks for a [`Decode`] implementation, for a client's own tests (feature `testing`):
+//! decode a body in pieces, split it anywhere, assemble the result.
+//!
+//! ```
+//! use agentscope_http::testing::{assemble, decode, split_at};
+//! # use agentscope_core::{ChatResponse, ContentBlock, ModelError};
+//! # #[derive(Default)] struct Lines(bool);
+//! # impl agentscope_http::Decode for Lines {
+//! #     fn feed(&mut self, b: &[u8]) -> Vec<Result<ChatResponse, ModelError>> {
+//! #         vec![Ok(ChatResponse::new(vec![ContentBlock::text(String::from_utf8_lossy(b).into_owned())]))]
+//! #     }
+//! #     fn finish(&mut self) -> Vec<Result<ChatResponse, ModelError>> { self.0 = true; vec![] }
+//! #     fn decode_json(&mut self, _: &[u8]) -> Vec<Result<ChatResponse, ModelError>> { vec![] }
+//! #     fn is_done(&self) -> bool { self.0 }
+//! # }
+//! let body = b"Hello, world";
+//! let (chunks, error) = decode::<Lines>(&split_at(body, &[5, 7]));
+//! assert!(error.is_none());
+//! assert_eq!(assemble(&chunks).text(), "Hello, world");
+//! ```
+
+use agentscope_core::{ChatAccumulator, ChatResponse, ModelError, Msg};
+
+use crate::Decode;
+
+/// Decodes `pieces` in order with a new `D`, then finishes it: the chunks, and the error
+/// that ended them, if any.
+///
+/// # Panics
+///
+/// When an error is not the last item, or the decoder is not done after `finish`: both
+/// break the [`Decode`] contract.
+#[allow(clippy::panic)]
+pub fn decode<D: Decode>(pieces: &[&[u8]]) -> (Vec<ChatResponse>, Option<ModelError>) {
+    let mut decoder = D::default();
+    let mut items = Vec::new();
+    for piece in pieces {
+        items.extend(decoder.feed(piece));
+    }
+    items.extend(decoder.finish());
+    if !decoder.is_done() {
+        panic!("the decoder is not done after finish()");
+    }
+    let mut chunks = Vec::new();
+    let mut items = items.into_iter();
+    while let Some(item) = items.next() {
+        match item {
+            Ok(chunk) => chunks.push(chunk),
+            Err(error) => {
+                if items.next().is_some() {
+                    panic!("an item followed the error {error}");
+                }
+                return (chunks, Some(error));
+            }
+        }
+    }
+    (chunks, None)
+}
+
+/// The chunks assembled into a message, as the engine assembles them.
+pub fn assemble(chunks: &[ChatResponse]) -> Msg {
+    let mut accumulator = ChatAccumulator::new("assistant");
+    for chunk in chunks {
+        accumulator.push(chunk);
+    }
+    accumulator.finish()
+}
+
+/// `bytes` cut at `cuts` (each taken modulo `bytes.len() + 1`, in any order): the pieces a
+/// server's writes might arrive in.
+pub fn split_at<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+    cuts.sort_unstable();
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for cut in cuts {
+        pieces.push(&bytes[start..cut]);
+        start = cut;
+    }
+    pieces.push(&bytes[start..]);
+    pieces
+}
+
+/// Checks that `body` cut at `cuts` (as [`split_at`] cuts) decodes to the same chunks, and
+/// the same message, as `body` whole: the body of a property test over random cuts.
+///
+/// # Panics
+///
+/// When they differ, or the split body fails.
+pub fn assert_same_when_split<D: Decode>(body: &[u8], cuts: &[usize]) {
+    let (whole, _) = decode::<D>(&[body]);
+    let (split, error) = decode::<D>(&split_at(body, cuts));
+    assert!(error.is_none(), "cut at {cuts:?}: {error:?}");
+    assert_eq!(split, whole, "cut at {cuts:?}");
+    assert_eq!(assemble(&split).content, assemble(&whole).content);
+}
+
+/// Checks that `body` decodes to the same chunks whole, split in two at every point, byte by
+/// byte, and (with CRLF line endings) byte by byte again as whole; returns the chunks.
+///
+/// # Panics
+///
+/// At the first difference, naming `name` and the split.
+#[allow(clippy::panic)]
+pub fn check_every_split<D: Decode>(name: &str, body: &str) -> Vec<ChatResponse> {
+    let bytes = body.as_bytes();
+    let (whole, error) = decode::<D>(&[bytes]);
+    if let Some(error) = error {
+        panic!("{name}: {error}");
+    }
+    for split in 0..=bytes.len() {
+        let (a, b) = bytes.split_at(split);
+        let (chunks, error) = decode::<D>(&[a, b]);
+        assert!(error.is_none(), "{name} split at {split}: {error:?}");
+        assert_eq!(chunks, whole, "{name} split at {split}");
+    }
+    let pieces: Vec<&[u8]> = bytes.chunks(1).collect();
+    assert_eq!(decode::<D>(&pieces).0, whole, "{name} byte by byte");
+    let crlf = body.replace('\n', "\r\n");
+    let crlf_whole = decode::<D>(&[crlf.as_bytes()]).0;
+    let pieces: Vec<&[u8]> = crlf.as_bytes().chunks(1).collect();
+    assert_eq!(
+        decode::<D>(&pieces).0,
+        crlf_whole,
+        "{name} CRLF byte by byte"
+    );
+    assert_eq!(
+        assemble(&crlf_whole).content,
+        assemble(&whole).content,
+        "{name} CRLF"
+    );
+    whole
+}
