@@ -10,7 +10,11 @@
 //!   arguments streamed in many pieces, `finish_reason: "tool_calls"`;
 //! - `mid_stream_error.sse`: tools offered with `tool_choice` left to the server: text
 //!   streams, then the server sends an error object (its tool-call parser rejected the
-//!   output) and closes the body without `[DONE]`.
+//!   output) and closes the body without `[DONE]`;
+//! - `round_trip_*`: a whole agent call recorded through a logging relay: the two request
+//!   bodies this client sent (`tool_choice` "required" then "none", set by a hook) and
+//!   llama.cpp's two responses: a calculator call, then an answer after the tool's result
+//!   (cut by `max_tokens: 40`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
@@ -22,6 +26,10 @@ use support::{Reply, TestServer, builder, hello, run};
 const ANSWER: &str = include_str!("fixtures/llama_cpp/answer_cut_at_max_tokens.sse");
 const TOOL_CALL: &str = include_str!("fixtures/llama_cpp/tool_call.sse");
 const MID_STREAM_ERROR: &str = include_str!("fixtures/llama_cpp/mid_stream_error.sse");
+const ROUND_TRIP_1: &str = include_str!("fixtures/llama_cpp/round_trip_1_tool_call.sse");
+const ROUND_TRIP_1_REQUEST: &str = include_str!("fixtures/llama_cpp/round_trip_1_request.json");
+const ROUND_TRIP_2: &str = include_str!("fixtures/llama_cpp/round_trip_2_answer.sse");
+const ROUND_TRIP_2_REQUEST: &str = include_str!("fixtures/llama_cpp/round_trip_2_request.json");
 
 /// The text the transcript's content deltas add up to.
 fn streamed_text(sse: &str) -> String {
@@ -106,4 +114,58 @@ async fn a_mid_stream_error_event_fails_the_call_and_stores_nothing_partial() {
         "{error:?}"
     );
     assert!(agent.memory().is_empty());
+}
+
+/// The hook the round trip was recorded with: a forced tool call first, then no tools, at
+/// temperature 0.
+struct ForceToolThenAnswer;
+
+impl Hook for ForceToolThenAnswer {
+    async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
+        if let HookEvent::PreReasoning(e) = event {
+            let first = e.iteration() == 0;
+            let mut options = e.generate_options().clone();
+            options.tool_choice = if first {
+                agentscope::ToolChoice::Required
+            } else {
+                agentscope::ToolChoice::None
+            };
+            options.temperature = Some(0.0);
+            options.max_tokens = Some(if first { 100 } else { 40 });
+            e.set_generate_options(options);
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_tool_round_trip_sends_what_was_recorded_and_answers_from_the_result() {
+    let server = TestServer::start([Reply::sse(ROUND_TRIP_1), Reply::sse(ROUND_TRIP_2)]).await;
+    let model = support::builder(&server).model("smollm2").build().unwrap();
+    let agent = ReActAgent::builder()
+        .model(model)
+        .toolkit(Toolkit::new().tool(agentscope_test::tools::Calculator::new()))
+        .hook(ForceToolThenAnswer)
+        .build()
+        .unwrap();
+    let reply = agent
+        .call("What is 6*7? Use the calculator.")
+        .await
+        .unwrap();
+
+    // The client sent exactly what llama.cpp received when the transcript was recorded:
+    // the second request carries the call and the calculator's result, "42".
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let recorded = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+    assert_eq!(requests[0].json(), recorded(ROUND_TRIP_1_REQUEST));
+    assert_eq!(requests[1].json(), recorded(ROUND_TRIP_2_REQUEST));
+    assert_eq!(requests[1].json()["messages"][2]["content"], "42");
+
+    assert_eq!(reply.text(), streamed_text(ROUND_TRIP_2));
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::MaxTokens));
+    let memory = agent.memory().messages();
+    assert_eq!(memory.len(), 4);
+    assert_eq!(memory[1].tool_uses()[0].name, "calculator");
+    assert_eq!(memory[2].tool_results()[0].text_output(), "42");
 }
