@@ -323,10 +323,16 @@ impl Call<'_> {
 
     /// Stores the input, or decides how to resume pending tool calls. Returns the calls to
     /// act on first, if any.
-    fn accept_input(&mut self, input: Vec<Msg>) -> Result<Option<Vec<ToolUseBlock>>, AgentError> {
+    fn accept_input(
+        &mut self,
+        mut input: Vec<Msg>,
+    ) -> Result<Option<Vec<ToolUseBlock>>, AgentError> {
         let memory = &self.config.memory;
         let messages = memory.messages();
         let pending = pending_tool_uses(&messages);
+        if !input.is_empty() {
+            self.close_interrupted_for_new_input(&pending, &mut input);
+        }
         if input.is_empty() {
             if !pending.is_empty() {
                 return Ok(Some(pending));
@@ -346,6 +352,37 @@ impl Call<'_> {
         self.input_span = Some((start, start + input.len()));
         memory.extend(input);
         Ok((!still_pending.is_empty()).then_some(still_pending))
+    }
+
+    /// New input moves on past pending calls that were recorded as running (their tool
+    /// started in a call that was dropped or whose process stopped): each such call the
+    /// input does not answer gets the "interrupted while running" result, placed before the
+    /// input, as a resume would give it. Their decisions were made and their tools started,
+    /// so nothing else can answer them; other pending calls are left to the usual rules.
+    fn close_interrupted_for_new_input(&self, pending: &[ToolUseBlock], input: &mut Vec<Msg>) {
+        let Some(synced) = self.session.as_ref() else {
+            return;
+        };
+        let running = synced.running();
+        let answered: Vec<String> = input
+            .iter()
+            .flat_map(Msg::tool_results)
+            .map(|result| result.id.clone())
+            .collect();
+        let closed: Vec<Msg> = pending
+            .iter()
+            .filter(|call| running.contains(&call.id) && !answered.contains(&call.id))
+            .map(|call| {
+                Msg::tool_result(ToolResultBlock::error(
+                    &call.id,
+                    &call.name,
+                    INTERRUPTED_WHILE_RUNNING,
+                ))
+            })
+            .collect();
+        if !closed.is_empty() {
+            input.splice(0..0, closed);
+        }
     }
 
     /// A failed call whose input nothing followed (the model never answered: it failed, a

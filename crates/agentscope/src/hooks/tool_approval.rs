@@ -14,6 +14,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentscope_core::conversation::pending_tool_uses;
+use agentscope_core::session::AgentState;
 use agentscope_core::{
     CallInfo, ContentBlock, Hook, HookError, HookEvent, HookEventType, HookEventTypes, HookState,
     Msg, ToolKind, ToolResultBlock, ToolUseBlock,
@@ -430,6 +431,71 @@ impl ToolApprovalHook {
             .decisions
             .retain(|id, _| awaiting.iter().any(|call| call.id == *id));
         state.awaiting = awaiting;
+    }
+
+    /// Rebuilds the awaiting list from a stored session, in a process that has not run a
+    /// call on it yet: like [`restore`](Self::restore) on its messages, and also with the
+    /// decisions and rejections the session stored (made in another process: they await
+    /// nothing any more), and without the calls recorded as started (a call starts only
+    /// after its decision was stored).
+    ///
+    /// ```
+    /// use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
+    /// use agentscope::session::{AgentIdentity, AgentState};
+    /// use agentscope::prelude::*;
+    /// use agentscope::ToolUseBlock;
+    /// use serde_json::json;
+    ///
+    /// let asked = Msg::builder().role(Role::Assistant)
+    ///     .block(ToolUseBlock::new("c1", "rm", json!({})))
+    ///     .block(ToolUseBlock::new("c2", "rm", json!({}))).build();
+    /// let mut state = AgentState::new(AgentIdentity::new("assistant", "a-1"),
+    ///     vec![Msg::user("Remove both"), asked]);
+    /// state.running_tools = vec!["c1".into()]; // approved and started elsewhere
+    /// let approvals = ToolApprovalHook::new(ApprovalPolicy::all());
+    /// approvals.restore_state(&state);
+    /// let pending: Vec<String> = approvals.pending().into_iter().map(|c| c.id).collect();
+    /// assert_eq!(pending, ["c2"]);
+    /// ```
+    pub fn restore_state(&self, stored: &AgentState) {
+        let hooks = HookState::new(stored.hooks.clone());
+        Self::merge_stored(&mut self.state(), Some(&hooks));
+        self.restore(&stored.messages);
+        self.state()
+            .awaiting
+            .retain(|call| !stored.running_tools.contains(&call.id));
+    }
+
+    /// Gives the hook the parameter schemas of `toolkit`'s tools, so that
+    /// [`edit`](Self::edit) checks new arguments before the agent's first call: after
+    /// [`restore`](Self::restore) in a new process, the hook has not seen a call's context
+    /// yet and would otherwise accept any arguments (the tool's own validation would then
+    /// refuse them when it runs).
+    ///
+    /// ```
+    /// use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
+    /// use agentscope::prelude::*;
+    /// use agentscope::ToolUseBlock;
+    /// use serde_json::json;
+    ///
+    /// let toolkit = Toolkit::new().tool(tool_fn("rm", "Removes a file.",
+    ///     json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+    ///     |_input, _ctx| async { Ok("removed") }));
+    /// let approvals = ToolApprovalHook::new(ApprovalPolicy::all());
+    /// let asked = Msg::builder().role(Role::Assistant)
+    ///     .block(ToolUseBlock::new("c1", "rm", json!({"path": "a.txt"}))).build();
+    /// approvals.restore(&[Msg::user("Remove a.txt"), asked]);
+    /// approvals.learn_tools(&toolkit);
+    /// assert!(approvals.edit("c1", json!({"path": 7})).is_err());
+    /// assert!(approvals.edit("c1", json!({"path": "b.txt"})).is_ok());
+    /// ```
+    pub fn learn_tools(&self, toolkit: &crate::Toolkit) {
+        let mut state = self.state();
+        for schema in toolkit.schemas() {
+            state
+                .schemas
+                .insert(schema.name.clone(), schema.parameters.clone());
+        }
     }
 
     /// Forgets the rejected calls, so identical calls ask for approval again.

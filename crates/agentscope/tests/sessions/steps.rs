@@ -296,6 +296,81 @@ async fn tools_recorded_as_running_are_rerun_only_when_idempotent() {
     }
 }
 
+/// New input on a session whose last call was dropped while its tool ran: the call gets
+/// the "interrupted while running" result before the new input (as a resume would give
+/// it) instead of the input being refused, and the tool does not run again.
+#[tokio::test]
+async fn new_input_closes_calls_recorded_as_running() {
+    let (_dir, store) = temp_store();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let tool = {
+        let (started, runs) = (started.clone(), runs.clone());
+        tool_fn(
+            "act",
+            "Acts.",
+            json!({"type": "object"}),
+            move |_input, _ctx| {
+                let (started, runs) = (started.clone(), runs.clone());
+                async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    started.notify_one();
+                    std::future::pending::<()>().await;
+                    Ok("acted")
+                }
+            },
+        )
+    };
+    let toolkit = Toolkit::new().tool(tool);
+    let agent = ReActAgent::builder()
+        .model(ScriptedModel::new([ScriptedResponse::tool_call(
+            "t1",
+            "act",
+            json!({}),
+        )]))
+        .toolkit(toolkit.clone())
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    tokio::select! {
+        _ = agent.call("go") => panic!("the call cannot finish"),
+        () = started.notified() => {}
+    }
+    let model = ScriptedModel::new([ScriptedResponse::text("Moved on.")]);
+    let fresh = ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(toolkit)
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    assert_eq!(fresh.call("never mind").await.unwrap().text(), "Moved on.");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert!(stored.running_tools.is_empty());
+    let roles: Vec<Role> = stored.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::User,
+            Role::Assistant
+        ]
+    );
+    let result = stored.messages[2].tool_results()[0].clone();
+    assert!(result.is_error);
+    assert!(result.text_output().contains("interrupted while running"));
+    assert_eq!(stored.messages[3].text(), "never mind");
+    // The model saw the result before the new input.
+    let sent: Vec<Role> = model.requests()[0]
+        .messages
+        .iter()
+        .map(|m| m.role)
+        .collect();
+    assert_eq!(sent, [Role::User, Role::Assistant, Role::Tool, Role::User]);
+}
+
 fn approval_agent(
     store: &JsonFileSessionStore,
     model: ScriptedModel,
