@@ -1,0 +1,60 @@
+//! Serve agentscope-rs agents to user interfaces over [AG-UI](https://docs.ag-ui.com) 1.0,
+//! the Agent-User Interaction protocol: a run is a `POST` of a `RunAgentInput`, answered
+//! with the run's events as server-sent events, which the official TypeScript client
+//! (`@ag-ui/client`, used by CopilotKit) and the web chat page shipped here consume.
+//!
+//! - [`AgUi`] holds the agents ([`AgentSpec`]), the session store and the options, and gives
+//!   an axum [`Router`](axum::Router) to mount in your own app.
+//! - **Threads are sessions**: a run's `threadId` names a session in the store (JSON files
+//!   by default), so a reload, a second browser or another instance continues the same
+//!   conversation. A second run on a busy thread gets `409`.
+//! - **Human in the loop**: tool calls that need approval end the run with AG-UI's
+//!   interrupt outcome; the next run answers with `resume` (approve, approve with edited
+//!   arguments, reject) and the stopped call continues. A client that disconnects cancels
+//!   the run, and the engine's durability rules keep an approved tool from running twice.
+//! - Production basics: an optional bearer token, CORS, a body size limit, JSON errors,
+//!   a `tracing` span per run, and a graceful shutdown that interrupts running calls.
+//!
+//! The event mapping and the HTTP routes are documented in `docs/serving.md` and on
+//! [`AgUi::router`].
+//!
+//! ```
+//! use agentscope::hooks::ApprovalPolicy;
+//! use agentscope::prelude::*;
+//! use agentscope_server::{AgUi, AgentSpec};
+//! use agentscope_test::{ScriptedModel, ScriptedResponse};
+//!
+//! let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+//! let agui = AgUi::builder()
+//!     .agent(
+//!         "assistant",
+//!         AgentSpec::new(move || ReActAgent::builder().model(model.clone()))
+//!             .approval(ApprovalPolicy::tools(["delete_files"])),
+//!     )
+//!     .bearer_token("change-me")
+//!     .build()?;
+//! let app: axum::Router = agui.router();
+//! # let _ = app;
+//! # Ok::<(), agentscope_server::BuildError>(())
+//! ```
+#![warn(missing_docs, missing_debug_implementations)]
+
+// One job per module; `use crate::` edges only point down (no cycles):
+//   server  -> run, mapping, error   AgUi, AgentSpec, the router, auth, busy threads, shutdown
+//   run     -> mapping, protocol, error   one run: input, resume, the event stream
+//   mapping -> protocol              agent events and messages -> AG-UI
+//   protocol                         AG-UI 1.0 wire types
+//   error                            ApiError: JSON errors before a stream starts
+mod error;
+mod mapping;
+pub mod protocol;
+mod run;
+mod server;
+
+pub use error::ApiError;
+pub use server::{AgUi, AgUiBuilder, AgentSpec, BuildError, DEFAULT_MAX_BODY_BYTES};
+
+/// The serving guide's code blocks, compiled with the doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/serving.md")]
+struct ServingGuide;

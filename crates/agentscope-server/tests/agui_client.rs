@@ -1,0 +1,618 @@
+//! The server against the official AG-UI TypeScript client (`@ag-ui/client` 1.0, pinned in
+//! `tests/agui-client/package-lock.json`), with the client's own validation on: its schema
+//! parse of every event, its event-order verifier and its message reconstruction.
+//!
+//! The server runs in-process on 127.0.0.1 with a scripted model; `node
+//! tests/agui-client/client.test.mjs <url>` runs five scenarios with `HttpAgent` (a streamed
+//! answer, a tool call round trip, an approval stop then approve, a reject, a model failure)
+//! and prints one JSON report; this test asserts the exact events, values and messages the
+//! client saw, and what the agent side did (tool runs, model requests).
+//!
+//! Needs Node 20+ and the client's packages (`npm ci` in `tests/agui-client`, which the
+//! test runs itself when npm is there). Under CI (`AGENTSCOPE_CI`, set by `.ci/run`, which
+//! installs both) a missing one fails the test; elsewhere the test says so and skips.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agentscope::hooks::ApprovalPolicy;
+use agentscope::prelude::*;
+use agentscope::{JsonFileSessionStore, ToolError};
+use agentscope_server::{AgUi, AgentSpec};
+use agentscope_test::tools::Calculator;
+use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
+use serde_json::{Value, json};
+
+const CLIENT_DIR: &str = "tests/agui-client";
+
+/// The model's answers, in the order the client's scenarios ask for them (one model serves
+/// every thread; the scenarios run one after another).
+fn script() -> Vec<ScriptedResponse> {
+    vec![
+        // a_stream: a text answer in three chunks.
+        ScriptedResponse::chunks([
+            ScriptedChunk::text("Hello"),
+            ScriptedChunk::text("! How can I "),
+            ScriptedChunk::text("help?"),
+        ]),
+        // b_tool: thinking, then a calculator call streamed in pieces; then the answer.
+        ScriptedResponse::chunks([
+            ScriptedChunk::thinking("I should use the calculator."),
+            ScriptedChunk::tool_call_start("call-calc", "calculator"),
+            ScriptedChunk::tool_call_args("{\"expression\":"),
+            ScriptedChunk::tool_call_args("\"6*7\"}"),
+        ]),
+        ScriptedResponse::text("6*7 = 42."),
+        // c_approve: a guarded call (the run stops), then, once approved, the answer.
+        ScriptedResponse::tool_call("call-del-approve", "delete_files", json!({"glob": "*.log"})),
+        ScriptedResponse::text("I deleted the old log files."),
+        // d_reject: a guarded call, then, once rejected, the answer.
+        ScriptedResponse::tool_call("call-del-reject", "delete_files", json!({"glob": "/tmp/*"})),
+        ScriptedResponse::text("OK, I left the temp files alone."),
+        // e_error: the model fails before any output.
+        ScriptedResponse::error("the model is overloaded"),
+    ]
+}
+
+struct Server {
+    url: String,
+    model: ScriptedModel,
+    deletes: Arc<AtomicUsize>,
+    _sessions: tempfile::TempDir,
+    task: tokio::task::JoinHandle<()>,
+}
+
+async fn start_server() -> Server {
+    let model = ScriptedModel::new(script());
+    let deletes = Arc::new(AtomicUsize::new(0));
+    let sessions = tempfile::tempdir().unwrap();
+
+    let spec_model = model.clone();
+    let spec_deletes = deletes.clone();
+    let spec = AgentSpec::new(move || {
+        let deletes = spec_deletes.clone();
+        let delete_files = tool_fn(
+            "delete_files",
+            "Deletes the files matching a glob.",
+            json!({"type": "object", "properties": {"glob": {"type": "string"}},
+                   "required": ["glob"]}),
+            move |input: Value, _ctx| {
+                let deletes = deletes.clone();
+                async move {
+                    // The result says how many times the tool has run, this run included.
+                    let run = deletes.fetch_add(1, Ordering::SeqCst) + 1;
+                    let glob = input["glob"].as_str().unwrap_or_default().to_owned();
+                    Ok::<_, ToolError>(format!("deleted the files matching {glob} (run {run})"))
+                }
+            },
+        );
+        ReActAgent::builder()
+            .model(spec_model.clone())
+            .toolkit(Toolkit::new().tool(Calculator::new()).tool(delete_files))
+    })
+    .approval(ApprovalPolicy::tools(["delete_files"]));
+
+    let agui = AgUi::builder()
+        .agent("assistant", spec)
+        .store(JsonFileSessionStore::new(sessions.path()))
+        .build()
+        .unwrap();
+    let app = agui.router();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    Server {
+        url,
+        model,
+        deletes,
+        _sessions: sessions,
+        task,
+    }
+}
+
+/// Runs the Node client against `url` and returns its report.
+async fn run_client(url: &str) -> Value {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let client_dir: PathBuf = crate_dir.join(CLIENT_DIR);
+    let installed = client_dir.join("node_modules/@ag-ui/client/package.json");
+    assert!(
+        installed.is_file(),
+        "the AG-UI client is not installed: run `npm ci` in {} (CI does) and run the test again",
+        client_dir.display()
+    );
+    let stdout = support::run_node(&format!("{CLIENT_DIR}/client.test.mjs"), url, &[]).await;
+    // AGUI_CLIENT_REPORT=<file> keeps the whole report (every event and frame) for a look.
+    if let Some(path) = std::env::var_os("AGUI_CLIENT_REPORT") {
+        std::fs::write(path, stdout.as_bytes()).unwrap();
+    }
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("the client's report is not JSON ({e}):\n{stdout}"))
+}
+
+/// Run `index` of `scenario`, checked to have gone cleanly as far as the client is
+/// concerned: resolved, no console warning (material the client stripped) or error, and the
+/// server's frames delivered as they were sent.
+fn clean_run<'a>(report: &'a Value, scenario: &str, index: usize) -> &'a Value {
+    let run = &report["scenarios"][scenario]["runs"][index];
+    assert!(run.is_object(), "{scenario}: no run {index}: {report:#}");
+    let what = format!("{scenario} run {index} ({})", run["label"]);
+    assert_eq!(run["resolved"], json!(true), "{what}: {run:#}");
+    assert_eq!(
+        run["rejected"],
+        json!(false),
+        "{what}: {}",
+        run["rejection"]
+    );
+    assert_eq!(run["timedOut"], json!(false), "{what}");
+    assert_eq!(run["warnings"], json!([]), "{what}: the client warned");
+    assert_eq!(run["errors"], json!([]), "{what}: the client logged errors");
+    assert_eq!(run["wire"]["status"], json!(200), "{what}");
+    let content_type = run["wire"]["contentType"].as_str().unwrap_or_default();
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{what}: content type {content_type:?}"
+    );
+    assert_eq!(
+        run["wire"]["rawTail"],
+        json!(""),
+        "{what}: an unterminated frame"
+    );
+    // What the subscribers got is what the server sent: nothing stripped, added or changed.
+    assert_eq!(run["events"], run["wire"]["frames"], "{what}");
+    run
+}
+
+fn types(run: &Value) -> Vec<&str> {
+    run["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect()
+}
+
+fn summary<'a>(run: &'a Value, key: &str) -> &'a Value {
+    &run["summary"][key]
+}
+
+/// The id of the only text message of a run.
+fn text_id(run: &Value) -> String {
+    let texts = summary(run, "texts").as_array().unwrap();
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    texts[0]["messageId"].as_str().unwrap().to_owned()
+}
+
+fn text_message(run: &Value, text: &str) -> Value {
+    json!([{"messageId": text_id(run), "role": "assistant", "text": text,
+            "deltas": [text], "ended": true}])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_ag_ui_client_runs_every_scenario() {
+    if support::node().is_none() || support::node_packages(CLIENT_DIR).is_none() {
+        return;
+    }
+    let server = start_server().await;
+    let report = run_client(&server.url).await;
+    assert_eq!(report["failures"], json!([]), "{report:#}");
+    assert_eq!(report["client"]["version"], json!("1.0.0"));
+    assert_eq!(report["client"]["protocolVersion"], json!("1.0"));
+    assert_eq!(report["consoleOutsideRuns"], json!([]));
+
+    check_stream(&report);
+    check_tool(&report);
+    check_approve(&report);
+    check_reject(&report);
+    check_error(&report);
+
+    // The agent side: delete_files ran once, for the approved call (its result says "run 1"),
+    // and not for the rejected one; every scripted answer was asked for exactly once.
+    assert_eq!(server.deletes.load(Ordering::SeqCst), 1);
+    assert_eq!(server.model.remaining(), 0);
+    let requests = server.model.requests();
+    assert_eq!(requests.len(), 8);
+    let last_text = |i: usize| requests[i].messages.last().unwrap().text();
+    assert_eq!(last_text(0), "Hello");
+    assert_eq!(last_text(1), "What is 6*7?");
+    assert_eq!(last_text(3), "Delete the old log files.");
+    assert_eq!(last_text(5), "Delete the temp files.");
+    assert_eq!(last_text(7), "Please fail.");
+    let last_result = |i: usize| {
+        let results = requests[i].messages.last().unwrap().tool_results();
+        assert_eq!(results.len(), 1, "request {i}");
+        (results[0].id.clone(), results[0].text_output())
+    };
+    assert_eq!(last_result(2), ("call-calc".into(), "42".into()));
+    assert_eq!(
+        last_result(4),
+        (
+            "call-del-approve".into(),
+            "deleted the files matching *.log (run 1)".into()
+        )
+    );
+    assert_eq!(
+        last_result(6),
+        (
+            "call-del-reject".into(),
+            "Rejected by the user: not now".into()
+        )
+    );
+    server.task.abort();
+}
+
+fn check_stream(report: &Value) {
+    let run = clean_run(report, "a_stream", 0);
+    assert_eq!(
+        types(run),
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "STEP_FINISHED",
+            "MESSAGES_SNAPSHOT",
+            "RUN_FINISHED",
+        ]
+    );
+    let answer = text_id(run);
+    assert_eq!(
+        summary(run, "runStarted"),
+        &json!({"threadId": "agui-a-stream", "runId": "a-run-1", "protocolVersion": "1.0"})
+    );
+    assert_eq!(
+        summary(run, "steps"),
+        &json!(["STEP_STARTED reasoning 1", "STEP_FINISHED reasoning 1"])
+    );
+    assert_eq!(
+        summary(run, "texts"),
+        &json!([{"messageId": answer, "role": "assistant", "text": "Hello! How can I help?",
+                 "deltas": ["Hello", "! How can I ", "help?"], "ended": true}])
+    );
+    let messages = json!([
+        {"id": "a-user-1", "role": "user", "content": "Hello"},
+        {"id": answer, "role": "assistant", "content": "Hello! How can I help?"},
+    ]);
+    assert_eq!(summary(run, "snapshotMessages"), &messages);
+    assert_eq!(
+        summary(run, "runFinished"),
+        &json!({"threadId": "agui-a-stream", "runId": "a-run-1",
+                "result": {"messageId": answer, "text": "Hello! How can I help?",
+                           "generateReason": "model_stop"},
+                "outcome": {"type": "success"}})
+    );
+    assert_eq!(summary(run, "outcome"), &json!({"type": "success"}));
+    assert_eq!(
+        run["runAgentResult"],
+        json!({"messageId": answer, "text": "Hello! How can I help?",
+               "generateReason": "model_stop"})
+    );
+    assert_eq!(run["pendingInterrupts"], json!([]));
+    assert_eq!(report["scenarios"]["a_stream"]["messages"], messages);
+}
+
+fn check_tool(report: &Value) {
+    let run = clean_run(report, "b_tool", 0);
+    assert_eq!(
+        types(run),
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "REASONING_START",
+            "REASONING_MESSAGE_START",
+            "REASONING_MESSAGE_CONTENT",
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_ARGS",
+            "REASONING_MESSAGE_END",
+            "REASONING_END",
+            "TOOL_CALL_END",
+            "STEP_FINISHED",
+            "STEP_STARTED",
+            "TOOL_CALL_RESULT",
+            "STEP_FINISHED",
+            "STEP_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "STEP_FINISHED",
+            "MESSAGES_SNAPSHOT",
+            "RUN_FINISHED",
+        ]
+    );
+    assert_eq!(
+        summary(run, "steps"),
+        &json!([
+            "STEP_STARTED reasoning 1",
+            "STEP_FINISHED reasoning 1",
+            "STEP_STARTED acting 1",
+            "STEP_FINISHED acting 1",
+            "STEP_STARTED reasoning 2",
+            "STEP_FINISHED reasoning 2"
+        ])
+    );
+    let calls = summary(run, "toolCalls").as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let asked = calls[0]["parentMessageId"].as_str().unwrap().to_owned();
+    assert_eq!(
+        calls[0],
+        json!({"toolCallId": "call-calc", "toolCallName": "calculator", "parentMessageId": asked,
+               "args": "{\"expression\":\"6*7\"}", "parsedArgs": {"expression": "6*7"},
+               "ended": true})
+    );
+    let reasoning = summary(run, "reasoning").as_array().unwrap();
+    assert_eq!(reasoning.len(), 1, "{reasoning:?}");
+    let reasoning_id = reasoning[0]["messageId"].as_str().unwrap().to_owned();
+    assert_eq!(
+        reasoning[0],
+        json!({"messageId": reasoning_id, "role": "reasoning",
+               "text": "I should use the calculator.", "ended": true})
+    );
+    let results = summary(run, "toolResults").as_array().unwrap();
+    assert_eq!(results.len(), 1, "{results:?}");
+    let result_id = results[0]["messageId"].as_str().unwrap().to_owned();
+    assert_eq!(
+        results[0],
+        json!({"messageId": result_id, "toolCallId": "call-calc", "content": "42", "role": "tool"})
+    );
+    let answer = text_id(run);
+    assert_eq!(summary(run, "texts"), &text_message(run, "6*7 = 42."));
+    assert_eq!(
+        summary(run, "runFinished"),
+        &json!({"threadId": "agui-b-tool", "runId": "b-run-1",
+                "result": {"messageId": answer, "text": "6*7 = 42.",
+                           "generateReason": "model_stop"},
+                "outcome": {"type": "success"}})
+    );
+    assert_eq!(
+        run["subscriber"]["runFinished"]["pendingToolCallIds"],
+        json!([])
+    );
+    let messages = json!([
+        {"id": "b-user-1", "role": "user", "content": "What is 6*7?"},
+        {"id": reasoning_id, "role": "reasoning", "content": "I should use the calculator."},
+        {"id": asked, "role": "assistant", "toolCalls": [{"id": "call-calc", "type": "function",
+            "function": {"name": "calculator", "arguments": "{\"expression\":\"6*7\"}"}}]},
+        {"id": result_id, "role": "tool", "content": "42", "toolCallId": "call-calc"},
+        {"id": answer, "role": "assistant", "content": "6*7 = 42."},
+    ]);
+    assert_eq!(summary(run, "snapshotMessages"), &messages);
+    assert_eq!(report["scenarios"]["b_tool"]["messages"], messages);
+}
+
+/// The JSON schema of an approval's resume payload, as every interrupt carries it.
+fn approval_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "approved": {"type": "boolean"},
+            "arguments": {"type": "object", "description": "new arguments (approve with edits)"},
+            "reason": {"type": "string", "description": "why it is rejected"},
+        },
+        "required": ["approved"],
+    })
+}
+
+/// One approval scenario: run 1 asks and stops on the guarded call (interrupt outcome);
+/// run 2 answers with `resume` and gets the call's result (or its rejection), then the
+/// answer.
+struct Approval<'a> {
+    scenario: &'a str,
+    thread: &'a str,
+    prefix: &'a str,
+    question: &'a str,
+    call_id: &'a str,
+    args: Value,
+    payload: Value,
+    result: &'a str,
+    /// The stored result is an error result (a rejection).
+    result_is_error: bool,
+    answer: &'a str,
+}
+
+fn check_approval(report: &Value, a: &Approval<'_>) {
+    let scenario = a.scenario;
+    let first = clean_run(report, scenario, 0);
+    assert_eq!(
+        types(first),
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "STEP_FINISHED",
+            "MESSAGES_SNAPSHOT",
+            "RUN_FINISHED",
+        ],
+        "{scenario}"
+    );
+    assert_eq!(
+        summary(first, "steps"),
+        &json!(["STEP_STARTED reasoning 1", "STEP_FINISHED reasoning 1"])
+    );
+    let calls = summary(first, "toolCalls").as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let asked = calls[0]["parentMessageId"].as_str().unwrap().to_owned();
+    let args_text = a.args.to_string();
+    assert_eq!(
+        calls[0],
+        json!({"toolCallId": a.call_id, "toolCallName": "delete_files", "parentMessageId": asked,
+               "args": args_text, "parsedArgs": a.args, "ended": true})
+    );
+    assert_eq!(summary(first, "toolResults"), &json!([]));
+    assert_eq!(summary(first, "texts"), &json!([]));
+    let interrupts = json!([{
+        "id": a.call_id,
+        "reason": "tool_approval",
+        "message": format!("Approve calling delete_files with {args_text}?"),
+        "toolCallId": a.call_id,
+        "responseSchema": approval_schema(),
+    }]);
+    let outcome = json!({"type": "interrupt", "interrupts": interrupts});
+    assert_eq!(
+        summary(first, "runFinished"),
+        &json!({"threadId": a.thread, "runId": format!("{}-run-1", a.prefix),
+                "result": null, "outcome": outcome}),
+        "{scenario}"
+    );
+    // The client's reading: an interrupt outcome, held as pending until a run answers it.
+    assert_eq!(summary(first, "outcome"), &outcome);
+    assert_eq!(
+        run_finished_subscriber(first),
+        json!({"outcome": "interrupt", "interrupts": interrupts})
+    );
+    assert_eq!(first["pendingInterrupts"], interrupts);
+    let user = json!({"id": format!("{}-user-1", a.prefix), "role": "user", "content": a.question});
+    let assistant = json!({"id": asked, "role": "assistant", "toolCalls": [
+        {"id": a.call_id, "type": "function",
+         "function": {"name": "delete_files", "arguments": args_text}}]});
+    assert_eq!(
+        summary(first, "snapshotMessages"),
+        &json!([user, assistant])
+    );
+
+    // The resume request the client sent: the open interrupt answered, no new message.
+    let resume = json!([{"interruptId": a.call_id, "status": "resolved", "payload": a.payload}]);
+    assert_eq!(report["scenarios"][scenario]["resume"], resume);
+    let second = clean_run(report, scenario, 1);
+    assert_eq!(second["wire"]["request"]["resume"], resume);
+    assert_eq!(second["wire"]["request"]["threadId"], json!(a.thread));
+    assert_eq!(
+        second["wire"]["request"]["messages"],
+        json!([user, assistant])
+    );
+    assert_eq!(
+        types(second),
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "TOOL_CALL_RESULT",
+            "STEP_FINISHED",
+            "STEP_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "STEP_FINISHED",
+            "MESSAGES_SNAPSHOT",
+            "RUN_FINISHED",
+        ],
+        "{scenario}"
+    );
+    assert_eq!(
+        summary(second, "steps"),
+        &json!([
+            "STEP_STARTED acting 1",
+            "STEP_FINISHED acting 1",
+            "STEP_STARTED reasoning 1",
+            "STEP_FINISHED reasoning 1"
+        ])
+    );
+    let results = summary(second, "toolResults").as_array().unwrap();
+    assert_eq!(results.len(), 1, "{results:?}");
+    let result_id = results[0]["messageId"].as_str().unwrap().to_owned();
+    assert_eq!(
+        results[0],
+        json!({"messageId": result_id, "toolCallId": a.call_id, "content": a.result,
+               "role": "tool"})
+    );
+    let answer = text_id(second);
+    assert_eq!(summary(second, "texts"), &text_message(second, a.answer));
+    assert_eq!(
+        summary(second, "runFinished"),
+        &json!({"threadId": a.thread, "runId": format!("{}-run-2", a.prefix),
+                "result": {"messageId": answer, "text": a.answer, "generateReason": "model_stop"},
+                "outcome": {"type": "success"}})
+    );
+    assert_eq!(summary(second, "outcome"), &json!({"type": "success"}));
+    assert_eq!(second["pendingInterrupts"], json!([]));
+    let mut tool = json!({"id": result_id, "role": "tool", "content": a.result,
+                          "toolCallId": a.call_id});
+    if a.result_is_error {
+        tool["error"] = json!(a.result);
+    }
+    let messages = json!([
+        user,
+        assistant,
+        tool,
+        {"id": answer, "role": "assistant", "content": a.answer},
+    ]);
+    assert_eq!(summary(second, "snapshotMessages"), &messages);
+    assert_eq!(report["scenarios"][scenario]["messages"], messages);
+}
+
+/// What the client's `onRunFinishedEvent` subscriber was told, without the absent parts.
+fn run_finished_subscriber(run: &Value) -> Value {
+    let mut told = run["subscriber"]["runFinished"].clone();
+    told.as_object_mut()
+        .unwrap()
+        .retain(|_, value| !value.is_null());
+    told
+}
+
+fn check_approve(report: &Value) {
+    check_approval(
+        report,
+        &Approval {
+            scenario: "c_approve",
+            thread: "agui-c-approve",
+            prefix: "c",
+            question: "Delete the old log files.",
+            call_id: "call-del-approve",
+            args: json!({"glob": "*.log"}),
+            payload: json!({"approved": true}),
+            result: "deleted the files matching *.log (run 1)",
+            result_is_error: false,
+            answer: "I deleted the old log files.",
+        },
+    );
+}
+
+fn check_reject(report: &Value) {
+    check_approval(
+        report,
+        &Approval {
+            scenario: "d_reject",
+            thread: "agui-d-reject",
+            prefix: "d",
+            question: "Delete the temp files.",
+            call_id: "call-del-reject",
+            args: json!({"glob": "/tmp/*"}),
+            payload: json!({"approved": false, "reason": "not now"}),
+            result: "Rejected by the user: not now",
+            result_is_error: true,
+            answer: "OK, I left the temp files alone.",
+        },
+    );
+}
+
+fn check_error(report: &Value) {
+    let scenario = &report["scenarios"]["e_error"];
+    let run = &scenario["runs"][0];
+    // The client takes RUN_ERROR as the end of the run: runAgent resolves (it does not
+    // reject) and subscribers get onRunErrorEvent.
+    assert_eq!(
+        scenario["errorObservedAs"],
+        json!("RUN_ERROR event; runAgent resolved"),
+        "{run:#}"
+    );
+    let run = clean_run(report, "e_error", 0);
+    assert_eq!(types(run), ["RUN_STARTED", "RUN_ERROR"]);
+    let error = json!({"message": "model error: the model is overloaded", "code": "model_error"});
+    assert_eq!(summary(run, "runError"), &error);
+    assert_eq!(run["subscriber"]["runError"], error);
+    assert_eq!(run["subscriber"]["runFailed"], Value::Null);
+    assert_eq!(summary(run, "runFinished"), &Value::Null);
+    assert_eq!(
+        scenario["messages"],
+        json!([{"id": "e-user-1", "role": "user", "content": "Please fail."}])
+    );
+}

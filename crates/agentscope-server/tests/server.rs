@@ -1,0 +1,641 @@
+//! The server over real HTTP on 127.0.0.1: exact event sequences, threads that outlive a
+//! server, approvals through interrupts and `resume`, busy threads, auth, limits, malformed
+//! input, a client that goes away, and shutdown.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use agentscope::hooks::ApprovalPolicy;
+use agentscope::prelude::*;
+use agentscope::{JsonFileSessionStore, ModelError};
+use agentscope_server::{AgUi, AgentSpec};
+use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
+use serde_json::{Value, json};
+
+/// Added to the run counter when the tool starts: completed runs are `count % STARTED`.
+const STARTED: usize = 1 << 20;
+
+fn completed(runs: &AtomicUsize) -> usize {
+    runs.load(Ordering::SeqCst) % STARTED
+}
+
+fn started(runs: &AtomicUsize) -> usize {
+    runs.load(Ordering::SeqCst) / STARTED
+}
+
+struct Server {
+    base: String,
+    agui: AgUi,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn serve(agui: AgUi) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = agui.router();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    Server { base, agui, task }
+}
+
+/// A `delete_files` tool that counts its starts (in the high half) and completed runs, and
+/// can be slowed down.
+fn delete_files(runs: Arc<AtomicUsize>, delay: Duration) -> impl Tool {
+    tool_fn(
+        "delete_files",
+        "Deletes files matching a glob.",
+        json!({"type": "object", "properties": {"glob": {"type": "string"}}, "required": ["glob"]}),
+        move |input, _ctx| {
+            let runs = Arc::clone(&runs);
+            async move {
+                runs.fetch_add(STARTED, Ordering::SeqCst);
+                tokio::time::sleep(delay).await;
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok(format!("deleted {}", input["glob"].as_str().unwrap_or("?")))
+            }
+        },
+    )
+}
+
+fn agui(model: ScriptedModel, dir: &std::path::Path, runs: Arc<AtomicUsize>) -> AgUi {
+    agui_with(model, dir, runs, Duration::ZERO, |builder| builder)
+}
+
+fn agui_with(
+    model: ScriptedModel,
+    dir: &std::path::Path,
+    runs: Arc<AtomicUsize>,
+    tool_delay: Duration,
+    configure: impl FnOnce(agentscope_server::AgUiBuilder) -> agentscope_server::AgUiBuilder,
+) -> AgUi {
+    let spec = AgentSpec::new(move || {
+        ReActAgent::builder()
+            .model(model.clone())
+            .toolkit(Toolkit::new().tool(delete_files(Arc::clone(&runs), tool_delay)))
+    })
+    .approval(ApprovalPolicy::tools(["delete_files"]));
+    configure(
+        AgUi::builder()
+            .agent("assistant", spec)
+            .store(JsonFileSessionStore::new(dir)),
+    )
+    .build()
+    .unwrap()
+}
+
+fn input(thread: &str, messages: Value) -> Value {
+    json!({"threadId": thread, "runId": format!("run-{thread}"), "messages": messages,
+           "tools": [], "context": [], "state": {}, "forwardedProps": {}})
+}
+
+fn user(id: &str, text: &str) -> Value {
+    json!({"id": id, "role": "user", "content": text})
+}
+
+/// Posts a run; returns the status and either the events or the JSON error body.
+async fn post(base: &str, body: &Value) -> (u16, Vec<Value>) {
+    post_with(base, body, None).await
+}
+
+async fn post_with(base: &str, body: &Value, token: Option<&str>) -> (u16, Vec<Value>) {
+    let mut request = reqwest::Client::new()
+        .post(format!("{base}/agents/assistant"))
+        .json(body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    if status != 200 {
+        return (status, vec![serde_json::from_str(&text).unwrap()]);
+    }
+    let events = text
+        .split("\n\n")
+        .filter_map(|frame| frame.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect();
+    (status, events)
+}
+
+fn types(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+}
+
+fn find<'a>(events: &'a [Value], kind: &str) -> &'a Value {
+    events.iter().find(|e| e["type"] == kind).unwrap()
+}
+
+#[tokio::test]
+async fn a_streamed_answer_is_framed_by_the_run_and_reloads_from_the_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::chunks([
+        ScriptedChunk::thinking("Greet back."),
+        ScriptedChunk::text("Hello"),
+        ScriptedChunk::text(", Ada!"),
+    ])]);
+    let server = serve(agui(model, dir.path(), Arc::default())).await;
+    let (status, events) = post(
+        &server.base,
+        &input("t1", json!([user("u1", "Hi, I am Ada.")])),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        types(&events),
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "REASONING_START",
+            "REASONING_MESSAGE_START",
+            "REASONING_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_CONTENT",
+            "REASONING_MESSAGE_END",
+            "REASONING_END",
+            "TEXT_MESSAGE_END",
+            "STEP_FINISHED",
+            "MESSAGES_SNAPSHOT",
+            "RUN_FINISHED",
+        ]
+    );
+    assert_eq!(
+        events[0],
+        json!({"type": "RUN_STARTED", "threadId": "t1", "runId": "run-t1", "protocolVersion": "1.0"})
+    );
+    let text: String = events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Hello, Ada!");
+    let reply_id = events[5]["messageId"].as_str().unwrap().to_owned();
+    let finished = find(&events, "RUN_FINISHED");
+    assert_eq!(finished["outcome"], json!({"type": "success"}));
+    assert_eq!(finished["result"]["text"], "Hello, Ada!");
+    assert_eq!(finished["result"]["messageId"], reply_id.as_str());
+    let expected_messages = json!([
+        {"role": "user", "id": "u1", "content": "Hi, I am Ada."},
+        {"role": "reasoning", "id": format!("{reply_id}-reasoning"), "content": "Greet back."},
+        {"role": "assistant", "id": reply_id, "content": "Hello, Ada!"}
+    ]);
+    assert_eq!(
+        find(&events, "MESSAGES_SNAPSHOT")["messages"],
+        expected_messages
+    );
+
+    // Another server on the same store (a reload on another instance) shows the thread.
+    let other = serve(agui(ScriptedModel::new([]), dir.path(), Arc::default())).await;
+    let history: Value = reqwest::get(format!("{}/agents/assistant/threads/t1", other.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        history,
+        json!({"threadId": "t1", "messages": expected_messages, "interrupts": []})
+    );
+    // The client may send the whole history again: only the new message is input.
+    let model = ScriptedModel::new([ScriptedResponse::text("Still here.")]);
+    let third = serve(agui(model.clone(), dir.path(), Arc::default())).await;
+    let mut all = history["messages"].as_array().unwrap().clone();
+    all.push(user("u2", "Are you there?"));
+    let (status, _) = post(&third.base, &input("t1", Value::Array(all))).await;
+    assert_eq!(status, 200);
+    let sent: Vec<String> = model.requests()[0].messages.iter().map(Msg::text).collect();
+    assert_eq!(sent, ["Hi, I am Ada.", "Hello, Ada!", "Are you there?"]);
+}
+
+#[tokio::test]
+async fn an_approval_ends_the_run_with_an_interrupt_and_resume_runs_the_tool_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "delete_files", json!({"glob": "*.log"})),
+        ScriptedResponse::text("Deleted the logs."),
+    ]);
+    let server = serve(agui(model, dir.path(), Arc::clone(&runs))).await;
+    let (status, events) = post(
+        &server.base,
+        &input("t2", json!([user("u1", "Delete the logs.")])),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        types(&events),
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "STEP_FINISHED",
+            "MESSAGES_SNAPSHOT",
+            "RUN_FINISHED",
+        ]
+    );
+    assert_eq!(events[3]["delta"], "{\"glob\":\"*.log\"}");
+    let outcome = &find(&events, "RUN_FINISHED")["outcome"];
+    assert_eq!(outcome["type"], "interrupt");
+    assert_eq!(outcome["interrupts"][0]["id"], "c1");
+    assert_eq!(outcome["interrupts"][0]["toolCallId"], "c1");
+    assert_eq!(outcome["interrupts"][0]["reason"], "tool_approval");
+    assert_eq!(completed(&runs), 0);
+
+    // A run that brings a message instead of answering is refused, and so is a partial
+    // or unknown answer.
+    let (status, body) = post(&server.base, &input("t2", json!([user("u2", "Hello?")]))).await;
+    assert_eq!(
+        (status, body[0]["error"]["code"].as_str()),
+        (409, Some("interrupts_pending"))
+    );
+    let mut wrong = input("t2", json!([]));
+    wrong["resume"] =
+        json!([{"interruptId": "c9", "status": "resolved", "payload": {"approved": true}}]);
+    let (status, body) = post(&server.base, &wrong).await;
+    assert_eq!(
+        (status, body[0]["error"]["code"].as_str()),
+        (400, Some("unanswered_interrupts"))
+    );
+
+    let mut resume = input("t2", json!([]));
+    resume["resume"] =
+        json!([{"interruptId": "c1", "status": "resolved", "payload": {"approved": true}}]);
+    let (status, events) = post(&server.base, &resume).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        types(&events),
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "TOOL_CALL_RESULT",
+            "STEP_FINISHED",
+            "STEP_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "STEP_FINISHED",
+            "MESSAGES_SNAPSHOT",
+            "RUN_FINISHED",
+        ]
+    );
+    assert_eq!(
+        events[2],
+        json!({"type": "TOOL_CALL_RESULT", "messageId": "result-c1", "toolCallId": "c1",
+               "content": "deleted *.log", "role": "tool"})
+    );
+    assert_eq!(
+        find(&events, "RUN_FINISHED")["outcome"],
+        json!({"type": "success"})
+    );
+    assert_eq!(completed(&runs), 1);
+    // Answering again finds nothing to answer, and the tool never runs twice.
+    let (status, body) = post(&server.base, &resume).await;
+    assert_eq!(
+        (status, body[0]["error"]["code"].as_str()),
+        (400, Some("unknown_interrupt"))
+    );
+    assert_eq!(completed(&runs), 1);
+}
+
+#[tokio::test]
+async fn edit_and_reject_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "delete_files", json!({"glob": "*"})),
+        ScriptedResponse::text("Done with the edit."),
+        ScriptedResponse::tool_call("c2", "delete_files", json!({"glob": "/"})),
+        ScriptedResponse::text("Understood, nothing deleted."),
+    ]);
+    let server = serve(agui(model.clone(), dir.path(), Arc::clone(&runs))).await;
+    post(&server.base, &input("t3", json!([user("u1", "Clean up.")]))).await;
+    let mut edit = input("t3", json!([]));
+    edit["resume"] = json!([{"interruptId": "c1", "status": "resolved",
+                             "payload": {"approved": true, "arguments": {"glob": "*.tmp"}}}]);
+    let (_, events) = post(&server.base, &edit).await;
+    let result = find(&events, "TOOL_CALL_RESULT")["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(result.starts_with("deleted *.tmp"), "{result}");
+    // An edit whose arguments break the tool's schema is refused before anything runs.
+    post(
+        &server.base,
+        &input("t3", json!([user("u2", "And the root?")])),
+    )
+    .await;
+    let mut bad = input("t3", json!([]));
+    bad["resume"] = json!([{"interruptId": "c2", "status": "resolved",
+                            "payload": {"approved": true, "arguments": {"glob": 7}}}]);
+    let (status, body) = post(&server.base, &bad).await;
+    assert_eq!(
+        (status, body[0]["error"]["code"].as_str()),
+        (400, Some("invalid_decision"))
+    );
+    let mut reject = input("t3", json!([]));
+    reject["resume"] = json!([{"interruptId": "c2", "status": "resolved",
+                               "payload": {"approved": false, "reason": "never the root"}}]);
+    let (_, events) = post(&server.base, &reject).await;
+    assert_eq!(
+        find(&events, "TOOL_CALL_RESULT")["content"],
+        "Rejected by the user: never the root"
+    );
+    assert_eq!(completed(&runs), 1);
+    assert_eq!(
+        find(&events, "RUN_FINISHED")["result"]["text"],
+        "Understood, nothing deleted."
+    );
+}
+
+#[tokio::test]
+async fn a_failed_call_is_a_run_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::failure(ModelError::Status {
+        status: 503,
+        message: "overloaded".into(),
+        retry_after: None,
+    })]);
+    let server = serve(agui(model, dir.path(), Arc::default())).await;
+    let (status, events) = post(&server.base, &input("t4", json!([user("u1", "Hi")]))).await;
+    assert_eq!(status, 200);
+    assert_eq!(types(&events), ["RUN_STARTED", "RUN_ERROR"]);
+    assert_eq!(events[1]["code"], "model_error");
+    assert!(
+        events[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("HTTP 503: overloaded"),
+        "{}",
+        events[1]
+    );
+}
+
+#[tokio::test]
+async fn bad_requests_get_json_errors_and_start_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([]);
+    let server = serve(agui_with(
+        model.clone(),
+        dir.path(),
+        Arc::default(),
+        Duration::ZERO,
+        |b| b.bearer_token("s3cret-token").max_body_bytes(2048),
+    ))
+    .await;
+    let body = input("t5", json!([user("u1", "Hi")]));
+    let client = reqwest::Client::new();
+    let url = format!("{}/agents/assistant", server.base);
+    // No token, a wrong token.
+    for token in [None, Some("wrong-token!")] {
+        let (status, body) = post_with(&server.base, &body, token).await;
+        assert_eq!(
+            (status, body[0]["error"]["code"].as_str()),
+            (401, Some("unauthorized"))
+        );
+    }
+    let listing = client
+        .get(format!("{}/agents", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listing.status(), 401);
+    let cases: Vec<(reqwest::RequestBuilder, u16, &str)> = vec![
+        (client.post(&url).body("{not json"), 400, "invalid_input"),
+        (
+            client.post(&url).json(&json!({"threadId": "t"})),
+            400,
+            "invalid_input",
+        ),
+        (
+            client
+                .post(&url)
+                .json(&input("../etc", json!([user("u", "x")]))),
+            400,
+            "invalid_thread_id",
+        ),
+        (
+            client
+                .post(format!("{}/agents/nobody", server.base))
+                .json(&body),
+            404,
+            "not_found",
+        ),
+        (
+            client
+                .post(&url)
+                .json(&input("t5", json!([user("u", &"x".repeat(4096))]))),
+            413,
+            "too_large",
+        ),
+        (
+            client.post(&url).json(&input(
+                "t5",
+                json!([{"id": "u", "role": "user",
+                "content": [{"type": "audio", "source": {"type": "url", "value": "x"}}]}]),
+            )),
+            400,
+            "unsupported_content",
+        ),
+        (
+            client.post(&url).json(&input("t5", json!([]))),
+            400,
+            "no_new_message",
+        ),
+    ];
+    for (request, status, code) in cases {
+        let response = request.bearer_auth("s3cret-token").send().await.unwrap();
+        assert_eq!(response.status().as_u16(), status);
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["error"]["code"], code, "{error}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        );
+    }
+    assert_eq!(model.request_count(), 0);
+    let listing: Value = client
+        .get(format!("{}/agents", server.base))
+        .bearer_auth("s3cret-token")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listing, json!({"agents": ["assistant"]}));
+    // The page is public.
+    let page = client.get(&server.base).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+}
+
+/// Starts a run and reads it until `until` arrives; returns the rest of the response.
+async fn run_until(base: &str, body: &Value, until: &str) -> reqwest::Response {
+    let mut response = reqwest::Client::new()
+        .post(format!("{base}/agents/assistant"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    while !seen.contains(until) {
+        let chunk = response
+            .chunk()
+            .await
+            .unwrap()
+            .expect("the run ended early");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    response
+}
+
+#[tokio::test]
+async fn a_busy_thread_is_a_conflict_and_a_client_that_leaves_frees_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "delete_files", json!({"glob": "*.log"})),
+        ScriptedResponse::text("Deleted."),
+    ]);
+    let server = serve(agui_with(
+        model,
+        dir.path(),
+        Arc::clone(&runs),
+        Duration::from_secs(30),
+        |b| b,
+    ))
+    .await;
+    post(
+        &server.base,
+        &input("t6", json!([user("u1", "Delete the logs.")])),
+    )
+    .await;
+    let mut resume = input("t6", json!([]));
+    resume["resume"] =
+        json!([{"interruptId": "c1", "status": "resolved", "payload": {"approved": true}}]);
+    // The tool is running (30 s): the thread is busy.
+    let running = run_until(&server.base, &resume, "RUN_STARTED").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while started(&runs) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tool did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(server.agui.running(), 1);
+    let (status, body) = post(&server.base, &input("t6", json!([user("u2", "Hurry")]))).await;
+    assert_eq!(
+        (status, body[0]["error"]["code"].as_str()),
+        (409, Some("thread_busy"))
+    );
+    // The client goes away: the run is cancelled and the thread is free again.
+    drop(running);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while server.agui.running() > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run was not cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(completed(&runs), 0, "the dropped tool did not complete");
+    // The call was approved and started: nothing awaits a decision. The thread continues;
+    // the call is not run again, and the model reads why.
+    let history = |base: String| async move {
+        reqwest::get(format!("{base}/agents/assistant/threads/t6"))
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    };
+    assert_eq!(history(server.base.clone()).await["interrupts"], json!([]));
+    let (status, events) = post(&server.base, &input("t6", json!([user("u2", "Hurry")]))).await;
+    assert_eq!(status, 200, "{events:?}");
+    assert_eq!(find(&events, "RUN_FINISHED")["result"]["text"], "Deleted.");
+    let messages = history(server.base.clone()).await["messages"].clone();
+    let tool_message = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert!(
+        tool_message["content"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted while running"),
+        "{tool_message}"
+    );
+    assert_eq!((started(&runs), completed(&runs)), (1, 0));
+}
+
+#[tokio::test]
+async fn shutdown_interrupts_running_calls_and_refuses_new_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let model =
+        ScriptedModel::new([
+            ScriptedResponse::chunks([ScriptedChunk::text("Thinking it over")])
+                .with_delay(Duration::from_secs(30)),
+        ]);
+    let server = serve(agui(model, dir.path(), Arc::default())).await;
+    let body = input("t7", json!([user("u1", "Take your time.")]));
+    let base = server.base.clone();
+    let run = tokio::spawn(async move { post(&base, &body).await });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while server.agui.running() == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::timeout(Duration::from_secs(10), server.agui.shutdown())
+        .await
+        .expect("shutdown waits for the interrupted run, not for the model");
+    let (status, events) = run.await.unwrap();
+    assert_eq!(status, 200);
+    let finished = events.last().unwrap();
+    assert_eq!(finished["type"], "RUN_FINISHED");
+    assert_eq!(finished["outcome"], json!({"type": "cancelled"}));
+    let (status, body) = post(&server.base, &input("t8", json!([user("u1", "Hi")]))).await;
+    assert_eq!(
+        (status, body[0]["error"]["code"].as_str()),
+        (503, Some("shutting_down"))
+    );
+}
+
+#[test]
+fn a_server_needs_agents_with_usable_names() {
+    let model = ScriptedModel::new([]);
+    let err = AgUi::builder().build().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no agent configured: call .agent(name, spec)"
+    );
+    let spec = AgentSpec::new(move || ReActAgent::builder().model(model.clone()));
+    let err = AgUi::builder()
+        .agent("my agent", spec.clone())
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("\"my agent\""), "{err}");
+    let err = AgUi::builder()
+        .agent("ok", spec)
+        .bearer_token(" ")
+        .build()
+        .unwrap_err();
+    assert_eq!(err.to_string(), "the bearer token is empty");
+}

@@ -1,0 +1,112 @@
+//! The real components the Node and browser tests need, found or installed.
+//!
+//! Under CI (`AGENTSCOPE_CI=1`, set by `.ci/run`, which installs everything first) a missing
+//! component fails the test. Elsewhere the test installs the Node packages itself when npm
+//! is there (`npm ci`, pinned by the committed lock file), and skips with a message when a
+//! component cannot be had (a machine with only the Rust toolchain).
+#![allow(dead_code, clippy::panic, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn in_ci() -> bool {
+    std::env::var_os("AGENTSCOPE_CI").is_some_and(|value| !value.is_empty())
+}
+
+/// Fails under CI; otherwise says why the test does not run. `None` means: skip.
+fn unavailable<T>(what: &str) -> Option<T> {
+    if in_ci() {
+        panic!("{what} (AGENTSCOPE_CI is set: .ci/run installs it; run it, or install it)");
+    }
+    eprintln!("SKIPPED: {what}. `.ci/run` installs it; under CI this test fails instead.");
+    None
+}
+
+/// `node`, when it runs.
+pub(crate) fn node() -> Option<PathBuf> {
+    let ok = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if ok {
+        Some(PathBuf::from("node"))
+    } else {
+        unavailable("node is not installed")
+    }
+}
+
+/// The folder `dir` (relative to this crate) with its `node_modules` installed: as found,
+/// or by `npm ci` when npm is there.
+pub(crate) fn node_packages(dir: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    if dir.join("node_modules").is_dir() {
+        return Some(dir);
+    }
+    let installed = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund"])
+        .current_dir(&dir)
+        .status()
+        .is_ok_and(|status| status.success());
+    if installed {
+        Some(dir)
+    } else {
+        unavailable(&format!(
+            "the Node packages of {} are not installed (`npm ci` there failed or npm is missing)",
+            dir.display()
+        ))
+    }
+}
+
+/// The Chromium binary: `$CHROMIUM`, or Debian's `chromium`.
+pub(crate) fn chromium() -> Option<PathBuf> {
+    let candidates = std::env::var_os("CHROMIUM")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(["/usr/bin/chromium", "/usr/bin/chromium-browser"].map(PathBuf::from));
+    for candidate in candidates {
+        if candidate.is_file() {
+            return Some(candidate);
+        }
+    }
+    unavailable("Chromium is not installed (`apt-get install -y chromium`)")
+}
+
+/// How long a Node script may take.
+const NODE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// Runs `node <script> <url>` from this crate's folder (with `env` added) and returns its
+/// stdout.
+///
+/// # Panics
+///
+/// When node cannot start, takes longer than 3 minutes, or exits unsuccessfully (its
+/// stderr and stdout are in the message).
+pub(crate) async fn run_node(script: &str, url: &str, env: &[(&str, &Path)]) -> String {
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(script)
+        .arg(url)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start `node` ({e}): Node.js 20+ must be on the PATH"));
+    let output = tokio::time::timeout(NODE_TIMEOUT, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{script} did not finish within {NODE_TIMEOUT:?}"))
+        .expect("waiting for node");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{script} failed ({}):\n--- stderr ---\n{stderr}\n--- stdout ---\n{stdout}",
+        output.status
+    );
+    stdout
+}
