@@ -639,3 +639,59 @@ fn a_server_needs_agents_with_usable_names() {
         .unwrap_err();
     assert_eq!(err.to_string(), "the bearer token is empty");
 }
+
+#[tokio::test]
+async fn cors_answers_the_configured_origin_only() {
+    use tower_http::cors::CorsLayer;
+
+    let dir = tempfile::tempdir().unwrap();
+    let origin = "https://app.example";
+    let cors = CorsLayer::new()
+        .allow_origin(origin.parse::<axum::http::HeaderValue>().unwrap())
+        .allow_methods([axum::http::Method::POST])
+        .allow_headers([axum::http::header::CONTENT_TYPE]);
+    let server = serve(agui_with(
+        ScriptedModel::new([]),
+        dir.path(),
+        Arc::default(),
+        Duration::ZERO,
+        |b| b.cors(cors),
+    ))
+    .await;
+    let preflight = |from: &'static str| {
+        reqwest::Client::new()
+            .request(
+                reqwest::Method::OPTIONS,
+                format!("{}/agents/assistant", server.base),
+            )
+            .header("Origin", from)
+            .header("Access-Control-Request-Method", "POST")
+            .header("Access-Control-Request-Headers", "content-type")
+            .send()
+    };
+    let allowed = preflight(origin).await.unwrap();
+    assert_eq!(
+        allowed.headers()["access-control-allow-origin"],
+        "https://app.example"
+    );
+    // Another origin is told the one allowed origin, which its browser refuses to match.
+    let other = preflight("https://evil.example").await.unwrap();
+    assert_eq!(
+        other.headers()["access-control-allow-origin"],
+        "https://app.example"
+    );
+    // Without .cors(..) no CORS header is sent at all.
+    let plain = serve(agui(ScriptedModel::new([]), dir.path(), Arc::default())).await;
+    let response = reqwest::Client::new()
+        .get(format!("{}/agents", plain.base))
+        .header("Origin", origin)
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+}
