@@ -81,6 +81,7 @@ pub(crate) async fn run(
         thread_id: input.thread_id,
         run_id: input.run_id,
         agent: agent_handle,
+        inner: Arc::clone(&inner),
         approvals,
         stream: Some(stream),
         mapper: Mapper::default(),
@@ -348,6 +349,7 @@ struct Run {
     thread_id: String,
     run_id: String,
     agent: agentscope::ReActAgent,
+    inner: Arc<Inner>,
     approvals: Option<ToolApprovalHook>,
     /// `None` once the run has ended.
     stream: Option<AgentStream>,
@@ -369,8 +371,19 @@ impl Run {
             return Some((vec![started], self));
         }
         let stream = self.stream.as_mut()?;
+        let (inner, agent) = (&self.inner, &self.agent);
+        // A shutdown interrupts running calls; one that had not begun yet when it did is
+        // interrupted here, as soon as it has begun (after this poll).
+        let item = std::future::poll_fn(|cx| {
+            let poll = stream.poll_next_unpin(cx);
+            if poll.is_pending() && inner.draining() {
+                agent.interrupt();
+            }
+            poll
+        })
+        .await;
         let mut out = Vec::new();
-        match stream.next().await {
+        match item {
             Some(Ok(event)) if event.event_type == agentscope::EventType::AgentResult => {
                 self.stream = None;
                 self.finish(&event.message, &mut out).await;
