@@ -291,20 +291,8 @@ pub(crate) fn load(
         .map_err(|_| SessionError::corrupt(session, "the session row does not have 8 columns"))?;
 
     // The version first: a newer format is reported as such, not as whatever it changed.
-    let version = integer(session, "version", &version)?;
-    let version = u32::try_from(version).map_err(|_| {
-        SessionError::corrupt(
-            session,
-            format_args!("the version {version} is out of range"),
-        )
-    })?;
-    if version != AgentState::CURRENT_VERSION {
-        return Err(SessionError::UnsupportedVersion {
-            session: session.to_owned(),
-            found: version,
-            supported: AgentState::CURRENT_VERSION,
-        });
-    }
+    let version =
+        AgentState::check_version(session, i128::from(integer(session, "version", &version)?))?;
     let revision = to_u64(
         session,
         "revision",

@@ -117,6 +117,40 @@ impl AgentState {
     /// The state format version this build reads and writes.
     pub const CURRENT_VERSION: u32 = 1;
 
+    /// Checks a stored format version for a store that reads one: the version as a `u32`
+    /// when it is [`CURRENT_VERSION`](Self::CURRENT_VERSION).
+    ///
+    /// ```
+    /// use agentscope_core::session::{AgentState, SessionError};
+    ///
+    /// assert!(matches!(AgentState::check_version("s", 1), Ok(1)));
+    /// assert!(matches!(AgentState::check_version("s", 2),
+    ///     Err(SessionError::UnsupportedVersion { found: 2, .. })));
+    /// assert!(matches!(AgentState::check_version("s", -1), Err(SessionError::Corrupt { .. })));
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::UnsupportedVersion`] for another version (a newer format is reported
+    /// as such, not as whatever it changed), [`SessionError::Corrupt`] for a number that is
+    /// no version at all.
+    pub fn check_version(session: &str, version: i128) -> Result<u32, SessionError> {
+        let version = u32::try_from(version).map_err(|_| {
+            SessionError::corrupt(
+                session,
+                format_args!("the format version {version} is out of range"),
+            )
+        })?;
+        if version != Self::CURRENT_VERSION {
+            return Err(SessionError::UnsupportedVersion {
+                session: session.to_owned(),
+                found: version,
+                supported: Self::CURRENT_VERSION,
+            });
+        }
+        Ok(version)
+    }
+
     /// A state of the current version holding `messages`, with no metadata, taken now.
     pub fn new(agent: AgentIdentity, messages: Vec<Msg>) -> Self {
         Self {
