@@ -1,0 +1,158 @@
+//! `allocations`: how many allocations (and bytes) the engine makes, counted by a counting
+//! global allocator in this binary only, so the timed benches run on the plain allocator.
+//!
+//! Prints, for the ReAct call of `react_call` (one tool call, then an answer; instant model
+//! and tool): allocations per call with 0 hooks and with 10 no-op async hooks; for a
+//! streamed answer with 3 chunk hooks: allocations per chunk; and for one PreReasoning event
+//! through 10 no-op async hooks (the `dispatch` bench): allocations per event. Run with
+//! `cargo bench -p agentscope --bench allocations`.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::alloc::System;
+
+use agentscope::prelude::*;
+use agentscope::{
+    AgentInfo, CallContext, EventType, GenerateOptions, HookChain, PreReasoningEvent, StreamOptions,
+};
+use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
+use futures::StreamExt;
+use serde_json::json;
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+struct AsyncNoop;
+
+impl Hook for AsyncNoop {
+    async fn on_event(&self, _event: &mut HookEvent) -> Result<(), HookError> {
+        Ok(())
+    }
+}
+
+struct ChunkNoop;
+
+impl Hook for ChunkNoop {
+    fn interests(&self) -> HookEventTypes {
+        HookEventTypes::only(HookEventType::ReasoningChunk)
+    }
+
+    async fn on_event(&self, _event: &mut HookEvent) -> Result<(), HookError> {
+        Ok(())
+    }
+}
+
+fn react_agent(hooks: usize) -> ReActAgent {
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "echo", json!({"text": "pong"})),
+        ScriptedResponse::text("done"),
+    ])
+    .cycling()
+    .without_recording();
+    let echo = tool_fn(
+        "echo",
+        "Echoes text.",
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+        |input, _ctx| async move { Ok(input["text"].as_str().unwrap_or_default().to_owned()) },
+    );
+    let mut builder = ReActAgent::builder()
+        .sys_prompt("You are a benchmark.")
+        .model(model)
+        .toolkit(Toolkit::new().tool(echo));
+    for _ in 0..hooks {
+        builder = builder.hook(AsyncNoop);
+    }
+    builder.build().unwrap()
+}
+
+/// Allocations and bytes per call, over `calls` calls after a warm-up.
+fn per_call(agent: &ReActAgent, calls: usize) -> (f64, f64) {
+    futures::executor::block_on(async {
+        for _ in 0..10 {
+            agent.call(Msg::user("ping")).await.unwrap();
+            agent.memory().clear();
+        }
+        let region = Region::new(GLOBAL);
+        for _ in 0..calls {
+            let reply = agent.call(Msg::user("ping")).await.unwrap();
+            assert_eq!(reply.text(), "done");
+            agent.memory().clear();
+        }
+        let stats = region.change();
+        (
+            stats.allocations as f64 / calls as f64,
+            stats.bytes_allocated as f64 / calls as f64,
+        )
+    })
+}
+
+/// Allocations per streamed chunk with 3 interested chunk hooks: the difference between a
+/// 2,000-chunk and a 1,000-chunk answer, over 1,000.
+fn per_chunk() -> f64 {
+    let count = |chunks: usize| {
+        let pieces: Vec<ScriptedChunk> = (0..chunks).map(|_| ScriptedChunk::text("tok ")).collect();
+        let model = ScriptedModel::new([ScriptedResponse::chunks(pieces)]).without_recording();
+        let agent = ReActAgent::builder()
+            .model(model)
+            .hook(ChunkNoop)
+            .hook(ChunkNoop)
+            .hook(ChunkNoop)
+            .build()
+            .unwrap();
+        futures::executor::block_on(async {
+            let region = Region::new(GLOBAL);
+            let mut stream = agent.stream(
+                Msg::user("go"),
+                StreamOptions::default().event_types([EventType::Reasoning]),
+            );
+            let mut seen = 0usize;
+            while let Some(event) = stream.next().await {
+                event.unwrap();
+                seen += 1;
+            }
+            assert!(seen >= chunks);
+            region.change().allocations
+        })
+    };
+    (count(2_000) as f64 - count(1_000) as f64) / 1_000.0
+}
+
+/// Allocations per dispatch of a PreReasoning event through 10 no-op async hooks.
+fn per_event() -> f64 {
+    let mut chain = HookChain::new();
+    for _ in 0..10 {
+        chain.push(AsyncNoop);
+    }
+    let call = CallContext::new(std::sync::Arc::new(AgentInfo::new("bench", "1")));
+    let mut event: HookEvent = PreReasoningEvent::new(
+        call.info(),
+        vec![Msg::user("hello")],
+        Some(Msg::system("You are helpful.")),
+        "model",
+        GenerateOptions::default(),
+        0,
+    )
+    .into();
+    futures::executor::block_on(async {
+        for _ in 0..100 {
+            chain.dispatch(&mut event).await.unwrap();
+        }
+        let region = Region::new(GLOBAL);
+        for _ in 0..1_000 {
+            chain.dispatch(&mut event).await.unwrap();
+        }
+        region.change().allocations as f64 / 1_000.0
+    })
+}
+
+fn main() {
+    let calls = 2_000;
+    let (zero, zero_bytes) = per_call(&react_agent(0), calls);
+    let (ten, ten_bytes) = per_call(&react_agent(10), calls);
+    let chunk = per_chunk();
+    let event = per_event();
+    println!("allocations per ReAct call, 0 hooks:             {zero:.1} ({zero_bytes:.0} bytes)");
+    println!("allocations per ReAct call, 10 async no-op hooks: {ten:.1} ({ten_bytes:.0} bytes)");
+    println!("allocations per streamed chunk, 3 chunk hooks:   {chunk:.2}");
+    println!("allocations per event, 10 async no-op hooks:     {event:.2}");
+}
