@@ -307,10 +307,9 @@ impl Transport {
             return Ok(response);
         }
         let retry_after = retry_after(response.headers());
-        let text = match tokio::time::timeout(self.timeout, response.text()).await {
-            Ok(Ok(text)) => text,
-            _ => String::new(),
-        };
+        let text = tokio::time::timeout(self.timeout, error_body(response))
+            .await
+            .unwrap_or_default();
         // Scrubbed before it is logged: a server may echo the key or a header's value.
         let message = scrub(status_message(status, &text), &self.secrets);
         tracing::debug!(status = status.as_u16(), %message, "model request failed");
@@ -685,6 +684,24 @@ impl Failure {
         };
         Self { error, retryable }
     }
+}
+
+/// The most of an error response's body that is read: enough for any provider's message; a
+/// server (or a proxy) that sends megabytes with an error status is not read to the end.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The start of an error response's body (at most [`MAX_ERROR_BODY`] bytes), as text.
+async fn error_body(response: reqwest::Response) -> String {
+    let mut body = response.bytes_stream();
+    let mut bytes = Vec::new();
+    while let Some(Ok(piece)) = body.next().await {
+        let room = MAX_ERROR_BODY - bytes.len();
+        bytes.extend_from_slice(&piece[..piece.len().min(room)]);
+        if bytes.len() >= MAX_ERROR_BODY {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 fn body_error(err: reqwest::Error) -> ModelError {

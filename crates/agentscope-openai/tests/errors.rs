@@ -207,6 +207,33 @@ async fn server_errors_are_not_retried_when_retries_are_off() {
     assert_eq!(server.requests().len(), 1);
 }
 
+/// An error body is read only so far (64 KiB): a proxy that sends a huge body with an error
+/// status, and then stalls, still gives the error with its message at once.
+#[tokio::test]
+async fn a_huge_error_body_is_read_only_so_far() {
+    let body = format!("upstream exploded {}", "x".repeat(300_000));
+    let server = TestServer::start([Reply::status(502, &body).then_hang()]).await;
+    let model = builder(&server)
+        .max_retries(0)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(20), run(&model, hello()))
+        .await
+        .expect("the error must not wait for the rest of the body")
+        .result
+        .unwrap_err();
+    let ModelError::Status {
+        status, message, ..
+    } = &err
+    else {
+        panic!("{err:?}");
+    };
+    assert_eq!(*status, 502);
+    assert!(message.starts_with("upstream exploded xxx"), "{message}");
+    assert!(message.ends_with("..."), "cut for the message: {message}");
+}
+
 #[tokio::test]
 async fn client_errors_are_not_retried() {
     let server = TestServer::start([Reply::json(
