@@ -8,6 +8,8 @@
 //! `cargo bench -p agentscope --bench allocations`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::alloc::System;
 
 use agentscope::prelude::*;
@@ -16,19 +18,11 @@ use agentscope::{
 };
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
-use serde_json::json;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+use support::AsyncNoop;
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
-
-struct AsyncNoop;
-
-impl Hook for AsyncNoop {
-    async fn on_event(&self, _event: &mut HookEvent) -> Result<(), HookError> {
-        Ok(())
-    }
-}
 
 struct ChunkNoop;
 
@@ -43,26 +37,12 @@ impl Hook for ChunkNoop {
 }
 
 fn react_agent(hooks: usize) -> ReActAgent {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "echo", json!({"text": "pong"})),
-        ScriptedResponse::text("done"),
-    ])
-    .cycling()
-    .without_recording();
-    let echo = tool_fn(
-        "echo",
-        "Echoes text.",
-        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
-        |input, _ctx| async move { Ok(input["text"].as_str().unwrap_or_default().to_owned()) },
-    );
-    let mut builder = ReActAgent::builder()
-        .sys_prompt("You are a benchmark.")
-        .model(model)
-        .toolkit(Toolkit::new().tool(echo));
-    for _ in 0..hooks {
-        builder = builder.hook(AsyncNoop);
-    }
-    builder.build().unwrap()
+    support::react_agent(|mut builder| {
+        for _ in 0..hooks {
+            builder = builder.hook(AsyncNoop);
+        }
+        builder
+    })
 }
 
 /// Allocations and bytes per call, over `calls` calls after a warm-up.

@@ -9,6 +9,8 @@
 //! allocator would slow every figure of this one).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::Pin;
@@ -16,10 +18,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentscope::{
-    AgentInfo, CallContext, GenerateOptions, Hook, HookChain, HookError, HookEvent, HookEventType,
-    Msg, PreReasoningEvent, hook_fn,
+    AgentInfo, CallContext, GenerateOptions, HookChain, HookEvent, HookEventType, Msg,
+    PreReasoningEvent, hook_fn,
 };
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use support::AsyncNoop;
 
 /// The floor: an async method called through `dyn`, its future boxed.
 trait DynNoop: Send + Sync {
@@ -57,14 +60,6 @@ fn run_floor(n: usize, iters: u64) -> Duration {
         }
         start.elapsed()
     })
-}
-
-struct AsyncNoop;
-
-impl Hook for AsyncNoop {
-    async fn on_event(&self, _event: &mut HookEvent) -> Result<(), HookError> {
-        Ok(())
-    }
 }
 
 #[derive(Clone, Copy)]

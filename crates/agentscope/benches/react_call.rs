@@ -6,18 +6,11 @@
 
 use std::time::{Duration, Instant};
 
+mod support;
+
 use agentscope::prelude::*;
-use agentscope_test::{ScriptedModel, ScriptedResponse};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use serde_json::json;
-
-struct AsyncNoop;
-
-impl Hook for AsyncNoop {
-    async fn on_event(&self, _event: &mut HookEvent) -> Result<(), HookError> {
-        Ok(())
-    }
-}
+use support::AsyncNoop;
 
 /// Appends to the system message, bumps the temperature and rewrites the final reply.
 struct Modifying;
@@ -47,30 +40,16 @@ impl Hook for Modifying {
 }
 
 fn agent(hooks: &str) -> ReActAgent {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "echo", json!({"text": "pong"})),
-        ScriptedResponse::text("done"),
-    ])
-    .cycling()
-    .without_recording();
-    let echo = tool_fn(
-        "echo",
-        "Echoes text.",
-        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
-        |input, _ctx| async move { Ok(input["text"].as_str().unwrap_or_default().to_owned()) },
-    );
-    let mut builder = ReActAgent::builder()
-        .sys_prompt("You are a benchmark.")
-        .model(model)
-        .toolkit(Toolkit::new().tool(echo));
-    for _ in 0..10 {
-        builder = match hooks {
-            "noop_hooks_10" => builder.hook(AsyncNoop),
-            "modifying_hooks_10" => builder.hook(Modifying),
-            _ => builder,
-        };
-    }
-    builder.build().unwrap()
+    support::react_agent(|mut builder| {
+        for _ in 0..10 {
+            builder = match hooks {
+                "noop_hooks_10" => builder.hook(AsyncNoop),
+                "modifying_hooks_10" => builder.hook(Modifying),
+                _ => builder,
+            };
+        }
+        builder
+    })
 }
 
 fn bench(c: &mut Criterion) {
