@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use agentscope_core::{
     ChatResponse, ChatStream, ChatUsage, ContentBlock, Model, ModelError, ModelRequest,
-    ToolUseBlock,
+    SharedString, ToolUseBlock,
 };
 use futures::StreamExt;
 use serde_json::Value;
@@ -14,11 +14,11 @@ use serde_json::Value;
 #[non_exhaustive]
 pub enum ScriptedChunk {
     /// A text fragment.
-    Text(String),
+    Text(SharedString),
     /// A thinking fragment.
-    Thinking(String),
+    Thinking(SharedString),
     /// A fragment of the thinking's signature (Anthropic signs its thinking).
-    ThinkingSignature(String),
+    ThinkingSignature(SharedString),
     /// A whole tool call in one chunk.
     ToolCall {
         /// Call id.
@@ -43,17 +43,17 @@ pub enum ScriptedChunk {
 
 impl ScriptedChunk {
     /// A text fragment.
-    pub fn text(text: impl Into<String>) -> Self {
+    pub fn text(text: impl Into<SharedString>) -> Self {
         ScriptedChunk::Text(text.into())
     }
 
     /// A thinking fragment.
-    pub fn thinking(text: impl Into<String>) -> Self {
+    pub fn thinking(text: impl Into<SharedString>) -> Self {
         ScriptedChunk::Thinking(text.into())
     }
 
     /// A fragment of the thinking's signature.
-    pub fn thinking_signature(signature: impl Into<String>) -> Self {
+    pub fn thinking_signature(signature: impl Into<SharedString>) -> Self {
         ScriptedChunk::ThinkingSignature(signature.into())
     }
 
@@ -92,8 +92,8 @@ impl ScriptedChunk {
             ScriptedChunk::Thinking(text) => ContentBlock::thinking(text),
             ScriptedChunk::ThinkingSignature(signature) => {
                 ContentBlock::Thinking(agentscope_core::ThinkingBlock {
-                    thinking: agentscope_core::SharedString::default(),
-                    signature: Some(signature.into()),
+                    thinking: SharedString::default(),
+                    signature: Some(signature),
                 })
             }
             ScriptedChunk::ToolCall { id, name, input } => {
@@ -156,7 +156,7 @@ impl ScriptedResponse {
     }
 
     /// A text answer in one chunk.
-    pub fn text(text: impl Into<String>) -> Self {
+    pub fn text(text: impl Into<SharedString>) -> Self {
         Self::chunks([ScriptedChunk::text(text)])
     }
 
@@ -181,7 +181,7 @@ impl ScriptedResponse {
 
     /// A text followed by tool calls, in one response.
     pub fn text_and_tool_call(
-        text: impl Into<String>,
+        text: impl Into<SharedString>,
         id: impl Into<String>,
         name: impl Into<String>,
         input: Value,
