@@ -21,6 +21,14 @@ pub trait Memory: Send + Sync + 'static {
     /// A copy of all messages, oldest first. Copies are cheap: message text is shared.
     fn messages(&self) -> Vec<Msg>;
 
+    /// Appends a copy of all messages, oldest first, to `out`: [`messages`](Self::messages)
+    /// without a vector of its own. The engine builds each model request this way, its
+    /// system message first; the default copies through `messages()`, implementations that
+    /// can copy straight into `out` should.
+    fn copy_into(&self, out: &mut Vec<Msg>) {
+        out.extend(self.messages());
+    }
+
     /// A copy of the messages from index `start` on (none when `start` is past the end).
     /// The default copies all messages and drops the first `start`; implementations that
     /// can copy just the tail should: a bound session calls this once per step to save what

@@ -58,6 +58,10 @@ impl Memory for InMemoryMemory {
             .clone()
     }
 
+    fn copy_into(&self, out: &mut Vec<Msg>) {
+        out.extend_from_slice(&self.messages.read().unwrap_or_else(PoisonError::into_inner));
+    }
+
     fn messages_from(&self, start: usize) -> Vec<Msg> {
         let messages = self.messages.read().unwrap_or_else(PoisonError::into_inner);
         messages.get(start..).map_or_else(Vec::new, <[Msg]>::to_vec)

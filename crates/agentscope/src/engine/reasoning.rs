@@ -48,27 +48,33 @@ impl Phase {
 impl Call<'_> {
     pub(super) async fn reason(&mut self) -> Step<Reasoned> {
         let config = self.config;
-        let history = config.memory.messages();
         // A fresh copy of the frozen base: per-iteration appends never accumulate.
         let system = self.base_system.clone();
         let options = config.settings.options.clone();
-        let (messages, system, options) = if self.hooks.is_interested(HookEventType::PreReasoning) {
+        let (messages, options) = if self.hooks.is_interested(HookEventType::PreReasoning) {
             let iteration = self.iteration;
             let event = PreReasoningEvent::new(
                 self.context().info(),
-                history,
+                config.memory.messages(),
                 system,
                 config.model_name.clone(),
                 options,
                 iteration,
             );
-            self.hooks.chain(event, self.context()).await?.into_parts()
+            let (messages, system, options) =
+                self.hooks.chain(event, self.context()).await?.into_parts();
+            check_no_system(&messages, "PreReasoningEvent input messages")?;
+            (with_system(system, messages), options)
         } else {
-            (history, system, options)
+            // Memory holds no system message: the request is the base, then a copy of
+            // memory, in one vector.
+            let mut messages = Vec::with_capacity(config.memory.len() + 1);
+            messages.extend(system);
+            config.memory.copy_into(&mut messages);
+            (messages, options)
         };
-        check_no_system(&messages, "PreReasoningEvent input messages")?;
         let request = ModelRequest {
-            messages: with_system(system, messages),
+            messages,
             tools: self.toolkit.schemas().to_vec(),
             options,
         };
