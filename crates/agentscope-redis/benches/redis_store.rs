@@ -18,59 +18,14 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use agentscope::prelude::*;
-use agentscope::session::{AgentIdentity, AgentState, SessionStore, StateChange};
+use agentscope::session::{AgentState, SessionStore, StateChange};
 use agentscope_redis::RedisSessionStore;
+use agentscope_test::conversation::{agent, assistant_call, history, tool_result};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use serde_json::json;
 use tokio::runtime::Runtime;
 
 const SESSION: &str = "bench-session";
 const SAMPLES: usize = 300;
-
-fn agent() -> AgentIdentity {
-    AgentIdentity::new("assistant", "agent-0f3c9a12")
-}
-
-/// A realistic assistant message: a sentence and a tool call (~300 bytes of JSON).
-fn assistant_call(step: usize) -> Msg {
-    Msg::builder()
-        .role(Role::Assistant)
-        .name("assistant")
-        .text("Let me look up that order.")
-        .block(ToolUseBlock::new(
-            format!("call_{step:020}"),
-            "lookup_order",
-            json!({"order_id": "ORD-2026-004217", "fields": ["status", "items"]}),
-        ))
-        .build()
-}
-
-/// A realistic tool result (~500 bytes of JSON).
-fn tool_result(step: usize) -> Msg {
-    Msg::tool_result(ToolResultBlock::text(
-        format!("call_{step:020}"),
-        "lookup_order",
-        "Order ORD-2026-004217: status shipped (carrier DHL, tracking 00340434161234567890), \
-         2 items: 1x USB-C cable 2 m (SKU CBL-USBC-2M, 12.90 EUR), 1x travel charger 65 W \
-         (SKU CHG-65W-EU, 39.90 EUR); shipped 2026-11-28 from Leipzig, expected 2026-12-02.",
-    ))
-}
-
-/// A conversation of `n` messages: alternating user questions and assistant answers.
-fn history(n: usize) -> Vec<Msg> {
-    (0..n)
-        .map(|i| {
-            if i % 2 == 0 {
-                Msg::user(format!("Question {i}: where is my order ORD-2026-004217?"))
-            } else {
-                Msg::assistant(format!(
-                    "Answer {i}: it was shipped and arrives on Tuesday."
-                ))
-            }
-        })
-        .collect()
-}
 
 /// A session of `stored` messages in `store`, and its revision.
 struct Fixture {

@@ -6,6 +6,7 @@
 //! - [`tools`]: small real tools (a calculator, echo, failing, panicking, slow, progress and
 //!   suspending tools) that record their calls;
 //! - [`session_store`]: a conformance suite every `SessionStore` implementation must pass;
+//! - [`conversation`]: realistic conversation messages for session-store benchmarks;
 //! - [`http`]: a local HTTP server that plays scripted replies, for testing model clients;
 //! - [`model_conformance`]: the scenarios every model client must decode as
 //!   [`ScriptedModel`] plays them.
@@ -23,6 +24,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod conversation;
 pub mod http;
 pub mod model_conformance;
 mod recording;

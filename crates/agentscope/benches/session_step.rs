@@ -13,57 +13,13 @@
 
 use std::time::{Duration, Instant};
 
-use agentscope::session::{AgentIdentity, JsonFileSessionStore, SessionStore, StateChange};
-use agentscope::{Msg, Role, ToolResultBlock, ToolUseBlock};
+use agentscope::session::{JsonFileSessionStore, SessionStore, StateChange};
+use agentscope_test::conversation::{agent, assistant_call as tool_call, history, tool_result};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use futures::executor::block_on;
-use serde_json::json;
 
 /// Steps between two resets of the session to its size.
 const STEPS_PER_RESET: u64 = 5;
-
-fn agent() -> AgentIdentity {
-    AgentIdentity::new("assistant", "8c1e2d4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f")
-}
-
-/// An assistant message calling a tool: about 300 bytes of JSON.
-fn tool_call(step: u64) -> Msg {
-    Msg::builder()
-        .role(Role::Assistant)
-        .name("assistant")
-        .text("Checking the order.")
-        .block(ToolUseBlock::new(
-            format!("call_{step:08}"),
-            "lookup_order",
-            json!({"order_id": format!("A-{step:06}"), "fields": ["status", "eta"]}),
-        ))
-        .build()
-}
-
-/// The tool's result: about 500 bytes of JSON.
-fn tool_result(step: u64) -> Msg {
-    Msg::tool_result(ToolResultBlock::text(
-        format!("call_{step:08}"),
-        "lookup_order",
-        format!(
-            "{{\"order_id\": \"A-{step:06}\", \"status\": \"shipped\", \"carrier\": \"UPS\", \
-             \"eta\": \"2026-12-04\", \"items\": [{{\"sku\": \"X-100\", \"qty\": 2}}, \
-             {{\"sku\": \"Y-220\", \"qty\": 1}}], \"note\": \"{}\"}}",
-            "left the warehouse ".repeat(2)
-        ),
-    ))
-}
-
-/// `len` messages of a conversation: a question, then tool calls and results.
-fn history(len: usize) -> Vec<Msg> {
-    (0..len)
-        .map(|index| match index % 3 {
-            0 => Msg::user("Where is my order? It was supposed to arrive on Monday."),
-            1 => tool_call(index as u64),
-            _ => tool_result(index as u64),
-        })
-        .collect()
-}
 
 fn bench(c: &mut Criterion) {
     let sizes = [(tool_call(0), "tool call"), (tool_result(0), "tool result")];
@@ -97,7 +53,7 @@ fn bench(c: &mut Criterion) {
                         let change = StateChange::new(
                             revision,
                             messages,
-                            vec![tool_call(step), tool_result(step)],
+                            vec![tool_call(step as usize), tool_result(step as usize)],
                             agent(),
                         );
                         let start = Instant::now();
