@@ -23,7 +23,7 @@ use agentscope_core::{
     ChatResponse, ChatUsage, ContentBlock, ModelError, ThinkingBlock, ToolUseBlock,
 };
 use agentscope_http::Decode;
-use agentscope_http::lenient::{error_text, from_object, snippet};
+use agentscope_http::lenient::{error_text, from_object, non_empty, not_json, snippet};
 use agentscope_http::sse::{SseEvent, SseParser};
 use serde_json::Value;
 
@@ -136,7 +136,7 @@ impl Decode for Decoder {
         self.done = true;
         let value: Value = match serde_json::from_slice(body) {
             Ok(value) => value,
-            Err(err) => return vec![Err(invalid_json(body, &err))],
+            Err(err) => return vec![Err(not_json("event", body, &err))],
         };
         if !value.is_object() {
             return vec![Err(not_an_object(&value))];
@@ -205,7 +205,7 @@ impl Decoder {
                     message: data.to_owned(),
                 });
             }
-            Err(err) => return Err(invalid_json(data.as_bytes(), &err)),
+            Err(err) => return Err(not_json("event", data.as_bytes(), &err)),
         };
         if !value.is_object() {
             return Err(if named_error {
@@ -469,10 +469,6 @@ fn thinking(text: Option<String>, signature: Option<String>) -> Option<ContentBl
     }))
 }
 
-fn non_empty(text: Option<String>) -> Option<String> {
-    text.filter(|text| !text.is_empty())
-}
-
 /// An `error` event (or body): its `error`'s message, else the whole payload.
 fn stream_error(value: Value) -> ModelError {
     let message = match value {
@@ -490,15 +486,6 @@ fn not_an_object(value: &Value) -> ModelError {
         message: format!(
             "expected a JSON object, got: {}",
             snippet(&value.to_string())
-        ),
-    }
-}
-
-fn invalid_json(data: &[u8], err: &serde_json::Error) -> ModelError {
-    ModelError::InvalidResponse {
-        message: format!(
-            "not a JSON event ({err}): {}",
-            snippet(&String::from_utf8_lossy(data))
         ),
     }
 }

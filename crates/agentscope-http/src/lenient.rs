@@ -196,6 +196,22 @@ pub fn merge_extra(body: &mut Value, extra: &serde_json::Map<String, Value>) {
     }
 }
 
+/// The error for a piece of a response that is not JSON: what it was (`"chunk"`,
+/// `"event"`), the parser's reason and the start of the text.
+pub fn not_json(what: &str, data: &[u8], err: &serde_json::Error) -> agentscope_core::ModelError {
+    agentscope_core::ModelError::InvalidResponse {
+        message: format!(
+            "not a JSON {what} ({err}): {}",
+            snippet(&String::from_utf8_lossy(data))
+        ),
+    }
+}
+
+/// `Some(text)` unless it is empty: a provider's empty string means "none".
+pub fn non_empty(text: Option<String>) -> Option<String> {
+    text.filter(|text| !text.is_empty())
+}
+
 /// At most 200 characters of `text` (cut on a character boundary, `...` appended), for
 /// error messages.
 pub fn snippet(text: &str) -> String {

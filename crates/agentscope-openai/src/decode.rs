@@ -18,7 +18,7 @@ use agentscope_core::{ChatResponse, ChatUsage, ContentBlock, ModelError, ToolUse
 use serde_json::Value;
 
 use agentscope_http::Decode;
-use agentscope_http::lenient::{error_text, from_object, snippet};
+use agentscope_http::lenient::{error_text, from_object, non_empty, not_json, snippet};
 use agentscope_http::sse::{SseEvent, SseParser};
 
 use crate::response::{Chunk, Content, Delta, ToolCallDelta};
@@ -117,7 +117,7 @@ impl Decode for Decoder {
         self.done = true;
         let value: Value = match serde_json::from_slice(body) {
             Ok(value) => value,
-            Err(err) => return vec![Err(invalid_json(body, &err))],
+            Err(err) => return vec![Err(not_json("chunk", body, &err))],
         };
         match self.handle_value(value, false) {
             Ok(chunk) => chunk
@@ -150,7 +150,7 @@ impl Decoder {
                 Err(_) if is_error_event => Err(ModelError::Stream {
                     message: data.to_owned(),
                 }),
-                Err(err) => Err(invalid_json(data.as_bytes(), &err)),
+                Err(err) => Err(not_json("chunk", data.as_bytes(), &err)),
             };
             match result {
                 Ok(chunk) => out.extend(chunk.map(Ok)),
@@ -377,19 +377,6 @@ impl Decoder {
             usage,
             finish_reason: None,
         })
-    }
-}
-
-fn non_empty(text: Option<String>) -> Option<String> {
-    text.filter(|text| !text.is_empty())
-}
-
-fn invalid_json(data: &[u8], err: &serde_json::Error) -> ModelError {
-    ModelError::InvalidResponse {
-        message: format!(
-            "not a JSON chunk ({err}): {}",
-            snippet(&String::from_utf8_lossy(data))
-        ),
     }
 }
 
