@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::error::{AgentError, HookError};
-use crate::hook::erased::{BoxedHook, Handler, invoke_async, invoke_sync};
+use crate::hook::erased::{BoxedHook, Handler, invoke_sync};
 use crate::hook::{CallContext, Chained, Hook, HookEvent, HookEventType, HookEventTypes, HookId};
 
 /// One entry of [`HookChain::order`].
@@ -256,9 +256,9 @@ impl HookChain {
         self.run(event, &[], rule).await.map_err(|(_, error)| error)
     }
 
-    /// The dispatch rules, in one loop: the hooks interested in the event's kind run in order
-    /// (but those in `skip`); chained, the first failure stops the chain and comes back with
-    /// the failing hook's position; as a notification, failures are logged.
+    /// The dispatch rules: the hooks interested in the event's kind run in order (but those
+    /// in `skip`); chained, the first failure stops the chain and comes back with the failing
+    /// hook's position; as a notification, failures are logged.
     async fn run(
         &self,
         event: &mut HookEvent,
@@ -266,15 +266,16 @@ impl HookChain {
         rule: Rule,
     ) -> Result<(), (usize, AgentError)> {
         let kind = event.event_type();
-        for (position, (id, hook)) in self.by_kind[kind.index()].iter().enumerate() {
-            if skip.contains(id) {
-                continue;
-            }
-            let result = match &hook.handler {
-                Handler::Sync(f) => invoke_sync(&**f, event),
-                Handler::Async(h) => invoke_async(h, event).await,
-            };
-            if rule == Rule::Notification {
+        let hooks = &self.by_kind[kind.index()];
+        if rule == Rule::Notification {
+            for (id, hook) in hooks.iter() {
+                if skip.contains(id) {
+                    continue;
+                }
+                let result = match &hook.handler {
+                    Handler::Sync(f) => invoke_sync(&**f, event),
+                    Handler::Async(h) => h.on_event_dyn(event).await.map_err(|error| *error),
+                };
                 if let Err(error) = result {
                     tracing::warn!(
                         hook = %hook.name,
@@ -283,18 +284,33 @@ impl HookChain {
                         "hook failed while handling a notification; ignored"
                     );
                 }
-                continue;
             }
-            if let HookEvent::PostReasoning(event) = event {
-                event.attribute_goto(&hook.name);
+            return Ok(());
+        }
+        // Chained: `skip` is only for notifications. A hook may replace the event, but not
+        // with one of another kind; comparing discriminants tells without a match per hook.
+        let discriminant = std::mem::discriminant(&*event);
+        for (position, (_, hook)) in hooks.iter().enumerate() {
+            // Matched here, not in a helper: a nested `async fn` would add a state machine
+            // per invocation.
+            let result = match &hook.handler {
+                Handler::Sync(f) => invoke_sync(&**f, event),
+                Handler::Async(h) => h.on_event_dyn(event).await.map_err(|error| *error),
+            };
+            if kind == HookEventType::PostReasoning {
+                if let HookEvent::PostReasoning(event) = event {
+                    event.attribute_goto(&hook.name);
+                }
             }
             let result = match result {
-                Ok(()) if event.event_type() != kind => Err(HookError::InvalidModification {
-                    message: format!(
-                        "the hook replaced the {kind} event with a {} event",
-                        event.event_type()
-                    ),
-                }),
+                Ok(()) if std::mem::discriminant(&*event) != discriminant => {
+                    Err(HookError::InvalidModification {
+                        message: format!(
+                            "the hook replaced the {kind} event with a {} event",
+                            event.event_type()
+                        ),
+                    })
+                }
                 other => other,
             };
             if let Err(source) = result {

@@ -14,21 +14,38 @@ use futures::future::BoxFuture;
 use crate::error::HookError;
 use crate::hook::{DEFAULT_PRIORITY, Hook, HookEvent, HookEventTypes};
 
+/// An async hook's future, guarded against panics. Its error is boxed so that polling it
+/// returns a single word through the vtable instead of a whole `HookError` through memory:
+/// that is most of the difference to the floor of an async call through `dyn`.
+pub(crate) type HookFuture<'a> = BoxFuture<'a, Result<(), Box<HookError>>>;
+
 /// The private dyn-compatible twin of [`Hook`], blanket-implemented for every hook.
 pub(crate) trait DynHook: Send + Sync + 'static {
-    fn on_event_boxed<'a>(
-        &'a self,
-        event: &'a mut HookEvent,
-    ) -> BoxFuture<'a, Result<(), HookError>>;
+    /// Starts the hook; a panic, while starting or while polling, becomes its `Err`.
+    fn on_event_dyn<'a>(&'a self, event: &'a mut HookEvent) -> HookFuture<'a>;
 }
 
 impl<H: Hook> DynHook for H {
-    fn on_event_boxed<'a>(
-        &'a self,
-        event: &'a mut HookEvent,
-    ) -> BoxFuture<'a, Result<(), HookError>> {
-        Box::pin(self.on_event(event))
+    fn on_event_dyn<'a>(&'a self, event: &'a mut HookEvent) -> HookFuture<'a> {
+        let start = move || {
+            let event = event;
+            self.on_event(event)
+        };
+        match catch_unwind(AssertUnwindSafe(start)) {
+            Ok(future) => Box::pin(AssertUnwindSafe(future).catch_unwind().map(
+                |result| match result {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(error)) => Err(Box::new(error)),
+                    Err(payload) => Err(Box::new(panicked(payload))),
+                },
+            )),
+            Err(payload) => Box::pin(std::future::ready(Err(Box::new(panicked(payload))))),
+        }
     }
+}
+
+fn panicked(payload: Box<dyn Any + Send>) -> HookError {
+    HookError::panicked(&*payload)
 }
 
 /// How an erased hook is called: synchronous hooks directly, without a future.
@@ -192,24 +209,6 @@ pub(crate) fn invoke_sync(f: &SyncHookFn, event: &mut HookEvent) -> Result<(), H
         .unwrap_or_else(|payload| Err(HookError::panicked(&*payload)))
 }
 
-pub(crate) async fn invoke_async(
-    hook: &Arc<dyn DynHook>,
-    event: &mut HookEvent,
-) -> Result<(), HookError> {
-    // `let` moves the reference in, making the closure `FnOnce` so the future may keep it.
-    let start = move || {
-        let event = event;
-        hook.on_event_boxed(event)
-    };
-    match catch_unwind(AssertUnwindSafe(start)) {
-        Ok(future) => AssertUnwindSafe(future)
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|payload| Err(HookError::panicked(&*payload))),
-        Err(payload) => Err(HookError::panicked(&*payload)),
-    }
-}
-
 impl fmt::Debug for BoxedHook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BoxedHook")
@@ -224,7 +223,7 @@ impl Hook for BoxedHook {
     async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
         match &self.handler {
             Handler::Sync(f) => f(event),
-            Handler::Async(hook) => hook.on_event_boxed(event).await,
+            Handler::Async(hook) => hook.on_event_dyn(event).await.map_err(|error| *error),
         }
     }
 
