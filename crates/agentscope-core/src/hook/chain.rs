@@ -297,10 +297,10 @@ impl HookChain {
                 Handler::Sync(f) => invoke_sync(&**f, event),
                 Handler::Async(h) => h.on_event_dyn(event).await.map_err(|error| *error),
             };
-            if kind == HookEventType::PostReasoning {
-                if let HookEvent::PostReasoning(event) = event {
-                    event.attribute_goto(&hook.name);
-                }
+            if kind == HookEventType::PostReasoning
+                && let HookEvent::PostReasoning(event) = event
+            {
+                event.attribute_goto(&hook.name);
             }
             let result = match result {
                 Ok(()) if std::mem::discriminant(&*event) != discriminant => {
