@@ -595,7 +595,8 @@ mod tests {
                 tools: vec![
                     weather_tool(),
                     ToolSchema::new("now", "The time", Value::Null),
-                ],
+                ]
+                .into(),
                 options,
             };
             body(&request)
@@ -649,7 +650,7 @@ mod tests {
     fn tool_options_are_dropped_without_tools() {
         let request = ModelRequest {
             messages: vec![Msg::user("hi")],
-            tools: Vec::new(),
+            tools: Default::default(),
             options: GenerateOptions::default()
                 .tool_choice(ToolChoice::Required)
                 .parallel_tool_calls(false),
@@ -669,7 +670,7 @@ mod tests {
     fn options_are_mapped_and_seed_and_response_format_are_not_sent() {
         let request = ModelRequest {
             messages: vec![Msg::user("hi")],
-            tools: Vec::new(),
+            tools: Default::default(),
             options: GenerateOptions::default()
                 .temperature(0.2)
                 .top_p(0.95)
@@ -708,7 +709,7 @@ mod tests {
         assert_eq!(plain["max_tokens"], 16000);
         let request = ModelRequest {
             messages: vec![Msg::user("hi")],
-            tools: Vec::new(),
+            tools: Default::default(),
             options: GenerateOptions::default()
                 .max_tokens(5)
                 .extra("max_tokens", 64000)
@@ -741,7 +742,8 @@ mod tests {
             tools: vec![
                 weather_tool(),
                 ToolSchema::new("now", "The time", Value::Null),
-            ],
+            ]
+            .into(),
             options: GenerateOptions::default(),
         };
         let body = build_body("m", &request, &settings).unwrap();

@@ -98,7 +98,8 @@ async fn thinking_caching_tools_and_options_shape_the_body() {
             "get_weather",
             "The weather",
             json!({"type": "object", "properties": {"city": {"type": "string"}}}),
-        )],
+        )]
+        .into(),
         options: GenerateOptions::default()
             .max_tokens(20000)
             .stop("END")

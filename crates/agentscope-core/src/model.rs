@@ -124,8 +124,9 @@ impl Model for BoxedModel {
 pub struct ModelRequest {
     /// The conversation: the system message first (when there is one), then the history.
     pub messages: Vec<Msg>,
-    /// The tools the model may call (empty for the summary step).
-    pub tools: Vec<ToolSchema>,
+    /// The tools the model may call (empty for the summary step); shared with the toolkit,
+    /// so building a request copies no schema.
+    pub tools: Arc<[ToolSchema]>,
     /// Generation options.
     pub options: GenerateOptions,
 }

@@ -306,7 +306,7 @@ mod tests {
     fn tool_options_are_dropped_without_tools_and_extra_wins() {
         let request = ModelRequest {
             messages: vec![Msg::user("hi")],
-            tools: Vec::new(),
+            tools: Default::default(),
             options: GenerateOptions::default()
                 .tool_choice(ToolChoice::Required)
                 .parallel_tool_calls(false)

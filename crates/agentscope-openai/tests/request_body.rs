@@ -117,7 +117,8 @@ async fn a_full_conversation_with_tools_and_every_option() {
         tools: vec![
             weather_tool(),
             ToolSchema::new("get_time", "Current time.", Value::Null),
-        ],
+        ]
+        .into(),
         options: GenerateOptions::default()
             .temperature(0.2)
             .top_p(0.9)
@@ -228,7 +229,7 @@ async fn tool_choice_is_sent_with_tools_only() {
     for (choice, expected) in cases {
         let request = ModelRequest {
             messages: vec![Msg::user("x")],
-            tools: vec![weather_tool()],
+            tools: vec![weather_tool()].into(),
             options: GenerateOptions::default().tool_choice(choice.clone()),
         };
         let body = body_of(request).await;
@@ -238,7 +239,7 @@ async fn tool_choice_is_sent_with_tools_only() {
         // The summary step sends no tools: no tool_choice either (OpenAI rejects it).
         let request = ModelRequest {
             messages: vec![Msg::user("x")],
-            tools: vec![],
+            tools: Vec::new().into(),
             options: GenerateOptions::default()
                 .tool_choice(choice.clone())
                 .parallel_tool_calls(true),
@@ -255,7 +256,7 @@ async fn a_specific_tool_is_forced_as_that_tool_alone_and_required() {
     let time = ToolSchema::new("get_time", "Current time.", Value::Null);
     let request = |name: &str| ModelRequest {
         messages: vec![Msg::user("x")],
-        tools: vec![weather_tool(), time.clone()],
+        tools: vec![weather_tool(), time.clone()].into(),
         options: GenerateOptions::default().tool_choice(ToolChoice::Specific(name.into())),
     };
     let body = body_of(request("get_time")).await;

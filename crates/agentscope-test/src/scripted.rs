@@ -135,7 +135,8 @@ impl ScriptedChunk {
 /// ```
 #[derive(Debug, Clone)]
 pub struct ScriptedResponse {
-    chunks: Vec<ScriptedChunk>,
+    /// Shared, so that a cycling model replays a response without copying it.
+    chunks: Arc<[ScriptedChunk]>,
     fail_before: Option<ModelError>,
     usage: Option<ChatUsage>,
     delay: Option<Duration>,
@@ -252,10 +253,9 @@ impl ScriptedResponse {
                 ..ChatResponse::default()
             })
         });
-        let items = self
-            .chunks
-            .into_iter()
-            .map(ScriptedChunk::into_item)
+        let chunks = self.chunks;
+        let items = (0..chunks.len())
+            .map(move |i| chunks[i].clone().into_item())
             .chain(last);
         Ok(futures::stream::iter(items).boxed())
     }

@@ -75,7 +75,7 @@ impl Call<'_> {
         };
         let request = ModelRequest {
             messages,
-            tools: self.toolkit.schemas().to_vec(),
+            tools: self.toolkit.shared_schemas(),
             options,
         };
         let message = self.generate(request, Phase::Reasoning).await?;

@@ -56,7 +56,7 @@ impl Call<'_> {
         check_no_system(&messages, "PreSummaryEvent input messages")?;
         let request = ModelRequest {
             messages: with_system(system, messages),
-            tools: Vec::new(),
+            tools: std::sync::Arc::default(),
             options,
         };
 
