@@ -22,6 +22,10 @@ doc:
 bench:
     cargo bench -p agentscope
 
+# Side by side in one run: ours, the async-hook floor and rig 0.44 (builds rig outside the tree).
+compare *args:
+    scripts/compare-peers.sh {{args}}
+
 # Run the quickstart (offline unless OPENAI_API_KEY is set).
 demo:
     cargo run --example quickstart

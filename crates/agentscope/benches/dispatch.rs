@@ -11,56 +11,12 @@
 
 mod support;
 
-use std::future::Future;
 use std::hint::black_box;
-use std::pin::Pin;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentscope::{
-    AgentInfo, CallContext, GenerateOptions, HookChain, HookEvent, HookEventType, Msg,
-    PreReasoningEvent, hook_fn,
-};
+use agentscope::{HookChain, HookEvent, HookEventType, hook_fn};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use support::AsyncNoop;
-
-/// The floor: an async method called through `dyn`, its future boxed.
-trait DynNoop: Send + Sync {
-    fn call<'a>(
-        &'a self,
-        event: &'a mut HookEvent,
-    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
-}
-
-struct FloorNoop;
-
-impl DynNoop for FloorNoop {
-    fn call<'a>(
-        &'a self,
-        event: &'a mut HookEvent,
-    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
-        Box::pin(async move {
-            black_box(event);
-        })
-    }
-}
-
-/// `iters` events through `n` boxed-future calls; the elapsed time.
-fn run_floor(n: usize, iters: u64) -> Duration {
-    let hooks: Vec<Box<dyn DynNoop>> = (0..n)
-        .map(|_| Box::new(FloorNoop) as Box<dyn DynNoop>)
-        .collect();
-    let mut event = event();
-    futures::executor::block_on(async {
-        let start = Instant::now();
-        for _ in 0..iters {
-            for hook in &hooks {
-                hook.call(black_box(&mut event)).await;
-            }
-        }
-        start.elapsed()
-    })
-}
+use support::{AsyncNoop, run_floor};
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -119,22 +75,9 @@ impl Kind {
     }
 }
 
-fn event() -> HookEvent {
-    let call = CallContext::new(Arc::new(AgentInfo::new("bench", "1")));
-    PreReasoningEvent::new(
-        call.info(),
-        vec![Msg::user("hello")],
-        Some(Msg::system("You are helpful.")),
-        "model",
-        GenerateOptions::default(),
-        0,
-    )
-    .into()
-}
-
 /// Dispatches `iters` times; returns the elapsed time.
 fn run(chain: &HookChain, iters: u64) -> Duration {
-    let mut event = event();
+    let mut event = support::pre_reasoning_event();
     futures::executor::block_on(async {
         let start = Instant::now();
         for _ in 0..iters {

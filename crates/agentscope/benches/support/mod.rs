@@ -1,8 +1,15 @@
-//! What the benches share: the no-op async hook, and the agent of the ReAct-call benches.
+//! What the benches share: the no-op async hook, the agent of the ReAct-call benches, the
+//! event of the dispatch benches, and the floor an async hook is measured against.
 #![allow(dead_code)]
 
-use agentscope::ReActAgentBuilder;
+use std::future::Future;
+use std::hint::black_box;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use agentscope::prelude::*;
+use agentscope::{AgentInfo, CallContext, GenerateOptions, PreReasoningEvent, ReActAgentBuilder};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
@@ -38,4 +45,58 @@ pub(crate) fn react_agent(
         .model(model)
         .toolkit(Toolkit::new().tool(echo));
     hooks(builder).build().unwrap()
+}
+
+/// The event of the dispatch benches: a PreReasoning event with one user message, a system
+/// prompt and default options.
+pub(crate) fn pre_reasoning_event() -> HookEvent {
+    let call = CallContext::new(Arc::new(AgentInfo::new("bench", "1")));
+    PreReasoningEvent::new(
+        call.info(),
+        vec![Msg::user("hello")],
+        Some(Msg::system("You are helpful.")),
+        "model",
+        GenerateOptions::default(),
+        0,
+    )
+    .into()
+}
+
+/// The floor of an async hook: an async method called through `dyn`, its future boxed.
+pub(crate) trait DynNoop: Send + Sync {
+    fn call<'a>(
+        &'a self,
+        event: &'a mut HookEvent,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+}
+
+pub(crate) struct FloorNoop;
+
+impl DynNoop for FloorNoop {
+    fn call<'a>(
+        &'a self,
+        event: &'a mut HookEvent,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            black_box(event);
+        })
+    }
+}
+
+/// `iters` events ([`pre_reasoning_event`]) through `n` boxed-future calls of
+/// [`FloorNoop`]; the elapsed time.
+pub(crate) fn run_floor(n: usize, iters: u64) -> Duration {
+    let hooks: Vec<Box<dyn DynNoop>> = (0..n)
+        .map(|_| Box::new(FloorNoop) as Box<dyn DynNoop>)
+        .collect();
+    let mut event = pre_reasoning_event();
+    futures::executor::block_on(async {
+        let start = Instant::now();
+        for _ in 0..iters {
+            for hook in &hooks {
+                hook.call(black_box(&mut event)).await;
+            }
+        }
+        start.elapsed()
+    })
 }
