@@ -53,12 +53,12 @@ pub struct ChatAccumulator {
 
 impl ChatAccumulator {
     /// Starts an empty assistant message with the given name.
-    pub fn new(name: impl Into<String>) -> Self {
+    pub fn new(name: impl Into<crate::SharedString>) -> Self {
         Self::with_role(Role::Assistant, name)
     }
 
     /// Starts an empty message with the given role and name.
-    pub fn with_role(role: Role, name: impl Into<String>) -> Self {
+    pub fn with_role(role: Role, name: impl Into<crate::SharedString>) -> Self {
         Self {
             message: Msg::new(role, name, Vec::new()),
             has_thinking: false,

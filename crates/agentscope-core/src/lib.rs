@@ -18,6 +18,7 @@
 
 mod accumulate;
 mod cancel;
+mod content;
 pub mod conversation;
 mod error;
 pub mod hook;
@@ -30,6 +31,7 @@ mod tool;
 
 pub use accumulate::ChatAccumulator;
 pub use cancel::{CancellationToken, Cancelled};
+pub use content::Content;
 pub use conversation::ConversationError;
 pub use error::{AgentError, ErrorSource, HookError, ModelError, ToolError};
 pub use hook::{

@@ -30,6 +30,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::content::Content;
 use crate::text::SharedString;
 
 /// The metadata key under which [`Msg::generate_reason`] is stored.
@@ -52,14 +53,22 @@ pub enum Role {
     Tool,
 }
 
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Role {
+    /// The role's name, as in the default name of its messages: `"user"`, `"assistant"`,
+    /// `"system"` or `"tool"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
             Role::User => "user",
             Role::Assistant => "assistant",
             Role::System => "system",
             Role::Tool => "tool",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -295,13 +304,13 @@ impl From<ToolResultBlock> for ContentBlock {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Msg {
     /// A unique id (a UUID unless set otherwise).
-    pub id: String,
+    pub id: SharedString,
     /// The speaker's name: `"user"`, the agent's name, a tool's name, ...
-    pub name: String,
+    pub name: SharedString,
     /// The speaker's role.
     pub role: Role,
-    /// The content, in order.
-    pub content: Vec<ContentBlock>,
+    /// The content, in order (a `Vec<ContentBlock>` shared between clones; see [`Content`]).
+    pub content: Content,
     /// Free-form metadata. The engine stores the generate reason under
     /// [`GENERATE_REASON_KEY`] and model usage under `"usage"`.
     #[serde(default)]
@@ -312,12 +321,12 @@ pub struct Msg {
 
 impl Msg {
     /// Creates a message with the given role, name and content, a new id and the current time.
-    pub fn new(role: Role, name: impl Into<String>, content: Vec<ContentBlock>) -> Self {
+    pub fn new(role: Role, name: impl Into<SharedString>, content: Vec<ContentBlock>) -> Self {
         Self {
             id: new_id(),
             name: name.into(),
             role,
-            content,
+            content: content.into(),
             metadata: Map::new(),
             timestamp: Utc::now(),
         }
@@ -325,17 +334,25 @@ impl Msg {
 
     /// A user message named `"user"` holding one text block.
     pub fn user(text: impl Into<SharedString>) -> Self {
-        Self::new(Role::User, "user", vec![ContentBlock::text(text)])
+        Self::new(Role::User, role_name(Role::User), vec![ContentBlock::text(text)])
     }
 
     /// An assistant message named `"assistant"` holding one text block.
     pub fn assistant(text: impl Into<SharedString>) -> Self {
-        Self::new(Role::Assistant, "assistant", vec![ContentBlock::text(text)])
+        Self::new(
+            Role::Assistant,
+            role_name(Role::Assistant),
+            vec![ContentBlock::text(text)],
+        )
     }
 
     /// A system message named `"system"` holding one text block.
     pub fn system(text: impl Into<SharedString>) -> Self {
-        Self::new(Role::System, "system", vec![ContentBlock::text(text)])
+        Self::new(
+            Role::System,
+            role_name(Role::System),
+            vec![ContentBlock::text(text)],
+        )
     }
 
     /// A tool message carrying one result, named after the tool.
@@ -365,7 +382,7 @@ impl Msg {
     /// ```
     pub fn builder() -> MsgBuilder {
         MsgBuilder {
-            msg: Self::new(Role::User, String::new(), Vec::new()),
+            msg: Self::new(Role::User, SharedString::new(), Vec::new()),
             named: false,
         }
     }
@@ -458,7 +475,7 @@ pub struct MsgBuilder {
 
 impl MsgBuilder {
     /// Sets the id (default: a new UUID).
-    pub fn id(mut self, id: impl Into<String>) -> Self {
+    pub fn id(mut self, id: impl Into<SharedString>) -> Self {
         self.msg.id = id.into();
         self
     }
@@ -470,7 +487,7 @@ impl MsgBuilder {
     }
 
     /// Sets the name (default: the role, e.g. `"user"`).
-    pub fn name(mut self, name: impl Into<String>) -> Self {
+    pub fn name(mut self, name: impl Into<SharedString>) -> Self {
         self.msg.name = name.into();
         self.named = true;
         self
@@ -509,14 +526,21 @@ impl MsgBuilder {
     /// Finishes the message.
     pub fn build(mut self) -> Msg {
         if !self.named {
-            self.msg.name = self.msg.role.to_string();
+            self.msg.name = role_name(self.msg.role);
         }
         self.msg
     }
 }
 
-pub(crate) fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+/// A new message id: a UUID, in one allocation.
+pub(crate) fn new_id() -> SharedString {
+    let mut buffer = uuid::Uuid::encode_buffer();
+    SharedString::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buffer))
+}
+
+/// The default name of a message of `role` (`"user"`, ...), without allocating.
+fn role_name(role: Role) -> SharedString {
+    SharedString::from_static(role.as_str())
 }
 
 fn join_text(blocks: &[ContentBlock]) -> String {

@@ -30,8 +30,27 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// ```
 ///
 /// [`push_str`]: SharedString::push_str
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct SharedString(Arc<String>);
+///
+/// Creating one costs at most one allocation (none for [`from_static`](Self::from_static)),
+/// and cloning none.
+#[derive(Clone)]
+pub struct SharedString(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    /// Text that lives for the whole program: no allocation.
+    Static(&'static str),
+    /// Text made from a `&str`: one allocation, never grown in place.
+    Frozen(Arc<str>),
+    /// Text made from a `String`, or appended to: grows in place while unique.
+    Growable(Arc<String>),
+}
+
+impl Default for SharedString {
+    fn default() -> Self {
+        Self::from_static("")
+    }
+}
 
 impl SharedString {
     /// Creates an empty string.
@@ -39,19 +58,92 @@ impl SharedString {
         Self::default()
     }
 
-    /// Returns the text as a `&str`.
+    /// Wraps a `'static` string without allocating.
+    ///
+    /// ```
+    /// use agentscope_core::SharedString;
+    ///
+    /// const NAME: SharedString = SharedString::from_static("assistant");
+    /// assert_eq!(NAME, "assistant");
+    /// ```
+    pub const fn from_static(text: &'static str) -> Self {
+        Self(Repr::Static(text))
+    }
+
+    /// The text.
     pub fn as_str(&self) -> &str {
-        self.0.as_str()
+        match &self.0 {
+            Repr::Static(text) => text,
+            Repr::Frozen(text) => text,
+            Repr::Growable(text) => text.as_str(),
+        }
     }
 
-    /// Appends `text`, in place when this is the only handle to the buffer.
+    /// Appends `text`, in place when this string is not shared, otherwise on a copy.
     pub fn push_str(&mut self, text: &str) {
-        Arc::make_mut(&mut self.0).push_str(text);
+        if text.is_empty() {
+            return;
+        }
+        match &mut self.0 {
+            Repr::Growable(buffer) => Arc::make_mut(buffer).push_str(text),
+            other => {
+                let current: &str = match other {
+                    Repr::Static(s) => s,
+                    Repr::Frozen(s) => s,
+                    Repr::Growable(s) => s.as_str(),
+                };
+                let mut buffer = String::with_capacity(current.len() + text.len());
+                buffer.push_str(current);
+                buffer.push_str(text);
+                *other = Repr::Growable(Arc::new(buffer));
+            }
+        }
     }
 
-    /// Returns the text as an owned `String`, without copying when not shared.
+    /// The text as a `String`, without copying when this string owns an unshared `String`.
     pub fn into_string(self) -> String {
-        Arc::try_unwrap(self.0).unwrap_or_else(|shared| (*shared).clone())
+        match self.0 {
+            Repr::Growable(buffer) => {
+                Arc::try_unwrap(buffer).unwrap_or_else(|shared| (*shared).clone())
+            }
+            other => SharedString(other).as_str().to_owned(),
+        }
+    }
+
+    /// Whether `self` and `other` share one buffer (clones of each other).
+    pub fn ptr_eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Repr::Static(a), Repr::Static(b)) => std::ptr::eq(*a, *b),
+            (Repr::Frozen(a), Repr::Frozen(b)) => Arc::ptr_eq(a, b),
+            (Repr::Growable(a), Repr::Growable(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl PartialEq for SharedString {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for SharedString {}
+
+impl PartialOrd for SharedString {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for SharedString {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl std::hash::Hash for SharedString {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
     }
 }
 
@@ -89,19 +181,19 @@ impl fmt::Display for SharedString {
 
 impl From<String> for SharedString {
     fn from(value: String) -> Self {
-        Self(Arc::new(value))
+        Self(Repr::Growable(Arc::new(value)))
     }
 }
 
 impl From<&str> for SharedString {
     fn from(value: &str) -> Self {
-        Self(Arc::new(value.to_owned()))
+        Self(Repr::Frozen(Arc::from(value)))
     }
 }
 
 impl From<&String> for SharedString {
     fn from(value: &String) -> Self {
-        Self(Arc::new(value.clone()))
+        Self(Repr::Frozen(Arc::from(value.as_str())))
     }
 }
 
@@ -125,6 +217,12 @@ impl PartialEq<&str> for SharedString {
 
 impl PartialEq<String> for SharedString {
     fn eq(&self, other: &String) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<SharedString> for String {
+    fn eq(&self, other: &SharedString) -> bool {
         self.as_str() == other.as_str()
     }
 }
@@ -161,11 +259,11 @@ mod tests {
     fn clone_shares_and_push_copies_on_write() {
         let mut a = SharedString::from("ab");
         let b = a.clone();
-        assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert!(a.ptr_eq(&b));
         a.push_str("c");
         assert_eq!(a, "abc");
         assert_eq!(b, "ab");
-        assert!(!Arc::ptr_eq(&a.0, &b.0));
+        assert!(!a.ptr_eq(&b));
     }
 
     #[test]
@@ -175,6 +273,37 @@ mod tests {
         let ptr = a.as_ptr();
         a.push_str("y");
         assert_eq!(ptr, a.as_ptr());
+        // A frozen or static string becomes growable on its first append.
+        let mut frozen = SharedString::from("a");
+        frozen.push_str("b");
+        let mut fixed = SharedString::from_static("a");
+        fixed.push_str("b");
+        assert_eq!((frozen.as_str(), fixed.as_str()), ("ab", "ab"));
+    }
+
+    #[test]
+    fn equality_ordering_and_hash_follow_the_text_whatever_the_representation() {
+        use std::collections::hash_map::DefaultHasher;
+        use std::hash::{Hash, Hasher};
+        let hash = |s: &SharedString| {
+            let mut h = DefaultHasher::new();
+            s.hash(&mut h);
+            h.finish()
+        };
+        let all = [
+            SharedString::from_static("x"),
+            SharedString::from("x"),
+            SharedString::from("x".to_owned()),
+        ];
+        for a in &all {
+            for b in &all {
+                assert_eq!(a, b);
+                assert_eq!(hash(a), hash(b));
+            }
+        }
+        assert!(SharedString::from_static("a") < SharedString::from("b"));
+        assert_eq!(SharedString::from_static("s").into_string(), "s");
+        assert_eq!(SharedString::new(), "");
     }
 
     #[test]

@@ -141,7 +141,7 @@ impl Mapper {
             step_name: step_name.clone(),
         });
         self.model = Some(ModelStep {
-            message_id: message.id.clone(),
+            message_id: message.id.to_string(),
             step_name,
             text_open: false,
             reasoning_open: false,
@@ -316,7 +316,7 @@ pub(crate) fn to_messages(messages: &[Msg]) -> Vec<Message> {
     for msg in messages {
         match msg.role {
             Role::User => out.push(Message::User {
-                id: msg.id.clone(),
+                id: msg.id.to_string(),
                 content: msg.text(),
             }),
             Role::Assistant => {
@@ -341,7 +341,7 @@ pub(crate) fn to_messages(messages: &[Msg]) -> Vec<Message> {
                     })
                     .collect();
                 out.push(Message::Assistant {
-                    id: msg.id.clone(),
+                    id: msg.id.to_string(),
                     content: (!text.is_empty()).then_some(text),
                     tool_calls: (!calls.is_empty()).then_some(calls),
                 });

@@ -309,7 +309,7 @@ fn text_of(outcome: &Outcome) -> Vec<ContentBlock> {
     for chunk in &outcome.chunks {
         acc.push(chunk);
     }
-    acc.finish().content
+    acc.finish().content.into_vec()
 }
 
 #[allow(clippy::panic)]

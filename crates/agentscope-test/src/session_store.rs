@@ -816,7 +816,7 @@ pub fn rich_state() -> AgentState {
         .enumerate()
         .map(|(index, mut msg)| {
             if msg.role == Role::Tool {
-                msg.id = format!("msg-{}", index + 1);
+                msg.id = format!("msg-{}", index + 1).into();
                 msg.timestamp = at(1_700_000_010 + index as i64, 500_000_000);
             }
             msg

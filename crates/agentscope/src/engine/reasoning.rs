@@ -196,7 +196,7 @@ impl Call<'_> {
                     id: accumulated.id.clone(),
                     name: accumulated.name.clone(),
                     role: accumulated.role,
-                    content: chunk.content,
+                    content: chunk.content.into(),
                     metadata: Default::default(),
                     timestamp: accumulated.timestamp,
                 };

@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentscope_core::{
-    AgentError, ContentBlock, GenerateReason, Hook, HookError, HookEvent, HookEventType,
+    AgentError, ContentBlock, GenerateReason, SharedString, Hook, HookError, HookEvent, HookEventType,
     HookEventTypes, Memory, Msg, Role, Tool, ToolChoice, ToolContext, ToolError, ToolKind,
     ToolOutput,
 };
@@ -83,7 +83,7 @@ struct State {
     /// Once the model ignored the tool, every reasoning step forces it.
     force: bool,
     /// (text answer id, reminder id) for every reminder requested.
-    reminded: Vec<(String, String)>,
+    reminded: Vec<(SharedString, SharedString)>,
     /// The first successful `generate_response` arguments.
     value: Option<Value>,
     /// The value of a successful call, for the caller to deserialise.
@@ -250,7 +250,7 @@ impl StructuredOutputHook {
 }
 
 /// The messages of `tail` without the structured-output plumbing (see the module docs).
-fn clean(tail: &[Msg], reminded: &[(String, String)]) -> Vec<Msg> {
+fn clean(tail: &[Msg], reminded: &[(SharedString, SharedString)]) -> Vec<Msg> {
     let is_reminder = |msg: &Msg| {
         msg.metadata
             .get(StructuredOutputHook::REMINDER_KEY)
@@ -420,7 +420,7 @@ mod tests {
         let text = Msg::assistant("stopped by another hook");
         let kept = clean(
             std::slice::from_ref(&text),
-            &[(text.id.clone(), "never-stored".to_owned())],
+            &[(text.id.clone(), "never-stored".into())],
         );
         assert_eq!(kept, vec![text]);
     }

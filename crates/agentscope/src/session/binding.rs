@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use agentscope_core::{AgentError, Memory, Msg};
+use agentscope_core::{AgentError, Memory, Msg, SharedString};
 use serde_json::{Map, Value};
 
 use super::{AgentIdentity, SessionStore, StateChange};
@@ -28,7 +28,7 @@ pub(crate) struct Synced {
     stored: usize,
     /// The id of the last stored message, to notice a memory that was rewritten rather than
     /// appended to.
-    last_id: Option<String>,
+    last_id: Option<SharedString>,
     metadata: Map<String, Value>,
     /// Tool calls that started and have no stored result (see `AgentState::running_tools`).
     running: Vec<String>,

@@ -25,7 +25,7 @@ fn calc_use(id: &str, e: &str) -> ContentBlock {
 fn shape(events: &[Event]) -> Vec<(EventType, bool, Vec<ContentBlock>)> {
     events
         .iter()
-        .map(|e| (e.event_type, e.is_last, e.message.content.clone()))
+        .map(|e| (e.event_type, e.is_last, e.message.content.to_vec()))
         .collect()
 }
 
@@ -151,7 +151,7 @@ async fn non_incremental_chunks_carry_the_accumulated_message() {
     let chunks: Vec<Vec<ContentBlock>> = events
         .iter()
         .filter(|e| e.event_type == EventType::Reasoning && !e.is_last)
-        .map(|e| e.message.content.clone())
+        .map(|e| e.message.content.to_vec())
         .collect();
     assert_eq!(
         chunks,

@@ -90,7 +90,7 @@ async fn max_iters_sends_memory_plus_hint_without_tools_and_a_fresh_system_messa
     assert_eq!(summary.options, GenerateOptions::default().temperature(0.5));
     let system = &summary.messages[0];
     assert_eq!(
-        (system.role, system.name.as_str(), system.content.clone()),
+        (system.role, system.name.as_str(), system.content.to_vec()),
         (Role::System, "system", vec![ContentBlock::text("sys")]),
         "a fresh copy of the frozen base system message"
     );

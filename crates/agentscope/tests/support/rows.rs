@@ -14,8 +14,8 @@ pub(crate) fn rows(messages: &[Msg]) -> Vec<Row> {
         .map(|m| {
             (
                 m.role,
-                m.name.clone(),
-                m.content.clone(),
+                m.name.to_string(),
+                m.content.to_vec(),
                 m.generate_reason(),
             )
         })
