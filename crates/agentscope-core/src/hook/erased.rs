@@ -9,15 +9,20 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use futures::FutureExt;
-use futures::future::BoxFuture;
+use stackfuture::StackFuture;
 
 use crate::error::HookError;
 use crate::hook::{DEFAULT_PRIORITY, Hook, HookEvent, HookEventTypes};
 
-/// An async hook's future, guarded against panics. Its error is boxed so that polling it
-/// returns a single word through the vtable instead of a whole `HookError` through memory:
-/// that is most of the difference to the floor of an async call through `dyn`.
-pub(crate) type HookFuture<'a> = BoxFuture<'a, Result<(), Box<HookError>>>;
+/// The bytes an async hook's future may take to be stored inline, without a heap
+/// allocation; larger futures are boxed. A guarded `async fn` hook that awaits nothing takes
+/// 32 (a test checks it fits).
+const INLINE_FUTURE_BYTES: usize = 48;
+
+/// An async hook's future, guarded against panics, stored inline when it fits. Its error is
+/// boxed so that polling it returns one word through the function pointer instead of a
+/// whole `HookError` through memory.
+pub(crate) type HookFuture<'a> = StackFuture<'a, Result<(), Box<HookError>>, INLINE_FUTURE_BYTES>;
 
 /// The private dyn-compatible twin of [`Hook`], blanket-implemented for every hook.
 pub(crate) trait DynHook: Send + Sync + 'static {
@@ -27,25 +32,34 @@ pub(crate) trait DynHook: Send + Sync + 'static {
 
 impl<H: Hook> DynHook for H {
     fn on_event_dyn<'a>(&'a self, event: &'a mut HookEvent) -> HookFuture<'a> {
+        // `let` moves the reference in, making the closure `FnOnce` so the future may keep it.
         let start = move || {
             let event = event;
             self.on_event(event)
         };
         match catch_unwind(AssertUnwindSafe(start)) {
-            Ok(future) => Box::pin(AssertUnwindSafe(future).catch_unwind().map(
-                |result| match result {
-                    Ok(Ok(())) => Ok(()),
-                    Ok(Err(error)) => Err(Box::new(error)),
-                    Err(payload) => Err(Box::new(panicked(payload))),
-                },
-            )),
-            Err(payload) => Box::pin(std::future::ready(Err(Box::new(panicked(payload))))),
+            Ok(future) => HookFuture::from_or_box(guarded(future)),
+            Err(payload) => HookFuture::from(std::future::ready(Err(panicked(payload)))),
         }
     }
 }
 
-fn panicked(payload: Box<dyn Any + Send>) -> HookError {
-    HookError::panicked(&*payload)
+/// `future` with a panic while polling turned into its error, and the error boxed.
+fn guarded<F>(future: F) -> impl Future<Output = Result<(), Box<HookError>>> + Send
+where
+    F: Future<Output = Result<(), HookError>> + Send,
+{
+    AssertUnwindSafe(future)
+        .catch_unwind()
+        .map(|result| match result {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => Err(Box::new(error)),
+            Err(payload) => Err(panicked(payload)),
+        })
+}
+
+fn panicked(payload: Box<dyn Any + Send>) -> Box<HookError> {
+    Box::new(HookError::panicked(&*payload))
 }
 
 /// How an erased hook is called: synchronous hooks directly, without a future.
@@ -237,5 +251,63 @@ impl Hook for BoxedHook {
 
     fn name(&self) -> &str {
         &self.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hook::{CallContext, PostCallEvent};
+    use crate::{AgentInfo, Msg};
+    use futures::executor::block_on;
+
+    fn event() -> HookEvent {
+        let call = CallContext::new(Arc::new(AgentInfo::new("a", "1")));
+        PostCallEvent::new(call.info(), Msg::assistant("x")).into()
+    }
+
+    struct Noop;
+
+    impl Hook for Noop {
+        async fn on_event(&self, _event: &mut HookEvent) -> Result<(), HookError> {
+            Ok(())
+        }
+    }
+
+    /// An `async fn` hook that awaits nothing runs without a heap allocation: this fails if
+    /// the guard around it grows past the inline space.
+    #[test]
+    fn a_plain_async_hook_future_is_stored_inline() {
+        let mut event = event();
+        let future = guarded(Noop.on_event(&mut event));
+        assert!(HookFuture::has_space_for_val(&future));
+        assert!(HookFuture::has_alignment_for_val(&future));
+    }
+
+    /// A hook whose future does not fit inline is boxed, and behaves the same.
+    #[test]
+    fn a_large_hook_future_is_boxed_and_still_runs() {
+        struct Large;
+        impl Hook for Large {
+            async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
+                let scratch = [7u8; 256];
+                futures::future::ready(()).await;
+                if let HookEvent::PostCall(e) = event {
+                    let text = format!("{}{}", e.final_message().text(), scratch[255]);
+                    e.set_final_message(Msg::assistant(text));
+                }
+                Err(HookError::msg("large"))
+            }
+        }
+        let mut event = event();
+        let future = guarded(Large.on_event(&mut event));
+        assert!(!HookFuture::has_space_for_val(&future));
+        drop(future);
+        let error = block_on(Large.on_event_dyn(&mut event)).unwrap_err();
+        assert_eq!(error.to_string(), "large");
+        let HookEvent::PostCall(e) = event else {
+            unreachable!()
+        };
+        assert_eq!(e.final_message().text(), "x7");
     }
 }
