@@ -13,9 +13,9 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentscope_core::{
-    AgentError, ContentBlock, GenerateReason, SharedString, Hook, HookError, HookEvent, HookEventType,
-    HookEventTypes, Memory, Msg, Role, Tool, ToolChoice, ToolContext, ToolError, ToolKind,
-    ToolOutput,
+    AgentError, ContentBlock, GenerateReason, Hook, HookError, HookEvent, HookEventType,
+    HookEventTypes, Memory, Msg, Role, SharedString, Tool, ToolChoice, ToolContext, ToolError,
+    ToolKind, ToolOutput,
 };
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
