@@ -1,0 +1,554 @@
+//! [`McpServerConfig`] (how to reach one server) and [`ReconnectPolicy`]; the secrets of a
+//! configuration and their scrubbing ([`Redactor`]).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::Url;
+use reqwest::header::{HeaderName, HeaderValue};
+
+use crate::error::McpError;
+
+/// How to reach one MCP server, and how the client treats it. Build one with
+/// [`McpServerConfig::stdio`] or [`McpServerConfig::http`], then
+/// [`McpClient::connect`](crate::McpClient::connect) to it.
+///
+/// Setters that do not apply to the transport (`arg` on an HTTP server, `header` on a stdio
+/// one) or get an invalid value are remembered, and `connect` returns the first such
+/// problem ([`McpError::InvalidConfig`]).
+///
+/// `Debug` shows the command and its arguments, or the URL without its query string and
+/// password; never header values, the bearer token or environment values (only their
+/// names). Pass secrets as environment variables or headers, not as arguments.
+///
+/// ```
+/// use std::time::Duration;
+/// use agentscope_mcp::{McpServerConfig, ReconnectPolicy};
+///
+/// let files = McpServerConfig::stdio("npx")
+///     .args(["-y", "@modelcontextprotocol/server-filesystem", "/srv/data"])
+///     .env("LOG_LEVEL", "warn")
+///     .name("files")
+///     .prefix("files_");
+/// assert_eq!(files.server_name(), "files");
+///
+/// let remote = McpServerConfig::http("https://mcp.example.com/mcp")
+///     .bearer_token("s3cr3t-token")
+///     .header("x-tenant", "acme")
+///     .reconnect(ReconnectPolicy::attempts(5).backoff(Duration::from_millis(100), Duration::from_secs(2)));
+/// assert_eq!(remote.server_name(), "mcp.example.com");
+/// assert!(!format!("{remote:?}").contains("s3cr3t-token"));
+/// ```
+#[derive(Clone)]
+#[must_use]
+pub struct McpServerConfig {
+    pub(crate) name: Option<String>,
+    pub(crate) transport: TransportConfig,
+    pub(crate) prefix: String,
+    pub(crate) reconnect: ReconnectPolicy,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) error: Option<McpError>,
+}
+
+#[derive(Clone)]
+pub(crate) enum TransportConfig {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        current_dir: Option<PathBuf>,
+    },
+    Http {
+        url: String,
+        headers: Vec<(HeaderName, HeaderValue)>,
+        bearer_token: Option<String>,
+    },
+}
+
+/// How long connecting (starting the process and the protocol handshake) may take by
+/// default.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl McpServerConfig {
+    /// A server the client starts as a child process and talks to over its standard input
+    /// and output. The process inherits the environment (add to it with
+    /// [`env`](Self::env)); its standard error goes to `tracing` at debug level (target
+    /// `agentscope_mcp::stderr`). It is stopped when the client is closed or its last
+    /// handle dropped.
+    pub fn stdio(command: impl Into<String>) -> Self {
+        Self::new(TransportConfig::Stdio {
+            command: command.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            current_dir: None,
+        })
+    }
+
+    /// A server reached over MCP's streamable HTTP transport at `url` (the endpoint itself,
+    /// for example `http://127.0.0.1:3001/mcp`).
+    pub fn http(url: impl Into<String>) -> Self {
+        Self::new(TransportConfig::Http {
+            url: url.into(),
+            headers: Vec::new(),
+            bearer_token: None,
+        })
+    }
+
+    fn new(transport: TransportConfig) -> Self {
+        Self {
+            name: None,
+            transport,
+            prefix: String::new(),
+            reconnect: ReconnectPolicy::default(),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            error: None,
+        }
+    }
+
+    fn fail(&mut self, message: String) {
+        self.error
+            .get_or_insert(McpError::InvalidConfig { message });
+    }
+
+    /// The server's name in messages and errors. Default: the command's file name (stdio)
+    /// or the URL's host (HTTP).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Prepended to every tool name the server declares (`"files_"` turns `read_file` into
+    /// `files_read_file`), so two servers' tools cannot clash in one toolkit. The server
+    /// is still called with its own name. Default: none.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// When and how often to reconnect after the connection was lost (see
+    /// [`ReconnectPolicy`]).
+    pub fn reconnect(mut self, policy: ReconnectPolicy) -> Self {
+        self.reconnect = policy;
+        self
+    }
+
+    /// How long one connection attempt (start and handshake) may take. Default:
+    /// [`DEFAULT_CONNECT_TIMEOUT`].
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Adds an argument to the command (stdio servers only).
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        match &mut self.transport {
+            TransportConfig::Stdio { args, .. } => args.push(arg.into()),
+            TransportConfig::Http { .. } => self.fail("arg() applies to stdio servers".into()),
+        }
+        self
+    }
+
+    /// Adds arguments to the command (stdio servers only).
+    pub fn args<I, S>(mut self, new: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        match &mut self.transport {
+            TransportConfig::Stdio { args, .. } => args.extend(new.into_iter().map(Into::into)),
+            TransportConfig::Http { .. } => self.fail("args() applies to stdio servers".into()),
+        }
+        self
+    }
+
+    /// Sets an environment variable of the process (stdio servers only). The value is
+    /// treated as a secret: never shown, and scrubbed from errors and logs.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        match &mut self.transport {
+            TransportConfig::Stdio { env, .. } => env.push((key.into(), value.into())),
+            TransportConfig::Http { .. } => self.fail("env() applies to stdio servers".into()),
+        }
+        self
+    }
+
+    /// The process's working directory (stdio servers only). Default: this process's.
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        match &mut self.transport {
+            TransportConfig::Stdio { current_dir, .. } => *current_dir = Some(dir.into()),
+            TransportConfig::Http { .. } => {
+                self.fail("current_dir() applies to stdio servers".into());
+            }
+        }
+        self
+    }
+
+    /// Sends a header with every request (HTTP servers only), for example an API key. The
+    /// value is treated as a secret: never shown, and scrubbed from errors and logs.
+    pub fn header(mut self, name: impl AsRef<str>, value: impl AsRef<str>) -> Self {
+        let name = name.as_ref();
+        let parsed = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value.as_ref()),
+        );
+        match (&mut self.transport, parsed) {
+            (TransportConfig::Http { headers, .. }, (Ok(name), Ok(mut value))) => {
+                value.set_sensitive(true);
+                headers.push((name, value));
+            }
+            (TransportConfig::Http { .. }, (Err(_), _)) => {
+                self.fail(format!("'{name}' is not a valid header name"));
+            }
+            (TransportConfig::Http { .. }, (_, Err(_))) => {
+                // The value is a secret: say where it is wrong, not what it is.
+                self.fail(format!(
+                    "the value of header '{name}' is not a valid header value"
+                ));
+            }
+            (TransportConfig::Stdio { .. }, _) => {
+                self.fail("header() applies to HTTP servers".into());
+            }
+        }
+        self
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request (HTTP servers only). The
+    /// token is treated as a secret: never shown, and scrubbed from errors and logs.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        match &mut self.transport {
+            TransportConfig::Http { bearer_token, .. } => *bearer_token = Some(token.into()),
+            TransportConfig::Stdio { .. } => {
+                self.fail("bearer_token() applies to HTTP servers".into());
+            }
+        }
+        self
+    }
+
+    /// The name used in messages: [`name`](Self::name), or the command's file name, or the
+    /// URL's host.
+    pub fn server_name(&self) -> String {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
+        match &self.transport {
+            TransportConfig::Stdio { command, .. } => std::path::Path::new(command)
+                .file_name()
+                .map_or_else(|| command.clone(), |n| n.to_string_lossy().into_owned()),
+            TransportConfig::Http { url, .. } => Url::parse(url)
+                .ok()
+                .and_then(|url| url.host_str().map(str::to_owned))
+                .unwrap_or_else(|| "http".to_owned()),
+        }
+    }
+
+    /// The configured secrets (environment values, header values, the bearer token, the
+    /// URL's query and password), for scrubbing.
+    pub(crate) fn redactor(&self) -> Redactor {
+        let mut secrets: Vec<String> = Vec::new();
+        match &self.transport {
+            TransportConfig::Stdio { env, .. } => {
+                secrets.extend(env.iter().map(|(_, value)| value.clone()));
+            }
+            TransportConfig::Http {
+                url,
+                headers,
+                bearer_token,
+            } => {
+                secrets.extend(
+                    headers
+                        .iter()
+                        .filter_map(|(_, value)| value.to_str().ok().map(str::to_owned)),
+                );
+                secrets.extend(bearer_token.iter().cloned());
+                if let Ok(parsed) = Url::parse(url) {
+                    secrets.extend(parsed.password().map(str::to_owned));
+                    secrets.extend(parsed.query().map(str::to_owned));
+                    // The URL as typed, whole, goes before its parts.
+                    if parsed.password().is_some() || parsed.query().is_some() {
+                        secrets.push(url.clone());
+                        secrets.push(parsed.to_string());
+                    }
+                }
+            }
+        }
+        Redactor::new(secrets)
+    }
+}
+
+impl fmt::Debug for McpServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = f.debug_struct("McpServerConfig");
+        s.field("name", &self.server_name());
+        match &self.transport {
+            TransportConfig::Stdio {
+                command,
+                args,
+                env,
+                current_dir,
+            } => {
+                let keys: Vec<&str> = env.iter().map(|(key, _)| key.as_str()).collect();
+                s.field("command", command)
+                    .field("args", args)
+                    .field("env", &keys)
+                    .field("current_dir", current_dir);
+            }
+            TransportConfig::Http {
+                url,
+                headers,
+                bearer_token,
+            } => {
+                let names: Vec<&str> = headers.iter().map(|(name, _)| name.as_str()).collect();
+                s.field("url", &url_for_display(url))
+                    .field("headers", &names)
+                    .field("bearer_token", &bearer_token.as_ref().map(|_| REDACTED));
+            }
+        }
+        s.field("prefix", &self.prefix)
+            .field("reconnect", &self.reconnect)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("error", &self.error)
+            .finish()
+    }
+}
+
+/// What is shown instead of a secret.
+pub(crate) const REDACTED: &str = "<redacted>";
+
+/// A URL without its password and query string, or a placeholder when it does not parse.
+pub(crate) fn url_for_display(raw: &str) -> String {
+    match Url::parse(raw) {
+        Ok(mut url) => {
+            if url.password().is_some() {
+                let _ = url.set_password(Some("redacted"));
+            }
+            if url.query().is_some() {
+                url.set_query(Some("..."));
+            }
+            url.to_string()
+        }
+        Err(_) => "<unparseable URL>".to_owned(),
+    }
+}
+
+/// Replaces configured secrets in text meant for people (errors, logs).
+#[derive(Clone, Default)]
+pub(crate) struct Redactor {
+    /// Longest first, so a secret containing another is replaced whole.
+    secrets: Arc<[String]>,
+}
+
+impl Redactor {
+    /// Secrets shorter than this are not scrubbed: replacing every `1` or `on` in a message
+    /// would make it unreadable and protect nothing.
+    const MIN_LEN: usize = 4;
+
+    pub(crate) fn new(secrets: Vec<String>) -> Self {
+        let mut secrets: Vec<String> = secrets
+            .into_iter()
+            .filter(|secret| secret.len() >= Self::MIN_LEN)
+            .collect();
+        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+        secrets.dedup();
+        Self {
+            secrets: secrets.into(),
+        }
+    }
+
+    pub(crate) fn scrub(&self, text: impl Into<String>) -> String {
+        let mut text = text.into();
+        for secret in self.secrets.iter() {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), REDACTED);
+            }
+        }
+        text
+    }
+}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redactor")
+            .field("secrets", &self.secrets.len())
+            .finish()
+    }
+}
+
+/// When the client reconnects after the connection was lost: the process of a stdio server
+/// exited, or an HTTP server stopped answering.
+///
+/// Reconnecting is lazy: the call that finds the connection lost reconnects (a stdio server
+/// is started again; an HTTP client opens a new session), up to
+/// [`max_attempts`](Self::max_attempts) tries with a doubling pause between them, and then
+/// runs. A call in flight when the connection is lost is never re-sent (the server may
+/// have run it): it fails with an error result. When every attempt fails, the call fails
+/// with [`McpError::Disconnected`]; the next call tries again.
+///
+/// Default: 3 attempts, pauses from 250 ms doubling up to 4 s.
+///
+/// ```
+/// use std::time::Duration;
+/// use agentscope_mcp::ReconnectPolicy;
+///
+/// let policy = ReconnectPolicy::attempts(4).backoff(Duration::from_millis(100), Duration::from_millis(300));
+/// assert_eq!(policy.max_attempts(), 4);
+/// assert_eq!(policy.pause_before(1), Duration::ZERO);
+/// assert_eq!(policy.pause_before(2), Duration::from_millis(100));
+/// assert_eq!(policy.pause_before(3), Duration::from_millis(200));
+/// assert_eq!(policy.pause_before(4), Duration::from_millis(300));
+/// assert_eq!(ReconnectPolicy::never().max_attempts(), 0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReconnectPolicy {
+    max_attempts: u32,
+    initial_backoff: Duration,
+    max_backoff: Duration,
+}
+
+impl Default for ReconnectPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            initial_backoff: Duration::from_millis(250),
+            max_backoff: Duration::from_secs(4),
+        }
+    }
+}
+
+impl ReconnectPolicy {
+    /// Never reconnect: once the connection is lost, every call fails with
+    /// [`McpError::Disconnected`].
+    pub fn never() -> Self {
+        Self {
+            max_attempts: 0,
+            ..Self::default()
+        }
+    }
+
+    /// Up to `max_attempts` connection attempts each time the connection is found lost,
+    /// with the default pauses.
+    pub fn attempts(max_attempts: u32) -> Self {
+        Self {
+            max_attempts,
+            ..Self::default()
+        }
+    }
+
+    /// The pause after the first failed attempt (`initial`), doubling after each further
+    /// one up to `max`.
+    #[must_use]
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.initial_backoff = initial;
+        self.max_backoff = max.max(initial);
+        self
+    }
+
+    /// How many attempts are made each time the connection is found lost.
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// The pause before attempt `attempt` (1-based): none before the first.
+    pub fn pause_before(&self, attempt: u32) -> Duration {
+        if attempt <= 1 {
+            return Duration::ZERO;
+        }
+        let doublings = (attempt - 2).min(31);
+        self.initial_backoff
+            .saturating_mul(1u32 << doublings)
+            .min(self.max_backoff)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setters_for_the_other_transport_are_reported() {
+        let config = McpServerConfig::http("http://localhost/mcp")
+            .arg("x")
+            .env("K", "V");
+        assert_eq!(
+            config.error,
+            Some(McpError::InvalidConfig {
+                message: "arg() applies to stdio servers".into()
+            })
+        );
+        let config = McpServerConfig::stdio("node").bearer_token("t");
+        assert_eq!(
+            config.error.map(|e| e.to_string()),
+            Some("invalid MCP server configuration: bearer_token() applies to HTTP servers".into())
+        );
+    }
+
+    #[test]
+    fn a_bad_header_value_is_reported_without_the_value() {
+        let config = McpServerConfig::http("http://localhost/mcp").header("x-key", "bad\nsecret");
+        let message = config.error.map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(
+            message,
+            "invalid MCP server configuration: the value of header 'x-key' is not a valid header value"
+        );
+        let config = McpServerConfig::http("http://localhost/mcp").header("bad name", "v");
+        assert_eq!(
+            config.error.map(|e| e.to_string()).as_deref(),
+            Some("invalid MCP server configuration: 'bad name' is not a valid header name")
+        );
+    }
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let http =
+            McpServerConfig::http("https://user:pa55word@mcp.example.com/mcp?key=qu3ry-secret")
+                .bearer_token("bearer-secret")
+                .header("x-api-key", "header-secret");
+        let shown = format!("{http:?}");
+        for secret in ["pa55word", "qu3ry-secret", "bearer-secret", "header-secret"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("x-api-key"), "{shown}");
+        assert!(
+            shown.contains("https://user:redacted@mcp.example.com/mcp?..."),
+            "{shown}"
+        );
+        let stdio = McpServerConfig::stdio("/usr/bin/node").env("TOKEN", "env-secret");
+        let shown = format!("{stdio:?}");
+        assert!(!shown.contains("env-secret"), "{shown}");
+        assert!(shown.contains("TOKEN"), "{shown}");
+    }
+
+    #[test]
+    fn the_redactor_scrubs_every_configured_secret() {
+        let config = McpServerConfig::http("https://user:pa55word@h.example/mcp?key=qu3ry")
+            .bearer_token("bearer-secret")
+            .header("x-api-key", "header-secret");
+        let redactor = config.redactor();
+        assert_eq!(
+            redactor.scrub(
+                "GET https://user:pa55word@h.example/mcp?key=qu3ry failed: bearer-secret header-secret"
+            ),
+            "GET <redacted> failed: <redacted> <redacted>"
+        );
+        let stdio = McpServerConfig::stdio("node")
+            .env("A", "1")
+            .env("TOKEN", "env-secret");
+        assert_eq!(
+            stdio.redactor().scrub("token env-secret, count 1"),
+            "token <redacted>, count 1"
+        );
+    }
+
+    #[test]
+    fn default_names() {
+        assert_eq!(
+            McpServerConfig::stdio("/usr/bin/node").server_name(),
+            "node"
+        );
+        assert_eq!(
+            McpServerConfig::http("http://127.0.0.1:3001/mcp").server_name(),
+            "127.0.0.1"
+        );
+        assert_eq!(McpServerConfig::stdio("node").name("x").server_name(), "x");
+    }
+}

@@ -1,0 +1,178 @@
+//! Opening a transport to a server (a child process, or streamable HTTP), and the tap on
+//! every transport that hands progress notifications to their calls in order.
+//!
+//! Why a tap: rmcp hands each notification to the client handler on a task of its own, so
+//! two progress notifications, or the last one and the call's response, can be handled in
+//! either order. The transport's `receive` is sequential, in the order the server sent, so
+//! routing progress there keeps it in order and ahead of the response.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::channel::mpsc;
+use rmcp::RoleClient;
+use rmcp::model::{
+    ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
+};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use tokio::io::AsyncBufReadExt;
+
+use crate::config::Redactor;
+
+/// Routes progress notifications to the call that owns their token.
+#[derive(Default)]
+pub(crate) struct ProgressRouter {
+    state: Mutex<RouterState>,
+}
+
+#[derive(Default)]
+struct RouterState {
+    routes: HashMap<ProgressToken, mpsc::UnboundedSender<ProgressNotificationParam>>,
+    /// Notifications whose call has not subscribed yet: the request is on its way before
+    /// the call learns its token, so a fast server can answer first. Bounded; the oldest
+    /// go first (they belong to calls that finished).
+    early: VecDeque<ProgressNotificationParam>,
+}
+
+impl ProgressRouter {
+    const EARLY_CAPACITY: usize = 64;
+
+    fn state(&self) -> std::sync::MutexGuard<'_, RouterState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn route(&self, progress: ProgressNotificationParam) {
+        let mut state = self.state();
+        if let Some(route) = state.routes.get(&progress.progress_token) {
+            let _ = route.unbounded_send(progress);
+            return;
+        }
+        if state.early.len() == Self::EARLY_CAPACITY {
+            state.early.pop_front();
+        }
+        state.early.push_back(progress);
+    }
+
+    /// The progress of the call that sent `token`, from now until the returned
+    /// subscription is dropped (with anything that arrived before).
+    pub(crate) fn subscribe(self: &Arc<Self>, token: ProgressToken) -> ProgressSubscription {
+        let (tx, rx) = mpsc::unbounded();
+        let mut state = self.state();
+        let early = std::mem::take(&mut state.early);
+        for progress in early {
+            if progress.progress_token == token {
+                let _ = tx.unbounded_send(progress);
+            } else {
+                state.early.push_back(progress);
+            }
+        }
+        state.routes.insert(token.clone(), tx);
+        ProgressSubscription {
+            router: Arc::clone(self),
+            token,
+            rx,
+        }
+    }
+}
+
+/// One call's progress notifications, in the order the server sent them.
+pub(crate) struct ProgressSubscription {
+    router: Arc<ProgressRouter>,
+    token: ProgressToken,
+    pub(crate) rx: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+}
+
+impl Drop for ProgressSubscription {
+    fn drop(&mut self) {
+        self.router.state().routes.remove(&self.token);
+    }
+}
+
+/// A transport whose received progress notifications also go to the router.
+pub(crate) struct Tapped<T> {
+    pub(crate) inner: T,
+    pub(crate) router: Arc<ProgressRouter>,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await;
+        if let Some(ServerJsonRpcMessage::Notification(notification)) = &message
+            && let ServerNotification::ProgressNotification(progress) = &notification.notification
+        {
+            self.router.route(progress.params.clone());
+        }
+        message
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+/// Forwards a child's standard error to `tracing` (debug, target
+/// `agentscope_mcp::stderr`), scrubbed, line by line, until it closes.
+pub(crate) fn forward_stderr(
+    stderr: tokio::process::ChildStderr,
+    server: String,
+    redactor: Redactor,
+) {
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::debug!(target: "agentscope_mcp::stderr", server = %server, "{}", redactor.scrub(line));
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::NumberOrString;
+
+    fn progress(token: i64, value: f64) -> ProgressNotificationParam {
+        ProgressNotificationParam::new(ProgressToken(NumberOrString::Number(token)), value)
+    }
+
+    #[test]
+    fn early_progress_is_kept_for_its_call_in_order() {
+        let router = Arc::new(ProgressRouter::default());
+        router.route(progress(7, 1.0));
+        router.route(progress(8, 1.0));
+        router.route(progress(7, 2.0));
+        let mut subscription = router.subscribe(ProgressToken(NumberOrString::Number(7)));
+        router.route(progress(7, 3.0));
+        let mut got = Vec::new();
+        while let Ok(p) = subscription.rx.try_recv() {
+            got.push(p.progress);
+        }
+        assert_eq!(got, [1.0, 2.0, 3.0]);
+        drop(subscription);
+        assert!(router.state().routes.is_empty());
+        assert_eq!(router.state().early.len(), 1);
+    }
+
+    #[test]
+    fn early_progress_is_bounded() {
+        let router = ProgressRouter::default();
+        for i in 0..100 {
+            router.route(progress(i, 1.0));
+        }
+        let state = router.state();
+        assert_eq!(state.early.len(), ProgressRouter::EARLY_CAPACITY);
+        assert_eq!(
+            state.early.front().map(|p| p.progress_token.clone()),
+            Some(ProgressToken(NumberOrString::Number(36)))
+        );
+    }
+}

@@ -1,0 +1,15 @@
+//! agentscope-mcp against real MCP servers: `@modelcontextprotocol/server-everything` over
+//! stdio and streamable HTTP, and a small fixture server on the official TypeScript SDK for
+//! what server-everything cannot show on demand (a changing tool list, a tool that reports
+//! cancellation). Grouped by behaviour: listing, calls and content, progress, cancellation,
+//! failures and reconnection, refresh, agents and hooks.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod agent;
+mod calls;
+mod cancel;
+mod failures;
+mod listing;
+mod progress;
+mod refresh;
+mod support;
