@@ -334,7 +334,11 @@ impl Msg {
 
     /// A user message named `"user"` holding one text block.
     pub fn user(text: impl Into<SharedString>) -> Self {
-        Self::new(Role::User, role_name(Role::User), vec![ContentBlock::text(text)])
+        Self::new(
+            Role::User,
+            role_name(Role::User),
+            vec![ContentBlock::text(text)],
+        )
     }
 
     /// An assistant message named `"assistant"` holding one text block.

@@ -301,7 +301,10 @@ mod tests {
                 assert_eq!(hash(a), hash(b));
             }
         }
-        let (a, b) = (SharedString::from_static("a"), SharedString::from("b".to_owned()));
+        let (a, b) = (
+            SharedString::from_static("a"),
+            SharedString::from("b".to_owned()),
+        );
         assert!(a < b);
         assert_eq!(SharedString::from_static("s").into_string(), "s");
         assert_eq!(SharedString::new(), "");
