@@ -88,9 +88,10 @@ impl HookEvent {
         &mut self.meta_mut().extensions
     }
 
-    /// When the event was created.
+    /// The event's time: read from the clock the first time it is asked for (during the
+    /// event's dispatch), and the same on every later ask and in clones.
     pub fn timestamp(&self) -> DateTime<Utc> {
-        self.meta().timestamp
+        self.meta().timestamp()
     }
 
     fn meta(&self) -> &Meta {
@@ -218,7 +219,12 @@ mod tests {
         assert_eq!(event.agent().name(), "a");
         assert_eq!(event.agent().id(), "id-1");
         assert_eq!(event.call_id(), call.id());
-        assert!(event.timestamp() <= Utc::now());
+        let before = Utc::now();
+        let at = event.timestamp();
+        assert!(before <= at && at <= Utc::now());
+        // Read once: later asks and clones see the same time.
+        assert_eq!(event.timestamp(), at);
+        assert_eq!(event.clone().timestamp(), at);
         event.extensions_mut().insert(7_u32);
         assert_eq!(event.extensions().get::<u32>(), Some(&7));
         // A clone is a snapshot of the data: the extensions stay with the call.

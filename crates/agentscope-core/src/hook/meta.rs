@@ -3,7 +3,7 @@
 //! Pre* events, and the accessor macros that give every event the same methods.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Utc};
 
@@ -12,11 +12,12 @@ use crate::message::{ContentBlock, Msg, Role};
 use crate::text::SharedString;
 
 /// What every event carries: its call, the call's extensions (lent by the chain while hooks
-/// run), and its creation time.
+/// run), and its time, read from the clock when first asked for (most events are never
+/// asked, and a clock read per chunk was a measurable part of streaming).
 pub(crate) struct Meta {
     pub(crate) call: Arc<CallInfo>,
     pub(crate) extensions: Extensions,
-    pub(crate) timestamp: DateTime<Utc>,
+    timestamp: OnceLock<DateTime<Utc>>,
 }
 
 impl Meta {
@@ -24,8 +25,13 @@ impl Meta {
         Self {
             call: Arc::clone(call),
             extensions: Extensions::new(),
-            timestamp: Utc::now(),
+            timestamp: OnceLock::new(),
         }
+    }
+
+    /// The event's time: the first time any hook (or clone) asked for it.
+    pub(crate) fn timestamp(&self) -> DateTime<Utc> {
+        *self.timestamp.get_or_init(Utc::now)
     }
 }
 
@@ -35,7 +41,7 @@ impl Clone for Meta {
         Self {
             call: Arc::clone(&self.call),
             extensions: Extensions::new(),
-            timestamp: self.timestamp,
+            timestamp: OnceLock::from(self.timestamp()),
         }
     }
 }
@@ -46,7 +52,7 @@ impl fmt::Debug for Meta {
             .field("call", &self.call.id())
             .field("agent", &self.call.agent().name())
             .field("extensions", &self.extensions.len())
-            .field("timestamp", &self.timestamp)
+            .field("timestamp", &self.timestamp.get())
             .finish()
     }
 }
@@ -99,9 +105,10 @@ macro_rules! event_meta_accessors {
             &mut self.meta.extensions
         }
 
-        /// When the event was created.
+        /// The event's time: read from the clock the first time it is asked for (during
+        /// the event's dispatch), and the same on every later ask and in clones.
         pub fn timestamp(&self) -> ::chrono::DateTime<::chrono::Utc> {
-            self.meta.timestamp
+            self.meta.timestamp()
         }
     };
 }
