@@ -173,10 +173,11 @@ impl HookChain {
         event: E,
         call: &'a mut CallContext,
     ) -> impl Future<Output = Result<E, AgentError>> + Send + 'a {
-        // Wrapped before the future is made, so the future holds the event once.
-        let event: HookEvent = event.into();
+        // Wrapped before the future is made, so the future holds the event once; the chain
+        // works on it in place (an event is a few hundred bytes: each move is a copy).
+        let mut event: HookEvent = event.into();
         async move {
-            let event = self.chain_event(event, call).await?;
+            self.chain_event(&mut event, call).await?;
             // `run` rejects hooks that change the event's kind, so this cannot fail.
             E::try_from(event).map_err(|other| AgentError::Hook {
                 hook: "the hook chain".to_owned(),
@@ -190,15 +191,15 @@ impl HookChain {
 
     async fn chain_event(
         &self,
-        mut event: HookEvent,
+        event: &mut HookEvent,
         call: &mut CallContext,
-    ) -> Result<HookEvent, AgentError> {
+    ) -> Result<(), AgentError> {
         let kind = event.event_type();
         if !self.interests.contains(kind) {
-            return Ok(event);
+            return Ok(());
         }
         std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
-        let result = self.run(&mut event, &[], Rule::Chained).await;
+        let result = self.run(event, &[], Rule::Chained).await;
         std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
         if let Err((failed_at, error)) = result {
             if kind == HookEventType::PostCall {
@@ -209,7 +210,7 @@ impl HookChain {
             }
             return Err(error);
         }
-        Ok(event)
+        Ok(())
     }
 
     /// Delivers a notification (a chunk event or the call's ErrorEvent) of `call` to every
