@@ -1,6 +1,7 @@
 //! [`ChatAccumulator`]: turns streamed [`ChatResponse`] chunks into one message.
 
 use serde_json::Value;
+use std::borrow::Cow;
 
 use crate::message::{ContentBlock, Msg, Role, ToolUseBlock};
 use crate::model::{ChatResponse, ChatUsage};
@@ -72,8 +73,21 @@ impl ChatAccumulator {
     /// Applies one chunk.
     pub fn push(&mut self, chunk: &ChatResponse) {
         for block in &chunk.content {
-            self.push_block(block);
+            self.push_block(Cow::Borrowed(block));
         }
+        self.push_totals(chunk);
+    }
+
+    /// Applies one chunk, taking its blocks: a block that starts a new part of the message
+    /// (a tool call, the first text) is moved in instead of copied.
+    pub fn push_owned(&mut self, mut chunk: ChatResponse) {
+        for block in std::mem::take(&mut chunk.content) {
+            self.push_block(Cow::Owned(block));
+        }
+        self.push_totals(&chunk);
+    }
+
+    fn push_totals(&mut self, chunk: &ChatResponse) {
         if let Some(usage) = chunk.usage {
             let total = self.usage.get_or_insert_with(ChatUsage::default);
             total.input_tokens += usage.input_tokens;
@@ -84,8 +98,8 @@ impl ChatAccumulator {
         }
     }
 
-    fn push_block(&mut self, block: &ContentBlock) {
-        match block {
+    fn push_block(&mut self, block: Cow<'_, ContentBlock>) {
+        match &*block {
             ContentBlock::Text(delta) => {
                 if delta.text.is_empty() {
                     return;
@@ -96,7 +110,7 @@ impl ChatAccumulator {
                         text.text.push_str(&delta.text);
                     }
                 } else {
-                    self.insert_front(at, ContentBlock::Text(delta.clone()));
+                    self.insert_front(at, block.into_owned());
                     self.has_text = true;
                 }
             }
@@ -115,16 +129,23 @@ impl ChatAccumulator {
                         }
                     }
                 } else {
-                    self.insert_front(0, ContentBlock::Thinking(delta.clone()));
+                    self.insert_front(0, block.into_owned());
                     self.has_thinking = true;
                 }
             }
-            ContentBlock::ToolUse(fragment) => self.push_tool_fragment(fragment),
-            other => self.message.content.push(other.clone()),
+            ContentBlock::ToolUse(fragment) => {
+                if !self.continue_tool(fragment) {
+                    self.message.content.push(block.into_owned());
+                    self.current_tool_at = Some(self.message.content.len() - 1);
+                }
+            }
+            _ => self.message.content.push(block.into_owned()),
         }
     }
 
-    fn push_tool_fragment(&mut self, fragment: &ToolUseBlock) {
+    /// Adds `fragment` to the tool call being streamed when it continues it (no id, or the
+    /// same id); returns whether it did.
+    fn continue_tool(&mut self, fragment: &ToolUseBlock) -> bool {
         let continues = match self.current_tool_at {
             Some(at) => match &self.message.content[at] {
                 ContentBlock::ToolUse(current) => {
@@ -134,29 +155,26 @@ impl ChatAccumulator {
             },
             None => false,
         };
-        if continues {
-            if let Some(ContentBlock::ToolUse(current)) = self
-                .current_tool_at
-                .and_then(|at| self.message.content.get_mut(at))
-            {
-                if current.name.is_empty() && !fragment.name.is_empty() {
-                    current.name.clone_from(&fragment.name);
-                }
-                match &fragment.raw_input {
-                    Some(piece) => current
-                        .raw_input
-                        .get_or_insert_with(String::new)
-                        .push_str(piece),
-                    None if !fragment.input.is_null() => current.input = fragment.input.clone(),
-                    None => {}
-                }
-            }
-            return;
+        if !continues {
+            return false;
         }
-        self.message
-            .content
-            .push(ContentBlock::ToolUse(fragment.clone()));
-        self.current_tool_at = Some(self.message.content.len() - 1);
+        if let Some(ContentBlock::ToolUse(current)) = self
+            .current_tool_at
+            .and_then(|at| self.message.content.get_mut(at))
+        {
+            if current.name.is_empty() && !fragment.name.is_empty() {
+                current.name.clone_from(&fragment.name);
+            }
+            match &fragment.raw_input {
+                Some(piece) => current
+                    .raw_input
+                    .get_or_insert_with(String::new)
+                    .push_str(piece),
+                None if !fragment.input.is_null() => current.input = fragment.input.clone(),
+                None => {}
+            }
+        }
+        true
     }
 
     /// Inserts a thinking or text block before the tool calls.
@@ -254,6 +272,55 @@ mod tests {
             raw_input: Some(raw.into()),
         }
         .into()
+    }
+
+    /// Taking the chunks (`push_owned`) assembles exactly what borrowing them does.
+    #[test]
+    fn owned_and_borrowed_chunks_assemble_the_same_message() {
+        let chunks = || {
+            vec![
+                chunk(vec![ContentBlock::thinking("th")]),
+                chunk(vec![ContentBlock::text("hel")]),
+                chunk(vec![fragment("c1", "calc", "{\"a\":")]),
+                chunk(vec![fragment("", "", "1}")]),
+                chunk(vec![
+                    ContentBlock::text("lo"),
+                    ContentBlock::thinking("ink"),
+                ]),
+                chunk(vec![
+                    ToolUseBlock::new("c2", "echo", json!({"text": "x"})).into(),
+                ]),
+                ChatResponse {
+                    usage: Some(ChatUsage {
+                        input_tokens: 3,
+                        output_tokens: 4,
+                    }),
+                    finish_reason: Some("tool_calls".into()),
+                    ..ChatResponse::default()
+                },
+            ]
+        };
+        let (mut borrowed, mut owned) = (ChatAccumulator::new("a"), ChatAccumulator::new("a"));
+        for chunk in chunks() {
+            borrowed.push(&chunk);
+            owned.push_owned(chunk);
+        }
+        let (mut a, b) = (borrowed.finish(), owned.finish());
+        a.id = b.id.clone();
+        a.timestamp = b.timestamp;
+        assert_eq!(a, b);
+        assert_eq!(b.text(), "hello");
+        assert_eq!(b.thinking(), "think");
+        let calls: Vec<_> = b
+            .tool_uses()
+            .iter()
+            .map(|c| (c.id.as_str(), c.input.clone()))
+            .collect();
+        assert_eq!(
+            calls,
+            [("c1", json!({"a": 1})), ("c2", json!({"text": "x"}))]
+        );
+        assert_eq!(b.metadata["usage"]["output_tokens"], 4);
     }
 
     #[test]

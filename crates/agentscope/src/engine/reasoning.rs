@@ -189,8 +189,11 @@ impl Call<'_> {
             };
             let Some(chunk) = next else { break };
             let chunk = chunk.map_err(AgentError::Model)?;
-            acc.push(&chunk);
-            if (hook_chunks || sink.is_some()) && !chunk.content.is_empty() {
+            if !(hook_chunks || sink.is_some()) || chunk.content.is_empty() {
+                // Nobody sees the delta: its blocks move into the message.
+                acc.push_owned(chunk);
+            } else {
+                acc.push(&chunk);
                 let accumulated = acc.message();
                 let delta = Msg {
                     id: accumulated.id.clone(),
