@@ -24,6 +24,7 @@ mod error;
 pub mod hook;
 mod memory;
 mod message;
+mod metadata;
 mod model;
 pub mod session;
 mod text;
@@ -46,6 +47,7 @@ pub use message::{
     ContentBlock, FINISH_REASON_KEY, GENERATE_REASON_KEY, GenerateReason, ImageBlock, Msg,
     MsgBuilder, Role, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
 };
+pub use metadata::Metadata;
 pub use model::{
     BoxedModel, ChatResponse, ChatStream, ChatUsage, GenerateOptions, Model, ModelRequest,
     ResponseFormat, ToolChoice, ToolSchema,

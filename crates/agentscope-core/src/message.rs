@@ -28,9 +28,10 @@ use std::fmt;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::content::Content;
+use crate::metadata::Metadata;
 use crate::text::SharedString;
 
 /// The metadata key under which [`Msg::generate_reason`] is stored.
@@ -314,7 +315,7 @@ pub struct Msg {
     /// Free-form metadata. The engine stores the generate reason under
     /// [`GENERATE_REASON_KEY`] and model usage under `"usage"`.
     #[serde(default)]
-    pub metadata: Map<String, Value>,
+    pub metadata: Metadata,
     /// When the message was created.
     pub timestamp: DateTime<Utc>,
 }
@@ -327,7 +328,7 @@ impl Msg {
             name: name.into(),
             role,
             content: content.into(),
-            metadata: Map::new(),
+            metadata: Metadata::new(),
             timestamp: Utc::now(),
         }
     }

@@ -42,7 +42,7 @@ fn rows(messages: &[Msg]) -> Vec<Row> {
                 m.role,
                 m.name.to_string(),
                 m.content.to_vec(),
-                Value::Object(m.metadata.clone()),
+                Value::Object(m.metadata.clone().into_map()),
             )
         })
         .collect()
