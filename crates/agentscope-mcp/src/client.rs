@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use agentscope::hooks::ApprovalPolicy;
-use agentscope::{ToolContext, Toolkit};
+use agentscope::{BoxedTool, ToolContext, ToolSource, Toolkit};
 use futures::StreamExt;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
@@ -44,10 +44,14 @@ use crate::transport::{ProgressRouter, Tapped, forward_stderr};
 ///
 /// When the server sends `notifications/tools/list_changed`, the client lists the tools
 /// again; [`tools_generation`](Self::tools_generation) goes up when the list changed, and
-/// [`tools_changed`](Self::tools_changed) waits for that. An agent's toolkit is fixed when
-/// the agent is built, so new tools reach the agents built afterwards (an agent factory,
-/// such as an AG-UI `AgentSpec`, builds one per run); a removed tool's calls get the
-/// server's error result.
+/// [`tools_changed`](Self::tools_changed) waits for that.
+///
+/// The client is a [`ToolSource`]: add it with [`Toolkit::source`] and a running agent
+/// offers the model the server's current tools from its next call on (a call in progress
+/// keeps the list it started with). That is the way for long-running agents.
+/// [`toolkit`](Self::toolkit) and [`add_to`](Self::add_to) copy the list as it is: an agent
+/// built with them keeps it (new tools reach only agents built afterwards, and a removed
+/// tool's calls get the server's error result).
 ///
 /// # Connection loss
 ///
@@ -67,7 +71,7 @@ use crate::transport::{ProgressRouter, Tapped, forward_stderr};
 /// .await?;
 /// let agent = ReActAgent::builder()
 ///     .model(model)
-///     .toolkit(files.toolkit())
+///     .toolkit(Toolkit::new().source(files.clone())) // follows the server's list
 ///     .build()?;
 /// # let _ = agent;
 /// # Ok(())
@@ -206,7 +210,8 @@ impl McpClient {
         self.inner.shared.defs().iter().any(|def| def.name == name)
     }
 
-    /// A toolkit holding the server's tools, as last listed.
+    /// A toolkit holding the server's tools, as last listed (a copy: for an agent that
+    /// follows the server's later changes, use [`Toolkit::source`] with the client).
     pub fn toolkit(&self) -> Toolkit {
         self.add_to(Toolkit::new())
     }
@@ -635,6 +640,41 @@ impl Inner {
             })),
             Err(error) => Err(CallError::Mcp(self.request_error(&connection, error))),
         }
+    }
+}
+
+/// The server's tools as a live source for a [`Toolkit`]: each agent call starts with the
+/// tools as last listed; the generation is [`tools_generation`](McpClient::tools_generation).
+///
+/// ```no_run
+/// use agentscope::prelude::*;
+/// use agentscope_mcp::{McpClient, McpServerConfig};
+/// # async fn demo(model: impl Model) -> Result<(), Box<dyn std::error::Error>> {
+/// let client = McpClient::connect(McpServerConfig::stdio("my-server").prefix("my_")).await?;
+/// let agent = ReActAgent::builder()
+///     .model(model)
+///     .toolkit(Toolkit::new().source(client.clone()))
+///     .build()?;
+/// # let _ = agent;
+/// # Ok(())
+/// # }
+/// ```
+impl ToolSource for McpClient {
+    fn name(&self) -> &str {
+        &self.inner.shared.server
+    }
+
+    fn generation(&self) -> u64 {
+        self.tools_generation()
+    }
+
+    fn tools(&self) -> Vec<BoxedTool> {
+        self.inner
+            .shared
+            .defs()
+            .iter()
+            .map(|def| BoxedTool::new(McpTool::new(self.clone(), Arc::clone(def))))
+            .collect()
     }
 }
 

@@ -8,7 +8,10 @@
 //! - [`McpClient::connect`] connects and lists the server's tools; [`McpClient::tools`]
 //!   turns them into [`McpTool`]s for a [`Toolkit`](agentscope::Toolkit), with the name,
 //!   description and input schema the server declares, so arguments are validated against
-//!   the server's own schema.
+//!   the server's own schema. The client is also a [`ToolSource`](agentscope::ToolSource):
+//!   with [`Toolkit::source`](agentscope::Toolkit::source) a running agent offers the
+//!   server's current tools from its next call on, following
+//!   `notifications/tools/list_changed`.
 //! - A call maps the result's content blocks to ours ([`McpToolResult`]), turns `isError`
 //!   into an error result the model reads, keeps structured content, turns progress
 //!   notifications into progress chunks (`ActingChunk` events), and sends
@@ -35,7 +38,7 @@
 //! .await?;
 //! let agent = ReActAgent::builder()
 //!     .model(model)
-//!     .toolkit(everything.toolkit())
+//!     .toolkit(Toolkit::new().source(everything.clone()))
 //!     .hook(ToolApprovalHook::new(everything.approval_policy()))
 //!     .build()?;
 //! let reply = agent.call(Msg::user("What is 2 + 3? Use everything_get-sum.")).await?;

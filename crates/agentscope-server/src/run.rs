@@ -64,7 +64,12 @@ pub(crate) async fn run(
     let stored = load_state(&inner.store, &session).await?;
     if let (Some(approvals), Some(stored)) = (&approvals, &stored) {
         approvals.restore_state(stored);
-        approvals.learn_tools(agent_handle.toolkit());
+        // The tools of the toolkit's live sources too; a source that fails to resolve fails
+        // the call at its start, with the error.
+        match agent_handle.toolkit().resolve() {
+            Ok(toolkit) => approvals.learn_tools(&toolkit),
+            Err(_) => approvals.learn_tools(agent_handle.toolkit()),
+        }
     }
     let stored_messages = stored.map(|state| state.messages).unwrap_or_default();
     let call_input = call_input(&input, &stored_messages, approvals.as_ref())?;

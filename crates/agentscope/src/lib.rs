@@ -22,7 +22,7 @@ pub use memory::InMemoryMemory;
 pub use session::{AgentState, JsonFileSessionStore, SessionError, SessionStore};
 pub use stream::{AgentStream, Event, EventType, StreamOptions};
 pub use system_hooks::SystemHooks;
-pub use toolkit::{ToolFn, Toolkit, TypedCall, tool_fn, typed_tool_fn};
+pub use toolkit::{ToolFn, ToolSource, Toolkit, TypedCall, tool_fn, typed_tool_fn};
 
 pub use agentscope_core::*;
 
@@ -32,7 +32,7 @@ pub mod prelude {
         AgentError, AgentStream, BuildError, ContentBlock, Event, EventType, GenerateOptions,
         GenerateReason, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Memory, Model,
         Msg, ReActAgent, Role, StreamOptions, Tool, ToolContext, ToolError, ToolOutput,
-        ToolResultBlock, ToolUseBlock, Toolkit, hook_fn, tool_fn, typed_tool_fn,
+        ToolResultBlock, ToolSource, ToolUseBlock, Toolkit, hook_fn, tool_fn, typed_tool_fn,
     };
 }
 

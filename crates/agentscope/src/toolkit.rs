@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentscope_core::{
@@ -54,6 +54,16 @@ pub struct Toolkit {
     parallel: bool,
     timeout: Option<Duration>,
     error: Option<ToolkitError>,
+    /// Live tool sources, resolved at the start of each call (see [`source`](Self::source)).
+    sources: Vec<Arc<dyn ToolSource>>,
+    /// The last resolution of the sources; replaced (not shared) when the toolkit changes.
+    resolved: Arc<Mutex<Option<Resolved>>>,
+}
+
+/// One resolution of a toolkit's sources: the generations it was made at, and the result.
+struct Resolved {
+    generations: Vec<u64>,
+    outcome: Result<Arc<Toolkit>, String>,
 }
 
 #[derive(Clone)]
@@ -137,7 +147,170 @@ impl Toolkit {
             validator: Arc::new(validator),
             timeout,
         });
+        self.forget_resolution();
         Ok(())
+    }
+
+    /// Adds a live source of tools: at the start of each agent call, the call's tools are
+    /// this toolkit's own tools followed by each source's current tools (in the order the
+    /// sources were added). A running agent thus sees what a source offers from its next
+    /// call on; a call in progress keeps the tools it started with.
+    ///
+    /// The resolution is cached by the sources' [generations](ToolSource::generation): while
+    /// no generation changes, a call costs one `generation()` read per source, and the tools'
+    /// schemas are not compiled again. A name offered twice (by a source and the toolkit's
+    /// own tools, or by two sources), or a source tool with an invalid schema, fails the
+    /// call at its start with [`AgentError::InvalidInput`](agentscope_core::AgentError)
+    /// saying which source and tool.
+    ///
+    /// [`names`](Self::names), [`schemas`](Self::schemas) and [`len`](Self::len) describe the
+    /// toolkit's own tools; [`resolve`](Self::resolve) gives the toolkit a call would use now.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use agentscope::{tool_fn, BoxedTool, ToolSource, Toolkit};
+    /// use serde_json::json;
+    ///
+    /// struct Plugins(AtomicU64);
+    ///
+    /// impl ToolSource for Plugins {
+    ///     fn name(&self) -> &str {
+    ///         "plugins"
+    ///     }
+    ///     fn generation(&self) -> u64 {
+    ///         self.0.load(Ordering::Acquire)
+    ///     }
+    ///     fn tools(&self) -> Vec<BoxedTool> {
+    ///         vec![BoxedTool::new(tool_fn("ping", "Pings.", json!({"type": "object"}),
+    ///             |_input, _ctx| async { Ok("pong") }))]
+    ///     }
+    /// }
+    ///
+    /// let toolkit = Toolkit::new().source(Plugins(AtomicU64::new(0)));
+    /// assert!(toolkit.names().is_empty()); // its own tools: none
+    /// assert_eq!(toolkit.resolve().unwrap().names(), ["ping"]);
+    /// ```
+    #[must_use]
+    pub fn source(mut self, source: impl ToolSource) -> Self {
+        self.sources.push(Arc::new(source));
+        self.forget_resolution();
+        self
+    }
+
+    /// Whether the toolkit has live [sources](Self::source).
+    ///
+    /// ```
+    /// use agentscope::Toolkit;
+    ///
+    /// assert!(!Toolkit::new().has_sources());
+    /// ```
+    pub fn has_sources(&self) -> bool {
+        !self.sources.is_empty()
+    }
+
+    /// The toolkit a call starting now would use: this one's own tools followed by each
+    /// [source](Self::source)'s current tools (this toolkit itself, cloned, when it has no
+    /// sources). Give it to
+    /// [`ToolApprovalHook::learn_tools`](crate::hooks::ToolApprovalHook::learn_tools) to
+    /// teach the hook the source tools' schemas too.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::InvalidInput`](agentscope_core::AgentError) when two tools have one
+    /// name or a source's tool is invalid (the error a call would fail with).
+    ///
+    /// ```
+    /// use agentscope::{tool_fn, Toolkit};
+    /// use serde_json::json;
+    ///
+    /// let toolkit = Toolkit::new().tool(tool_fn("a", "A.", json!({"type": "object"}),
+    ///     |_input, _ctx| async { Ok("a") }));
+    /// assert_eq!(toolkit.resolve().unwrap().names(), ["a"]);
+    /// ```
+    pub fn resolve(&self) -> Result<Toolkit, agentscope_core::AgentError> {
+        match self.resolved() {
+            Ok(Some(resolved)) => Ok(Toolkit::clone(&resolved)),
+            Ok(None) => Ok(self.clone()),
+            Err(message) => Err(agentscope_core::AgentError::invalid_input(message)),
+        }
+    }
+
+    /// The sources resolved: `None` without sources (use `self`), the cached resolution
+    /// while every source's generation is unchanged, a new one otherwise.
+    pub(crate) fn resolved(&self) -> Result<Option<Arc<Toolkit>>, String> {
+        if self.sources.is_empty() {
+            return Ok(None);
+        }
+        let mut slot = self.resolved.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(resolved) = slot.as_ref()
+            && resolved.generations.len() == self.sources.len()
+            && resolved
+                .generations
+                .iter()
+                .zip(&self.sources)
+                .all(|(generation, source)| source.generation() == *generation)
+        {
+            return resolved.outcome.clone().map(Some);
+        }
+        // Generations are read before the tools: a change in between only makes the next
+        // call resolve again.
+        let generations: Vec<u64> = self.sources.iter().map(|s| s.generation()).collect();
+        let outcome = self.resolve_sources().map(Arc::new);
+        *slot = Some(Resolved {
+            generations,
+            outcome: outcome.clone(),
+        });
+        outcome.map(Some)
+    }
+
+    /// Builds the toolkit of own tools plus every source's current tools.
+    fn resolve_sources(&self) -> Result<Toolkit, String> {
+        let mut toolkit = Toolkit {
+            tools: self.tools.clone(),
+            index: self.index.clone(),
+            schemas: Arc::clone(&self.schemas),
+            parallel: self.parallel,
+            timeout: self.timeout,
+            error: self.error.clone(),
+            sources: Vec::new(),
+            resolved: Arc::default(),
+        };
+        // Which source each name came from (`None`: the toolkit's own tools).
+        let mut origin: HashMap<String, Option<&str>> =
+            self.index.keys().map(|name| (name.clone(), None)).collect();
+        for source in &self.sources {
+            let source_name = source.name();
+            for tool in source.tools() {
+                let name = tool.name().to_owned();
+                if let Some(first) = origin.get(&name) {
+                    let first = match first {
+                        None => "the toolkit's own tool of that name".to_owned(),
+                        Some(other) if *other == source_name => {
+                            "another tool of the same source".to_owned()
+                        }
+                        Some(other) => {
+                            format!("the tool of that name from the tool source '{other}'")
+                        }
+                    };
+                    return Err(format!(
+                        "the tool source '{source_name}' offers a tool named '{name}', which clashes \
+                         with {first}; give the source's tools a distinct prefix"
+                    ));
+                }
+                toolkit.insert(tool, None).map_err(|error| {
+                    format!("the tool source '{source_name}' offers an invalid tool: {error}")
+                })?;
+                origin.insert(name, Some(source_name));
+            }
+        }
+        Ok(toolkit)
+    }
+
+    /// Drops the cached resolution (the toolkit changed); clones keep theirs.
+    fn forget_resolution(&mut self) {
+        if !self.sources.is_empty() {
+            self.resolved = Arc::default();
+        }
     }
 
     /// Runs the tools of a batch concurrently (`true`) or one after another (`false`, the
@@ -145,6 +318,7 @@ impl Toolkit {
     #[must_use]
     pub fn parallel(mut self, parallel: bool) -> Self {
         self.parallel = parallel;
+        self.forget_resolution();
         self
     }
 
@@ -155,6 +329,7 @@ impl Toolkit {
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self.forget_resolution();
         self
     }
 
@@ -300,9 +475,82 @@ impl fmt::Debug for Toolkit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Toolkit")
             .field("tools", &self.names())
+            .field(
+                "sources",
+                &self.sources.iter().map(|s| s.name()).collect::<Vec<_>>(),
+            )
             .field("parallel", &self.parallel)
             .field("error", &self.error)
             .finish()
+    }
+}
+
+/// A live source of tools for a [`Toolkit`] ([`Toolkit::source`]): an agent's calls
+/// resolve its current tools at their start, so a running agent sees tools the source adds
+/// or removes from its next call on (an MCP server's client is one).
+///
+/// [`generation`](Self::generation) must change whenever [`tools`](Self::tools) would
+/// return a different list; the toolkit only asks for the tools (and compiles their
+/// schemas) when it does.
+///
+/// ```
+/// use std::sync::{Arc, RwLock};
+/// use agentscope::{BoxedTool, ToolSource};
+///
+/// /// Tools an application swaps at run time.
+/// #[derive(Default)]
+/// struct Swappable(RwLock<(u64, Vec<BoxedTool>)>);
+///
+/// impl Swappable {
+///     fn set(&self, tools: Vec<BoxedTool>) {
+///         let mut slot = self.0.write().unwrap();
+///         *slot = (slot.0 + 1, tools);
+///     }
+/// }
+///
+/// impl ToolSource for Swappable {
+///     fn name(&self) -> &str {
+///         "swappable"
+///     }
+///     fn generation(&self) -> u64 {
+///         self.0.read().map_or(0, |slot| slot.0)
+///     }
+///     fn tools(&self) -> Vec<BoxedTool> {
+///         self.0.read().map(|slot| slot.1.clone()).unwrap_or_default()
+///     }
+/// }
+///
+/// let source = Arc::new(Swappable::default());
+/// let toolkit = agentscope::Toolkit::new().source(Arc::clone(&source));
+/// assert_eq!(source.generation(), 0);
+/// source.set(Vec::new());
+/// assert_eq!(source.generation(), 1);
+/// # let _ = toolkit;
+/// ```
+pub trait ToolSource: Send + Sync + 'static {
+    /// The source's name, for error messages.
+    fn name(&self) -> &str;
+
+    /// A number that changes whenever the tool list changes (read at the start of every
+    /// call: keep it cheap).
+    fn generation(&self) -> u64;
+
+    /// The current tools, in the order the model should see them.
+    fn tools(&self) -> Vec<BoxedTool>;
+}
+
+/// A shared source is a source: keep an `Arc` to change it while agents use it.
+impl<S: ToolSource + ?Sized> ToolSource for Arc<S> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn generation(&self) -> u64 {
+        (**self).generation()
+    }
+
+    fn tools(&self) -> Vec<BoxedTool> {
+        (**self).tools()
     }
 }
 

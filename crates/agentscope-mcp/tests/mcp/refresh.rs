@@ -1,5 +1,6 @@
 //! Refresh: when the server's tool list changes it sends `notifications/tools/list_changed`;
-//! the client lists the tools again, and agents built afterwards have the new tool.
+//! the client lists the tools again; agents built afterwards with a copy of the list have the
+//! new tool, and a running agent with the client as a live source has it from its next call.
 
 use agentscope::ToolResultBlock;
 use agentscope::prelude::*;
@@ -84,5 +85,66 @@ async fn the_tool_list_refreshes_when_the_server_says_it_changed() {
         .await
         .unwrap();
     assert_eq!(unchanged.content, [ContentBlock::text("[]")]);
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_agent_with_the_client_as_a_source_sees_the_new_tool_in_its_next_call() {
+    let Some(config) = support::fixture_stdio() else {
+        return;
+    };
+    let client = within(60, McpClient::connect(config.prefix("fx_")))
+        .await
+        .unwrap();
+    let before: Vec<String> = FIXTURE_TOOLS
+        .iter()
+        .map(|name| format!("fx_{name}"))
+        .collect();
+    let generation = client.tools_generation();
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "fx_add-tool", json!({"name": "greet"})),
+        ScriptedResponse::text("added"),
+        ScriptedResponse::tool_call("c2", "fx_greet", json!({"who": "Ada"})),
+        ScriptedResponse::text("greeted"),
+    ]);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(Toolkit::new().source(client.clone()))
+        .build()
+        .unwrap();
+    assert_eq!(
+        within(60, agent.call("add greet")).await.unwrap().text(),
+        "added"
+    );
+    assert_eq!(
+        within(30, client.tools_changed(generation)).await,
+        generation + 1
+    );
+    // The same agent, not rebuilt: its next call offers and runs the new tool.
+    assert_eq!(
+        within(60, agent.call("greet Ada")).await.unwrap().text(),
+        "greeted"
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    let offered =
+        |i: usize| -> Vec<String> { requests[i].tools.iter().map(|t| t.name.clone()).collect() };
+    // The first call keeps the list it started with, though the tool was added mid-call.
+    assert_eq!(offered(0), before);
+    assert_eq!(offered(1), before);
+    let mut after = before.clone();
+    after.push("fx_greet".to_owned());
+    assert_eq!(offered(2), after);
+    assert_eq!(offered(3), after);
+    let greet = requests[2]
+        .tools
+        .iter()
+        .find(|t| t.name == "fx_greet")
+        .unwrap();
+    assert_eq!(greet.description, "Greets (added at run time as greet).");
+    assert_eq!(
+        last_results(&requests[3]),
+        [ToolResultBlock::text("c2", "fx_greet", "Hello, Ada!")]
+    );
     client.close().await;
 }

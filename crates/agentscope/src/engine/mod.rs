@@ -89,10 +89,16 @@ pub(crate) async fn run(
             chain.push(hook);
         }
     }
+    // The toolkit's live sources are resolved once, here: the call keeps this snapshot.
+    let resolved = config
+        .toolkit()
+        .resolved()
+        .map_err(AgentError::invalid_input)?;
+    let base = resolved.as_deref().unwrap_or(config.toolkit());
     let toolkit = if extras.tools.is_empty() {
-        Cow::Borrowed(config.toolkit())
+        Cow::Borrowed(base)
     } else {
-        let mut toolkit = config.toolkit().clone();
+        let mut toolkit = base.clone();
         for tool in extras.tools {
             toolkit.add_tool(tool).map_err(AgentError::invalid_input)?;
         }
@@ -210,7 +216,8 @@ pub(crate) struct Call<'a> {
     /// boundaries (see `checkpoint`).
     session: Option<Box<Synced>>,
     hooks: &'a HookChain,
-    /// The agent's toolkit, plus this call's extra tools.
+    /// The agent's toolkit (its sources resolved at the call's start), plus this call's
+    /// extra tools.
     toolkit: &'a Toolkit,
     sink: Option<&'a EventSink>,
     cancel: &'a CancellationToken,
