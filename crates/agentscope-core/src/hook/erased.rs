@@ -6,9 +6,10 @@ use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use futures::FutureExt;
 use stackfuture::StackFuture;
 
 use crate::error::HookError;
@@ -45,17 +46,33 @@ impl<H: Hook> DynHook for H {
 }
 
 /// `future` with a panic while polling turned into its error, and the error boxed.
-fn guarded<F>(future: F) -> impl Future<Output = Result<(), Box<HookError>>> + Send
+fn guarded<F>(future: F) -> Guarded<F>
 where
     F: Future<Output = Result<(), HookError>> + Send,
 {
-    AssertUnwindSafe(future)
-        .catch_unwind()
-        .map(|result| match result {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => Err(Box::new(error)),
-            Err(payload) => Err(panicked(payload)),
-        })
+    Guarded { future }
+}
+
+pin_project_lite::pin_project! {
+    /// See [`guarded`]: one layer around the hook's future (a `catch_unwind` per poll).
+    struct Guarded<F> {
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: Future<Output = Result<(), HookError>>> Future for Guarded<F> {
+    type Output = Result<(), Box<HookError>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let future = self.project().future;
+        match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(Ok(()))) => Poll::Ready(Ok(())),
+            Ok(Poll::Ready(Err(error))) => Poll::Ready(Err(Box::new(error))),
+            Err(payload) => Poll::Ready(Err(panicked(payload))),
+        }
+    }
 }
 
 fn panicked(payload: Box<dyn Any + Send>) -> Box<HookError> {
