@@ -328,8 +328,8 @@ impl Decoder {
         }
         self.live_tool = Some(index);
         let fragment = ToolUseBlock {
-            id: id.clone(),
-            name: name.clone(),
+            id: id.clone().into(),
+            name: name.clone().into(),
             input: Value::Null,
             raw_input: Some(arguments),
         };
@@ -358,8 +358,8 @@ impl Decoder {
                 match &mut block.kind {
                     BlockKind::Tool(tool) if tool.live => Some(
                         ToolUseBlock {
-                            id: String::new(),
-                            name: String::new(),
+                            id: Default::default(),
+                            name: Default::default(),
                             input: Value::Null,
                             raw_input: Some(piece),
                         }
@@ -401,8 +401,8 @@ impl Decoder {
             .into_iter()
             .map(|(_, tool)| {
                 ToolUseBlock {
-                    id: tool.id,
-                    name: tool.name,
+                    id: tool.id.into(),
+                    name: tool.name.into(),
                     input: Value::Null,
                     raw_input: Some(tool.arguments),
                 }

@@ -32,7 +32,7 @@ use crate::model::{ChatResponse, ChatUsage};
 /// acc.push(&ChatResponse::new(vec![ContentBlock::text("The answer")]));
 /// acc.push(&ChatResponse::new(vec![ContentBlock::text(" is 42.")]));
 /// let fragment = |id: &str, args: &str| ToolUseBlock {
-///     id: id.into(), name: if id.is_empty() { String::new() } else { "calc".into() },
+///     id: id.into(), name: if id.is_empty() { "".into() } else { "calc".into() },
 ///     input: json!(null), raw_input: Some(args.into()),
 /// };
 /// acc.push(&ChatResponse::new(vec![fragment("c1", "{\"expr\":").into()]));
@@ -234,7 +234,7 @@ impl ChatAccumulator {
 
 fn finish_tool_use(tool_use: &mut ToolUseBlock) {
     if tool_use.id.is_empty() {
-        tool_use.id = format!("call_{}", crate::message::new_id());
+        tool_use.id = format!("call_{}", crate::message::new_id()).into();
     }
     let Some(raw) = tool_use.raw_input.take() else {
         if tool_use.input.is_null() {

@@ -189,13 +189,13 @@ pub fn check_tool_results(
                 ContentBlock::ToolResult(result) => {
                     if answered.contains(&result.id.as_str()) {
                         return Err(ConversationError::DuplicateToolResult {
-                            id: result.id.clone(),
+                            id: result.id.to_string(),
                         });
                     }
                     if !callable.contains(&result.id.as_str()) {
                         return Err(ConversationError::UnmatchedToolResult {
-                            id: result.id.clone(),
-                            pending: pending.iter().map(|call| call.id.clone()).collect(),
+                            id: result.id.to_string(),
+                            pending: pending.iter().map(|call| call.id.to_string()).collect(),
                         });
                     }
                     answered.push(&result.id);
@@ -207,7 +207,7 @@ pub fn check_tool_results(
     Ok(pending
         .iter()
         .filter(|call| answered.contains(&call.id.as_str()))
-        .map(|call| call.id.clone())
+        .map(|call| call.id.to_string())
         .collect())
 }
 
@@ -238,12 +238,12 @@ pub fn check_input(
     }
     if answered.is_empty() {
         return Err(ConversationError::PendingToolCalls {
-            ids: pending.iter().map(|call| call.id.clone()).collect(),
+            ids: pending.iter().map(|call| call.id.to_string()).collect(),
         });
     }
     let still_pending: Vec<ToolUseBlock> = pending
         .into_iter()
-        .filter(|call| !answered.contains(&call.id))
+        .filter(|call| !answered.iter().any(|id| call.id == *id))
         .collect();
     let has_other_content = input.iter().any(|msg| {
         msg.content
@@ -252,7 +252,10 @@ pub fn check_input(
     });
     if !still_pending.is_empty() && has_other_content {
         return Err(ConversationError::PartialToolResults {
-            missing: still_pending.iter().map(|call| call.id.clone()).collect(),
+            missing: still_pending
+                .iter()
+                .map(|call| call.id.to_string())
+                .collect(),
         });
     }
     Ok(still_pending)
@@ -271,7 +274,7 @@ pub fn check_goto(reasoning_message: &Msg, messages: &[Msg]) -> Result<(), Conve
     let pending = reasoning_message.tool_uses();
     if !pending.is_empty() && messages.is_empty() {
         return Err(ConversationError::GotoWithoutToolResults {
-            tools: pending.iter().map(|call| call.name.clone()).collect(),
+            tools: pending.iter().map(|call| call.name.to_string()).collect(),
         });
     }
     let missing: Vec<String> = pending
@@ -282,7 +285,7 @@ pub fn check_goto(reasoning_message: &Msg, messages: &[Msg]) -> Result<(), Conve
                 .flat_map(|msg| msg.tool_results())
                 .any(|result| result.id == tool_use.id)
         })
-        .map(|tool_use| tool_use.id.clone())
+        .map(|tool_use| tool_use.id.to_string())
         .collect();
     if !missing.is_empty() {
         return Err(ConversationError::GotoMissingToolResults { ids: missing });

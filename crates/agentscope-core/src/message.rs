@@ -159,9 +159,9 @@ pub struct ImageBlock {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolUseBlock {
     /// The call id, unique within a conversation; results refer to it.
-    pub id: String,
+    pub id: SharedString,
     /// The tool's name.
-    pub name: String,
+    pub name: SharedString,
     /// The JSON arguments.
     pub input: Value,
     /// Unparsed argument text (see the type docs).
@@ -171,7 +171,7 @@ pub struct ToolUseBlock {
 
 impl ToolUseBlock {
     /// Creates a tool call with parsed arguments.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+    pub fn new(id: impl Into<SharedString>, name: impl Into<SharedString>, input: Value) -> Self {
         Self {
             id: id.into(),
             name: name.into(),
@@ -185,9 +185,9 @@ impl ToolUseBlock {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolResultBlock {
     /// The id of the tool call this answers.
-    pub id: String,
+    pub id: SharedString,
     /// The tool's name.
-    pub name: String,
+    pub name: SharedString,
     /// What the tool returned.
     pub output: Vec<ContentBlock>,
     /// Whether the output describes a failure (unknown tool, bad arguments, tool error).
@@ -198,8 +198,8 @@ pub struct ToolResultBlock {
 impl ToolResultBlock {
     /// A successful result holding one text block.
     pub fn text(
-        id: impl Into<String>,
-        name: impl Into<String>,
+        id: impl Into<SharedString>,
+        name: impl Into<SharedString>,
         text: impl Into<SharedString>,
     ) -> Self {
         Self {
@@ -212,8 +212,8 @@ impl ToolResultBlock {
 
     /// A failed result holding one text block describing the failure.
     pub fn error(
-        id: impl Into<String>,
-        name: impl Into<String>,
+        id: impl Into<SharedString>,
+        name: impl Into<SharedString>,
         text: impl Into<SharedString>,
     ) -> Self {
         Self {

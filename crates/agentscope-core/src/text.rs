@@ -191,6 +191,12 @@ impl From<&str> for SharedString {
     }
 }
 
+impl From<&SharedString> for SharedString {
+    fn from(value: &SharedString) -> Self {
+        value.clone()
+    }
+}
+
 impl From<&String> for SharedString {
     fn from(value: &String) -> Self {
         Self(Repr::Frozen(Arc::from(value.as_str())))

@@ -304,11 +304,11 @@ impl Decoder {
                 }
                 Some(
                     ToolUseBlock {
-                        id: String::new(),
+                        id: Default::default(),
                         name: if named_now {
-                            call.name.clone()
+                            call.name.clone().into()
                         } else {
-                            String::new()
+                            Default::default()
                         },
                         input: Value::Null,
                         raw_input: Some(piece),
@@ -327,8 +327,8 @@ impl Decoder {
                 };
                 if self.live.is_none() {
                     let block = ToolUseBlock {
-                        id: call.id.clone(),
-                        name: call.name.clone(),
+                        id: call.id.clone().into(),
+                        name: call.name.clone().into(),
                         input: Value::Null,
                         raw_input: Some(piece),
                     };
@@ -359,8 +359,8 @@ impl Decoder {
             .into_iter()
             .map(|call| {
                 ToolUseBlock {
-                    id: call.id,
-                    name: call.name,
+                    id: call.id.into(),
+                    name: call.name.into(),
                     input: Value::Null,
                     raw_input: Some(call.arguments),
                 }

@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 
-use agentscope::{ContentBlock, Event, EventType, Msg, Role, ToolUseBlock};
+use agentscope::{ContentBlock, Event, EventType, Msg, Role, SharedString, ToolUseBlock};
 use serde_json::{Value, json};
 
 use crate::protocol::{AgUiEvent, FunctionCall, Message, ToolCall};
@@ -50,7 +50,7 @@ struct ModelStep {
     text_open: bool,
     reasoning_open: bool,
     /// Tool calls started in this step, in order; the last one takes continuations.
-    tools: Vec<String>,
+    tools: Vec<SharedString>,
 }
 
 /// Turns one run's [`Event`]s into AG-UI events, keeping what is open.
@@ -86,7 +86,7 @@ impl Mapper {
             (EventType::ToolResult, false) => {
                 self.open_acting_step(out);
                 for chunk in message.tool_results() {
-                    let text = self.progress.entry(chunk.id.clone()).or_default();
+                    let text = self.progress.entry(chunk.id.to_string()).or_default();
                     text.push_str(&chunk.text_output());
                     out.push(AgUiEvent::ActivitySnapshot {
                         message_id: format!("progress-{}", chunk.id),
@@ -101,7 +101,7 @@ impl Mapper {
                 for result in message.tool_results() {
                     out.push(AgUiEvent::ToolCallResult {
                         message_id: result_id(&result.id),
-                        tool_call_id: result.id.clone(),
+                        tool_call_id: result.id.to_string(),
                         content: result.text_output(),
                         role: "tool",
                     });
@@ -202,7 +202,7 @@ impl Mapper {
                     ContentBlock::ToolUse(call) if !step.tools.contains(&call.id) => {
                         step.start_tool(call, out);
                         out.push(AgUiEvent::ToolCallArgs {
-                            tool_call_id: call.id.clone(),
+                            tool_call_id: call.id.to_string(),
                             delta: arguments_text(call),
                         });
                     }
@@ -232,7 +232,9 @@ impl Mapper {
             });
         }
         for tool_call_id in step.tools {
-            out.push(AgUiEvent::ToolCallEnd { tool_call_id });
+            out.push(AgUiEvent::ToolCallEnd {
+                tool_call_id: tool_call_id.to_string(),
+            });
         }
         out.push(AgUiEvent::StepFinished {
             step_name: step.step_name,
@@ -276,8 +278,8 @@ impl ModelStep {
     fn start_tool(&mut self, call: &ToolUseBlock, out: &mut Vec<AgUiEvent>) {
         self.tools.push(call.id.clone());
         out.push(AgUiEvent::ToolCallStart {
-            tool_call_id: call.id.clone(),
-            tool_call_name: call.name.clone(),
+            tool_call_id: call.id.to_string(),
+            tool_call_name: call.name.to_string(),
             parent_message_id: self.message_id.clone(),
         });
     }
@@ -301,7 +303,7 @@ impl ModelStep {
         };
         if !delta.is_empty() {
             out.push(AgUiEvent::ToolCallArgs {
-                tool_call_id: current.clone(),
+                tool_call_id: current.to_string(),
                 delta,
             });
         }
@@ -332,10 +334,10 @@ pub(crate) fn to_messages(messages: &[Msg]) -> Vec<Message> {
                     .tool_uses()
                     .into_iter()
                     .map(|call| ToolCall {
-                        id: call.id.clone(),
+                        id: call.id.to_string(),
                         kind: "function",
                         function: FunctionCall {
-                            name: call.name.clone(),
+                            name: call.name.to_string(),
                             arguments: arguments_text(call),
                         },
                     })
@@ -353,7 +355,7 @@ pub(crate) fn to_messages(messages: &[Msg]) -> Vec<Message> {
                         id: result_id(&result.id),
                         error: result.is_error.then(|| content.clone()),
                         content,
-                        tool_call_id: result.id.clone(),
+                        tool_call_id: result.id.to_string(),
                     });
                 }
             }

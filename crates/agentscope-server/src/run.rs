@@ -138,9 +138,9 @@ pub(crate) fn interrupts(approvals: &ToolApprovalHook) -> Vec<Interrupt> {
                 call.name,
                 arguments_text(&call)
             ),
-            id: call.id.clone(),
+            id: call.id.to_string(),
             reason: "tool_approval",
-            tool_call_id: call.id,
+            tool_call_id: call.id.to_string(),
             response_schema: json!({
                 "type": "object",
                 "properties": {
@@ -175,7 +175,7 @@ fn call_input(
             approvals
                 .pending()
                 .into_iter()
-                .map(|call| call.id)
+                .map(|call| call.id.to_string())
                 .collect()
         })
         .unwrap_or_default();

@@ -84,7 +84,7 @@ async fn a_thousand_concurrent_agents_on_one_file_all_succeed() {
                 (
                     m.role,
                     m.text(),
-                    m.tool_uses().iter().map(|c| c.id.clone()).collect(),
+                    m.tool_uses().iter().map(|c| c.id.to_string()).collect(),
                     m.tool_results().iter().map(|r| r.text_output()).collect(),
                 )
             })

@@ -36,7 +36,7 @@ fn expr() -> Value {
 }
 
 fn ids(calls: &[ToolUseBlock]) -> Vec<String> {
-    calls.iter().map(|c| c.id.clone()).collect()
+    calls.iter().map(|c| c.id.to_string()).collect()
 }
 
 /// One "process": a store handle of its own, an agent, its approval hook and its tool.

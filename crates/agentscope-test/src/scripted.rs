@@ -22,18 +22,18 @@ pub enum ScriptedChunk {
     /// A whole tool call in one chunk.
     ToolCall {
         /// Call id.
-        id: String,
+        id: SharedString,
         /// Tool name.
-        name: String,
+        name: SharedString,
         /// Arguments.
         input: Value,
     },
     /// The first fragment of a tool call: id and name, no arguments yet.
     ToolCallStart {
         /// Call id.
-        id: String,
+        id: SharedString,
         /// Tool name.
-        name: String,
+        name: SharedString,
     },
     /// A fragment of the current tool call's argument text.
     ToolCallArgs(String),
@@ -58,7 +58,11 @@ impl ScriptedChunk {
     }
 
     /// A whole tool call.
-    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+    pub fn tool_call(
+        id: impl Into<SharedString>,
+        name: impl Into<SharedString>,
+        input: Value,
+    ) -> Self {
         ScriptedChunk::ToolCall {
             id: id.into(),
             name: name.into(),
@@ -67,7 +71,7 @@ impl ScriptedChunk {
     }
 
     /// The start of a streamed tool call.
-    pub fn tool_call_start(id: impl Into<String>, name: impl Into<String>) -> Self {
+    pub fn tool_call_start(id: impl Into<SharedString>, name: impl Into<SharedString>) -> Self {
         ScriptedChunk::ToolCallStart {
             id: id.into(),
             name: name.into(),
@@ -162,7 +166,11 @@ impl ScriptedResponse {
     }
 
     /// One tool call in one chunk.
-    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+    pub fn tool_call(
+        id: impl Into<SharedString>,
+        name: impl Into<SharedString>,
+        input: Value,
+    ) -> Self {
         Self::chunks([ScriptedChunk::tool_call(id, name, input)])
     }
 
@@ -170,8 +178,8 @@ impl ScriptedResponse {
     pub fn tool_calls<I, S, N>(calls: I) -> Self
     where
         I: IntoIterator<Item = (S, N, Value)>,
-        S: Into<String>,
-        N: Into<String>,
+        S: Into<SharedString>,
+        N: Into<SharedString>,
     {
         Self::chunks(
             calls
@@ -183,8 +191,8 @@ impl ScriptedResponse {
     /// A text followed by tool calls, in one response.
     pub fn text_and_tool_call(
         text: impl Into<SharedString>,
-        id: impl Into<String>,
-        name: impl Into<String>,
+        id: impl Into<SharedString>,
+        name: impl Into<SharedString>,
         input: Value,
     ) -> Self {
         Self::chunks([

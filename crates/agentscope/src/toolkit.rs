@@ -391,7 +391,11 @@ impl Toolkit {
         let fail = |text: String| {
             ToolRun::Done(ToolResultBlock::error(&tool_use.id, &tool_use.name, text))
         };
-        let Some(entry) = self.index.get(&tool_use.name).map(|&i| &self.tools[i]) else {
+        let Some(entry) = self
+            .index
+            .get(tool_use.name.as_str())
+            .map(|&i| &self.tools[i])
+        else {
             return fail(format!("Error: Tool not found: {}", tool_use.name));
         };
         if let Some(raw) = &tool_use.raw_input {

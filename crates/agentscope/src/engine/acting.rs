@@ -82,7 +82,7 @@ impl Call<'_> {
             synced.start(
                 jobs.iter()
                     .filter(|job| job.run.is_none())
-                    .map(|job| job.tool_use.id.clone()),
+                    .map(|job| job.tool_use.id.to_string()),
             );
         }
         if let Some(save) = self.checkpoint() {
@@ -155,7 +155,7 @@ impl Call<'_> {
     /// result (a crash, a dropped call), unless its tool is idempotent and may run again.
     fn interrupted_while_running(&self, call: &ToolUseBlock) -> Option<ToolResultBlock> {
         let synced = self.session.as_ref()?;
-        let started = synced.running().contains(&call.id);
+        let started = synced.running().iter().any(|id| call.id == *id);
         (started && !self.toolkit.is_idempotent(&call.name))
             .then(|| ToolResultBlock::error(&call.id, &call.name, super::INTERRUPTED_WHILE_RUNNING))
     }

@@ -16,7 +16,7 @@ use agentscope_core::conversation::{self, ConversationError, pending_tool_uses};
 use agentscope_core::{
     AgentError, BoxedHook, BoxedTool, CallContext, CallId, CancellationToken, ContentBlock,
     ErrorEvent, GenerateReason, HookChain, HookEventType, HookState, Msg, PostCallEvent,
-    PreCallEvent, Role, Tool, ToolResultBlock, ToolUseBlock,
+    PreCallEvent, Role, SharedString, Tool, ToolResultBlock, ToolUseBlock,
 };
 
 use futures::future::BoxFuture;
@@ -371,14 +371,14 @@ impl Call<'_> {
             return;
         };
         let running = synced.running();
-        let answered: Vec<String> = input
+        let answered: Vec<SharedString> = input
             .iter()
             .flat_map(Msg::tool_results)
             .map(|result| result.id.clone())
             .collect();
         let closed: Vec<Msg> = pending
             .iter()
-            .filter(|call| running.contains(&call.id) && !answered.contains(&call.id))
+            .filter(|call| running.iter().any(|id| call.id == *id) && !answered.contains(&call.id))
             .map(|call| {
                 Msg::tool_result(ToolResultBlock::error(
                     &call.id,

@@ -38,8 +38,8 @@ impl<'a> OpenToolCalls<'a> {
         for call in calls {
             if !self.calls.iter().any(|open| open.id == call.id) {
                 self.calls.push(OpenCall {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
+                    id: call.id.to_string(),
+                    name: call.name.to_string(),
                     result: None,
                 });
             }

@@ -182,7 +182,7 @@ mod tests {
         messages
             .iter()
             .flat_map(Msg::tool_results)
-            .map(|r| r.id.clone())
+            .map(|r| r.id.to_string())
             .collect()
     }
 

@@ -85,7 +85,7 @@ impl ApprovalPolicy {
     pub fn requires_approval(&self, call: &ToolUseBlock) -> bool {
         match &self.rule {
             Rule::All => true,
-            Rule::Tools(names) => names.contains(&call.name),
+            Rule::Tools(names) => names.contains(call.name.as_str()),
             Rule::When(rule) => rule(call),
         }
     }
@@ -286,7 +286,7 @@ impl State {
         for call in &self.awaiting {
             if let Some(schema) = info.tool_schema(&call.name) {
                 self.schemas
-                    .insert(call.name.clone(), schema.parameters.clone());
+                    .insert(call.name.to_string(), schema.parameters.clone());
             }
         }
     }
@@ -307,7 +307,7 @@ impl State {
     ) -> bool {
         guarded(policy, call, info)
             && !info.is_some_and(|info| info.was_started(&call.id))
-            && !self.decisions.contains_key(&call.id)
+            && !self.decisions.contains_key(call.id.as_str())
             && self.rejection_of(call).is_none()
     }
 }
@@ -339,7 +339,7 @@ impl ToolApprovalHook {
         state
             .awaiting
             .iter()
-            .filter(|call| !state.decisions.contains_key(&call.id))
+            .filter(|call| !state.decisions.contains_key(call.id.as_str()))
             .cloned()
             .collect()
     }
@@ -349,7 +349,7 @@ impl ToolApprovalHook {
     /// # Errors
     ///
     /// [`ApprovalError::NotAwaiting`] when no call with this id awaits approval.
-    pub fn approve(&self, id: impl Into<String>) -> Result<(), ApprovalError> {
+    pub fn approve(&self, id: impl AsRef<str>) -> Result<(), ApprovalError> {
         self.decide(id, ApprovalDecision::Approve)
     }
 
@@ -359,7 +359,7 @@ impl ToolApprovalHook {
     /// # Errors
     ///
     /// [`ApprovalError::NotAwaiting`] when no call with this id awaits approval.
-    pub fn edit(&self, id: impl Into<String>, input: Value) -> Result<(), ApprovalError> {
+    pub fn edit(&self, id: impl AsRef<str>, input: Value) -> Result<(), ApprovalError> {
         self.decide(id, ApprovalDecision::Edit(input))
     }
 
@@ -370,7 +370,7 @@ impl ToolApprovalHook {
     /// [`ApprovalError::NotAwaiting`] when no call with this id awaits approval.
     pub fn reject(
         &self,
-        id: impl Into<String>,
+        id: impl AsRef<str>,
         reason: impl Into<String>,
     ) -> Result<(), ApprovalError> {
         self.decide(id, ApprovalDecision::Reject(reason.into()))
@@ -384,19 +384,23 @@ impl ToolApprovalHook {
     /// [`ApprovalError::NotAwaiting`] when no call with this id awaits approval.
     pub fn decide(
         &self,
-        id: impl Into<String>,
+        id: impl AsRef<str>,
         decision: ApprovalDecision,
     ) -> Result<(), ApprovalError> {
-        let id = id.into();
+        let id = id.as_ref().to_owned();
         let mut state = self.state();
         let Some(call) = state.awaiting.iter().find(|call| call.id == id) else {
             return Err(ApprovalError::NotAwaiting {
                 id,
-                awaiting: state.awaiting.iter().map(|call| call.id.clone()).collect(),
+                awaiting: state
+                    .awaiting
+                    .iter()
+                    .map(|call| call.id.to_string())
+                    .collect(),
             });
         };
         if let (ApprovalDecision::Edit(input), Some(schema)) =
-            (&decision, state.schemas.get(&call.name))
+            (&decision, state.schemas.get(call.name.as_str()))
         {
             // An uncompilable schema is reported when the tool is registered, not here.
             if let Ok(validator) = jsonschema::validator_for(schema)
@@ -404,7 +408,7 @@ impl ToolApprovalHook {
             {
                 return Err(ApprovalError::InvalidArguments {
                     id,
-                    tool: call.name.clone(),
+                    tool: call.name.to_string(),
                     problems,
                 });
             }
@@ -454,7 +458,7 @@ impl ToolApprovalHook {
     /// state.running_tools = vec!["c1".into()]; // approved and started elsewhere
     /// let approvals = ToolApprovalHook::new(ApprovalPolicy::all());
     /// approvals.restore_state(&state);
-    /// let pending: Vec<String> = approvals.pending().into_iter().map(|c| c.id).collect();
+    /// let pending: Vec<String> = approvals.pending().into_iter().map(|c| c.id.to_string()).collect();
     /// assert_eq!(pending, ["c2"]);
     /// ```
     pub fn restore_state(&self, stored: &AgentState) {
@@ -463,7 +467,7 @@ impl ToolApprovalHook {
         self.restore(&stored.messages);
         self.state()
             .awaiting
-            .retain(|call| !stored.running_tools.contains(&call.id));
+            .retain(|call| !stored.running_tools.iter().any(|id| call.id == *id));
     }
 
     /// Gives the hook the parameter schemas of `toolkit`'s tools, so that
@@ -628,10 +632,10 @@ impl ToolApprovalHook {
                 let call = e.tool_use().clone();
                 let mut state = self.state();
                 state.awaiting.retain(|a| a.id != call.id);
-                match state.decisions.remove(&call.id) {
+                match state.decisions.remove(call.id.as_str()) {
                     Some(ApprovalDecision::Approve) => {}
                     Some(ApprovalDecision::Edit(input)) => {
-                        state.edited.insert(call.id.clone(), input.clone());
+                        state.edited.insert(call.id.to_string(), input.clone());
                         e.set_tool_use(ToolUseBlock {
                             input,
                             raw_input: None,
@@ -642,7 +646,7 @@ impl ToolApprovalHook {
                         let text = rejected_text(&reason);
                         state
                             .rejected
-                            .push((call.name.clone(), call.input.clone(), reason));
+                            .push((call.name.to_string(), call.input.clone(), reason));
                         e.skip_with(ToolResultBlock::error(call.id, call.name, text));
                     }
                     // Started (and so decided) in an earlier call: an idempotent tool
@@ -666,7 +670,7 @@ impl ToolApprovalHook {
                 Ok(())
             }
             HookEvent::PostActing(e) => {
-                let edited = self.state().edited.remove(&e.tool_use().id);
+                let edited = self.state().edited.remove(e.tool_use().id.as_str());
                 if let Some(input) = edited {
                     let mut result = e.tool_result().clone();
                     result.output.push(ContentBlock::text(format!(
@@ -766,10 +770,10 @@ mod tests {
                 .build(),
         ];
         hook.restore(&history);
-        let ids: Vec<String> = hook.pending().into_iter().map(|c| c.id).collect();
+        let ids: Vec<crate::SharedString> = hook.pending().into_iter().map(|c| c.id).collect();
         assert_eq!(ids, ["c1", "c2"]);
         hook.reject("c2", "no").unwrap();
-        let ids: Vec<String> = hook.pending().into_iter().map(|c| c.id).collect();
+        let ids: Vec<crate::SharedString> = hook.pending().into_iter().map(|c| c.id).collect();
         assert_eq!(ids, ["c1"]);
     }
 

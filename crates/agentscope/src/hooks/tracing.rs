@@ -400,7 +400,7 @@ fn start_tool(call: &mut CallSpans, tool_use: &ToolUseBlock, record_content: boo
         );
     }
     drop(take_tool(&mut call.tools, &tool_use.id));
-    call.tools.push((tool_use.id.clone(), span));
+    call.tools.push((tool_use.id.to_string(), span));
 }
 
 fn finish_tool(call: &mut CallSpans, result: &ToolResultBlock, record_content: bool) {

@@ -23,7 +23,7 @@ fn stopped_calc_row() -> Row {
 }
 
 fn ids(calls: &[ToolUseBlock]) -> Vec<String> {
-    calls.iter().map(|c| c.id.clone()).collect()
+    calls.iter().map(|c| c.id.to_string()).collect()
 }
 
 struct Setup {

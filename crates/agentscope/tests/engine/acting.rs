@@ -95,7 +95,14 @@ fn stored_results(agent: &ReActAgent) -> Vec<(String, String, String, bool)> {
             assert_eq!(m.content.len(), 1, "one result per tool message");
             m.tool_results()
                 .into_iter()
-                .map(|r| (r.id.clone(), r.name.clone(), r.text_output(), r.is_error))
+                .map(|r| {
+                    (
+                        r.id.to_string(),
+                        r.name.to_string(),
+                        r.text_output(),
+                        r.is_error,
+                    )
+                })
                 .collect::<Vec<_>>()
         })
         .collect()
@@ -218,7 +225,9 @@ async fn parallel_results_stay_in_call_order_when_the_second_finishes_first() {
         .events()
         .iter()
         .map(|e| match e {
-            HookEvent::PostActing(e) => (e.tool_use().id.clone(), e.tool_result().text_output()),
+            HookEvent::PostActing(e) => {
+                (e.tool_use().id.to_string(), e.tool_result().text_output())
+            }
             other => panic!("unexpected {other:?}"),
         })
         .collect();
@@ -231,7 +240,7 @@ async fn parallel_results_stay_in_call_order_when_the_second_finishes_first() {
     );
     let streamed: Vec<String> = events
         .iter()
-        .map(|e| e.message.tool_results()[0].id.clone())
+        .map(|e| e.message.tool_results()[0].id.to_string())
         .collect();
     assert_eq!(streamed, ["c1", "c2"]);
     assert_eq!(
@@ -246,7 +255,7 @@ async fn parallel_results_stay_in_call_order_when_the_second_finishes_first() {
         .messages
         .iter()
         .flat_map(|m| m.tool_results())
-        .map(|r| r.id.clone())
+        .map(|r| r.id.to_string())
         .collect();
     assert_eq!(seen, ["c1", "c2"]);
 }

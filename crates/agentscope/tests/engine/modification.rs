@@ -432,7 +432,7 @@ async fn pre_acting_set_tool_use_with_another_id_is_rejected_and_fails_the_call(
             hook_fn(move |event: &mut HookEvent| {
                 if let HookEvent::PreActing(e) = event {
                     let mut tool_use = e.tool_use().clone();
-                    tool_use.id = "other".to_owned();
+                    tool_use.id = "other".into();
                     let result = e.set_tool_use(tool_use);
                     *setter_result.lock().unwrap() = Some(result.clone());
                     result?;

@@ -53,7 +53,7 @@ async fn a_failed_post_acting_chain_never_stores_raw_results() {
     let results: Vec<(String, bool, String)> = memory
         .iter()
         .flat_map(Msg::tool_results)
-        .map(|r| (r.id.clone(), r.is_error, r.text_output()))
+        .map(|r| (r.id.to_string(), r.is_error, r.text_output()))
         .collect();
     assert_eq!(
         results,

@@ -326,7 +326,7 @@ async fn partial_results_alone_store_them_and_run_the_remaining_calls() {
         .events()
         .iter()
         .filter_map(|e| match e {
-            HookEvent::PreActing(e) => Some(e.tool_use().id.clone()),
+            HookEvent::PreActing(e) => Some(e.tool_use().id.to_string()),
             _ => None,
         })
         .collect();

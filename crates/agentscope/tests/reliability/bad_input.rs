@@ -443,7 +443,7 @@ async fn replacing_the_pre_acting_event_with_another_tool_call_id_fails_the_call
                 if let HookEvent::PreActing(e) = event {
                     let forged = CallContext::new(Arc::new(e.agent().clone()));
                     let mut call = e.tool_use().clone();
-                    call.id = "forged".to_owned();
+                    call.id = "forged".into();
                     *event = HookEvent::PreActing(PreActingEvent::new(forged.info(), call));
                 }
                 Ok(())

@@ -255,7 +255,7 @@ pub(crate) fn pending_ids(memory: &[Msg]) -> Vec<String> {
         .tool_uses()
         .into_iter()
         .filter(|c| !answered.contains(c.id.as_str()))
-        .map(|c| c.id.clone())
+        .map(|c| c.id.to_string())
         .collect()
 }
 
