@@ -24,6 +24,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod components;
 pub mod conversation;
 pub mod http;
 pub mod model_conformance;

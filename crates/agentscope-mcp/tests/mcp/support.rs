@@ -14,56 +14,19 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use agentscope_mcp::McpServerConfig;
-
-fn in_ci() -> bool {
-    std::env::var_os("AGENTSCOPE_CI").is_some_and(|value| !value.is_empty())
-}
-
-/// Fails under CI; otherwise says why the test does not run. `None` means: skip.
-fn unavailable<T>(what: &str) -> Option<T> {
-    if in_ci() {
-        panic!("{what} (AGENTSCOPE_CI is set: .ci/run installs it; run it, or install it)");
-    }
-    eprintln!("SKIPPED: {what}. `.ci/run` installs it; under CI this test fails instead.");
-    None
-}
+use agentscope_test::components;
 
 /// The folder of the pinned Node packages, installed (once per test binary).
 fn servers_dir() -> Option<PathBuf> {
     static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let result = INSTALLED.get_or_init(|| {
-        let node_ok = Command::new("node")
-            .arg("--version")
-            .output()
-            .is_ok_and(|output| output.status.success());
-        if !node_ok {
+        if !components::runs("node") {
             return Err("node is not installed".to_owned());
         }
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers");
-        if dir
-            .join("node_modules/@modelcontextprotocol/server-everything")
-            .is_dir()
-        {
-            return Ok(dir);
-        }
-        let installed = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .status()
-            .is_ok_and(|status| status.success());
-        if installed {
-            Ok(dir)
-        } else {
-            Err(format!(
-                "the Node packages of {} are not installed (`npm ci` there failed or npm is missing)",
-                dir.display()
-            ))
-        }
+        components::node_packages(&dir, "node_modules/@modelcontextprotocol/server-everything")
     });
-    match result {
-        Ok(dir) => Some(dir.clone()),
-        Err(what) => unavailable(what),
-    }
+    components::available(result.clone())
 }
 
 /// server-everything's entry point.

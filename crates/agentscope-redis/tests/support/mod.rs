@@ -20,35 +20,16 @@ use std::time::{Duration, Instant};
 
 use agentscope_redis::RedisSessionStore;
 
-fn in_ci() -> bool {
-    std::env::var_os("AGENTSCOPE_CI").is_some_and(|value| !value.is_empty())
-}
-
-/// Fails under CI; otherwise says why the test does not run. `None` means: skip.
+/// The rule for missing components (skip here, fail under CI), as every such test does.
 fn unavailable<T>(what: &str) -> Option<T> {
-    if in_ci() {
-        panic!("{what} (AGENTSCOPE_CI is set: install it, e.g. `apt-get install -y redis-server`)");
-    }
-    eprintln!(
-        "SKIPPED: {what}. Install it (Debian: `apt-get install -y redis-server`) to run this \
-         test; under CI it fails instead."
-    );
-    None
-}
-
-/// Whether `program --version` runs.
-fn runs(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
+    agentscope_test::components::available(Err(format!(
+        "{what} (Debian: `apt-get install -y redis-server`)"
+    )))
 }
 
 /// `redis-server`, when installed.
 pub fn redis_server() -> Option<&'static str> {
-    if runs("redis-server") {
+    if agentscope_test::components::runs("redis-server") {
         Some("redis-server")
     } else {
         unavailable("redis-server is not installed")
@@ -357,7 +338,7 @@ pub struct RedisCluster {
 impl RedisCluster {
     pub fn start() -> Option<Self> {
         redis_server()?;
-        if !runs("redis-cli") {
+        if !agentscope_test::components::runs("redis-cli") {
             return unavailable("redis-cli is not installed (it creates the test cluster)");
         }
         let mut nodes = Vec::new();

@@ -7,31 +7,18 @@
 #![allow(dead_code, clippy::panic, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn in_ci() -> bool {
-    std::env::var_os("AGENTSCOPE_CI").is_some_and(|value| !value.is_empty())
-}
+use agentscope_test::components::{available, runs};
 
-/// Fails under CI; otherwise says why the test does not run. `None` means: skip.
 fn unavailable<T>(what: &str) -> Option<T> {
-    if in_ci() {
-        panic!("{what} (AGENTSCOPE_CI is set: .ci/run installs it; run it, or install it)");
-    }
-    eprintln!("SKIPPED: {what}. `.ci/run` installs it; under CI this test fails instead.");
-    None
+    available(Err(what.to_owned()))
 }
 
 /// `node`, when it runs.
 pub(crate) fn node() -> Option<PathBuf> {
-    let ok = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if ok {
-        Some(PathBuf::from("node"))
-    } else {
-        unavailable("node is not installed")
+    match runs("node") {
+        true => Some(PathBuf::from("node")),
+        false => unavailable("node is not installed"),
     }
 }
 
@@ -39,22 +26,10 @@ pub(crate) fn node() -> Option<PathBuf> {
 /// or by `npm ci` when npm is there.
 pub(crate) fn node_packages(dir: &str) -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-    if dir.join("node_modules").is_dir() {
-        return Some(dir);
-    }
-    let installed = Command::new("npm")
-        .args(["ci", "--no-audit", "--no-fund"])
-        .current_dir(&dir)
-        .status()
-        .is_ok_and(|status| status.success());
-    if installed {
-        Some(dir)
-    } else {
-        unavailable(&format!(
-            "the Node packages of {} are not installed (`npm ci` there failed or npm is missing)",
-            dir.display()
-        ))
-    }
+    available(agentscope_test::components::node_packages(
+        &dir,
+        "node_modules",
+    ))
 }
 
 /// The Chromium binary: `$CHROMIUM`, or Debian's `chromium`.
