@@ -367,7 +367,9 @@ impl ToolError {
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum AgentError {
-    /// Another call is running on this agent (see `check_running`). No hook saw this call.
+    /// Another call is running on this agent (see `check_running`), or, with a session store
+    /// that leases sessions, on the agent's session in another instance
+    /// ([`SessionError::Busy`]). No hook saw this call, and nothing was loaded or stored.
     #[error("the agent is busy with another call")]
     Busy,
     /// A hook returned `Err` (or panicked) while handling a chained event.
@@ -414,7 +416,7 @@ pub enum AgentError {
     /// fails a call that otherwise succeeded. The [`SessionError`] names the session; it is
     /// also this error's [`source`](std::error::Error::source).
     #[error("session error: {0}")]
-    Session(#[from] SessionError),
+    Session(#[source] SessionError),
     /// A structured-output call (`call_structured`) ended without a usable value: the loop
     /// ended another way (iteration limit, interrupt, stop, suspended tool) or the value did
     /// not deserialise.
@@ -423,6 +425,17 @@ pub enum AgentError {
         /// Why.
         message: String,
     },
+}
+
+/// A session that another call holds is [`AgentError::Busy`], like a busy agent; every other
+/// session error is [`AgentError::Session`].
+impl From<SessionError> for AgentError {
+    fn from(error: SessionError) -> Self {
+        match error {
+            SessionError::Busy { .. } => AgentError::Busy,
+            error => AgentError::Session(error),
+        }
+    }
 }
 
 impl AgentError {

@@ -40,6 +40,7 @@ pub(crate) fn save_args(
             .to_rfc3339_opts(SecondsFormat::AutoSi, true)
             .into_bytes(),
     );
+    args.push(change.fence.as_deref().unwrap_or("").as_bytes().to_vec());
     for msg in &change.appended {
         args.push(json(session, msg)?);
     }
@@ -58,6 +59,8 @@ pub(crate) enum SaveReply {
     Saved(u64),
     /// Refused, nothing written: the stored revision and message count.
     Refused { revision: u64, messages: usize },
+    /// Refused, nothing written: another lease than the change's fence holds the session.
+    Fenced,
 }
 
 pub(crate) fn save_reply(session: &str, value: Value) -> Result<SaveReply, SessionError> {
@@ -72,6 +75,9 @@ pub(crate) fn save_reply(session: &str, value: Value) -> Result<SaveReply, Sessi
     };
     let mut items = items.into_iter();
     let status = items.next().ok_or_else(unexpected)?;
+    if status == Value::Int(2) {
+        return Ok(SaveReply::Fenced);
+    }
     let revision = items.next().ok_or_else(unexpected)?;
     let revision = integer(session, "revision", &revision)?;
     match status {

@@ -35,12 +35,14 @@
 //! # Keys
 //!
 //! With the key prefix `P` (default [`DEFAULT_KEY_PREFIX`], `agentscope:`), session `<id>`
-//! is two keys, and the prefix has one index:
+//! is two keys (and two more while a call holds it), and the prefix has one index:
 //!
 //! | key | type | holds |
 //! |---|---|---|
 //! | `P{<id>}:state` | hash | `revision`, `version`, `agent`, `metadata`, `running_tools`, `hooks`, `saved_at`, `messages` (the count) |
 //! | `P{<id>}:messages` | list | one JSON [`Msg`](agentscope_core::Msg) per element, oldest first |
+//! | `P{<id>}:lease` | string | the token of the call holding the session (with a TTL) |
+//! | `P{<id>}:interrupt` | string | the token of the lease an interrupt was sent to (with a TTL) |
 //! | `Psessions` | sorted set | the session ids, scored by expiry time in ms (`+inf`: no TTL); standalone only |
 //!
 //! Hash fields hold the JSON of the matching [`AgentState`] fields (`saved_at` as RFC 3339
@@ -83,6 +85,45 @@
 //!   a pass over the cluster's keys, so list sparingly there; a reshard during the scan may
 //!   list a session twice (the store removes duplicates) but does not lose one that existed
 //!   throughout.
+//!
+//! # Leases and interrupts
+//!
+//! Several instances of a service may serve one conversation, one call at a time. An agent
+//! bound to a session of this store ([`SessionStore::lease`]) takes the session's **lease**
+//! before its call loads anything: `SET P{<id>}:lease <token> NX PX <ttl>`, with a random
+//! token. While the call runs, a task renews the lease every third of its time to live
+//! ([`lease_ttl`](RedisSessionStoreBuilder::lease_ttl), default [`DEFAULT_LEASE_TTL`], 30 s);
+//! the call gives it back when it ends (a script that deletes the key only if it still
+//! holds the call's token). So:
+//!
+//! - A call on a session that another instance is running fails at once with
+//!   [`AgentError::Busy`](agentscope_core::AgentError::Busy), before any hook, model or tool
+//!   runs and without loading or storing anything.
+//! - A holder that died (SIGKILL, a lost host) stops renewing: its session is free again
+//!   within the lease's time to live. The next call settles the tools the dead holder left
+//!   running (their result says they were interrupted while running, and they are not run
+//!   again).
+//! - The lease is a fence: every save of the call carries its token
+//!   ([`StateChange::fence`]), and the save script refuses it
+//!   ([`SessionError::LeaseLost`]) when another token holds the lease, i.e. when the holder
+//!   stalled past the time to live and another call took the session. The stalled holder's
+//!   renewal notices the loss and cancels its call; its release leaves the new holder's
+//!   lease alone. (The saves' compare-and-swap on the revision protects the conversation
+//!   even without leases; the fence makes the loss explicit and stops the old call early.)
+//!
+//! [`interrupt`](SessionStore::interrupt) (or `ReActAgent::interrupt_session`, on any
+//! instance) interrupts the call holding a session, wherever it runs: a script marks the
+//! holder's lease as interrupted (`P{<id>}:interrupt`), and the session id is published on
+//! the channel `P` + `interrupts`. Each store subscribes to that channel on a connection of
+//! its own (RESP3, resubscribed after reconnects; in a cluster, through the first seed) and
+//! cancels the calls it runs on that session, which then end exactly as a local
+//! `interrupt()` ends them. A holder that missed the message (its subscription was
+//! reconnecting) sees the mark at its next renewal, within a third of the lease's time to
+//! live.
+//!
+//! [`without_leases`](RedisSessionStoreBuilder::without_leases) turns leases off (and the
+//! subscriber connection): then only each process's own busy check and the saves'
+//! compare-and-swap coordinate instances.
 //!
 //! # Time to live
 //!
@@ -137,6 +178,7 @@
 
 mod codec;
 mod error;
+mod lease;
 mod redact;
 mod scripts;
 
@@ -144,8 +186,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentscope_core::CancellationToken;
 use agentscope_core::session::{
-    AgentState, SessionError, SessionStore, StateChange, validate_session_id,
+    AgentState, SessionError, SessionLease, SessionStore, StateChange, validate_session_id,
 };
 use futures::future::BoxFuture;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
@@ -154,8 +197,10 @@ use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 pub use error::RedisFailure;
+pub use lease::DEFAULT_LEASE_TTL;
 
 use codec::SaveReply;
+use lease::Leases;
 use redact::Endpoint;
 
 /// The key prefix stores use unless told otherwise.
@@ -187,6 +232,7 @@ struct Shared {
     connection: Connection,
     /// The URLs connected to (one, or the cluster's seeds).
     endpoints: Vec<Endpoint>,
+    leases: Leases,
 }
 
 /// The connection: to one server, or to a cluster.
@@ -240,6 +286,7 @@ pub struct RedisSessionStoreBuilder {
     connection_timeout: Duration,
     response_timeout: Duration,
     root_certificate: Option<Vec<u8>>,
+    lease_ttl: Option<Duration>,
 }
 
 impl fmt::Debug for RedisSessionStoreBuilder {
@@ -252,6 +299,7 @@ impl fmt::Debug for RedisSessionStoreBuilder {
             .field("connection_timeout", &self.connection_timeout)
             .field("response_timeout", &self.response_timeout)
             .field("tls_root_certificate", &self.root_certificate.is_some())
+            .field("lease_ttl", &self.lease_ttl)
             .finish()
     }
 }
@@ -266,6 +314,7 @@ impl RedisSessionStoreBuilder {
             connection_timeout: DEFAULT_CONNECTION_TIMEOUT,
             response_timeout: DEFAULT_RESPONSE_TIMEOUT,
             root_certificate: None,
+            lease_ttl: Some(DEFAULT_LEASE_TTL),
         }
     }
 
@@ -304,6 +353,28 @@ impl RedisSessionStoreBuilder {
         self
     }
 
+    /// How long a session's lease lives without being renewed (default
+    /// [`DEFAULT_LEASE_TTL`], 30 s; rounded to milliseconds, at least 3 ms). The holder renews
+    /// it every third of that while its call runs, so this is how long a session stays busy
+    /// after its holder died (a killed process, a lost network), and how long a holder may
+    /// stall before another instance may take the session over. See the
+    /// [crate docs](crate), "Leases and interrupts".
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = Some(ttl.max(Duration::from_millis(3)));
+        self
+    }
+
+    /// Takes no leases: agents on this store are then checked for concurrent calls only
+    /// within their own process, as with a file store, and concurrent writers from several
+    /// instances are caught by the saves' compare-and-swap alone
+    /// ([`SessionError::Conflict`]). Interrupting a session through this store still reaches
+    /// holders that other (leasing) stores run. Also spares the connection that receives
+    /// interrupts.
+    pub fn without_leases(mut self) -> Self {
+        self.lease_ttl = None;
+        self
+    }
+
     /// Connects (and, with a password, authenticates) and returns the store.
     ///
     /// # Errors
@@ -320,6 +391,7 @@ impl RedisSessionStoreBuilder {
             connection_timeout,
             response_timeout,
             root_certificate,
+            lease_ttl,
         } = self;
         check_prefix(&prefix)?;
         let Some(first) = endpoints.first() else {
@@ -346,6 +418,45 @@ impl RedisSessionStoreBuilder {
             client_tls: None,
             root_cert: Some(pem),
         });
+        // Reconnects: 6 attempts, 100 ms apart at first, doubling up to 1 s (the default
+        // doubles up to 6.4 s, long after a restarted server is back).
+        let manager_config = ConnectionManagerConfig::new()
+            .set_max_delay(Duration::from_secs(1))
+            .set_connection_timeout(Some(connection_timeout))
+            .set_response_timeout(Some(response_timeout));
+        let holders = Arc::new(lease::Holders::default());
+        // Interrupts arrive on a RESP3 connection of their own (to the first seed in a
+        // cluster, whose nodes forward every message), resubscribed after reconnects.
+        let subscriber = match lease_ttl {
+            None => None,
+            Some(_) => {
+                let info =
+                    redis::IntoConnectionInfo::into_connection_info(first.url()).map_err(fail)?;
+                let settings = info
+                    .redis_settings()
+                    .clone()
+                    .set_protocol(redis::ProtocolVersion::RESP3);
+                let info = info.set_redis_settings(settings);
+                let client = match certificates.clone() {
+                    Some(certificates) => redis::Client::build_with_tls(info, certificates),
+                    None => redis::Client::open(info),
+                }
+                .map_err(fail)?;
+                let receiver = Arc::clone(&holders);
+                let config = manager_config
+                    .clone()
+                    .set_push_sender(move |push| {
+                        receiver.on_push(push);
+                        Ok::<(), ()>(())
+                    })
+                    .set_automatic_resubscription();
+                Some(
+                    ConnectionManager::new_with_config(client, config)
+                        .await
+                        .map_err(fail)?,
+                )
+            }
+        };
         let connection = if cluster {
             let mut builder =
                 redis::cluster::ClusterClientBuilder::new(endpoints.iter().map(Endpoint::url))
@@ -373,14 +484,8 @@ impl RedisSessionStoreBuilder {
                     .await
                     .map_err(fail)?,
             );
-            // Reconnects: 6 attempts, 100 ms apart at first, doubling up to 1 s (the default
-            // doubles up to 6.4 s, long after a restarted server is back).
-            let config = ConnectionManagerConfig::new()
-                .set_max_delay(Duration::from_secs(1))
-                .set_connection_timeout(Some(connection_timeout))
-                .set_response_timeout(Some(response_timeout));
             Connection::Single(
-                ConnectionManager::new_with_config(client, config)
+                ConnectionManager::new_with_config(client, manager_config)
                     .await
                     .map_err(fail)?,
             )
@@ -389,6 +494,12 @@ impl RedisSessionStoreBuilder {
             shared: Arc::new(Shared {
                 connection,
                 endpoints,
+                leases: Leases {
+                    ttl: lease_ttl,
+                    holders,
+                    subscriber,
+                    channels: std::sync::Mutex::default(),
+                },
             }),
             prefix: prefix.into(),
             ttl,
@@ -548,6 +659,23 @@ impl RedisSessionStore {
         Ok(format!("{}{{{session}}}:messages", self.prefix))
     }
 
+    /// The key of session `session`'s lease: `<prefix>{<session>}:lease` (a string holding
+    /// the token of the call that holds the session; see the [crate docs](crate)).
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::InvalidSessionId`] as [`validate_session_id`].
+    pub fn lease_key(&self, session: &str) -> Result<String, SessionError> {
+        validate_session_id(session)?;
+        Ok(lease::lease_key(&self.prefix, session))
+    }
+
+    /// How long a lease lives without renewal (`None`: the store takes no leases); see
+    /// [`RedisSessionStoreBuilder::lease_ttl`].
+    pub fn lease_ttl(&self) -> Option<Duration> {
+        self.shared.leases.ttl
+    }
+
     /// The key of the prefix's session index, `<prefix>sessions`; `None` for a cluster
     /// store, which has none (see the [crate docs](crate)).
     pub fn index_key(&self) -> Option<String> {
@@ -563,6 +691,9 @@ impl RedisSessionStore {
             &*scripts::LOAD,
             &*scripts::DELETE,
             &*scripts::LIST,
+            &*scripts::RENEW,
+            &*scripts::RELEASE,
+            &*scripts::INTERRUPT,
         ] {
             script
                 .load_async(&mut connection)
@@ -615,7 +746,12 @@ impl RedisSessionStore {
 
     /// The session's keys, with the index for a standalone store.
     fn keys(&self, session: &str) -> Result<Vec<String>, SessionError> {
-        let mut keys = vec![self.state_key(session)?, self.messages_key(session)?];
+        let mut keys = vec![
+            self.state_key(session)?,
+            self.messages_key(session)?,
+            lease::lease_key(&self.prefix, session),
+            lease::flag_key(&self.prefix, session),
+        ];
         keys.extend(self.index_key());
         Ok(keys)
     }
@@ -651,6 +787,9 @@ impl RedisSessionStore {
             .map_err(|error| self.backend(Some(session), "saving", &error))?;
         match codec::save_reply(session, reply)? {
             SaveReply::Saved(revision) => Ok(revision),
+            SaveReply::Fenced => Err(SessionError::LeaseLost {
+                session: session.to_owned(),
+            }),
             SaveReply::Refused { revision, messages } => {
                 Err(match change.check(session, revision, messages) {
                     Err(error) => error,
@@ -884,6 +1023,18 @@ impl SessionStore for RedisSessionStore {
     fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
         Box::pin(self.list_sessions())
     }
+
+    fn lease<'a>(
+        &'a self,
+        session: &'a str,
+        interrupt: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Option<SessionLease>, SessionError>> {
+        Box::pin(self.take_lease(session, interrupt))
+    }
+
+    fn interrupt<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+        Box::pin(self.interrupt_session(session))
+    }
 }
 
 impl fmt::Debug for RedisSessionStore {
@@ -893,6 +1044,7 @@ impl fmt::Debug for RedisSessionStore {
             .field("cluster", &self.is_cluster())
             .field("key_prefix", &self.prefix)
             .field("ttl", &self.ttl)
+            .field("lease_ttl", &self.shared.leases.ttl)
             .finish()
     }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use agentscope::prelude::*;
 use agentscope::session::{AgentIdentity, AgentState, SessionStore, StateChange};
 use agentscope_redis::RedisSessionStore;
+use agentscope_test::tools::SlowTool;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use support::RedisCluster;
 
@@ -134,4 +135,76 @@ async fn cluster_store() {
     assert_eq!(stored.revision, 2);
     let texts: Vec<String> = stored.messages.iter().map(Msg::text).collect();
     assert_eq!(texts, ["hi", "Hello!", "hello", "Hi from the cluster"]);
+
+    // Leases and interrupts across the two connections (subscribed through different
+    // nodes): the lease is in the session's slot; a second instance is busy; its interrupt
+    // stops the call.
+    let slot = |key: String| {
+        let mut raw = raws[0].clone();
+        async move {
+            redis::cmd("CLUSTER")
+                .arg("KEYSLOT")
+                .arg(key)
+                .query_async::<i64>(&mut raw)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        slot(store.lease_key("chat-01").unwrap()).await,
+        slot(store.state_key("chat-01").unwrap()).await
+    );
+    let runner = ReActAgent::builder()
+        .model(ScriptedModel::new([
+            ScriptedResponse::tool_call("w1", "slow", serde_json::json!({"ms": 600_000})),
+            ScriptedResponse::text("never said"),
+        ]))
+        .toolkit(Toolkit::new().tool(SlowTool::new()))
+        .session(store.clone(), "chat-01")
+        .build()
+        .unwrap();
+    let running = tokio::spawn(async move { runner.call("wait").await });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while store
+        .load("chat-01")
+        .await
+        .unwrap()
+        .is_none_or(|state| state.running_tools.is_empty())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tool never started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let model = ScriptedModel::new([ScriptedResponse::text("late")]);
+    let other_instance = ReActAgent::builder()
+        .model(model.clone())
+        .session(agent_store_of(&cluster).await, "chat-01")
+        .build()
+        .unwrap();
+    assert!(matches!(
+        other_instance.call("me too").await,
+        Err(AgentError::Busy)
+    ));
+    assert!(other_instance.interrupt_session().await.unwrap());
+    let reply = tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("the interrupt arrives")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        reply.text(),
+        "I noticed that you have interrupted me. What can I do for you?"
+    );
+    assert_eq!(other_instance.call("me too").await.unwrap().text(), "late");
+}
+
+/// A store on the cluster through its last node only.
+async fn agent_store_of(cluster: &RedisCluster) -> RedisSessionStore {
+    RedisSessionStore::cluster_builder(cluster.seeds()[2..].to_vec())
+        .key_prefix("cluster:")
+        .connect()
+        .await
+        .unwrap()
 }

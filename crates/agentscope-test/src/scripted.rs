@@ -366,6 +366,12 @@ impl ScriptedModel {
         self.lock().script.push_back(response);
     }
 
+    /// Drops the responses not played yet (a call that failed or was interrupted before it
+    /// used its script).
+    pub fn clear(&self) {
+        self.lock().script.clear();
+    }
+
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.lock().requests.clone()

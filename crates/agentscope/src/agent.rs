@@ -332,15 +332,24 @@ impl ReActAgent {
         let messages = input.into().into_messages();
         conversation::check_no_system(&messages, "observed messages")?;
         let AgentInner { config, runtime } = &*self.inner;
-        let _guard = runtime.begin_call(config.settings.check_running)?;
-        let mut synced = config.load_session(runtime).await?;
+        let guard = runtime.begin_call(config.settings.check_running)?;
+        let mut synced = config.load_session(runtime, guard.token()).await?;
         let memory = &config.memory;
-        if !messages.is_empty() {
-            // Like a call's input: nothing may come between tool calls and their results.
-            conversation::check_input(pending_tool_uses(&memory.messages()), &messages)?;
-        }
-        memory.extend(messages);
-        config.save_session(runtime, synced.as_mut()).await
+        // Like a call's input: nothing may come between tool calls and their results.
+        let checked = match messages.is_empty() {
+            true => Ok(()),
+            false => conversation::check_input(pending_tool_uses(&memory.messages()), &messages)
+                .map(drop),
+        };
+        let saved = match checked {
+            Ok(()) => {
+                memory.extend(messages);
+                config.save_session(runtime, synced.as_mut()).await
+            }
+            Err(error) => Err(error.into()),
+        };
+        config.release_session(synced).await;
+        saved
     }
 
     /// The agent's state: its memory, name, id and [`metadata`](Self::metadata), taken now
@@ -421,13 +430,14 @@ impl ReActAgent {
     pub async fn load_state(&self, state: AgentState) -> Result<(), AgentError> {
         state.check().map_err(AgentError::invalid_input)?;
         let AgentInner { config, runtime } = &*self.inner;
-        let _guard = runtime.begin_call(config.settings.check_running)?;
+        let guard = runtime.begin_call(config.settings.check_running)?;
         if let Some(session) = &config.session {
             session
                 .replace(
                     config.identity(),
                     state.messages.clone(),
                     state.metadata.clone(),
+                    guard.token(),
                 )
                 .await?;
         }
@@ -474,10 +484,12 @@ impl ReActAgent {
         update: impl FnOnce(&mut Map<String, Value>),
     ) -> Result<(), AgentError> {
         let AgentInner { config, runtime } = &*self.inner;
-        let _guard = runtime.begin_call(config.settings.check_running)?;
-        let mut synced = config.load_session(runtime).await?;
+        let guard = runtime.begin_call(config.settings.check_running)?;
+        let mut synced = config.load_session(runtime, guard.token()).await?;
         update(&mut lock(runtime.metadata()));
-        config.save_session(runtime, synced.as_mut()).await
+        let saved = config.save_session(runtime, synced.as_mut()).await;
+        config.release_session(synced).await;
+        saved
     }
 
     /// The id of the session the agent is bound to
@@ -494,6 +506,27 @@ impl ReActAgent {
     /// Interrupting an idle agent does nothing.
     pub fn interrupt(&self) {
         self.inner.runtime.interrupt();
+    }
+
+    /// Interrupts the call running on the agent's session, on whichever instance runs it:
+    /// this agent's own calls (as [`interrupt`](Self::interrupt)), and, with a store that
+    /// leases sessions (`agentscope-redis`), the call that holds the session's lease in any
+    /// other process sharing the store, which then ends as a local interrupt ends it.
+    /// Returns whether the store found a call holding the session (always `false` for a
+    /// store that does not lease, and without a session).
+    ///
+    /// See `docs/scaling.md` for how the interrupt travels and how fast it arrives.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Session`] when the store could not be reached (this agent's own calls
+    /// are interrupted anyway).
+    pub async fn interrupt_session(&self) -> Result<bool, AgentError> {
+        self.interrupt();
+        match &self.inner.config.session {
+            Some(session) => Ok(session.interrupt().await?),
+            None => Ok(false),
+        }
     }
 
     /// Whether a call is running.

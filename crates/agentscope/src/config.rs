@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use agentscope_core::{AgentError, AgentInfo, BoxedModel, GenerateOptions, Memory, Msg};
+use agentscope_core::{
+    AgentError, AgentInfo, BoxedModel, CancellationToken, GenerateOptions, Memory, Msg,
+};
 
 use crate::runtime::AgentRuntime;
 use crate::session::{AgentIdentity, SessionBinding, Synced};
@@ -63,18 +65,28 @@ impl AgentConfig {
         AgentIdentity::new(self.info.name(), self.info.id())
     }
 
-    /// With a session: loads it into memory and `runtime`'s metadata (call this holding the
-    /// agent).
+    /// With a session: takes its lease (from a store that coordinates instances;
+    /// interrupts for the session cancel `interrupt`) and loads it into memory and
+    /// `runtime`'s metadata (call this holding the agent; end with
+    /// [`release_session`](Self::release_session)).
     pub(crate) async fn load_session(
         &self,
         runtime: &AgentRuntime,
+        interrupt: &CancellationToken,
     ) -> Result<Option<Synced>, AgentError> {
         match &self.session {
             Some(session) => session
-                .load(&*self.memory, runtime.metadata())
+                .load(&*self.memory, runtime.metadata(), interrupt)
                 .await
                 .map(Some),
             None => Ok(None),
+        }
+    }
+
+    /// With a session: gives back the lease [`load_session`](Self::load_session) took.
+    pub(crate) async fn release_session(&self, synced: Option<Synced>) {
+        if let (Some(session), Some(synced)) = (&self.session, synced) {
+            session.release(synced).await;
         }
     }
 

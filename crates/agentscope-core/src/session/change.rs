@@ -58,6 +58,11 @@ pub struct StateChange {
     pub hooks: Map<String, Value>,
     /// When the change was made.
     pub saved_at: DateTime<Utc>,
+    /// The [`fence`](super::SessionLease::fence) of the lease the change is saved under, if
+    /// any: a store that leases sessions refuses the change when another lease replaced
+    /// this one ([`SessionError::LeaseLost`]). Not part of the stored state.
+    #[serde(skip)]
+    pub fence: Option<String>,
 }
 
 impl StateChange {
@@ -73,6 +78,7 @@ impl StateChange {
             running_tools: Vec::new(),
             hooks: Map::new(),
             saved_at: Utc::now(),
+            fence: None,
         }
     }
 
@@ -89,6 +95,7 @@ impl StateChange {
             running_tools: state.running_tools.clone(),
             hooks: state.hooks.clone(),
             saved_at: state.saved_at,
+            fence: None,
         }
     }
 
@@ -110,6 +117,13 @@ impl StateChange {
     #[must_use]
     pub fn with_hooks(mut self, hooks: Map<String, Value>) -> Self {
         self.hooks = hooks;
+        self
+    }
+
+    /// Returns the change fenced by a lease's token (see [`fence`](Self::fence)).
+    #[must_use]
+    pub fn with_fence(mut self, fence: impl Into<String>) -> Self {
+        self.fence = Some(fence.into());
         self
     }
 

@@ -74,6 +74,25 @@ pub enum SessionError {
         /// The revision stored (`0`: the session does not exist).
         found: u64,
     },
+    /// Another call holds the session's lease (on another instance, or another agent of this
+    /// one): see [`SessionStore::lease`](super::SessionStore::lease). Nothing was loaded or
+    /// changed; try again once that call has ended. An agent call reports it as
+    /// [`AgentError::Busy`](crate::AgentError::Busy).
+    #[error("session '{session}' is busy: another call holds its lease")]
+    Busy {
+        /// The session id.
+        session: String,
+    },
+    /// A save was made under a lease that expired and that another call has taken since
+    /// (the holder stalled longer than the lease's time to live). Nothing was written: the
+    /// other call owns the session now.
+    #[error(
+        "session '{session}': this call's lease expired and another call took the session, so the save was refused"
+    )]
+    LeaseLost {
+        /// The session id.
+        session: String,
+    },
     /// A [`StateChange`](super::StateChange) that cannot apply to the stored state (it
     /// keeps more messages than are stored, or appends a message memory cannot hold).
     /// Nothing was written.
@@ -123,6 +142,8 @@ impl SessionError {
             | SessionError::UnsupportedVersion { session, .. }
             | SessionError::InvalidSessionId { session, .. }
             | SessionError::Conflict { session, .. }
+            | SessionError::Busy { session }
+            | SessionError::LeaseLost { session }
             | SessionError::InvalidChange { session, .. } => Some(session),
             SessionError::Io { session, .. } | SessionError::Backend { session, .. } => {
                 session.as_deref()

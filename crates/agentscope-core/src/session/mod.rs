@@ -11,15 +11,19 @@
 mod change;
 mod error;
 mod hook_state;
+mod lease;
 mod state;
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+use crate::CancellationToken;
+
 pub use change::StateChange;
 pub use error::{MAX_SESSION_ID_LEN, SessionError, validate_session_id};
 pub use hook_state::HookState;
+pub use lease::{LeaseHandle, SessionLease};
 pub use state::{AgentIdentity, AgentState, InvalidState};
 
 /// Where agent states live, by session id.
@@ -45,6 +49,10 @@ pub use state::{AgentIdentity, AgentState, InvalidState};
 ///   [`AgentState::encode`].
 /// - [`delete`](Self::delete) returns whether the session existed.
 /// - [`list`](Self::list) returns the ids of the stored sessions, sorted.
+/// - [`lease`](Self::lease) and [`interrupt`](Self::interrupt) are for stores shared by
+///   several instances of a service: a store that implements them makes one call at a time
+///   run on a session across all instances, and lets any instance interrupt it. The
+///   provided methods do nothing (an agent's own busy check is then the only one).
 /// - Session ids: the built-in stores accept the ids [`validate_session_id`] accepts and
 ///   reject others with [`SessionError::InvalidSessionId`]; do the same in yours unless you
 ///   have a reason not to, so sessions can move between stores.
@@ -149,6 +157,47 @@ pub trait SessionStore: Send + Sync + 'static {
     ///
     /// The store could not be read.
     fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>>;
+
+    /// Claims session `session` for one call, across every instance sharing the store, and
+    /// delivers [`interrupt`](Self::interrupt)s for it by cancelling `interrupt`.
+    ///
+    /// An agent bound to the session calls this before it loads the session (before any hook
+    /// runs), saves with the lease's [`fence`](SessionLease::fence), and releases it when the
+    /// call ends. `Ok(None)` means the store does not coordinate instances (the provided
+    /// method).
+    ///
+    /// A store that leases must: refuse a second lease while one is held
+    /// ([`SessionError::Busy`]); keep the lease while its holder lives (renewing it) and let it
+    /// expire when the holder dies; refuse a save fenced by a lease that another holder has
+    /// replaced ([`SessionError::LeaseLost`]); cancel `interrupt` when any instance calls
+    /// [`interrupt`](Self::interrupt) for the session while the lease is held (and may cancel
+    /// it when the lease is lost, so the call stops early).
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::Busy`] while another call holds the session; an invalid id; the store
+    /// could not be reached.
+    fn lease<'a>(
+        &'a self,
+        session: &'a str,
+        interrupt: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Option<SessionLease>, SessionError>> {
+        let _ = (session, interrupt);
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
+    /// Interrupts the call that holds session `session`'s lease, on whichever instance runs
+    /// it (that call then ends as a local `interrupt()` ends it). Returns whether a call was
+    /// holding the session. The provided method returns `Ok(false)`: the store does not
+    /// coordinate instances.
+    ///
+    /// # Errors
+    ///
+    /// An invalid id; the store could not be reached.
+    fn interrupt<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+        let _ = session;
+        Box::pin(std::future::ready(Ok(false)))
+    }
 }
 
 /// Forwards the store methods through a smart pointer (`Arc<S>`, `Box<S>`).
@@ -176,6 +225,18 @@ macro_rules! forward_session_store {
 
             fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
                 (**self).list()
+            }
+
+            fn lease<'a>(
+                &'a self,
+                session: &'a str,
+                interrupt: &'a CancellationToken,
+            ) -> BoxFuture<'a, Result<Option<SessionLease>, SessionError>> {
+                (**self).lease(session, interrupt)
+            }
+
+            fn interrupt<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+                (**self).interrupt(session)
             }
         }
     )*};

@@ -47,6 +47,8 @@ pub fn free_port() -> u16 {
 /// A `redis-server` process of the test.
 pub struct RedisServer {
     child: Child,
+    /// The arguments it was started with (for `restart`; empty for TLS servers).
+    args: Vec<std::ffi::OsString>,
     port: u16,
     tls_port: Option<u16>,
     password: Option<String>,
@@ -81,6 +83,7 @@ impl RedisServer {
                 command.args(["--requirepass", password]);
             }
             command.args(extra);
+            let args = command.get_args().map(ToOwned::to_owned).collect();
             let child = command
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -89,6 +92,7 @@ impl RedisServer {
                 .expect("redis-server starts");
             let mut server = RedisServer {
                 child,
+                args,
                 port,
                 tls_port: None,
                 password: password.map(str::to_owned),
@@ -129,6 +133,7 @@ impl RedisServer {
             .expect("redis-server starts");
         let mut server = RedisServer {
             child,
+            args: Vec::new(),
             port,
             tls_port: Some(port),
             password: Some(password.to_owned()),
@@ -215,6 +220,21 @@ impl RedisServer {
             .get_multiplexed_async_connection()
             .await
             .expect("a raw connection")
+    }
+
+    /// Kills the server (SIGKILL) and starts it again on the same port and directory, with
+    /// the same arguments (so with `--appendonly yes` it reloads what it had).
+    pub fn restart(&mut self) {
+        assert!(!self.args.is_empty(), "only plain servers restart");
+        self.kill();
+        self.child = Command::new("redis-server")
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts again");
+        self.wait_ready().expect("redis-server restarts");
     }
 
     /// Kills the server now.

@@ -77,7 +77,9 @@ pub(crate) async fn run(
     // (Boxed: the session's futures and state live on the heap only for agents that have
     // one, so they don't enlarge every call's future.)
     let session = match config.session.is_some() {
-        true => Box::pin(config.load_session(runtime)).await?.map(Box::new),
+        true => Box::pin(config.load_session(runtime, guard.token()))
+            .await?
+            .map(Box::new),
         false => None,
     };
     // Declared before `call`: when the call is dropped, its open tool calls are closed first.
@@ -158,8 +160,8 @@ pub(crate) async fn run(
     result
 }
 
-/// Saves the bound session after a call (whatever its outcome) if memory changed. A failed
-/// save fails a call that succeeded; a call that failed keeps its own error (the save error
+/// Saves the bound session after a call (whatever its outcome) if memory changed, and gives
+/// the session's lease back. A failed save fails a call that succeeded; a call that failed keeps its own error (the save error
 /// is logged), since its caller must retry anyway.
 async fn save_session(
     config: &AgentConfig,
@@ -167,7 +169,9 @@ async fn save_session(
     mut synced: Box<Synced>,
     result: Result<Msg, AgentError>,
 ) -> Result<Msg, AgentError> {
-    let Err(save_error) = config.save_session(runtime, Some(&mut synced)).await else {
+    let saved = config.save_session(runtime, Some(&mut synced)).await;
+    config.release_session(Some(*synced)).await;
+    let Err(save_error) = saved else {
         return result;
     };
     match result {

@@ -3,7 +3,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use agentscope_core::{AgentError, Memory, Msg, SharedString};
+use agentscope_core::session::SessionLease;
+use agentscope_core::{AgentError, CancellationToken, Memory, Msg, SharedString};
 use serde_json::{Map, Value};
 
 use super::{AgentIdentity, SessionStore, StateChange};
@@ -36,6 +37,9 @@ pub(crate) struct Synced {
     running_changed: bool,
     /// The hooks' session state as stored (see `HookState`).
     hooks: Map<String, Value>,
+    /// The call's lease on the session, from a store that coordinates instances: saves are
+    /// fenced by it; [`SessionBinding::release`] gives it back.
+    lease: Option<SessionLease>,
 }
 
 impl Synced {
@@ -80,18 +84,34 @@ impl SessionBinding {
         &self.id
     }
 
-    /// Loads the session into `memory` and `metadata` (a missing session is a fresh
+    /// Takes the session's lease (from a store that coordinates instances; `interrupt` is
+    /// the call's token, which the store cancels when any instance interrupts the session),
+    /// then loads the session into `memory` and `metadata` (a missing session is a fresh
     /// conversation: the initial state, stored by the first save). On error nothing local
-    /// changed.
+    /// changed and no lease is held.
     pub(crate) async fn load(
         &self,
         memory: &dyn Memory,
         metadata: &Mutex<Map<String, Value>>,
+        interrupt: &CancellationToken,
     ) -> Result<Synced, AgentError> {
-        let (messages, synced) = match self.store.load(&self.id).await? {
+        let lease = self.store.lease(&self.id, interrupt).await?;
+        let stored = match self.store.load(&self.id).await {
+            Ok(stored) => stored,
+            Err(error) => {
+                release(lease).await;
+                return Err(error.into());
+            }
+        };
+        if let Some(state) = &stored {
+            // Custom stores may hand over states `decode` never saw.
+            if let Err(error) = state.check_for(&self.id) {
+                release(lease).await;
+                return Err(error.into());
+            }
+        }
+        let (messages, synced) = match stored {
             Some(state) => {
-                // Custom stores may hand over states `decode` never saw.
-                state.check_for(&self.id)?;
                 let synced = Synced {
                     revision: state.revision,
                     stored: state.messages.len(),
@@ -100,6 +120,7 @@ impl SessionBinding {
                     running: state.running_tools,
                     running_changed: false,
                     hooks: state.hooks,
+                    lease,
                 };
                 (state.messages, synced)
             }
@@ -112,6 +133,7 @@ impl SessionBinding {
                     running: Vec::new(),
                     running_changed: false,
                     hooks: Map::new(),
+                    lease,
                 };
                 (self.initial_messages.clone(), synced)
             }
@@ -183,10 +205,11 @@ impl SessionBinding {
             None => synced.last_id.clone(),
         };
         let hooks = hooks.unwrap_or(&synced.hooks).clone();
-        let change = StateChange::new(synced.revision, kept, appended, agent.clone())
+        let mut change = StateChange::new(synced.revision, kept, appended, agent.clone())
             .with_metadata(metadata)
             .with_running_tools(synced.running.clone())
             .with_hooks(hooks);
+        change.fence = synced.lease.as_ref().map(|lease| lease.fence().to_owned());
         let revision = self.store.save(&self.id, &change).await?;
         synced.revision = revision;
         synced.stored = stored;
@@ -198,20 +221,53 @@ impl SessionBinding {
     }
 
     /// Replaces the session's whole state with `messages` and `metadata`, on top of
-    /// whatever revision is stored (`load_state`: the caller means to overwrite).
+    /// whatever revision is stored (`load_state`: the caller means to overwrite), holding
+    /// the session's lease meanwhile.
     pub(crate) async fn replace(
         &self,
         agent: AgentIdentity,
         messages: Vec<Msg>,
         metadata: Map<String, Value>,
+        interrupt: &CancellationToken,
     ) -> Result<(), AgentError> {
-        let base = self
-            .store
-            .load(&self.id)
-            .await?
-            .map_or(0, |state| state.revision);
-        let change = StateChange::new(base, 0, messages, agent).with_metadata(metadata);
-        self.store.save(&self.id, &change).await?;
+        let lease = self.store.lease(&self.id, interrupt).await?;
+        let saved = async {
+            let base = self
+                .store
+                .load(&self.id)
+                .await?
+                .map_or(0, |state| state.revision);
+            let mut change = StateChange::new(base, 0, messages, agent).with_metadata(metadata);
+            change.fence = lease.as_ref().map(|lease| lease.fence().to_owned());
+            self.store.save(&self.id, &change).await
+        }
+        .await;
+        release(lease).await;
+        saved?;
         Ok(())
+    }
+
+    /// Interrupts the call holding the session's lease, wherever it runs (see
+    /// `SessionStore::interrupt`).
+    pub(crate) async fn interrupt(&self) -> Result<bool, AgentError> {
+        Ok(self.store.interrupt(&self.id).await?)
+    }
+
+    /// Ends a call's hold on the session: gives its lease back (see [`release`]).
+    pub(crate) async fn release(&self, synced: Synced) {
+        release(synced.lease).await;
+    }
+}
+
+/// Gives a lease back. A failure is logged, not returned: the call's work is stored
+/// already, and a lease that could not be given back expires on its own.
+async fn release(lease: Option<SessionLease>) {
+    if let Some(lease) = lease
+        && let Err(error) = lease.release().await
+    {
+        tracing::warn!(
+            %error,
+            "giving back a session lease failed; it expires after its time to live"
+        );
     }
 }

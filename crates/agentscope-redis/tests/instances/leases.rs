@@ -1,0 +1,280 @@
+//! The lease and the interrupt between two instances of one process (two stores, each with
+//! its own connections, as two processes have).
+
+use std::time::{Duration, Instant};
+
+use agentscope::CancellationToken;
+use agentscope::prelude::*;
+use agentscope::session::AgentIdentity;
+use agentscope::session::{SessionError, SessionStore, StateChange};
+use agentscope_redis::RedisSessionStore;
+use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
+use redis::AsyncCommands;
+
+use crate::support::RedisServer;
+use crate::worker::{Outcome, Request, agent, serve};
+use crate::{
+    INTERRUPT_REPLY, INTERRUPTED_RESULT, INTERRUPTED_WHILE_RUNNING, all_said, wait_running,
+};
+
+fn identity() -> AgentIdentity {
+    AgentIdentity::new("a", "1")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_the_first() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (store_a, store_b) = (server.store().await, server.store().await);
+    let model_a = ScriptedModel::new([]);
+    let a = agent(store_a, "s", "a", model_a.clone());
+    let model_b = ScriptedModel::new([]);
+    let b = agent(store_b.clone(), "s", "b", model_b.clone());
+    let recorder = RecordingHook::new(0);
+    b.add_hook(recorder.clone());
+
+    let running = tokio::spawn(async move {
+        let request = Request {
+            input: "q1".into(),
+            reply: "never said".into(),
+            wait_ms: Some(60_000),
+        };
+        serve(&a, &model_a, &request).await
+    });
+    wait_running(&store_b, "s").await;
+    let before = store_b.load("s").await.unwrap().unwrap();
+
+    // Instance B: busy at once; no hook ran, the model was not asked, nothing was stored.
+    let error = b.call("q2").await.unwrap_err();
+    assert!(matches!(error, AgentError::Busy), "{error:?}");
+    assert!(recorder.events().is_empty(), "{:?}", recorder.events());
+    assert_eq!(model_b.request_count(), 0);
+    assert_eq!(store_b.load("s").await.unwrap().unwrap(), before);
+    // Observing and changing metadata take the lease too.
+    assert!(matches!(
+        b.observe(Msg::user("note")).await,
+        Err(AgentError::Busy)
+    ));
+
+    // B interrupts A's call: A ends as a local interrupt ends it.
+    let started = Instant::now();
+    assert!(b.interrupt_session().await.unwrap());
+    let outcome = running.await.unwrap();
+    println!("interrupt across instances: {:?}", started.elapsed());
+    assert_eq!(
+        outcome,
+        Outcome::Ok {
+            reply: INTERRUPT_REPLY.into(),
+            model_input: vec!["q1".into()],
+        }
+    );
+    let stored = store_b.load("s").await.unwrap().unwrap();
+    assert_eq!(
+        all_said(&stored.messages),
+        [
+            "q1",
+            "call wait",
+            &format!("result {INTERRUPTED_RESULT}"),
+            INTERRUPT_REPLY
+        ]
+    );
+    assert!(stored.running_tools.is_empty());
+
+    // The lease was given back with the call: B runs now, on the whole conversation.
+    model_b.push(ScriptedResponse::text("a2"));
+    assert_eq!(b.call("q2").await.unwrap().text(), "a2");
+    let mut expected = all_said(&stored.messages);
+    expected.push("q2".into());
+    assert_eq!(all_said(&model_b.requests()[0].messages), expected);
+    assert_eq!(recorder.types().first(), Some(&HookEventType::PreCall));
+    // Nobody holds the session now: an interrupt finds no call.
+    assert!(!b.interrupt_session().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_taken_over_refuses_the_old_holders_saves_and_release() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let store = RedisSessionStore::builder(server.url())
+        .lease_ttl(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let other = server.store().await;
+    let key = store.lease_key("s").unwrap();
+    assert_eq!(key, "agentscope:{s}:lease");
+
+    let cancel = CancellationToken::new();
+    let lease = store.lease("s", &cancel).await.unwrap().unwrap();
+    let mut raw = server.raw().await;
+    let held: String = raw.get(&key).await.unwrap();
+    assert_eq!(held, lease.fence());
+    let ttl: i64 = raw.pttl(&key).await.unwrap();
+    assert!((1..=300).contains(&ttl), "{ttl}");
+    // Held past its time to live: the holder renews it.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let still: String = raw.get(&key).await.unwrap();
+    assert_eq!(still, lease.fence());
+    assert!(!cancel.is_cancelled());
+    // Another instance is refused.
+    let error = other
+        .lease("s", &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, SessionError::Busy { session } if session == "s"),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "session 's' is busy: another call holds its lease"
+    );
+    assert!(matches!(AgentError::from(error), AgentError::Busy));
+
+    // Saves under the lease go through.
+    let first = StateChange::new(0, 0, vec![Msg::user("1")], identity()).with_fence(lease.fence());
+    assert_eq!(store.save("s", &first).await.unwrap(), 1);
+
+    // Another call takes the session over (as after the holder stalled past the TTL).
+    let _: () = raw.set(&key, "newer-holder").await.unwrap();
+    let stale =
+        StateChange::new(1, 1, vec![Msg::assistant("2")], identity()).with_fence(lease.fence());
+    let error = store.save("s", &stale).await.unwrap_err();
+    assert!(
+        matches!(&error, SessionError::LeaseLost { session } if session == "s"),
+        "{error:?}"
+    );
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert_eq!((stored.revision, stored.messages.len()), (1, 1));
+    // The old holder's renewal notices and stops its call.
+    tokio::time::timeout(Duration::from_secs(5), cancel.cancelled())
+        .await
+        .expect("the lost lease cancels the call");
+    // Giving the old lease back leaves the new holder's alone.
+    lease.release().await.unwrap();
+    let holder: String = raw.get(&key).await.unwrap();
+    assert_eq!(holder, "newer-holder");
+
+    // The new holder releases: the session is free.
+    let _: () = raw.del(&key).await.unwrap();
+    let lease = other
+        .lease("s", &CancellationToken::new())
+        .await
+        .unwrap()
+        .unwrap();
+    lease.release().await.unwrap();
+    let gone: Option<String> = raw.get(&key).await.unwrap();
+    assert_eq!(gone, None);
+}
+
+/// A holder that missed the interrupt message (its subscription was down) reads the mark
+/// when it next renews.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_mark_reaches_a_holder_that_missed_the_message() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let store = RedisSessionStore::builder(server.url())
+        .lease_ttl(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let lease = store.lease("s", &cancel).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert!(!cancel.is_cancelled());
+    // The mark alone, as the interrupt script leaves it, without the published message.
+    let mut raw = server.raw().await;
+    let _: () = raw
+        .set_ex("agentscope:{s}:interrupt", lease.fence(), 5)
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), cancel.cancelled())
+        .await
+        .expect("the renewal reads the mark");
+    lease.release().await.unwrap();
+    let keys: Vec<String> = raw.keys("agentscope:{s}:*").await.unwrap();
+    assert!(
+        keys.is_empty(),
+        "release removes the lease and its mark: {keys:?}"
+    );
+}
+
+/// A dropped call gives its lease back at once (in the background), and the next call on
+/// any instance settles the tool it left running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_call_gives_its_lease_back() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (store_a, store_b) = (server.store().await, server.store().await);
+    assert_eq!(store_a.lease_ttl(), Some(Duration::from_secs(30)));
+    let model_a = ScriptedModel::new([]);
+    let a = agent(store_a, "s", "a", model_a.clone());
+    let running = tokio::spawn(async move {
+        let request = Request {
+            input: "q1".into(),
+            reply: "never said".into(),
+            wait_ms: Some(60_000),
+        };
+        serve(&a, &model_a, &request).await
+    });
+    wait_running(&store_b, "s").await;
+    running.abort();
+    assert!(running.await.unwrap_err().is_cancelled());
+    let mut raw = server.raw().await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let held: Option<String> = raw.get("agentscope:{s}:lease").await.unwrap();
+        if held.is_none() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the dropped call's lease stayed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let model_b = ScriptedModel::new([ScriptedResponse::text("a2")]);
+    let b = agent(store_b.clone(), "s", "b", model_b.clone());
+    assert_eq!(b.call("q2").await.unwrap().text(), "a2");
+    assert_eq!(
+        all_said(&store_b.load("s").await.unwrap().unwrap().messages),
+        [
+            "q1",
+            "call wait",
+            &format!("result {INTERRUPTED_WHILE_RUNNING}"),
+            "q2",
+            "a2"
+        ]
+    );
+}
+
+/// A store built `without_leases` takes none: agents on it rely on the saves'
+/// compare-and-swap alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_leases_no_lease_is_taken() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let store = RedisSessionStore::builder(server.url())
+        .without_leases()
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(store.lease_ttl(), None);
+    assert!(
+        store
+            .lease("s", &CancellationToken::new())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let model = ScriptedModel::new([ScriptedResponse::text("hi")]);
+    let agent = agent(store.clone(), "s", "a", model);
+    agent.call("hello").await.unwrap();
+    let mut raw = server.raw().await;
+    let keys: Vec<String> = raw.keys("agentscope:{s}:*").await.unwrap();
+    let mut keys = keys;
+    keys.sort();
+    assert_eq!(keys, ["agentscope:{s}:messages", "agentscope:{s}:state"]);
+}
