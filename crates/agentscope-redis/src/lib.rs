@@ -1054,6 +1054,11 @@ impl fmt::Debug for RedisSessionStore {
 #[doc = include_str!("../README.md")]
 struct Readme;
 
+/// Compiles the scaling guide's code blocks with the doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/scaling.md")]
+struct ScalingGuide;
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
