@@ -106,7 +106,7 @@ impl DemoModel {
             .find(|call| call.id == result.id)
             .cloned();
         match retry {
-            Some(call) => Self::call(messages, &call.name, call.input),
+            Some(call) => Self::call(messages, &call.name, call.input.into()),
             None => ScriptedResponse::text("I could not do that."),
         }
     }
@@ -356,7 +356,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // The reviewer knows better: 6*8 is what the user meant.
         let mut input = call.input.clone();
         input["expression"] = json!("6*8");
-        ApprovalDecision::Edit(input)
+        ApprovalDecision::Edit(input.into())
     })
     .await?;
 

@@ -20,7 +20,7 @@
 //! on the final chunk.
 
 use agentscope_core::{
-    ChatResponse, ChatUsage, ContentBlock, ModelError, ThinkingBlock, ToolUseBlock,
+    ChatResponse, ChatUsage, ContentBlock, ModelError, ThinkingBlock, ToolInput, ToolUseBlock,
 };
 use agentscope_http::Decode;
 use agentscope_http::lenient::{error_text, from_object, non_empty, not_json, snippet};
@@ -330,7 +330,7 @@ impl Decoder {
         let fragment = ToolUseBlock {
             id: id.clone().into(),
             name: name.clone().into(),
-            input: Value::Null,
+            input: ToolInput::null(),
             raw_input: Some(arguments),
         };
         let state = ToolState {
@@ -360,7 +360,7 @@ impl Decoder {
                         ToolUseBlock {
                             id: Default::default(),
                             name: Default::default(),
-                            input: Value::Null,
+                            input: ToolInput::null(),
                             raw_input: Some(piece),
                         }
                         .into(),
@@ -403,7 +403,7 @@ impl Decoder {
                 ToolUseBlock {
                     id: tool.id.into(),
                     name: tool.name.into(),
-                    input: Value::Null,
+                    input: ToolInput::null(),
                     raw_input: Some(tool.arguments),
                 }
                 .into()
@@ -602,7 +602,7 @@ mod tests {
             &ToolUseBlock {
                 id: "call_DdmO9pD3xa9XTPNJ32zg2hcA".into(),
                 name: "get_weather".into(),
-                input: Value::Null,
+                input: ToolInput::null(),
                 raw_input: Some(String::new()),
             }
         );
@@ -940,7 +940,7 @@ mod tests {
             vec![ContentBlock::ToolUse(ToolUseBlock {
                 id: "toolu_b".into(),
                 name: "g".into(),
-                input: Value::Null,
+                input: ToolInput::null(),
                 raw_input: Some("{\"y\": 2}".into()),
             })]
         );
@@ -948,7 +948,7 @@ mod tests {
         let uses = msg.tool_uses();
         assert_eq!(uses.len(), 3);
         assert_eq!(
-            (uses[0].id.as_str(), uses[0].name.as_str(), &uses[0].input),
+            (uses[0].id.as_str(), uses[0].name.as_str(), &*uses[0].input),
             ("toolu_a", "f", &json!({"x": 1}))
         );
         // A call without an id gets one, so it does not continue the previous call.
@@ -957,9 +957,9 @@ mod tests {
             "{}",
             uses[1].id
         );
-        assert_eq!((uses[1].name.as_str(), &uses[1].input), ("h", &json!({})));
+        assert_eq!((uses[1].name.as_str(), &*uses[1].input), ("h", &json!({})));
         assert_eq!(
-            (uses[2].id.as_str(), &uses[2].input),
+            (uses[2].id.as_str(), &*uses[2].input),
             ("toolu_b", &json!({"y": 2}))
         );
     }

@@ -311,7 +311,7 @@ fn assistant_blocks(msg: &Msg) -> Vec<Value> {
 /// A tool call; its `input` must be an object, `{}` when the arguments did not parse.
 fn tool_use_block(tool_use: &ToolUseBlock) -> Value {
     let input = if tool_use.input.is_object() {
-        tool_use.input.clone()
+        (*tool_use.input).clone()
     } else {
         tool_use
             .raw_input
@@ -436,7 +436,7 @@ mod tests {
                 .block(ToolUseBlock {
                     id: "toolu_02".into(),
                     name: "get_weather".into(),
-                    input: Value::Null,
+                    input: Value::Null.into(),
                     raw_input: Some("{\"city\": \"Ro".into()),
                 })
                 .build(),
@@ -796,7 +796,7 @@ mod tests {
         let raw_object = ToolUseBlock {
             id: "a".into(),
             name: "f".into(),
-            input: Value::Null,
+            input: Value::Null.into(),
             raw_input: Some("{\"x\": 1}".into()),
         };
         assert_eq!(tool_use_block(&raw_object)["input"], json!({"x": 1}));

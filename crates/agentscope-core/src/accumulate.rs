@@ -25,7 +25,7 @@ use crate::model::{ChatResponse, ChatUsage};
 /// conformance tests assemble messages identically.
 ///
 /// ```
-/// use agentscope_core::{ChatAccumulator, ChatResponse, ContentBlock, ToolUseBlock};
+/// use agentscope_core::{ChatAccumulator, ChatResponse, ContentBlock, ToolInput, ToolUseBlock};
 /// use serde_json::json;
 ///
 /// let mut acc = ChatAccumulator::new("assistant");
@@ -33,7 +33,7 @@ use crate::model::{ChatResponse, ChatUsage};
 /// acc.push(&ChatResponse::new(vec![ContentBlock::text(" is 42.")]));
 /// let fragment = |id: &str, args: &str| ToolUseBlock {
 ///     id: id.into(), name: if id.is_empty() { "".into() } else { "calc".into() },
-///     input: json!(null), raw_input: Some(args.into()),
+///     input: ToolInput::null(), raw_input: Some(args.into()),
 /// };
 /// acc.push(&ChatResponse::new(vec![fragment("c1", "{\"expr\":").into()]));
 /// acc.push(&ChatResponse::new(vec![fragment("", "\"6*7\"}").into()]));
@@ -238,18 +238,18 @@ fn finish_tool_use(tool_use: &mut ToolUseBlock) {
     }
     let Some(raw) = tool_use.raw_input.take() else {
         if tool_use.input.is_null() {
-            tool_use.input = Value::Object(Default::default());
+            tool_use.input = Value::Object(Default::default()).into();
         }
         return;
     };
     if raw.trim().is_empty() {
-        tool_use.input = Value::Object(Default::default());
+        tool_use.input = Value::Object(Default::default()).into();
         return;
     }
     match serde_json::from_str::<Value>(&raw) {
-        Ok(value) => tool_use.input = value,
+        Ok(value) => tool_use.input = value.into(),
         Err(_) => {
-            tool_use.input = Value::Null;
+            tool_use.input = Value::Null.into();
             tool_use.raw_input = Some(raw);
         }
     }
@@ -268,7 +268,7 @@ mod tests {
         ToolUseBlock {
             id: id.into(),
             name: name.into(),
-            input: Value::Null,
+            input: Value::Null.into(),
             raw_input: Some(raw.into()),
         }
         .into()
@@ -314,7 +314,7 @@ mod tests {
         let calls: Vec<_> = b
             .tool_uses()
             .iter()
-            .map(|c| (c.id.as_str(), c.input.clone()))
+            .map(|c| (c.id.as_str(), c.input.clone().into_value()))
             .collect();
         assert_eq!(
             calls,
@@ -379,11 +379,11 @@ mod tests {
         let uses = msg.tool_uses();
         assert_eq!(uses.len(), 2);
         assert_eq!(
-            (uses[0].name.as_str(), &uses[0].input),
+            (uses[0].name.as_str(), &*uses[0].input),
             ("calc", &json!({"a": 1}))
         );
         assert_eq!(
-            (uses[1].name.as_str(), &uses[1].input),
+            (uses[1].name.as_str(), &*uses[1].input),
             ("search", &json!({"q": "x"}))
         );
         assert!(uses.iter().all(|u| u.raw_input.is_none()));

@@ -29,6 +29,7 @@ mod model;
 pub mod session;
 mod text;
 mod tool;
+mod tool_input;
 
 pub use accumulate::ChatAccumulator;
 pub use cancel::{CancellationToken, Cancelled};
@@ -58,3 +59,4 @@ pub use tool::{
     BoxedTool, ProgressReceiver, ProgressSender, Tool, ToolContext, ToolKind, ToolOutput,
     ToolProgress, progress_channel,
 };
+pub use tool_input::ToolInput;

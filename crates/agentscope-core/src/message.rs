@@ -25,6 +25,7 @@
 //! deserialise with an error (never a panic).
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -33,6 +34,7 @@ use serde_json::Value;
 use crate::content::Content;
 use crate::metadata::Metadata;
 use crate::text::SharedString;
+use crate::tool_input::ToolInput;
 
 /// The metadata key under which [`Msg::generate_reason`] is stored.
 pub const GENERATE_REASON_KEY: &str = "generate_reason";
@@ -162,8 +164,8 @@ pub struct ToolUseBlock {
     pub id: SharedString,
     /// The tool's name.
     pub name: SharedString,
-    /// The JSON arguments.
-    pub input: Value,
+    /// The JSON arguments, shared copy-on-write (see [`ToolInput`]).
+    pub input: ToolInput,
     /// Unparsed argument text (see the type docs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_input: Option<String>,
@@ -171,11 +173,15 @@ pub struct ToolUseBlock {
 
 impl ToolUseBlock {
     /// Creates a tool call with parsed arguments.
-    pub fn new(id: impl Into<SharedString>, name: impl Into<SharedString>, input: Value) -> Self {
+    pub fn new(
+        id: impl Into<SharedString>,
+        name: impl Into<SharedString>,
+        input: impl Into<ToolInput>,
+    ) -> Self {
         Self {
             id: id.into(),
             name: name.into(),
-            input,
+            input: input.into(),
             raw_input: None,
         }
     }
@@ -263,6 +269,23 @@ impl ContentBlock {
     pub fn as_text(&self) -> Option<&str> {
         match self {
             ContentBlock::Text(block) => Some(&block.text),
+            _ => None,
+        }
+    }
+
+    /// The tool call of a tool-use block, `None` for every other kind.
+    ///
+    /// ```
+    /// use agentscope_core::{ContentBlock, ToolUseBlock};
+    /// use serde_json::json;
+    ///
+    /// let block = ContentBlock::from(ToolUseBlock::new("c1", "search", json!({"q": "x"})));
+    /// assert_eq!(block.as_tool_use().map(|call| call.name.as_str()), Some("search"));
+    /// assert!(ContentBlock::text("hi").as_tool_use().is_none());
+    /// ```
+    pub fn as_tool_use(&self) -> Option<&ToolUseBlock> {
+        match self {
+            ContentBlock::ToolUse(call) => Some(call),
             _ => None,
         }
     }
@@ -410,10 +433,7 @@ impl Msg {
     pub fn tool_uses(&self) -> Vec<&ToolUseBlock> {
         self.content
             .iter()
-            .filter_map(|block| match block {
-                ContentBlock::ToolUse(t) => Some(t),
-                _ => None,
-            })
+            .filter_map(ContentBlock::as_tool_use)
             .collect()
     }
 
@@ -457,7 +477,12 @@ impl Msg {
 
     /// Records why generation ended.
     pub fn set_generate_reason(&mut self, reason: GenerateReason) {
-        if let Ok(value) = serde_json::to_value(reason) {
+        // Most replies have no other metadata: they share one map per reason.
+        if self.metadata.is_empty()
+            && let Some(shared) = reason_only(reason)
+        {
+            self.metadata = shared;
+        } else if let Ok(value) = serde_json::to_value(reason) {
             self.metadata.insert(GENERATE_REASON_KEY.to_owned(), value);
         }
     }
@@ -535,6 +560,22 @@ impl MsgBuilder {
         }
         self.msg
     }
+}
+
+/// The metadata `{"generate_reason": reason}`, one shared map per reason (built on first
+/// use); `None` for a reason the table does not hold.
+fn reason_only(reason: GenerateReason) -> Option<Metadata> {
+    const REASONS: usize = 9;
+    static SHARED: [OnceLock<Option<Metadata>>; REASONS] = [const { OnceLock::new() }; REASONS];
+    SHARED
+        .get(reason as usize)?
+        .get_or_init(|| {
+            let value = serde_json::to_value(reason).ok()?;
+            let mut map = serde_json::Map::new();
+            map.insert(GENERATE_REASON_KEY.to_owned(), value);
+            Some(Metadata::from(map))
+        })
+        .clone()
 }
 
 /// A new message id: a UUID, in one allocation.

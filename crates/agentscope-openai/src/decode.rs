@@ -14,7 +14,7 @@
 //! fragments in, including interleaved parallel calls, and still streams the arguments of
 //! the common single call as they arrive.
 
-use agentscope_core::{ChatResponse, ChatUsage, ContentBlock, ModelError, ToolUseBlock};
+use agentscope_core::{ChatResponse, ChatUsage, ContentBlock, ModelError, ToolInput, ToolUseBlock};
 use serde_json::Value;
 
 use agentscope_http::Decode;
@@ -310,7 +310,7 @@ impl Decoder {
                         } else {
                             Default::default()
                         },
-                        input: Value::Null,
+                        input: ToolInput::null(),
                         raw_input: Some(piece),
                     }
                     .into(),
@@ -329,7 +329,7 @@ impl Decoder {
                     let block = ToolUseBlock {
                         id: call.id.clone().into(),
                         name: call.name.clone().into(),
-                        input: Value::Null,
+                        input: ToolInput::null(),
                         raw_input: Some(piece),
                     };
                     self.calls.push(call);
@@ -361,7 +361,7 @@ impl Decoder {
                 ToolUseBlock {
                     id: call.id.into(),
                     name: call.name.into(),
-                    input: Value::Null,
+                    input: ToolInput::null(),
                     raw_input: Some(call.arguments),
                 }
                 .into()
@@ -473,7 +473,7 @@ mod tests {
             vec![ContentBlock::ToolUse(ToolUseBlock {
                 id: "call_Zb4k1lJ7tYbU2WqfE5nRxC3a".into(),
                 name: "get_time".into(),
-                input: Value::Null,
+                input: ToolInput::null(),
                 raw_input: Some("{\"timezone\": \"Europe/Paris\"}".into()),
             })]
         );
@@ -506,11 +506,11 @@ mod tests {
         let uses = msg.tool_uses();
         assert_eq!(uses.len(), 2);
         assert_eq!(
-            (uses[0].id.as_str(), &uses[0].input),
+            (uses[0].id.as_str(), &*uses[0].input),
             ("a", &json!({"x": 1}))
         );
         assert_eq!(
-            (uses[1].id.as_str(), &uses[1].input),
+            (uses[1].id.as_str(), &*uses[1].input),
             ("b", &json!({"y": 2}))
         );
     }
@@ -533,10 +533,10 @@ mod tests {
             uses[0].id
         );
         assert_eq!(
-            (uses[0].name.as_str(), &uses[0].input),
+            (uses[0].name.as_str(), &*uses[0].input),
             ("f", &json!({"x": 1}))
         );
-        assert_eq!((uses[1].id.as_str(), &uses[1].input), ("k", &json!({})));
+        assert_eq!((uses[1].id.as_str(), &*uses[1].input), ("k", &json!({})));
     }
 
     #[test]
@@ -670,10 +670,10 @@ mod tests {
         assert_eq!(msg.text(), "Checking.");
         let uses = msg.tool_uses();
         assert_eq!(
-            (uses[0].id.as_str(), &uses[0].input),
+            (uses[0].id.as_str(), &*uses[0].input),
             ("c1", &json!({"city": "Paris"}))
         );
-        assert_eq!((uses[1].id.as_str(), &uses[1].input), ("c2", &json!({})));
+        assert_eq!((uses[1].id.as_str(), &*uses[1].input), ("c2", &json!({})));
         assert_eq!(
             msg.metadata["usage"],
             json!({"input_tokens": 10, "output_tokens": 20})

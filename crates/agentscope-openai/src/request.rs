@@ -240,7 +240,7 @@ fn assistant_message(msg: &Msg) -> Option<Message<'_>> {
 }
 
 fn tool_call(tool_use: &ToolUseBlock) -> Value {
-    let arguments = match (&tool_use.raw_input, &tool_use.input) {
+    let arguments = match (&tool_use.raw_input, &*tool_use.input) {
         (Some(raw), _) => raw.clone(),
         (None, Value::Null) => "{}".to_owned(),
         (None, input) => input.to_string(),
@@ -294,7 +294,7 @@ mod tests {
         let raw = ToolUseBlock {
             id: "c".into(),
             name: "f".into(),
-            input: Value::Null,
+            input: Value::Null.into(),
             raw_input: Some("{\"a\":".into()),
         };
         assert_eq!(tool_call(&raw)["function"]["arguments"], "{\"a\":");

@@ -83,7 +83,7 @@ async fn a_full_conversation_with_tools_and_every_option() {
         .block(ToolUseBlock {
             id: "call_2".into(),
             name: "get_weather".into(),
-            input: Value::Null,
+            input: Value::Null.into(),
             raw_input: Some("{\"city\": \"Lon".into()),
         })
         .build();

@@ -36,7 +36,7 @@ pub(crate) fn result_id(call_id: &str) -> String {
 /// A tool call's arguments as JSON text: the parsed arguments, or the raw text when they
 /// did not parse.
 pub(crate) fn arguments_text(call: &ToolUseBlock) -> String {
-    match (&call.input, &call.raw_input) {
+    match (&*call.input, &call.raw_input) {
         (Value::Null, Some(raw)) => raw.clone(),
         (input, _) => input.to_string(),
     }
@@ -393,7 +393,7 @@ mod tests {
         ToolUseBlock {
             id: id.into(),
             name: name.into(),
-            input: Value::Null,
+            input: agentscope::ToolInput::null(),
             raw_input: Some(raw.into()),
         }
         .into()

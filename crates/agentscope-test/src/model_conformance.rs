@@ -540,7 +540,7 @@ pub fn scenarios() -> Vec<Scenario> {
             expected: vec![ContentBlock::ToolUse(ToolUseBlock {
                 id: "call_len_1".into(),
                 name: "write_file".into(),
-                input: Value::Null,
+                input: Value::Null.into(),
                 raw_input: Some("{\"path\": \"/tmp/report.md\", \"content\": \"# Rep".into()),
             })],
         },

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use agentscope_core::{
     ChatResponse, ChatStream, ChatUsage, ContentBlock, Model, ModelError, ModelRequest,
-    SharedString, ToolUseBlock,
+    SharedString, ToolInput, ToolUseBlock,
 };
 use futures::StreamExt;
 use serde_json::Value;
@@ -25,8 +25,8 @@ pub enum ScriptedChunk {
         id: SharedString,
         /// Tool name.
         name: SharedString,
-        /// Arguments.
-        input: Value,
+        /// Arguments (shared: replaying the script copies none).
+        input: ToolInput,
     },
     /// The first fragment of a tool call: id and name, no arguments yet.
     ToolCallStart {
@@ -61,12 +61,12 @@ impl ScriptedChunk {
     pub fn tool_call(
         id: impl Into<SharedString>,
         name: impl Into<SharedString>,
-        input: Value,
+        input: impl Into<ToolInput>,
     ) -> Self {
         ScriptedChunk::ToolCall {
             id: id.into(),
             name: name.into(),
-            input,
+            input: input.into(),
         }
     }
 
@@ -106,7 +106,7 @@ impl ScriptedChunk {
             ScriptedChunk::ToolCallStart { id, name } => ToolUseBlock {
                 id,
                 name,
-                input: Value::Null,
+                input: ToolInput::null(),
                 raw_input: Some(String::new()),
             }
             .into(),
@@ -298,7 +298,7 @@ struct Inner {
 
 struct State {
     script: VecDeque<ScriptedResponse>,
-    played: Vec<ScriptedResponse>,
+    played: VecDeque<ScriptedResponse>,
     cycling: bool,
     requests: Vec<ModelRequest>,
     record_requests: bool,
@@ -313,7 +313,7 @@ impl ScriptedModel {
                 name: "scripted-model".to_owned(),
                 state: Mutex::new(State {
                     script: responses.into_iter().collect(),
-                    played: Vec::new(),
+                    played: VecDeque::new(),
                     cycling: false,
                     requests: Vec::new(),
                     record_requests: true,
@@ -407,13 +407,14 @@ impl ScriptedModel {
             state.requests.push(request);
         }
         if state.script.is_empty() && state.cycling {
-            let played = std::mem::take(&mut state.played);
-            state.script.extend(played);
+            // The played responses become the script; both queues keep their capacity.
+            let state = &mut *state;
+            std::mem::swap(&mut state.script, &mut state.played);
         }
         match state.script.pop_front() {
             Some(response) => {
                 if state.cycling {
-                    state.played.push(response.clone());
+                    state.played.push_back(response.clone());
                 }
                 Ok(response)
             }

@@ -412,7 +412,7 @@ impl Toolkit {
         }
         let token = ctx.cancellation_token().cloned();
         let limit = entry.timeout.or(self.timeout);
-        let call = entry.tool.call(tool_use.input.clone(), ctx);
+        let call = entry.tool.call((*tool_use.input).clone(), ctx);
         // The timer is created inside the guarded future: without a tokio runtime its
         // panic becomes an error result, like any other.
         let outcome = AssertUnwindSafe(async move {

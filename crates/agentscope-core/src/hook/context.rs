@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::SharedString;
 use crate::hook::HookId;
 use crate::model::ToolSchema;
 use crate::tool::ToolKind;
@@ -21,7 +22,7 @@ use crate::tool::ToolKind;
 /// The name and id of the agent an event belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentInfo {
-    name: String,
+    name: SharedString,
     id: String,
 }
 
@@ -29,13 +30,18 @@ impl AgentInfo {
     /// Describes an agent.
     pub fn new(name: impl Into<String>, id: impl Into<String>) -> Self {
         Self {
-            name: name.into(),
+            name: SharedString::from(&*name.into()),
             id: id.into(),
         }
     }
 
     /// The agent's name.
     pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The agent's name, shared: the name of its messages, without a copy.
+    pub fn shared_name(&self) -> &SharedString {
         &self.name
     }
 

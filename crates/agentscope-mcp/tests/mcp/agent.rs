@@ -92,7 +92,7 @@ async fn pre_acting_hooks_edit_and_deny_mcp_calls() {
             match pre.tool_use().name.as_str() {
                 "everything_echo" => {
                     let mut edited = pre.tool_use().clone();
-                    edited.input = json!({"message": "edited by a hook"});
+                    edited.input = json!({"message": "edited by a hook"}).into();
                     pre.set_tool_use(edited)?;
                 }
                 "everything_get-env" => {

@@ -139,7 +139,7 @@ impl Call<'_> {
 
         if !suspended.is_empty() {
             self.left_pending = true;
-            let reply = Msg::new(Role::Assistant, self.config.info.name(), suspended)
+            let reply = Msg::new(Role::Assistant, self.config.info.shared_name(), suspended)
                 .with_generate_reason(GenerateReason::ToolSuspended);
             return Ok(Acted::Done(reply));
         }

@@ -433,7 +433,7 @@ impl Call<'_> {
         }
         let reply = Msg::new(
             Role::Assistant,
-            self.config.info.name(),
+            self.config.info.shared_name(),
             vec![ContentBlock::text(INTERRUPT_REPLY)],
         )
         .with_generate_reason(GenerateReason::Interrupted);

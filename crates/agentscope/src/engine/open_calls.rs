@@ -1,6 +1,6 @@
 //! [`OpenToolCalls`]: the guarantee that no tool call stays in memory without a result.
 
-use agentscope_core::{Memory, Msg, ToolResultBlock, ToolUseBlock};
+use agentscope_core::{Memory, Msg, SharedString, ToolResultBlock, ToolUseBlock};
 
 /// Tool calls that are stored in memory but have no stored result yet, with any result
 /// already computed for them.
@@ -19,8 +19,8 @@ pub(super) struct OpenToolCalls<'a> {
 }
 
 struct OpenCall {
-    id: String,
-    name: String,
+    id: SharedString,
+    name: SharedString,
     result: Option<ToolResultBlock>,
 }
 
@@ -38,8 +38,8 @@ impl<'a> OpenToolCalls<'a> {
         for call in calls {
             if !self.calls.iter().any(|open| open.id == call.id) {
                 self.calls.push(OpenCall {
-                    id: call.id.to_string(),
-                    name: call.name.to_string(),
+                    id: call.id.clone(),
+                    name: call.name.clone(),
                     result: None,
                 });
             }

@@ -3,9 +3,9 @@
 
 use agentscope_core::conversation::{check_goto, check_no_system, check_reply};
 use agentscope_core::{
-    AgentError, ChatAccumulator, GenerateReason, HookEventType, Model, ModelError, ModelRequest,
-    Msg, PostReasoningEvent, PreReasoningEvent, ReasoningChunkEvent, SummaryChunkEvent,
-    ToolUseBlock,
+    AgentError, ChatAccumulator, ContentBlock, GenerateReason, HookEventType, Model, ModelError,
+    ModelRequest, Msg, PostReasoningEvent, PreReasoningEvent, ReasoningChunkEvent,
+    SummaryChunkEvent, ToolUseBlock,
 };
 use futures::StreamExt;
 use futures::future::{Either, select};
@@ -132,7 +132,12 @@ impl Call<'_> {
             self.store_reasoning(&message).await;
             return Ok(Reasoned::Done(message));
         }
-        let calls: Vec<ToolUseBlock> = message.tool_uses().into_iter().cloned().collect();
+        let calls: Vec<ToolUseBlock> = message
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_tool_use)
+            .cloned()
+            .collect();
         let streamed = self
             .wants(EventType::Reasoning, true)
             .then(|| message.clone());
@@ -181,7 +186,7 @@ impl Call<'_> {
             Either::Left((started, _)) => started.map_err(AgentError::Model)?,
             Either::Right(_) => return Err(Halt::Interrupted),
         };
-        let mut acc = ChatAccumulator::new(config.info.name());
+        let mut acc = ChatAccumulator::new(config.info.shared_name());
         loop {
             let next = match select(stream.next(), cancel.cancelled()).await {
                 Either::Left((next, _)) => next,

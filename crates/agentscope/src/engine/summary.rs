@@ -70,7 +70,7 @@ impl Call<'_> {
                 // A model failure here becomes the reply.
                 let reply = Msg::new(
                     Role::Assistant,
-                    config.info.name(),
+                    config.info.shared_name(),
                     vec![ContentBlock::text(format!(
                         "Maximum iterations ({max}) reached. Error generating summary: {error}"
                     ))],

@@ -182,7 +182,7 @@ impl StructuredOutputHook {
             {
                 let mut state = self.state();
                 if state.value.is_none() {
-                    state.value = Some(e.tool_use().input.clone());
+                    state.value = Some(e.tool_use().input.clone().into());
                 }
                 e.stop_agent();
             }

@@ -637,16 +637,18 @@ impl ToolApprovalHook {
                     Some(ApprovalDecision::Edit(input)) => {
                         state.edited.insert(call.id.to_string(), input.clone());
                         e.set_tool_use(ToolUseBlock {
-                            input,
+                            input: input.into(),
                             raw_input: None,
                             ..call
                         })?;
                     }
                     Some(ApprovalDecision::Reject(reason)) => {
                         let text = rejected_text(&reason);
-                        state
-                            .rejected
-                            .push((call.name.to_string(), call.input.clone(), reason));
+                        state.rejected.push((
+                            call.name.to_string(),
+                            call.input.clone().into(),
+                            reason,
+                        ));
                         e.skip_with(ToolResultBlock::error(call.id, call.name, text));
                     }
                     // Started (and so decided) in an earlier call: an idempotent tool

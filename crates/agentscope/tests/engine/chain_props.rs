@@ -245,7 +245,8 @@ fn appender(index: usize, priority: i32, interests: HookEventTypes, is_async: bo
             HookEvent::PreActing(e) => {
                 let mut call = e.tool_use().clone();
                 call.input =
-                    json!({"text": format!("{}{tag}", call.input["text"].as_str().unwrap())});
+                    json!({"text": format!("{}{tag}", call.input["text"].as_str().unwrap())})
+                        .into();
                 e.set_tool_use(call)?;
             }
             HookEvent::PostActing(e) => {

@@ -392,7 +392,7 @@ async fn pre_acting_set_tool_use_changes_what_executes() {
     let change = on(K::PreActing, 10, |event| {
         if let HookEvent::PreActing(e) = event {
             let mut tool_use = e.tool_use().clone();
-            tool_use.input = json!({"expression": "6*7"});
+            tool_use.input = json!({"expression": "6*7"}).into();
             e.set_tool_use(tool_use)?;
         }
         Ok(())
@@ -840,7 +840,7 @@ async fn pre_acting_and_post_acting_changes_chain_from_hook_to_hook() {
             if let HookEvent::PreActing(e) = event {
                 assert_eq!(e.tool_use().input, json!({ "expression": from }));
                 let mut tool_use = e.tool_use().clone();
-                tool_use.input = json!({ "expression": to });
+                tool_use.input = json!({ "expression": to }).into();
                 e.set_tool_use(tool_use)?;
             }
             Ok(())
