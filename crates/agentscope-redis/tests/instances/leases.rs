@@ -12,9 +12,9 @@ use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use redis::AsyncCommands;
 
 use crate::support::RedisServer;
-use crate::worker::{Outcome, Request, agent, serve};
+use crate::worker::{Request, agent, serve};
 use crate::{
-    INTERRUPT_REPLY, INTERRUPTED_RESULT, INTERRUPTED_WHILE_RUNNING, all_said, wait_running,
+    INTERRUPTED_WHILE_RUNNING, all_said, assert_interrupted, short_lease_store, wait_running,
 };
 
 fn identity() -> AgentIdentity {
@@ -34,14 +34,8 @@ async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_the_f
     let recorder = RecordingHook::new(0);
     b.add_hook(recorder.clone());
 
-    let running = tokio::spawn(async move {
-        let request = Request {
-            input: "q1".into(),
-            reply: "never said".into(),
-            wait_ms: Some(60_000),
-        };
-        serve(&a, &model_a, &request).await
-    });
+    let running =
+        tokio::spawn(async move { serve(&a, &model_a, &Request::until_interrupted("q1")).await });
     wait_running(&store_b, "s").await;
     let before = store_b.load("s").await.unwrap().unwrap();
 
@@ -62,24 +56,8 @@ async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_the_f
     assert!(b.interrupt_session().await.unwrap());
     let outcome = running.await.unwrap();
     println!("interrupt across instances: {:?}", started.elapsed());
-    assert_eq!(
-        outcome,
-        Outcome::Ok {
-            reply: INTERRUPT_REPLY.into(),
-            model_input: vec!["q1".into()],
-        }
-    );
+    assert_interrupted(outcome, &store_b, "s").await;
     let stored = store_b.load("s").await.unwrap().unwrap();
-    assert_eq!(
-        all_said(&stored.messages),
-        [
-            "q1",
-            "call wait",
-            &format!("result {INTERRUPTED_RESULT}"),
-            INTERRUPT_REPLY
-        ]
-    );
-    assert!(stored.running_tools.is_empty());
 
     // The lease was given back with the call: B runs now, on the whole conversation.
     model_b.push(ScriptedResponse::text("a2"));
@@ -97,11 +75,7 @@ async fn a_lease_taken_over_refuses_the_old_holders_saves_and_release() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let store = RedisSessionStore::builder(server.url())
-        .lease_ttl(Duration::from_millis(300))
-        .connect()
-        .await
-        .unwrap();
+    let store = short_lease_store(&server).await;
     let other = server.store().await;
     let key = store.lease_key("s").unwrap();
     assert_eq!(key, "agentscope:{s}:lease");
@@ -176,11 +150,7 @@ async fn an_interrupt_mark_reaches_a_holder_that_missed_the_message() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let store = RedisSessionStore::builder(server.url())
-        .lease_ttl(Duration::from_millis(300))
-        .connect()
-        .await
-        .unwrap();
+    let store = short_lease_store(&server).await;
     let cancel = CancellationToken::new();
     let lease = store.lease("s", &cancel).await.unwrap().unwrap();
     tokio::time::sleep(Duration::from_millis(250)).await;
@@ -213,14 +183,8 @@ async fn a_dropped_call_gives_its_lease_back() {
     assert_eq!(store_a.lease_ttl(), Some(Duration::from_secs(30)));
     let model_a = ScriptedModel::new([]);
     let a = agent(store_a, "s", "a", model_a.clone());
-    let running = tokio::spawn(async move {
-        let request = Request {
-            input: "q1".into(),
-            reply: "never said".into(),
-            wait_ms: Some(60_000),
-        };
-        serve(&a, &model_a, &request).await
-    });
+    let running =
+        tokio::spawn(async move { serve(&a, &model_a, &Request::until_interrupted("q1")).await });
     wait_running(&store_b, "s").await;
     running.abort();
     assert!(running.await.unwrap_err().is_cancelled());

@@ -59,3 +59,36 @@ async fn wait_running(store: &RedisSessionStore, session: &str) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// Checks that a call on `session` asked with `q1` ended as an interrupt ends it: the
+/// interrupt reply, and the stored conversation with the tool call's "interrupted" result
+/// and no tool left running.
+async fn assert_interrupted(outcome: worker::Outcome, store: &RedisSessionStore, session: &str) {
+    assert_eq!(
+        outcome,
+        worker::Outcome::Ok {
+            reply: INTERRUPT_REPLY.into(),
+            model_input: vec!["q1".into()],
+        }
+    );
+    let stored = store.load(session).await.unwrap().unwrap();
+    assert_eq!(
+        all_said(&stored.messages),
+        [
+            "q1",
+            "call wait",
+            &format!("result {INTERRUPTED_RESULT}"),
+            INTERRUPT_REPLY
+        ]
+    );
+    assert!(stored.running_tools.is_empty());
+}
+
+/// A store on `server` whose leases live 300 ms (renewed every 100 ms).
+async fn short_lease_store(server: &support::RedisServer) -> RedisSessionStore {
+    RedisSessionStore::builder(server.url())
+        .lease_ttl(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap()
+}

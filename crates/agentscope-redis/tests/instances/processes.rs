@@ -11,9 +11,7 @@ use agentscope_test::{ScriptedModel, ScriptedResponse};
 
 use crate::support::RedisServer;
 use crate::worker::{Outcome, Request, Settings, Worker, agent};
-use crate::{
-    INTERRUPT_REPLY, INTERRUPTED_RESULT, INTERRUPTED_WHILE_RUNNING, all_said, wait_running,
-};
+use crate::{INTERRUPTED_WHILE_RUNNING, all_said, assert_interrupted, wait_running};
 
 fn settings(server: &RedisServer, name: &str, lease_ttl_ms: u64) -> Settings {
     Settings {
@@ -132,11 +130,7 @@ async fn a_killed_holder_frees_the_session_after_the_lease_ttl() {
     };
     const TTL: Duration = Duration::from_secs(2);
     let mut holder = Worker::spawn(&settings(&server, "a", 2_000));
-    holder.send(&Request {
-        input: "q1".into(),
-        reply: "never said".into(),
-        wait_ms: Some(600_000),
-    });
+    holder.send(&Request::until_interrupted("q1"));
     holder.expect("TOOL_STARTED");
     let store = RedisSessionStore::builder(server.url())
         .lease_ttl(TTL)
@@ -191,11 +185,7 @@ async fn an_interrupt_from_one_process_stops_a_call_in_another() {
         return;
     };
     let mut runner = Worker::spawn(&settings(&server, "b", 30_000));
-    runner.send(&Request {
-        input: "q1".into(),
-        reply: "never said".into(),
-        wait_ms: Some(600_000),
-    });
+    runner.send(&Request::until_interrupted("q1"));
     runner.expect("TOOL_STARTED");
     let store = server.store().await;
     let a = agent(store.clone(), "shared", "a", ScriptedModel::new([]));
@@ -203,24 +193,7 @@ async fn an_interrupt_from_one_process_stops_a_call_in_another() {
     assert!(a.interrupt_session().await.unwrap());
     let outcome = runner.outcome();
     println!("interrupt across processes: {:?}", started.elapsed());
-    assert_eq!(
-        outcome,
-        Outcome::Ok {
-            reply: INTERRUPT_REPLY.into(),
-            model_input: vec!["q1".into()],
-        }
-    );
-    let stored = store.load("shared").await.unwrap().unwrap();
-    assert_eq!(
-        all_said(&stored.messages),
-        [
-            "q1",
-            "call wait",
-            &format!("result {INTERRUPTED_RESULT}"),
-            INTERRUPT_REPLY
-        ]
-    );
-    assert!(stored.running_tools.is_empty());
+    assert_interrupted(outcome, &store, "shared").await;
     // The runner serves the next turn as usual.
     assert!(matches!(
         runner.call(&request("q2", "a2")),

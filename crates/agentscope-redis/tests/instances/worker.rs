@@ -32,6 +32,18 @@ pub(crate) struct Request {
     pub(crate) wait_ms: Option<u64>,
 }
 
+impl Request {
+    /// A call `input` whose `wait` tool runs for ten minutes: it ends only when interrupted
+    /// (or its process dies).
+    pub(crate) fn until_interrupted(input: &str) -> Self {
+        Self {
+            input: input.into(),
+            reply: "never said".into(),
+            wait_ms: Some(600_000),
+        }
+    }
+}
+
 /// How a call ended, printed as `OUTCOME <json>`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) enum Outcome {

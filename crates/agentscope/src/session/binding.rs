@@ -96,20 +96,22 @@ impl SessionBinding {
         interrupt: &CancellationToken,
     ) -> Result<Synced, AgentError> {
         let lease = self.store.lease(&self.id, interrupt).await?;
-        let stored = match self.store.load(&self.id).await {
+        let loaded = async {
+            let stored = self.store.load(&self.id).await?;
+            // Custom stores may hand over states `decode` never saw.
+            if let Some(state) = &stored {
+                state.check_for(&self.id)?;
+            }
+            Ok::<_, AgentError>(stored)
+        }
+        .await;
+        let stored = match loaded {
             Ok(stored) => stored,
             Err(error) => {
                 release(lease).await;
-                return Err(error.into());
+                return Err(error);
             }
         };
-        if let Some(state) = &stored {
-            // Custom stores may hand over states `decode` never saw.
-            if let Err(error) = state.check_for(&self.id) {
-                release(lease).await;
-                return Err(error.into());
-            }
-        }
         let (messages, synced) = match stored {
             Some(state) => {
                 let synced = Synced {
