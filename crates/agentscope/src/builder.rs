@@ -146,7 +146,7 @@ impl ReActAgentBuilder {
 
     /// Generation options for every model call (hooks can change them per call).
     pub fn generate_options(mut self, options: GenerateOptions) -> Self {
-        self.settings.options = options;
+        self.settings.options = Arc::new(options);
         self
     }
 

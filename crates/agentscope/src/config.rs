@@ -22,7 +22,7 @@ pub(crate) struct Settings {
     /// `goto_reasoning` re-entries allowed per call.
     pub(crate) max_goto_reasoning: usize,
     /// Generation options for every model call.
-    pub(crate) options: GenerateOptions,
+    pub(crate) options: Arc<GenerateOptions>,
     /// Whether a second concurrent call fails with `AgentError::Busy`.
     pub(crate) check_running: bool,
 }
@@ -33,7 +33,7 @@ impl Default for Settings {
             toolkit: Toolkit::new(),
             max_iters: 10,
             max_goto_reasoning: 10,
-            options: GenerateOptions::default(),
+            options: Arc::default(),
             check_running: true,
         }
     }

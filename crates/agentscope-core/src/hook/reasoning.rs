@@ -21,8 +21,11 @@ pub struct PreReasoningEvent {
     input: Vec<Msg>,
     system: SystemSlot,
     model_name: Arc<str>,
-    options: GenerateOptions,
+    /// Shared with the agent's settings until a hook changes it: the event stays small and
+    /// building it copies nothing.
+    options: Arc<GenerateOptions>,
     iteration: usize,
+    context_exceeded: bool,
 }
 
 impl PreReasoningEvent {
@@ -32,7 +35,7 @@ impl PreReasoningEvent {
         input_messages: Vec<Msg>,
         system_message: Option<Msg>,
         model_name: impl Into<Arc<str>>,
-        generate_options: GenerateOptions,
+        generate_options: impl Into<Arc<GenerateOptions>>,
         iteration: usize,
     ) -> Self {
         Self {
@@ -40,9 +43,27 @@ impl PreReasoningEvent {
             input: input_messages,
             system: SystemSlot(system_message),
             model_name: model_name.into(),
-            options: generate_options,
+            options: generate_options.into(),
             iteration,
+            context_exceeded: false,
         }
+    }
+
+    /// Marks the event as the one retry of a model call the provider refused for exceeding
+    /// its context window (see [`context_exceeded`](Self::context_exceeded)).
+    #[must_use]
+    pub fn with_context_exceeded(mut self) -> Self {
+        self.context_exceeded = true;
+        self
+    }
+
+    /// Whether the model refused this step's previous request as too long for its context
+    /// window ([`ModelError::is_context_length`](crate::ModelError::is_context_length)). The
+    /// engine then runs PreReasoning once more with this set, and context hooks must shrink
+    /// the input (compact now, whatever their thresholds say); a second refusal fails the
+    /// call.
+    pub fn context_exceeded(&self) -> bool {
+        self.context_exceeded
     }
 
     event_meta_accessors!();
@@ -70,7 +91,13 @@ impl PreReasoningEvent {
 
     /// Replaces the generation options for this model call.
     pub fn set_generate_options(&mut self, options: GenerateOptions) {
-        self.options = options;
+        self.options = Arc::new(options);
+    }
+
+    /// The generation options for the model call, to change in place (copied from the
+    /// agent's settings on the first change).
+    pub fn generate_options_mut(&mut self) -> &mut GenerateOptions {
+        Arc::make_mut(&mut self.options)
     }
 
     /// The iteration, starting at 0 for each call.
@@ -80,7 +107,11 @@ impl PreReasoningEvent {
 
     /// Takes the messages, system message and options.
     pub fn into_parts(self) -> (Vec<Msg>, Option<Msg>, GenerateOptions) {
-        (self.input, self.system.0, self.options)
+        (
+            self.input,
+            self.system.0,
+            Arc::unwrap_or_clone(self.options),
+        )
     }
 }
 

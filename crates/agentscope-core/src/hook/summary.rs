@@ -14,7 +14,9 @@ pub struct PreSummaryEvent {
     pub(super) meta: Meta,
     input: Vec<Msg>,
     system: SystemSlot,
-    options: GenerateOptions,
+    /// Shared with the agent's settings until a hook changes it: the event stays small and
+    /// building it copies nothing.
+    options: Arc<GenerateOptions>,
     max_iterations: usize,
     current_iteration: usize,
 }
@@ -25,7 +27,7 @@ impl PreSummaryEvent {
         call: &Arc<CallInfo>,
         input_messages: Vec<Msg>,
         system_message: Option<Msg>,
-        generate_options: GenerateOptions,
+        generate_options: impl Into<Arc<GenerateOptions>>,
         max_iterations: usize,
         current_iteration: usize,
     ) -> Self {
@@ -33,7 +35,7 @@ impl PreSummaryEvent {
             meta: Meta::new(call),
             input: input_messages,
             system: SystemSlot(system_message),
-            options: generate_options,
+            options: generate_options.into(),
             max_iterations,
             current_iteration,
         }
@@ -60,7 +62,13 @@ impl PreSummaryEvent {
 
     /// Replaces the generation options for the summary call.
     pub fn set_generate_options(&mut self, options: GenerateOptions) {
-        self.options = options;
+        self.options = Arc::new(options);
+    }
+
+    /// The generation options for the summary call, to change in place (copied from the
+    /// agent's settings on the first change).
+    pub fn generate_options_mut(&mut self) -> &mut GenerateOptions {
+        Arc::make_mut(&mut self.options)
     }
 
     /// The agent's iteration limit.
@@ -75,7 +83,11 @@ impl PreSummaryEvent {
 
     /// Takes the messages, system message and options.
     pub fn into_parts(self) -> (Vec<Msg>, Option<Msg>, GenerateOptions) {
-        (self.input, self.system.0, self.options)
+        (
+            self.input,
+            self.system.0,
+            Arc::unwrap_or_clone(self.options),
+        )
     }
 }
 

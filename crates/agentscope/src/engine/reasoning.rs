@@ -3,9 +3,9 @@
 
 use agentscope_core::conversation::{check_goto, check_no_system, check_reply};
 use agentscope_core::{
-    AgentError, ChatAccumulator, ContentBlock, GenerateReason, HookEventType, Model, ModelError,
-    ModelRequest, Msg, PostReasoningEvent, PreReasoningEvent, ReasoningChunkEvent,
-    SummaryChunkEvent, ToolUseBlock,
+    AgentError, ChatAccumulator, ContentBlock, GenerateOptions, GenerateReason, HookEventType,
+    Model, ModelError, ModelRequest, Msg, PostReasoningEvent, PreReasoningEvent,
+    ReasoningChunkEvent, SummaryChunkEvent, ToolUseBlock,
 };
 use futures::StreamExt;
 use futures::future::{Either, select};
@@ -47,38 +47,25 @@ impl Phase {
 
 impl Call<'_> {
     pub(super) async fn reason(&mut self) -> Step<Reasoned> {
+        let request = self.reasoning_request(false).await?;
+        let message = match self.generate(request, Phase::Reasoning).await {
+            // The provider refused the input as too long for its window: context hooks get
+            // one chance to shrink it (PreReasoning again, `context_exceeded()` set).
+            Err(Halt::Failed(AgentError::Model(error)))
+                if error.is_context_length()
+                    && self.hooks.is_interested(HookEventType::PreReasoning) =>
+            {
+                tracing::warn!(
+                    agent = %self.config.info.name(),
+                    iteration = self.iteration,
+                    "the model refused the input as too long; asking PreReasoning hooks to compact it"
+                );
+                let request = self.reasoning_request(true).await?;
+                self.generate(request, Phase::Reasoning).await?
+            }
+            other => other?,
+        };
         let config = self.config;
-        // A fresh copy of the frozen base: per-iteration appends never accumulate.
-        let system = self.base_system.clone();
-        let options = config.settings.options.clone();
-        let (messages, options) = if self.hooks.is_interested(HookEventType::PreReasoning) {
-            let iteration = self.iteration;
-            let event = PreReasoningEvent::new(
-                self.context().info(),
-                config.memory.messages(),
-                system,
-                config.model_name.clone(),
-                options,
-                iteration,
-            );
-            let (messages, system, options) =
-                self.hooks.chain(event, self.context()).await?.into_parts();
-            check_no_system(&messages, "PreReasoningEvent input messages")?;
-            (with_system(system, messages), options)
-        } else {
-            // Memory holds no system message: the request is the base, then a copy of
-            // memory, in one vector.
-            let mut messages = Vec::with_capacity(config.memory.len() + 1);
-            messages.extend(system);
-            config.memory.copy_into(&mut messages);
-            (messages, options)
-        };
-        let request = ModelRequest {
-            messages,
-            tools: self.toolkit.shared_schemas(),
-            options,
-        };
-        let message = self.generate(request, Phase::Reasoning).await?;
 
         let mut goto_by = None;
         let (mut message, stop, goto) = if self.hooks.is_interested(HookEventType::PostReasoning) {
@@ -152,6 +139,44 @@ impl Call<'_> {
         }
         self.iteration += 1;
         Ok(Reasoned::Act(calls))
+    }
+
+    /// The model request of this reasoning step: the frozen base system message and a copy
+    /// of memory, as the PreReasoning hooks leave them.
+    async fn reasoning_request(&mut self, context_exceeded: bool) -> Step<ModelRequest> {
+        let config = self.config;
+        // A fresh copy of the frozen base: per-iteration appends never accumulate.
+        let system = self.base_system.clone();
+        let (messages, options) = if self.hooks.is_interested(HookEventType::PreReasoning) {
+            let iteration = self.iteration;
+            let mut event = PreReasoningEvent::new(
+                self.context().info(),
+                config.memory.messages(),
+                system,
+                config.model_name.clone(),
+                std::sync::Arc::clone(&config.settings.options),
+                iteration,
+            );
+            if context_exceeded {
+                event = event.with_context_exceeded();
+            }
+            let (messages, system, options) =
+                self.hooks.chain(event, self.context()).await?.into_parts();
+            check_no_system(&messages, "PreReasoningEvent input messages")?;
+            (with_system(system, messages), options)
+        } else {
+            // Memory holds no system message: the request is the base, then a copy of
+            // memory, in one vector.
+            let mut messages = Vec::with_capacity(config.memory.len() + 1);
+            messages.extend(system);
+            config.memory.copy_into(&mut messages);
+            (messages, GenerateOptions::clone(&config.settings.options))
+        };
+        Ok(ModelRequest {
+            messages,
+            tools: self.toolkit.shared_schemas(),
+            options,
+        })
     }
 
     /// The goto cap was hit: removes what the loop stored (from its first goto's reasoning

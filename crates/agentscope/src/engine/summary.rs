@@ -4,8 +4,8 @@ use agentscope_core::conversation::{
     ConversationError, check_no_system, check_reply, pending_tool_uses,
 };
 use agentscope_core::{
-    AgentError, ContentBlock, GenerateReason, HookEventType, ModelError, ModelRequest, Msg,
-    PostSummaryEvent, PreSummaryEvent, Role, ToolChoice, ToolResultBlock,
+    AgentError, ContentBlock, GenerateOptions, GenerateReason, HookEventType, ModelError,
+    ModelRequest, Msg, PostSummaryEvent, PreSummaryEvent, Role, ToolChoice, ToolResultBlock,
 };
 
 use super::reasoning::Phase;
@@ -34,11 +34,8 @@ impl Call<'_> {
         messages.push(Msg::user(SUMMARY_HINT));
         let system = self.base_system.clone();
         // No tools are offered, so no tool choice can be honoured.
-        let options = config
-            .settings
-            .options
-            .clone()
-            .tool_choice(ToolChoice::Auto);
+        let options =
+            GenerateOptions::clone(&config.settings.options).tool_choice(ToolChoice::Auto);
         let (messages, system, options) = if self.hooks.is_interested(HookEventType::PreSummary) {
             let iteration = self.iteration;
             let event = PreSummaryEvent::new(

@@ -12,6 +12,7 @@ mod acting;
 mod async_send_sync;
 mod call_context;
 mod chain_props;
+mod context_exceeded;
 mod errors;
 mod goto;
 mod hook_management;
