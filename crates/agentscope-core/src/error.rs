@@ -372,6 +372,12 @@ pub enum AgentError {
     /// ([`SessionError::Busy`]). No hook saw this call, and nothing was loaded or stored.
     #[error("the agent is busy with another call")]
     Busy,
+    /// The call was interrupted. Only the steps of a custom reply (`ReplyContext` in the
+    /// `agentscope` crate) return it: return it on (`?`) and the agent ends the call the way
+    /// every interrupted call ends, with the interrupt reply. `call()` and `stream()` never
+    /// return it.
+    #[error("the call was interrupted")]
+    Interrupted,
     /// A hook returned `Err` (or panicked) while handling a chained event.
     #[error("hook '{hook}' failed at {event}: {source}")]
     Hook {

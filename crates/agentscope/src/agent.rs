@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use agentscope_core::conversation::{self, pending_tool_uses};
 use agentscope_core::{
-    AgentError, BoxedHook, BoxedTool, Hook, HookChain, HookId, HookInfo, Memory, Msg,
+    AgentError, BoxedHook, BoxedTool, CallContext, Hook, HookChain, HookEventType, HookId,
+    HookInfo, Memory, Msg, PreCallEvent,
 };
 
 use schemars::JsonSchema;
@@ -317,12 +318,38 @@ impl ReActAgent {
         })
     }
 
-    /// Stores messages in memory without replying; hooks see them as history on the next
-    /// call. With a session, the session is loaded first and saved after.
+    /// Stores messages in memory without replying. PreCall hooks see them first, as the
+    /// event's input with [`is_observation`](agentscope_core::PreCallEvent::is_observation)
+    /// set, and what they leave is stored (a hook can redact or drop an observed message);
+    /// nothing else runs (observing no messages fires no hook). With a session, the session
+    /// is loaded first and saved after.
+    ///
+    /// ```
+    /// use agentscope::prelude::*;
+    /// use agentscope_test::ScriptedModel;
+    ///
+    /// # futures::executor::block_on(async {
+    /// // Redacts card numbers from everything the agent stores, observed or not.
+    /// let redact = hook_fn(|event| {
+    ///     if let HookEvent::PreCall(e) = event {
+    ///         let redacted = e.input_messages().iter()
+    ///             .map(|m| Msg::user(m.text().replace("4111", "****")))
+    ///             .collect();
+    ///         e.set_input_messages(redacted);
+    ///     }
+    ///     Ok(())
+    /// }).with_interests(HookEventType::PreCall);
+    /// let agent = ReActAgent::builder().model(ScriptedModel::new([])).hook(redact).build()?;
+    /// agent.observe(Msg::user("my card is 4111")).await?;
+    /// assert_eq!(agent.memory().messages()[0].text(), "my card is ****");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     ///
     /// # Errors
     ///
-    /// [`AgentError::Busy`] while a call is running; [`AgentError::Conversation`] for
+    /// [`AgentError::Busy`] while a call is running; [`AgentError::Hook`] when a PreCall hook
+    /// fails (nothing is stored; observing fires no ErrorEvent); [`AgentError::Conversation`] for
     /// `System` messages (the system message is configured with `sys_prompt` or hooks) and,
     /// while tool calls are pending, for the same input a call would reject
     /// ([`ConversationError::PendingToolCalls`](agentscope_core::ConversationError::PendingToolCalls)
@@ -335,21 +362,36 @@ impl ReActAgent {
         let guard = runtime.begin_call(config.settings.check_running)?;
         let mut synced = config.load_session(runtime, guard.token()).await?;
         let memory = &config.memory;
-        // Like a call's input: nothing may come between tool calls and their results.
-        let checked = match messages.is_empty() {
-            true => Ok(()),
-            false => conversation::check_input(pending_tool_uses(&memory.messages()), &messages)
-                .map(drop),
-        };
-        let saved = match checked {
-            Ok(()) => {
+        let saved = match self.observed(messages).await {
+            Ok(messages) => {
                 memory.extend(messages);
                 config.save_session(runtime, synced.as_mut()).await
             }
-            Err(error) => Err(error.into()),
+            Err(error) => Err(error),
         };
         config.release_session(synced).await;
         saved
+    }
+
+    /// `messages` as PreCall hooks leave them for storing, checked like a call's input.
+    async fn observed(&self, messages: Vec<Msg>) -> Result<Vec<Msg>, AgentError> {
+        let AgentInner { config, runtime } = &*self.inner;
+        let hooks = runtime.hook_snapshot();
+        let messages = if !messages.is_empty() && hooks.is_interested(HookEventType::PreCall) {
+            let mut context = CallContext::new(Arc::clone(&config.info));
+            let event = PreCallEvent::new(context.info(), messages, config.memory.messages(), None)
+                .with_observation();
+            let (messages, _) = hooks.chain(event, &mut context).await?.into_parts();
+            conversation::check_no_system(&messages, "PreCallEvent input messages")?;
+            messages
+        } else {
+            messages
+        };
+        // Like a call's input: nothing may come between tool calls and their results.
+        if !messages.is_empty() {
+            conversation::check_input(pending_tool_uses(&config.memory.messages()), &messages)?;
+        }
+        Ok(messages)
     }
 
     /// The agent's state: its memory, name, id and [`metadata`](Self::metadata), taken now

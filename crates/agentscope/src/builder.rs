@@ -8,6 +8,7 @@ use agentscope_core::{
 
 use crate::agent::ReActAgent;
 use crate::config::{AgentConfig, Settings};
+use crate::engine::reply::{NoModel, Reply, SharedReply};
 use crate::error::BuildError;
 use crate::memory::InMemoryMemory;
 use crate::runtime::AgentRuntime;
@@ -17,7 +18,7 @@ use crate::toolkit::Toolkit;
 
 /// Builds a [`ReActAgent`]; start with [`ReActAgent::builder`].
 ///
-/// Only the model is required. Defaults: name `"assistant"`, a new UUID as id, no system
+/// Only the model is required (or a custom [`reply`](Self::reply)). Defaults: name `"assistant"`, a new UUID as id, no system
 /// prompt, no tools, [`InMemoryMemory`], `max_iters` 10, `max_goto_reasoning` 10, the busy
 /// check on, provider-default generation options, no hooks (plus the current
 /// [`SystemHooks`]).
@@ -47,6 +48,7 @@ pub struct ReActAgentBuilder {
     hooks: HookChain,
     state: Option<AgentState>,
     session: Option<(Arc<dyn SessionStore>, String)>,
+    reply: Option<SharedReply>,
     /// The settings that have defaults; `build()` moves them into the configuration as is.
     settings: Settings,
 }
@@ -73,6 +75,7 @@ impl std::fmt::Debug for ReActAgentBuilder {
             .field("check_running", &self.settings.check_running)
             .field("hooks", &self.hooks)
             .field("session", &self.session.as_ref().map(|(_, id)| id))
+            .field("custom_reply", &self.reply.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -88,6 +91,7 @@ impl Default for ReActAgentBuilder {
             hooks: HookChain::new(),
             state: None,
             session: None,
+            reply: None,
             settings: Settings::default(),
         }
     }
@@ -227,16 +231,30 @@ impl ReActAgentBuilder {
         self
     }
 
+    /// Replaces the ReAct loop with your own reply logic; the agent keeps the rest of its
+    /// machinery (hooks, sessions, streaming, interrupts, state). The model is then
+    /// optional: give one if the reply uses the model steps of its
+    /// [`ReplyContext`](crate::ReplyContext). See [`Reply`].
+    pub fn reply(mut self, reply: impl Reply) -> Self {
+        self.reply = Some(Arc::new(reply));
+        self
+    }
+
     /// Builds the agent.
     ///
     /// # Errors
     ///
-    /// [`BuildError::MissingModel`] without a model, [`BuildError::Toolkit`] when the toolkit
+    /// [`BuildError::MissingModel`] without a model (unless a custom [`reply`](Self::reply)
+    /// is set), [`BuildError::Toolkit`] when the toolkit
     /// rejected a tool, [`BuildError::InvalidConfig`] for `max_iters(0)`, a blank name, a
     /// [`state`](Self::state) that has another format version or holds a `System` message,
     /// or a [`session`](Self::session) with a blank id or with `check_running(false)`.
     pub fn build(self) -> Result<ReActAgent, BuildError> {
-        let model = self.model.ok_or(BuildError::MissingModel)?;
+        let model = match (self.model, &self.reply) {
+            (Some(model), _) => model,
+            (None, Some(_)) => BoxedModel::new(NoModel),
+            (None, None) => return Err(BuildError::MissingModel),
+        };
         if let Some(err) = self.settings.toolkit.error() {
             return Err(BuildError::Toolkit(err.clone()));
         }
@@ -297,6 +315,7 @@ impl ReActAgentBuilder {
             model_name,
             memory,
             session,
+            reply: self.reply,
             settings: self.settings,
         };
         Ok(ReActAgent::new(config, AgentRuntime::new(hooks, metadata)))

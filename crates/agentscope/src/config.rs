@@ -7,6 +7,7 @@ use agentscope_core::{
     AgentError, AgentInfo, BoxedModel, CancellationToken, GenerateOptions, Memory, Msg,
 };
 
+use crate::engine::reply::SharedReply;
 use crate::runtime::AgentRuntime;
 use crate::session::{AgentIdentity, SessionBinding, Synced};
 use crate::toolkit::Toolkit;
@@ -51,6 +52,8 @@ pub(crate) struct AgentConfig {
     pub(crate) memory: Arc<dyn Memory>,
     /// The session the agent is bound to (`builder.session(..)`).
     pub(crate) session: Option<SessionBinding>,
+    /// The custom reply that replaces the ReAct loop (`builder.reply(..)`).
+    pub(crate) reply: Option<SharedReply>,
     pub(crate) settings: Settings,
 }
 

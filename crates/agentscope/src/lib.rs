@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod agent_trait;
 mod builder;
 mod config;
 mod engine;
@@ -16,7 +17,9 @@ mod system_hooks;
 mod toolkit;
 
 pub use agent::{CallInput, ReActAgent};
+pub use agent_trait::Agent;
 pub use builder::ReActAgentBuilder;
+pub use engine::reply::{Reasoning, Reply, ReplyContext};
 pub use error::{BuildError, ToolkitError};
 pub use memory::InMemoryMemory;
 pub use session::{AgentState, JsonFileSessionStore, SessionError, SessionStore};

@@ -12,12 +12,19 @@ use crate::message::Msg;
 /// Hooks may change the new input and the system message; the system message as PreCall
 /// leaves it is frozen as the base for the whole call (each PreReasoning starts from a fresh
 /// copy of it). Input messages must not have the `System` role: the call fails if they do.
+///
+/// An agent's `observe()` fires it too, with the observed messages as the input and
+/// [`is_observation`](Self::is_observation) set: what the hooks leave is stored, and nothing
+/// else happens (no reasoning, no PostCall; the system message is not used). So a hook that
+/// redacts input redacts observed messages as well; one that must not act on observations
+/// checks the flag.
 #[derive(Debug, Clone)]
 pub struct PreCallEvent {
     pub(super) meta: Meta,
     input: Vec<Msg>,
     history: Vec<Msg>,
     system: SystemSlot,
+    observation: bool,
 }
 
 impl PreCallEvent {
@@ -33,7 +40,21 @@ impl PreCallEvent {
             input: input_messages,
             history,
             system: SystemSlot(system_message),
+            observation: false,
         }
+    }
+
+    /// Marks the event as fired by `observe()` (see [`is_observation`](Self::is_observation)).
+    #[must_use]
+    pub fn with_observation(mut self) -> Self {
+        self.observation = true;
+        self
+    }
+
+    /// Whether the agent is observing the input messages (`observe()`: they are stored and
+    /// not replied to) rather than starting a call.
+    pub fn is_observation(&self) -> bool {
+        self.observation
     }
 
     event_meta_accessors!();

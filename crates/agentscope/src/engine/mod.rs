@@ -7,6 +7,7 @@ mod acting;
 mod finish;
 mod open_calls;
 mod reasoning;
+pub(crate) mod reply;
 mod summary;
 
 use std::borrow::Cow;
@@ -205,6 +206,16 @@ impl From<ConversationError> for Halt {
     }
 }
 
+impl Halt {
+    /// The error a custom reply's step returns for this halt.
+    fn into_error(self) -> AgentError {
+        match self {
+            Halt::Failed(error) => error,
+            Halt::Interrupted => AgentError::Interrupted,
+        }
+    }
+}
+
 pub(crate) type Step<T> = Result<T, Halt>;
 
 enum Next {
@@ -306,11 +317,29 @@ impl Call<'_> {
             save.await?;
         }
         // 4. Pending tool calls.
-        let mut next = match self.accept_input(input)? {
+        let custom = self.config.reply.clone();
+        let stored_input = custom.as_ref().map(|_| input.clone());
+        let next = match self.accept_input(input)? {
             Some(pending) => Next::Act(pending),
             None => Next::Reason,
         };
-        // 5-7. The loop.
+        let Some(reply) = custom else {
+            // 5-7. The loop.
+            return self.react_loop(next).await;
+        };
+        // A custom reply: pending tool calls run first, as a ReAct call would run them.
+        if let Next::Act(calls) = next
+            && let acting::Acted::Done(reply) = self.act(calls).await?
+        {
+            return Ok(reply);
+        }
+        self.custom_reply(&*reply, stored_input.unwrap_or_default())
+            .await
+    }
+
+    /// 5-7. The reason/act loop, from `next` until the call's reply (summarising at the
+    /// iteration limit).
+    async fn react_loop(&mut self, mut next: Next) -> Step<Msg> {
         loop {
             if self.cancel.is_cancelled() {
                 return Err(Halt::Interrupted);

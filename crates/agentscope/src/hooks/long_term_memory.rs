@@ -379,7 +379,8 @@ impl fmt::Debug for StaticLongTermMemoryHook {
 impl Hook for StaticLongTermMemoryHook {
     async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
         match event {
-            HookEvent::PreCall(event) => self.pre_call(event).await,
+            // Observed messages are stored without a call: nothing to recall for.
+            HookEvent::PreCall(event) if !event.is_observation() => self.pre_call(event).await,
             HookEvent::PostCall(event) => self.post_call(event).await,
             _ => {}
         }

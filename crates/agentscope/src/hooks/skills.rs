@@ -367,7 +367,9 @@ impl fmt::Debug for SkillHook {
 
 impl Hook for SkillHook {
     async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
-        if let (HookEvent::PreCall(event), Some(catalogue)) = (event, &self.catalogue) {
+        if let (HookEvent::PreCall(event), Some(catalogue)) = (event, &self.catalogue)
+            && !event.is_observation()
+        {
             event.append_system_content(catalogue.clone());
         }
         Ok(())

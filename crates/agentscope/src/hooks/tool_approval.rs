@@ -561,6 +561,8 @@ impl ToolApprovalHook {
     fn apply(&self, event: &mut HookEvent) -> Result<(), HookError> {
         let policy = &self.inner.policy;
         match event {
+            // Observing runs no tool: nothing to approve.
+            HookEvent::PreCall(e) if e.is_observation() => Ok(()),
             HookEvent::PreCall(e) => {
                 Self::merge_stored(&mut self.state(), e.extensions().get::<HookState>());
                 let pending = pending_tool_uses(e.history());

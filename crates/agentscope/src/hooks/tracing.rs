@@ -215,6 +215,8 @@ impl TracingHook {
 
     fn observe(&self, event: &mut HookEvent) {
         match event {
+            // An observation is no call: no span.
+            HookEvent::PreCall(e) if e.is_observation() => {}
             HookEvent::PreCall(e) => {
                 let spans = CallSpans::new(call_span(e.call()));
                 call_state::insert(e.extensions_mut(), self.instance, spans);

@@ -218,7 +218,7 @@ async fn hook_order_shows_the_effective_chain_with_ids_names_priorities_and_inte
 // ---------------------------------------------------------------------------------------
 
 #[tokio::test]
-async fn observe_stores_messages_without_model_request_or_hook_events() {
+async fn observe_stores_messages_after_an_observation_pre_call_and_asks_no_model() {
     let model = answers(0);
     let rec = RecordingHook::new(100);
     let agent = agent(&model, [BoxedHook::new(rec.clone())]);
@@ -244,7 +244,82 @@ async fn observe_stores_messages_without_model_request_or_hook_events() {
     );
     assert_eq!(memory[2].text(), "a note");
     assert_eq!(model.request_count(), 0);
-    assert!(rec.events().is_empty());
+    // One PreCall per observation that had messages, flagged, with the history before it
+    // and no system message; nothing else (observing nothing fires nothing).
+    match &rec.events()[..] {
+        [HookEvent::PreCall(first), HookEvent::PreCall(second)] => {
+            assert!(first.is_observation() && second.is_observation());
+            assert_eq!(first.input_messages(), &observed[..]);
+            assert!(first.history().is_empty());
+            assert_eq!(second.input_messages(), &memory[2..]);
+            assert_eq!(second.history(), &observed[..]);
+            assert!(first.system_message().is_none());
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(!agent.is_running());
+}
+
+#[tokio::test]
+async fn a_pre_call_hook_redacts_an_observed_message_before_it_is_stored() {
+    let model = answers(1);
+    let redact = hook_fn(|event| {
+        if let HookEvent::PreCall(e) = event {
+            let redacted = e
+                .input_messages()
+                .iter()
+                .map(|m| {
+                    let mut m = m.clone();
+                    m.content =
+                        vec![ContentBlock::text(m.text().replace("secret", "[redacted]"))].into();
+                    m
+                })
+                .collect();
+            e.set_input_messages(redacted);
+        }
+        Ok(())
+    })
+    .with_interests(K::PreCall)
+    .with_name("redact");
+    let agent = agent(&model, [BoxedHook::new(redact)]);
+    let said = Msg::builder()
+        .role(Role::Assistant)
+        .name("bob")
+        .text("the secret is 42")
+        .build();
+
+    agent.observe(said.clone()).await.unwrap();
+    agent.call("what did bob say?").await.unwrap();
+
+    let memory = agent.memory().messages();
+    assert_eq!(memory[0].text(), "the [redacted] is 42");
+    assert_eq!(
+        (memory[0].id.as_str(), memory[0].name.as_str()),
+        (said.id.as_str(), "bob")
+    );
+    // The model never saw the secret either.
+    let sent: Vec<String> = model.requests()[0].messages.iter().map(Msg::text).collect();
+    assert_eq!(sent, ["seed", "the [redacted] is 42", "what did bob say?"]);
+}
+
+#[tokio::test]
+async fn a_failing_pre_call_hook_stores_nothing_observed() {
+    let model = answers(0);
+    let deny = hook_fn(|event| match event {
+        HookEvent::PreCall(e) if e.is_observation() => Err(HookError::msg("not from strangers")),
+        _ => Ok(()),
+    })
+    .with_interests(K::PreCall)
+    .with_name("deny");
+    let agent = agent(&model, [BoxedHook::new(deny)]);
+
+    let err = agent.observe("hello").await.unwrap_err();
+
+    assert_eq!(
+        err.to_string(),
+        "hook 'deny' failed at PreCall: not from strangers"
+    );
+    assert!(agent.memory().is_empty());
     assert!(!agent.is_running());
 }
 
@@ -260,7 +335,9 @@ async fn observed_messages_are_history_in_the_next_pre_call_and_reach_the_model(
     agent.call(question.clone()).await.unwrap();
 
     match &rec.events()[..] {
-        [HookEvent::PreCall(e)] => {
+        [HookEvent::PreCall(seen), HookEvent::PreCall(e)] => {
+            assert!(seen.is_observation());
+            assert!(!e.is_observation());
             assert_eq!(e.history(), &observed[..]);
             assert_eq!(e.input_messages(), std::slice::from_ref(&question));
         }

@@ -13,6 +13,7 @@ mod async_send_sync;
 mod call_context;
 mod chain_props;
 mod context_exceeded;
+mod custom_reply;
 mod errors;
 mod goto;
 mod hook_management;

@@ -50,7 +50,18 @@ pub(crate) enum Ending {
 /// the recorder is shared). Panics when a call's events contradict invariant (d): a
 /// PostCall without PreCall, or a second ending for one call.
 pub(crate) fn endings(rec: &RecordingHook) -> Vec<Ending> {
-    parse_endings(Hook::name(rec), rec.types())
+    let kinds = rec
+        .events()
+        .iter()
+        .filter(|e| !is_observation(e))
+        .map(HookEvent::event_type)
+        .collect();
+    parse_endings(Hook::name(rec), kinds)
+}
+
+/// An `observe()`'s PreCall: it opens no call.
+fn is_observation(event: &HookEvent) -> bool {
+    matches!(event, HookEvent::PreCall(e) if e.is_observation())
 }
 
 /// [`endings`] of the calls of `agent` only.
@@ -58,7 +69,7 @@ pub(crate) fn endings_for(rec: &RecordingHook, agent: &ReActAgent) -> Vec<Ending
     let kinds = rec
         .events()
         .iter()
-        .filter(|e| e.agent().id() == agent.id())
+        .filter(|e| e.agent().id() == agent.id() && !is_observation(e))
         .map(HookEvent::event_type)
         .collect();
     parse_endings(Hook::name(rec), kinds)

@@ -168,6 +168,10 @@ impl Hook for GenericRAGHook {
         let HookEvent::PreCall(event) = event else {
             return Ok(());
         };
+        if event.is_observation() {
+            // Observed messages are stored without a call: nothing to retrieve for.
+            return Ok(());
+        }
         if self.top_k == 0 {
             return Ok(());
         }
