@@ -297,6 +297,12 @@ impl From<&str> for ContentBlock {
     }
 }
 
+impl From<SharedString> for ContentBlock {
+    fn from(text: SharedString) -> Self {
+        ContentBlock::text(text)
+    }
+}
+
 impl From<String> for ContentBlock {
     fn from(text: String) -> Self {
         ContentBlock::text(text)

@@ -620,6 +620,35 @@ impl ReActAgent {
         *self.inner.runtime.hooks() = Arc::new(HookChain::new());
     }
 
+    /// Changes the agent's hooks with any [`HookChain`] operation, applied from the next call
+    /// on: remove by name ([`remove_named`](HookChain::remove_named)), by event kind
+    /// ([`remove_interested_in`](HookChain::remove_interested_in)), stop one kind for every
+    /// hook ([`clear_kind`](HookChain::clear_kind)) or for one named hook
+    /// ([`remove_named_for`](HookChain::remove_named_for)). Returns what `edit` returns.
+    ///
+    /// ```
+    /// use agentscope::prelude::*;
+    /// use agentscope_test::ScriptedModel;
+    ///
+    /// let agent = ReActAgent::builder()
+    ///     .model(ScriptedModel::new([]))
+    ///     .hook(hook_fn(|_| Ok(())).with_name("audit").with_interests(HookEventType::PreCall))
+    ///     .hook(hook_fn(|_| Ok(())).with_name("metrics"))
+    ///     .build()?;
+    /// let removed = agent.edit_hooks(|hooks| hooks.remove_named("audit"));
+    /// assert_eq!(removed, 1);
+    /// // `metrics` receives every kind; it keeps all but PreReasoning.
+    /// agent.edit_hooks(|hooks| hooks.clear_kind(HookEventType::PreReasoning));
+    /// let order = agent.hook_order();
+    /// assert_eq!(order.len(), 1);
+    /// assert!(!order[0].interests.contains(HookEventType::PreReasoning));
+    /// # Ok::<(), agentscope::BuildError>(())
+    /// ```
+    pub fn edit_hooks<R>(&self, edit: impl FnOnce(&mut HookChain) -> R) -> R {
+        let mut hooks = self.inner.runtime.hooks();
+        edit(Arc::make_mut(&mut hooks))
+    }
+
     /// The effective hook chain in execution order, for debugging.
     pub fn hook_order(&self) -> Vec<HookInfo> {
         self.inner.runtime.hooks().order()

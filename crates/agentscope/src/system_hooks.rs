@@ -40,6 +40,20 @@ impl SystemHooks {
         lock().clear();
     }
 
+    /// Changes the system hooks with any [`HookChain`] operation (remove by name, by event
+    /// kind, stop one kind: see [`ReActAgent::edit_hooks`](crate::ReActAgent::edit_hooks)),
+    /// for agents built from now on. Returns what `edit` returns.
+    ///
+    /// ```
+    /// use agentscope::{hook_fn, SystemHooks};
+    ///
+    /// SystemHooks::add(hook_fn(|_| Ok(())).with_name("edit-doc-audit"));
+    /// assert_eq!(SystemHooks::edit(|hooks| hooks.remove_named("edit-doc-audit")), 1);
+    /// ```
+    pub fn edit<R>(edit: impl FnOnce(&mut HookChain) -> R) -> R {
+        edit(&mut lock())
+    }
+
     /// The system hooks in execution order.
     pub fn order() -> Vec<HookInfo> {
         lock().order()

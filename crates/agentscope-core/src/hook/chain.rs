@@ -90,10 +90,79 @@ impl HookChain {
 
     /// Removes a hook; returns whether it was registered.
     pub fn remove(&mut self, id: HookId) -> bool {
+        self.remove_where(|entry| entry.id == id) > 0
+    }
+
+    /// Removes every hook named `name` (names need not be unique); returns how many.
+    ///
+    /// ```
+    /// use agentscope_core::{hook_fn, HookChain};
+    ///
+    /// let mut chain = HookChain::new();
+    /// chain.push(hook_fn(|_| Ok(())).with_name("audit"));
+    /// chain.push(hook_fn(|_| Ok(())).with_name("audit").with_priority(5));
+    /// chain.push(hook_fn(|_| Ok(())).with_name("metrics"));
+    /// assert_eq!(chain.remove_named("audit"), 2);
+    /// assert_eq!(chain.order().len(), 1);
+    /// ```
+    pub fn remove_named(&mut self, name: &str) -> usize {
+        self.remove_where(|entry| &*entry.hook.name == name)
+    }
+
+    /// Removes every hook that receives `kind` (whatever else it receives); returns how
+    /// many. To stop delivering one kind and keep the hooks' other kinds, use
+    /// [`clear_kind`](Self::clear_kind).
+    pub fn remove_interested_in(&mut self, kind: HookEventType) -> usize {
+        self.remove_where(|entry| entry.hook.interests.contains(kind))
+    }
+
+    /// Stops delivering `kind` to any hook (AgentScope Python's `clear_instance_hooks` of one
+    /// hook type): a hook that received only `kind` is removed, one that also receives other
+    /// kinds keeps them. Returns how many hooks no longer receive `kind`.
+    ///
+    /// ```
+    /// use agentscope_core::{hook_fn, HookChain, HookEventType as K};
+    ///
+    /// let mut chain = HookChain::new();
+    /// chain.push(hook_fn(|_| Ok(())).with_name("pre").with_interests(K::PreCall));
+    /// chain.push(hook_fn(|_| Ok(())).with_name("both").with_interests(K::PreCall | K::PostCall));
+    /// assert_eq!(chain.clear_kind(K::PreCall), 2);
+    /// assert!(!chain.is_interested(K::PreCall));
+    /// let left: Vec<_> = chain.order().into_iter().map(|h| (h.name, h.interests)).collect();
+    /// assert_eq!(left, [("both".to_owned(), K::PostCall.into())]);
+    /// ```
+    pub fn clear_kind(&mut self, kind: HookEventType) -> usize {
+        self.narrow(kind, |_| true)
+    }
+
+    /// Stops delivering `kind` to the hooks named `name` (AgentScope Python's
+    /// `remove_instance_hook(hook_type, hook_name)`): each is removed if `kind` was all it
+    /// received. Returns how many hooks no longer receive `kind`.
+    pub fn remove_named_for(&mut self, name: &str, kind: HookEventType) -> usize {
+        self.narrow(kind, |entry| &*entry.hook.name == name)
+    }
+
+    fn narrow(&mut self, kind: HookEventType, selected: impl Fn(&Entry) -> bool) -> usize {
+        let mut narrowed = 0;
+        for entry in &mut self.entries {
+            if entry.hook.interests.contains(kind) && selected(entry) {
+                entry.hook.interests = entry.hook.interests.without(kind);
+                narrowed += 1;
+            }
+        }
+        self.entries
+            .retain(|entry| !entry.hook.interests.is_empty());
+        if narrowed > 0 {
+            self.reindex();
+        }
+        narrowed
+    }
+
+    fn remove_where(&mut self, doomed: impl Fn(&Entry) -> bool) -> usize {
         let before = self.entries.len();
-        self.entries.retain(|entry| entry.id != id);
-        let removed = self.entries.len() != before;
-        if removed {
+        self.entries.retain(|entry| !doomed(entry));
+        let removed = before - self.entries.len();
+        if removed > 0 {
             self.reindex();
         }
         removed

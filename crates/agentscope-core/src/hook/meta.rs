@@ -9,7 +9,6 @@ use chrono::{DateTime, Utc};
 
 use crate::hook::context::{CallInfo, Extensions};
 use crate::message::{ContentBlock, Msg, Role};
-use crate::text::SharedString;
 
 /// What every event carries: its call, the call's extensions (lent by the chain while hooks
 /// run), and its time, read from the clock when first asked for (most events are never
@@ -69,10 +68,10 @@ impl SystemSlot {
         });
     }
 
-    pub(crate) fn append(&mut self, text: SharedString) {
+    pub(crate) fn append(&mut self, block: ContentBlock) {
         match &mut self.0 {
-            Some(msg) => msg.content.push(ContentBlock::text(text)),
-            None => self.0 = Some(Msg::system(text)),
+            Some(msg) => msg.content.push(block),
+            None => self.0 = Some(Msg::new(Role::System, "system", vec![block])),
         }
     }
 }
@@ -127,10 +126,14 @@ macro_rules! system_message_accessors {
             self.system.set(message);
         }
 
-        /// Appends a text block to the system message, creating one named `"system"` when
-        /// there is none.
-        pub fn append_system_content(&mut self, text: impl Into<$crate::SharedString>) {
-            self.system.append(text.into());
+        /// Appends a block to the system message (text: a `&str`, `String` or
+        /// [`SharedString`](crate::SharedString); or any [`ContentBlock`](crate::ContentBlock)),
+        /// creating one named `"system"` when there is none.
+        ///
+        /// The OpenAI and Anthropic clients send a system message's text blocks only (their
+        /// APIs take text there); other blocks are for models and hooks that read them.
+        pub fn append_system_content(&mut self, content: impl Into<$crate::ContentBlock>) {
+            self.system.append(content.into());
         }
     };
 }

@@ -450,3 +450,98 @@ async fn observe_while_tool_calls_are_pending_is_rejected() {
         .collect();
     assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool]);
 }
+
+/// A hook named `name` receiving `kinds` that logs `"{name}:{kind}"`.
+fn logging(log: &Arc<Mutex<Vec<String>>>, name: &'static str, kinds: HookEventTypes) -> BoxedHook {
+    let log = Arc::clone(log);
+    BoxedHook::new(
+        hook_fn(move |event| {
+            log.lock()
+                .unwrap()
+                .push(format!("{name}:{}", event.event_type().as_str()));
+            Ok(())
+        })
+        .with_name(name)
+        .with_interests(kinds),
+    )
+}
+
+fn three_hooks(log: &Arc<Mutex<Vec<String>>>) -> [BoxedHook; 3] {
+    [
+        logging(log, "audit", K::PreCall | K::PostCall | K::PreReasoning),
+        logging(log, "audit", K::PreCall.into()),
+        logging(log, "metrics", K::PreCall | K::PostCall),
+    ]
+}
+
+#[tokio::test]
+async fn hooks_are_removed_by_name_and_by_kind_from_the_next_call_on() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let model = answers(2);
+    let agent = agent(&model, three_hooks(&log));
+
+    assert_eq!(agent.edit_hooks(|hooks| hooks.remove_named("audit")), 2);
+    agent.call("one").await.unwrap();
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["metrics:PreCall", "metrics:PostCall"]
+    );
+
+    log.lock().unwrap().clear();
+    assert_eq!(
+        agent.edit_hooks(|hooks| hooks.remove_interested_in(K::PostCall)),
+        1
+    );
+    agent.call("two").await.unwrap();
+    assert!(log.lock().unwrap().is_empty());
+    assert!(agent.hook_order().is_empty());
+}
+
+#[tokio::test]
+async fn clearing_a_kind_keeps_the_hooks_other_kinds() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let model = answers(1);
+    let agent = agent(&model, three_hooks(&log));
+
+    // Both audits and metrics received PreCall; the PreCall-only audit is gone.
+    assert_eq!(agent.edit_hooks(|hooks| hooks.clear_kind(K::PreCall)), 3);
+    assert_eq!(
+        agent
+            .hook_order()
+            .iter()
+            .map(|h| (h.name.as_str(), h.interests))
+            .collect::<Vec<_>>(),
+        [
+            ("audit", K::PostCall | K::PreReasoning),
+            ("metrics", K::PostCall.into()),
+        ]
+    );
+    agent.call("one").await.unwrap();
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["audit:PreReasoning", "audit:PostCall", "metrics:PostCall"]
+    );
+}
+
+#[tokio::test]
+async fn one_kind_is_removed_from_one_named_hook() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let model = answers(1);
+    let agent = agent(&model, three_hooks(&log));
+
+    assert_eq!(
+        agent.edit_hooks(|hooks| hooks.remove_named_for("metrics", K::PreCall)),
+        1
+    );
+    agent.call("one").await.unwrap();
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "audit:PreCall",
+            "audit:PreCall",
+            "audit:PreReasoning",
+            "audit:PostCall",
+            "metrics:PostCall"
+        ]
+    );
+}

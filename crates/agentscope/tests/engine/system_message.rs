@@ -622,3 +622,40 @@ async fn system_message_given_to_observe_is_rejected_and_nothing_is_stored() {
     assert!(rec.events().is_empty());
     assert_eq!(model.request_count(), 0);
 }
+
+#[tokio::test]
+async fn a_hook_appends_content_blocks_to_the_system_message() {
+    let model = ScriptedModel::new([ScriptedResponse::text("ok")]);
+    let diagram = ContentBlock::Image(agentscope::ImageBlock {
+        url: "data:image/png;base64,iVBORw0KGgo=".into(),
+    });
+    let block = diagram.clone();
+    let agent = ReActAgent::builder()
+        .sys_prompt("seed")
+        .model(model.clone())
+        .hook(
+            hook_fn(move |event| {
+                if let HookEvent::PreCall(e) = event {
+                    e.append_system_content("Refer to the diagram.");
+                    e.append_system_content(block.clone());
+                }
+                Ok(())
+            })
+            .with_interests(K::PreCall),
+        )
+        .build()
+        .unwrap();
+
+    agent.call("hi").await.unwrap();
+
+    let system = &model.requests()[0].messages[0];
+    assert_eq!(system.role, Role::System);
+    assert_eq!(
+        system.content.to_vec(),
+        [
+            ContentBlock::text("seed"),
+            ContentBlock::text("Refer to the diagram."),
+            diagram
+        ]
+    );
+}
