@@ -301,8 +301,10 @@ impl ReActAgentBuilder {
         let session = self
             .session
             .map(|(store, id)| SessionBinding::new(store, id, messages, metadata.clone()));
-        let mut hooks = SystemHooks::snapshot();
-        hooks.extend_from(&self.hooks);
+        // The agent's own hooks first, then the system hooks: at equal priority the agent's
+        // run first, as in AgentScope-Java (and Python's instance-before-class hooks).
+        let mut hooks = self.hooks;
+        hooks.extend_from(&SystemHooks::snapshot());
         let id = self.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let model_name: Arc<str> = Arc::from(model.model_name());
         let config = AgentConfig {

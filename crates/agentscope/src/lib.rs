@@ -51,4 +51,6 @@ mod guides {
     struct Sessions;
     #[doc = include_str!("../../../docs/hitl.md")]
     struct Hitl;
+    #[doc = include_str!("../../../docs/migrating.md")]
+    struct Migrating;
 }

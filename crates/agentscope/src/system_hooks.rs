@@ -10,8 +10,10 @@ static REGISTRY: LazyLock<Mutex<HookChain>> = LazyLock::new(|| Mutex::new(HookCh
 ///
 /// Use them for cross-cutting concerns (tracing, auditing) that every agent of a service
 /// should have. Agents built before a change keep the hooks they were built with; inside an
-/// agent, system hooks are registered before the builder's hooks (so they run first among
-/// hooks of equal priority) and can be removed from that agent with
+/// agent, system hooks are registered after the builder's hooks (so among hooks of equal
+/// priority the agent's own run first, as in AgentScope-Java, and as AgentScope Python runs
+/// instance hooks before class hooks) and before hooks added later with
+/// [`add_hook`](crate::ReActAgent::add_hook); they can be removed from that agent with
 /// [`remove_hook`](crate::ReActAgent::remove_hook) using the same id.
 ///
 /// ```

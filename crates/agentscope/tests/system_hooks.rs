@@ -1,6 +1,6 @@
 //! Process-wide `SystemHooks`: snapshotted into each agent at build time (later additions and
-//! removals affect only agents built afterwards), run before the agent's own hooks of equal
-//! priority, and removable from one agent with `remove_hook`. Its own test binary because
+//! removals affect only agents built afterwards), run after the builder's hooks and before
+//! hooks added later, at equal priority, and removable from one agent with `remove_hook`. Its own test binary because
 //! the registry is process-global; the tests here run one at a time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -126,11 +126,12 @@ fn system_hook_removal_affects_only_agents_built_later() {
 }
 
 #[test]
-fn system_hooks_run_before_agent_hooks_of_equal_priority() {
+fn system_hooks_run_after_the_builders_hooks_of_equal_priority() {
     let _isolated = isolated();
     let log = Arc::new(Mutex::new(Vec::new()));
     // The builder collects its hooks before the system hooks are registered: the snapshot
-    // taken at build still puts system hooks first among equals.
+    // taken at build puts them after the builder's hooks among equals (AgentScope-Java's
+    // order), and a hook added after the build comes after both.
     let builder = ReActAgent::builder()
         .model(ScriptedModel::new([ScriptedResponse::text("ok")]))
         .hook(logger(&log, "agent-100", 100))
@@ -144,10 +145,10 @@ fn system_hooks_run_before_agent_hooks_of_equal_priority() {
 
     let expected = [
         "agent-5",
-        "sys-10",
         "agent-10",
-        "sys-100",
+        "sys-10",
         "agent-100",
+        "sys-100",
         "added-100",
         "agent-200",
     ];
@@ -177,7 +178,7 @@ fn remove_hook_with_a_system_hook_id_removes_it_from_that_agent_only() {
         .build()
         .unwrap();
     let untouched = agent("untouched");
-    assert_eq!(hook_names(&trimmed), ["audit", "own"]);
+    assert_eq!(hook_names(&trimmed), ["own", "audit"]);
 
     assert!(trimmed.remove_hook(id));
     assert!(!trimmed.remove_hook(id), "removing twice reports false");
