@@ -10,6 +10,7 @@ mod error;
 pub mod hooks;
 mod memory;
 pub mod model_layers;
+pub mod multi_agent;
 mod runtime;
 pub mod session;
 mod stream;
@@ -22,6 +23,7 @@ pub use builder::ReActAgentBuilder;
 pub use engine::reply::{Reasoning, Reply, ReplyContext};
 pub use error::{BuildError, ToolkitError};
 pub use memory::InMemoryMemory;
+pub use multi_agent::{AgentTool, MsgHub, MultiAgentError, UserAgent};
 pub use session::{AgentState, JsonFileSessionStore, SessionError, SessionStore};
 pub use stream::{AgentStream, Event, EventType, StreamOptions};
 pub use system_hooks::SystemHooks;
@@ -51,6 +53,8 @@ mod guides {
     struct Sessions;
     #[doc = include_str!("../../../docs/hitl.md")]
     struct Hitl;
+    #[doc = include_str!("../../../docs/multi-agent.md")]
+    struct MultiAgent;
     #[doc = include_str!("../../../docs/migrating.md")]
     struct Migrating;
 }
