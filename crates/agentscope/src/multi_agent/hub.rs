@@ -28,7 +28,8 @@ use crate::agent_trait::Agent;
 ///   so their PreCall hooks see it and may redact it); the speaker has it in memory already.
 ///   Listeners hear what was said: a [`Role::User`](agentscope_core::Role::User) message
 ///   carrying the speaker's name and the reply's id, with its text and images (not the
-///   speaker's thinking or tool calls). From an agent's point of view only its own replies
+///   speaker's thinking or tool calls), the text starting with the speaker's name
+///   (`"alice: ..."`). From an agent's point of view only its own replies
 ///   are assistant turns; so a participant whose memory ends with another's words can be
 ///   called with no input, and a model never sees another agent's words as its own.
 ///   The input of a call is the caller's message to one agent and is not broadcast: share
@@ -80,7 +81,7 @@ use crate::agent_trait::Agent;
 /// let said: Vec<_> = state.messages.iter().map(|m| (m.name.as_str(), m.text())).collect();
 /// assert_eq!(said, [
 ///     ("host", "Introduce yourselves.".to_owned()),
-///     ("alice", "Hi, I'm Alice.".to_owned()),
+///     ("alice", "alice: Hi, I'm Alice.".to_owned()),
 ///     ("bob", "Bob here.".to_owned()),
 /// ]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())

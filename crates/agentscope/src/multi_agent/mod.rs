@@ -50,9 +50,12 @@ fn shared<A: Agent>(agent: A) -> Arc<dyn Agent> {
 /// What another agent hears of `message`: what was said (its text and images, not the
 /// speaker's thinking or tool calls), as a [`Role::User`] message (from the listener's
 /// point of view, only its own replies are assistant turns) with the same id, name, time
-/// and metadata. `None` when nothing was said (a tool message, a reply of tool calls only).
+/// and metadata. Another agent's reply starts with its speaker's name (`"alice: ..."`), so
+/// a model that reads the conversation knows who said what (a `Msg`'s name does not reach
+/// every provider's API). `None` when nothing was said (a tool message, a reply of tool
+/// calls only).
 pub(crate) fn heard(message: &Msg) -> Option<Msg> {
-    let said: Vec<ContentBlock> = message
+    let mut said: Vec<ContentBlock> = message
         .content
         .iter()
         .filter(|block| matches!(block, ContentBlock::Text(_) | ContentBlock::Image(_)))
@@ -60,6 +63,15 @@ pub(crate) fn heard(message: &Msg) -> Option<Msg> {
         .collect();
     if said.is_empty() || message.role == Role::System {
         return None;
+    }
+    if message.role == Role::Assistant {
+        let speaker = format!("{}: ", message.name);
+        match said.first_mut() {
+            Some(ContentBlock::Text(first)) => {
+                first.text = format!("{speaker}{}", first.text).into();
+            }
+            _ => said.insert(0, ContentBlock::text(speaker.trim_end())),
+        }
     }
     let mut heard = message.clone();
     heard.role = Role::User;

@@ -19,7 +19,8 @@ use crate::agent_trait::Agent;
 /// ```
 ///
 /// The next agent gets the reply as it hears it: a [`Role::User`](agentscope_core::Role::User)
-/// message carrying the speaker's name and the reply's id, with the reply's text and images
+/// message carrying the speaker's name and the reply's id, with the reply's text (after the
+/// speaker's name: `"writer: ..."`) and images
 /// (its thinking and tool calls stay with the speaker); see [`MsgHub`] for why.
 ///
 /// Outside a hub, nobody else sees the replies; run it with
@@ -44,7 +45,7 @@ use crate::agent_trait::Agent;
 /// // The editor's input was the writer's reply, as the editor hears it.
 /// let request = &editor_model.requests()[0];
 /// assert_eq!((request.messages[0].role, request.messages[0].name.as_str()), (Role::User, "writer"));
-/// assert_eq!(request.messages[0].text(), "A draft.");
+/// assert_eq!(request.messages[0].text(), "writer: A draft.");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```

@@ -121,9 +121,9 @@ async fn the_input_of_a_hub_call_stays_private_and_broadcast_reaches_everyone() 
     assert_eq!(
         memory(&bob_agent),
         [
-            "user/alice: text \"Psst: Sunday.\"",
+            "user/alice: text \"alice: Psst: Sunday.\"",
             "user/user: text \"It will rain on Sunday.\"",
-            "user/alice: text \"Noted.\"",
+            "user/alice: text \"alice: Noted.\"",
         ]
     );
     assert_eq!(request(&alice_model, 1), memory(&alice_agent)[..3]);
@@ -169,16 +169,16 @@ async fn participants_added_or_removed_mid_conversation_hear_from_then_on() {
         [
             ANNOUNCEMENT,
             "assistant/alice: text \"a1\"",
-            "user/bob: text \"b1\"",
+            "user/bob: text \"bob: b1\"",
         ]
     );
     assert_eq!(
         memory(&bob_agent),
         [
             ANNOUNCEMENT,
-            "user/alice: text \"a1\"",
+            "user/alice: text \"alice: a1\"",
             "assistant/bob: text \"b1\"",
-            "user/carol: text \"c1\"",
+            "user/carol: text \"carol: c1\"",
             "assistant/bob: text \"b2\"",
         ]
     );
@@ -186,9 +186,9 @@ async fn participants_added_or_removed_mid_conversation_hear_from_then_on() {
         memory(&carol_agent),
         [
             ANNOUNCEMENT,
-            "user/bob: text \"b1\"",
+            "user/bob: text \"bob: b1\"",
             "assistant/carol: text \"c1\"",
-            "user/bob: text \"b2\"",
+            "user/bob: text \"bob: b2\"",
         ]
     );
     // A former participant cannot speak in the hub: nothing runs.
@@ -273,7 +273,10 @@ async fn a_failing_observer_is_named_after_every_other_participant_observed() {
             "assistant/alice: text \"Hello all.\"",
         ]
     );
-    assert_eq!(memory(&carol_agent), ["user/alice: text \"Hello all.\""]);
+    assert_eq!(
+        memory(&carol_agent),
+        ["user/alice: text \"alice: Hello all.\""]
+    );
     assert!(memory(&bob_agent).is_empty());
     // Broadcasts report the same way.
     let error = hub.broadcast(from("host", "Lunch!")).await.unwrap_err();
@@ -367,7 +370,10 @@ async fn a_reply_streamed_outside_the_hub_is_shared_with_broadcast_from() {
             "assistant/alice: text \"Streamed.\"",
         ]
     );
-    assert_eq!(memory(&bob_agent), ["user/alice: text \"Streamed.\""]);
+    assert_eq!(
+        memory(&bob_agent),
+        ["user/alice: text \"alice: Streamed.\""]
+    );
     let error = hub
         .broadcast_from(&carol, from("carol", "hi"))
         .await

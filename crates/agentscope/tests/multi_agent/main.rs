@@ -55,14 +55,23 @@ pub(crate) fn from(name: &str, text: &str) -> Msg {
     Msg::builder().name(name).text(text).build()
 }
 
+/// Speakers in the tests that are people (their messages are user messages), not agents.
+const PEOPLE: [&str; 2] = ["host", "user"];
+
 /// A conversation of `(speaker, text)` lines as `me` holds it (`role/name: blocks`): its own
 /// replies as assistant turns, everything else as user messages carrying the speaker's name.
 pub(crate) fn heard_by(me: &str, lines: &[(&str, &str)]) -> Vec<String> {
     lines
         .iter()
         .map(|(speaker, text)| {
-            let role = if *speaker == me { "assistant" } else { "user" };
-            format!("{role}/{speaker}: text {text:?}")
+            if *speaker == me {
+                format!("assistant/{speaker}: text {text:?}")
+            } else if PEOPLE.contains(speaker) {
+                format!("user/{speaker}: text {text:?}")
+            } else {
+                // Another agent's reply, heard with its speaker's name in front.
+                format!("user/{speaker}: text {:?}", format!("{speaker}: {text}"))
+            }
         })
         .collect()
 }

@@ -36,16 +36,16 @@ async fn sequential_gives_each_reply_to_the_next_agent_and_returns_the_last() {
     // Each next agent hears the previous reply: a user message carrying the speaker's name.
     assert_eq!(
         request(&editor_model, 0),
-        ["user/writer: text \"Roses are red.\""]
+        ["user/writer: text \"writer: Roses are red.\""]
     );
     assert_eq!(
         request(&critic_model, 0),
-        ["user/editor: text \"Roses are crimson.\""]
+        ["user/editor: text \"editor: Roses are crimson.\""]
     );
     assert_eq!(
         memory(&editor_agent),
         [
-            "user/writer: text \"Roses are red.\"",
+            "user/writer: text \"writer: Roses are red.\"",
             "assistant/editor: text \"Roses are crimson.\"",
         ]
     );
@@ -208,7 +208,7 @@ async fn a_sequential_pipeline_in_a_hub_broadcasts_each_reply_and_never_repeats_
         request(&bob_model, 0),
         [
             "user/host: text \"Topic: lunch.\"",
-            "user/alice: text \"A\"",
+            "user/alice: text \"alice: A\"",
         ]
     );
     assert_eq!(
@@ -217,7 +217,7 @@ async fn a_sequential_pipeline_in_a_hub_broadcasts_each_reply_and_never_repeats_
             "user/host: text \"Topic: lunch.\"",
             "user/user: text \"Start, Alice.\"",
             "assistant/alice: text \"A\"",
-            "user/bob: text \"B\"",
+            "user/bob: text \"bob: B\"",
         ]
     );
     let lines = [("host", "Topic: lunch."), ("alice", "A"), ("bob", "B")];
@@ -260,8 +260,8 @@ async fn a_fanout_in_a_hub_broadcasts_the_replies_in_participant_order_after_all
         [
             "user/user: text \"Ideas?\"",
             "assistant/a: text \"from a\"",
-            "user/b: text \"from b\"",
-            "user/c: text \"summary\"",
+            "user/b: text \"b: from b\"",
+            "user/c: text \"c: summary\"",
         ]
     );
     // B finished first and holds its own reply first, then A's (broadcast in agent order).
@@ -270,13 +270,13 @@ async fn a_fanout_in_a_hub_broadcasts_the_replies_in_participant_order_after_all
         [
             "user/user: text \"Ideas?\"",
             "assistant/b: text \"from b\"",
-            "user/a: text \"from a\"",
-            "user/c: text \"summary\"",
+            "user/a: text \"a: from a\"",
+            "user/c: text \"c: summary\"",
         ]
     );
     assert_eq!(
         request(&c_model, 0),
-        ["user/a: text \"from a\"", "user/b: text \"from b\""]
+        ["user/a: text \"a: from a\"", "user/b: text \"b: from b\""]
     );
     assert_eq!(memory(&c_agent).len(), 3);
 }
