@@ -258,6 +258,19 @@ impl Call<'_> {
             .and_then(|last| memory.messages_from(last).pop())
             .is_some_and(|last| last.id == message.id);
         if !stored {
+            // What the engine stores for the reply must keep memory well formed.
+            if message.role == Role::System {
+                return Err(Halt::Failed(AgentError::invalid_input(
+                    "the custom reply must not be a SYSTEM message (the system message is \
+                     set with `sys_prompt` or by hooks)",
+                )));
+            }
+            if message.has_tool_uses() {
+                return Err(Halt::Failed(AgentError::invalid_input(
+                    "the custom reply holds tool calls that no step ran: let `reason` store \
+                     the model's tool calls and `act` run them",
+                )));
+            }
             memory.add(message.clone());
         }
         Ok(message)

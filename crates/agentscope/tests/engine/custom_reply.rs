@@ -355,3 +355,42 @@ async fn reason_without_a_model_fails_the_call_with_a_clear_error() {
          (give one to the builder's `model`)"
     );
 }
+
+#[tokio::test]
+async fn a_reply_that_would_break_memory_fails_the_call_and_stores_nothing() {
+    struct SaysSystem;
+    impl Reply for SaysSystem {
+        async fn reply(&self, _cx: &mut ReplyContext<'_, '_>) -> Result<Msg, AgentError> {
+            Ok(Msg::system("I am the system now."))
+        }
+    }
+    struct CallsUnrun;
+    impl Reply for CallsUnrun {
+        async fn reply(&self, cx: &mut ReplyContext<'_, '_>) -> Result<Msg, AgentError> {
+            let mut reply = cx.message("let me check");
+            reply
+                .content
+                .push(ToolUseBlock::new("c9", "calculator", json!({"expression": "1"})).into());
+            Ok(reply)
+        }
+    }
+    let system = ReActAgent::builder().reply(SaysSystem).build().unwrap();
+    let calls = ReActAgent::builder().reply(CallsUnrun).build().unwrap();
+
+    let system_err = system.call("hi").await.unwrap_err();
+    let calls_err = calls.call("hi").await.unwrap_err();
+
+    assert_eq!(
+        system_err.to_string(),
+        "the custom reply must not be a SYSTEM message (the system message is set with \
+         `sys_prompt` or by hooks)"
+    );
+    assert_eq!(
+        calls_err.to_string(),
+        "the custom reply holds tool calls that no step ran: let `reason` store the model's \
+         tool calls and `act` run them"
+    );
+    // The failed calls took their input back: nothing is stored.
+    assert!(system.memory().is_empty());
+    assert!(calls.memory().is_empty());
+}
