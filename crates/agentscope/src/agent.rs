@@ -365,7 +365,7 @@ impl ReActAgent {
         let saved = match self.observed(messages).await {
             Ok(messages) => {
                 memory.extend(messages);
-                config.save_session(runtime, synced.as_mut()).await
+                config.save_session(runtime, synced.as_mut(), None).await
             }
             Err(error) => Err(error),
         };
@@ -529,7 +529,7 @@ impl ReActAgent {
         let guard = runtime.begin_call(config.settings.check_running)?;
         let mut synced = config.load_session(runtime, guard.token()).await?;
         update(&mut lock(runtime.metadata()));
-        let saved = config.save_session(runtime, synced.as_mut()).await;
+        let saved = config.save_session(runtime, synced.as_mut(), None).await;
         config.release_session(synced).await;
         saved
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use agentscope_core::{
     AgentError, AgentInfo, BoxedModel, CancellationToken, GenerateOptions, Memory, Msg,
 };
+use serde_json::{Map, Value};
 
 use crate::engine::reply::SharedReply;
 use crate::runtime::AgentRuntime;
@@ -98,6 +99,7 @@ impl AgentConfig {
         &self,
         runtime: &AgentRuntime,
         synced: Option<&mut Synced>,
+        hooks: Option<&Map<String, Value>>,
     ) -> Result<(), AgentError> {
         match (&self.session, synced) {
             (Some(session), Some(synced)) => {
@@ -107,7 +109,7 @@ impl AgentConfig {
                         &self.identity(),
                         &*self.memory,
                         runtime.metadata(),
-                        None,
+                        hooks,
                     )
                     .await
             }

@@ -150,10 +150,24 @@ pub(crate) async fn run(
         }
     };
     let session = call.session.take();
+    // What hooks keep with the session, as the call's last hook left it: saved with the
+    // call's end even when no step boundary followed the change.
+    let hook_entries = session
+        .as_ref()
+        .and_then(|_| hook_state(call.context.as_ref()).cloned());
     drop(call);
     drop(finish);
     let result = match session {
-        Some(synced) => Box::pin(save_session(config, runtime, synced, result)).await,
+        Some(synced) => {
+            Box::pin(save_session(
+                config,
+                runtime,
+                synced,
+                result,
+                hook_entries.as_ref(),
+            ))
+            .await
+        }
         None => result,
     };
     // Released before the result is delivered, so back-to-back calls never trip the check.
@@ -169,8 +183,9 @@ async fn save_session(
     runtime: &AgentRuntime,
     mut synced: Box<Synced>,
     result: Result<Msg, AgentError>,
+    hooks: Option<&serde_json::Map<String, serde_json::Value>>,
 ) -> Result<Msg, AgentError> {
-    let saved = config.save_session(runtime, Some(&mut synced)).await;
+    let saved = config.save_session(runtime, Some(&mut synced), hooks).await;
     config.release_session(Some(*synced)).await;
     let Err(save_error) = saved else {
         return result;

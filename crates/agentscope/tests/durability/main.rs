@@ -13,6 +13,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod dropped;
+mod hook_state;
 mod kill;
 mod worker;
 mod writers;
