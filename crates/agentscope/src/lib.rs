@@ -5,6 +5,7 @@ mod agent;
 mod agent_trait;
 mod builder;
 mod config;
+pub mod context;
 mod engine;
 mod error;
 pub mod hooks;
@@ -20,6 +21,12 @@ mod toolkit;
 pub use agent::{CallInput, ReActAgent};
 pub use agent_trait::Agent;
 pub use builder::ReActAgentBuilder;
+#[cfg(feature = "tiktoken")]
+pub use context::TiktokenCounter;
+pub use context::{
+    CompactionReport, ContextWindowHook, ContextWindows, EstimatedTokens, Summarizer, TokenCounter,
+    ToolResultStash,
+};
 pub use engine::reply::{Reasoning, Reply, ReplyContext};
 pub use error::{BuildError, ToolkitError};
 pub use memory::InMemoryMemory;
@@ -53,6 +60,8 @@ mod guides {
     struct Sessions;
     #[doc = include_str!("../../../docs/hitl.md")]
     struct Hitl;
+    #[doc = include_str!("../../../docs/context.md")]
+    struct Context;
     #[doc = include_str!("../../../docs/multi-agent.md")]
     struct MultiAgent;
     #[doc = include_str!("../../../docs/migrating.md")]

@@ -15,6 +15,7 @@
 //! | [`SkillHook`] | 85 | PreCall | appends the skill catalogue to the system message |
 //! | [`ToolApprovalHook`] | 200 | PreCall, PostReasoning, PreActing, PostActing | stops for approval; applies approve / edit / reject |
 //! | [`TracingHook`] | 0 | Pre*/Post*, Error | nothing: emits `tracing` spans |
+//! | [`ContextWindowHook`](crate::context::ContextWindowHook) | 800 | PreCall, PreReasoning, PreSummary | previews large tool results, summarises old turns, slides a window over the model's input |
 //! | [`JsonlTraceHook`] | 900 | all but chunks (chunks opt-in) | nothing: writes JSON lines |
 //!
 //! See `docs/builtin-hooks.md` for the effective order with your own hooks.
