@@ -1,10 +1,12 @@
 //! `durability`: what step-level persistence adds to a ReAct call.
 //!
 //! The call of `react_call` (one tool call, then the answer; instant model and tool), on an
-//! agent without a session and on one bound to a `JsonFileSessionStore`, which saves at every
-//! step (after reasoning, before and after the tool, at the end) and `fsync`s each save. The
-//! store's directory is on `/dev/shm` (tmpfs, where `fsync` costs next to nothing) when it
-//! exists, so the figure is the engine's and the store's own work, not the disk's; pass a
+//! agent without a session and on one bound to a `JsonFileSessionStore`: the call takes the
+//! session's lease (locks the session's lock file and opens its log, once), loads the
+//! session, saves at every step (after reasoning, before and after the tool, at the end:
+//! one appended line and one `fsync` each, through the open log) and gives the lease back.
+//! The store's directory is on `/dev/shm` (tmpfs, where `fsync` costs next to nothing) when
+//! it exists, so the figure is the engine's and the store's own work, not the disk's; pass a
 //! directory as `DURABILITY_DIR` to measure a real disk.
 //!
 //! Each round builds 500 agents of each kind and makes one untimed call on each (so the

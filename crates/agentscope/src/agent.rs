@@ -552,8 +552,9 @@ impl ReActAgent {
 
     /// Interrupts the call running on the agent's session, on whichever instance runs it:
     /// this agent's own calls (as [`interrupt`](Self::interrupt)), and, with a store that
-    /// leases sessions (`agentscope-redis`), the call that holds the session's lease in any
-    /// other process sharing the store, which then ends as a local interrupt ends it.
+    /// leases sessions, the call that holds the session's lease elsewhere, which then ends as
+    /// a local interrupt ends it: in any process sharing the store with `agentscope-redis`,
+    /// in this process with [`JsonFileSessionStore`](crate::JsonFileSessionStore).
     /// Returns whether the store found a call holding the session (always `false` for a
     /// store that does not lease, and without a session).
     ///

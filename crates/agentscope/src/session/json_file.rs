@@ -1,18 +1,22 @@
 //! [`JsonFileSessionStore`]: one append-only JSON Lines log per session in a directory.
 //!
-//! Saves append a record under a per-session lock file; loads replay the records. See the
-//! type's documentation for the files, the record format, the lock, the cache of what each
-//! log holds, and what crashes leave behind.
+//! Saves append a record under a per-session lock file; loads replay the records; a call's
+//! lease holds the lock and the log open for the length of the call (the `lease` module).
+//! See the type's documentation for the files, the record format, the lock, leases, the
+//! cache of what each log holds, and what crashes leave behind.
+
+mod lease;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agentscope_core::conversation::ConversationError;
-use agentscope_core::{Msg, Role};
+use agentscope_core::session::SessionLease;
+use agentscope_core::{CancellationToken, Msg, Role};
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use serde::de::{DeserializeOwned, IgnoredAny};
@@ -24,6 +28,7 @@ use super::{
     validate_session_id,
 };
 use crate::runtime::lock;
+use lease::{Held, HeldLog, Holder, JsonFileLease};
 
 /// The extension of session logs.
 const LOG_EXTENSION: &str = "jsonl";
@@ -84,8 +89,8 @@ const CACHE_CAPACITY: usize = 4096;
 ///
 /// - `<id>.jsonl`: the session's log, one JSON record per saved [`StateChange`], each on its
 ///   own line ended by `\n`;
-/// - `.<id>.lock`: the lock file saves and deletes lock (empty, and kept after a delete: see
-///   [below](#loading-listing-deleting));
+/// - `.<id>.lock`: the lock file saves and deletes lock, and a call's [lease](#leases) keeps
+///   locked (empty, and kept after a delete: see [below](#loading-listing-deleting));
 /// - `.<id>.jsonl.tmp`: a log being rewritten (exists only during a rewrite, or after a
 ///   crash in one);
 /// - `<id>.json`: a session saved by an earlier version of this store (one whole
@@ -109,11 +114,12 @@ const CACHE_CAPACITY: usize = 4096;
 ///
 /// # Saving
 ///
-/// A save locks the session's lock file `.<id>.lock` ([`File::lock`]: an exclusive lock that
-/// holds between processes, and between saves of one process, each of which opens the file
-/// anew), finds the stored revision and message count, checks the change against them
-/// ([`StateChange::check`]: a stale base is a [`SessionError::Conflict`] and nothing is
-/// written) and then either
+/// A save holds the session's lock file `.<id>.lock` locked ([`File::lock`]: an exclusive
+/// lock that holds between processes, and between handles of one process): the lock of the
+/// call's [lease](#leases) when the change is fenced by one, else a lock it takes for the
+/// save (opening the file anew and waiting while another holds it). It finds the stored
+/// revision and message count, checks the change against them ([`StateChange::check`]: a
+/// stale base is a [`SessionError::Conflict`] and nothing is written) and then either
 ///
 /// - appends the change as one record with a single write, and `fsync`s the log
 ///   ([`File::sync_data`]) before returning; or
@@ -135,6 +141,47 @@ const CACHE_CAPACITY: usize = 4096;
 ///   `O(log size)` and leaves no dead bytes, and at least as many dead bytes as live ones
 ///   must accumulate again (each appended record adds at most its own size) before the
 ///   next: the amortised cost of a save stays proportional to its change.
+///
+/// # Leases
+///
+/// An agent bound to a session of this store takes the session's lease before each call
+/// ([`SessionStore::lease`]) and gives it back after the call's last save. The lease locks
+/// the lock file without waiting and keeps it locked, and the log open, until it is given
+/// back:
+///
+/// - **One call at a time per session, on one host.** While a call holds the lease, a second
+///   lease on the session is refused at once with [`SessionError::Busy`] (an agent call:
+///   `AgentError::Busy`, before any hook runs and with nothing loaded or stored), whether it
+///   comes from another agent of this process, through this store or another one on the same
+///   directory, or from another process. Taking the lease also opens and checks the log as a
+///   save does (a corrupt log fails the lease and leaves the session unlocked).
+/// - **Cheap steps.** A save fenced by the lease ([`StateChange::fence`]) appends through the
+///   open log: one `write` and one [`File::sync_data`] (`fdatasync`), with no file opened,
+///   closed or locked. Everything else is as without a lease: the compare-and-swap, the
+///   rewrites (after which the lease holds the new log), the crash safety. Every save is
+///   still `fsync`ed before it returns.
+/// - **Fencing.** A save fenced by a lease this process does not hold (given back, dropped,
+///   or another store's token) is refused with [`SessionError::LeaseLost`] and writes
+///   nothing. Fences are looked up by the lock file's path, so a fenced save must go through
+///   a store on the same directory path as the lease.
+/// - **Giving back.** [`SessionLease::release`] closes the files, which unlocks the session;
+///   so does dropping the lease (a dropped call), and so does the kernel when the holding
+///   process dies (even by `SIGKILL`): the next call takes the session at once, and settles
+///   the tool calls the dead call left running (see `docs/sessions.md`). A lease given back
+///   while one of its saves still runs (a call dropped in the middle of a save) unlocks when
+///   that save returns; a new lease of this process waits for that instead of reporting
+///   busy.
+/// - **Interrupts.** [`interrupt`](SessionStore::interrupt) cancels the call of this
+///   process that holds the session (the token its lease was given) and returns `true`.
+///   There is no channel to another process: a call that another process runs is not
+///   interrupted, and `interrupt` returns `false`.
+/// - **Saves and deletes without a lease** (a [`StateChange`] with no fence, a
+///   [`delete`](SessionStore::delete)) wait for the lock, so while a call holds the session
+///   they wait until it ends (do not make them from inside that call: they would wait for
+///   themselves). Such a save holds the lock for the length of its write; a lease asked for
+///   at that instant is refused as busy.
+/// - **Loads** take no lock and read the log as it is, also while a call holds the lease
+///   (in the process holding it, through the log the lease keeps open).
 ///
 /// # The cache
 ///
@@ -176,9 +223,10 @@ const CACHE_CAPACITY: usize = 4096;
 ///
 /// Loads take no lock: they read the log file (which is only ever appended to, and replaced
 /// by rename) and replay its complete records, so they see one saved revision. Deletes take
-/// the lock, then remove `<id>.json`, `<id>.jsonl` and a temporary file. The lock file stays:
-/// removing it while another process waits on it would let a third process lock a new file
-/// of the same name at the same time. Lock files are empty and hidden from
+/// the lock (waiting while a call holds the session's lease), then remove `<id>.json`,
+/// `<id>.jsonl` and a temporary file. The lock file stays: removing it while another
+/// process waits on it would let a third process lock a new file of the same name at the
+/// same time. Lock files are empty and hidden from
 /// [`list`](SessionStore::list); remove them only while no process uses the directory.
 ///
 /// # Sessions of earlier versions
@@ -191,7 +239,8 @@ const CACHE_CAPACITY: usize = 4096;
 ///
 /// # The directory
 ///
-/// The directory is created on the first save; a missing directory holds no sessions.
+/// The directory is created on the first save or lease; a missing directory holds no
+/// sessions.
 /// Session ids must pass [`validate_session_id`](super::validate_session_id) (letters,
 /// digits, `-`, `_`, `.`; no path separators, not starting with `.`), so an id can never name
 /// a file outside the directory, nor one of the hidden files. File work runs on tokio's
@@ -251,10 +300,25 @@ impl SessionStore for JsonFileSessionStore {
     ) -> BoxFuture<'a, Result<u64, SessionError>> {
         Box::pin(async move {
             let files = self.files(session)?;
+            let held = match &change.fence {
+                None => None,
+                Some(fence) => match lease::find(&files.lock, fence) {
+                    Some(held) => Some(held),
+                    None => {
+                        return Err(SessionError::LeaseLost {
+                            session: session.to_owned(),
+                        });
+                    }
+                },
+            };
             let cache = Arc::clone(&self.cache);
             let id = session.to_owned();
             let change = change.clone();
-            run_blocking(Some(session), move || save(&files, &cache, &id, &change)).await?
+            run_blocking(Some(session), move || match held {
+                Some(held) => save_leased(&files, &cache, &id, &change, &held),
+                None => save(&files, &cache, &id, &change),
+            })
+            .await?
         })
     }
 
@@ -283,6 +347,50 @@ impl SessionStore for JsonFileSessionStore {
         Box::pin(async move {
             let dir = Arc::clone(&self.dir);
             run_blocking(None, move || list_dir(&dir)).await?
+        })
+    }
+
+    /// Locks the session's lock file without waiting and opens its log, for the length of
+    /// one call; see [Leases](#leases).
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::Busy`] while another call (of any process on this host) holds the
+    /// lock; an invalid id; a lock file that cannot be opened; a log that cannot be read
+    /// or is corrupt (as a save reports it).
+    fn lease<'a>(
+        &'a self,
+        session: &'a str,
+        interrupt: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Option<SessionLease>, SessionError>> {
+        Box::pin(async move {
+            let files = self.files(session)?;
+            let cache = Arc::clone(&self.cache);
+            let id = session.to_owned();
+            let fence = new_log_id();
+            let token = fence.clone();
+            let interrupt = interrupt.clone();
+            let held = run_blocking(Some(session), move || {
+                take_lease(&files, &cache, &id, token, interrupt)
+            })
+            .await??;
+            Ok(Some(SessionLease::new(fence, JsonFileLease::new(held))))
+        })
+    }
+
+    /// Interrupts the call of this process that holds session `session`'s lease (through
+    /// any store on the same directory path): returns `true` and cancels the call, which
+    /// ends as a local `interrupt()` ends it. Returns `false` when no call of this process
+    /// holds it, also when a call of another process does: there is no channel to it (see
+    /// [Leases](#leases)).
+    ///
+    /// # Errors
+    ///
+    /// An invalid id.
+    fn interrupt<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+        Box::pin(async move {
+            let files = self.files(session)?;
+            Ok(lease::interrupt(&files.lock))
         })
     }
 }
@@ -360,9 +468,17 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
-/// Opens (creating it, and the directory, if needed) and locks the session's lock file; the
-/// lock holds until the returned file is dropped.
+/// Opens (creating it, and the directory, if needed) and locks the session's lock file,
+/// waiting while another holds it; the lock holds until the returned file is dropped.
 fn lock_session(session: &str, files: &Files) -> Result<File, SessionError> {
+    let file = open_lock_file(session, files)?;
+    file.lock()
+        .map_err(|error| io_error(session, "locking", &files.lock, error))?;
+    Ok(file)
+}
+
+/// Opens the session's lock file, creating it (and the directory) if needed.
+fn open_lock_file(session: &str, files: &Files) -> Result<File, SessionError> {
     let open = || {
         OpenOptions::new()
             .read(true)
@@ -380,8 +496,6 @@ fn lock_session(session: &str, files: &Files) -> Result<File, SessionError> {
         other => other,
     }
     .map_err(|error| io_error(session, "opening lock file", &files.lock, error))?;
-    file.lock()
-        .map_err(|error| io_error(session, "locking", &files.lock, error))?;
     Ok(file)
 }
 
@@ -827,6 +941,67 @@ enum Stored {
     Log(File, LogInfo, bool),
 }
 
+/// What a save left behind: the log it appended to, still open, and what it holds now; or
+/// what the log it wrote anew holds (a rewrite replaces the file, so a handle on the old
+/// one is stale).
+enum Written {
+    Appended(File, LogInfo),
+    Rewritten(LogInfo),
+}
+
+/// Takes session `session`'s lease: locks its lock file without waiting (another holder:
+/// [`SessionError::Busy`]), then opens and checks its log as a save does, and registers
+/// both under `fence`.
+fn take_lease(
+    files: &Files,
+    cache: &Cache,
+    session: &str,
+    fence: String,
+    interrupt: CancellationToken,
+) -> Result<Arc<Held>, SessionError> {
+    let lock_file = open_lock_file(session, files)?;
+    try_lock(session, files, &lock_file)?;
+    // On error the lock file closes here, which unlocks it.
+    let log = match open_stored(files, cache, session)? {
+        Stored::Log(file, info, torn) => Some(HeldLog { file, info, torn }),
+        Stored::Nothing | Stored::Legacy(_) => None,
+    };
+    Ok(Held::register(
+        files.lock.clone(),
+        fence,
+        interrupt,
+        lock_file,
+        log,
+    ))
+}
+
+/// Locks `file`, the session's lock file, unless another holds it.
+fn try_lock(session: &str, files: &Files, file: &File) -> Result<(), SessionError> {
+    let busy = || SessionError::Busy {
+        session: session.to_owned(),
+    };
+    let failed = |error| io_error(session, "locking", &files.lock, error);
+    match file.try_lock() {
+        Ok(()) => return Ok(()),
+        Err(TryLockError::WouldBlock) => {}
+        Err(TryLockError::Error(error)) => return Err(failed(error)),
+    }
+    match lease::holder(&files.lock) {
+        Holder::Call => Err(busy()),
+        // A lease of this process was given back (its call dropped in the middle of a
+        // save, say): the lock is released the moment that save returns.
+        Holder::Ending => file.lock().map_err(failed),
+        // Another process holds it, or a lease of this process has just unlocked it
+        // (unlocking comes before leaving the registry): one more try tells which.
+        Holder::None => match file.try_lock() {
+            Ok(()) => Ok(()),
+            Err(TryLockError::WouldBlock) => Err(busy()),
+            Err(TryLockError::Error(error)) => Err(failed(error)),
+        },
+    }
+}
+
+/// A save without a lease: under the lock (waiting for it), of what the disk holds.
 fn save(
     files: &Files,
     cache: &Cache,
@@ -834,35 +1009,99 @@ fn save(
     change: &StateChange,
 ) -> Result<u64, SessionError> {
     let _lock = lock_session(session, files)?;
-    let stored = match OpenOptions::new().read(true).append(true).open(&files.log) {
-        Ok(file) => read_log_info(files, cache, session, file)?,
+    let stored = open_stored(files, cache, session)?;
+    write_change(files, cache, session, change, stored).map(|(revision, _)| revision)
+}
+
+/// A save under the lease `held` (which holds the lock): through the log the lease keeps
+/// open when it has one, else (the session had no log, or a save failed) of what the disk
+/// holds; the lease then keeps the log as the save left it.
+fn save_leased(
+    files: &Files,
+    cache: &Cache,
+    session: &str,
+    change: &StateChange,
+    held: &Held,
+) -> Result<u64, SessionError> {
+    let mut held_log = lock(&held.log);
+    if held.is_released() {
+        return Err(SessionError::LeaseLost {
+            session: session.to_owned(),
+        });
+    }
+    // Taken out: a save that fails leaves no handle behind, and the next one looks at the
+    // disk again.
+    let stored = match held_log.take() {
+        Some(log) => Stored::Log(log.file, log.info, log.torn),
+        None => open_stored(files, cache, session)?,
+    };
+    let (revision, written) = write_change(files, cache, session, change, stored)?;
+    *held_log = match written {
+        Written::Appended(file, info) => Some(HeldLog {
+            file,
+            info,
+            torn: false,
+        }),
+        // The lock is held: the file at the log's path is the one just written. (Should it
+        // fail to open, the next save opens it.)
+        Written::Rewritten(info) => open_log(&files.log).ok().map(|file| HeldLog {
+            file,
+            info,
+            torn: false,
+        }),
+    };
+    Ok(revision)
+}
+
+/// Opens the log for reading and appending.
+fn open_log(path: &Path) -> io::Result<File> {
+    OpenOptions::new().read(true).append(true).open(path)
+}
+
+/// What the disk holds for the session (the lock is held): the log, else a `.json` file of
+/// an earlier version, else nothing.
+fn open_stored(files: &Files, cache: &Cache, session: &str) -> Result<Stored, SessionError> {
+    match open_log(&files.log) {
+        Ok(file) => read_log_info(files, cache, session, file),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             remove_if_exists(session, &files.temp)?;
-            match read_legacy(session, &files.legacy)? {
+            Ok(match read_legacy(session, &files.legacy)? {
                 Some(state) => Stored::Legacy(state),
                 None => Stored::Nothing,
-            }
+            })
         }
-        Err(error) => return Err(io_error(session, "opening", &files.log, error)),
-    };
+        Err(error) => Err(io_error(session, "opening", &files.log, error)),
+    }
+}
+
+/// Checks `change` against what is `stored` and writes it (the lock is held): appended to
+/// the log, or the log rewritten. Returns the new revision and what was written.
+fn write_change(
+    files: &Files,
+    cache: &Cache,
+    session: &str,
+    change: &StateChange,
+    stored: Stored,
+) -> Result<(u64, Written), SessionError> {
+    let rewritten = |info: LogInfo| Ok((info.revision, Written::Rewritten(info)));
     match stored {
         Stored::Nothing => {
             change.check(session, 0, 0)?;
-            rewrite_with_change(files, cache, session, change, false)
+            rewritten(rewrite_with_change(files, cache, session, change, false)?)
         }
         Stored::Legacy(state) => {
             change.check(session, state.revision, state.messages.len())?;
             if change.kept == 0 {
-                rewrite_with_change(files, cache, session, change, true)
+                rewritten(rewrite_with_change(files, cache, session, change, true)?)
             } else {
                 let state = change.apply(session, Some(state))?;
-                rewrite(files, cache, session, &state, true)
+                rewritten(rewrite(files, cache, session, &state, true)?)
             }
         }
         Stored::Log(mut file, info, torn) => {
             change.check(session, info.revision, info.messages)?;
             if change.kept == 0 {
-                return rewrite_with_change(files, cache, session, change, false);
+                return rewritten(rewrite_with_change(files, cache, session, change, false)?);
             }
             let (line, header) = RecordOut::of_change(change).encode(session)?;
             let rewrite_needed = torn
@@ -874,11 +1113,12 @@ fn save(
                 let (state, _) = state_of_log(session, &files.log, &bytes)?;
                 let state = change.apply(session, Some(state))?;
                 drop(file);
-                return rewrite(files, cache, session, &state, false);
+                return rewritten(rewrite(files, cache, session, &state, false)?);
             }
-            append(
+            let info = append(
                 files, cache, session, &mut file, info, &line, header, change,
-            )
+            )?;
+            Ok((info.revision, Written::Appended(file, info)))
         }
     }
 }
@@ -927,7 +1167,8 @@ fn read_log_info(
 }
 
 /// Appends `line` (the record of `change`, whose non-message bytes are `header`) to the
-/// log open as `file`, described by `info`, and syncs it.
+/// log open as `file`, described by `info`, with one write, and syncs it
+/// ([`File::sync_data`]). Returns what the log holds now.
 #[allow(clippy::too_many_arguments)]
 fn append(
     files: &Files,
@@ -938,7 +1179,7 @@ fn append(
     line: &[u8],
     header: u64,
     change: &StateChange,
-) -> Result<u64, SessionError> {
+) -> Result<LogInfo, SessionError> {
     let written = file.write_all(line).and_then(|()| file.sync_data());
     if let Err(error) = written {
         // Best effort: take back what was written, so the failed save leaves nothing.
@@ -948,30 +1189,28 @@ fn append(
     }
     let len = info.len + line.len() as u64;
     let dead = info.dead.saturating_add(info.last_header).min(len);
-    remember(
-        cache,
-        session,
-        LogInfo {
-            id: info.id,
-            len,
-            records: info.records + 1,
-            revision: change.revision(),
-            messages: change.kept + change.appended.len(),
-            dead,
-            last_header: header,
-        },
-    );
-    Ok(change.revision())
+    let info = LogInfo {
+        id: info.id,
+        len,
+        records: info.records + 1,
+        revision: change.revision(),
+        messages: change.kept + change.appended.len(),
+        dead,
+        last_header: header,
+    };
+    remember(cache, session, info.clone());
+    Ok(info)
 }
 
-/// Writes the whole new state `change` makes (it keeps no stored message) as the log.
+/// Writes the whole new state `change` makes (it keeps no stored message) as the log;
+/// returns what the new log holds.
 fn rewrite_with_change(
     files: &Files,
     cache: &Cache,
     session: &str,
     change: &StateChange,
     remove_legacy: bool,
-) -> Result<u64, SessionError> {
+) -> Result<LogInfo, SessionError> {
     let log = new_log_id();
     let record = RecordOut {
         log: Some(&log),
@@ -980,14 +1219,14 @@ fn rewrite_with_change(
     write_log(files, cache, session, record, remove_legacy)
 }
 
-/// Writes `state` as the log.
+/// Writes `state` as the log; returns what the new log holds.
 fn rewrite(
     files: &Files,
     cache: &Cache,
     session: &str,
     state: &AgentState,
     remove_legacy: bool,
-) -> Result<u64, SessionError> {
+) -> Result<LogInfo, SessionError> {
     let log = new_log_id();
     write_log(
         files,
@@ -1004,14 +1243,14 @@ fn new_log_id() -> String {
 
 /// Writes a log of the one record `record` (a whole state) to the temporary file, syncs it,
 /// renames it over the log, removes the `.json` file of an earlier version if
-/// `remove_legacy`, and syncs the directory.
+/// `remove_legacy`, and syncs the directory. Returns what the new log holds.
 fn write_log(
     files: &Files,
     cache: &Cache,
     session: &str,
     record: RecordOut<'_>,
     remove_legacy: bool,
-) -> Result<u64, SessionError> {
+) -> Result<LogInfo, SessionError> {
     let (line, header) = record.encode(session)?;
     forget(cache, session);
     let written = File::create(&files.temp).and_then(|mut file| {
@@ -1031,23 +1270,31 @@ fn write_log(
     }
     sync_dir(&files.dir)
         .map_err(|error| io_error(session, "syncing directory", &files.dir, error))?;
-    remember(
-        cache,
-        session,
-        LogInfo {
-            id: record.log.map(str::to_owned),
-            len: line.len() as u64,
-            records: 1,
-            revision: record.revision,
-            messages: record.appended.len(),
-            dead: 0,
-            last_header: header,
-        },
-    );
-    Ok(record.revision)
+    let info = LogInfo {
+        id: record.log.map(str::to_owned),
+        len: line.len() as u64,
+        records: 1,
+        revision: record.revision,
+        messages: record.appended.len(),
+        dead: 0,
+        last_header: header,
+    };
+    remember(cache, session, info.clone());
+    Ok(info)
 }
 
 fn load(files: &Files, cache: &Cache, session: &str) -> Result<Option<AgentState>, SessionError> {
+    // In the process holding the session's lease, the log the lease keeps open is the
+    // file at the log's path (no other writer can replace it): read it through that.
+    if let Some(held) = lease::holding(&files.lock) {
+        let mut held_log = lock(&held.log);
+        if let Some(log) = held_log.as_mut() {
+            let bytes = read_from(session, &files.log, &mut log.file, 0)?;
+            let (state, info) = state_of_log(session, &files.log, &bytes)?;
+            remember(cache, session, info);
+            return Ok(Some(state));
+        }
+    }
     // The log, else a `.json` file of an earlier version, else the log again: a save may
     // have migrated the `.json` file to a log in between.
     for attempt in 0..2 {
@@ -1784,6 +2031,484 @@ mod tests {
                 .unwrap();
             assert_eq!(store.list().await.unwrap(), ["s"]);
             fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+        });
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Leases.
+
+    /// `step(..)` fenced by `lease`.
+    fn fenced(lease: &SessionLease, change: StateChange) -> StateChange {
+        change.with_fence(lease.fence())
+    }
+
+    /// Whether a lock file handle of its own (as another process has) can lock `path` now.
+    fn lockable(path: &Path) -> bool {
+        let file = File::open(path).unwrap();
+        match file.try_lock() {
+            Ok(()) => true,
+            Err(TryLockError::WouldBlock) => false,
+            Err(TryLockError::Error(error)) => panic!("{error}"),
+        }
+    }
+
+    /// The log with the random id of each log file (in its first record) blanked, so that
+    /// logs written apart compare byte for byte.
+    fn without_log_ids(log: &str) -> String {
+        let prefix = "{\"version\":1,\"log\":\"";
+        log.lines()
+            .map(|line| match line.strip_prefix(prefix) {
+                Some(rest) => {
+                    assert_eq!(rest.as_bytes()[32], b'"', "{line}");
+                    format!("{prefix}{}", &rest[32..])
+                }
+                None => line.to_owned(),
+            })
+            .map(|line| line + "\n")
+            .collect()
+    }
+
+    #[track_caller]
+    fn assert_busy(error: &SessionError, expected: &str) {
+        match error {
+            SessionError::Busy { session } => assert_eq!(session, expected),
+            other => panic!("expected busy, got {other:?}"),
+        }
+    }
+
+    #[track_caller]
+    fn assert_lease_lost(error: &SessionError) {
+        assert!(
+            matches!(error, SessionError::LeaseLost { session } if session == "s"),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "session 's': this call's lease expired and another call took the session, so the \
+             save was refused"
+        );
+    }
+
+    /// A second lease on a session is busy, through the same store, a clone, or another
+    /// store on the directory, and at the kernel's lock (what another process sees); given
+    /// back or dropped, the session can be taken again.
+    #[test]
+    fn a_second_lease_is_busy_until_the_first_is_given_back_or_dropped() {
+        block_on(async {
+            let (dir, store) = started("lease-busy").await;
+            let lock_path = dir.join(".s.lock");
+            let token = CancellationToken::new();
+            let first = store.lease("s", &token).await.unwrap().unwrap();
+            assert_eq!(first.fence().len(), 32);
+            assert!(!lockable(&lock_path));
+            let other = JsonFileSessionStore::new(&dir);
+            for store in [&store, &store.clone(), &other] {
+                let error = store.lease("s", &token).await.unwrap_err();
+                assert_busy(&error, "s");
+                assert_eq!(
+                    error.to_string(),
+                    "session 's' is busy: another call holds its lease"
+                );
+            }
+            // Another session is another lock; a new one gets its lock file, no log.
+            let t = other.lease("t", &token).await.unwrap().unwrap();
+            assert_eq!(names(&dir), [".s.lock", ".t.lock", "s.jsonl"]);
+            assert_busy(&store.lease("t", &token).await.unwrap_err(), "t");
+
+            first.release().await.unwrap();
+            assert!(lockable(&lock_path));
+            let second = other.lease("s", &token).await.unwrap().unwrap();
+            assert!(!lockable(&lock_path));
+            assert_busy(&store.lease("s", &token).await.unwrap_err(), "s");
+            // A dropped lease (a dropped call) unlocks too.
+            drop(second);
+            assert!(lockable(&lock_path));
+            let third = store.lease("s", &token).await.unwrap().unwrap();
+            drop((third, t));
+            assert!(lockable(&lock_path));
+            assert!(lockable(&dir.join(".t.lock")));
+            // Leases wrote nothing.
+            let loaded = store.load("s").await.unwrap().unwrap();
+            assert_eq!((loaded.revision, texts(&loaded)), (1, vec!["q".to_owned()]));
+            assert_eq!(store.load("t").await.unwrap(), None);
+            assert_eq!(store.list().await.unwrap(), ["s"]);
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// A save fenced by a lease that is not held (given back, dropped, another token, a
+    /// lease on another session) is `LeaseLost` and writes nothing; so is one that a
+    /// store on another directory is asked to make.
+    #[test]
+    fn a_save_fenced_by_a_lease_not_held_is_lease_lost_and_writes_nothing() {
+        block_on(async {
+            let (dir, store) = started("lease-lost").await;
+            let path = store.path_of("s").unwrap();
+            let token = CancellationToken::new();
+            let lease = store.lease("s", &token).await.unwrap().unwrap();
+            assert_eq!(
+                store
+                    .save("s", &fenced(&lease, step(1, 1, &["a"])))
+                    .await
+                    .unwrap(),
+                2
+            );
+            let before = fs::read(&path).unwrap();
+
+            let foreign = step(2, 2, &["x"]).with_fence("7f3a0000000000000000000000000000");
+            assert_lease_lost(&store.save("s", &foreign).await.unwrap_err());
+            let t = store.lease("t", &token).await.unwrap().unwrap();
+            assert_lease_lost(
+                &store
+                    .save("s", &fenced(&t, step(2, 2, &["x"])))
+                    .await
+                    .unwrap_err(),
+            );
+            let elsewhere = JsonFileSessionStore::new(temp_dir("lease-lost-elsewhere"));
+            let error = elsewhere
+                .save("s", &fenced(&lease, StateChange::replace(&state(&["x"]))))
+                .await
+                .unwrap_err();
+            assert_lease_lost(&error);
+            assert_eq!(fs::read(&path).unwrap(), before);
+
+            let stale = lease.fence().to_owned();
+            lease.release().await.unwrap();
+            let error = store
+                .save("s", &step(2, 2, &["x"]).with_fence(stale.clone()))
+                .await
+                .unwrap_err();
+            assert_lease_lost(&error);
+            // The same after a new lease took the session, and after a dropped one.
+            let next = store.lease("s", &token).await.unwrap().unwrap();
+            let error = store
+                .save("s", &step(2, 2, &["x"]).with_fence(stale))
+                .await
+                .unwrap_err();
+            assert_lease_lost(&error);
+            let dropped = next.fence().to_owned();
+            drop(next);
+            let error = store
+                .save("s", &step(2, 2, &["x"]).with_fence(dropped))
+                .await
+                .unwrap_err();
+            assert_lease_lost(&error);
+            assert_eq!(fs::read(&path).unwrap(), before);
+            assert_eq!(store.load("s").await.unwrap().unwrap().revision, 2);
+            drop(t);
+            fs::remove_dir_all(&dir).unwrap();
+            fs::remove_dir_all(elsewhere.dir()).unwrap();
+        });
+    }
+
+    /// The same changes saved under a lease and without one leave byte-identical logs
+    /// (but for the random log ids), through appends, a conflict, a change keeping nothing
+    /// (a rewrite, after which the lease holds the new log), a change dropping messages and
+    /// a metadata-driven compaction.
+    #[test]
+    fn saves_under_a_lease_write_the_log_saves_without_one_write() {
+        block_on(async {
+            let dir = temp_dir("lease-same");
+            let store = JsonFileSessionStore::new(&dir);
+            let token = CancellationToken::new();
+            let lease = store.lease("leased", &token).await.unwrap().unwrap();
+            let mut metadata = Map::new();
+            metadata.insert("blob".into(), Value::String("m".repeat(8 * 1024)));
+            let mut changes = vec![
+                StateChange::replace(&state(&["q"])),
+                step(1, 1, &["a1"]).with_running_tools(vec!["call-1".into()]),
+                step(2, 2, &["a2", "a3"]),
+                step(3, 0, &["only"]),
+                step(4, 1, &["b1"]),
+                step(5, 2, &["b2"]),
+                step(6, 1, &["c1"]),
+                step(7, 2, &["c2"]),
+            ];
+            // Revision 8 holds 3 messages; each of these changes keeps them all and adds one.
+            for revision in 8..40u64 {
+                let kept = usize::try_from(revision).unwrap() - 5;
+                changes.push(step(revision, kept, &["d"]).with_metadata(metadata.clone()));
+            }
+            let mut log_lines = Vec::new();
+            for change in &changes {
+                let plain = store.save("plain", change).await.unwrap();
+                let leased = store
+                    .save("leased", &fenced(&lease, change.clone()))
+                    .await
+                    .unwrap();
+                assert_eq!(plain, change.revision());
+                assert_eq!(leased, change.revision());
+                if change.base == 2 {
+                    // A stale change is a conflict under a lease too, and writes nothing.
+                    let before = fs::read(dir.join("leased.jsonl")).unwrap();
+                    let stale = fenced(&lease, step(2, 2, &["x"]));
+                    assert_conflict(&store.save("leased", &stale).await.unwrap_err(), 2, 3);
+                    assert_eq!(fs::read(dir.join("leased.jsonl")).unwrap(), before);
+                }
+                let plain = fs::read_to_string(dir.join("plain.jsonl")).unwrap();
+                let leased = fs::read_to_string(dir.join("leased.jsonl")).unwrap();
+                assert_eq!(without_log_ids(&leased), without_log_ids(&plain));
+                log_lines.push(leased.lines().count());
+            }
+            // The path went through rewrites and appends after them.
+            assert_eq!(&log_lines[..8], [1, 2, 3, 1, 2, 3, 1, 2]);
+            assert!(log_lines[8..].contains(&1), "{log_lines:?}");
+            assert!(*log_lines.last().unwrap() > 1, "{log_lines:?}");
+            lease.release().await.unwrap();
+            let fresh = JsonFileSessionStore::new(&dir);
+            let plain = fresh.load("plain").await.unwrap().unwrap();
+            let leased = fresh.load("leased").await.unwrap().unwrap();
+            assert_eq!(leased, plain);
+            assert_eq!(leased.revision, 40);
+            assert_eq!(
+                names(&dir),
+                [".leased.lock", ".plain.lock", "leased.jsonl", "plain.jsonl"]
+            );
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// The descriptors of this process open on `path` (Linux).
+    #[cfg(target_os = "linux")]
+    fn open_descriptors(path: &Path) -> usize {
+        let path = fs::canonicalize(path).unwrap();
+        fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|entry| fs::read_link(entry.ok()?.path()).ok())
+            .filter(|target| *target == path)
+            .count()
+    }
+
+    /// A lease holds the lock file and the log open for its length: its saves open
+    /// nothing; giving it back closes both.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_lease_holds_the_lock_file_and_the_log_open_until_it_is_given_back() {
+        block_on(async {
+            let (dir, store) = started("lease-open").await;
+            let (lock_path, log) = (dir.join(".s.lock"), dir.join("s.jsonl"));
+            assert_eq!(
+                (open_descriptors(&lock_path), open_descriptors(&log)),
+                (0, 0)
+            );
+            let token = CancellationToken::new();
+            let lease = store.lease("s", &token).await.unwrap().unwrap();
+            assert_eq!(
+                (open_descriptors(&lock_path), open_descriptors(&log)),
+                (1, 1)
+            );
+            for revision in 1..4 {
+                let change = fenced(&lease, step(revision, revision as usize, &["a"]));
+                store.save("s", &change).await.unwrap();
+                assert_eq!(
+                    (open_descriptors(&lock_path), open_descriptors(&log)),
+                    (1, 1)
+                );
+            }
+            // A rewrite replaces the log: the lease holds the new one.
+            store
+                .save("s", &fenced(&lease, step(4, 0, &["z"])))
+                .await
+                .unwrap();
+            assert_eq!(
+                (open_descriptors(&lock_path), open_descriptors(&log)),
+                (1, 1)
+            );
+            lease.release().await.unwrap();
+            assert_eq!(
+                (open_descriptors(&lock_path), open_descriptors(&log)),
+                (0, 0)
+            );
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// Taking a lease checks the log as a save does: a corrupt one fails the lease with the
+    /// save's error and leaves the session unlocked; a torn one is repaired by the first
+    /// save under the lease, a `.json` file of an earlier version migrated, and the saves
+    /// after those append to the new log.
+    #[test]
+    fn a_lease_checks_the_log_as_a_save_does() {
+        block_on(async {
+            let (dir, store) = started("lease-check").await;
+            let path = store.path_of("s").unwrap();
+            let good = fs::read(&path).unwrap();
+            fs::write(&path, b"[1]\n").unwrap();
+            let token = CancellationToken::new();
+            let expected = format!(
+                "session 's' is corrupt: {}: line 1: the record is not a JSON object",
+                path.display()
+            );
+            let fresh = JsonFileSessionStore::new(&dir);
+            let error = fresh.lease("s", &token).await.unwrap_err();
+            assert_eq!(error.to_string(), expected);
+            assert_eq!(
+                fresh
+                    .save("s", &step(1, 1, &["x"]))
+                    .await
+                    .unwrap_err()
+                    .to_string(),
+                expected
+            );
+            assert!(lockable(&dir.join(".s.lock")));
+
+            // Torn: the lease is taken; its first save rewrites, the next appends.
+            let (line, _) = RecordOut::of_change(&step(1, 1, &["lost"]))
+                .encode("s")
+                .unwrap();
+            let mut torn = good.clone();
+            torn.extend_from_slice(&line[..10]);
+            fs::write(&path, &torn).unwrap();
+            let lease = JsonFileSessionStore::new(&dir)
+                .lease("s", &token)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(fs::read(&path).unwrap(), torn, "a lease writes nothing");
+            store
+                .save("s", &fenced(&lease, step(1, 1, &["a"])))
+                .await
+                .unwrap();
+            let lines = || fs::read_to_string(&path).unwrap().lines().count();
+            assert_eq!(lines(), 1);
+            store
+                .save("s", &fenced(&lease, step(2, 2, &["b"])))
+                .await
+                .unwrap();
+            assert_eq!(lines(), 2);
+            lease.release().await.unwrap();
+            let loaded = JsonFileSessionStore::new(&dir)
+                .load("s")
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                (loaded.revision, texts(&loaded)),
+                (3, vec!["q".into(), "a".into(), "b".into()])
+            );
+
+            // A `.json` file of an earlier version.
+            let old = state(&["old"]);
+            fs::write(dir.join("u.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+            let lease = store.lease("u", &token).await.unwrap().unwrap();
+            store
+                .save("u", &fenced(&lease, step(0, 1, &["new"])))
+                .await
+                .unwrap();
+            assert!(!dir.join("u.json").exists());
+            store
+                .save("u", &fenced(&lease, step(1, 2, &["newer"])))
+                .await
+                .unwrap();
+            assert_eq!(
+                fs::read_to_string(dir.join("u.jsonl"))
+                    .unwrap()
+                    .lines()
+                    .count(),
+                2
+            );
+            drop(lease);
+            let loaded = store.load("u").await.unwrap().unwrap();
+            assert_eq!(texts(&loaded), ["old", "new", "newer"]);
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// `interrupt` cancels the token of the call of this process holding the session
+    /// (through any store on the directory), and only while it holds it.
+    #[test]
+    fn interrupt_cancels_the_holder_of_this_process_while_it_holds_the_session() {
+        block_on(async {
+            let (dir, store) = started("lease-interrupt").await;
+            let other = JsonFileSessionStore::new(&dir);
+            assert!(!store.interrupt("s").await.unwrap());
+            let token = CancellationToken::new();
+            let lease = store.lease("s", &token).await.unwrap().unwrap();
+            assert!(!other.interrupt("t").await.unwrap());
+            assert!(!token.is_cancelled());
+            assert!(other.interrupt("s").await.unwrap());
+            assert!(token.is_cancelled());
+            lease.release().await.unwrap();
+            let next = CancellationToken::new();
+            assert!(!store.interrupt("s").await.unwrap());
+            let lease = store.lease("s", &next).await.unwrap().unwrap();
+            drop(lease);
+            assert!(!store.interrupt("s").await.unwrap());
+            assert!(!next.is_cancelled());
+            assert!(matches!(
+                store.interrupt("../s").await.unwrap_err(),
+                SessionError::InvalidSessionId { .. }
+            ));
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// While a lease is held, loads read what its saves wrote; a save without a fence
+    /// waits for the lock until the lease is given back, then applies (compare-and-swap as
+    /// ever).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn loads_read_and_unfenced_saves_wait_while_a_lease_is_held() {
+        let (dir, store) = started("lease-wait").await;
+        let token = CancellationToken::new();
+        let lease = store.lease("s", &token).await.unwrap().unwrap();
+        store
+            .save("s", &fenced(&lease, step(1, 1, &["a"])))
+            .await
+            .unwrap();
+        for reader in [store.clone(), JsonFileSessionStore::new(&dir)] {
+            let loaded = reader.load("s").await.unwrap().unwrap();
+            assert_eq!(
+                (loaded.revision, texts(&loaded)),
+                (2, vec!["q".into(), "a".into()])
+            );
+        }
+        let waiting = tokio::spawn({
+            let store = JsonFileSessionStore::new(&dir);
+            async move { store.save("s", &step(2, 2, &["plain"])).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(
+            !waiting.is_finished(),
+            "an unfenced save waits for the lease"
+        );
+        store
+            .save("s", &fenced(&lease, step(2, 2, &["b"])))
+            .await
+            .unwrap();
+        lease.release().await.unwrap();
+        let error = waiting.await.unwrap().unwrap_err();
+        assert_conflict(&error, 2, 3);
+        let loaded = store.load("s").await.unwrap().unwrap();
+        assert_eq!(texts(&loaded), ["q", "a", "b"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A lease given back while a save under it still runs (a call dropped mid-save) keeps
+    /// the session locked until that save returns; a new lease of this process waits for
+    /// it instead of reporting busy.
+    #[test]
+    fn a_new_lease_waits_for_the_last_save_of_a_lease_given_back() {
+        block_on(async {
+            let (dir, store) = started("lease-ending").await;
+            let files = store.files("s").unwrap();
+            let token = CancellationToken::new();
+            let lease = store.lease("s", &token).await.unwrap().unwrap();
+            // What a save running on the blocking pool holds.
+            let fence = lease.fence().to_owned();
+            let running_save = lease::find(&files.lock, &fence).unwrap();
+            drop(lease);
+            assert!(running_save.is_released());
+            assert!(lease::find(&files.lock, &fence).is_none());
+            assert!(!lockable(&files.lock));
+            let taker = std::thread::spawn({
+                let store = store.clone();
+                move || block_on(store.lease("s", &CancellationToken::new())).map(|l| l.is_some())
+            });
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            assert!(!taker.is_finished(), "the new lease waits");
+            drop(running_save);
+            assert!(taker.join().unwrap().unwrap());
+            fs::remove_dir_all(&dir).unwrap();
         });
     }
 }

@@ -55,8 +55,8 @@ pub(crate) use binding::{SessionBinding, Synced};
 pub use json_file::JsonFileSessionStore;
 
 pub use agentscope_core::session::{
-    AgentIdentity, AgentState, InvalidState, MAX_SESSION_ID_LEN, SessionError, SessionStore,
-    StateChange, validate_session_id,
+    AgentIdentity, AgentState, InvalidState, LeaseHandle, MAX_SESSION_ID_LEN, SessionError,
+    SessionLease, SessionStore, StateChange, validate_session_id,
 };
 
 /// Runs blocking file work on tokio's blocking pool inside a tokio runtime, inline

@@ -7,7 +7,8 @@
 //!   SQLite stores): the tool never runs twice to completion, no approval recorded in the
 //!   session is asked for again, and every call ends with a result once resumed.
 //! - `writers`: two worker processes make 100 calls each on one session: every call that
-//!   returned `Ok` has its turn stored; every other call returned a conflict.
+//!   returned `Ok` has its turn stored; every other call returned a conflict (SQLite) or was
+//!   refused as busy by the session's lease (JSON file store), with nothing stored.
 //! - `dropped`: a stream dropped right after its first tool result; a fresh agent resumes
 //!   and the tool does not run again.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -1,4 +1,8 @@
 //! Two processes, one session, 100 calls each.
+//!
+//! The JSON file store leases sessions: a call while the other process runs one is busy
+//! before anything happens, so there is no conflict. SQLite has no lease: the loser of a
+//! race fails with a conflict at its first save.
 
 use agentscope::prelude::*;
 
@@ -23,7 +27,7 @@ async fn two_writers(kind: StoreKind) {
 
     let stored = store.load("shared").await.unwrap().unwrap().messages;
     let texts: Vec<String> = stored.iter().map(Msg::text).collect();
-    let (mut ok, mut conflicts) = (0, 0);
+    let (mut ok, mut conflicts, mut busy) = (0, 0, 0);
     for (tag, outcomes) in &outcomes {
         assert_eq!(outcomes.len(), CALLS);
         for (i, outcome) in outcomes.iter().enumerate() {
@@ -40,6 +44,11 @@ async fn two_writers(kind: StoreKind) {
                     assert_eq!(count, 0, "{input} failed with a conflict but is stored");
                     conflicts += 1;
                 }
+                Outcome::Busy(message) if kind == StoreKind::Json => {
+                    assert_eq!(message, "the agent is busy with another call");
+                    assert_eq!(count, 0, "{input} was busy but is stored");
+                    busy += 1;
+                }
                 other => panic!("{input}: {other:?}"),
             }
         }
@@ -49,8 +58,16 @@ async fn two_writers(kind: StoreKind) {
     for pair in texts.chunks(2) {
         assert_eq!(pair[1], "noted");
     }
-    println!("{kind:?}: 2 x {CALLS} calls on one session: {ok} stored, {conflicts} conflicts");
-    assert_eq!(ok + conflicts, 2 * CALLS);
+    println!(
+        "{kind:?}: 2 x {CALLS} calls on one session: {ok} stored, {conflicts} conflicts, {busy} busy"
+    );
+    assert_eq!(ok + conflicts + busy, 2 * CALLS);
+    if kind == StoreKind::Json {
+        assert_eq!(
+            conflicts, 0,
+            "the lease refuses a second call before it saves"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

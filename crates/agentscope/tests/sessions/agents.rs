@@ -148,16 +148,24 @@ async fn bad_session_files_fail_the_call_and_are_kept() {
     );
 }
 
+/// The call's first touch of the disk is its lease, which opens the session's lock file
+/// (a load reports the log it reads).
 #[tokio::test]
 async fn io_errors_name_the_session_and_the_path() {
     let dir = tempfile::tempdir().unwrap();
     let not_a_dir = dir.path().join("file");
     fs::write(&not_a_dir, "I am a file").unwrap();
     let store = JsonFileSessionStore::new(&not_a_dir);
-    let agent = bound_agent(ScriptedModel::new([]), store, "s1");
+    let agent = bound_agent(ScriptedModel::new([]), store.clone(), "s1");
     let message = agent.call("hi").await.unwrap_err().to_string();
     let expected = format!(
-        "session error: session 's1': I/O error: reading {}: ",
+        "session error: session 's1': I/O error: opening lock file {}: ",
+        not_a_dir.join(".s1.lock").display()
+    );
+    assert!(message.starts_with(&expected), "{message}");
+    let message = store.load("s1").await.unwrap_err().to_string();
+    let expected = format!(
+        "session 's1': I/O error: reading {}: ",
         not_a_dir.join("s1.jsonl").display()
     );
     assert!(message.starts_with(&expected), "{message}");

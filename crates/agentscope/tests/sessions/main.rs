@@ -1,5 +1,8 @@
-//! Durable sessions: agents bound to the JSON file store (`agents`), and the JSON file store
-//! against the shared `SessionStore` conformance suite (`json_file_conformance`).
+//! Durable sessions: agents bound to the JSON file store (`agents`), what a call saves at
+//! each step (`steps`), the store's lease between agents of one process (`leases`) and
+//! between processes (`processes`, which start copies of this binary as workers: the
+//! ignored test `worker::run`), and the JSON file store against the shared `SessionStore`
+//! conformance suite (`json_file_conformance`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "../support/mod.rs"]
@@ -7,4 +10,7 @@ mod support;
 
 mod agents;
 mod json_file_conformance;
+mod leases;
+mod processes;
 mod steps;
+mod worker;

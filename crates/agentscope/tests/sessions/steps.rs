@@ -163,9 +163,17 @@ impl Hook for Interloper {
 
 /// Another writer saves the session while a call runs: the call's next step fails with a
 /// conflict naming both revisions, before its tool runs, and nothing of it is stored.
+///
+/// The JSON file store leases sessions, which refuses the other writer before it starts
+/// (next test); the conflict is what a store without leases (here `Recording`, which does
+/// not forward `lease`) relies on, and what stops a writer whose lease another took.
 #[tokio::test]
 async fn a_concurrent_writer_makes_the_call_fail_with_a_conflict_before_tools_run() {
-    let (_dir, store) = temp_store();
+    let (_dir, files) = temp_store();
+    let store = Recording {
+        files,
+        changes: Arc::default(),
+    };
     let first = ReActAgent::builder()
         .model(ScriptedModel::new([ScriptedResponse::text("Hi.")]))
         .session(store.clone(), "s")
@@ -220,6 +228,73 @@ async fn a_concurrent_writer_makes_the_call_fail_with_a_conflict_before_tools_ru
         .map(Msg::text)
         .collect();
     assert_eq!(texts, ["hello", "Hi.", "in between", "Other."]);
+}
+
+/// Makes a whole call of another agent at PreReasoning, and keeps its outcome.
+struct Refused {
+    other: Arc<ReActAgent>,
+    outcome: Arc<Mutex<Option<Result<Msg, AgentError>>>>,
+}
+
+impl Hook for Refused {
+    async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
+        if matches!(event, HookEvent::PreReasoning(_)) {
+            let outcome = self.other.call("in between").await;
+            *self.outcome.lock().unwrap() = Some(outcome);
+        }
+        Ok(())
+    }
+}
+
+/// With the JSON file store itself, the other writer of the previous test is refused: the
+/// running call holds the session's lease, so the other call is `Busy` before anything of
+/// it happens, and the running call goes on and stores its whole turn.
+#[tokio::test]
+async fn a_second_call_while_a_call_holds_the_session_is_busy() {
+    let (_dir, store) = temp_store();
+    let first = ReActAgent::builder()
+        .model(ScriptedModel::new([ScriptedResponse::text("Hi.")]))
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    first.call("hello").await.unwrap();
+
+    let model = ScriptedModel::new([ScriptedResponse::text("Other.")]);
+    let recorder = agentscope_test::RecordingHook::new(0);
+    let other = Arc::new(
+        ReActAgent::builder()
+            .model(model.clone())
+            .hook(recorder.clone())
+            .session(store.clone(), "s")
+            .build()
+            .unwrap(),
+    );
+    let outcome = Arc::new(Mutex::new(None));
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = ReActAgent::builder()
+        .model(ScriptedModel::new([
+            ScriptedResponse::tool_call("t1", "act", json!({"n": 1})),
+            ScriptedResponse::text("Acted."),
+        ]))
+        .toolkit(Toolkit::new().tool(counted("act", runs.clone())))
+        .hook(Refused {
+            other,
+            outcome: Arc::clone(&outcome),
+        })
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+
+    assert_eq!(agent.call("mine").await.unwrap().text(), "Acted.");
+    let refused = outcome.lock().unwrap().take().unwrap();
+    assert!(matches!(refused, Err(AgentError::Busy)), "{refused:?}");
+    assert_eq!(model.request_count(), 0);
+    assert!(recorder.events().is_empty(), "no hook sees a refused call");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let stored = store.load("s").await.unwrap().unwrap();
+    let texts: Vec<String> = stored.messages.iter().map(Msg::text).collect();
+    assert_eq!(texts, ["hello", "Hi.", "mine", "", "", "Acted."]);
+    assert_eq!(stored.revision, 5);
 }
 
 /// A call dropped while its tool runs leaves the call recorded as running; a resume in a
