@@ -394,3 +394,38 @@ async fn a_reply_that_would_break_memory_fails_the_call_and_stores_nothing() {
     assert!(system.memory().is_empty());
     assert!(calls.memory().is_empty());
 }
+
+#[tokio::test]
+async fn summarize_from_a_custom_reply_fires_the_summary_events() {
+    struct SummarizeAtOnce;
+    impl Reply for SummarizeAtOnce {
+        async fn reply(&self, cx: &mut ReplyContext<'_, '_>) -> Result<Msg, AgentError> {
+            cx.summarize().await
+        }
+    }
+    let model = ScriptedModel::new([ScriptedResponse::text("In short: nothing happened.")]);
+    let rec = RecordingHook::new(100);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .reply(SummarizeAtOnce)
+        .hook(rec.clone())
+        .build()
+        .unwrap();
+
+    let reply = agent.call("what happened?").await.unwrap();
+
+    assert_eq!(reply.text(), "In short: nothing happened.");
+    assert_eq!(
+        rec.types_without_chunks(),
+        [K::PreCall, K::PreSummary, K::PostSummary, K::PostCall]
+    );
+    // The summary request: the conversation and the summary hint, no tools.
+    let request = model.last_request().unwrap();
+    assert_eq!(request.messages[0].text(), "what happened?");
+    assert_eq!(request.messages.len(), 2);
+    assert!(request.tools.is_empty());
+    assert_eq!(
+        texts(&agent.memory().messages()),
+        ["what happened?", "In short: nothing happened."]
+    );
+}
