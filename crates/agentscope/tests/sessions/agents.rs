@@ -21,13 +21,8 @@ use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedRespo
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::json;
-use tempfile::TempDir;
 
-fn temp_store() -> (TempDir, JsonFileSessionStore) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = JsonFileSessionStore::new(dir.path().join("sessions"));
-    (dir, store)
-}
+use crate::store::temp_store;
 
 /// An agent playing `model`, bound to the session `id` of `store`.
 fn bound_agent(model: ScriptedModel, store: impl SessionStore, id: &str) -> ReActAgent {

@@ -2,18 +2,14 @@
 //! that a call holds is busy before any hook runs, `interrupt_session` stops the holder,
 //! and a call under the lease saves what a call without one saves.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use agentscope::CancellationToken;
 use agentscope::prelude::*;
-use agentscope::session::{
-    AgentState, JsonFileSessionStore, SessionError, SessionStore, StateChange,
-};
-use agentscope_core::session::SessionLease;
+use agentscope::session::{JsonFileSessionStore, SessionStore, StateChange};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
-use futures::future::BoxFuture;
 use serde_json::json;
-use tempfile::TempDir;
+
+use crate::store::{Recording, temp_store};
 
 use crate::support::rows::rows;
 
@@ -35,12 +31,6 @@ pub(crate) fn said(msg: &Msg) -> String {
 
 pub(crate) fn all_said(messages: &[Msg]) -> Vec<String> {
     messages.iter().map(said).collect()
-}
-
-fn temp_store() -> (TempDir, JsonFileSessionStore) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = JsonFileSessionStore::new(dir.path().join("sessions"));
-    (dir, store)
 }
 
 /// The `wait` tool: notifies `started`, then waits until its call is interrupted.
@@ -143,53 +133,6 @@ async fn a_second_agent_is_busy_and_its_interrupt_session_stops_the_first() {
     assert!(!second.interrupt_session().await.unwrap());
 }
 
-/// Forwards to the JSON file store, leases included (`leases`) or not, and records the
-/// changes saved.
-#[derive(Clone)]
-struct Recorded {
-    files: JsonFileSessionStore,
-    leases: bool,
-    changes: Arc<Mutex<Vec<StateChange>>>,
-}
-
-impl SessionStore for Recorded {
-    fn save<'a>(
-        &'a self,
-        session: &'a str,
-        change: &'a StateChange,
-    ) -> BoxFuture<'a, Result<u64, SessionError>> {
-        self.changes.lock().unwrap().push(change.clone());
-        self.files.save(session, change)
-    }
-
-    fn load<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
-        self.files.load(session)
-    }
-
-    fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
-        self.files.delete(session)
-    }
-
-    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
-        self.files.list()
-    }
-
-    fn lease<'a>(
-        &'a self,
-        session: &'a str,
-        interrupt: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Option<SessionLease>, SessionError>> {
-        if self.leases {
-            self.files.lease(session, interrupt)
-        } else {
-            Box::pin(async { Ok(None) })
-        }
-    }
-}
-
 /// (base, kept, appended messages as rows, running tools, metadata, hooks) of each change.
 type Shape = (
     u64,
@@ -224,11 +167,7 @@ async fn calls_under_a_lease_save_what_calls_without_one_save() {
     let (_dir, files) = temp_store();
     let mut outcomes = Vec::new();
     for leases in [true, false] {
-        let store = Recorded {
-            files: files.clone(),
-            leases,
-            changes: Arc::default(),
-        };
+        let store = Recording::new(files.clone(), leases);
         let session = if leases { "leased" } else { "plain" };
         let model = ScriptedModel::new([
             ScriptedResponse::tool_call("t1", "calculator", json!({"expression": "6*7"})),

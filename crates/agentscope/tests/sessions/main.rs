@@ -13,4 +13,5 @@ mod json_file_conformance;
 mod leases;
 mod processes;
 mod steps;
+mod store;
 mod worker;

@@ -7,52 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 use agentscope::prelude::*;
-use agentscope::session::{
-    AgentState, JsonFileSessionStore, SessionError, SessionStore, StateChange,
-};
+use agentscope::session::{JsonFileSessionStore, SessionError, SessionStore, StateChange};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
-use futures::future::BoxFuture;
 use serde_json::json;
-use tempfile::TempDir;
 
-fn temp_store() -> (TempDir, JsonFileSessionStore) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = JsonFileSessionStore::new(dir.path().join("sessions"));
-    (dir, store)
-}
-
-/// A store that records every change it is asked to save.
-#[derive(Clone)]
-struct Recording {
-    files: JsonFileSessionStore,
-    changes: Arc<Mutex<Vec<StateChange>>>,
-}
-
-impl SessionStore for Recording {
-    fn save<'a>(
-        &'a self,
-        session: &'a str,
-        change: &'a StateChange,
-    ) -> BoxFuture<'a, Result<u64, SessionError>> {
-        self.changes.lock().unwrap().push(change.clone());
-        self.files.save(session, change)
-    }
-
-    fn load<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
-        self.files.load(session)
-    }
-
-    fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
-        self.files.delete(session)
-    }
-
-    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
-        self.files.list()
-    }
-}
+use crate::store::{Recording, temp_store};
 
 /// A tool counting its runs.
 fn counted(name: &'static str, runs: Arc<AtomicUsize>) -> impl Tool {
@@ -81,10 +40,7 @@ fn shape(changes: &[StateChange]) -> Vec<(u64, usize, usize, Vec<String>)> {
 #[tokio::test]
 async fn a_call_saves_at_every_step_and_only_what_changed() {
     let (_dir, files) = temp_store();
-    let store = Recording {
-        files,
-        changes: Arc::default(),
-    };
+    let store = Recording::new(files, false);
     let runs = Arc::new(AtomicUsize::new(0));
     let model = ScriptedModel::new([
         ScriptedResponse::tool_call("t1", "act", json!({"n": 1})),
@@ -134,10 +90,7 @@ async fn a_call_saves_at_every_step_and_only_what_changed() {
 #[tokio::test]
 async fn a_call_that_fails_before_the_model_answers_saves_nothing() {
     let (_dir, files) = temp_store();
-    let store = Recording {
-        files,
-        changes: Arc::default(),
-    };
+    let store = Recording::new(files, false);
     let model = ScriptedModel::new([ScriptedResponse::error("overloaded")]);
     let agent = ReActAgent::builder()
         .model(model)
@@ -170,10 +123,7 @@ impl Hook for Interloper {
 #[tokio::test]
 async fn a_concurrent_writer_makes_the_call_fail_with_a_conflict_before_tools_run() {
     let (_dir, files) = temp_store();
-    let store = Recording {
-        files,
-        changes: Arc::default(),
-    };
+    let store = Recording::new(files, false);
     let first = ReActAgent::builder()
         .model(ScriptedModel::new([ScriptedResponse::text("Hi.")]))
         .session(store.clone(), "s")
