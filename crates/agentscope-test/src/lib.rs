@@ -9,7 +9,8 @@
 //! - [`conversation`]: realistic conversation messages for session-store benchmarks;
 //! - [`http`]: a local HTTP server that plays scripted replies, for testing model clients;
 //! - [`model_conformance`]: the scenarios every model client must decode as
-//!   [`ScriptedModel`] plays them.
+//!   [`ScriptedModel`] plays them;
+//! - [`process`]: a copy of the test binary as a worker process.
 //!
 //! Use them to test your own hooks and tools against the real engine:
 //!
@@ -28,6 +29,7 @@ pub mod components;
 pub mod conversation;
 pub mod http;
 pub mod model_conformance;
+pub mod process;
 mod recording;
 mod scripted;
 pub mod session_store;

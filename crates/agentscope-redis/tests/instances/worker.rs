@@ -2,11 +2,11 @@
 //! stdin by the tests, as a service instance is driven by requests.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use agentscope::prelude::*;
 use agentscope_redis::RedisSessionStore;
+use agentscope_test::process::SelfProcess;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -119,52 +119,27 @@ pub(crate) async fn serve(agent: &ReActAgent, model: &ScriptedModel, request: &R
 
 /// A running worker process.
 pub(crate) struct Worker {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    process: SelfProcess,
 }
 
 impl Worker {
     /// Starts a worker with `settings`.
     pub(crate) fn spawn(settings: &Settings) -> Self {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "worker::run", "--nocapture"])
-            .args(["--test-threads=1"])
-            .env(SETTINGS, serde_json::to_string(settings).unwrap())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut worker = Self {
-            child,
-            stdin,
-            stdout,
-        };
-        worker.expect("READY");
-        worker
+        let settings = serde_json::to_string(settings).unwrap();
+        let mut process = SelfProcess::spawn("worker::run", SETTINGS, &settings);
+        process.expect("READY");
+        Self { process }
     }
 
     /// Sends `request` (the worker runs it at once).
     pub(crate) fn send(&mut self, request: &Request) {
-        writeln!(self.stdin, "{}", serde_json::to_string(request).unwrap()).unwrap();
-        self.stdin.flush().unwrap();
+        self.process
+            .send_line(&serde_json::to_string(request).unwrap());
     }
 
     /// Reads lines until one holds `marker`; returns what follows it.
     pub(crate) fn expect(&mut self, marker: &str) -> String {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let read = self.stdout.read_line(&mut line).unwrap();
-            assert!(read > 0, "the worker exited before printing {marker}");
-            // libtest may print "test worker::run ... " on the same line first.
-            if let Some((_, rest)) = line.split_once(marker) {
-                return rest.trim().to_owned();
-            }
-        }
+        self.process.expect(marker)
     }
 
     /// The outcome of the request sent last.
@@ -179,16 +154,8 @@ impl Worker {
     }
 
     /// Kills the worker with SIGKILL: no destructor, no lease given back.
-    pub(crate) fn kill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    pub(crate) fn kill(self) {
+        self.process.kill();
     }
 }
 

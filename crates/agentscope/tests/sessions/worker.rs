@@ -2,12 +2,12 @@
 //! binary running the ignored test `worker::run`) that makes one call on a session of a
 //! JSON file store, whose tool holds the call until the test says so over stdin.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use agentscope::prelude::*;
 use agentscope::session::JsonFileSessionStore;
+use agentscope_test::process::SelfProcess;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -29,76 +29,31 @@ pub(crate) const ANSWER: &str = "child done";
 
 /// A running worker process.
 pub(crate) struct Worker {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    process: SelfProcess,
 }
 
 impl Worker {
     /// Starts a worker with `settings` and waits until its `hold` tool runs (its call then
     /// holds the session).
     pub(crate) fn spawn_holding(settings: &Settings) -> Self {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--ignored",
-                "--exact",
-                "worker::run",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(SETTINGS, serde_json::to_string(settings).unwrap())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut worker = Self {
-            child,
-            stdin,
-            stdout,
-        };
-        worker.expect("TOOL_STARTED");
-        worker
-    }
-
-    /// Reads lines until one holds `marker`; returns what follows it.
-    fn expect(&mut self, marker: &str) -> String {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let read = self.stdout.read_line(&mut line).unwrap();
-            assert!(read > 0, "the worker exited before printing {marker}");
-            // libtest may print "test worker::run ... " on the same line first.
-            if let Some((_, rest)) = line.split_once(marker) {
-                return rest.trim().to_owned();
-            }
-        }
+        let settings = serde_json::to_string(settings).unwrap();
+        let mut process = SelfProcess::spawn("worker::run", SETTINGS, &settings);
+        process.expect("TOOL_STARTED");
+        Self { process }
     }
 
     /// Lets the `hold` tool return, and waits for the call's outcome (the reply's text, or
     /// the error) and for the process to exit.
     pub(crate) fn finish(mut self) -> String {
-        writeln!(self.stdin, "finish").unwrap();
-        self.stdin.flush().unwrap();
-        let outcome = self.expect("OUTCOME ");
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "worker failed: {status:?}");
+        self.process.send_line("finish");
+        let outcome = self.process.expect("OUTCOME ");
+        self.process.wait_success();
         outcome
     }
 
     /// Kills the worker with SIGKILL: no destructor runs, nothing is given back.
-    pub(crate) fn kill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    pub(crate) fn kill(self) {
+        self.process.kill();
     }
 }
 
