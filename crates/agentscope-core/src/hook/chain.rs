@@ -58,6 +58,9 @@ pub struct HookChain {
     entries: Vec<Entry>,
     by_kind: [Arc<[(HookId, BoxedHook)]>; 12],
     interests: HookEventTypes,
+    /// The kinds whose interested hooks are all synchronous (`hook_fn`): their
+    /// notifications run as a plain loop, without a future per dispatch.
+    sync_only: HookEventTypes,
 }
 
 impl HookChain {
@@ -176,6 +179,7 @@ impl HookChain {
 
     fn reindex(&mut self) {
         self.interests = HookEventTypes::NONE;
+        self.sync_only = HookEventTypes::NONE;
         for kind in HookEventType::ALL {
             let hooks: Vec<(HookId, BoxedHook)> = self
                 .entries
@@ -185,6 +189,12 @@ impl HookChain {
                 .collect();
             if !hooks.is_empty() {
                 self.interests = self.interests.with(kind);
+            }
+            if hooks
+                .iter()
+                .all(|(_, hook)| matches!(hook.handler, Handler::Sync(_)))
+            {
+                self.sync_only = self.sync_only.with(kind);
             }
             self.by_kind[kind.index()] = hooks.into();
         }
@@ -302,8 +312,19 @@ impl HookChain {
             HookEventType::Error => &call.saw_post_call,
             _ => &[],
         };
-        // Notifications never fail: `run` logs the hooks' errors.
-        let _ = self.run(event, skip, Rule::Notification).await;
+        if self.sync_only.contains(kind) {
+            // Chunk events with `hook_fn` hooks: nothing to await.
+            for (id, hook) in self.by_kind[kind.index()].iter() {
+                if let Handler::Sync(f) = &hook.handler
+                    && !skip.contains(id)
+                {
+                    report_notification(hook, kind, invoke_sync(&**f, event));
+                }
+            }
+        } else {
+            // Notifications never fail: `run` logs the hooks' errors.
+            let _ = self.run(event, skip, Rule::Notification).await;
+        }
         std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
     }
 
@@ -346,14 +367,7 @@ impl HookChain {
                     Handler::Sync(f) => invoke_sync(&**f, event),
                     Handler::Async(h) => h.on_event_dyn(event).await.map_err(|error| *error),
                 };
-                if let Err(error) = result {
-                    tracing::warn!(
-                        hook = %hook.name,
-                        event = %kind,
-                        %error,
-                        "hook failed while handling a notification; ignored"
-                    );
-                }
+                report_notification(hook, kind, result);
             }
             return Ok(());
         }
@@ -393,6 +407,19 @@ impl HookChain {
             }
         }
         Ok(())
+    }
+}
+
+/// A notification's rule for a hook's failure: logged, never returned.
+#[inline]
+fn report_notification(hook: &BoxedHook, kind: HookEventType, result: Result<(), HookError>) {
+    if let Err(error) = result {
+        tracing::warn!(
+            hook = %hook.name,
+            event = %kind,
+            %error,
+            "hook failed while handling a notification; ignored"
+        );
     }
 }
 
@@ -511,6 +538,57 @@ mod tests {
         chain.push(recorder(&log, "last", 3));
         block_on(chain.dispatch(&mut chunk())).unwrap();
         assert_eq!(*log.lock().unwrap(), ["last"]);
+    }
+
+    /// A hook that records its name, asynchronously.
+    struct AsyncRecorder(Arc<Mutex<Vec<String>>>, &'static str);
+
+    impl Hook for AsyncRecorder {
+        async fn on_event(&self, _event: &mut HookEvent) -> Result<(), HookError> {
+            self.0.lock().unwrap().push(self.1.to_owned());
+            Ok(())
+        }
+
+        fn priority(&self) -> i32 {
+            5
+        }
+    }
+
+    /// `notify` runs a chain of synchronous hooks as a plain loop and a chain with an async
+    /// hook through `run`: the rule is the same (failures and panics are logged, every other
+    /// hook runs in order, and hooks that saw PostCall don't get the ErrorEvent).
+    #[test]
+    fn notify_has_one_rule_for_sync_only_and_mixed_chains() {
+        for with_async in [false, true] {
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let mut chain = HookChain::new();
+            let first = chain.push(recorder(&log, "first", 1));
+            chain.push(hook_fn(|_| Err(HookError::msg("nope"))).with_priority(2));
+            chain.push(hook_fn(|_| panic!("boom")).with_priority(3));
+            chain.push(recorder(&log, "last", 4));
+            if with_async {
+                chain.push(AsyncRecorder(Arc::clone(&log), "async"));
+            }
+            let expected_all: &[&str] = match with_async {
+                false => &["first", "last"],
+                true => &["first", "last", "async"],
+            };
+
+            let mut call = call();
+            block_on(chain.notify(&mut chunk(), &mut call));
+            assert_eq!(*log.lock().unwrap(), expected_all, "async: {with_async}");
+
+            log.lock().unwrap().clear();
+            call.saw_post_call = vec![first];
+            let mut error: HookEvent =
+                ErrorEvent::new(call.info(), AgentError::invalid_input("x")).into();
+            block_on(chain.notify(&mut error, &mut call));
+            assert_eq!(
+                *log.lock().unwrap(),
+                &expected_all[1..],
+                "async: {with_async}"
+            );
+        }
     }
 
     #[test]
