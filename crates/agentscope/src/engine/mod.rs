@@ -363,7 +363,7 @@ impl Call<'_> {
                 Next::Reason if self.iteration >= self.config.settings.max_iters => {
                     return self.summarize().await;
                 }
-                Next::Reason => match self.reason().await? {
+                Next::Reason => match self.reason(reasoning::Then::Act).await? {
                     reasoning::Reasoned::Done(reply) => return Ok(reply),
                     reasoning::Reasoned::Again => Next::Reason,
                     reasoning::Reasoned::Act(calls) => Next::Act(calls),
@@ -513,7 +513,8 @@ impl Call<'_> {
     /// once a reasoning message with tool calls is stored, before tools run (with their
     /// calls recorded as running) and after each tool result is stored, always before the
     /// stream shows the step, so a consumer that drops the stream after an event finds
-    /// that event's effects stored.
+    /// that event's effects stored. The first two are one save when nothing can happen
+    /// between them (see `reason`).
     ///
     /// `None` without a session: the step costs a branch, and the save's future (boxed,
     /// made out of line) never sits in the call's own future.

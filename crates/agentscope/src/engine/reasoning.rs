@@ -45,8 +45,17 @@ impl Phase {
     }
 }
 
+/// What runs after a reasoning step that asks for tools.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Then {
+    /// The ReAct loop acts on the calls at once.
+    Act,
+    /// The step returns to a custom reply, which may do anything before it acts.
+    Return,
+}
+
 impl Call<'_> {
-    pub(super) async fn reason(&mut self) -> Step<Reasoned> {
+    pub(super) async fn reason(&mut self, then: Then) -> Step<Reasoned> {
         let request = self.reasoning_request(false).await?;
         let message = match self.generate(request, Phase::Reasoning).await {
             // The provider refused the input as too long for its window: context hooks get
@@ -131,7 +140,13 @@ impl Call<'_> {
         config.memory.add(message);
         // Tracked from the moment they are stored, so no exit leaves them without a result.
         self.open.open(&calls);
-        if let Some(save) = self.checkpoint() {
+        // With nothing between this step and the acting step's save (no stream event, no
+        // PreActing hook, no custom reply), that save stores this message too, with the
+        // calls it starts: one save, one `fsync`, instead of two.
+        let acting_saves_it = then == Then::Act
+            && streamed.is_none()
+            && !self.hooks.is_interested(HookEventType::PreActing);
+        if !acting_saves_it && let Some(save) = self.checkpoint() {
             save.await?;
         }
         if let Some(message) = streamed {

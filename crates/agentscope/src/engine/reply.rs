@@ -12,7 +12,7 @@ use agentscope_core::{
 use futures::future::{BoxFuture, Either, select};
 
 use super::acting::Acted;
-use super::reasoning::Reasoned;
+use super::reasoning::{Reasoned, Then};
 use super::{Call, Halt, Step};
 use crate::stream::EventType;
 
@@ -172,7 +172,7 @@ impl<'c, 'a> ReplyContext<'c, 'a> {
     ///
     /// A hook's or the model's error; [`AgentError::Interrupted`] when interrupted.
     pub async fn reason(&mut self) -> Result<Reasoning, AgentError> {
-        match self.call.reason().await {
+        match self.call.reason(Then::Return).await {
             Ok(Reasoned::Done(message)) => Ok(Reasoning::Answer(message)),
             Ok(Reasoned::Act(calls)) => Ok(Reasoning::Act(calls)),
             Ok(Reasoned::Again) => Ok(Reasoning::Again),

@@ -95,9 +95,9 @@ async fn a_call_in_another_process_makes_calls_here_busy_until_it_ends() {
     assert_eq!(all_said(&model.requests()[0].messages), conversation[..5]);
     let stored = store.load("shared").await.unwrap().unwrap();
     assert_eq!(all_said(&stored.messages), conversation);
-    // The worker's 4 saves (the reasoning, the running record, the result, the answer),
-    // then this call's one.
-    assert_eq!(stored.revision, 5);
+    // The worker's 3 saves (the reasoning with the running record, the result, the
+    // answer), then this call's one.
+    assert_eq!(stored.revision, 4);
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
 

@@ -58,18 +58,18 @@ async fn a_call_saves_at_every_step_and_only_what_changed() {
     assert_eq!(
         shape(&store.changes.lock().unwrap()),
         [
-            // The input and the reasoning message with the tool call.
-            (0, 0, 2, vec![]),
-            // Before the tool runs: nothing new but the running record.
-            (1, 2, 0, t1),
+            // Before the tool runs: the input and the reasoning message with the tool
+            // call, which is recorded as running (nothing happens between the reasoning
+            // step and the tool: one save).
+            (0, 0, 2, t1),
             // The result, which ends the running record.
-            (2, 2, 1, vec![]),
+            (1, 2, 1, vec![]),
             // The answer, at the end of the call.
-            (3, 3, 1, vec![]),
+            (2, 3, 1, vec![]),
         ]
     );
     let stored = store.load("s").await.unwrap().unwrap();
-    assert_eq!(stored.revision, 4);
+    assert_eq!(stored.revision, 3);
     assert_eq!(stored.messages.len(), 4);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 
@@ -82,7 +82,52 @@ async fn a_call_saves_at_every_step_and_only_what_changed() {
         .build()
         .unwrap();
     agent.call("more").await.unwrap();
-    assert_eq!(shape(&store.changes.lock().unwrap()), [(4, 4, 2, vec![])]);
+    assert_eq!(shape(&store.changes.lock().unwrap()), [(3, 4, 2, vec![])]);
+}
+
+/// When something can happen between the reasoning step and the tool (a stream consumer
+/// sees the reasoning message, or a PreActing hook runs), the reasoning message is saved
+/// first, on its own, and the running record follows in a second save before the tool runs.
+#[tokio::test]
+async fn the_reasoning_is_saved_apart_when_something_runs_before_the_tool() {
+    for streamed in [true, false] {
+        let (_dir, files) = temp_store();
+        let store = Recording::new(files, false);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let model = ScriptedModel::new([
+            ScriptedResponse::tool_call("t1", "act", json!({"n": 1})),
+            ScriptedResponse::text("Done."),
+        ]);
+        let mut builder = ReActAgent::builder()
+            .model(model)
+            .toolkit(Toolkit::new().tool(counted("act", runs.clone())))
+            .session(store.clone(), "s");
+        if !streamed {
+            builder = builder.hook(hook_fn(|_| Ok(())).with_interests(HookEventType::PreActing));
+        }
+        let agent = builder.build().unwrap();
+        if streamed {
+            let mut events = agent.stream("go", StreamOptions::default());
+            while let Some(event) = futures::StreamExt::next(&mut events).await {
+                event.unwrap();
+            }
+        } else {
+            agent.call("go").await.unwrap();
+        }
+
+        let t1 = vec!["t1".to_owned()];
+        assert_eq!(
+            shape(&store.changes.lock().unwrap()),
+            [
+                (0, 0, 2, vec![]),
+                (1, 2, 0, t1),
+                (2, 2, 1, vec![]),
+                (3, 3, 1, vec![]),
+            ],
+            "streamed: {streamed}"
+        );
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+    }
 }
 
 /// A call that fails before the model answers leaves memory as before the call (its input
