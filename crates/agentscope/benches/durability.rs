@@ -3,8 +3,9 @@
 //! The call of `react_call` (one tool call, then the answer; instant model and tool), on an
 //! agent without a session and on one bound to a `JsonFileSessionStore`: the call takes the
 //! session's lease (locks the session's lock file and opens its log, once), loads the
-//! session, saves at every step (after reasoning, before and after the tool, at the end:
-//! one appended line and one `fsync` each, through the open log) and gives the lease back.
+//! session, saves at every step (the reasoning message with the tool call it starts, the
+//! tool's result, the answer: one appended line and one `fsync` each, through the open log)
+//! and gives the lease back.
 //! The store's directory is on `/dev/shm` (tmpfs, where `fsync` costs next to nothing) when
 //! it exists, so the figure is the engine's and the store's own work, not the disk's; pass a
 //! directory as `DURABILITY_DIR` to measure a real disk.
@@ -12,12 +13,22 @@
 //! Each round builds 500 agents of each kind and makes one untimed call on each (so the
 //! session exists and the memory holds one exchange), then times a second call on each, the
 //! two kinds in alternation. It prints the median per-call time of each kind over the rounds
-//! and their ratio. Run with `cargo bench -p agentscope --bench durability`.
+//! and their ratio.
+//!
+//! In the same rounds it measures the floor of the fsync policy: what a call minimally does
+//! to the files in a directory on the same file system, without the store: open and lock
+//! (without waiting) a lock file, open a log for appending, write the lines the store
+//! appends for one call's saves (the bytes a probe session's log grew by in its second
+//! call) each followed by `fdatasync`, and close both. It prints that floor, and the time
+//! step-level persistence adds to a call as a multiple of it. Run with
+//! `cargo bench -p agentscope --bench durability`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
-use std::path::PathBuf;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
@@ -50,6 +61,64 @@ fn round(store: Option<&JsonFileSessionStore>, round: usize) -> Duration {
     })
 }
 
+/// The lines the store appends for the saves of one call: the lines a probe session's log
+/// gains in its second call.
+fn saved_lines(base: &Path) -> Vec<Vec<u8>> {
+    let dir = tempfile::tempdir_in(base).unwrap();
+    let store = JsonFileSessionStore::new(dir.path());
+    let agent = support::react_agent(|builder| builder.session(store.clone(), "probe"));
+    let log = || std::fs::read(store.path_of("probe").unwrap()).unwrap();
+    block_on(async {
+        assert_eq!(agent.call(Msg::user("ping")).await.unwrap().text(), "done");
+        let before = log().len();
+        assert_eq!(agent.call(Msg::user("ping")).await.unwrap().text(), "done");
+        let after = log();
+        assert!(after.len() > before, "the second call appended nothing");
+        after[before..]
+            .split_inclusive(|byte| *byte == b'\n')
+            .map(<[u8]>::to_vec)
+            .collect()
+    })
+}
+
+/// One call's file work at the floor of the fsync policy, on the session files `name` in
+/// `dir`: lock the lock file, open the log, append `lines` with an `fdatasync` each, close.
+fn floor_call(dir: &Path, name: &str, lines: &[Vec<u8>]) {
+    let lock = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join(format!(".{name}.lock")))
+        .unwrap();
+    lock.try_lock().unwrap();
+    let mut log = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(dir.join(format!("{name}.jsonl")))
+        .unwrap();
+    for line in lines {
+        log.write_all(line).unwrap();
+        log.sync_data().unwrap();
+    }
+    drop(log);
+    drop(lock);
+}
+
+/// The floor's round: an untimed call on each of `AGENTS` sessions (which creates their
+/// files), then the time per call of a second.
+fn floor_round(dir: &Path, lines: &[Vec<u8>], round: usize) -> Duration {
+    let names: Vec<String> = (0..AGENTS).map(|i| format!("r{round}-a{i}")).collect();
+    for name in &names {
+        floor_call(dir, name, lines);
+    }
+    let start = Instant::now();
+    for name in &names {
+        floor_call(dir, name, lines);
+    }
+    start.elapsed() / AGENTS as u32
+}
+
 fn median(mut values: Vec<Duration>) -> Duration {
     values.sort();
     values[values.len() / 2]
@@ -65,12 +134,15 @@ fn main() {
         .unwrap_or_else(std::env::temp_dir);
     let dir = tempfile::tempdir_in(&base).unwrap();
     let store = JsonFileSessionStore::new(dir.path());
-    let (mut plain, mut durable) = (Vec::new(), Vec::new());
+    let lines = saved_lines(&base);
+    let floor_dir = tempfile::tempdir_in(&base).unwrap();
+    let (mut plain, mut durable, mut floor) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..ROUNDS {
         plain.push(round(None, r));
         durable.push(round(Some(&store), r));
+        floor.push(floor_round(floor_dir.path(), &lines, r));
     }
-    let (plain, durable) = (median(plain), median(durable));
+    let (plain, durable, floor) = (median(plain), median(durable), median(floor));
     let stored = std::fs::read_dir(dir.path()).unwrap().count();
     println!(
         "durability: store in {} ({stored} entries written; every save fsync'd)",
@@ -82,5 +154,14 @@ fn main() {
         durable.as_secs_f64() * 1e6,
         durable.as_secs_f64() / plain.as_secs_f64(),
         (durable.as_secs_f64() / plain.as_secs_f64() - 1.0) * 100.0
+    );
+    let added = durable.saturating_sub(plain);
+    let bytes: usize = lines.iter().map(Vec::len).sum();
+    println!(
+        "floor of the fsync policy (lock, open, {} x write + fdatasync; {bytes} bytes): {:.2} us per call; ours adds {:.2} us = {:.2}x the floor",
+        lines.len(),
+        floor.as_secs_f64() * 1e6,
+        added.as_secs_f64() * 1e6,
+        added.as_secs_f64() / floor.as_secs_f64()
     );
 }

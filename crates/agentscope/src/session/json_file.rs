@@ -39,6 +39,10 @@ const MIN_DEAD_BYTES: u64 = 64 * 1024;
 /// The cache forgets every session when it reaches this many (the next save of each
 /// rescans its log once).
 const CACHE_CAPACITY: usize = 4096;
+/// The log bytes ([`LogInfo::len`]) whose decoded states the cache keeps at most, summed
+/// over its sessions: 64 MiB. Reaching it drops every decoded state (the next load of each
+/// replays its log once); a session whose log is longer is never kept decoded.
+const STATE_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Stores each session as an append-only JSON Lines log, `<dir>/<session id>.jsonl`: the
 /// embedded default store.
@@ -46,7 +50,8 @@ const CACHE_CAPACITY: usize = 4096;
 /// A save appends one line, the [`StateChange`], to the session's log, so it writes what
 /// changed (a step's messages, the metadata) whatever the length of the conversation: a
 /// save to a session of 1,000 messages costs what a save to one of 10 does. A load reads the
-/// log and replays it.
+/// log and replays it, or reads nothing when the log is as this store last read or wrote it
+/// (see [the cache](#the-cache)).
 ///
 /// ```
 /// use agentscope::session::{
@@ -181,7 +186,8 @@ const CACHE_CAPACITY: usize = 4096;
 ///   themselves). Such a save holds the lock for the length of its write; a lease asked for
 ///   at that instant is refused as busy.
 /// - **Loads** take no lock and read the log as it is, also while a call holds the lease
-///   (in the process holding it, through the log the lease keeps open).
+///   (in the process holding it, through the log the lease keeps open, or not at all: see
+///   [the cache](#the-cache)).
 ///
 /// # The cache
 ///
@@ -194,6 +200,22 @@ const CACHE_CAPACITY: usize = 4096;
 /// mean the same bytes. Otherwise the save reads the records the entry has not seen: only
 /// those after the cached length when the file grew (another process, or another store
 /// value on the same directory, appended), all of them otherwise. Loads refresh the entry.
+///
+/// The entry also keeps the state those records hold, decoded, as the last load or
+/// successful save through this store left it (a save applies its change to it), so that
+/// a load of a log unchanged since then decodes nothing: it returns a copy of that state
+/// (messages are shared copy-on-write, so the copy is cheap). A load trusts the decoded
+/// state by the same rule as a save: the log file's id (its first bytes) and length. In
+/// the process holding the session's [lease](#leases), the log the lease keeps open is the
+/// session's file and what its complete records are is known (no one else can write it),
+/// so a load there touches no file at all. When the file grew, the load decodes only the
+/// records after the cached length, on top of the cached state; else it decodes the whole
+/// log. A save that fails forgets the entry, and so does a delete; a save that reads
+/// records without decoding them (another writer appended) keeps the entry but drops its
+/// decoded state. The decoded states kept are bounded by the length of their logs, 64 MiB
+/// in all: keeping one more beyond that drops them all first (the rest of each entry
+/// stays), and a session whose log alone is longer is not kept decoded.
+///
 /// Clones of a store share its cache; the cache holds at most 4,096 sessions (then it
 /// starts over).
 ///
@@ -250,7 +272,7 @@ const CACHE_CAPACITY: usize = 4096;
 #[derive(Clone)]
 pub struct JsonFileSessionStore {
     dir: Arc<Path>,
-    cache: Arc<Mutex<HashMap<String, LogInfo>>>,
+    cache: Arc<Cache>,
 }
 
 impl fmt::Debug for JsonFileSessionStore {
@@ -266,7 +288,7 @@ impl JsonFileSessionStore {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: Arc::from(dir.into()),
-            cache: Arc::new(Mutex::new(HashMap::new())),
+            cache: Arc::new(Mutex::new(LogCache::new())),
         }
     }
 
@@ -702,6 +724,30 @@ struct LastRecord {
     saved_at: DateTime<Utc>,
 }
 
+impl LastRecord {
+    /// What the record `record` says besides its messages.
+    fn of(record: &RecordOut<'_>) -> Self {
+        Self {
+            agent: record.agent.clone(),
+            metadata: record.metadata.clone(),
+            running_tools: record.running_tools.to_vec(),
+            hooks: record.hooks.clone(),
+            saved_at: *record.saved_at,
+        }
+    }
+
+    /// The state of a log whose last record is this one, of revision `revision`, holding
+    /// `messages`.
+    fn into_state(self, messages: Vec<Msg>, revision: u64) -> AgentState {
+        let mut state = AgentState::new(self.agent, messages).with_metadata(self.metadata);
+        state.revision = revision;
+        state.running_tools = self.running_tools;
+        state.hooks = self.hooks;
+        state.saved_at = self.saved_at;
+        state
+    }
+}
+
 /// Replays the records in `bytes`, the part of log `path` after what `info` and `messages`
 /// describe (all of it for `LogInfo::default()` and no messages).
 fn replay<M: LogMessage>(
@@ -836,24 +882,38 @@ fn parse_line<M: LogMessage>(
     }
 }
 
-/// The state log `path` holds (`bytes`: the whole file), and its info.
+/// The state log `path` holds, and its info: `bytes` is the log after what `base` (the
+/// info and state of the log's first bytes, as the cache keeps them) describes, the whole
+/// file for `None`.
 fn state_of_log(
     session: &str,
     path: &Path,
     bytes: &[u8],
+    base: Option<(LogInfo, AgentState)>,
 ) -> Result<(AgentState, LogInfo), SessionError> {
-    let replayed = replay::<Msg>(session, path, bytes, LogInfo::default(), Vec::new())?;
-    let Some(last) = replayed.last else {
-        return Err(SessionError::corrupt(
-            session,
-            format_args!("{}: the log holds no complete record", path.display()),
-        ));
+    let (info, mut base) = match base {
+        Some((info, state)) => (info, Some(state)),
+        None => (LogInfo::default(), None),
     };
-    let mut state = AgentState::new(last.agent, replayed.messages).with_metadata(last.metadata);
-    state.revision = replayed.info.revision;
-    state.running_tools = last.running_tools;
-    state.hooks = last.hooks;
-    state.saved_at = last.saved_at;
+    let messages = base
+        .as_mut()
+        .map(|state| std::mem::take(&mut state.messages))
+        .unwrap_or_default();
+    let replayed = replay::<Msg>(session, path, bytes, info, messages)?;
+    let state = match (replayed.last, base) {
+        (Some(last), _) => last.into_state(replayed.messages, replayed.info.revision),
+        // No complete record after the base's: the base is the state.
+        (None, Some(mut state)) => {
+            state.messages = replayed.messages;
+            state
+        }
+        (None, None) => {
+            return Err(SessionError::corrupt(
+                session,
+                format_args!("{}: the log holds no complete record", path.display()),
+            ));
+        }
+    };
     state
         .check_for(session)
         .map_err(|error| with_path(error, path))?;
@@ -874,22 +934,119 @@ fn read_legacy(session: &str, path: &Path) -> Result<Option<AgentState>, Session
 // ---------------------------------------------------------------------------------------
 // The cache.
 
-type Cache = Mutex<HashMap<String, LogInfo>>;
+/// A store's cache, shared by its clones (see [the cache](JsonFileSessionStore#the-cache)).
+type Cache = Mutex<LogCache>;
 
-fn remember(cache: &Cache, session: &str, info: LogInfo) {
-    let mut cache = lock(cache);
-    if info.id.is_none() {
-        cache.remove(session);
-        return;
+/// What a store knows of each session's log.
+struct LogCache {
+    sessions: HashMap<String, CachedLog>,
+    /// The sum of `info.len` over the sessions whose decoded state is kept.
+    state_bytes: u64,
+    /// The most `state_bytes` may reach: [`STATE_CACHE_BYTES`] (less in tests).
+    state_budget: u64,
+}
+
+/// What the cache knows of one session's log.
+struct CachedLog {
+    /// What the log's first `info.len` bytes say.
+    info: LogInfo,
+    /// The state those bytes hold, when kept.
+    state: Option<AgentState>,
+}
+
+impl LogCache {
+    /// An empty cache.
+    fn new() -> Self {
+        Self {
+            sessions: HashMap::new(),
+            state_bytes: 0,
+            state_budget: STATE_CACHE_BYTES,
+        }
     }
-    if cache.len() >= CACHE_CAPACITY && !cache.contains_key(session) {
-        cache.clear();
+
+    /// What is known of session `session`'s log.
+    fn info(&self, session: &str) -> Option<&LogInfo> {
+        self.sessions.get(session).map(|cached| &cached.info)
     }
-    cache.insert(session.to_owned(), info);
+
+    /// The info of session `session`'s log and a copy of its decoded state, if kept.
+    fn state(&self, session: &str) -> Option<(LogInfo, AgentState)> {
+        let cached = self.sessions.get(session)?;
+        Some((cached.info.clone(), cached.state.clone()?))
+    }
+
+    /// Forgets session `session`; returns what was known.
+    fn remove(&mut self, session: &str) -> Option<CachedLog> {
+        let cached = self.sessions.remove(session)?;
+        if cached.state.is_some() {
+            self.state_bytes = self.state_bytes.saturating_sub(cached.info.len);
+        }
+        Some(cached)
+    }
+
+    /// Keeps `info` for session `session`, and `state` (what the log's first `info.len`
+    /// bytes hold) within the budget. A log without an id is never kept.
+    fn insert(&mut self, session: &str, info: LogInfo, state: Option<AgentState>) {
+        self.remove(session);
+        if info.id.is_none() {
+            return;
+        }
+        if self.sessions.len() >= CACHE_CAPACITY {
+            self.sessions.clear();
+            self.state_bytes = 0;
+        }
+        let state = state.filter(|_| info.len <= self.state_budget);
+        if state.is_some() {
+            if self.state_bytes + info.len > self.state_budget {
+                for cached in self.sessions.values_mut() {
+                    cached.state = None;
+                }
+                self.state_bytes = 0;
+            }
+            self.state_bytes += info.len;
+        }
+        self.sessions
+            .insert(session.to_owned(), CachedLog { info, state });
+    }
+}
+
+/// Keeps `info` and `state` for session `session` (see [`LogCache::insert`]).
+fn remember(cache: &Cache, session: &str, info: LogInfo, state: Option<AgentState>) {
+    lock(cache).insert(session, info, state);
 }
 
 fn forget(cache: &Cache, session: &str) {
     lock(cache).remove(session);
+}
+
+/// The length of the log open as `file`.
+fn file_len(session: &str, path: &Path, file: &File) -> Result<u64, SessionError> {
+    Ok(file
+        .metadata()
+        .map_err(|error| io_error(session, "reading the metadata of", path, error))?
+        .len())
+}
+
+/// Whether the log open as `file`, whose complete records (and maybe a torn tail) are `len`
+/// bytes, starts with the bytes the cache entry `info` describes: `info.len <= len`, and
+/// the file is the log of `info`'s id. `held` is what the log a lease keeps open holds,
+/// when `file` is that log: its id tells (no one else can write it); else the file's first
+/// bytes do.
+fn starts_with(
+    session: &str,
+    path: &Path,
+    file: &mut File,
+    len: u64,
+    info: &LogInfo,
+    held: Option<&LogInfo>,
+) -> Result<bool, SessionError> {
+    if info.len > len {
+        return Ok(false);
+    }
+    match held {
+        Some(held) => Ok(info.id.is_some() && info.id == held.id),
+        None => has_prefix(session, path, file, info),
+    }
 }
 
 /// Whether the log file `file` starts as a file of `info`'s id does.
@@ -1110,7 +1267,7 @@ fn write_change(
                 || info.needs_rewrite(line.len() as u64);
             if rewrite_needed {
                 let bytes = read_from(session, &files.log, &mut file, 0)?;
-                let (state, _) = state_of_log(session, &files.log, &bytes)?;
+                let (state, _) = state_of_log(session, &files.log, &bytes, None)?;
                 let state = change.apply(session, Some(state))?;
                 drop(file);
                 return rewritten(rewrite(files, cache, session, &state, false)?);
@@ -1132,14 +1289,11 @@ fn read_log_info(
     mut file: File,
 ) -> Result<Stored, SessionError> {
     let path = &files.log;
-    let len = file
-        .metadata()
-        .map_err(|error| io_error(session, "reading the metadata of", path, error))?
-        .len();
-    let cached = lock(cache).get(session).cloned();
+    let len = file_len(session, path, &file)?;
+    let cached = lock(cache).info(session).cloned();
     let same_file = match &cached {
-        Some(info) if info.len <= len => has_prefix(session, path, &mut file, info)?,
-        _ => false,
+        Some(info) => starts_with(session, path, &mut file, len, info, None)?,
+        None => false,
     };
     let replayed = match cached {
         Some(info) if same_file && info.len == len => return Ok(Stored::Log(file, info, false)),
@@ -1162,7 +1316,8 @@ fn read_log_info(
     // Sweep what a crash may have left: a rewrite's temporary file, a migrated `.json`.
     remove_if_exists(session, &files.temp)?;
     remove_if_exists(session, &files.legacy)?;
-    remember(cache, session, replayed.info.clone());
+    // Records were read without their messages: the decoded state (if any) is dropped.
+    remember(cache, session, replayed.info.clone(), None);
     Ok(Stored::Log(file, replayed.info, replayed.torn))
 }
 
@@ -1189,8 +1344,8 @@ fn append(
     }
     let len = info.len + line.len() as u64;
     let dead = info.dead.saturating_add(info.last_header).min(len);
-    let info = LogInfo {
-        id: info.id,
+    let appended = LogInfo {
+        id: info.id.clone(),
         len,
         records: info.records + 1,
         revision: change.revision(),
@@ -1198,8 +1353,15 @@ fn append(
         dead,
         last_header: header,
     };
-    remember(cache, session, info.clone());
-    Ok(info)
+    // The cached state of the log as it was, with the change applied, is what it holds now.
+    let mut cache = lock(cache);
+    let state = cache
+        .remove(session)
+        .filter(|cached| cached.info == info)
+        .and_then(|cached| cached.state)
+        .and_then(|state| change.apply(session, Some(state)).ok());
+    cache.insert(session, appended.clone(), state);
+    Ok(appended)
 }
 
 /// Writes the whole new state `change` makes (it keeps no stored message) as the log;
@@ -1279,7 +1441,8 @@ fn write_log(
         dead: 0,
         last_header: header,
     };
-    remember(cache, session, info.clone());
+    let state = LastRecord::of(&record).into_state(record.appended.to_vec(), record.revision);
+    remember(cache, session, info.clone(), Some(state));
     Ok(info)
 }
 
@@ -1289,21 +1452,15 @@ fn load(files: &Files, cache: &Cache, session: &str) -> Result<Option<AgentState
     if let Some(held) = lease::holding(&files.lock) {
         let mut held_log = lock(&held.log);
         if let Some(log) = held_log.as_mut() {
-            let bytes = read_from(session, &files.log, &mut log.file, 0)?;
-            let (state, info) = state_of_log(session, &files.log, &bytes)?;
-            remember(cache, session, info);
+            let state = load_log(files, cache, session, &mut log.file, Some(&log.info))?;
             return Ok(Some(state));
         }
     }
     // The log, else a `.json` file of an earlier version, else the log again: a save may
     // have migrated the `.json` file to a log in between.
     for attempt in 0..2 {
-        match fs::read(&files.log) {
-            Ok(bytes) => {
-                let (state, info) = state_of_log(session, &files.log, &bytes)?;
-                remember(cache, session, info);
-                return Ok(Some(state));
-            }
+        match File::open(&files.log) {
+            Ok(mut file) => return load_log(files, cache, session, &mut file, None).map(Some),
             Err(error) if error.kind() == io::ErrorKind::NotFound => {}
             Err(error) => return Err(io_error(session, "reading", &files.log, error)),
         }
@@ -1314,6 +1471,39 @@ fn load(files: &Files, cache: &Cache, session: &str) -> Result<Option<AgentState
         }
     }
     Ok(None)
+}
+
+/// The state the log open as `file` holds (`held`: what it holds when it is the log a
+/// lease keeps open), kept in the cache: the cached state when the file is the bytes it
+/// was decoded from; the cached state with the records after those bytes replayed when
+/// the file grew; else the whole log replayed.
+fn load_log(
+    files: &Files,
+    cache: &Cache,
+    session: &str,
+    file: &mut File,
+    held: Option<&LogInfo>,
+) -> Result<AgentState, SessionError> {
+    let path = &files.log;
+    let len = match held {
+        Some(held) => held.len,
+        None => file_len(session, path, file)?,
+    };
+    let cached = lock(cache).state(session);
+    let base = match cached {
+        Some((info, state)) if starts_with(session, path, file, len, &info, held)? => {
+            if info.len == len {
+                return Ok(state);
+            }
+            Some((info, state))
+        }
+        _ => None,
+    };
+    let offset = base.as_ref().map_or(0, |(info, _)| info.len);
+    let bytes = read_from(session, path, file, offset)?;
+    let (state, info) = state_of_log(session, path, &bytes, base)?;
+    remember(cache, session, info, Some(state.clone()));
+    Ok(state)
 }
 
 fn delete(files: &Files, cache: &Cache, session: &str) -> Result<bool, SessionError> {
@@ -1450,7 +1640,7 @@ mod tests {
             );
             let first = fs::read_to_string(dir.join("s.jsonl")).unwrap();
             // The first record names its file; the prefix is what the cache compares.
-            let info = lock(&store.cache).get("s").cloned().unwrap();
+            let info = lock(&store.cache).info("s").cloned().unwrap();
             assert!(first.starts_with(&info.prefix().unwrap()), "{first}");
             assert_eq!(info.len, first.len() as u64);
             let running = step(1, 1, &["a1"]).with_running_tools(vec!["call-1".into()]);
@@ -1991,18 +2181,18 @@ mod tests {
 
     #[test]
     fn the_cache_is_bounded() {
-        let cache: Cache = Mutex::new(HashMap::new());
+        let cache: Cache = Mutex::new(LogCache::new());
         let info = LogInfo {
             id: Some("x".into()),
             ..LogInfo::default()
         };
         for index in 0..CACHE_CAPACITY + 10 {
-            remember(&cache, &format!("s{index}"), info.clone());
-            assert!(lock(&cache).len() <= CACHE_CAPACITY);
+            remember(&cache, &format!("s{index}"), info.clone(), None);
+            assert!(lock(&cache).sessions.len() <= CACHE_CAPACITY);
         }
         // A log without an id is never cached.
-        remember(&cache, "s0", LogInfo::default());
-        assert!(!lock(&cache).contains_key("s0"));
+        remember(&cache, "s0", LogInfo::default(), None);
+        assert!(lock(&cache).info("s0").is_none());
     }
 
     #[test]
@@ -2508,6 +2698,268 @@ mod tests {
             assert!(!taker.is_finished(), "the new lease waits");
             drop(running_save);
             assert!(taker.join().unwrap().unwrap());
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Decoded states in the cache.
+
+    /// Overwrites the bytes of `path` at `offset` with `bytes`, in place (the same file, the
+    /// same length): what a reader that trusts its cache cannot notice.
+    fn overwrite(path: &Path, offset: u64, bytes: &[u8]) {
+        let mut file = OpenOptions::new().write(true).open(path).unwrap();
+        file.seek(SeekFrom::Start(offset)).unwrap();
+        file.write_all(bytes).unwrap();
+    }
+
+    /// Changes the text `from` in the log of `path` to `to` (of the same length), at its
+    /// first occurrence after the first record's id.
+    fn tamper(path: &Path, from: &str, to: &str) {
+        assert_eq!(from.len(), to.len());
+        let log = fs::read_to_string(path).unwrap();
+        let offset = 60 + log[60..].find(from).unwrap();
+        overwrite(path, offset as u64, to.as_bytes());
+        assert_eq!(fs::read_to_string(path).unwrap().len(), log.len());
+    }
+
+    /// What a store without a cache loads (what the log's bytes say).
+    async fn decoded(dir: &Path) -> AgentState {
+        JsonFileSessionStore::new(dir)
+            .load("s")
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    fn hooks(value: &str) -> Map<String, Value> {
+        let mut hooks = Map::new();
+        hooks.insert("approval".into(), Value::String(value.into()));
+        hooks
+    }
+
+    /// A load of a log unchanged since this store saved it returns the saved state (every
+    /// field) without reading the file: bytes changed behind the store's back (same id, same
+    /// length) are not seen, while a store without a cache sees them. After a rewrite too.
+    #[test]
+    fn a_load_after_a_save_returns_the_saved_state_without_reading_the_log() {
+        block_on(async {
+            let dir = temp_dir("cached-load");
+            let store = JsonFileSessionStore::new(&dir);
+            let path = store.path_of("s").unwrap();
+            let first = StateChange::replace(&state(&["question"]))
+                .with_metadata(hooks("meta"))
+                .with_hooks(hooks("one"));
+            let second = step(1, 1, &["answer"])
+                .with_metadata(hooks("meta 2"))
+                .with_running_tools(vec!["call-1".into()])
+                .with_hooks(hooks("two"));
+            let expected = second
+                .apply("s", Some(first.apply("s", None).unwrap()))
+                .unwrap();
+            store.save("s", &first).await.unwrap();
+            store.save("s", &second).await.unwrap();
+            assert_eq!(decoded(&dir).await, expected);
+            let loaded = store.load("s").await.unwrap().unwrap();
+            assert_eq!(loaded, expected);
+            assert_eq!(loaded.revision, 2);
+            assert_eq!(loaded.running_tools, ["call-1"]);
+            assert_eq!(loaded.hooks, hooks("two"));
+
+            tamper(&path, "question", "QUESTION");
+            assert_eq!(texts(&decoded(&dir).await), ["QUESTION", "answer"]);
+            assert_eq!(store.load("s").await.unwrap().unwrap(), expected);
+
+            // A change keeping nothing rewrites the log: its state is cached as written.
+            let third = step(2, 0, &["fresh start"]).with_hooks(hooks("three"));
+            let expected = third.apply("s", Some(expected)).unwrap();
+            store.save("s", &third).await.unwrap();
+            assert_eq!(decoded(&dir).await, expected);
+            tamper(&path, "fresh", "FRESH");
+            assert_eq!(store.load("s").await.unwrap().unwrap(), expected);
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// Another store value (another process) appends to the log: the next load decodes only
+    /// the new records, on top of the cached state (the earlier bytes, changed behind the
+    /// store's back, are not read again). After another store rewrites the log (a new
+    /// file), the load decodes it all.
+    #[test]
+    fn a_load_decodes_only_the_records_another_store_appended() {
+        block_on(async {
+            let (dir, one) = started("cached-growth").await;
+            let path = one.path_of("s").unwrap();
+            one.save("s", &step(1, 1, &["a"])).await.unwrap();
+            let two = JsonFileSessionStore::new(&dir);
+            let appended = step(2, 2, &["b"])
+                .with_metadata(hooks("two's"))
+                .with_running_tools(vec!["call-2".into()]);
+            two.save("s", &appended).await.unwrap();
+            tamper(&path, "\"q\"", "\"Q\"");
+
+            let loaded = one.load("s").await.unwrap().unwrap();
+            assert_eq!(
+                (loaded.revision, texts(&loaded)),
+                (3, vec!["q".into(), "a".into(), "b".into()])
+            );
+            assert_eq!(loaded.metadata, hooks("two's"));
+            assert_eq!(loaded.running_tools, ["call-2"]);
+            assert_eq!(loaded.saved_at, appended.saved_at);
+            assert_eq!(texts(&decoded(&dir).await), ["Q", "a", "b"]);
+            // Now cached at the new length.
+            tamper(&path, "\"b\"", "\"B\"");
+            assert_eq!(one.load("s").await.unwrap().unwrap(), loaded);
+
+            two.save("s", &step(3, 0, &["z"])).await.unwrap();
+            let loaded = one.load("s").await.unwrap().unwrap();
+            assert_eq!((loaded.revision, texts(&loaded)), (4, vec!["z".to_owned()]));
+            assert_eq!(loaded, decoded(&dir).await);
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// Under a lease, a load goes through the log the lease keeps open: nothing is read
+    /// when the cached state is of its length; only what was appended since otherwise
+    /// (here by a save through another store value under the same lease).
+    #[test]
+    fn a_load_under_a_lease_reads_only_what_the_cache_has_not_seen() {
+        block_on(async {
+            let (dir, one) = started("cached-lease").await;
+            let path = one.path_of("s").unwrap();
+            let token = CancellationToken::new();
+            let lease = one.lease("s", &token).await.unwrap().unwrap();
+            let change = fenced(&lease, step(1, 1, &["a"]).with_hooks(hooks("h")));
+            one.save("s", &change).await.unwrap();
+            let saved = one.load("s").await.unwrap().unwrap();
+            assert_eq!(saved, decoded(&dir).await);
+            assert_eq!((saved.revision, saved.hooks.clone()), (2, hooks("h")));
+
+            tamper(&path, "\"q\"", "\"Q\"");
+            assert_eq!(one.load("s").await.unwrap().unwrap(), saved);
+
+            let two = JsonFileSessionStore::new(&dir);
+            let more = fenced(&lease, step(2, 2, &["b"]));
+            two.save("s", &more).await.unwrap();
+            let loaded = one.load("s").await.unwrap().unwrap();
+            assert_eq!(loaded, more.apply("s", Some(saved)).unwrap());
+            assert_eq!(texts(&decoded(&dir).await), ["Q", "a", "b"]);
+            // `two` has no decoded state: it reads the whole log (through the lease's).
+            assert_eq!(
+                texts(&two.load("s").await.unwrap().unwrap()),
+                ["Q", "a", "b"]
+            );
+            lease.release().await.unwrap();
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// Decoded states are kept within the budget (in log bytes): a state whose log exceeds
+    /// it is never kept, and keeping one more over the budget drops the others. Loads of
+    /// states not kept read the log, and return the same.
+    #[test]
+    fn decoded_states_are_kept_within_the_budget() {
+        block_on(async {
+            let dir = temp_dir("cached-budget");
+            let store = JsonFileSessionStore::new(&dir);
+            lock(&store.cache).state_budget = 2048;
+            let kept = |session: &str| lock(&store.cache).state(session).is_some();
+            let len = |session: &str| {
+                fs::metadata(dir.join(format!("{session}.jsonl")))
+                    .unwrap()
+                    .len()
+            };
+
+            let big = StateChange::replace(&state(&[&"x".repeat(3000)]));
+            store.save("big", &big).await.unwrap();
+            assert!(lock(&store.cache).info("big").is_some());
+            assert!(!kept("big"));
+            let loaded = store.load("big").await.unwrap().unwrap();
+            assert_eq!(loaded, big.apply("big", None).unwrap());
+            assert!(!kept("big"));
+            // Not kept: the load reads the log.
+            tamper(&dir.join("big.jsonl"), "xxx", "yyy");
+            assert!(texts(&store.load("big").await.unwrap().unwrap())[0].starts_with("yyy"));
+
+            let a = StateChange::replace(&state(&[&"a".repeat(1200)]));
+            let b = StateChange::replace(&state(&[&"b".repeat(1200)]));
+            store.save("a", &a).await.unwrap();
+            assert!(kept("a"));
+            assert_eq!(lock(&store.cache).state_bytes, len("a"));
+            store.save("b", &b).await.unwrap();
+            assert!(!kept("a") && kept("b"));
+            assert_eq!(lock(&store.cache).state_bytes, len("b"));
+            assert_eq!(
+                store.load("a").await.unwrap().unwrap(),
+                a.apply("a", None).unwrap()
+            );
+            assert!(kept("a") && !kept("b"));
+            assert_eq!(lock(&store.cache).state_bytes, len("a"));
+            assert_eq!(
+                store.load("b").await.unwrap().unwrap(),
+                b.apply("b", None).unwrap()
+            );
+            // Forgetting a session gives its bytes back.
+            assert!(store.delete("b").await.unwrap());
+            assert_eq!(lock(&store.cache).state_bytes, 0);
+            fs::remove_dir_all(&dir).unwrap();
+        });
+    }
+
+    /// A save that fails to append (under a lease) or to rewrite leaves no cached state
+    /// that differs from the log: the next load returns what the log holds, and the next
+    /// save applies.
+    #[test]
+    fn a_failed_save_leaves_no_cached_state_that_differs_from_the_log() {
+        block_on(async {
+            let (dir, store) = started("cached-failure").await;
+            let files = store.files("s").unwrap();
+            let token = CancellationToken::new();
+            let lease = store.lease("s", &token).await.unwrap().unwrap();
+            store
+                .save("s", &fenced(&lease, step(1, 1, &["a"])))
+                .await
+                .unwrap();
+            let saved = store.load("s").await.unwrap().unwrap();
+            assert!(lock(&store.cache).state("s").is_some());
+            // The lease's log, read-only: the append's write fails.
+            let held = lease::find(&files.lock, lease.fence()).unwrap();
+            lock(&held.log).as_mut().unwrap().file = File::open(&files.log).unwrap();
+            drop(held);
+            let error = store
+                .save("s", &fenced(&lease, step(2, 2, &["lost"])))
+                .await
+                .unwrap_err();
+            assert!(matches!(error, SessionError::Io { .. }), "{error:?}");
+            let differs = |saved: &AgentState| {
+                lock(&store.cache)
+                    .state("s")
+                    .is_some_and(|(_, cached)| cached != *saved)
+            };
+            assert!(!differs(&saved));
+            assert_eq!(store.load("s").await.unwrap().unwrap(), saved);
+            assert_eq!(decoded(&dir).await, saved);
+            store
+                .save("s", &fenced(&lease, step(2, 2, &["b"])))
+                .await
+                .unwrap();
+            assert_eq!(
+                texts(&store.load("s").await.unwrap().unwrap()),
+                ["q", "a", "b"]
+            );
+            lease.release().await.unwrap();
+
+            // A rewrite whose temporary file cannot be created.
+            let saved = store.load("s").await.unwrap().unwrap();
+            fs::create_dir(&files.temp).unwrap();
+            let error = store.save("s", &step(3, 0, &["lost"])).await.unwrap_err();
+            assert!(matches!(error, SessionError::Io { .. }), "{error:?}");
+            assert!(!differs(&saved));
+            assert_eq!(store.load("s").await.unwrap().unwrap(), saved);
+            fs::remove_dir(&files.temp).unwrap();
+            store.save("s", &step(3, 0, &["z"])).await.unwrap();
+            assert_eq!(texts(&store.load("s").await.unwrap().unwrap()), ["z"]);
+            assert_eq!(store.load("s").await.unwrap().unwrap(), decoded(&dir).await);
             fs::remove_dir_all(&dir).unwrap();
         });
     }
