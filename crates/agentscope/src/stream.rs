@@ -247,6 +247,8 @@ type Engine = Pin<Box<dyn Future<Output = Result<Msg, AgentError>> + Send>>;
 pub struct AgentStream {
     engine: Option<Engine>,
     queue: Queue,
+    /// Events taken from `queue` in one lock and not yet yielded.
+    ready: VecDeque<Event>,
     result: Option<Result<Msg, AgentError>>,
     include_result: bool,
 }
@@ -262,16 +264,20 @@ impl AgentStream {
         Self {
             engine: Some(Box::pin(start(sink))),
             queue,
+            ready: VecDeque::new(),
             result: None,
             include_result,
         }
     }
 
-    fn pop(&self) -> Option<Event> {
-        self.queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop_front()
+    /// The next queued event. The queue is taken whole (one lock for up to [`BUFFER`]
+    /// events), its buffer swapped with the empty `ready` one.
+    fn pop(&mut self) -> Option<Event> {
+        if self.ready.is_empty() {
+            let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            std::mem::swap(&mut *queue, &mut self.ready);
+        }
+        self.ready.pop_front()
     }
 }
 
@@ -319,6 +325,7 @@ impl FusedStream for AgentStream {
     fn is_terminated(&self) -> bool {
         self.engine.is_none()
             && self.result.is_none()
+            && self.ready.is_empty()
             && self
                 .queue
                 .lock()
