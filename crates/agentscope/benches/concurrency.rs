@@ -3,10 +3,13 @@
 //! response. Reports wall time (criterion) next to the latency of one call alone; then a
 //! summary, in one run: one call, and for 10,000 and 100,000 concurrent calls their time,
 //! the tokio floor for as many tasks (each sleeping 10 ms twice), the ratios to both, and
-//! the peak resident memory of the run (VmHWM, reset before the run). Agents are dropped inside their tasks, as a
-//! service that builds an agent per request would.
+//! the peak resident memory of the run (VmHWM, reset before the run), and the CPU time a
+//! call takes in flight against the same calls made one after another without the model's
+//! delay. The timed region is the calls: the agents are built before it and dropped after
+//! it (building and dropping 10,000 agents is not a call's latency).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
@@ -34,28 +37,56 @@ fn toolkit() -> Toolkit {
         .clone()
 }
 
-fn agent() -> ReActAgent {
+/// An agent whose model answers after `delay`: a tool call, then "done".
+fn agent(delay: Duration) -> Arc<ReActAgent> {
     let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "echo", json!({"text": "pong"})).with_delay(DELAY),
-        ScriptedResponse::text("done").with_delay(DELAY),
+        ScriptedResponse::tool_call("c1", "echo", json!({"text": "pong"})).with_delay(delay),
+        ScriptedResponse::text("done").with_delay(delay),
     ])
     .without_recording();
-    ReActAgent::builder()
+    let agent = ReActAgent::builder()
         .sys_prompt("You are one of many.")
         .model(model)
         .toolkit(toolkit())
         .build()
-        .unwrap()
+        .unwrap();
+    Arc::new(agent)
 }
 
-async fn run_all(agents: Vec<ReActAgent>) {
+fn build_agents(count: usize, delay: Duration) -> Vec<Arc<ReActAgent>> {
+    (0..count).map(|_| agent(delay)).collect()
+}
+
+/// One call on each agent, all at once, each in its own task.
+async fn run_all(agents: &[Arc<ReActAgent>]) {
     let handles: Vec<_> = agents
-        .into_iter()
-        .map(|agent| tokio::spawn(async move { agent.call(Msg::user("ping")).await }))
+        .iter()
+        .map(|agent| {
+            let agent = Arc::clone(agent);
+            tokio::spawn(async move { agent.call(Msg::user("ping")).await })
+        })
         .collect();
     for handle in handles {
         assert_eq!(handle.await.unwrap().unwrap().text(), "done");
     }
+}
+
+/// One call on each agent, one after another.
+async fn run_each(agents: &[Arc<ReActAgent>]) {
+    for agent in agents {
+        assert_eq!(agent.call(Msg::user("ping")).await.unwrap().text(), "done");
+    }
+}
+
+/// The CPU time this process has used (Linux `/proc/self/stat`, 10 ms resolution).
+fn cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat
+        .get(stat.rfind(')')? + 2..)?
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
 
 /// Resets the peak resident set size (Linux: `echo 5 > /proc/self/clear_refs`).
@@ -84,9 +115,9 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
-                let agents = vec![agent()];
+                let agents = build_agents(1, DELAY);
                 let start = Instant::now();
-                runtime.block_on(run_all(agents));
+                runtime.block_on(run_all(&agents));
                 total += start.elapsed();
             }
             total
@@ -96,9 +127,9 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
-                let agents: Vec<ReActAgent> = (0..AGENTS).map(|_| agent()).collect();
+                let agents = build_agents(AGENTS, DELAY);
                 let start = Instant::now();
-                runtime.block_on(run_all(agents));
+                runtime.block_on(run_all(&agents));
                 total += start.elapsed();
             }
             total
@@ -108,7 +139,7 @@ fn bench(c: &mut Criterion) {
 
     let single = {
         let start = Instant::now();
-        runtime.block_on(run_all(vec![agent()]));
+        runtime.block_on(run_all(&build_agents(1, DELAY)));
         start.elapsed()
     };
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -121,10 +152,31 @@ fn bench(c: &mut Criterion) {
         };
         reset_peak_rss();
         let before = peak_rss_mib();
-        let agents: Vec<ReActAgent> = (0..count).map(|_| agent()).collect();
+        let agents = build_agents(count, DELAY);
+        let cpu_before = cpu_time();
         let start = Instant::now();
-        runtime.block_on(run_all(agents));
+        runtime.block_on(run_all(&agents));
         let wall = start.elapsed();
+        let cpu = cpu_time()
+            .zip(cpu_before)
+            .map(|(after, before)| after - before);
+        drop(agents);
+        let serial_cpu = {
+            let agents = build_agents(count, Duration::ZERO);
+            let before = cpu_time();
+            runtime.block_on(run_each(&agents));
+            cpu_time().zip(before).map(|(after, before)| after - before)
+        };
+        let per_call = |cpu: Option<Duration>| {
+            cpu.map_or("n/a".to_owned(), |cpu| {
+                format!("{:.1} us", cpu.as_secs_f64() * 1e6 / count as f64)
+            })
+        };
+        println!(
+            "{count} calls: CPU per call {} in flight, {} one after another (no model delay)",
+            per_call(cpu),
+            per_call(serial_cpu),
+        );
         println!(
             "{count} concurrent calls {:.1} ms = {:.2}x one call; tokio floor ({count} tasks sleeping twice) {:.1} ms, {:.2}x it; peak RSS {} MiB (at start of run {} MiB)",
             ms(wall),
