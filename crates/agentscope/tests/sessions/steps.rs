@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use agentscope::ReActAgentBuilder;
 use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 use agentscope::prelude::*;
 use agentscope::session::{JsonFileSessionStore, SessionError, SessionStore, StateChange};
@@ -37,21 +38,25 @@ fn shape(changes: &[StateChange]) -> Vec<(u64, usize, usize, Vec<String>)> {
         .collect()
 }
 
+/// An agent bound to session "s" of `store` whose model calls the counted tool "act" once,
+/// then answers "Done.".
+fn one_tool_round(store: &Recording, runs: &Arc<AtomicUsize>) -> ReActAgentBuilder {
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("t1", "act", json!({"n": 1})),
+        ScriptedResponse::text("Done."),
+    ]);
+    ReActAgent::builder()
+        .model(model)
+        .toolkit(Toolkit::new().tool(counted("act", Arc::clone(runs))))
+        .session(store.clone(), "s")
+}
+
 #[tokio::test]
 async fn a_call_saves_at_every_step_and_only_what_changed() {
     let (_dir, files) = temp_store();
     let store = Recording::new(files, false);
     let runs = Arc::new(AtomicUsize::new(0));
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("t1", "act", json!({"n": 1})),
-        ScriptedResponse::text("Done."),
-    ]);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .toolkit(Toolkit::new().tool(counted("act", runs.clone())))
-        .session(store.clone(), "s")
-        .build()
-        .unwrap();
+    let agent = one_tool_round(&store, &runs).build().unwrap();
     agent.call("go").await.unwrap();
 
     let t1 = vec!["t1".to_owned()];
@@ -94,14 +99,7 @@ async fn the_reasoning_is_saved_apart_when_something_runs_before_the_tool() {
         let (_dir, files) = temp_store();
         let store = Recording::new(files, false);
         let runs = Arc::new(AtomicUsize::new(0));
-        let model = ScriptedModel::new([
-            ScriptedResponse::tool_call("t1", "act", json!({"n": 1})),
-            ScriptedResponse::text("Done."),
-        ]);
-        let mut builder = ReActAgent::builder()
-            .model(model)
-            .toolkit(Toolkit::new().tool(counted("act", runs.clone())))
-            .session(store.clone(), "s");
+        let mut builder = one_tool_round(&store, &runs);
         if !streamed {
             builder = builder.hook(hook_fn(|_| Ok(())).with_interests(HookEventType::PreActing));
         }
