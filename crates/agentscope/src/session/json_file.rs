@@ -30,8 +30,10 @@ use super::{
 use crate::runtime::lock;
 use lease::{Held, HeldLog, Holder, JsonFileLease};
 
+/// What follows a session id in its log's name.
+const LOG_SUFFIX: &str = ".jsonl";
 /// The extension of session logs.
-const LOG_EXTENSION: &str = "jsonl";
+const LOG_EXTENSION: &str = LOG_SUFFIX.split_at(1).1;
 /// The extension of whole-state files written by earlier versions of the store.
 const LEGACY_EXTENSION: &str = "json";
 /// A log is rewritten once it holds more dead bytes than live ones, and at least this many.
@@ -305,7 +307,7 @@ impl JsonFileSessionStore {
     /// [`SessionError::InvalidSessionId`] when `session` is not a valid id.
     pub fn path_of(&self, session: &str) -> Result<PathBuf, SessionError> {
         validate_session_id(session)?;
-        Ok(self.dir.join(format!("{session}.{LOG_EXTENSION}")))
+        Ok(file_in(&self.dir, "", session, LOG_SUFFIX))
     }
 
     fn files(&self, session: &str) -> Result<Files, SessionError> {
@@ -420,25 +422,47 @@ impl SessionStore for JsonFileSessionStore {
 // ---------------------------------------------------------------------------------------
 // Files and errors.
 
-/// The files of one session.
+/// The files of one session. The log and the lock are named at every store operation; the
+/// rarely used temporary and legacy files are named on demand.
 struct Files {
-    dir: PathBuf,
+    dir: Arc<Path>,
+    /// `<id>.jsonl`.
     log: PathBuf,
-    legacy: PathBuf,
+    /// `.<id>.lock`.
     lock: PathBuf,
-    temp: PathBuf,
 }
 
 impl Files {
-    fn new(dir: &Path, session: &str) -> Self {
+    fn new(dir: &Arc<Path>, session: &str) -> Self {
         Self {
-            dir: dir.to_owned(),
-            log: dir.join(format!("{session}.{LOG_EXTENSION}")),
-            legacy: dir.join(format!("{session}.{LEGACY_EXTENSION}")),
-            lock: dir.join(format!(".{session}.lock")),
-            temp: dir.join(format!(".{session}.{LOG_EXTENSION}.tmp")),
+            dir: Arc::clone(dir),
+            log: file_in(dir, "", session, LOG_SUFFIX),
+            lock: file_in(dir, ".", session, ".lock"),
         }
     }
+
+    /// `<id>.json`: the whole-state file of earlier versions.
+    fn legacy(&self) -> PathBuf {
+        self.log.with_extension(LEGACY_EXTENSION)
+    }
+
+    /// `.<id>.jsonl.tmp`: a rewrite's temporary file.
+    fn temp(&self) -> PathBuf {
+        let mut name = std::ffi::OsString::from(".");
+        name.push(self.log.file_name().unwrap_or_default());
+        name.push(".tmp");
+        self.dir.join(name)
+    }
+}
+
+/// `dir/<prefix><session><suffix>`, without the formatting machinery (a session's paths are
+/// named at every store operation).
+fn file_in(dir: &Path, prefix: &str, session: &str, suffix: &str) -> PathBuf {
+    let mut name = String::with_capacity(prefix.len() + session.len() + suffix.len());
+    name.push_str(prefix);
+    name.push_str(session);
+    name.push_str(suffix);
+    dir.join(name)
 }
 
 /// An I/O error about `session`: `what` failed on `path`.
@@ -1221,8 +1245,8 @@ fn open_stored(files: &Files, cache: &Cache, session: &str) -> Result<Stored, Se
     match open_log(&files.log) {
         Ok(file) => read_log_info(files, cache, session, file),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            remove_if_exists(session, &files.temp)?;
-            Ok(match read_legacy(session, &files.legacy)? {
+            remove_if_exists(session, &files.temp())?;
+            Ok(match read_legacy(session, &files.legacy())? {
                 Some(state) => Stored::Legacy(state),
                 None => Stored::Nothing,
             })
@@ -1314,8 +1338,8 @@ fn read_log_info(
         ));
     }
     // Sweep what a crash may have left: a rewrite's temporary file, a migrated `.json`.
-    remove_if_exists(session, &files.temp)?;
-    remove_if_exists(session, &files.legacy)?;
+    remove_if_exists(session, &files.temp())?;
+    remove_if_exists(session, &files.legacy())?;
     // Records were read without their messages: the decoded state (if any) is dropped.
     remember(cache, session, replayed.info.clone(), None);
     Ok(Stored::Log(file, replayed.info, replayed.torn))
@@ -1415,20 +1439,21 @@ fn write_log(
 ) -> Result<LogInfo, SessionError> {
     let (line, header) = record.encode(session)?;
     forget(cache, session);
-    let written = File::create(&files.temp).and_then(|mut file| {
+    let temp = files.temp();
+    let written = File::create(&temp).and_then(|mut file| {
         file.write_all(&line)?;
         file.sync_all()
     });
     if let Err(error) = written {
-        let _ = fs::remove_file(&files.temp);
-        return Err(io_error(session, "writing", &files.temp, error));
+        let _ = fs::remove_file(&temp);
+        return Err(io_error(session, "writing", &temp, error));
     }
-    if let Err(error) = fs::rename(&files.temp, &files.log) {
-        let _ = fs::remove_file(&files.temp);
-        return Err(io_error(session, "renaming", &files.temp, error));
+    if let Err(error) = fs::rename(&temp, &files.log) {
+        let _ = fs::remove_file(&temp);
+        return Err(io_error(session, "renaming", &temp, error));
     }
     if remove_legacy {
-        remove_if_exists(session, &files.legacy)?;
+        remove_if_exists(session, &files.legacy())?;
     }
     sync_dir(&files.dir)
         .map_err(|error| io_error(session, "syncing directory", &files.dir, error))?;
@@ -1465,7 +1490,7 @@ fn load(files: &Files, cache: &Cache, session: &str) -> Result<Option<AgentState
             Err(error) => return Err(io_error(session, "reading", &files.log, error)),
         }
         if attempt == 0
-            && let Some(state) = read_legacy(session, &files.legacy)?
+            && let Some(state) = read_legacy(session, &files.legacy())?
         {
             return Ok(Some(state));
         }
@@ -1510,15 +1535,15 @@ fn delete(files: &Files, cache: &Cache, session: &str) -> Result<bool, SessionEr
     // Nothing to delete, and no lock file to create, when neither file exists. (A save
     // creating the session meanwhile is ordered after this delete.)
     let exists = |path: &Path| path.try_exists().unwrap_or(true);
-    if !exists(&files.log) && !exists(&files.legacy) {
+    if !exists(&files.log) && !exists(&files.legacy()) {
         return Ok(false);
     }
     let _lock = lock_session(session, files)?;
     forget(cache, session);
     // The `.json` file first: a load that finds no log then finds no `.json` either.
-    let legacy = remove_if_exists(session, &files.legacy)?;
+    let legacy = remove_if_exists(session, &files.legacy())?;
     let log = remove_if_exists(session, &files.log)?;
-    remove_if_exists(session, &files.temp)?;
+    remove_if_exists(session, &files.temp())?;
     Ok(legacy || log)
 }
 
@@ -2951,12 +2976,12 @@ mod tests {
 
             // A rewrite whose temporary file cannot be created.
             let saved = store.load("s").await.unwrap().unwrap();
-            fs::create_dir(&files.temp).unwrap();
+            fs::create_dir(files.temp()).unwrap();
             let error = store.save("s", &step(3, 0, &["lost"])).await.unwrap_err();
             assert!(matches!(error, SessionError::Io { .. }), "{error:?}");
             assert!(!differs(&saved));
             assert_eq!(store.load("s").await.unwrap().unwrap(), saved);
-            fs::remove_dir(&files.temp).unwrap();
+            fs::remove_dir(files.temp()).unwrap();
             store.save("s", &step(3, 0, &["z"])).await.unwrap();
             assert_eq!(texts(&store.load("s").await.unwrap().unwrap()), ["z"]);
             assert_eq!(store.load("s").await.unwrap().unwrap(), decoded(&dir).await);
