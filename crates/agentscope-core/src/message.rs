@@ -346,6 +346,7 @@ pub struct Msg {
     #[serde(default)]
     pub metadata: Metadata,
     /// When the message was created.
+    #[serde(serialize_with = "crate::rfc3339::serialize")]
     pub timestamp: DateTime<Utc>,
 }
 

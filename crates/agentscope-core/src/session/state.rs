@@ -83,6 +83,7 @@ pub struct AgentState {
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub hooks: Map<String, Value>,
     /// When the state was taken.
+    #[serde(serialize_with = "crate::rfc3339::serialize")]
     pub saved_at: DateTime<Utc>,
 }
 
