@@ -376,35 +376,32 @@ impl HookChain {
         let discriminant = std::mem::discriminant(&*event);
         for (position, (_, hook)) in hooks.iter().enumerate() {
             // Matched here, not in a helper: a nested `async fn` would add a state machine
-            // per invocation.
-            let result = match &hook.handler {
-                Handler::Sync(f) => invoke_sync(&**f, event),
-                Handler::Async(h) => h.on_event_dyn(event).await.map_err(|error| *error),
+            // per invocation. The failure stays boxed (one word) until it is reported.
+            let failure = match &hook.handler {
+                Handler::Sync(f) => invoke_sync(&**f, event).err().map(Box::new),
+                Handler::Async(h) => h.on_event_dyn(event).await.err(),
             };
             if kind == HookEventType::PostReasoning
                 && let HookEvent::PostReasoning(event) = event
             {
                 event.attribute_goto(&hook.name);
             }
-            let result = match result {
-                Ok(()) if std::mem::discriminant(&*event) != discriminant => {
-                    Err(HookError::InvalidModification {
-                        message: format!(
-                            "the hook replaced the {kind} event with a {} event",
-                            event.event_type()
-                        ),
-                    })
-                }
-                other => other,
+            let source = match failure {
+                None if std::mem::discriminant(&*event) == discriminant => continue,
+                None => HookError::InvalidModification {
+                    message: format!(
+                        "the hook replaced the {kind} event with a {} event",
+                        event.event_type()
+                    ),
+                },
+                Some(error) => *error,
             };
-            if let Err(source) = result {
-                let error = AgentError::Hook {
-                    hook: hook.name.to_string(),
-                    event: kind,
-                    source,
-                };
-                return Err((position, error));
-            }
+            let error = AgentError::Hook {
+                hook: hook.name.to_string(),
+                event: kind,
+                source,
+            };
+            return Err((position, error));
         }
         Ok(())
     }
