@@ -64,6 +64,10 @@ impl<M: Memory> Memory for std::sync::Arc<M> {
         (**self).messages()
     }
 
+    fn copy_into(&self, out: &mut Vec<Msg>) {
+        (**self).copy_into(out);
+    }
+
     fn messages_from(&self, start: usize) -> Vec<Msg> {
         (**self).messages_from(start)
     }
@@ -78,5 +82,55 @@ impl<M: Memory> Memory for std::sync::Arc<M> {
 
     fn is_empty(&self) -> bool {
         (**self).is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// Copies straight into the caller's vector, and counts the copies `messages()` makes.
+    #[derive(Default)]
+    struct Direct {
+        messages: Mutex<Vec<Msg>>,
+        whole_copies: AtomicUsize,
+    }
+
+    impl Memory for Direct {
+        fn add(&self, message: Msg) {
+            self.messages.lock().unwrap().push(message);
+        }
+
+        fn messages(&self) -> Vec<Msg> {
+            self.whole_copies.fetch_add(1, Ordering::Relaxed);
+            self.messages.lock().unwrap().clone()
+        }
+
+        fn copy_into(&self, out: &mut Vec<Msg>) {
+            out.extend(self.messages.lock().unwrap().iter().cloned());
+        }
+
+        fn clear(&self) {
+            self.messages.lock().unwrap().clear();
+        }
+
+        fn len(&self) -> usize {
+            self.messages.lock().unwrap().len()
+        }
+    }
+
+    #[test]
+    fn a_shared_memory_copies_through_its_own_copy_into() {
+        let memory = Arc::new(Direct::default());
+        memory.add(Msg::user("a"));
+        memory.add(Msg::user("b"));
+        let mut out = vec![Msg::system("first")];
+        Memory::copy_into(&memory, &mut out);
+        let texts: Vec<String> = out.iter().map(Msg::text).collect();
+        assert_eq!(texts, ["first", "a", "b"]);
+        assert_eq!(memory.whole_copies.load(Ordering::Relaxed), 0);
     }
 }

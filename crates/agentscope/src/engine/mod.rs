@@ -584,14 +584,10 @@ fn hook_state(
 }
 
 /// The model's input: the system message (when there is one) followed by `messages`.
-fn with_system(system: Option<Msg>, messages: Vec<Msg>) -> Vec<Msg> {
-    match system {
-        Some(system) => {
-            let mut all = Vec::with_capacity(messages.len() + 1);
-            all.push(system);
-            all.extend(messages);
-            all
-        }
-        None => messages,
+fn with_system(system: Option<Msg>, mut messages: Vec<Msg>) -> Vec<Msg> {
+    // In place: the callers leave room for it.
+    if let Some(system) = system {
+        messages.insert(0, system);
     }
+    messages
 }

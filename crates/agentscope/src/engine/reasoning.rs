@@ -164,9 +164,12 @@ impl Call<'_> {
         let system = self.base_system.clone();
         let (messages, options) = if self.hooks.is_interested(HookEventType::PreReasoning) {
             let iteration = self.iteration;
+            // Room for the system message `with_system` puts in front after the hooks.
+            let mut history = Vec::with_capacity(config.memory.len() + 1);
+            config.memory.copy_into(&mut history);
             let mut event = PreReasoningEvent::new(
                 self.context().info(),
-                config.memory.messages(),
+                history,
                 system,
                 config.model_name.clone(),
                 std::sync::Arc::clone(&config.settings.options),

@@ -30,7 +30,9 @@ impl Call<'_> {
             )));
         }
 
-        let mut messages = config.memory.messages();
+        // Room for the hint and for the system message `with_system` puts in front.
+        let mut messages = Vec::with_capacity(config.memory.len() + 2);
+        config.memory.copy_into(&mut messages);
         messages.push(Msg::user(SUMMARY_HINT));
         let system = self.base_system.clone();
         // No tools are offered, so no tool choice can be honoured.
