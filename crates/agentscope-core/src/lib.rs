@@ -26,7 +26,7 @@ mod memory;
 mod message;
 mod metadata;
 mod model;
-mod rfc3339;
+pub mod rfc3339;
 pub mod session;
 mod text;
 mod tool;

@@ -2,13 +2,32 @@
 //! fractional digits), without its formatting machinery: every stored or sent message
 //! carries one, and chrono's `Display`-based serialisation cost about 2,700 instructions
 //! per timestamp (callgrind, the JSON session store's saves).
+//!
+//! [`Msg`](crate::Msg) and the session states serialise their timestamps this way; a store
+//! with record types of its own can too:
+//!
+//! ```
+//! use chrono::{DateTime, TimeZone, Utc};
+//! use serde::Serialize;
+//!
+//! #[derive(Serialize)]
+//! struct Record {
+//!     #[serde(serialize_with = "agentscope_core::rfc3339::serialize")]
+//!     saved_at: DateTime<Utc>,
+//! }
+//!
+//! let saved_at = Utc.with_ymd_and_hms(2026, 12, 1, 10, 0, 0).unwrap();
+//! let json = serde_json::to_string(&Record { saved_at }).unwrap();
+//! assert_eq!(json, r#"{"saved_at":"2026-12-01T10:00:00Z"}"#);
+//! assert_eq!(json, serde_json::to_string(&serde_json::json!({ "saved_at": saved_at })).unwrap());
+//! ```
 
 use chrono::{DateTime, Datelike, Timelike, Utc};
 use serde::{Serialize, Serializer};
 
 /// Serialises `timestamp` exactly as `chrono`'s `Serialize` does (which remains the
 /// fallback for years outside 0..=9999), for `#[serde(serialize_with = ...)]`.
-pub(crate) fn serialize<S: Serializer>(
+pub fn serialize<S: Serializer>(
     timestamp: &DateTime<Utc>,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
