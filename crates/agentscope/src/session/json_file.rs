@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::{MAIN_SEPARATOR_STR, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agentscope_core::conversation::ConversationError;
@@ -288,8 +288,11 @@ impl fmt::Debug for JsonFileSessionStore {
 impl JsonFileSessionStore {
     /// A store keeping its sessions in `dir` (created on the first save).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
+        // One spelling per directory (no trailing or doubled separators, no `.` inside): the
+        // process's lease registry compares the lock files' paths byte for byte.
+        let dir: PathBuf = dir.into().components().collect();
         Self {
-            dir: Arc::from(dir.into()),
+            dir: Arc::from(dir),
             cache: Arc::new(Mutex::new(LogCache::new())),
         }
     }
@@ -455,14 +458,26 @@ impl Files {
     }
 }
 
-/// `dir/<prefix><session><suffix>`, without the formatting machinery (a session's paths are
-/// named at every store operation).
+/// `dir/<prefix><session><suffix>` in one allocation, without the formatting machinery or
+/// `Path::join` (which copies `dir` and then grows the copy): a session's paths are named
+/// at every store operation.
 fn file_in(dir: &Path, prefix: &str, session: &str, suffix: &str) -> PathBuf {
-    let mut name = String::with_capacity(prefix.len() + session.len() + suffix.len());
-    name.push_str(prefix);
-    name.push_str(session);
-    name.push_str(suffix);
-    dir.join(name)
+    let dir = dir.as_os_str();
+    let mut path = std::ffi::OsString::with_capacity(
+        dir.len() + 1 + prefix.len() + session.len() + suffix.len(),
+    );
+    path.push(dir);
+    if !dir.is_empty()
+        && !dir
+            .as_encoded_bytes()
+            .ends_with(MAIN_SEPARATOR_STR.as_bytes())
+    {
+        path.push(MAIN_SEPARATOR_STR);
+    }
+    path.push(prefix);
+    path.push(session);
+    path.push(suffix);
+    PathBuf::from(path)
 }
 
 /// An I/O error about `session`: `what` failed on `path`.
@@ -562,8 +577,14 @@ struct RecordOut<'a> {
     running_tools: &'a [String],
     #[serde(skip_serializing_if = "map_is_empty")]
     hooks: &'a Map<String, Value>,
+    #[serde(serialize_with = "saved_at")]
     saved_at: &'a DateTime<Utc>,
+    /// Last: [`encode`](Self::encode) writes the messages into the header's `[]`.
     appended: &'a [Msg],
+}
+
+fn saved_at<S: serde::Serializer>(at: &&DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
+    agentscope_core::rfc3339::serialize(at, serializer)
 }
 
 fn slice_is_empty(slice: &&[String]) -> bool {
@@ -608,17 +629,40 @@ impl<'a> RecordOut<'a> {
     }
 
     /// The record's line (with its `\n`), and the bytes of it that are not messages (what
-    /// becomes dead once another record follows).
+    /// becomes dead once another record follows). The header (the record with no messages)
+    /// is serialised once; the messages are written between its closing `[]`, which gives
+    /// serde_json's bytes for the whole record.
     fn encode(&self, session: &str) -> Result<(Vec<u8>, u64), SessionError> {
         let cannot = |error: serde_json::Error| {
             SessionError::corrupt(session, format_args!("cannot serialise: {error}"))
         };
-        let mut line = serde_json::to_vec(self).map_err(cannot)?;
-        line.push(b'\n');
-        Ok((line, self.header_len().map_err(cannot)?))
+        let header = RecordOut {
+            appended: &[],
+            ..*self
+        };
+        // A step's record is a few hundred bytes to a few kilobytes: start past the sizes
+        // `to_vec` would grow through.
+        let mut line = Vec::with_capacity(1024);
+        serde_json::to_writer(&mut line, &header).map_err(cannot)?;
+        let header_len = line.len() as u64 + 1;
+        if !line.ends_with(b"[]}") {
+            // Unreachable while `appended` is the last field: serialise the whole record.
+            line = serde_json::to_vec(self).map_err(cannot)?;
+            line.push(b'\n');
+            return Ok((line, header_len));
+        }
+        line.truncate(line.len() - 2);
+        for (position, message) in self.appended.iter().enumerate() {
+            if position > 0 {
+                line.push(b',');
+            }
+            serde_json::to_writer(&mut line, message).map_err(cannot)?;
+        }
+        line.extend_from_slice(b"]}\n");
+        Ok((line, header_len))
     }
 
-    /// The length of the record's line without its messages.
+    /// The length of the record's line without its messages (for a record read back).
     fn header_len(&self) -> Result<u64, serde_json::Error> {
         let mut counter = ByteCounter(0);
         serde_json::to_writer(
@@ -1607,6 +1651,35 @@ mod tests {
     fn step(base: u64, kept: usize, texts: &[&str]) -> StateChange {
         let messages = texts.iter().map(|text| Msg::assistant(*text)).collect();
         StateChange::new(base, kept, messages, agent())
+    }
+
+    #[test]
+    fn a_record_line_is_serde_jsons_serialisation_of_the_whole_record() {
+        let mut with_all = step(4, 1, &["a", "b \"quoted\"", "c"]);
+        with_all.running_tools = vec!["call-1".to_owned()];
+        with_all.hooks = hooks("x");
+        with_all
+            .metadata
+            .insert("k".to_owned(), serde_json::json!([1, 2]));
+        let changes = [step(1, 0, &[]), step(2, 1, &["one"]), with_all];
+        for change in &changes {
+            let record = RecordOut::of_change(change);
+            let (line, header_len) = record.encode("s").unwrap();
+            let mut whole = serde_json::to_vec(&record).unwrap();
+            whole.push(b'\n');
+            assert_eq!(
+                String::from_utf8(line).unwrap(),
+                String::from_utf8(whole).unwrap()
+            );
+            assert_eq!(header_len, record.header_len().unwrap());
+        }
+        let whole_state = state(&["q", "r"]);
+        let record = RecordOut::of_state(&whole_state, "log-1");
+        let (line, _) = record.encode("s").unwrap();
+        assert_eq!(
+            &line[..line.len() - 1],
+            &serde_json::to_vec(&record).unwrap()[..]
+        );
     }
 
     /// A store in a fresh directory holding session "s" at revision 1 (one message, "q").
@@ -2635,7 +2708,11 @@ mod tests {
     fn interrupt_cancels_the_holder_of_this_process_while_it_holds_the_session() {
         block_on(async {
             let (dir, store) = started("lease-interrupt").await;
-            let other = JsonFileSessionStore::new(&dir);
+            // The same directory spelled another way is the same store.
+            let mut spelled = dir.clone().into_os_string();
+            spelled.push("/./");
+            let other = JsonFileSessionStore::new(spelled);
+            assert_eq!(other.dir(), dir);
             assert!(!store.interrupt("s").await.unwrap());
             let token = CancellationToken::new();
             let lease = store.lease("s", &token).await.unwrap().unwrap();
@@ -2643,6 +2720,9 @@ mod tests {
             assert!(!token.is_cancelled());
             assert!(other.interrupt("s").await.unwrap());
             assert!(token.is_cancelled());
+            // A save fenced by the lease finds it through the other spelling too.
+            let fenced = fenced(&lease, step(1, 1, &["a"]));
+            assert_eq!(other.save("s", &fenced).await.unwrap(), 2);
             lease.release().await.unwrap();
             let next = CancellationToken::new();
             assert!(!store.interrupt("s").await.unwrap());

@@ -11,6 +11,7 @@
 //! [`SessionLease`]: agentscope_core::session::SessionLease
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,8 +24,10 @@ use futures::future::BoxFuture;
 use super::LogInfo;
 use crate::runtime::lock;
 
-/// The leases this process holds, by lock file path.
-static HELD: LazyLock<Mutex<HashMap<PathBuf, Weak<Held>>>> = LazyLock::new(Mutex::default);
+/// The leases this process holds, by lock file path. Keyed by the path's bytes, which hash
+/// without `Path`'s walk over components: the store normalises its directory, so a lock file
+/// has one spelling.
+static HELD: LazyLock<Mutex<HashMap<OsString, Weak<Held>>>> = LazyLock::new(Mutex::default);
 
 /// One call's lease on a session: the locked lock file, the open log, the fence token and
 /// the call's interrupt token.
@@ -84,7 +87,10 @@ impl Held {
         });
         // An entry already there belongs to a lease whose lock was released (else this one
         // could not have been taken), and that is being dropped.
-        let previous = lock(&HELD).insert(held.lock_path.clone(), Arc::downgrade(&held));
+        let previous = lock(&HELD).insert(
+            held.lock_path.clone().into_os_string(),
+            Arc::downgrade(&held),
+        );
         drop(previous);
         held
     }
@@ -109,17 +115,17 @@ impl Drop for Held {
         let mut held = lock(&HELD);
         // The entry may be a newer lease's by now.
         if held
-            .get(&self.lock_path)
+            .get(self.lock_path.as_os_str())
             .is_some_and(|entry| entry.strong_count() == 0)
         {
-            held.remove(&self.lock_path);
+            held.remove(self.lock_path.as_os_str());
         }
     }
 }
 
 /// The registered lease on the lock file `lock_path`, if any (dropped or not).
 fn entry(lock_path: &Path) -> Option<Weak<Held>> {
-    lock(&HELD).get(lock_path).cloned()
+    lock(&HELD).get(lock_path.as_os_str()).cloned()
 }
 
 /// The lease of this process on the lock file `lock_path` fenced by `fence`, unless it was
