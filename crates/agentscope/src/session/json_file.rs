@@ -287,6 +287,16 @@ impl fmt::Debug for JsonFileSessionStore {
 
 impl JsonFileSessionStore {
     /// A store keeping its sessions in `dir` (created on the first save).
+    ///
+    /// `dir` is kept without trailing or repeated separators and without `.` components,
+    /// so that stores given one directory spelled differently share its sessions' leases.
+    ///
+    /// ```
+    /// use agentscope::session::JsonFileSessionStore;
+    ///
+    /// let store = JsonFileSessionStore::new("sessions/./today/");
+    /// assert_eq!(store.dir(), std::path::Path::new("sessions/today"));
+    /// ```
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         // One spelling per directory (no trailing or doubled separators, no `.` inside): the
         // process's lease registry compares the lock files' paths byte for byte.
@@ -297,7 +307,7 @@ impl JsonFileSessionStore {
         }
     }
 
-    /// The directory.
+    /// The directory, as [`new`](Self::new) keeps it.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
