@@ -295,7 +295,7 @@ impl JsonFileSessionStore {
     /// use agentscope::session::JsonFileSessionStore;
     ///
     /// let store = JsonFileSessionStore::new("sessions/./today/");
-    /// assert_eq!(store.dir(), std::path::Path::new("sessions/today"));
+    /// assert_eq!(store.dir().as_os_str(), "sessions/today");
     /// ```
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         // One spelling per directory (no trailing or doubled separators, no `.` inside): the
