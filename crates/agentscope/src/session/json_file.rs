@@ -365,6 +365,11 @@ impl SessionStore for JsonFileSessionStore {
     ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
         Box::pin(async move {
             let files = self.files(session)?;
+            // The load at the start of a leased call finds what the lease read or the last
+            // save wrote: no file to touch, so no trip through the blocking pool.
+            if let Some(state) = cached_under_lease(&files, &self.cache, session) {
+                return Ok(Some(state));
+            }
             let cache = Arc::clone(&self.cache);
             let id = session.to_owned();
             run_blocking(Some(session), move || load(&files, &cache, &id)).await?
@@ -1550,6 +1555,21 @@ fn load(files: &Files, cache: &Cache, session: &str) -> Result<Option<AgentState
         }
     }
     Ok(None)
+}
+
+/// The cached state of session `session`, when this process holds its lease and the log the
+/// lease keeps open is exactly what the cache decoded (same log id and length): what
+/// [`load`] would return, without reading anything.
+fn cached_under_lease(files: &Files, cache: &Cache, session: &str) -> Option<AgentState> {
+    let held = lease::holding(&files.lock)?;
+    let held_log = lock(&held.log);
+    let log = held_log.as_ref()?;
+    let cache = lock(cache);
+    let cached = cache.sessions.get(session)?;
+    let unchanged = cached.info.id.is_some()
+        && cached.info.id == log.info.id
+        && cached.info.len == log.info.len;
+    unchanged.then(|| cached.state.clone()).flatten()
 }
 
 /// The state the log open as `file` holds (`held`: what it holds when it is the log a
