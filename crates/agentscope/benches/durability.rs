@@ -37,6 +37,7 @@ use futures::executor::block_on;
 
 const AGENTS: usize = 500;
 const ROUNDS: usize = 15;
+const TOKIO_ROUNDS: usize = 7;
 
 /// Builds `AGENTS` agents (bound to sessions of `store` when given), makes the untimed first
 /// call on each, and returns the time per call of the second.
@@ -119,6 +120,99 @@ fn floor_round(dir: &Path, lines: &[Vec<u8>], round: usize) -> Duration {
     start.elapsed() / AGENTS as u32
 }
 
+/// [`round`] on a tokio multi-thread runtime, the calls made from a task (as a server makes
+/// them): the store's file work goes through tokio's blocking pool, one trip per lease and
+/// per save.
+fn tokio_round(
+    runtime: &tokio::runtime::Runtime,
+    store: Option<&JsonFileSessionStore>,
+    round: usize,
+) -> Duration {
+    let agents: Vec<ReActAgent> = (0..AGENTS)
+        .map(|i| {
+            support::react_agent(|builder| match store {
+                Some(store) => builder.session(store.clone(), format!("t{round}-a{i}")),
+                None => builder,
+            })
+        })
+        .collect();
+    runtime.block_on(async move {
+        tokio::spawn(async move {
+            for agent in &agents {
+                assert_eq!(agent.call(Msg::user("ping")).await.unwrap().text(), "done");
+            }
+            let start = Instant::now();
+            for agent in &agents {
+                assert_eq!(agent.call(Msg::user("ping")).await.unwrap().text(), "done");
+            }
+            start.elapsed() / AGENTS as u32
+        })
+        .await
+        .unwrap()
+    })
+}
+
+/// [`floor_round`] on the runtime, each step of the policy in its own trip through the
+/// blocking pool as a store must make them (the lock and the opens in one, then each
+/// `write` + `fdatasync`, awaited before the next).
+fn tokio_floor_round(
+    runtime: &tokio::runtime::Runtime,
+    dir: &Path,
+    lines: &[Vec<u8>],
+    round: usize,
+) -> Duration {
+    let dir = dir.to_owned();
+    let lines: Vec<std::sync::Arc<[u8]>> = lines.iter().map(|line| line[..].into()).collect();
+    runtime.block_on(async move {
+        tokio::spawn(async move {
+            let call = |name: String| {
+                let (dir, lines) = (dir.clone(), lines.clone());
+                async move {
+                    let files = tokio::task::spawn_blocking(move || {
+                        let lock = OpenOptions::new()
+                            .read(true)
+                            .write(true)
+                            .create(true)
+                            .truncate(false)
+                            .open(dir.join(format!(".{name}.lock")))
+                            .unwrap();
+                        lock.try_lock().unwrap();
+                        let log = OpenOptions::new()
+                            .append(true)
+                            .create(true)
+                            .open(dir.join(format!("{name}.jsonl")))
+                            .unwrap();
+                        (lock, std::sync::Arc::new(log))
+                    })
+                    .await
+                    .unwrap();
+                    for line in lines {
+                        let log = std::sync::Arc::clone(&files.1);
+                        tokio::task::spawn_blocking(move || {
+                            (&*log).write_all(&line).unwrap();
+                            log.sync_data().unwrap();
+                        })
+                        .await
+                        .unwrap();
+                    }
+                    drop(files);
+                }
+            };
+            let names: Vec<String> = (0..AGENTS).map(|i| format!("t{round}-a{i}")).collect();
+            for name in &names {
+                call(name.clone()).await;
+            }
+            let start = Instant::now();
+            for name in &names {
+                call(name.clone()).await;
+            }
+            start.elapsed() / AGENTS as u32
+        })
+        .await
+        .unwrap()
+    })
+}
+
 fn median(mut values: Vec<Duration>) -> Duration {
     values.sort();
     values[values.len() / 2]
@@ -160,6 +254,28 @@ fn main() {
     println!(
         "floor of the fsync policy (lock, open, {} x write + fdatasync; {bytes} bytes): {:.2} us per call; ours adds {:.2} us = {:.2}x the floor",
         lines.len(),
+        floor.as_secs_f64() * 1e6,
+        added.as_secs_f64() * 1e6,
+        added.as_secs_f64() / floor.as_secs_f64()
+    );
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (mut plain, mut durable, mut floor) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..TOKIO_ROUNDS {
+        plain.push(tokio_round(&runtime, None, r));
+        durable.push(tokio_round(&runtime, Some(&store), r));
+        floor.push(tokio_floor_round(&runtime, floor_dir.path(), &lines, r));
+    }
+    let (plain, durable, floor) = (median(plain), median(durable), median(floor));
+    let added = durable.saturating_sub(plain);
+    println!(
+        "on a tokio multi-thread runtime (calls from a task): without a session {:.2} us, with step-level persistence {:.2} us (+{:.0}%); the policy's floor through the blocking pool (one trip for the lock and opens, one per save) {:.2} us; ours adds {:.2} us = {:.2}x that floor",
+        plain.as_secs_f64() * 1e6,
+        durable.as_secs_f64() * 1e6,
+        (durable.as_secs_f64() / plain.as_secs_f64() - 1.0) * 100.0,
         floor.as_secs_f64() * 1e6,
         added.as_secs_f64() * 1e6,
         added.as_secs_f64() / floor.as_secs_f64()
