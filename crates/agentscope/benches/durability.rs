@@ -20,8 +20,13 @@
 //! (without waiting) a lock file, open a log for appending, write the lines the store
 //! appends for one call's saves (the bytes a probe session's log grew by in its second
 //! call) each followed by `fdatasync`, and close both. It prints that floor, and the time
-//! step-level persistence adds to a call as a multiple of it. Run with
-//! `cargo bench -p agentscope --bench durability`.
+//! step-level persistence adds to a call as a multiple of it.
+//!
+//! Then it times the same calls from a task on a tokio multi-thread runtime, where the
+//! store's file work goes through tokio's blocking pool (one round trip per lease and per
+//! save), next to the policy's floor made the same way (the lock and opens in one trip, each
+//! save in its own), and once more with the store's file work inline
+//! (`JsonFileSessionStore::inline`). Run with `cargo bench -p agentscope --bench durability`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -263,13 +268,22 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let (mut plain, mut durable, mut floor) = (Vec::new(), Vec::new(), Vec::new());
+    let inline_dir = tempfile::tempdir_in(&base).unwrap();
+    let inline_store = JsonFileSessionStore::new(inline_dir.path()).inline(true);
+    let (mut plain, mut durable, mut floor, mut inline) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for r in 0..TOKIO_ROUNDS {
         plain.push(tokio_round(&runtime, None, r));
         durable.push(tokio_round(&runtime, Some(&store), r));
         floor.push(tokio_floor_round(&runtime, floor_dir.path(), &lines, r));
+        inline.push(tokio_round(&runtime, Some(&inline_store), r));
     }
-    let (plain, durable, floor) = (median(plain), median(durable), median(floor));
+    let (plain, durable, floor, inline) = (
+        median(plain),
+        median(durable),
+        median(floor),
+        median(inline),
+    );
     let added = durable.saturating_sub(plain);
     println!(
         "on a tokio multi-thread runtime (calls from a task): without a session {:.2} us, with step-level persistence {:.2} us (+{:.0}%); the policy's floor through the blocking pool (one trip for the lock and opens, one per save) {:.2} us; ours adds {:.2} us = {:.2}x that floor",
@@ -279,5 +293,11 @@ fn main() {
         floor.as_secs_f64() * 1e6,
         added.as_secs_f64() * 1e6,
         added.as_secs_f64() / floor.as_secs_f64()
+    );
+    println!(
+        "the same with the store's file work inline (`JsonFileSessionStore::inline`): {:.2} us (+{:.0}%), adds {:.2} us",
+        inline.as_secs_f64() * 1e6,
+        (inline.as_secs_f64() / plain.as_secs_f64() - 1.0) * 100.0,
+        inline.saturating_sub(plain).as_secs_f64() * 1e6,
     );
 }

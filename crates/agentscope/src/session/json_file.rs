@@ -267,20 +267,34 @@ const STATE_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 /// sessions.
 /// Session ids must pass [`validate_session_id`](super::validate_session_id) (letters,
 /// digits, `-`, `_`, `.`; no path separators, not starting with `.`), so an id can never name
-/// a file outside the directory, nor one of the hidden files. File work runs on tokio's
-/// blocking thread pool when called inside a tokio runtime, and inline otherwise.
+/// a file outside the directory, nor one of the hidden files.
+///
+/// # Where the file work runs
+///
+/// Inside a tokio runtime, file work (a lease's opens, a save's `write` and `fdatasync`, a
+/// load that reads the log) runs on tokio's blocking thread pool by default, so a slow
+/// disk never stalls a worker thread; outside one, it runs inline. Each trip through the
+/// pool is a round trip between threads, which can cost more than the work: 25-40 µs per
+/// trip on a 2-core VM, where a save on tmpfs takes a few microseconds and a one-tool call
+/// makes four trips (see `docs/performance.md`). [`inline`](Self::inline) makes the store
+/// do its file work on the calling task instead, for directories whose `fsync` is fast
+/// (tmpfs, a local SSD). A load under the call's lease of a log the store already holds
+/// decoded touches no file and never leaves the task.
 ///
 /// A cheap `Clone` handle.
 #[derive(Clone)]
 pub struct JsonFileSessionStore {
     dir: Arc<Path>,
     cache: Arc<Cache>,
+    /// File work on the calling task even inside a tokio runtime.
+    inline: bool,
 }
 
 impl fmt::Debug for JsonFileSessionStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JsonFileSessionStore")
             .field("dir", &self.dir)
+            .field("inline", &self.inline)
             .finish_non_exhaustive()
     }
 }
@@ -304,7 +318,55 @@ impl JsonFileSessionStore {
         Self {
             dir: Arc::from(dir),
             cache: Arc::new(Mutex::new(LogCache::new())),
+            inline: false,
         }
+    }
+
+    /// Whether to do the file work on the calling task also inside a tokio runtime (default
+    /// `false`: on tokio's blocking pool there; see
+    /// [Where the file work runs](#where-the-file-work-runs)). Inline, a save blocks the
+    /// worker thread running the call for its `write` and `fdatasync`: choose it for a
+    /// directory on tmpfs or a fast local disk, not for a network or spinning disk.
+    ///
+    /// ```
+    /// use agentscope::session::JsonFileSessionStore;
+    ///
+    /// let store = JsonFileSessionStore::new("/dev/shm/sessions").inline(true);
+    /// assert!(store.is_inline());
+    /// ```
+    #[must_use]
+    pub fn inline(mut self, inline: bool) -> Self {
+        self.inline = inline;
+        self
+    }
+
+    /// Whether the store does its file work on the calling task (see
+    /// [`inline`](Self::inline)).
+    pub fn is_inline(&self) -> bool {
+        self.inline
+    }
+
+    /// Runs `work` (file work for `session`) as this store runs file work. `waits_on`: the
+    /// lock file of the session when `work` may wait for its lock. Inline work never waits
+    /// for a lease of this process: on a current-thread runtime its holder could not run
+    /// meanwhile, so such work goes to the blocking pool (waiting for another process's
+    /// lease is only blocking).
+    async fn run<T, F>(
+        &self,
+        session: Option<&str>,
+        waits_on: Option<&Path>,
+        work: F,
+    ) -> Result<T, SessionError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let held_here =
+            || waits_on.is_some_and(|lock| !matches!(lease::holder(lock), Holder::None));
+        if self.inline && !held_here() {
+            return Ok(work());
+        }
+        run_blocking(session, work).await
     }
 
     /// The directory, as [`new`](Self::new) keeps it.
@@ -351,7 +413,9 @@ impl SessionStore for JsonFileSessionStore {
             let cache = Arc::clone(&self.cache);
             let id = session.to_owned();
             let change = change.clone();
-            run_blocking(Some(session), move || match held {
+            // A fenced save holds the lock already; an unfenced one may wait for it.
+            let waits_on = held.is_none().then(|| files.lock.clone());
+            self.run(Some(session), waits_on.as_deref(), move || match held {
                 Some(held) => save_leased(&files, &cache, &id, &change, &held),
                 None => save(&files, &cache, &id, &change),
             })
@@ -372,7 +436,8 @@ impl SessionStore for JsonFileSessionStore {
             }
             let cache = Arc::clone(&self.cache);
             let id = session.to_owned();
-            run_blocking(Some(session), move || load(&files, &cache, &id)).await?
+            self.run(Some(session), None, move || load(&files, &cache, &id))
+                .await?
         })
     }
 
@@ -381,14 +446,18 @@ impl SessionStore for JsonFileSessionStore {
             let files = self.files(session)?;
             let cache = Arc::clone(&self.cache);
             let id = session.to_owned();
-            run_blocking(Some(session), move || delete(&files, &cache, &id)).await?
+            let lock = files.lock.clone();
+            self.run(Some(session), Some(&lock), move || {
+                delete(&files, &cache, &id)
+            })
+            .await?
         })
     }
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
         Box::pin(async move {
             let dir = Arc::clone(&self.dir);
-            run_blocking(None, move || list_dir(&dir)).await?
+            self.run(None, None, move || list_dir(&dir)).await?
         })
     }
 
@@ -412,10 +481,12 @@ impl SessionStore for JsonFileSessionStore {
             let fence = new_log_id();
             let token = fence.clone();
             let interrupt = interrupt.clone();
-            let held = run_blocking(Some(session), move || {
-                take_lease(&files, &cache, &id, token, interrupt)
-            })
-            .await??;
+            let lock = files.lock.clone();
+            let held = self
+                .run(Some(session), Some(&lock), move || {
+                    take_lease(&files, &cache, &id, token, interrupt)
+                })
+                .await??;
             Ok(Some(SessionLease::new(fence, JsonFileLease::new(held))))
         })
     }
@@ -2773,14 +2844,29 @@ mod tests {
     /// ever).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn loads_read_and_unfenced_saves_wait_while_a_lease_is_held() {
-        let (dir, store) = started("lease-wait").await;
+        unfenced_saves_wait_for_the_lease("lease-wait", false).await;
+    }
+
+    /// The same with the file work inline, on a current-thread runtime: the waiting save
+    /// waits on the blocking pool, not on the one thread the lease's holder needs.
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_inline_save_waiting_for_a_lease_of_this_process_leaves_the_thread_to_it() {
+        unfenced_saves_wait_for_the_lease("lease-wait-inline", true).await;
+    }
+
+    async fn unfenced_saves_wait_for_the_lease(name: &str, inline: bool) {
+        let (dir, store) = started(name).await;
+        let store = store.inline(inline);
         let token = CancellationToken::new();
         let lease = store.lease("s", &token).await.unwrap().unwrap();
         store
             .save("s", &fenced(&lease, step(1, 1, &["a"])))
             .await
             .unwrap();
-        for reader in [store.clone(), JsonFileSessionStore::new(&dir)] {
+        for reader in [
+            store.clone(),
+            JsonFileSessionStore::new(&dir).inline(inline),
+        ] {
             let loaded = reader.load("s").await.unwrap().unwrap();
             assert_eq!(
                 (loaded.revision, texts(&loaded)),
@@ -2788,7 +2874,7 @@ mod tests {
             );
         }
         let waiting = tokio::spawn({
-            let store = JsonFileSessionStore::new(&dir);
+            let store = JsonFileSessionStore::new(&dir).inline(inline);
             async move { store.save("s", &step(2, 2, &["plain"])).await }
         });
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;

@@ -13,17 +13,28 @@ fn folds_case(dir: &Path) -> bool {
     dir.join("caseprobe").exists()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn json_file_session_store_conformance() {
+/// The suite for stores doing their file work on tokio's blocking pool, or, `inline`, on
+/// the calling task.
+async fn conformance(inline: bool) {
     let dir = tempfile::tempdir().unwrap();
     let case_folding = folds_case(dir.path());
     let mut stores = 0;
     let mut suite = SessionStoreConformance::new(|| {
         stores += 1;
-        JsonFileSessionStore::new(dir.path().join(format!("sessions-{stores}")))
+        JsonFileSessionStore::new(dir.path().join(format!("sessions-{stores}"))).inline(inline)
     });
     if case_folding {
         suite = suite.skip(Check::CaseSensitiveIds);
     }
     suite.run_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn json_file_session_store_conformance() {
+    conformance(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn json_file_session_store_conformance_with_inline_file_work() {
+    conformance(true).await;
 }
