@@ -31,7 +31,7 @@
 
 mod support;
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -44,27 +44,33 @@ const AGENTS: usize = 500;
 const ROUNDS: usize = 15;
 const TOKIO_ROUNDS: usize = 7;
 
-/// Builds `AGENTS` agents (bound to sessions of `store` when given), makes the untimed first
-/// call on each, and returns the time per call of the second.
-fn round(store: Option<&JsonFileSessionStore>, round: usize) -> Duration {
-    let agents: Vec<ReActAgent> = (0..AGENTS)
+/// `AGENTS` agents, bound to sessions `<prefix><round>-a<i>` of `store` when given.
+fn agents(store: Option<&JsonFileSessionStore>, prefix: &str, round: usize) -> Vec<ReActAgent> {
+    (0..AGENTS)
         .map(|i| {
             support::react_agent(|builder| match store {
-                Some(store) => builder.session(store.clone(), format!("r{round}-a{i}")),
+                Some(store) => builder.session(store.clone(), format!("{prefix}{round}-a{i}")),
                 None => builder,
             })
         })
-        .collect();
-    block_on(async {
-        for agent in &agents {
-            assert_eq!(agent.call(Msg::user("ping")).await.unwrap().text(), "done");
-        }
-        let start = Instant::now();
-        for agent in &agents {
-            assert_eq!(agent.call(Msg::user("ping")).await.unwrap().text(), "done");
-        }
-        start.elapsed() / AGENTS as u32
-    })
+        .collect()
+}
+
+/// Makes the untimed first call on each agent, and returns the time per call of the second.
+async fn second_calls(agents: &[ReActAgent]) -> Duration {
+    for agent in agents {
+        assert_eq!(agent.call(Msg::user("ping")).await.unwrap().text(), "done");
+    }
+    let start = Instant::now();
+    for agent in agents {
+        assert_eq!(agent.call(Msg::user("ping")).await.unwrap().text(), "done");
+    }
+    start.elapsed() / AGENTS as u32
+}
+
+/// The second calls of `AGENTS` new agents (bound to sessions of `store` when given).
+fn round(store: Option<&JsonFileSessionStore>, round: usize) -> Duration {
+    block_on(second_calls(&agents(store, "r", round)))
 }
 
 /// The lines the store appends for the saves of one call: the lines a probe session's log
@@ -87,9 +93,9 @@ fn saved_lines(base: &Path) -> Vec<Vec<u8>> {
     })
 }
 
-/// One call's file work at the floor of the fsync policy, on the session files `name` in
-/// `dir`: lock the lock file, open the log, append `lines` with an `fdatasync` each, close.
-fn floor_call(dir: &Path, name: &str, lines: &[Vec<u8>]) {
+/// The start of a call's file work at the floor of the fsync policy, on the session files
+/// `name` in `dir`: the lock file, locked, and the log, open for appending.
+fn open_floor_files(dir: &Path, name: &str) -> (File, File) {
     let lock = OpenOptions::new()
         .read(true)
         .write(true)
@@ -98,14 +104,26 @@ fn floor_call(dir: &Path, name: &str, lines: &[Vec<u8>]) {
         .open(dir.join(format!(".{name}.lock")))
         .unwrap();
     lock.try_lock().unwrap();
-    let mut log = OpenOptions::new()
+    let log = OpenOptions::new()
         .append(true)
         .create(true)
         .open(dir.join(format!("{name}.jsonl")))
         .unwrap();
+    (lock, log)
+}
+
+/// One save at the floor of the policy: one `write`, one `fdatasync`.
+fn append_synced(mut log: &File, line: &[u8]) {
+    log.write_all(line).unwrap();
+    log.sync_data().unwrap();
+}
+
+/// One call's file work at the floor of the fsync policy: open and lock, append `lines`
+/// with an `fdatasync` each, close.
+fn floor_call(dir: &Path, name: &str, lines: &[Vec<u8>]) {
+    let (lock, log) = open_floor_files(dir, name);
     for line in lines {
-        log.write_all(line).unwrap();
-        log.sync_data().unwrap();
+        append_synced(&log, line);
     }
     drop(log);
     drop(lock);
@@ -127,33 +145,17 @@ fn floor_round(dir: &Path, lines: &[Vec<u8>], round: usize) -> Duration {
 
 /// [`round`] on a tokio multi-thread runtime, the calls made from a task (as a server makes
 /// them): the store's file work goes through tokio's blocking pool, one trip per lease and
-/// per save.
+/// per save (unless the store's file work is inline).
 fn tokio_round(
     runtime: &tokio::runtime::Runtime,
     store: Option<&JsonFileSessionStore>,
     round: usize,
 ) -> Duration {
-    let agents: Vec<ReActAgent> = (0..AGENTS)
-        .map(|i| {
-            support::react_agent(|builder| match store {
-                Some(store) => builder.session(store.clone(), format!("t{round}-a{i}")),
-                None => builder,
-            })
-        })
-        .collect();
+    let agents = agents(store, "t", round);
     runtime.block_on(async move {
-        tokio::spawn(async move {
-            for agent in &agents {
-                assert_eq!(agent.call(Msg::user("ping")).await.unwrap().text(), "done");
-            }
-            let start = Instant::now();
-            for agent in &agents {
-                assert_eq!(agent.call(Msg::user("ping")).await.unwrap().text(), "done");
-            }
-            start.elapsed() / AGENTS as u32
-        })
-        .await
-        .unwrap()
+        tokio::spawn(async move { second_calls(&agents).await })
+            .await
+            .unwrap()
     })
 }
 
@@ -173,34 +175,18 @@ fn tokio_floor_round(
             let call = |name: String| {
                 let (dir, lines) = (dir.clone(), lines.clone());
                 async move {
-                    let files = tokio::task::spawn_blocking(move || {
-                        let lock = OpenOptions::new()
-                            .read(true)
-                            .write(true)
-                            .create(true)
-                            .truncate(false)
-                            .open(dir.join(format!(".{name}.lock")))
+                    let (lock, log) =
+                        tokio::task::spawn_blocking(move || open_floor_files(&dir, &name))
+                            .await
                             .unwrap();
-                        lock.try_lock().unwrap();
-                        let log = OpenOptions::new()
-                            .append(true)
-                            .create(true)
-                            .open(dir.join(format!("{name}.jsonl")))
-                            .unwrap();
-                        (lock, std::sync::Arc::new(log))
-                    })
-                    .await
-                    .unwrap();
+                    let log = std::sync::Arc::new(log);
                     for line in lines {
-                        let log = std::sync::Arc::clone(&files.1);
-                        tokio::task::spawn_blocking(move || {
-                            (&*log).write_all(&line).unwrap();
-                            log.sync_data().unwrap();
-                        })
-                        .await
-                        .unwrap();
+                        let log = std::sync::Arc::clone(&log);
+                        tokio::task::spawn_blocking(move || append_synced(&log, &line))
+                            .await
+                            .unwrap();
                     }
-                    drop(files);
+                    drop((log, lock));
                 }
             };
             let names: Vec<String> = (0..AGENTS).map(|i| format!("t{round}-a{i}")).collect();

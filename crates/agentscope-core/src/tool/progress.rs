@@ -237,6 +237,11 @@ mod tests {
         }
     }
 
+    fn counting_waker() -> (Arc<Counter>, Waker) {
+        let counter = Arc::new(Counter(AtomicUsize::new(0)));
+        (Arc::clone(&counter), Waker::from(counter))
+    }
+
     fn text(progress: &ToolProgress) -> (usize, &str) {
         (progress.index, progress.chunk.as_text().unwrap_or_default())
     }
@@ -265,8 +270,7 @@ mod tests {
     #[test]
     fn a_full_channel_makes_the_sender_wait_until_a_chunk_is_read() {
         let (sender, mut receiver) = progress_channel(1);
-        let counter = Arc::new(Counter(AtomicUsize::new(0)));
-        let waker = Waker::from(Arc::clone(&counter));
+        let (counter, waker) = counting_waker();
         let mut cx = Context::from_waker(&waker);
         block_on(async { assert!(sender.send(ContentBlock::text("1")).await) });
 
@@ -288,8 +292,7 @@ mod tests {
     #[test]
     fn sends_fail_once_the_receiver_is_gone_and_a_waiting_sender_is_released() {
         let (sender, receiver) = progress_channel(1);
-        let counter = Arc::new(Counter(AtomicUsize::new(0)));
-        let waker = Waker::from(Arc::clone(&counter));
+        let (counter, waker) = counting_waker();
         let mut cx = Context::from_waker(&waker);
         block_on(async { assert!(sender.send(ContentBlock::text("1")).await) });
         let mut waiting = std::pin::pin!(sender.send(ContentBlock::text("2")));
