@@ -325,8 +325,10 @@ impl JsonFileSessionStore {
     /// Whether to do the file work on the calling task also inside a tokio runtime (default
     /// `false`: on tokio's blocking pool there; see
     /// [Where the file work runs](#where-the-file-work-runs)). Inline, a save blocks the
-    /// worker thread running the call for its `write` and `fdatasync`: choose it for a
-    /// directory on tmpfs or a fast local disk, not for a network or spinning disk.
+    /// worker thread running the call for its `write` and `fdatasync`, and a save without a
+    /// lease or a delete blocks it while another process's call holds the session: choose
+    /// it for a directory on tmpfs or a fast local disk, not for a network or spinning disk.
+    /// (The engine's saves are made under the call's lease and never wait.)
     ///
     /// ```
     /// use agentscope::session::JsonFileSessionStore;
