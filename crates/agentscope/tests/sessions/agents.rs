@@ -183,6 +183,18 @@ async fn invalid_session_id_fails_the_call() {
 #[tokio::test]
 async fn a_new_instance_continues_the_session() {
     let (_dir, store) = temp_store();
+    new_instance_continues(store).await;
+}
+
+/// The same with the store's file work inline, on the test's current-thread runtime: the
+/// calls take leases, load and make fenced saves on the task.
+#[tokio::test]
+async fn a_new_instance_continues_the_session_with_inline_file_work() {
+    let (_dir, store) = temp_store();
+    new_instance_continues(store.inline(true)).await;
+}
+
+async fn new_instance_continues(store: JsonFileSessionStore) {
     let first = ReActAgent::builder()
         .name("support")
         .id("instance-1")
@@ -348,6 +360,17 @@ impl SessionStore for CountingStore {
 #[tokio::test]
 async fn saves_after_every_call_that_changed_memory() {
     let (_dir, files) = temp_store();
+    saves_after_every_call(files).await;
+}
+
+/// The same with the store's file work inline, on the test's current-thread runtime.
+#[tokio::test]
+async fn saves_after_every_call_with_inline_file_work() {
+    let (_dir, files) = temp_store();
+    saves_after_every_call(files.inline(true)).await;
+}
+
+async fn saves_after_every_call(files: JsonFileSessionStore) {
     let store = CountingStore::new(files);
     let calc = Calculator::new();
     let approvals = ToolApprovalHook::new(ApprovalPolicy::tools(["calculator"]));
