@@ -348,27 +348,13 @@ impl JsonFileSessionStore {
         self.inline
     }
 
-    /// Runs `work` (file work for `session`) as this store runs file work. `waits_on`: the
-    /// lock file of the session when `work` may wait for its lock. Inline work never waits
-    /// for a lease of this process: on a current-thread runtime its holder could not run
-    /// meanwhile, so such work goes to the blocking pool (waiting for another process's
-    /// lease is only blocking).
-    async fn run<T, F>(
-        &self,
-        session: Option<&str>,
-        waits_on: Option<&Path>,
-        work: F,
-    ) -> Result<T, SessionError>
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        let held_here =
-            || waits_on.is_some_and(|lock| !matches!(lease::holder(lock), Holder::None));
-        if self.inline && !held_here() {
-            return Ok(work());
-        }
-        run_blocking(session, work).await
+    /// Whether to run file work for the session of lock file `lock` inline: when the store
+    /// is [`inline`](Self::inline), unless the work may wait for that lock (`may_wait`) while
+    /// a lease of this process holds it. On a current-thread runtime the holder could not
+    /// run while the thread waits, so such work goes to the blocking pool (waiting for
+    /// another process's lease is only blocking).
+    fn inline_for(&self, lock: &Path, may_wait: bool) -> bool {
+        self.inline && (!may_wait || matches!(lease::holder(lock), Holder::None))
     }
 
     /// The directory, as [`new`](Self::new) keeps it.
@@ -416,8 +402,8 @@ impl SessionStore for JsonFileSessionStore {
             let id = session.to_owned();
             let change = change.clone();
             // A fenced save holds the lock already; an unfenced one may wait for it.
-            let waits_on = held.is_none().then(|| files.lock.clone());
-            self.run(Some(session), waits_on.as_deref(), move || match held {
+            let inline = self.inline_for(&files.lock, held.is_none());
+            run_blocking(inline, Some(session), move || match held {
                 Some(held) => save_leased(&files, &cache, &id, &change, &held),
                 None => save(&files, &cache, &id, &change),
             })
@@ -438,8 +424,10 @@ impl SessionStore for JsonFileSessionStore {
             }
             let cache = Arc::clone(&self.cache);
             let id = session.to_owned();
-            self.run(Some(session), None, move || load(&files, &cache, &id))
-                .await?
+            run_blocking(self.inline, Some(session), move || {
+                load(&files, &cache, &id)
+            })
+            .await?
         })
     }
 
@@ -448,18 +436,15 @@ impl SessionStore for JsonFileSessionStore {
             let files = self.files(session)?;
             let cache = Arc::clone(&self.cache);
             let id = session.to_owned();
-            let lock = files.lock.clone();
-            self.run(Some(session), Some(&lock), move || {
-                delete(&files, &cache, &id)
-            })
-            .await?
+            let inline = self.inline_for(&files.lock, true);
+            run_blocking(inline, Some(session), move || delete(&files, &cache, &id)).await?
         })
     }
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
         Box::pin(async move {
             let dir = Arc::clone(&self.dir);
-            self.run(None, None, move || list_dir(&dir)).await?
+            run_blocking(self.inline, None, move || list_dir(&dir)).await?
         })
     }
 
@@ -483,12 +468,11 @@ impl SessionStore for JsonFileSessionStore {
             let fence = new_log_id();
             let token = fence.clone();
             let interrupt = interrupt.clone();
-            let lock = files.lock.clone();
-            let held = self
-                .run(Some(session), Some(&lock), move || {
-                    take_lease(&files, &cache, &id, token, interrupt)
-                })
-                .await??;
+            let inline = self.inline_for(&files.lock, true);
+            let held = run_blocking(inline, Some(session), move || {
+                take_lease(&files, &cache, &id, token, interrupt)
+            })
+            .await??;
             Ok(Some(SessionLease::new(fence, JsonFileLease::new(held))))
         })
     }
@@ -1635,14 +1619,21 @@ fn load(files: &Files, cache: &Cache, session: &str) -> Result<Option<AgentState
 /// [`load`] would return, without reading anything.
 fn cached_under_lease(files: &Files, cache: &Cache, session: &str) -> Option<AgentState> {
     let held = lease::holding(&files.lock)?;
-    let held_log = lock(&held.log);
-    let log = held_log.as_ref()?;
-    let cache = lock(cache);
-    let cached = cache.sessions.get(session)?;
-    let unchanged = cached.info.id.is_some()
-        && cached.info.id == log.info.id
-        && cached.info.len == log.info.len;
-    unchanged.then(|| cached.state.clone()).flatten()
+    let mut held_log = lock(&held.log);
+    let log = held_log.as_mut()?;
+    let (info, state) = lock(cache).state(session)?;
+    // `load_log`'s rule for a cached state, where a held log needs no reading.
+    let current = info.len == log.info.len
+        && starts_with(
+            session,
+            &files.log,
+            &mut log.file,
+            log.info.len,
+            &info,
+            Some(&log.info),
+        )
+        .ok()?;
+    current.then_some(state)
 }
 
 /// The state the log open as `file` holds (`held`: what it holds when it is the log a

@@ -60,12 +60,15 @@ pub use agentscope_core::session::{
 };
 
 /// Runs blocking file work on tokio's blocking pool inside a tokio runtime, inline
-/// otherwise (the engine itself does not require tokio).
-async fn run_blocking<T, F>(session: Option<&str>, work: F) -> Result<T, SessionError>
+/// otherwise (the engine itself does not require tokio) or when asked (`inline`).
+async fn run_blocking<T, F>(inline: bool, session: Option<&str>, work: F) -> Result<T, SessionError>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    if inline {
+        return Ok(work());
+    }
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => handle
             .spawn_blocking(work)
