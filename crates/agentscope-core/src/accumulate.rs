@@ -3,6 +3,7 @@
 use serde_json::Value;
 use std::borrow::Cow;
 
+use crate::content::Content;
 use crate::message::{ContentBlock, Msg, Role, ToolUseBlock};
 use crate::model::{ChatResponse, ChatUsage};
 
@@ -87,6 +88,37 @@ impl ChatAccumulator {
         self.push_totals(&chunk);
     }
 
+    /// Applies one chunk whose blocks are wanted as well (a chunk event's delta): returns
+    /// them as a [`Content`]. When they are the whole message so far (a first chunk whose
+    /// blocks each start a part, in order; every chunk of a model that answers in one), the
+    /// returned content shares the message's blocks instead of being a second vector.
+    ///
+    /// ```
+    /// use agentscope_core::{ChatAccumulator, ChatResponse, ContentBlock};
+    ///
+    /// let mut acc = ChatAccumulator::new("assistant");
+    /// let delta = acc.push_delta(ChatResponse::new(vec![ContentBlock::text("Hel")]));
+    /// assert!(delta.ptr_eq(&acc.message().content));
+    /// let delta = acc.push_delta(ChatResponse::new(vec![ContentBlock::text("lo")]));
+    /// assert_eq!(delta[..], [ContentBlock::text("lo")]);
+    /// assert_eq!(acc.message().text(), "Hello");
+    /// ```
+    pub fn push_delta(&mut self, chunk: ChatResponse) -> Content {
+        if !self.message.content.is_empty() {
+            self.push(&chunk);
+            return Content::from(chunk.content);
+        }
+        let mut whole = !chunk.content.is_empty();
+        for block in &chunk.content {
+            whole &= self.push_block(Cow::Borrowed(block));
+        }
+        self.push_totals(&chunk);
+        match whole {
+            true => self.message.content.clone(),
+            false => Content::from(chunk.content),
+        }
+    }
+
     fn push_totals(&mut self, chunk: &ChatResponse) {
         if let Some(usage) = chunk.usage {
             let total = self.usage.get_or_insert_with(ChatUsage::default);
@@ -98,25 +130,30 @@ impl ChatAccumulator {
         }
     }
 
-    fn push_block(&mut self, block: Cow<'_, ContentBlock>) {
+    /// Applies one block; returns whether it became the message's last block as it is (a
+    /// new part appended at the end), rather than merged, skipped or put before others.
+    fn push_block(&mut self, block: Cow<'_, ContentBlock>) -> bool {
         match &*block {
             ContentBlock::Text(delta) => {
                 if delta.text.is_empty() {
-                    return;
+                    return false;
                 }
                 let at = usize::from(self.has_thinking);
                 if self.has_text {
                     if let ContentBlock::Text(text) = &mut self.message.content[at] {
                         text.text.push_str(&delta.text);
                     }
+                    false
                 } else {
+                    let last = at == self.message.content.len();
                     self.insert_front(at, block.into_owned());
                     self.has_text = true;
+                    last
                 }
             }
             ContentBlock::Thinking(delta) => {
                 if delta.thinking.is_empty() && delta.signature.is_none() {
-                    return;
+                    return false;
                 }
                 if self.has_thinking {
                     if let ContentBlock::Thinking(thinking) = &mut self.message.content[0] {
@@ -128,18 +165,26 @@ impl ChatAccumulator {
                             }
                         }
                     }
+                    false
                 } else {
+                    let last = self.message.content.is_empty();
                     self.insert_front(0, block.into_owned());
                     self.has_thinking = true;
+                    last
                 }
             }
             ContentBlock::ToolUse(fragment) => {
-                if !self.continue_tool(fragment) {
-                    self.message.content.push(block.into_owned());
-                    self.current_tool_at = Some(self.message.content.len() - 1);
+                if self.continue_tool(fragment) {
+                    return false;
                 }
+                self.message.content.push(block.into_owned());
+                self.current_tool_at = Some(self.message.content.len() - 1);
+                true
             }
-            _ => self.message.content.push(block.into_owned()),
+            _ => {
+                self.message.content.push(block.into_owned());
+                true
+            }
         }
     }
 
@@ -272,6 +317,78 @@ mod tests {
             raw_input: Some(raw.into()),
         }
         .into()
+    }
+
+    /// `push_delta` returns each chunk's blocks as they came, and assembles what `push` does;
+    /// its delta shares the message's blocks exactly when they are the same blocks.
+    #[test]
+    fn push_delta_returns_the_chunk_and_shares_only_a_whole_message() {
+        let tool = || ContentBlock::from(ToolUseBlock::new("c1", "calc", json!({"a": 1})));
+        let cases: Vec<(Vec<Vec<ContentBlock>>, Vec<bool>)> = vec![
+            // A one-chunk answer: text and a tool call, in message order.
+            (
+                vec![vec![
+                    ContentBlock::thinking("th"),
+                    ContentBlock::text("hi"),
+                    tool(),
+                ]],
+                vec![true],
+            ),
+            // Streamed text: only the first chunk is the whole message.
+            (
+                vec![
+                    vec![ContentBlock::text("hel")],
+                    vec![ContentBlock::text("lo")],
+                ],
+                vec![true, false],
+            ),
+            // Text after a tool call goes before it: not the chunk's order.
+            (vec![vec![tool(), ContentBlock::text("x")]], vec![false]),
+            // Two text blocks merge into one.
+            (
+                vec![vec![ContentBlock::text("a"), ContentBlock::text("b")]],
+                vec![false],
+            ),
+            // An empty text block is skipped.
+            (
+                vec![vec![ContentBlock::text(""), ContentBlock::text("a")]],
+                vec![false],
+            ),
+            // A tool call's fragments continue one block.
+            (
+                vec![
+                    vec![fragment("c1", "calc", "{\"a\":")],
+                    vec![fragment("", "", "1}")],
+                ],
+                vec![true, false],
+            ),
+        ];
+        for (chunks, shared) in cases {
+            let mut with_delta = ChatAccumulator::new("a");
+            let mut plain = ChatAccumulator::new("a");
+            let mut deltas = Vec::new();
+            for (blocks, shared) in chunks.into_iter().zip(shared) {
+                plain.push(&chunk(blocks.clone()));
+                let delta = with_delta.push_delta(chunk(blocks.clone()));
+                assert_eq!(delta[..], blocks[..]);
+                assert_eq!(
+                    delta.ptr_eq(&with_delta.message().content),
+                    shared,
+                    "{blocks:?}"
+                );
+                assert_eq!(with_delta.message().content, plain.message().content);
+                deltas.push((delta, blocks));
+            }
+            // Deltas keep their blocks while the message grows (a shared one is copied on
+            // the next change).
+            let more = vec![ContentBlock::text("more")];
+            plain.push(&chunk(more.clone()));
+            with_delta.push_delta(chunk(more));
+            for (delta, blocks) in &deltas {
+                assert_eq!(delta[..], blocks[..]);
+            }
+            assert_eq!(with_delta.finish().content, plain.finish().content);
+        }
     }
 
     /// Taking the chunks (`push_owned`) assembles exactly what borrowing them does.

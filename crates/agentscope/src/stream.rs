@@ -205,9 +205,11 @@ impl EventSink {
         self.options.incremental
     }
 
-    /// Queues an event, waiting while the consumer is [`BUFFER`] events behind.
-    pub(crate) async fn send(&self, event: Event) {
-        let mut event = Some(event);
+    /// Queues an event, waiting while the consumer is [`BUFFER`] events behind. The event
+    /// is built in the queue (a chunk's is the hottest value of a stream: moving it through
+    /// locals costs more than building it).
+    pub(crate) async fn send(&self, event_type: EventType, message: Msg, is_last: bool) {
+        let mut message = Some(message);
         std::future::poll_fn(|_cx| {
             let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
             if queue.len() >= BUFFER {
@@ -215,8 +217,12 @@ impl EventSink {
                 // its queue is empty, and returns queued items (never Pending) until then.
                 return Poll::Pending;
             }
-            if let Some(event) = event.take() {
-                queue.push_back(event);
+            if let Some(message) = message.take() {
+                queue.push_back(Event {
+                    event_type,
+                    message,
+                    is_last,
+                });
             }
             Poll::Ready(())
         })

@@ -25,7 +25,7 @@ use futures::future::BoxFuture;
 use crate::config::AgentConfig;
 use crate::runtime::AgentRuntime;
 use crate::session::Synced;
-use crate::stream::{Event as StreamEvent, EventSink, EventType};
+use crate::stream::{EventSink, EventType};
 use crate::toolkit::Toolkit;
 
 pub(crate) use finish::Finish;
@@ -564,12 +564,7 @@ impl Call<'_> {
     /// Sends a stream event when the consumer wants it; `message` is built only then.
     async fn emit(&self, event_type: EventType, is_last: bool, message: impl FnOnce() -> Msg) {
         if let Some(sink) = self.sink.filter(|sink| sink.wants(event_type, is_last)) {
-            sink.send(StreamEvent {
-                event_type,
-                message: message(),
-                is_last,
-            })
-            .await;
+            sink.send(event_type, message(), is_last).await;
         }
     }
 }

@@ -3,15 +3,15 @@
 
 use agentscope_core::conversation::{check_goto, check_no_system, check_reply};
 use agentscope_core::{
-    AgentError, ChatAccumulator, ContentBlock, GenerateOptions, GenerateReason, HookEventType,
-    Model, ModelError, ModelRequest, Msg, PostReasoningEvent, PreReasoningEvent,
+    AgentError, ChatAccumulator, Content, ContentBlock, GenerateOptions, GenerateReason, HookEvent,
+    HookEventType, Model, ModelError, ModelRequest, Msg, PostReasoningEvent, PreReasoningEvent,
     ReasoningChunkEvent, SummaryChunkEvent, ToolUseBlock,
 };
 use futures::StreamExt;
 use futures::future::{Either, select};
 
 use super::{Call, Halt, Step, with_system};
-use crate::stream::{Event, EventType};
+use crate::stream::EventType;
 
 pub(super) enum Reasoned {
     /// The call ends with this message (an answer, or a stop).
@@ -241,56 +241,40 @@ impl Call<'_> {
                 // Nobody sees the delta: its blocks move into the message.
                 acc.push_owned(chunk);
             } else {
-                acc.push(&chunk);
-                let accumulated = acc.message();
-                let delta = Msg {
-                    id: accumulated.id.clone(),
-                    name: accumulated.name.clone(),
-                    role: accumulated.role,
-                    content: chunk.content.into(),
-                    metadata: Default::default(),
-                    timestamp: accumulated.timestamp,
-                };
-                let (hook_delta, sink_delta) = match (hook_chunks, sink.is_some()) {
-                    (true, true) => (Some(delta.clone()), Some(delta)),
-                    (true, false) => (Some(delta), None),
-                    (false, _) => (None, Some(delta)),
-                };
-                if let Some(hook_delta) = hook_delta {
-                    match phase {
-                        Phase::Reasoning => {
-                            let event = ReasoningChunkEvent::new(
-                                self.context().info(),
-                                config.model_name.clone(),
-                                hook_delta,
-                                accumulated.clone(),
-                            );
-                            let mut event = event.into();
-                            self.hooks.notify(&mut event, self.context()).await;
-                        }
-                        Phase::Summary => {
-                            let event = SummaryChunkEvent::new(
-                                self.context().info(),
-                                hook_delta,
-                                accumulated.clone(),
-                            );
-                            let mut event = event.into();
-                            self.hooks.notify(&mut event, self.context()).await;
-                        }
-                    }
-                }
-                if let (Some(sink), Some(delta)) = (sink, sink_delta) {
-                    let message = if sink.incremental() {
-                        delta
-                    } else {
-                        acc.message().clone()
+                // The chunk's blocks, shared with the message when they are all of it.
+                let mut content = acc.push_delta(chunk);
+                // Each delta is built where it goes (no moves of a fresh message between
+                // locals): the hooks' shares the content, the stream's takes it.
+                if hook_chunks {
+                    let content = match sink {
+                        Some(_) => content.clone(),
+                        None => std::mem::take(&mut content),
                     };
-                    sink.send(Event {
-                        event_type: phase.event_type(),
-                        message,
-                        is_last: false,
-                    })
-                    .await;
+                    let accumulated = acc.message();
+                    let mut event: HookEvent = match phase {
+                        Phase::Reasoning => ReasoningChunkEvent::new(
+                            self.context().info(),
+                            config.model_name.clone(),
+                            delta(accumulated, content),
+                            accumulated.clone(),
+                        )
+                        .into(),
+                        Phase::Summary => SummaryChunkEvent::new(
+                            self.context().info(),
+                            delta(accumulated, content),
+                            accumulated.clone(),
+                        )
+                        .into(),
+                    };
+                    self.hooks.notify(&mut event, self.context()).await;
+                }
+                if let Some(sink) = sink {
+                    let accumulated = acc.message();
+                    let message = match sink.incremental() {
+                        true => delta(accumulated, content),
+                        false => accumulated.clone(),
+                    };
+                    sink.send(phase.event_type(), message, false).await;
                 }
             }
             if cancel.is_cancelled() {
@@ -313,5 +297,18 @@ impl Call<'_> {
             self.config.memory.add(acc.finish());
         }
         Halt::Interrupted
+    }
+}
+
+/// A chunk's delta: what it added, under the id, name and time of the message it belongs to.
+#[inline]
+fn delta(accumulated: &Msg, content: Content) -> Msg {
+    Msg {
+        id: accumulated.id.clone(),
+        name: accumulated.name.clone(),
+        role: accumulated.role,
+        content,
+        metadata: Default::default(),
+        timestamp: accumulated.timestamp,
     }
 }
