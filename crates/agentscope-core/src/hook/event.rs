@@ -117,7 +117,25 @@ pub trait Event:
 
 /// The eight chained events (Pre*/Post*): hooks run in order and may change them or fail the
 /// call; [`HookChain::chain`](crate::HookChain::chain) takes them and gives them back.
-pub trait Chained: Event {}
+pub trait Chained: Event {
+    /// The event back from a [`HookEvent`] that went through
+    /// [`HookChain::chain_in_place`](crate::HookChain::chain_in_place).
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Hook`](crate::AgentError::Hook) when `event` is of another kind (the
+    /// chain rejects hooks that change an event's kind, so after the chain this means the
+    /// caller built another kind of event).
+    fn from_chained(event: HookEvent) -> Result<Self, crate::AgentError> {
+        Self::try_from(event).map_err(|other| crate::AgentError::Hook {
+            hook: "the hook chain".to_owned(),
+            event: Self::KIND,
+            source: crate::HookError::InvalidModification {
+                message: format!("the chain returned a {} event", other.event_type()),
+            },
+        })
+    }
+}
 
 impl Chained for PreCallEvent {}
 impl Chained for PostCallEvent {}

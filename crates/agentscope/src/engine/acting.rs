@@ -55,8 +55,8 @@ impl Call<'_> {
             }
             let (tool_use, skip) = if self.hooks.is_interested(HookEventType::PreActing) {
                 let id = call.id.clone();
-                let event = PreActingEvent::new(self.context().info(), call);
-                let (tool_use, skip) = self.hooks.chain(event, self.context()).await?.into_parts();
+                let (tool_use, skip) =
+                    chain!(self, PreActingEvent::new(self.context().info(), call)).into_parts();
                 if tool_use.id != id {
                     return Err(AgentError::Hook {
                         hook: "PreActing hooks".to_owned(),
@@ -113,8 +113,11 @@ impl Call<'_> {
                 }
             };
             let (result, stop_here) = if self.hooks.is_interested(HookEventType::PostActing) {
-                let event = PostActingEvent::new(self.context().info(), tool_use, result);
-                self.hooks.chain(event, self.context()).await?.into_parts()
+                chain!(
+                    self,
+                    PostActingEvent::new(self.context().info(), tool_use, result)
+                )
+                .into_parts()
             } else {
                 (result, false)
             };

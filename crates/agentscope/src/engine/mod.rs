@@ -3,6 +3,24 @@
 //! iteration limit), PostCall, and the error path. `call()` and `stream()` both run
 //! [`run`]; streaming only adds a sink.
 
+/// Runs a chained event (a `Pre*`/`Post*` struct) through the call's hooks and evaluates to
+/// it as the last hook left it; a hook's failure returns from the enclosing step.
+///
+/// The event is built here, in the step's frame, and the chain works on it in place
+/// ([`HookChain::chain_in_place`]): through [`HookChain::chain`] it would be copied in and
+/// out of the chain's future (a few hundred bytes each time). A macro rather than an async
+/// fn, which would be one more state machine per event.
+macro_rules! chain {
+    ($call:expr, $event:expr) => {{
+        let (mut event, kind) = $crate::engine::wrap($event);
+        $call
+            .hooks
+            .chain_in_place(&mut event, $call.context())
+            .await?;
+        $crate::engine::back(kind, event)?
+    }};
+}
+
 mod acting;
 mod finish;
 mod open_calls;
@@ -11,13 +29,14 @@ pub(crate) mod reply;
 mod summary;
 
 use std::borrow::Cow;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use agentscope_core::conversation::{self, ConversationError, pending_tool_uses};
 use agentscope_core::{
-    AgentError, BoxedHook, BoxedTool, CallContext, CallId, CancellationToken, ContentBlock,
-    ErrorEvent, GenerateReason, HookChain, HookEventType, HookState, Msg, PostCallEvent,
-    PreCallEvent, Role, SharedString, Tool, ToolResultBlock, ToolUseBlock,
+    AgentError, BoxedHook, BoxedTool, CallContext, CallId, CancellationToken, Chained,
+    ContentBlock, ErrorEvent, GenerateReason, HookChain, HookEvent, HookEventType, HookState, Msg,
+    PostCallEvent, PreCallEvent, Role, SharedString, Tool, ToolResultBlock, ToolUseBlock,
 };
 
 use futures::future::BoxFuture;
@@ -317,8 +336,11 @@ impl Call<'_> {
         // 3. PreCall, then the system message is frozen as this call's base.
         let (input, system) = if self.hooks.is_interested(HookEventType::PreCall) {
             let history = self.config.memory.messages();
-            let event = PreCallEvent::new(self.context().info(), input, history, seed);
-            self.hooks.chain(event, self.context()).await?.into_parts()
+            chain!(
+                self,
+                PreCallEvent::new(self.context().info(), input, history, seed)
+            )
+            .into_parts()
         } else {
             (input, seed)
         };
@@ -490,12 +512,7 @@ impl Call<'_> {
         if !self.hooks.is_interested(HookEventType::PostCall) {
             return Ok(reply);
         }
-        let event = PostCallEvent::new(self.context().info(), reply);
-        Ok(self
-            .hooks
-            .chain(event, self.context())
-            .await?
-            .into_final_message())
+        Ok(chain!(self, PostCallEvent::new(self.context().info(), reply)).into_final_message())
     }
 
     /// Notifies ErrorEvent hooks (but those that saw PostCall); they get a copy, so nothing
@@ -576,6 +593,18 @@ fn hook_state(
     context
         .and_then(|context| context.extensions().get::<HookState>())
         .map(HookState::entries)
+}
+
+/// A chained event as a [`HookEvent`], and its type for [`back`] (see [`chain!`]).
+#[inline]
+fn wrap<E: Chained>(event: E) -> (HookEvent, PhantomData<E>) {
+    (event.into(), PhantomData)
+}
+
+/// The event `chain!` ran, as its own type again.
+#[inline]
+fn back<E: Chained>(_kind: PhantomData<E>, event: HookEvent) -> Result<E, AgentError> {
+    E::from_chained(event)
 }
 
 /// The model's input: the system message (when there is one) followed by `messages`.

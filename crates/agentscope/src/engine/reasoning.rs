@@ -79,13 +79,15 @@ impl Call<'_> {
         let mut goto_by = None;
         let (mut message, stop, goto) = if self.hooks.is_interested(HookEventType::PostReasoning) {
             let iteration = self.iteration;
-            let event = PostReasoningEvent::new(
-                self.context().info(),
-                message,
-                config.model_name.clone(),
-                iteration,
+            let event = chain!(
+                self,
+                PostReasoningEvent::new(
+                    self.context().info(),
+                    message,
+                    config.model_name.clone(),
+                    iteration,
+                )
             );
-            let event = self.hooks.chain(event, self.context()).await?;
             goto_by = event.goto_requested_by().map(str::to_owned);
             event.into_parts()
         } else {
@@ -178,8 +180,7 @@ impl Call<'_> {
             if context_exceeded {
                 event = event.with_context_exceeded();
             }
-            let (messages, system, options) =
-                self.hooks.chain(event, self.context()).await?.into_parts();
+            let (messages, system, options) = chain!(self, event).into_parts();
             check_no_system(&messages, "PreReasoningEvent input messages")?;
             (with_system(system, messages), options)
         } else {

@@ -40,15 +40,18 @@ impl Call<'_> {
             GenerateOptions::clone(&config.settings.options).tool_choice(ToolChoice::Auto);
         let (messages, system, options) = if self.hooks.is_interested(HookEventType::PreSummary) {
             let iteration = self.iteration;
-            let event = PreSummaryEvent::new(
-                self.context().info(),
-                messages,
-                system,
-                options,
-                max,
-                iteration,
-            );
-            self.hooks.chain(event, self.context()).await?.into_parts()
+            chain!(
+                self,
+                PreSummaryEvent::new(
+                    self.context().info(),
+                    messages,
+                    system,
+                    options,
+                    max,
+                    iteration,
+                )
+            )
+            .into_parts()
         } else {
             (messages, system, options)
         };
@@ -81,10 +84,7 @@ impl Call<'_> {
             Err(halt) => return Err(halt),
         };
         let summary = if self.hooks.is_interested(HookEventType::PostSummary) {
-            let event = PostSummaryEvent::new(self.context().info(), summary);
-            self.hooks
-                .chain(event, self.context())
-                .await?
+            chain!(self, PostSummaryEvent::new(self.context().info(), summary))
                 .into_summary_message()
         } else {
             summary
