@@ -214,19 +214,16 @@ impl Call<'_> {
             let mut batch_done = false;
             loop {
                 let wake = std::future::poll_fn(|cx| {
+                    // The batch first: when it is done, its senders are gone and the queue
+                    // is drained without registering a waker (no wake-up to come back to);
+                    // chunks it sent are delivered before the results either way.
+                    if !batch_done && batch.as_mut().poll(cx).is_ready() {
+                        batch_done = true;
+                    }
                     if let Some(receiver) = receiver.as_mut()
                         && let Poll::Ready(Some(progress)) = receiver.poll_next_unpin(cx)
                     {
                         return Poll::Ready(Wake::Progress(progress));
-                    }
-                    if !batch_done && batch.as_mut().poll(cx).is_ready() {
-                        batch_done = true;
-                        // Chunks sent just before the end are still queued: deliver them.
-                        if let Some(receiver) = receiver.as_mut()
-                            && let Poll::Ready(Some(progress)) = receiver.poll_next_unpin(cx)
-                        {
-                            return Poll::Ready(Wake::Progress(progress));
-                        }
                     }
                     if batch_done {
                         return Poll::Ready(Wake::Done);
