@@ -10,7 +10,7 @@
 use std::any::{Any, TypeId};
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -121,14 +121,41 @@ impl<'de> Deserialize<'de> for CallId {
 
 /// What every event of a call can read about the call: its id, the call it resumes, its
 /// agent, and how its tools are marked.
-#[derive(Debug, Clone)]
 pub struct CallInfo {
     agent: Arc<AgentInfo>,
-    id: CallId,
+    /// Drawn at the first read: most calls' ids are never read, and drawing one was about a
+    /// third of the cost of making a call's context. A clone has the same id.
+    id: OnceLock<CallId>,
     resumed_from: Option<CallId>,
     tool_kinds: Vec<(String, ToolKind)>,
     tools: Option<Arc<[ToolSchema]>>,
     running_tools: Vec<String>,
+}
+
+impl Clone for CallInfo {
+    fn clone(&self) -> Self {
+        Self {
+            agent: Arc::clone(&self.agent),
+            id: OnceLock::from(self.id()),
+            resumed_from: self.resumed_from,
+            tool_kinds: self.tool_kinds.clone(),
+            tools: self.tools.clone(),
+            running_tools: self.running_tools.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for CallInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallInfo")
+            .field("agent", &self.agent)
+            .field("id", &self.id())
+            .field("resumed_from", &self.resumed_from)
+            .field("tool_kinds", &self.tool_kinds)
+            .field("tools", &self.tools)
+            .field("running_tools", &self.running_tools)
+            .finish()
+    }
 }
 
 impl CallInfo {
@@ -137,9 +164,9 @@ impl CallInfo {
         &self.agent
     }
 
-    /// The call's id, unique per call.
+    /// The call's id, unique per call (drawn at the first read, the same at every read).
     pub fn id(&self) -> CallId {
-        self.id
+        *self.id.get_or_init(CallId::new)
     }
 
     /// The id of the call this one resumes: the agent's previous call, when that call ended
@@ -231,7 +258,7 @@ impl CallContext {
         Self {
             info: Arc::new(CallInfo {
                 agent,
-                id: CallId::new(),
+                id: OnceLock::new(),
                 resumed_from: None,
                 tool_kinds: Vec::new(),
                 tools: None,
@@ -281,7 +308,7 @@ impl CallContext {
 
     /// The call's id.
     pub fn id(&self) -> CallId {
-        self.info.id
+        self.info.id()
     }
 
     /// The call's extensions (between events: what the hooks stored so far).
@@ -298,7 +325,7 @@ impl CallContext {
 impl fmt::Debug for CallContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallContext")
-            .field("id", &self.info.id)
+            .field("id", &self.info.id())
             .field("agent", &self.info.agent.name())
             .field("resumed_from", &self.info.resumed_from)
             .field("extensions", &self.extensions)
@@ -463,6 +490,25 @@ mod tests {
         let marked = second.with_tool_kind("answer", ToolKind::Answer);
         assert_eq!(marked.info().tool_kind("answer"), Some(ToolKind::Answer));
         assert_eq!(marked.info().tool_kind("other"), None);
+    }
+
+    #[test]
+    fn a_call_id_is_drawn_once_and_kept_by_clones() {
+        let call = CallContext::new(Arc::new(AgentInfo::new("a", "1")));
+        let id = call.id();
+        assert_eq!(call.id(), id);
+        assert_eq!(call.info().id(), id);
+        // A copy of an info nobody read yet has the id the original gets.
+        let unread = CallContext::new(Arc::new(AgentInfo::new("b", "1")));
+        let copy = CallInfo::clone(unread.info());
+        assert_eq!(copy.id(), unread.id());
+        // A builder that copies a shared info keeps its id.
+        let shared = Arc::clone(call.info());
+        let built = call.with_tool_kind("answer", ToolKind::Answer);
+        assert!(!Arc::ptr_eq(built.info(), &shared));
+        assert_eq!(built.id(), id);
+        assert!(format!("{:?}", built.info()).contains(&id.to_string()));
+        assert!(format!("{built:?}").contains(&id.to_string()));
     }
 
     #[test]
