@@ -437,16 +437,23 @@ impl HookChain {
 }
 
 /// A notification's rule for a hook's failure: logged, never returned.
-#[inline]
+#[inline(always)]
 fn report_notification(hook: &BoxedHook, kind: HookEventType, result: Result<(), HookError>) {
     if let Err(error) = result {
-        tracing::warn!(
-            hook = %hook.name,
-            event = %kind,
-            %error,
-            "hook failed while handling a notification; ignored"
-        );
+        log_notification_failure(hook, kind, error);
     }
+}
+
+/// Out of line: the success path of a chunk notification is one branch per hook.
+#[cold]
+#[inline(never)]
+fn log_notification_failure(hook: &BoxedHook, kind: HookEventType, error: HookError) {
+    tracing::warn!(
+        hook = %hook.name,
+        event = %kind,
+        %error,
+        "hook failed while handling a notification; ignored"
+    );
 }
 
 impl fmt::Debug for HookChain {
