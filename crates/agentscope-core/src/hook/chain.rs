@@ -305,7 +305,9 @@ impl HookChain {
     /// Runs a chained event (Pre*/Post*) of `call` through the hooks interested in its kind,
     /// in order, and gives the event back as the last hook left it.
     ///
-    /// With [`notify`](Self::notify) this is the engine's entry point into the chain. While
+    /// With [`notify`](Self::notify) (and [`chain_in_place`](Self::chain_in_place), the
+    /// same rule for an event held as a [`HookEvent`]) this is an engine's entry point into
+    /// the chain. While
     /// the hooks run, the event holds `call`'s [extensions](crate::Extensions) (moved in, and
     /// back into `call` afterwards, also on failure), so hooks keep per-call state across the
     /// call's events. The chain remembers in `call` which hooks received PostCall, and does not
@@ -660,6 +662,52 @@ mod tests {
             err.hook_error(),
             Some(HookError::InvalidModification { .. })
         ));
+    }
+
+    #[test]
+    fn chain_in_place_runs_the_chained_rule_where_the_event_is() {
+        let mut chain = HookChain::new();
+        chain.push(hook_fn(|event| {
+            if let HookEvent::PostCall(post) = event {
+                post.set_final_message(Msg::assistant("changed"));
+            }
+            Ok(())
+        }));
+        chain.push(hook_fn(|_| Err(HookError::msg("second hook refuses"))));
+        let mut call = call();
+        let mut event = HookEvent::from(PostCallEvent::new(call.info(), Msg::assistant("x")));
+        let err = block_on(chain.chain_in_place(&mut event, &mut call)).unwrap_err();
+        let AgentError::Hook {
+            hook, event: kind, ..
+        } = &err
+        else {
+            panic!("{err:?}");
+        };
+        assert_eq!(*kind, HookEventType::PostCall);
+        assert_eq!(*hook, chain.order()[1].name);
+        // `chain` is the same rule.
+        let typed = PostCallEvent::new(call.info(), Msg::assistant("x"));
+        let typed_err = block_on(chain.chain(typed, &mut call)).unwrap_err();
+        assert_eq!(typed_err.to_string(), err.to_string());
+        // The first hook's change stays in the caller's event.
+        let post = PostCallEvent::from_chained(event).unwrap();
+        assert_eq!(post.final_message().text(), "changed");
+    }
+
+    #[test]
+    fn from_chained_names_the_kind_it_expected() {
+        let err = PreCallEvent::from_chained(post_call()).unwrap_err();
+        let AgentError::Hook { event, source, .. } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(*event, HookEventType::PreCall);
+        assert_eq!(
+            source.to_string(),
+            HookError::InvalidModification {
+                message: "the chain returned a PostCall event".to_owned()
+            }
+            .to_string()
+        );
     }
 
     #[test]
