@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use agentscope_core::{
-    ActingChunkEvent, AgentError, ContentBlock, GenerateReason, HookError, HookEventType, Msg,
-    PostActingEvent, PreActingEvent, Role, ToolContext, ToolProgress, ToolResultBlock,
-    ToolUseBlock, progress_channel,
+    ActingChunkEvent, AgentError, CancellationToken, ContentBlock, GenerateReason, HookError,
+    HookEventType, Msg, PostActingEvent, PreActingEvent, ProgressSender, Role, ToolContext,
+    ToolProgress, ToolResultBlock, ToolUseBlock, progress_channel,
 };
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
@@ -182,32 +182,15 @@ impl Call<'_> {
         } else {
             (None, None)
         };
-        let contexts: Vec<Option<ToolContext>> = jobs
-            .iter()
-            .enumerate()
-            .map(|(index, job)| {
-                job.run.is_none().then(|| {
-                    let ctx = ToolContext::new(Arc::clone(&job.tool_use))
-                        .with_cancellation(cancel.clone());
-                    match &progress {
-                        Some(sender) => ctx.with_progress(sender.with_index(index)),
-                        None => ctx,
-                    }
-                })
-            })
-            .collect();
-        // Only the contexts hold senders now, so the receiver ends when the tools are done.
-        drop(progress);
-
         let tool_uses: Vec<Arc<ToolUseBlock>> =
             jobs.iter().map(|job| Arc::clone(&job.tool_use)).collect();
-        let mut slots: Vec<Option<ToolRun>> = jobs.iter_mut().map(|job| job.run.take()).collect();
         let interrupted = {
             let mut batch = pin!(run_batch(
                 toolkit,
                 &tool_uses,
-                contexts,
-                &mut slots,
+                jobs,
+                progress,
+                cancel,
                 toolkit.is_parallel()
             ));
             let mut cancelled = pin!(cancel.cancelled());
@@ -247,11 +230,10 @@ impl Call<'_> {
         // A tool may have finished because it saw the interrupt: the batch still counts as
         // interrupted, and results computed before it are kept.
         let interrupted = interrupted || cancel.is_cancelled();
-        for (job, slot) in jobs.iter_mut().zip(slots) {
-            if let Some(ToolRun::Done(result)) = &slot {
+        for job in jobs.iter() {
+            if let Some(ToolRun::Done(result)) = &job.run {
                 self.open.computed(result.clone());
             }
-            job.run = slot;
         }
         if interrupted {
             return Err(Halt::Interrupted);
@@ -288,37 +270,50 @@ enum Wake {
     Interrupted,
 }
 
-/// Runs every job whose slot is empty, writing each result into its slot as it finishes.
+/// Runs every job that has no result yet, writing each result into its job as it finishes.
+/// Each tool gets its context (and its own progress sender) as it starts; `progress` is
+/// dropped when the batch ends, so the receiver ends with the tools.
 async fn run_batch(
     toolkit: &Toolkit,
     tool_uses: &[Arc<ToolUseBlock>],
-    contexts: Vec<Option<ToolContext>>,
-    slots: &mut [Option<ToolRun>],
+    jobs: &mut [Job],
+    progress: Option<ProgressSender>,
+    cancel: &CancellationToken,
     parallel: bool,
 ) {
+    let context = |index: usize| {
+        let ctx = ToolContext::new(Arc::clone(&tool_uses[index])).with_cancellation(cancel.clone());
+        match &progress {
+            Some(sender) => ctx.with_progress(sender.with_index(index)),
+            None => ctx,
+        }
+    };
     if parallel {
-        let mut running: FuturesUnordered<_> = contexts
-            .into_iter()
+        let mut running: FuturesUnordered<_> = jobs
+            .iter()
             .enumerate()
-            .filter_map(|(index, ctx)| ctx.map(|ctx| (index, ctx)))
-            .map(|(index, ctx)| {
+            .filter(|(_, job)| job.run.is_none())
+            .map(|(index, _)| {
                 toolkit
-                    .run(&tool_uses[index], ctx)
+                    .run(&tool_uses[index], context(index))
                     .map(move |run| (index, run))
             })
             .collect();
+        // Only the contexts hold senders now, so the receiver ends when the tools are done.
+        drop(progress);
         while let Some((index, run)) = running.next().await {
-            slots[index] = Some(run);
+            jobs[index].run = Some(run);
         }
     } else {
-        for (index, ctx) in contexts.into_iter().enumerate() {
-            if let Some(ctx) = ctx {
-                // Once interrupted, the remaining tools don't start.
-                if ctx.is_cancelled() {
-                    break;
-                }
-                slots[index] = Some(toolkit.run(&tool_uses[index], ctx).await);
+        for (index, job) in jobs.iter_mut().enumerate() {
+            if job.run.is_some() {
+                continue;
             }
+            // Once interrupted, the remaining tools don't start.
+            if cancel.is_cancelled() {
+                break;
+            }
+            job.run = Some(toolkit.run(&tool_uses[index], context(index)).await);
         }
     }
 }
