@@ -141,6 +141,63 @@ async fn tool_call_then_answer_streams_the_exact_event_sequence() {
     assert_eq!(*result, memory[3]);
 }
 
+/// A chunk's delta shares the message's blocks when the chunk is the whole message so far
+/// (the first chunk, here); the hooks' copy and the stream's copy must keep exactly that
+/// chunk while the message grows, and a one-chunk answer's delta is its whole content.
+#[tokio::test]
+async fn hooks_and_the_stream_see_each_chunk_as_it_came_while_the_message_grows() {
+    let model = ScriptedModel::new([
+        ScriptedResponse::chunks([
+            ScriptedChunk::text("Hel"),
+            ScriptedChunk::text("lo"),
+            ScriptedChunk::text("!"),
+        ]),
+        ScriptedResponse::text("again"),
+    ]);
+    let (agent, rec) = recorded_agent(&model, Toolkit::new());
+    let deltas = |events: &[Event]| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e.event_type == EventType::Reasoning && !e.is_last)
+            .map(|e| e.message.text())
+            .collect()
+    };
+    let hook_chunks = |rec: &RecordingHook| -> Vec<(String, String)> {
+        rec.events()
+            .iter()
+            .filter_map(|event| match event {
+                HookEvent::ReasoningChunk(e) => {
+                    Some((e.incremental_chunk().text(), e.accumulated().text()))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+
+    let events = collect_ok(agent.stream("q", StreamOptions::default())).await;
+    assert_eq!(deltas(&events), ["Hel", "lo", "!"]);
+    assert_eq!(
+        hook_chunks(&rec),
+        [
+            ("Hel".to_owned(), "Hel".to_owned()),
+            ("lo".to_owned(), "Hello".to_owned()),
+            ("!".to_owned(), "Hello!".to_owned()),
+        ]
+    );
+    assert_eq!(events.last().unwrap().message.text(), "Hello!");
+
+    rec.clear();
+    let events = collect_ok(agent.stream("q2", StreamOptions::default())).await;
+    assert_eq!(deltas(&events), ["again"]);
+    assert_eq!(
+        hook_chunks(&rec),
+        [("again".to_owned(), "again".to_owned())]
+    );
+    let memory = agent.memory().messages();
+    assert_eq!(memory.last().unwrap().text(), "again");
+    assert_eq!(memory[1].text(), "Hello!");
+}
+
 #[tokio::test]
 async fn non_incremental_chunks_carry_the_accumulated_message() {
     let model = tool_then_answer();
