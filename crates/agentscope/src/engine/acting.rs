@@ -182,6 +182,8 @@ impl Call<'_> {
         } else {
             (None, None)
         };
+        // The calls, apart from `jobs`: the batch writes results into the jobs while the
+        // loop below reads a call for each progress chunk.
         let tool_uses: Vec<Arc<ToolUseBlock>> =
             jobs.iter().map(|job| Arc::clone(&job.tool_use)).collect();
         let interrupted = {
