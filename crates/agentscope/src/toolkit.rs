@@ -457,6 +457,11 @@ pub(crate) fn argument_problems(
     validator: &jsonschema::Validator,
     input: &Value,
 ) -> Option<String> {
+    // The common case allocates nothing: `iter_errors` boxes its iterator even when the
+    // input is valid.
+    if validator.is_valid(input) {
+        return None;
+    }
     let problems: Vec<String> = validator
         .iter_errors(input)
         .map(|error| {
