@@ -35,8 +35,9 @@ use std::sync::Arc;
 use agentscope_core::conversation::{self, ConversationError, pending_tool_uses};
 use agentscope_core::{
     AgentError, BoxedHook, BoxedTool, CallContext, CallId, CancellationToken, Chained,
-    ContentBlock, ErrorEvent, GenerateReason, HookChain, HookEvent, HookEventType, HookState, Msg,
-    PostCallEvent, PreCallEvent, Role, SharedString, Tool, ToolResultBlock, ToolUseBlock,
+    ContentBlock, ErrorEvent, GenerateReason, HookChain, HookEvent, HookEventType, HookState,
+    Memory, Msg, PostCallEvent, PreCallEvent, Role, SharedString, Tool, ToolResultBlock,
+    ToolUseBlock,
 };
 
 use futures::future::BoxFuture;
@@ -79,6 +80,23 @@ pub(crate) struct CallExtras {
     /// Runs after the loop and before PostCall (and when the call is dropped), while the
     /// call still holds the agent.
     pub(crate) finish: Option<Finish>,
+}
+
+/// The end of the conversation in `memory`, from its last assistant message on (all of it
+/// when the last few messages hold none), and the index of its first message: all that
+/// decides which tool calls are pending. A call reads it before storing its input, so it
+/// copies a short tail, not the whole of a long conversation.
+fn conversation_end(memory: &dyn Memory) -> (usize, Vec<Msg>) {
+    const TAIL: usize = 8;
+    let len = memory.len();
+    if len > TAIL {
+        let start = len - TAIL;
+        let tail = memory.messages_from(start);
+        if tail.iter().any(|message| message.role == Role::Assistant) {
+            return (start, tail);
+        }
+    }
+    (0, memory.messages())
 }
 
 /// Runs one call of the agent configured by `config`, delivering events to `sink` when
@@ -405,7 +423,7 @@ impl Call<'_> {
         mut input: Vec<Msg>,
     ) -> Result<Option<Vec<ToolUseBlock>>, AgentError> {
         let memory = &self.config.memory;
-        let messages = memory.messages();
+        let (offset, messages) = conversation_end(&**memory);
         let pending = pending_tool_uses(&messages);
         if !input.is_empty() {
             self.close_interrupted_for_new_input(&pending, &mut input);
@@ -425,7 +443,7 @@ impl Call<'_> {
             }
         }
         let still_pending = conversation::check_input(pending, &input)?;
-        let start = messages.len();
+        let start = offset + messages.len();
         self.input_span = Some((start, start + input.len()));
         memory.extend(input);
         Ok((!still_pending.is_empty()).then_some(still_pending))

@@ -5,9 +5,9 @@ use std::sync::{Arc, Mutex};
 use crate::support::fixtures::expr;
 use crate::support::hooks::stop_after_first_reasoning;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
-use agentscope::ConversationError;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
+use agentscope::{ConversationError, InMemoryMemory};
 use agentscope_test::tools::{Calculator, SuspendingTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
@@ -594,4 +594,85 @@ async fn a_resume_restarts_the_iteration_count_at_zero() {
     assert_eq!(reply.generate_reason(), Some(GenerateReason::ModelStop));
     assert_eq!(*iterations.lock().unwrap(), [0, 1, 0]);
     assert_eq!(calc.log().calls(), [expr("1+1"), expr("2+2")]);
+}
+
+/// `earlier` user/assistant exchanges, then one assistant message calling the calculator
+/// `calls` times (`c0`, `c1`, ...), of which the first `answered` have results.
+fn long_conversation(earlier: usize, calls: usize, answered: usize) -> Vec<Msg> {
+    let mut messages = Vec::new();
+    for i in 0..earlier {
+        messages.push(Msg::user(format!("q{i}")));
+        messages.push(Msg::assistant(format!("a{i}")));
+    }
+    let ids: Vec<String> = (0..calls).map(|i| format!("c{i}")).collect();
+    let uses: Vec<ContentBlock> = ids
+        .iter()
+        .map(|id| tool_use(id, "calculator", expr("1+1")))
+        .collect();
+    messages.push(Msg::new(Role::Assistant, "agent", uses));
+    for id in &ids[..answered] {
+        messages.push(Msg::tool_result(ToolResultBlock::text(
+            id,
+            "calculator",
+            "2",
+        )));
+    }
+    messages
+}
+
+fn agent_on(model: &ScriptedModel, calc: &Calculator, history: Vec<Msg>) -> ReActAgent {
+    ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(Toolkit::new().tool(calc.clone()))
+        .memory(InMemoryMemory::with_messages(history))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_long_conversation_resumes_exactly_its_unanswered_call() {
+    // The call's last assistant message among the conversation's last few messages, and
+    // ten messages back behind the results of nine of its ten calls.
+    for (calls, answered) in [(2, 1), (10, 9)] {
+        let model = ScriptedModel::new([ScriptedResponse::text("done")]);
+        let calc = Calculator::new();
+        let history = long_conversation(20, calls, answered);
+        let agent = agent_on(&model, &calc, history.clone());
+
+        let reply = agent.call(()).await.unwrap();
+
+        assert_eq!(reply.text(), "done");
+        assert_eq!(calc.log().calls(), [expr("1+1")], "{calls} calls");
+        let mut expected = rows(&history);
+        expected.push(tool_row(&format!("c{}", calls - 1), "calculator", "2"));
+        expected.push(answer_row("done"));
+        assert_eq!(rows(&agent.memory().messages()), expected);
+        // New text while the call was pending would have named it.
+        let agent = agent_on(&model, &calc, history);
+        let error = agent.call("next").await.unwrap_err();
+        assert!(
+            error.to_string().contains(&format!("c{}", calls - 1)),
+            "{error}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_failed_call_on_a_long_conversation_takes_exactly_its_input_back() {
+    let mut answered = long_conversation(20, 1, 1);
+    answered.push(Msg::assistant("two"));
+    // Ending in an answer, and in the results of ten calls (the last assistant message ten
+    // messages back).
+    for history in [answered, long_conversation(20, 10, 10)] {
+        let model = ScriptedModel::new([ScriptedResponse::error("down")]);
+        let agent = agent_on(&model, &Calculator::new(), history.clone());
+
+        let error = agent.call("next").await.unwrap_err();
+
+        assert!(error.to_string().contains("down"), "{error}");
+        assert_eq!(rows(&agent.memory().messages()), rows(&history));
+        let request = &model.requests()[0].messages;
+        assert_eq!(rows(&request[..history.len()]), rows(&history));
+        assert_eq!(rows(&request[history.len()..]), [user("next")]);
+    }
 }
