@@ -6,13 +6,16 @@
 //! the peak resident memory of the run (VmHWM, reset before the run), and the CPU time a
 //! call takes in flight against the same calls made one after another without the model's
 //! delay. The timed region is the calls: the agents are built before it and dropped after
-//! it (building and dropping 10,000 agents is not a call's latency).
+//! it (building and dropping 10,000 agents is not a call's latency). The agents share one
+//! model, as a service's agents share one provider client: it answers a conversation that
+//! ends in a tool result with "done", and any other with the tool call.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
+use agentscope_core::{ChatStream, Model, ModelError, ModelRequest};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
@@ -37,16 +40,50 @@ fn toolkit() -> Toolkit {
         .clone()
 }
 
-/// An agent whose model answers after `delay`: a tool call, then "done".
-fn agent(delay: Duration) -> Arc<ReActAgent> {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "echo", json!({"text": "pong"})).with_delay(delay),
-        ScriptedResponse::text("done").with_delay(delay),
-    ])
-    .without_recording();
+/// The model all agents share: it answers after its responses' delay, with the `echo` tool
+/// call to a conversation that does not end in a tool result, and with "done" to one that
+/// does (each answer a scripted response replayed, one script per answer).
+struct SharedModel {
+    tool_call: ScriptedModel,
+    answer: ScriptedModel,
+}
+
+impl SharedModel {
+    fn new(delay: Duration) -> Arc<Self> {
+        let script = |response: ScriptedResponse| {
+            ScriptedModel::new([response.with_delay(delay)])
+                .cycling()
+                .without_recording()
+        };
+        Arc::new(Self {
+            tool_call: script(ScriptedResponse::tool_call(
+                "c1",
+                "echo",
+                json!({"text": "pong"}),
+            )),
+            answer: script(ScriptedResponse::text("done")),
+        })
+    }
+}
+
+impl Model for SharedModel {
+    fn model_name(&self) -> &str {
+        "shared"
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
+        match request.messages.last().is_some_and(Msg::has_tool_results) {
+            true => self.answer.stream(request).await,
+            false => self.tool_call.stream(request).await,
+        }
+    }
+}
+
+/// An agent on `model`: a tool call, then "done".
+fn agent(model: &Arc<SharedModel>) -> Arc<ReActAgent> {
     let agent = ReActAgent::builder()
         .sys_prompt("You are one of many.")
-        .model(model)
+        .model(Arc::clone(model))
         .toolkit(toolkit())
         .build()
         .unwrap();
@@ -54,7 +91,8 @@ fn agent(delay: Duration) -> Arc<ReActAgent> {
 }
 
 fn build_agents(count: usize, delay: Duration) -> Vec<Arc<ReActAgent>> {
-    (0..count).map(|_| agent(delay)).collect()
+    let model = SharedModel::new(delay);
+    (0..count).map(|_| agent(&model)).collect()
 }
 
 /// One call on each agent, all at once, each in its own task.
