@@ -333,7 +333,8 @@ impl From<ToolResultBlock> for ContentBlock {
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Msg {
-    /// A unique id (a UUID unless set otherwise).
+    /// A unique id: unless set otherwise, a random UUID in 22 characters of base64url
+    /// (`A`-`Z`, `a`-`z`, `0`-`9`, `-`, `_`), like the 22-character ids of AgentScope-Python.
     pub id: SharedString,
     /// The speaker's name: `"user"`, the agent's name, a tool's name, ...
     pub name: SharedString,
@@ -511,7 +512,7 @@ pub struct MsgBuilder {
 }
 
 impl MsgBuilder {
-    /// Sets the id (default: a new UUID).
+    /// Sets the id (default: a new random UUID in 22 base64url characters).
     pub fn id(mut self, id: impl Into<SharedString>) -> Self {
         self.msg.id = id.into();
         self
@@ -585,10 +586,23 @@ fn reason_only(reason: GenerateReason) -> Option<Metadata> {
         .clone()
 }
 
-/// A new message id: a UUID, in one allocation.
+/// A new message id: a random (version 4) UUID's 16 bytes in unpadded base64url, 22
+/// characters, stored in place (no allocation).
 pub(crate) fn new_id() -> SharedString {
-    let mut buffer = uuid::Uuid::encode_buffer();
-    SharedString::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buffer))
+    const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let bits = uuid::Uuid::new_v4().as_u128();
+    // 22 digits of 6 bits from the top: 132 bits, the last digit's lowest 4 bits zero.
+    let mut text = [0u8; 22];
+    for (i, digit) in text.iter_mut().enumerate() {
+        let shift = 122_i32 - 6 * i as i32;
+        let value = if shift >= 0 {
+            (bits >> shift) & 63
+        } else {
+            (bits << -shift) & 63
+        };
+        *digit = DIGITS[value as usize];
+    }
+    SharedString::from(std::str::from_utf8(&text).unwrap_or_default())
 }
 
 /// The default name of a message of `role` (`"user"`, ...), without allocating.
@@ -616,6 +630,24 @@ fn join_parts(parts: &mut dyn Iterator<Item = &str>) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn ids_are_22_base64url_characters_of_a_random_uuid() {
+        let ids: std::collections::HashSet<String> =
+            (0..1000).map(|_| new_id().into_string()).collect();
+        assert_eq!(ids.len(), 1000);
+        for id in &ids {
+            assert_eq!(id.len(), 22, "{id}");
+            assert!(
+                id.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+                "{id}"
+            );
+            // Digit 8 holds bits 48-53 from the top, the first four of them the version
+            // nibble of a v4 UUID (`0100`): 16-19, `Q` to `T`.
+            assert!(matches!(id.as_bytes()[8], b'Q'..=b'T'), "{id}");
+        }
+    }
 
     #[test]
     fn text_joins_text_blocks_only() {

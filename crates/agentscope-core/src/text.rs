@@ -5,6 +5,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use arrayvec::ArrayString;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// An immutable-looking, cheaply clonable, copy-on-write string.
@@ -31,15 +32,23 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 ///
 /// [`push_str`]: SharedString::push_str
 ///
-/// Creating one costs at most one allocation (none for [`from_static`](Self::from_static)),
-/// and cloning none.
+/// Creating one costs at most one allocation (none for [`from_static`](Self::from_static),
+/// and none for text of up to 24 bytes, which is stored in place: message ids, names, short
+/// answers), and cloning none. A clone of longer text shares its buffer; a clone of short
+/// text copies its at most 24 bytes, with no reference count to touch.
 #[derive(Clone)]
 pub struct SharedString(Repr);
+
+/// The longest text stored in place (the most that keeps `SharedString` at 32 bytes).
+const INLINE: usize = 24;
 
 #[derive(Clone)]
 enum Repr {
     /// Text that lives for the whole program: no allocation.
     Static(&'static str),
+    /// Short text (message ids, names, short answers), stored in place: no allocation, and
+    /// clones copy it instead of counting a shared buffer.
+    Inline(ArrayString<INLINE>),
     /// Text made from a `&str`: one allocation, never grown in place.
     Frozen(Arc<str>),
     /// Text made from a `String`, or appended to: grows in place while unique.
@@ -74,6 +83,7 @@ impl SharedString {
     pub fn as_str(&self) -> &str {
         match &self.0 {
             Repr::Static(text) => text,
+            Repr::Inline(text) => text,
             Repr::Frozen(text) => text,
             Repr::Growable(text) => text.as_str(),
         }
@@ -85,19 +95,17 @@ impl SharedString {
             return;
         }
         match &mut self.0 {
-            Repr::Growable(buffer) => Arc::make_mut(buffer).push_str(text),
-            other => {
-                let current: &str = match other {
-                    Repr::Static(s) => s,
-                    Repr::Frozen(s) => s,
-                    Repr::Growable(s) => s.as_str(),
-                };
-                let mut buffer = String::with_capacity(current.len() + text.len());
-                buffer.push_str(current);
-                buffer.push_str(text);
-                *other = Repr::Growable(Arc::new(buffer));
+            Repr::Growable(buffer) => return Arc::make_mut(buffer).push_str(text),
+            Repr::Inline(inline) if inline.remaining_capacity() >= text.len() => {
+                return inline.push_str(text);
             }
+            _ => {}
         }
+        let current = self.as_str();
+        let mut buffer = String::with_capacity(current.len() + text.len());
+        buffer.push_str(current);
+        buffer.push_str(text);
+        self.0 = Repr::Growable(Arc::new(buffer));
     }
 
     /// The text as a `String`, without copying when this string owns an unshared `String`.
@@ -110,7 +118,8 @@ impl SharedString {
         }
     }
 
-    /// Whether `self` and `other` share one buffer (clones of each other).
+    /// Whether `self` and `other` share one buffer (clones of each other). Short text (up
+    /// to 24 bytes) is stored in place and shares nothing: clones of it copy it.
     pub fn ptr_eq(&self, other: &Self) -> bool {
         match (&self.0, &other.0) {
             (Repr::Static(a), Repr::Static(b)) => std::ptr::eq(*a, *b),
@@ -181,13 +190,19 @@ impl fmt::Display for SharedString {
 
 impl From<String> for SharedString {
     fn from(value: String) -> Self {
-        Self(Repr::Growable(Arc::new(value)))
+        match ArrayString::from(&value) {
+            Ok(inline) => Self(Repr::Inline(inline)),
+            Err(_) => Self(Repr::Growable(Arc::new(value))),
+        }
     }
 }
 
 impl From<&str> for SharedString {
     fn from(value: &str) -> Self {
-        Self(Repr::Frozen(Arc::from(value)))
+        match ArrayString::from(value) {
+            Ok(inline) => Self(Repr::Inline(inline)),
+            Err(_) => Self(Repr::Frozen(Arc::from(value))),
+        }
     }
 }
 
@@ -199,7 +214,7 @@ impl From<&SharedString> for SharedString {
 
 impl From<&String> for SharedString {
     fn from(value: &String) -> Self {
-        Self(Repr::Frozen(Arc::from(value.as_str())))
+        Self::from(value.as_str())
     }
 }
 
@@ -261,15 +276,48 @@ impl<'de> Deserialize<'de> for SharedString {
 mod tests {
     use super::*;
 
+    const LONG: &str = "a text longer than twenty-four bytes";
+
     #[test]
     fn clone_shares_and_push_copies_on_write() {
-        let mut a = SharedString::from("ab");
+        let mut a = SharedString::from(LONG);
         let b = a.clone();
         assert!(a.ptr_eq(&b));
-        a.push_str("c");
-        assert_eq!(a, "abc");
-        assert_eq!(b, "ab");
+        a.push_str("!");
+        assert_eq!(a, format!("{LONG}!"));
+        assert_eq!(b, LONG);
         assert!(!a.ptr_eq(&b));
+    }
+
+    #[test]
+    fn short_text_is_stored_in_place_and_grows_out_of_it() {
+        assert_eq!(std::mem::size_of::<SharedString>(), 32);
+        let fits = "x".repeat(INLINE);
+        for short in [
+            SharedString::from("ab"),
+            SharedString::from("ab".to_owned()),
+            SharedString::from(fits.as_str()),
+        ] {
+            assert!(matches!(short.0, Repr::Inline(_)), "{short}");
+            // A clone is a copy: nothing is shared.
+            assert!(!short.ptr_eq(&short.clone()));
+        }
+        let over = "x".repeat(INLINE + 1);
+        assert!(matches!(
+            SharedString::from(over.as_str()).0,
+            Repr::Frozen(_)
+        ));
+        assert!(matches!(SharedString::from(over).0, Repr::Growable(_)));
+
+        // Appending stays in place while it fits, then moves to a growable buffer.
+        let mut text = SharedString::from("ab");
+        let copy = text.clone();
+        text.push_str(&"c".repeat(INLINE - 2));
+        assert!(matches!(text.0, Repr::Inline(_)));
+        text.push_str("d");
+        assert!(matches!(text.0, Repr::Growable(_)));
+        assert_eq!(text, format!("ab{}d", "c".repeat(INLINE - 2)));
+        assert_eq!(copy, "ab");
     }
 
     #[test]
