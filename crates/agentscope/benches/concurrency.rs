@@ -1,11 +1,11 @@
 //! `concurrency`: 10,000 agents each running a two-step call (a tool call, then an answer)
 //! concurrently on a multi-thread runtime, with a scripted model that sleeps 10 ms per
 //! response. Reports wall time (criterion) next to the latency of one call alone; then a
-//! summary, in one run: one call, and for 10,000 and 100,000 concurrent calls their time,
-//! the tokio floor for as many tasks (each sleeping 10 ms twice), the ratios to both, and
-//! the peak resident memory of the run (VmHWM, reset before the run), and the CPU time a
-//! call takes in flight against the same calls made one after another without the model's
-//! delay. The timed region is the calls: the agents are built before it and dropped after
+//! summary, in one run: for 10,000 concurrent calls (5 rounds, medians and each round's
+//! ratios) and 100,000 (1 round), one call alone, the tokio floor for as many tasks (each
+//! sleeping 10 ms twice) and the calls, measured in turn in each round, the ratios to both,
+//! the peak resident memory (VmHWM, reset before the rounds), and the CPU time a call takes
+//! in flight against the same calls made one after another without the model's delay. The timed region is the calls: the agents are built before it and dropped after
 //! it (building and dropping 10,000 agents is not a call's latency). The agents share one
 //! model, as a service's agents share one provider client: it answers a conversation that
 //! ends in a tool result with "done", and any other with the tool call.
@@ -175,30 +175,40 @@ fn bench(c: &mut Criterion) {
     });
     group.finish();
 
-    let single = {
-        let start = Instant::now();
-        runtime.block_on(run_all(&build_agents(1, DELAY)));
-        start.elapsed()
-    };
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    println!("\nconcurrency summary: one call {:.1} ms", ms(single));
-    for count in [AGENTS, 10 * AGENTS] {
-        let floor = {
-            let start = Instant::now();
-            runtime.block_on(sleep_twice(count));
-            start.elapsed()
-        };
+    println!("\nconcurrency summary (each round: one call alone, the floor, then the calls)");
+    for (count, rounds) in [(AGENTS, ROUNDS), (10 * AGENTS, 1)] {
         reset_peak_rss();
         let before = peak_rss_mib();
-        let agents = build_agents(count, DELAY);
-        let cpu_before = cpu_time();
-        let start = Instant::now();
-        runtime.block_on(run_all(&agents));
-        let wall = start.elapsed();
-        let cpu = cpu_time()
-            .zip(cpu_before)
-            .map(|(after, before)| after - before);
-        drop(agents);
+        let mut measured = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            let single = {
+                let agents = build_agents(1, DELAY);
+                let start = Instant::now();
+                runtime.block_on(run_all(&agents));
+                start.elapsed()
+            };
+            let floor = {
+                let start = Instant::now();
+                runtime.block_on(sleep_twice(count));
+                start.elapsed()
+            };
+            let agents = build_agents(count, DELAY);
+            let cpu_before = cpu_time();
+            let start = Instant::now();
+            runtime.block_on(run_all(&agents));
+            let wall = start.elapsed();
+            let cpu = cpu_time()
+                .zip(cpu_before)
+                .map(|(after, before)| after - before);
+            drop(agents);
+            measured.push(Round {
+                single,
+                floor,
+                wall,
+                cpu,
+            });
+        }
         let serial_cpu = {
             let agents = build_agents(count, Duration::ZERO);
             let before = cpu_time();
@@ -210,21 +220,70 @@ fn bench(c: &mut Criterion) {
                 format!("{:.1} us", cpu.as_secs_f64() * 1e6 / count as f64)
             })
         };
+        let cpu = median(measured.iter().filter_map(|round| round.cpu).collect());
         println!(
             "{count} calls: CPU per call {} in flight, {} one after another (no model delay)",
             per_call(cpu),
             per_call(serial_cpu),
         );
+        let to_single: Vec<f64> = measured.iter().map(Round::to_single).collect();
+        let to_floor: Vec<f64> = measured.iter().map(Round::to_floor).collect();
+        let list = |ratios: &[f64]| {
+            ratios
+                .iter()
+                .map(|ratio| format!("{ratio:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let median_ms = |pick: fn(&Round) -> Duration| {
+            median(measured.iter().map(pick).collect()).map_or(0.0, ms)
+        };
         println!(
-            "{count} concurrent calls {:.1} ms = {:.2}x one call; tokio floor ({count} tasks sleeping twice) {:.1} ms, {:.2}x it; peak RSS {} MiB (at start of run {} MiB)",
-            ms(wall),
-            wall.as_secs_f64() / single.as_secs_f64(),
-            ms(floor),
-            wall.as_secs_f64() / floor.as_secs_f64(),
+            "{count} concurrent calls {:.1} ms = {:.2}x one call ({:.1} ms); tokio floor ({count} tasks sleeping twice) {:.1} ms, {:.2}x it; medians of {rounds} round(s), ratios per round: [{}] one call, [{}] floor; peak RSS {} MiB (at start of run {} MiB)",
+            median_ms(|round| round.wall),
+            median_f64(&to_single),
+            median_ms(|round| round.single),
+            median_ms(|round| round.floor),
+            median_f64(&to_floor),
+            list(&to_single),
+            list(&to_floor),
             peak_rss_mib().map_or("n/a".to_owned(), |m| format!("{m:.1}")),
             before.map_or("n/a".to_owned(), |m| format!("{m:.1}")),
         );
     }
+}
+
+/// Rounds of the summary at 10,000 calls (one at 100,000): a single round moves by a
+/// quarter on a shared machine.
+const ROUNDS: usize = 5;
+
+/// One round of the summary.
+struct Round {
+    single: Duration,
+    floor: Duration,
+    wall: Duration,
+    cpu: Option<Duration>,
+}
+
+impl Round {
+    fn to_single(&self) -> f64 {
+        self.wall.as_secs_f64() / self.single.as_secs_f64()
+    }
+
+    fn to_floor(&self) -> f64 {
+        self.wall.as_secs_f64() / self.floor.as_secs_f64()
+    }
+}
+
+fn median(mut values: Vec<Duration>) -> Option<Duration> {
+    values.sort();
+    values.get(values.len() / 2).copied()
+}
+
+fn median_f64(values: &[f64]) -> f64 {
+    let mut values = values.to_vec();
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// The runtime's floor: `count` tasks that each sleep [`DELAY`] twice, like a call's two
