@@ -18,7 +18,7 @@ use crate::config::AgentConfig;
 use crate::engine::{self, CallExtras, Finish};
 use crate::hooks::StructuredOutputHook;
 use crate::runtime::{AgentRuntime, lock};
-use crate::session::{AgentState, SessionBinding};
+use crate::session::{AgentState, SessionBinding, check_sessionless};
 use crate::stream::{AgentStream, StreamOptions};
 use crate::toolkit::Toolkit;
 
@@ -402,6 +402,10 @@ impl ReActAgent {
     /// With a session bound
     /// ([`ReActAgentBuilder::session`](crate::ReActAgentBuilder::session)) this is the state
     /// as of this agent's last call; the store may hold a newer one saved by another instance.
+    /// It then also carries the session's
+    /// [`running_tools`](AgentState::running_tools) and [`hooks`](AgentState::hooks) state,
+    /// so loading it elsewhere neither runs a started tool again nor forgets an approval.
+    /// Without a session both are empty: only a session keeps them.
     ///
     /// ```
     /// use agentscope::prelude::*;
@@ -433,18 +437,25 @@ impl ReActAgent {
             return Err(AgentError::Busy);
         }
         let _guard = runtime.begin_call(config.settings.check_running)?;
-        Ok(AgentState::new(config.identity(), config.memory.messages())
-            .with_metadata(self.metadata()))
+        let mut state = AgentState::new(config.identity(), config.memory.messages())
+            .with_metadata(self.metadata());
+        if let Some(session) = &config.session {
+            (state.running_tools, state.hooks) = session.seen();
+        }
+        Ok(state)
     }
 
     /// Replaces the agent's memory and [`metadata`](Self::metadata) with `state`'s. With a
-    /// session bound, `state` is saved to the session first (and memory is replaced only if
-    /// that succeeded), since every call loads the session.
+    /// session bound, all of `state` (with its running tools and hooks' state) is saved to
+    /// the session first (and memory is replaced only if that succeeded), since every call
+    /// loads the session.
     ///
     /// # Errors
     ///
     /// [`AgentError::Busy`] while a call is running; [`AgentError::InvalidInput`] when the
-    /// state has another format version or holds a `System` message (nothing changes);
+    /// state has another format version or holds a `System` message, or, without a session,
+    /// records [`running_tools`](AgentState::running_tools) or [`hooks`](AgentState::hooks)
+    /// state, which only a session keeps (clear them to drop them) (nothing changes);
     /// [`AgentError::Session`] when saving to the session fails (nothing changes).
     ///
     /// ```
@@ -472,15 +483,13 @@ impl ReActAgent {
     pub async fn load_state(&self, state: AgentState) -> Result<(), AgentError> {
         state.check().map_err(AgentError::invalid_input)?;
         let AgentInner { config, runtime } = &*self.inner;
+        if config.session.is_none() {
+            check_sessionless(&state).map_err(AgentError::invalid_input)?;
+        }
         let guard = runtime.begin_call(config.settings.check_running)?;
         if let Some(session) = &config.session {
             session
-                .replace(
-                    config.identity(),
-                    state.messages.clone(),
-                    state.metadata.clone(),
-                    guard.token(),
-                )
+                .replace(config.identity(), &state, guard.token())
                 .await?;
         }
         let memory = &config.memory;

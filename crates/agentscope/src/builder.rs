@@ -12,7 +12,7 @@ use crate::engine::reply::{NoModel, Reply, SharedReply};
 use crate::error::BuildError;
 use crate::memory::InMemoryMemory;
 use crate::runtime::AgentRuntime;
-use crate::session::{AgentState, SessionBinding, SessionStore};
+use crate::session::{AgentState, SessionBinding, SessionStore, check_sessionless};
 use crate::system_hooks::SystemHooks;
 use crate::toolkit::Toolkit;
 
@@ -181,8 +181,10 @@ impl ReActAgentBuilder {
     /// taken over (set them with [`name`](Self::name) and [`id`](Self::id) if you want).
     ///
     /// With a [`session`](Self::session) too, the state is where a session that does not
-    /// exist yet starts (a template conversation); an existing session replaces it on the
-    /// first call.
+    /// exist yet starts (a template conversation, with its running tools and hooks' state);
+    /// an existing session replaces it on the first call. Without a session, a state that
+    /// records [`running_tools`](AgentState::running_tools) or [`hooks`](AgentState::hooks)
+    /// state fails the build: only a session keeps them (clear them to drop them).
     pub fn state(mut self, state: AgentState) -> Self {
         self.state = Some(state);
         self
@@ -272,6 +274,11 @@ impl ReActAgentBuilder {
             state.check().map_err(|error| BuildError::InvalidConfig {
                 message: format!("invalid agent state: {error}"),
             })?;
+            if self.session.is_none() {
+                check_sessionless(state).map_err(|message| BuildError::InvalidConfig {
+                    message: format!("invalid agent state: {message}"),
+                })?;
+            }
         }
         if let Some((_, id)) = &self.session {
             if id.trim().is_empty() {
@@ -290,17 +297,19 @@ impl ReActAgentBuilder {
         let memory = self
             .memory
             .unwrap_or_else(|| Arc::new(InMemoryMemory::new()));
-        let (messages, metadata) = match self.state {
-            Some(state) => {
-                memory.clear();
-                memory.extend(state.messages.clone());
-                (state.messages, state.metadata)
-            }
-            None => Default::default(),
-        };
+        if let Some(state) = &self.state {
+            memory.clear();
+            memory.extend(state.messages.clone());
+        }
+        let metadata = self
+            .state
+            .as_ref()
+            .map(|state| state.metadata.clone())
+            .unwrap_or_default();
+        let initial = self.state;
         let session = self
             .session
-            .map(|(store, id)| SessionBinding::new(store, id, messages, metadata.clone()));
+            .map(|(store, id)| SessionBinding::new(store, id, initial));
         // The agent's own hooks first, then the system hooks: at equal priority the agent's
         // run first, as in AgentScope-Java (and Python's instance-before-class hooks).
         let mut hooks = self.hooks;

@@ -7,17 +7,20 @@ use agentscope_core::session::SessionLease;
 use agentscope_core::{AgentError, CancellationToken, Memory, Msg, SharedString};
 use serde_json::{Map, Value};
 
-use super::{AgentIdentity, SessionStore, StateChange};
+use super::{AgentIdentity, AgentState, SessionStore, StateChange};
 use crate::runtime::lock;
 
-/// The store and session id an agent is bound to, and what a session that does not exist
-/// yet starts from.
+/// The store and session id an agent is bound to, what a session that does not exist yet
+/// starts from, and the session's running tools and hooks' state as this instance last saw
+/// them (for `save_state`).
 pub(crate) struct SessionBinding {
     store: Arc<dyn SessionStore>,
     id: String,
-    /// The builder's `.state(..)` (empty without one): the start of a fresh conversation.
-    initial_messages: Vec<Msg>,
-    initial_metadata: Map<String, Value>,
+    /// The builder's `.state(..)`, if any: the start of a fresh conversation (empty without
+    /// one).
+    initial: Option<AgentState>,
+    /// The running tools and the hooks' state as of this instance's last load or save.
+    seen: Mutex<(Vec<String>, Map<String, Value>)>,
 }
 
 /// The stored revision a call works from, and how memory relates to it: the next save sends
@@ -68,14 +71,35 @@ impl SessionBinding {
     pub(crate) fn new(
         store: Arc<dyn SessionStore>,
         id: String,
-        initial_messages: Vec<Msg>,
-        initial_metadata: Map<String, Value>,
+        initial: Option<AgentState>,
     ) -> Self {
+        let seen = Mutex::new(
+            initial
+                .as_ref()
+                .map(|state| (state.running_tools.clone(), state.hooks.clone()))
+                .unwrap_or_default(),
+        );
         Self {
             store,
             id,
-            initial_messages,
-            initial_metadata,
+            initial,
+            seen,
+        }
+    }
+
+    /// The session's running tools and hooks' state as of this instance's last load or save
+    /// (the initial state's before the first).
+    pub(crate) fn seen(&self) -> (Vec<String>, Map<String, Value>) {
+        lock(&self.seen).clone()
+    }
+
+    fn see(&self, running: &[String], hooks: &Map<String, Value>) {
+        let mut seen = lock(&self.seen);
+        if seen.0 != running {
+            seen.0 = running.to_vec();
+        }
+        if seen.1 != *hooks {
+            seen.1 = hooks.clone();
         }
     }
 
@@ -127,19 +151,30 @@ impl SessionBinding {
                 (state.messages, synced)
             }
             None => {
+                let (messages, metadata, running, hooks) = match &self.initial {
+                    Some(state) => (
+                        state.messages.clone(),
+                        state.metadata.clone(),
+                        state.running_tools.clone(),
+                        state.hooks.clone(),
+                    ),
+                    None => Default::default(),
+                };
+                // Stored by the first save, with the initial messages.
                 let synced = Synced {
                     revision: 0,
                     stored: 0,
                     last_id: None,
-                    metadata: self.initial_metadata.clone(),
-                    running: Vec::new(),
+                    metadata,
+                    running,
                     running_changed: false,
-                    hooks: Map::new(),
+                    hooks,
                     lease,
                 };
-                (self.initial_messages.clone(), synced)
+                (messages, synced)
             }
         };
+        self.see(&synced.running, &synced.hooks);
         if memory.messages() != messages {
             memory.clear();
             memory.extend(messages);
@@ -194,7 +229,10 @@ impl SessionBinding {
             && metadata == synced.metadata
             && match synced.revision {
                 // A fresh conversation is stored once it differs from where it starts.
-                0 => appended == self.initial_messages,
+                0 => self
+                    .initial
+                    .as_ref()
+                    .map_or(appended.is_empty(), |initial| appended == initial.messages),
                 _ => kept == synced.stored && appended.is_empty(),
             };
         if unchanged {
@@ -219,17 +257,17 @@ impl SessionBinding {
         synced.metadata = change.metadata;
         synced.hooks = change.hooks;
         synced.running_changed = false;
+        self.see(&synced.running, &synced.hooks);
         Ok(())
     }
 
-    /// Replaces the session's whole state with `messages` and `metadata`, on top of
-    /// whatever revision is stored (`load_state`: the caller means to overwrite), holding
-    /// the session's lease meanwhile.
+    /// Replaces the session's whole state with `state`'s messages, metadata, running tools
+    /// and hooks' state, on top of whatever revision is stored (`load_state`: the caller
+    /// means to overwrite), holding the session's lease meanwhile.
     pub(crate) async fn replace(
         &self,
         agent: AgentIdentity,
-        messages: Vec<Msg>,
-        metadata: Map<String, Value>,
+        state: &AgentState,
         interrupt: &CancellationToken,
     ) -> Result<(), AgentError> {
         let lease = self.store.lease(&self.id, interrupt).await?;
@@ -239,13 +277,17 @@ impl SessionBinding {
                 .load(&self.id)
                 .await?
                 .map_or(0, |state| state.revision);
-            let mut change = StateChange::new(base, 0, messages, agent).with_metadata(metadata);
+            let mut change = StateChange::new(base, 0, state.messages.clone(), agent)
+                .with_metadata(state.metadata.clone())
+                .with_running_tools(state.running_tools.clone())
+                .with_hooks(state.hooks.clone());
             change.fence = lease.as_ref().map(|lease| lease.fence().to_owned());
             self.store.save(&self.id, &change).await
         }
         .await;
         release(lease).await;
         saved?;
+        self.see(&state.running_tools, &state.hooks);
         Ok(())
     }
 
@@ -259,6 +301,23 @@ impl SessionBinding {
     pub(crate) async fn release(&self, synced: Synced) {
         release(synced.lease).await;
     }
+}
+
+/// Checks that `state` can be loaded by an agent without a session: running tools and the
+/// hooks' state live only in a session (an agent without one would run a started tool
+/// again, and its hooks never see their state), so a state holding either is refused rather
+/// than taken in part.
+pub(crate) fn check_sessionless(state: &AgentState) -> Result<(), String> {
+    if state.running_tools.is_empty() && state.hooks.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "the state records running tools {:?} and hooks' state for {:?}, which only an agent \
+         bound to a session keeps: bind one (`session(..)`), or clear `running_tools` and \
+         `hooks` to drop them",
+        state.running_tools,
+        state.hooks.keys().collect::<Vec<_>>(),
+    ))
 }
 
 /// Gives a lease back. A failure is logged, not returned: the call's work is stored

@@ -51,7 +51,7 @@
 mod binding;
 mod json_file;
 
-pub(crate) use binding::{SessionBinding, Synced};
+pub(crate) use binding::{SessionBinding, Synced, check_sessionless};
 pub use json_file::JsonFileSessionStore;
 
 pub use agentscope_core::session::{

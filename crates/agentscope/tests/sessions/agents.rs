@@ -710,6 +710,134 @@ async fn load_state_with_a_session_saves_it() {
     assert_eq!(agent.memory().messages(), state.messages);
 }
 
+/// A conversation whose tool call `c1` started and never stored a result, with some hooks'
+/// state: what a crash mid-tool leaves in a session.
+fn crashed_state() -> AgentState {
+    let mut state = state_of(vec![
+        Msg::user("6*7?"),
+        Msg::new(
+            Role::Assistant,
+            "assistant",
+            vec![ToolUseBlock::new("c1", "calculator", json!({"expression": "6*7"})).into()],
+        ),
+    ]);
+    state.running_tools = vec!["c1".to_owned()];
+    state
+        .hooks
+        .insert("approvals".to_owned(), json!({"approved": ["c1"]}));
+    state
+}
+
+/// An agent with a calculator bound to session `id` of `store`, answering "done".
+fn calculator_agent(store: &JsonFileSessionStore, id: &str, calc: &Calculator) -> ReActAgent {
+    ReActAgent::builder()
+        .model(ScriptedModel::new([ScriptedResponse::text("done")]))
+        .toolkit(Toolkit::new().tool(calc.clone()))
+        .session(store.clone(), id)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn running_tools_and_hooks_state_survive_save_state_and_load_state() {
+    let (_dir, store) = temp_store();
+    let state = crashed_state();
+    let calc = Calculator::new();
+    let first = calculator_agent(&store, "s", &calc);
+
+    first.load_state(state.clone()).await.unwrap();
+
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert_eq!(stored.running_tools, ["c1"]);
+    assert_eq!(stored.hooks, state.hooks);
+    let saved = first.save_state().unwrap();
+    assert_eq!(saved.running_tools, ["c1"]);
+    assert_eq!(saved.hooks, state.hooks);
+
+    // Moved to another session by hand, the started tool still does not run again.
+    let second = calculator_agent(&store, "t", &calc);
+    second.load_state(saved).await.unwrap();
+    let reply = second.call(()).await.unwrap();
+    assert_eq!(reply.text(), "done");
+    assert_eq!(calc.log().count(), 0, "the started tool ran again");
+    let results: Vec<_> = second
+        .memory()
+        .messages()
+        .iter()
+        .flat_map(|msg| msg.tool_results().into_iter().cloned().collect::<Vec<_>>())
+        .collect();
+    assert_eq!(results.len(), 1);
+    assert!(results[0].is_error);
+    assert!(
+        results[0].output[0]
+            .as_text()
+            .is_some_and(|text| text.contains("interrupted while running")),
+        "{results:?}"
+    );
+    let after = second.save_state().unwrap();
+    assert!(after.running_tools.is_empty(), "{after:?}");
+    assert_eq!(after.hooks, state.hooks);
+    assert_eq!(store.load("t").await.unwrap().unwrap().hooks, state.hooks);
+}
+
+#[tokio::test]
+async fn a_template_state_keeps_its_running_tools_for_a_new_session() {
+    let (_dir, store) = temp_store();
+    let calc = Calculator::new();
+    let agent = ReActAgent::builder()
+        .model(ScriptedModel::new([ScriptedResponse::text("done")]))
+        .toolkit(Toolkit::new().tool(calc.clone()))
+        .state(crashed_state())
+        .session(store.clone(), "fresh")
+        .build()
+        .unwrap();
+    assert_eq!(agent.save_state().unwrap().running_tools, ["c1"]);
+
+    assert_eq!(agent.call(()).await.unwrap().text(), "done");
+
+    assert_eq!(calc.log().count(), 0, "the started tool ran again");
+    let stored = store.load("fresh").await.unwrap().unwrap();
+    assert!(stored.running_tools.is_empty());
+    assert_eq!(stored.hooks, crashed_state().hooks);
+}
+
+#[tokio::test]
+async fn without_a_session_running_tools_and_hooks_state_are_refused_not_dropped() {
+    let memory = InMemoryMemory::with_messages(vec![Msg::user("kept")]);
+    let agent = ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .memory(memory.clone())
+        .build()
+        .unwrap();
+    let expected = "the state records running tools [\"c1\"] and hooks' state for \
+                    [\"approvals\"], which only an agent bound to a session keeps: bind one \
+                    (`session(..)`), or clear `running_tools` and `hooks` to drop them";
+
+    let error = agent.load_state(crashed_state()).await.unwrap_err();
+    assert!(
+        matches!(error, AgentError::InvalidInput { .. }),
+        "{error:?}"
+    );
+    assert_eq!(error.to_string(), expected);
+    assert_eq!(texts(&memory.messages()), ["kept"]);
+    let error = ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .state(crashed_state())
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("invalid agent configuration: invalid agent state: {expected}")
+    );
+
+    // Cleared, they load.
+    let mut cleared = crashed_state();
+    cleared.running_tools.clear();
+    cleared.hooks.clear();
+    agent.load_state(cleared.clone()).await.unwrap();
+    assert_eq!(memory.messages(), cleared.messages);
+}
+
 #[tokio::test]
 async fn state_operations_are_busy_while_a_call_runs() {
     let started = Arc::new(tokio::sync::Notify::new());
