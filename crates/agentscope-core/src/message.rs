@@ -591,16 +591,15 @@ fn reason_only(reason: GenerateReason) -> Option<Metadata> {
 pub(crate) fn new_id() -> SharedString {
     const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let bits = uuid::Uuid::new_v4().as_u128();
-    // 22 digits of 6 bits from the top: 132 bits, the last digit's lowest 4 bits zero.
+    // 22 digits of 6 bits from the top: 21 whole digits, then the last 2 bits padded with
+    // 4 zero bits.
     let mut text = [0u8; 22];
     for (i, digit) in text.iter_mut().enumerate() {
-        let shift = 122_i32 - 6 * i as i32;
-        let value = if shift >= 0 {
-            (bits >> shift) & 63
-        } else {
-            (bits << -shift) & 63
+        let bits = match i {
+            21 => bits << 4,
+            _ => bits >> (122 - 6 * i),
         };
-        *digit = DIGITS[value as usize];
+        *digit = DIGITS[(bits & 63) as usize];
     }
     SharedString::from(std::str::from_utf8(&text).unwrap_or_default())
 }
@@ -646,6 +645,11 @@ mod tests {
             // Digit 8 holds bits 48-53 from the top, the first four of them the version
             // nibble of a v4 UUID (`0100`): 16-19, `Q` to `T`.
             assert!(matches!(id.as_bytes()[8], b'Q'..=b'T'), "{id}");
+            // The last digit holds the lowest 2 bits, then 4 zero bits: 0, 16, 32 or 48.
+            assert!(
+                matches!(id.as_bytes()[21], b'A' | b'Q' | b'g' | b'w'),
+                "{id}"
+            );
         }
     }
 
