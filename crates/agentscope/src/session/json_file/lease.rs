@@ -21,7 +21,7 @@ use agentscope_core::CancellationToken;
 use agentscope_core::session::{LeaseHandle, SessionError};
 use futures::future::BoxFuture;
 
-use super::LogInfo;
+use super::replay::LogInfo;
 use crate::runtime::lock;
 
 /// The leases this process holds, by lock file path. Keyed by the path's bytes, which hash
