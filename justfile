@@ -26,6 +26,10 @@ bench:
 compare *args:
     scripts/compare-peers.sh {{args}}
 
+# Clean build time of a hello-world agent, ours against rig 0.44 (scratch projects outside the tree).
+build-time *args:
+    scripts/build-time.sh {{args}}
+
 # Run the quickstart (offline unless OPENAI_API_KEY is set).
 demo:
     cargo run --example quickstart

@@ -39,20 +39,32 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations)]
 
-// One job per module; `use crate::` edges only point down (no cycles):
-//   server  -> run, mapping, error   AgUi, AgentSpec, the router, auth, busy threads, shutdown
-//   run     -> mapping, protocol, error   one run: input, resume, the event stream
-//   mapping -> protocol              agent events and messages -> AG-UI
-//   protocol                         AG-UI 1.0 wire types
-//   error                            ApiError: JSON errors before a stream starts
+// One job per module; `use crate::` edges only point down the list (no cycles):
+//   builder  -> routes, spec, state          AgUiBuilder, BuildError: checks the options once
+//   routes   -> run, auth, assets, state, mapping, error   AgUi, the router, thread history
+//   run      -> state, mapping, protocol, error   one run: input, resume, the event stream
+//   auth     -> error                        the bearer token on the `/agents` routes
+//   assets                                   the chat page's files and their routes
+//   state    -> spec, error                  agents, store, busy threads, shutdown, sessions
+//   spec     -> error                        AgentSpec: makes the agent of one run
+//   mapping  -> protocol                     agent events, messages, approvals -> AG-UI
+//   protocol                                 AG-UI 1.0 wire types
+//   error                                    ApiError: JSON errors before a stream starts
+mod assets;
+mod auth;
+mod builder;
 mod error;
 mod mapping;
 pub mod protocol;
+mod routes;
 mod run;
-mod server;
+mod spec;
+mod state;
 
+pub use builder::{AgUiBuilder, BuildError, DEFAULT_MAX_BODY_BYTES};
 pub use error::ApiError;
-pub use server::{AgUi, AgUiBuilder, AgentSpec, BuildError, DEFAULT_MAX_BODY_BYTES};
+pub use routes::AgUi;
+pub use spec::AgentSpec;
 
 /// The serving guide's code blocks, compiled with the doc tests.
 #[cfg(doctest)]

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use agentscope::hooks::ToolApprovalHook;
 use agentscope::{
-    AgentError, AgentState, AgentStream, CallInput, ContentBlock, GenerateReason, ImageBlock, Msg,
-    Role, SessionStore, StreamOptions,
+    AgentError, AgentStream, CallInput, ContentBlock, GenerateReason, ImageBlock, Msg, Role,
+    StreamOptions,
 };
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -21,9 +21,9 @@ use serde_json::{Value, json};
 use tracing::Instrument;
 
 use crate::error::{ApiError, shorten};
-use crate::mapping::{Mapper, arguments_text, to_messages};
-use crate::protocol::{AgUiEvent, Interrupt, Outcome, ResumeStatus, RunAgentInput};
-use crate::server::{Inner, RunGuard, session_of};
+use crate::mapping::{Mapper, interrupts, to_messages};
+use crate::protocol::{AgUiEvent, Outcome, ResumeStatus, RunAgentInput};
+use crate::state::{Inner, RunGuard, session_of};
 
 /// The handler of `POST /agents/{agent}`.
 pub(crate) async fn run(
@@ -61,7 +61,7 @@ pub(crate) async fn run(
     let agent_handle = spec.build(&inner.store, &session, approvals.as_ref())?;
     // Busy before anything is read or decided: a second run on the thread changes nothing.
     let guard = inner.start_run(&session, &agent_handle)?;
-    let stored = load_state(&inner.store, &session).await?;
+    let stored = inner.load_state(&session).await?;
     if let (Some(approvals), Some(stored)) = (&approvals, &stored) {
         approvals.restore_state(stored);
         // The tools of the toolkit's live sources too; a source that fails to resolve fails
@@ -111,48 +111,6 @@ fn sse_event(event: &AgUiEvent) -> SseEvent {
         Err(_) => SseEvent::default()
             .data(r#"{"type":"RUN_ERROR","message":"unserialisable event","code":"internal"}"#),
     }
-}
-
-/// The stored state of `session` (`None` for a new thread).
-pub(crate) async fn load_state(
-    store: &Arc<dyn SessionStore>,
-    session: &str,
-) -> Result<Option<AgentState>, ApiError> {
-    match store.load(session).await {
-        Ok(state) => Ok(state),
-        Err(err) => Err(ApiError::internal(
-            "session_store",
-            format!("the thread cannot be loaded: {err}"),
-        )),
-    }
-}
-
-/// The calls awaiting a decision, as AG-UI interrupts (id = the tool call's id).
-pub(crate) fn interrupts(approvals: &ToolApprovalHook) -> Vec<Interrupt> {
-    approvals
-        .pending()
-        .into_iter()
-        .map(|call| Interrupt {
-            message: format!(
-                "Approve calling {} with {}?",
-                call.name,
-                arguments_text(&call)
-            ),
-            id: call.id.to_string(),
-            reason: "tool_approval",
-            tool_call_id: call.id.to_string(),
-            response_schema: json!({
-                "type": "object",
-                "properties": {
-                    "approved": {"type": "boolean"},
-                    "arguments": {"type": "object",
-                                  "description": "new arguments (approve with edits)"},
-                    "reason": {"type": "string", "description": "why it is rejected"}
-                },
-                "required": ["approved"]
-            }),
-        })
-        .collect()
 }
 
 /// What the agent is called with: the decisions of `resume` applied (the call resumes),

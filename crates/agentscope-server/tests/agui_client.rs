@@ -19,13 +19,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agentscope::hooks::ApprovalPolicy;
+use agentscope::ToolError;
 use agentscope::prelude::*;
-use agentscope::{JsonFileSessionStore, ToolError};
-use agentscope_server::{AgUi, AgentSpec};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
+use support::components::{node, node_packages, run_node};
+use support::events::{TOOL_CALL_STEP, TOOL_RESULT_STEP, run_of, text_step};
+use support::serve::{Served, guarded_assistant, serve};
 
 const CLIENT_DIR: &str = "tests/agui-client";
 
@@ -59,11 +60,10 @@ fn script() -> Vec<ScriptedResponse> {
 }
 
 struct Server {
-    url: String,
+    served: Served,
     model: ScriptedModel,
     deletes: Arc<AtomicUsize>,
     _sessions: tempfile::TempDir,
-    task: tokio::task::JoinHandle<()>,
 }
 
 async fn start_server() -> Server {
@@ -73,7 +73,7 @@ async fn start_server() -> Server {
 
     let spec_model = model.clone();
     let spec_deletes = deletes.clone();
-    let spec = AgentSpec::new(move || {
+    let agui = guarded_assistant(sessions.path(), move || {
         let deletes = spec_deletes.clone();
         let delete_files = tool_fn(
             "delete_files",
@@ -94,25 +94,13 @@ async fn start_server() -> Server {
             .model(spec_model.clone())
             .toolkit(Toolkit::new().tool(Calculator::new()).tool(delete_files))
     })
-    .approval(ApprovalPolicy::tools(["delete_files"]));
-
-    let agui = AgUi::builder()
-        .agent("assistant", spec)
-        .store(JsonFileSessionStore::new(sessions.path()))
-        .build()
-        .unwrap();
-    let app = agui.router();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
-    });
+    .build()
+    .unwrap();
     Server {
-        url,
+        served: serve(agui).await,
         model,
         deletes,
         _sessions: sessions,
-        task,
     }
 }
 
@@ -126,7 +114,7 @@ async fn run_client(url: &str) -> Value {
         "the AG-UI client is not installed: run `npm ci` in {} (CI does) and run the test again",
         client_dir.display()
     );
-    let stdout = support::run_node(&format!("{CLIENT_DIR}/client.test.mjs"), url, &[]).await;
+    let stdout = run_node(&format!("{CLIENT_DIR}/client.test.mjs"), url, &[]).await;
     // AGUI_CLIENT_REPORT=<file> keeps the whole report (every event and frame) for a look.
     if let Some(path) = std::env::var_os("AGUI_CLIENT_REPORT") {
         std::fs::write(path, stdout.as_bytes()).unwrap();
@@ -181,11 +169,16 @@ fn summary<'a>(run: &'a Value, key: &str) -> &'a Value {
     &run["summary"][key]
 }
 
+/// The only entry of `key` in a run's summary, and the id it holds under `id_key`.
+fn only<'a>(run: &'a Value, key: &str, id_key: &str) -> (&'a Value, String) {
+    let entries = summary(run, key).as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{key}: {entries:?}");
+    (&entries[0], entries[0][id_key].as_str().unwrap().to_owned())
+}
+
 /// The id of the only text message of a run.
 fn text_id(run: &Value) -> String {
-    let texts = summary(run, "texts").as_array().unwrap();
-    assert_eq!(texts.len(), 1, "{texts:?}");
-    texts[0]["messageId"].as_str().unwrap().to_owned()
+    only(run, "texts", "messageId").1
 }
 
 fn text_message(run: &Value, text: &str) -> Value {
@@ -195,11 +188,11 @@ fn text_message(run: &Value, text: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_ag_ui_client_runs_every_scenario() {
-    if support::node().is_none() || support::node_packages(CLIENT_DIR).is_none() {
+    if node().is_none() || node_packages(CLIENT_DIR).is_none() {
         return;
     }
     let server = start_server().await;
-    let report = run_client(&server.url).await;
+    let report = run_client(&server.served.base).await;
     assert_eq!(report["failures"], json!([]), "{report:#}");
     assert_eq!(report["client"]["version"], json!("1.0.0"));
     assert_eq!(report["client"]["protocolVersion"], json!("1.0"));
@@ -243,26 +236,11 @@ async fn the_official_ag_ui_client_runs_every_scenario() {
             "Rejected by the user: not now".into()
         )
     );
-    server.task.abort();
 }
 
 fn check_stream(report: &Value) {
     let run = clean_run(report, "a_stream", 0);
-    assert_eq!(
-        types(run),
-        [
-            "RUN_STARTED",
-            "STEP_STARTED",
-            "TEXT_MESSAGE_START",
-            "TEXT_MESSAGE_CONTENT",
-            "TEXT_MESSAGE_CONTENT",
-            "TEXT_MESSAGE_CONTENT",
-            "TEXT_MESSAGE_END",
-            "STEP_FINISHED",
-            "MESSAGES_SNAPSHOT",
-            "RUN_FINISHED",
-        ]
-    );
+    assert_eq!(types(run), run_of(&[&text_step(3)]));
     let answer = text_id(run);
     assert_eq!(
         summary(run, "runStarted"),
@@ -301,32 +279,22 @@ fn check_stream(report: &Value) {
 
 fn check_tool(report: &Value) {
     let run = clean_run(report, "b_tool", 0);
+    let asking = [
+        "STEP_STARTED",
+        "REASONING_START",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_ARGS",
+        "REASONING_MESSAGE_END",
+        "REASONING_END",
+        "TOOL_CALL_END",
+        "STEP_FINISHED",
+    ];
     assert_eq!(
         types(run),
-        [
-            "RUN_STARTED",
-            "STEP_STARTED",
-            "REASONING_START",
-            "REASONING_MESSAGE_START",
-            "REASONING_MESSAGE_CONTENT",
-            "TOOL_CALL_START",
-            "TOOL_CALL_ARGS",
-            "TOOL_CALL_ARGS",
-            "REASONING_MESSAGE_END",
-            "REASONING_END",
-            "TOOL_CALL_END",
-            "STEP_FINISHED",
-            "STEP_STARTED",
-            "TOOL_CALL_RESULT",
-            "STEP_FINISHED",
-            "STEP_STARTED",
-            "TEXT_MESSAGE_START",
-            "TEXT_MESSAGE_CONTENT",
-            "TEXT_MESSAGE_END",
-            "STEP_FINISHED",
-            "MESSAGES_SNAPSHOT",
-            "RUN_FINISHED",
-        ]
+        run_of(&[&asking, TOOL_RESULT_STEP, &text_step(1)])
     );
     assert_eq!(
         summary(run, "steps"),
@@ -339,29 +307,23 @@ fn check_tool(report: &Value) {
             "STEP_FINISHED reasoning 2"
         ])
     );
-    let calls = summary(run, "toolCalls").as_array().unwrap();
-    assert_eq!(calls.len(), 1, "{calls:?}");
-    let asked = calls[0]["parentMessageId"].as_str().unwrap().to_owned();
+    let (call, asked) = only(run, "toolCalls", "parentMessageId");
     assert_eq!(
-        calls[0],
-        json!({"toolCallId": "call-calc", "toolCallName": "calculator", "parentMessageId": asked,
-               "args": "{\"expression\":\"6*7\"}", "parsedArgs": {"expression": "6*7"},
-               "ended": true})
+        call,
+        &json!({"toolCallId": "call-calc", "toolCallName": "calculator", "parentMessageId": asked,
+                "args": "{\"expression\":\"6*7\"}", "parsedArgs": {"expression": "6*7"},
+                "ended": true})
     );
-    let reasoning = summary(run, "reasoning").as_array().unwrap();
-    assert_eq!(reasoning.len(), 1, "{reasoning:?}");
-    let reasoning_id = reasoning[0]["messageId"].as_str().unwrap().to_owned();
+    let (reasoning, reasoning_id) = only(run, "reasoning", "messageId");
     assert_eq!(
-        reasoning[0],
-        json!({"messageId": reasoning_id, "role": "reasoning",
-               "text": "I should use the calculator.", "ended": true})
+        reasoning,
+        &json!({"messageId": reasoning_id, "role": "reasoning",
+                "text": "I should use the calculator.", "ended": true})
     );
-    let results = summary(run, "toolResults").as_array().unwrap();
-    assert_eq!(results.len(), 1, "{results:?}");
-    let result_id = results[0]["messageId"].as_str().unwrap().to_owned();
+    let (result, result_id) = only(run, "toolResults", "messageId");
     assert_eq!(
-        results[0],
-        json!({"messageId": result_id, "toolCallId": "call-calc", "content": "42", "role": "tool"})
+        result,
+        &json!({"messageId": result_id, "toolCallId": "call-calc", "content": "42", "role": "tool"})
     );
     let answer = text_id(run);
     assert_eq!(summary(run, "texts"), &text_message(run, "6*7 = 42."));
@@ -421,32 +383,17 @@ struct Approval<'a> {
 fn check_approval(report: &Value, a: &Approval<'_>) {
     let scenario = a.scenario;
     let first = clean_run(report, scenario, 0);
-    assert_eq!(
-        types(first),
-        [
-            "RUN_STARTED",
-            "STEP_STARTED",
-            "TOOL_CALL_START",
-            "TOOL_CALL_ARGS",
-            "TOOL_CALL_END",
-            "STEP_FINISHED",
-            "MESSAGES_SNAPSHOT",
-            "RUN_FINISHED",
-        ],
-        "{scenario}"
-    );
+    assert_eq!(types(first), run_of(&[TOOL_CALL_STEP]), "{scenario}");
     assert_eq!(
         summary(first, "steps"),
         &json!(["STEP_STARTED reasoning 1", "STEP_FINISHED reasoning 1"])
     );
-    let calls = summary(first, "toolCalls").as_array().unwrap();
-    assert_eq!(calls.len(), 1, "{calls:?}");
-    let asked = calls[0]["parentMessageId"].as_str().unwrap().to_owned();
+    let (call, asked) = only(first, "toolCalls", "parentMessageId");
     let args_text = a.args.to_string();
     assert_eq!(
-        calls[0],
-        json!({"toolCallId": a.call_id, "toolCallName": "delete_files", "parentMessageId": asked,
-               "args": args_text, "parsedArgs": a.args, "ended": true})
+        call,
+        &json!({"toolCallId": a.call_id, "toolCallName": "delete_files", "parentMessageId": asked,
+                "args": args_text, "parsedArgs": a.args, "ended": true})
     );
     assert_eq!(summary(first, "toolResults"), &json!([]));
     assert_eq!(summary(first, "texts"), &json!([]));
@@ -492,19 +439,7 @@ fn check_approval(report: &Value, a: &Approval<'_>) {
     );
     assert_eq!(
         types(second),
-        [
-            "RUN_STARTED",
-            "STEP_STARTED",
-            "TOOL_CALL_RESULT",
-            "STEP_FINISHED",
-            "STEP_STARTED",
-            "TEXT_MESSAGE_START",
-            "TEXT_MESSAGE_CONTENT",
-            "TEXT_MESSAGE_END",
-            "STEP_FINISHED",
-            "MESSAGES_SNAPSHOT",
-            "RUN_FINISHED",
-        ],
+        run_of(&[TOOL_RESULT_STEP, &text_step(1)]),
         "{scenario}"
     );
     assert_eq!(
@@ -516,13 +451,11 @@ fn check_approval(report: &Value, a: &Approval<'_>) {
             "STEP_FINISHED reasoning 1"
         ])
     );
-    let results = summary(second, "toolResults").as_array().unwrap();
-    assert_eq!(results.len(), 1, "{results:?}");
-    let result_id = results[0]["messageId"].as_str().unwrap().to_owned();
+    let (result, result_id) = only(second, "toolResults", "messageId");
     assert_eq!(
-        results[0],
-        json!({"messageId": result_id, "toolCallId": a.call_id, "content": a.result,
-               "role": "tool"})
+        result,
+        &json!({"messageId": result_id, "toolCallId": a.call_id, "content": a.result,
+                "role": "tool"})
     );
     let answer = text_id(second);
     assert_eq!(summary(second, "texts"), &text_message(second, a.answer));

@@ -21,12 +21,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentscope::hooks::ApprovalPolicy;
+use agentscope::ToolError;
 use agentscope::prelude::*;
-use agentscope::{JsonFileSessionStore, ToolError};
-use agentscope_server::{AgUi, AgentSpec};
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
+use support::components::{chromium, node, node_packages, run_node};
+use support::serve::guarded_assistant;
 
 const BROWSER_DIR: &str = "tests/browser";
 
@@ -80,11 +80,8 @@ fn delete_files(runs: Arc<AtomicUsize>) -> impl Tool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_web_chat_streams_asks_for_approval_and_restores_the_thread_in_a_real_browser() {
-    let (Some(_), Some(_), Some(chromium)) = (
-        support::node(),
-        support::node_packages(BROWSER_DIR),
-        support::chromium(),
-    ) else {
+    let (Some(_), Some(_), Some(chromium)) = (node(), node_packages(BROWSER_DIR), chromium())
+    else {
         return;
     };
 
@@ -94,19 +91,15 @@ async fn the_web_chat_streams_asks_for_approval_and_restores_the_thread_in_a_rea
     let sessions = tempfile::tempdir().unwrap();
     let spec_model = model.clone();
     let spec_deletions = deletions.clone();
-    let spec = AgentSpec::new(move || {
+    let agui = guarded_assistant(sessions.path(), move || {
         ReActAgent::builder()
             .name("assistant")
             .sys_prompt("You are a careful operations assistant.")
             .model(spec_model.clone())
             .toolkit(Toolkit::new().tool(delete_files(spec_deletions.clone())))
     })
-    .approval(ApprovalPolicy::tools(["delete_files"]));
-    let agui = AgUi::builder()
-        .agent("assistant", spec)
-        .store(JsonFileSessionStore::new(sessions.path()))
-        .build()
-        .unwrap();
+    .build()
+    .unwrap();
     // Mounted under a prefix, as an application embeds it: the page is served at `/ui` and
     // must find its assets and the API relative to that.
     let app = axum::Router::new().nest("/ui", agui.router());
@@ -122,7 +115,7 @@ async fn the_web_chat_streams_asks_for_approval_and_restores_the_thread_in_a_rea
     );
 
     // The browser.
-    let stdout = support::run_node(
+    let stdout = run_node(
         &format!("{BROWSER_DIR}/chat.test.mjs"),
         &url,
         &[("CHROMIUM_PATH", chromium.as_path())],

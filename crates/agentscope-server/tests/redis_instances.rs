@@ -8,6 +8,7 @@
 
 #[path = "../../agentscope-redis/tests/support/mod.rs"]
 mod redis_support;
+mod support;
 
 use std::time::Duration;
 
@@ -19,26 +20,20 @@ use agentscope_test::tools::SlowTool;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use redis_support::RedisServer;
 use serde_json::{Value, json};
+use support::events::{run_of, text_step, types};
+use support::serve::{Served, input, serve, user};
 
 /// How long any single wait of the test may take.
 const WAIT: Duration = Duration::from_secs(20);
 
 /// One service instance: its own Redis connection, its own model, its own listener.
 struct Instance {
-    base: String,
-    agui: AgUi,
+    served: Served,
     model: ScriptedModel,
     /// Every hook event of the instance's calls (a hook given to every agent it builds).
     hooks: RecordingHook,
     /// A clone of the instance's store (clones share its connection).
     store: RedisSessionStore,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 /// An instance serving `assistant` (the model `model`, the `slow` tool, a recording hook)
@@ -61,33 +56,12 @@ async fn instance(server: &RedisServer, model: ScriptedModel) -> Instance {
         .chat_page(false)
         .build()
         .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = agui.router();
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
-    });
     Instance {
-        base,
-        agui,
+        served: serve(agui).await,
         model,
         hooks,
         store,
-        task,
     }
-}
-
-fn input(thread: &str, run: &str, messages: Value) -> Value {
-    json!({"threadId": thread, "runId": run, "messages": messages,
-           "tools": [], "context": [], "state": {}, "forwardedProps": {}})
-}
-
-fn user(id: &str, text: &str) -> Value {
-    json!({"id": id, "role": "user", "content": text})
-}
-
-fn types(events: &[Value]) -> Vec<&str> {
-    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
 }
 
 /// A run's server-sent events, read one at a time as they arrive.
@@ -225,7 +199,7 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
 
     // Run 1 on instance A: the slow tool starts and keeps the call (and the lease) alive.
     let mut run1 = Events::start(
-        &a.base,
+        &a.served.base,
         &input("t1", "run-1", json!([user("u1", "Wait for it.")])),
     )
     .await;
@@ -262,13 +236,13 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
         ]
     );
     // Only A runs the thread: B's own (per-instance) busy check has nothing to say.
-    assert_eq!((a.agui.running(), b.agui.running()), (1, 0));
+    assert_eq!((a.served.agui.running(), b.served.agui.running()), (1, 0));
     assert!(b.hooks.types().is_empty());
 
     // Run 2 on instance B, same thread: not a 409 (B runs nothing), but the session's lease
     // refuses the call: RUN_STARTED, RUN_ERROR busy, and nothing else.
     let mut run2 = Events::start(
-        &b.base,
+        &b.served.base,
         &input(
             "t1",
             "run-2",
@@ -293,7 +267,7 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
     let after = b.store.load(&session).await.unwrap().unwrap();
     assert_eq!(after.revision, 2);
     assert_eq!(after, before);
-    assert_eq!((a.agui.running(), b.agui.running()), (1, 0));
+    assert_eq!((a.served.agui.running(), b.served.agui.running()), (1, 0));
 
     // An interrupt through B's store stops run 1 on A: it ends as a cancelled run, after
     // its engine stored the interrupted tool call.
@@ -327,7 +301,7 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
         json!({"type": "RUN_FINISHED", "threadId": "t1", "runId": "run-1",
                "outcome": {"type": "cancelled"}})
     );
-    wait_until("A's run ended", || async { a.agui.running() == 0 }).await;
+    wait_until("A's run ended", || async { a.served.agui.running() == 0 }).await;
     assert_eq!(a.model.request_count(), 1);
     let interrupted = a.store.load(&session).await.unwrap().unwrap();
     assert_eq!(interrupted.revision, 3);
@@ -346,7 +320,7 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
 
     // The thread continues on B, its model given the earlier conversation.
     let mut run3 = Events::start(
-        &b.base,
+        &b.served.base,
         &input(
             "t1",
             "run-3",
@@ -355,19 +329,7 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
     )
     .await;
     let finished = run3.rest().await;
-    assert_eq!(
-        types(&finished),
-        [
-            "RUN_STARTED",
-            "STEP_STARTED",
-            "TEXT_MESSAGE_START",
-            "TEXT_MESSAGE_CONTENT",
-            "TEXT_MESSAGE_END",
-            "STEP_FINISHED",
-            "MESSAGES_SNAPSHOT",
-            "RUN_FINISHED"
-        ]
-    );
+    assert_eq!(types(&finished), run_of(&[&text_step(1)]));
     let last = finished.last().unwrap();
     assert_eq!(last["outcome"], json!({"type": "success"}));
     assert_eq!(last["result"]["text"], "Done.");

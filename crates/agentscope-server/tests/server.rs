@@ -3,16 +3,19 @@
 //! input, a client that goes away, and shutdown.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentscope::hooks::ApprovalPolicy;
+use agentscope::ModelError;
 use agentscope::prelude::*;
-use agentscope::{JsonFileSessionStore, ModelError};
 use agentscope_server::{AgUi, AgentSpec};
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
+use support::events::{TOOL_CALL_STEP, TOOL_RESULT_STEP, run_of, text_step, types};
+use support::serve::{guarded_assistant, serve, user};
 
 /// Added to the run counter when the tool starts: completed runs are `count % STARTED`.
 const STARTED: usize = 1 << 20;
@@ -23,28 +26,6 @@ fn completed(runs: &AtomicUsize) -> usize {
 
 fn started(runs: &AtomicUsize) -> usize {
     runs.load(Ordering::SeqCst) / STARTED
-}
-
-struct Server {
-    base: String,
-    agui: AgUi,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn serve(agui: AgUi) -> Server {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = agui.router();
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
-    });
-    Server { base, agui, task }
 }
 
 /// A `delete_files` tool that counts its starts (in the high half) and completed runs, and
@@ -77,28 +58,18 @@ fn agui_with(
     tool_delay: Duration,
     configure: impl FnOnce(agentscope_server::AgUiBuilder) -> agentscope_server::AgUiBuilder,
 ) -> AgUi {
-    let spec = AgentSpec::new(move || {
+    configure(guarded_assistant(dir, move || {
         ReActAgent::builder()
             .model(model.clone())
             .toolkit(Toolkit::new().tool(delete_files(Arc::clone(&runs), tool_delay)))
-    })
-    .approval(ApprovalPolicy::tools(["delete_files"]));
-    configure(
-        AgUi::builder()
-            .agent("assistant", spec)
-            .store(JsonFileSessionStore::new(dir)),
-    )
+    }))
     .build()
     .unwrap()
 }
 
+/// A run on `thread` with the run id `run-<thread>`.
 fn input(thread: &str, messages: Value) -> Value {
-    json!({"threadId": thread, "runId": format!("run-{thread}"), "messages": messages,
-           "tools": [], "context": [], "state": {}, "forwardedProps": {}})
-}
-
-fn user(id: &str, text: &str) -> Value {
-    json!({"id": id, "role": "user", "content": text})
+    support::serve::input(thread, &format!("run-{thread}"), messages)
 }
 
 /// Posts a run; returns the status and either the events or the JSON error body.
@@ -127,8 +98,13 @@ async fn post_with(base: &str, body: &Value, token: Option<&str>) -> (u16, Vec<V
     (status, events)
 }
 
-fn types(events: &[Value]) -> Vec<&str> {
-    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+/// Posts a run and checks that the server refuses it with `status` and the error `code`.
+async fn assert_refused(base: &str, body: &Value, status: u16, code: &str) {
+    let (got, body) = post(base, body).await;
+    assert_eq!(
+        (got, body[0]["error"]["code"].as_str()),
+        (status, Some(code))
+    );
 }
 
 fn find<'a>(events: &'a [Value], kind: &str) -> &'a Value {
@@ -150,25 +126,20 @@ async fn a_streamed_answer_is_framed_by_the_run_and_reloads_from_the_thread() {
     )
     .await;
     assert_eq!(status, 200);
-    assert_eq!(
-        types(&events),
-        [
-            "RUN_STARTED",
-            "STEP_STARTED",
-            "REASONING_START",
-            "REASONING_MESSAGE_START",
-            "REASONING_MESSAGE_CONTENT",
-            "TEXT_MESSAGE_START",
-            "TEXT_MESSAGE_CONTENT",
-            "TEXT_MESSAGE_CONTENT",
-            "REASONING_MESSAGE_END",
-            "REASONING_END",
-            "TEXT_MESSAGE_END",
-            "STEP_FINISHED",
-            "MESSAGES_SNAPSHOT",
-            "RUN_FINISHED",
-        ]
-    );
+    let step = [
+        "STEP_STARTED",
+        "REASONING_START",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "REASONING_END",
+        "TEXT_MESSAGE_END",
+        "STEP_FINISHED",
+    ];
+    assert_eq!(types(&events), run_of(&[&step]));
     assert_eq!(
         events[0],
         json!({"type": "RUN_STARTED", "threadId": "t1", "runId": "run-t1", "protocolVersion": "1.0"})
@@ -232,19 +203,7 @@ async fn an_approval_ends_the_run_with_an_interrupt_and_resume_runs_the_tool_onc
     )
     .await;
     assert_eq!(status, 200);
-    assert_eq!(
-        types(&events),
-        [
-            "RUN_STARTED",
-            "STEP_STARTED",
-            "TOOL_CALL_START",
-            "TOOL_CALL_ARGS",
-            "TOOL_CALL_END",
-            "STEP_FINISHED",
-            "MESSAGES_SNAPSHOT",
-            "RUN_FINISHED",
-        ]
-    );
+    assert_eq!(types(&events), run_of(&[TOOL_CALL_STEP]));
     assert_eq!(events[3]["delta"], "{\"glob\":\"*.log\"}");
     let outcome = &find(&events, "RUN_FINISHED")["outcome"];
     assert_eq!(outcome["type"], "interrupt");
@@ -255,41 +214,24 @@ async fn an_approval_ends_the_run_with_an_interrupt_and_resume_runs_the_tool_onc
 
     // A run that brings a message instead of answering is refused, and so is a partial
     // or unknown answer.
-    let (status, body) = post(&server.base, &input("t2", json!([user("u2", "Hello?")]))).await;
-    assert_eq!(
-        (status, body[0]["error"]["code"].as_str()),
-        (409, Some("interrupts_pending"))
-    );
+    assert_refused(
+        &server.base,
+        &input("t2", json!([user("u2", "Hello?")])),
+        409,
+        "interrupts_pending",
+    )
+    .await;
     let mut wrong = input("t2", json!([]));
     wrong["resume"] =
         json!([{"interruptId": "c9", "status": "resolved", "payload": {"approved": true}}]);
-    let (status, body) = post(&server.base, &wrong).await;
-    assert_eq!(
-        (status, body[0]["error"]["code"].as_str()),
-        (400, Some("unanswered_interrupts"))
-    );
+    assert_refused(&server.base, &wrong, 400, "unanswered_interrupts").await;
 
     let mut resume = input("t2", json!([]));
     resume["resume"] =
         json!([{"interruptId": "c1", "status": "resolved", "payload": {"approved": true}}]);
     let (status, events) = post(&server.base, &resume).await;
     assert_eq!(status, 200);
-    assert_eq!(
-        types(&events),
-        [
-            "RUN_STARTED",
-            "STEP_STARTED",
-            "TOOL_CALL_RESULT",
-            "STEP_FINISHED",
-            "STEP_STARTED",
-            "TEXT_MESSAGE_START",
-            "TEXT_MESSAGE_CONTENT",
-            "TEXT_MESSAGE_END",
-            "STEP_FINISHED",
-            "MESSAGES_SNAPSHOT",
-            "RUN_FINISHED",
-        ]
-    );
+    assert_eq!(types(&events), run_of(&[TOOL_RESULT_STEP, &text_step(1)]));
     assert_eq!(
         events[2],
         json!({"type": "TOOL_CALL_RESULT", "messageId": "result-c1", "toolCallId": "c1",
@@ -301,11 +243,7 @@ async fn an_approval_ends_the_run_with_an_interrupt_and_resume_runs_the_tool_onc
     );
     assert_eq!(completed(&runs), 1);
     // Answering again finds nothing to answer, and the tool never runs twice.
-    let (status, body) = post(&server.base, &resume).await;
-    assert_eq!(
-        (status, body[0]["error"]["code"].as_str()),
-        (400, Some("unknown_interrupt"))
-    );
+    assert_refused(&server.base, &resume, 400, "unknown_interrupt").await;
     assert_eq!(completed(&runs), 1);
 }
 
@@ -339,11 +277,7 @@ async fn edit_and_reject_answers() {
     let mut bad = input("t3", json!([]));
     bad["resume"] = json!([{"interruptId": "c2", "status": "resolved",
                             "payload": {"approved": true, "arguments": {"glob": 7}}}]);
-    let (status, body) = post(&server.base, &bad).await;
-    assert_eq!(
-        (status, body[0]["error"]["code"].as_str()),
-        (400, Some("invalid_decision"))
-    );
+    assert_refused(&server.base, &bad, 400, "invalid_decision").await;
     let mut reject = input("t3", json!([]));
     reject["resume"] = json!([{"interruptId": "c2", "status": "resolved",
                                "payload": {"approved": false, "reason": "never the root"}}]);
@@ -536,11 +470,13 @@ async fn a_busy_thread_is_a_conflict_and_a_client_that_leaves_frees_it() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_eq!(server.agui.running(), 1);
-    let (status, body) = post(&server.base, &input("t6", json!([user("u2", "Hurry")]))).await;
-    assert_eq!(
-        (status, body[0]["error"]["code"].as_str()),
-        (409, Some("thread_busy"))
-    );
+    assert_refused(
+        &server.base,
+        &input("t6", json!([user("u2", "Hurry")])),
+        409,
+        "thread_busy",
+    )
+    .await;
     // The client goes away: the run is cancelled and the thread is free again.
     drop(running);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
@@ -611,11 +547,13 @@ async fn shutdown_interrupts_running_calls_and_refuses_new_ones() {
     let finished = events.last().unwrap();
     assert_eq!(finished["type"], "RUN_FINISHED");
     assert_eq!(finished["outcome"], json!({"type": "cancelled"}));
-    let (status, body) = post(&server.base, &input("t8", json!([user("u1", "Hi")]))).await;
-    assert_eq!(
-        (status, body[0]["error"]["code"].as_str()),
-        (503, Some("shutting_down"))
-    );
+    assert_refused(
+        &server.base,
+        &input("t8", json!([user("u1", "Hi")])),
+        503,
+        "shutting_down",
+    )
+    .await;
 }
 
 #[test]
