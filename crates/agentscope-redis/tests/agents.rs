@@ -17,6 +17,10 @@ fn texts(messages: &[Msg]) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn two_agents_on_two_connections_alternate_on_one_session() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -76,6 +80,10 @@ const AGENTS: usize = 50;
 const CALLS: usize = 3;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn fifty_concurrent_agents_lose_no_update() {
     let Some(server) = RedisServer::start() else {
         return;

@@ -16,6 +16,10 @@ use agentscope_test::{ScriptedModel, ScriptedResponse};
 use support::RedisCluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    not(all(has_redis, has_redis_cli)),
+    ignore = "redis-server or redis-cli not installed: .ci/run installs them"
+)]
 async fn cluster_store() {
     let Some(cluster) = RedisCluster::start() else {
         return;

@@ -7,6 +7,10 @@ mod support;
 use support::RedisServer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn redis_session_store_conformance() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -24,6 +28,10 @@ async fn redis_session_store_conformance() {
 
 /// The same suite with a TTL on every save (nothing expires during the checks).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn redis_session_store_conformance_with_ttl() {
     let Some(server) = RedisServer::start() else {
         return;

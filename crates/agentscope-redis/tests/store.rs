@@ -41,6 +41,10 @@ async fn info(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn keys_hold_the_state_as_documented() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -105,6 +109,10 @@ async fn keys_hold_the_state_as_documented() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn key_prefixes_isolate_tenants() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -161,6 +169,10 @@ async fn key_prefixes_isolate_tenants() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn ttl_is_set_refreshed_and_removed() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -258,6 +270,10 @@ async fn ttl_is_set_refreshed_and_removed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn list_finds_its_sessions_among_thousands_of_keys_without_keys_or_scan() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -327,6 +343,10 @@ async fn list_finds_its_sessions_among_thousands_of_keys_without_keys_or_scan() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn a_step_sends_and_writes_only_the_change() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -375,6 +395,10 @@ async fn a_step_sends_and_writes_only_the_change() {
 /// after round: exactly one wins each round, every other gets a conflict naming the
 /// revisions, and the session holds exactly the winners' messages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn racing_saves_one_winner_per_revision() {
     const TASKS: usize = 16;
     const ROUNDS: u64 = 25;
@@ -453,6 +477,10 @@ async fn racing_saves_one_winner_per_revision() {
 /// Many tasks append to one session by loading, saving and retrying on a conflict: every
 /// append lands exactly once, each task's messages in its order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn retrying_writers_lose_nothing() {
     const TASKS: usize = 12;
     const APPENDS: usize = 15;
@@ -516,6 +544,10 @@ async fn retrying_writers_lose_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn scripts_are_loaded_again_after_a_flush() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -555,6 +587,10 @@ async fn scripts_are_loaded_again_after_a_flush() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn damaged_sessions_are_reported_naming_the_session() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -698,6 +734,10 @@ async fn damaged_sessions_are_reported_naming_the_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn invalid_changes_send_nothing() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -727,6 +767,10 @@ async fn invalid_changes_send_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn a_server_that_goes_away_is_a_backend_error_then_the_store_reconnects() {
     let Some(mut server) = RedisServer::start_with(Some("pw-Go-Away-4321"), &[]) else {
         return;
@@ -823,6 +867,10 @@ fn restart_on(port: u16, password: &str) -> impl Drop {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn the_password_never_shows() {
     const PASSWORD: &str = "S3cret-Pa55-word";
     let Some(server) = RedisServer::start_with(Some(PASSWORD), &[]) else {
@@ -890,6 +938,10 @@ async fn the_password_never_shows() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn an_unreachable_server_fails_to_connect() {
     if support::redis_server().is_none() {
         return;
@@ -914,6 +966,10 @@ async fn an_unreachable_server_fails_to_connect() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn databases_in_the_url_are_separate() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -931,6 +987,10 @@ async fn databases_in_the_url_are_separate() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn works_as_a_shared_dyn_store() {
     let Some(server) = RedisServer::start() else {
         return;

@@ -12,6 +12,10 @@ use support::{RedisServer, TlsFiles};
 const PASSWORD: &str = "tls-Pa55-word";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(all(has_redis, has_openssl)),
+    ignore = "redis-server or openssl not installed: .ci/run installs them"
+)]
 async fn rediss_with_a_private_ca() {
     if support::redis_server().is_none() {
         return;

@@ -10,7 +10,7 @@
 //!
 //! Needs Node 20+ and the client's packages (`npm ci` in `tests/agui-client`, which the
 //! test runs itself when npm is there). Under CI (`AGENTSCOPE_CI`, set by `.ci/run`, which
-//! installs both) a missing one fails the test; elsewhere the test says so and skips.
+//! installs both) a missing one fails the test; elsewhere the test is ignored, with the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
@@ -187,6 +187,10 @@ fn text_message(run: &Value, text: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn the_official_ag_ui_client_runs_every_scenario() {
     if node().is_none() || node_packages(CLIENT_DIR).is_none() {
         return;

@@ -9,10 +9,10 @@
 //! reloads the page and checks the same conversation is shown again. It prints one JSON line
 //! of what the page showed; this test asserts the exact texts, and that the tool ran once.
 //!
-//! Needs Node.js 20+, the system Chromium (`/usr/bin/chromium`, Debian package `chromium`;
+//! Needs Node.js 20+, the system Chromium (`chromium` on `PATH`, Debian package `chromium`;
 //! `CHROMIUM` overrides) and the packages of `tests/browser` (the test runs `npm ci` there
 //! itself when npm is present). Under CI (`AGENTSCOPE_CI`, set by `.ci/run`, which installs
-//! all three) a missing one fails the test; elsewhere the test says so and skips.
+//! all three) a missing one fails the test; elsewhere the test is ignored, with the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
@@ -79,6 +79,10 @@ fn delete_files(runs: Arc<AtomicUsize>) -> impl Tool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(all(has_node, has_chromium)),
+    ignore = "Node.js, npm or Chromium not installed: .ci/run installs them"
+)]
 async fn the_web_chat_streams_asks_for_approval_and_restores_the_thread_in_a_real_browser() {
     let (Some(_), Some(_), Some(chromium)) = (node(), node_packages(BROWSER_DIR), chromium())
     else {

@@ -176,6 +176,10 @@ fn transcript(messages: &[Msg]) -> Vec<(Role, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
     let Some(server) = RedisServer::start() else {
         return;

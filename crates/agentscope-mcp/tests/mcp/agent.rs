@@ -25,6 +25,10 @@ fn tool_use_ids(calls: &[ToolUseBlock]) -> Vec<&str> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn a_react_run_calls_an_mcp_tool_and_answers_from_its_result() {
     let Some(client) = everything().await else {
         return;
@@ -83,6 +87,10 @@ async fn a_react_run_calls_an_mcp_tool_and_answers_from_its_result() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn pre_acting_hooks_edit_and_deny_mcp_calls() {
     let Some(client) = everything().await else {
         return;
@@ -133,6 +141,10 @@ async fn pre_acting_hooks_edit_and_deny_mcp_calls() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn approval_by_tool_name_holds_an_mcp_call_until_approved() {
     let Some(client) = everything().await else {
         return;
@@ -170,6 +182,10 @@ async fn approval_by_tool_name_holds_an_mcp_call_until_approved() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn approval_by_server_holds_every_tool_of_that_server_only() {
     let Some(client) = everything().await else {
         return;

@@ -35,6 +35,10 @@ async fn result_the_model_reads(client: &McpClient, tool: &str, input: Value) ->
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn valid_arguments_reach_the_server_and_invalid_ones_never_do() {
     let Some(config) = support::everything_stdio() else {
         return;
@@ -83,6 +87,10 @@ async fn valid_arguments_reach_the_server_and_invalid_ones_never_do() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn content_blocks_map_to_ours() {
     let Some(config) = support::everything_stdio() else {
         return;
@@ -184,6 +192,10 @@ async fn content_blocks_map_to_ours() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn structured_content_is_kept_and_errors_reach_the_model() {
     let Some(config) = support::everything_stdio() else {
         return;

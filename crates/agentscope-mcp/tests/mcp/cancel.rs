@@ -61,6 +61,10 @@ async fn interrupt_at_first_progress(agent: &ReActAgent) -> (Msg, Vec<String>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn interrupting_the_agent_call_cancels_the_request_on_the_server() {
     let Some(config) = support::fixture_stdio() else {
         return;
@@ -87,6 +91,10 @@ async fn interrupting_the_agent_call_cancels_the_request_on_the_server() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn a_dropped_call_is_cancelled_on_the_server() {
     let Some(config) = support::fixture_stdio() else {
         return;
@@ -125,6 +133,10 @@ async fn a_dropped_call_is_cancelled_on_the_server() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn interrupting_a_call_over_http_ends_it_and_the_client_stays_usable() {
     let Some(server) = HttpEverything::start().await else {
         return;

@@ -80,6 +80,10 @@ fn assert_lost_then_recovered(model: &ScriptedModel, reply: &Msg) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn a_stdio_server_killed_mid_call_gives_an_error_result_then_is_restarted() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("server.pid");
@@ -106,6 +110,10 @@ async fn a_stdio_server_killed_mid_call_gives_an_error_result_then_is_restarted(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn an_http_server_killed_mid_call_gives_an_error_result_then_a_new_session() {
     let Some(mut server) = HttpEverything::start().await else {
         return;
@@ -125,6 +133,10 @@ async fn an_http_server_killed_mid_call_gives_an_error_result_then_a_new_session
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn without_reconnecting_a_lost_server_stays_lost() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("server.pid");
@@ -164,6 +176,10 @@ async fn without_reconnecting_a_lost_server_stays_lost() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn reconnecting_gives_up_after_the_policy_s_attempts() {
     let dir = tempfile::tempdir().unwrap();
     let workdir = dir.path().join("work");
@@ -287,6 +303,10 @@ async fn no_secret_in_errors_or_debug_output() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn environment_values_stay_out_of_debug_output() {
     let Some(config) = support::everything_stdio() else {
         return;

@@ -48,6 +48,10 @@ fn assert_get_sum_as_declared(client: &McpClient, name: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn lists_every_tool_as_declared_over_stdio() {
     let Some(config) = support::everything_stdio() else {
         return;
@@ -75,6 +79,10 @@ async fn lists_every_tool_as_declared_over_stdio() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn lists_every_tool_as_declared_over_http() {
     let Some(server) = HttpEverything::start().await else {
         return;
@@ -88,6 +96,10 @@ async fn lists_every_tool_as_declared_over_http() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn a_prefix_renames_the_tools_for_the_model_only() {
     let Some(config) = support::everything_stdio() else {
         return;

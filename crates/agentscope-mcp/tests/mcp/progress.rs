@@ -89,6 +89,10 @@ async fn progress_in_order(config: McpServerConfig) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn progress_becomes_acting_chunks_in_order_over_stdio() {
     let Some(config) = support::everything_stdio() else {
         return;
@@ -97,6 +101,10 @@ async fn progress_becomes_acting_chunks_in_order_over_stdio() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn progress_becomes_acting_chunks_in_order_over_http() {
     let Some(server) = HttpEverything::start().await else {
         return;
@@ -105,6 +113,10 @@ async fn progress_becomes_acting_chunks_in_order_over_http() {
 }
 
 #[tokio::test(flavor = "current_thread")]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn progress_in_order_on_a_current_thread_runtime() {
     let Some(config) = support::everything_stdio() else {
         return;

@@ -19,6 +19,10 @@ const FIXTURE_TOOLS: [&str; 5] = [
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn the_tool_list_refreshes_when_the_server_says_it_changed() {
     let Some(config) = support::fixture_stdio() else {
         return;
@@ -89,6 +93,10 @@ async fn the_tool_list_refreshes_when_the_server_says_it_changed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
 async fn a_running_agent_with_the_client_as_a_source_sees_the_new_tool_in_its_next_call() {
     let Some(config) = support::fixture_stdio() else {
         return;

@@ -2,10 +2,12 @@
 //! small fixture server (`tests/servers/fixture.mjs`), both pinned by
 //! `tests/servers/package-lock.json`.
 //!
+//! Without Node.js and npm the crate's build script leaves `has_node` unset and the tests
+//! that need a server are ignored, with the reason (a machine with only the Rust toolchain).
 //! Under CI (`AGENTSCOPE_CI=1`, set by `.ci/run`, which installs Node and runs `npm ci`
-//! first) a missing component fails the test. Elsewhere the test installs the Node packages
-//! itself when npm is there (`npm ci`, pinned by the committed lock file), and skips with a
-//! message when a component cannot be had (a machine with only the Rust toolchain).
+//! first) they always run and a missing component fails them. With npm present the test
+//! installs the Node packages itself (`npm ci`, pinned by the committed lock file); when that
+//! fails outside CI, it says why and skips.
 #![allow(dead_code, clippy::panic, clippy::expect_used, clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};

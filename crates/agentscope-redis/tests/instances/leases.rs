@@ -22,6 +22,10 @@ fn identity() -> AgentIdentity {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_the_first() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -71,6 +75,10 @@ async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_the_f
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn a_lease_taken_over_refuses_the_old_holders_saves_and_release() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -146,6 +154,10 @@ async fn a_lease_taken_over_refuses_the_old_holders_saves_and_release() {
 /// A holder that missed the interrupt message (its subscription was down) reads the mark
 /// when it next renews.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn an_interrupt_mark_reaches_a_holder_that_missed_the_message() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -175,6 +187,10 @@ async fn an_interrupt_mark_reaches_a_holder_that_missed_the_message() {
 /// A dropped call gives its lease back at once (in the background), and the next call on
 /// any instance settles the tool it left running.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn a_dropped_call_gives_its_lease_back() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -216,6 +232,10 @@ async fn a_dropped_call_gives_its_lease_back() {
 /// A store built `without_leases` takes none: agents on it rely on the saves'
 /// compare-and-swap alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn without_leases_no_lease_is_taken() {
     let Some(server) = RedisServer::start() else {
         return;

@@ -33,6 +33,10 @@ fn request(input: &str, reply: &str) -> Request {
 /// Two processes take turns on one conversation: each sees every turn of the other, in
 /// order, and the stored conversation holds every turn once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn two_processes_alternate_turns_of_one_conversation() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -72,6 +76,10 @@ async fn two_processes_alternate_turns_of_one_conversation() {
 /// Two processes get a call on one session at the same moment: exactly one runs, the other
 /// is busy at once; round after round, the session holds exactly the winners' turns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn racing_calls_from_two_processes_one_runs_the_other_is_busy() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -124,6 +132,10 @@ async fn racing_calls_from_two_processes_one_runs_the_other_is_busy() {
 /// lives, then another instance takes it, and the tool the dead process left running gets
 /// the "interrupted while running" result: no orphan call, and it is not run again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn a_killed_holder_frees_the_session_after_the_lease_ttl() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -180,6 +192,10 @@ async fn a_killed_holder_frees_the_session_after_the_lease_ttl() {
 /// An interrupt from this process stops the call another process runs, as a local
 /// interrupt would.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn an_interrupt_from_one_process_stops_a_call_in_another() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -205,6 +221,10 @@ async fn an_interrupt_from_one_process_stops_a_call_in_another() {
 /// a clear error, the stored session is exactly what was saved before (no partial step),
 /// and calls work again once Redis is back and the failed call's lease has expired.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
 async fn redis_restarted_mid_run_fails_the_call_cleanly_then_recovers() {
     let Some(mut server) =
         RedisServer::start_with(None, &["--appendonly", "yes", "--appendfsync", "always"])

@@ -1,9 +1,11 @@
 //! The real components the Node and browser tests need, found or installed.
 //!
-//! Under CI (`AGENTSCOPE_CI=1`, set by `.ci/run`, which installs everything first) a missing
-//! component fails the test. Elsewhere the test installs the Node packages itself when npm
-//! is there (`npm ci`, pinned by the committed lock file), and skips with a message when a
-//! component cannot be had (a machine with only the Rust toolchain).
+//! Without Node.js and npm (or Chromium), the crate's build script leaves `has_node` (or
+//! `has_chromium`) unset and those tests are ignored, with the reason. Under CI
+//! (`AGENTSCOPE_CI=1`, set by `.ci/run`, which installs everything first) they always run and
+//! a missing component fails them. With npm present the test installs the Node packages
+//! itself (`npm ci`, pinned by the committed lock file); when that fails outside CI, it says
+//! why and skips.
 use std::path::{Path, PathBuf};
 
 use agentscope_test::components::{available, runs};
@@ -30,18 +32,12 @@ pub(crate) fn node_packages(dir: &str) -> Option<PathBuf> {
     ))
 }
 
-/// The Chromium binary: `$CHROMIUM`, or Debian's `chromium`.
+/// The Chromium binary: `$CHROMIUM`, or `chromium` on `PATH` (Debian's package).
 pub(crate) fn chromium() -> Option<PathBuf> {
-    let candidates = std::env::var_os("CHROMIUM")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(["/usr/bin/chromium", "/usr/bin/chromium-browser"].map(PathBuf::from));
-    for candidate in candidates {
-        if candidate.is_file() {
-            return Some(candidate);
-        }
+    match agentscope_test::components::chromium() {
+        Some(chromium) => Some(chromium),
+        None => unavailable("Chromium is not installed (`apt-get install -y chromium`)"),
     }
-    unavailable("Chromium is not installed (`apt-get install -y chromium`)")
 }
 
 /// How long a Node script may take.
