@@ -16,7 +16,22 @@ test:
 
 # Build the docs, warnings are errors.
 doc:
-    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
+
+# Check agentscope with no features, the default, each feature alone, and full.
+features:
+    cargo check -p agentscope --no-default-features
+    cargo check -p agentscope
+    for f in json-store context tiktoken skills rag multi-agent schema; do cargo check -p agentscope --no-default-features --features $f; done
+    cargo check -p agentscope --features full
+
+# Check that the committed public API listings match the code (`just api` rewrites them).
+api-check:
+    cargo run --quiet --manifest-path scripts/public-api/Cargo.toml --target-dir target/public-api -- --check
+
+# Rewrite the public API listings after a deliberate change to the surface.
+api:
+    cargo run --quiet --manifest-path scripts/public-api/Cargo.toml --target-dir target/public-api
 
 # Run the benchmarks.
 bench:

@@ -112,7 +112,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .name("assistant")
         .sys_prompt("You use the tools of MCP servers.")
         .model(model)
-        .toolkit(everything.toolkit())
+        .toolkit(Toolkit::new().tools(everything.tools()))
         .build()?;
 
     println!("user: Run the long operation, then add 19 and 23.");

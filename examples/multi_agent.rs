@@ -21,9 +21,11 @@
 use std::io::IsTerminal;
 use std::sync::Arc;
 
+use agentscope::multi_agent::MsgHub;
+use agentscope::multi_agent::UserAgent;
 use agentscope::multi_agent::{ChannelInput, StdinInput};
 use agentscope::prelude::*;
-use agentscope::{Agent, MsgHub, Reply, ReplyContext, UserAgent};
+use agentscope::{Agent, Reply, ReplyContext};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 
 /// Prints each reply as its agent makes it.

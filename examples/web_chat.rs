@@ -34,7 +34,8 @@ use std::time::Duration;
 
 use agentscope::hooks::ApprovalPolicy;
 use agentscope::prelude::*;
-use agentscope::{BoxedModel, ChatStream, JsonFileSessionStore, ModelError, ModelRequest};
+use agentscope::session::JsonFileSessionStore;
+use agentscope::{BoxedModel, ChatStream, ModelError, ModelRequest};
 use agentscope_server::{AgUi, AgentSpec};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};

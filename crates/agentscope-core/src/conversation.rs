@@ -1,31 +1,38 @@
-//! The rules of a conversation's shape, in one place, with one error type.
-//!
-//! An agent's memory is a conversation that a model provider must accept, so it keeps these
-//! rules whoever changes it (the engine, a hook, a caller resuming a call, a session being
-//! loaded):
-//!
-//! - **No SYSTEM messages** in memory or in message lists that hooks and callers can change:
-//!   the system message is kept apart (`sys_prompt`, `set_system_message`).
-//! - **Tool calls are answered exactly once.** The tool calls of the last assistant message
-//!   that have no result after it are *pending* ([`pending_tool_uses`]). A tool result must
-//!   answer a pending call (or a call earlier in the same batch of messages), and no call is
-//!   answered twice ([`check_tool_results`]).
-//! - **Nothing comes between tool calls and their results**: new input while calls are
-//!   pending must answer some of them, and may carry other content only when it answers
-//!   all of them ([`check_input`]); a `goto_reasoning` after a message with tool calls must
-//!   answer every one of them ([`check_goto`]).
-//! - **The agent's own messages have the assistant role** ([`check_reply`]).
-//!
-//! Every violation is a [`ConversationError`]; the engine reports it as
-//! [`AgentError::Conversation`](crate::AgentError::Conversation), `goto_reasoning` as
-//! [`HookError::InvalidGoto`](crate::HookError::InvalidGoto).
+//! The rules of a conversation's shape, in one place, with one error type
+//! ([`ConversationError`] documents the rules); the engine runs the checks through
+//! `plumbing::conversation`.
 
 use std::collections::HashSet;
 
 use crate::message::{ContentBlock, Msg, Role, ToolUseBlock};
 
-/// A message list breaks a rule of the conversation's shape (see the [module
-/// docs](self)).
+/// A message list breaks a rule of the conversation's shape.
+///
+/// An agent's memory is a conversation that a model provider must accept, so it keeps these
+/// rules whoever changes it (the engine, a hook, a caller resuming a call, a session being
+/// loaded):
+///
+/// - **No SYSTEM messages** in memory or in message lists that hooks and callers can change:
+///   the system message is kept apart (`sys_prompt`, `set_system_message`).
+/// - **Tool calls are answered exactly once.** The tool calls of the last assistant message
+///   that have no result after it are *pending* ([`pending_tool_uses`]). A tool result must
+///   answer a pending call (or a call earlier in the same batch of messages), and no call is
+///   answered twice ([`check_tool_results`]).
+/// - **Nothing comes between tool calls and their results**: new input while calls are
+///   pending must answer some of them, and may carry other content only when it answers
+///   all of them ([`check_input`]); a `goto_reasoning` after a message with tool calls must
+///   answer every one of them ([`check_goto`]).
+/// - **The agent's own messages have the assistant role** ([`check_reply`]).
+///
+/// Every violation is a `ConversationError`; the engine reports it as
+/// [`AgentError::Conversation`](crate::AgentError::Conversation), `goto_reasoning` as
+/// [`HookError::InvalidGoto`](crate::HookError::InvalidGoto).
+///
+/// [`pending_tool_uses`]: crate::plumbing::conversation::pending_tool_uses
+/// [`check_tool_results`]: crate::plumbing::conversation::check_tool_results
+/// [`check_input`]: crate::plumbing::conversation::check_input
+/// [`check_goto`]: crate::plumbing::conversation::check_goto
+/// [`check_reply`]: crate::plumbing::conversation::check_reply
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConversationError {
@@ -122,7 +129,7 @@ pub enum ConversationError {
 /// order.
 ///
 /// ```
-/// use agentscope_core::conversation::pending_tool_uses;
+/// use agentscope_core::plumbing::conversation::pending_tool_uses;
 /// use agentscope_core::{Msg, Role, ToolResultBlock, ToolUseBlock};
 /// use serde_json::json;
 ///
@@ -158,7 +165,8 @@ pub fn pending_tool_uses(messages: &[Msg]) -> Vec<ToolUseBlock> {
 /// the ids of the `pending` calls that `messages` answer, in call order.
 ///
 /// ```
-/// use agentscope_core::conversation::{check_tool_results, ConversationError};
+/// use agentscope_core::plumbing::conversation::check_tool_results;
+/// use agentscope_core::ConversationError;
 /// use agentscope_core::{Msg, ToolResultBlock, ToolUseBlock};
 /// use serde_json::json;
 ///

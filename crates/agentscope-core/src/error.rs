@@ -400,7 +400,7 @@ pub enum AgentError {
     },
     /// The call's input, or a message a hook changed, breaks a rule of the conversation's
     /// shape (a SYSTEM message, a stray tool result, new input while tool calls are pending,
-    /// ...). See [`conversation`](crate::conversation).
+    /// ...). See [`ConversationError`].
     #[error("{0}")]
     Conversation(#[from] ConversationError),
     /// Hooks requested `goto_reasoning` more often than `max_goto_reasoning` allows. The

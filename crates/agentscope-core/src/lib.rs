@@ -1,32 +1,41 @@
-//! Data model and seams of agentscope-rs.
+//! The data model and seams of agentscope-rs, for authors of hooks, tools, models and session
+//! stores.
 //!
 //! This crate holds what every part of an agent agrees on, and no runtime:
 //!
-//! - messages: [`Msg`], [`ContentBlock`] and the block types, [`GenerateReason`];
-//! - the rules of a conversation's shape, with one error type: [`conversation`];
-//! - the hook model ([`hook`]): the closed [`HookEvent`] enum and its twelve event structs,
-//!   the call they belong to ([`CallContext`], [`CallId`], per-call [`Extensions`]), the
-//!   [`Hook`] trait, [`hook_fn`] and the priority-sorted [`HookChain`];
-//! - the seams the engine calls: [`Model`], [`Tool`], [`Memory`], and the session seam
-//!   ([`session`]: [`SessionStore`](session::SessionStore), [`AgentState`](session::AgentState));
-//! - one error enum per seam: [`HookError`], [`ModelError`], [`ToolError`], [`AgentError`],
-//!   [`SessionError`](session::SessionError).
+//! - **Messages**: [`Msg`] and its blocks ([`ContentBlock`], [`TextBlock`],
+//!   [`ThinkingBlock`], [`ToolUseBlock`], [`ToolResultBlock`], [`ImageBlock`]), why a reply
+//!   ended ([`GenerateReason`]), and the shared types a message is made of
+//!   ([`SharedString`], [`Content`], [`Metadata`], [`ToolInput`]).
+//! - **Hooks**: the [`Hook`] trait, the closed [`HookEvent`] enum and its twelve event
+//!   structs, the kinds a hook listens to ([`HookEventType`], [`HookEventTypes`]), closures
+//!   as hooks ([`hook_fn`]), the priority-sorted [`HookChain`], and the call every event
+//!   belongs to ([`CallInfo`], [`CallId`], [`AgentInfo`], per-call [`Extensions`]).
+//! - **Models**: the [`Model`] seam, its request and streamed response ([`ModelRequest`],
+//!   [`ChatResponse`], [`ChatStream`], [`ChatAccumulator`]) and the options
+//!   ([`GenerateOptions`], [`ToolChoice`], [`ResponseFormat`]).
+//! - **Tools**: the [`Tool`] seam, what a running tool gets ([`ToolContext`]) and returns
+//!   ([`ToolOutput`]), and live tool lists ([`ToolSource`]).
+//! - **Memory**: the [`Memory`] seam.
+//! - **Errors**, one enum per seam: [`AgentError`], [`HookError`], [`ModelError`],
+//!   [`ToolError`], [`ConversationError`].
+//! - **Sessions**: the session store seam, in [`session`].
 //!
-//! Most users depend on the `agentscope` crate, which re-exports all of this next to the
-//! engine.
+//! Applications depend on the `agentscope` crate, which re-exports these names next to the
+//! engine. What engines, model clients and stores share beyond this is in [`plumbing`].
 #![warn(missing_docs)]
 
 mod accumulate;
 mod cancel;
 mod content;
-pub mod conversation;
+mod conversation;
 mod error;
-pub mod hook;
+mod hook;
 mod memory;
 mod message;
 mod metadata;
 mod model;
-pub mod rfc3339;
+pub mod plumbing;
 pub mod session;
 mod text;
 mod tool;
@@ -38,26 +47,22 @@ pub use content::Content;
 pub use conversation::ConversationError;
 pub use error::{AgentError, ErrorSource, HookError, ModelError, ToolError};
 pub use hook::{
-    ActingChunkEvent, AgentInfo, BoxedHook, CallContext, CallId, CallInfo, Chained,
-    DEFAULT_PRIORITY, ErrorEvent, Event, Extensions, Hook, HookChain, HookEvent, HookEventType,
-    HookEventTypes, HookFn, HookId, HookInfo, ParseCallIdError, PostActingEvent, PostCallEvent,
-    PostReasoningEvent, PostSummaryEvent, PreActingEvent, PreCallEvent, PreReasoningEvent,
-    PreSummaryEvent, ReasoningChunkEvent, SummaryChunkEvent, hook_fn,
+    ActingChunkEvent, AgentInfo, BoxedHook, CallId, CallInfo, DEFAULT_PRIORITY, ErrorEvent,
+    Extensions, Hook, HookChain, HookEvent, HookEventType, HookEventTypes, HookFn, HookId,
+    HookInfo, ParseCallIdError, PostActingEvent, PostCallEvent, PostReasoningEvent,
+    PostSummaryEvent, PreActingEvent, PreCallEvent, PreReasoningEvent, PreSummaryEvent,
+    ReasoningChunkEvent, SummaryChunkEvent, hook_fn,
 };
 pub use memory::Memory;
 pub use message::{
-    ContentBlock, FINISH_REASON_KEY, GENERATE_REASON_KEY, GenerateReason, ImageBlock, Msg,
-    MsgBuilder, Role, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
+    ContentBlock, GenerateReason, ImageBlock, Msg, MsgBuilder, Role, TextBlock, ThinkingBlock,
+    ToolResultBlock, ToolUseBlock,
 };
 pub use metadata::Metadata;
 pub use model::{
     BoxedModel, ChatResponse, ChatStream, ChatUsage, GenerateOptions, Model, ModelRequest,
     ResponseFormat, ToolChoice, ToolSchema,
 };
-pub use session::HookState;
 pub use text::SharedString;
-pub use tool::{
-    BoxedTool, ProgressReceiver, ProgressSender, Tool, ToolContext, ToolKind, ToolOutput,
-    ToolProgress, progress_channel,
-};
+pub use tool::{BoxedTool, Tool, ToolContext, ToolKind, ToolOutput, ToolSource};
 pub use tool_input::ToolInput;

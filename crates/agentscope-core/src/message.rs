@@ -347,7 +347,7 @@ pub struct Msg {
     #[serde(default)]
     pub metadata: Metadata,
     /// When the message was created.
-    #[serde(serialize_with = "crate::rfc3339::serialize")]
+    #[serde(serialize_with = "crate::plumbing::rfc3339::serialize")]
     pub timestamp: DateTime<Utc>,
 }
 

@@ -5,8 +5,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use agentscope::hooks::ApprovalPolicy;
-use agentscope::{BoxedTool, ToolContext, ToolSource, Toolkit};
+use agentscope_core::ToolContext;
 use futures::StreamExt;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
@@ -22,8 +21,8 @@ use tokio::sync::watch;
 
 use crate::config::{McpServerConfig, ReconnectPolicy, Redactor, TransportConfig};
 use crate::content::{McpToolResult, progress_text};
+use crate::defs::ToolDef;
 use crate::error::{INVALID_PARAMS, McpError};
-use crate::tool::{McpTool, ToolDef};
 use crate::transport::{ProgressRouter, Tapped, forward_stderr};
 
 /// A connection to one MCP server, and the server's tools as agentscope tools.
@@ -34,11 +33,11 @@ use crate::transport::{ProgressRouter, Tapped, forward_stderr};
 ///
 /// # Tools
 ///
-/// [`tools`](Self::tools) turns each tool the server declares into an [`McpTool`]: the
+/// [`tools`](Self::tools) turns each tool the server declares into an [`McpTool`](crate::McpTool): the
 /// name (after the configured [prefix](McpServerConfig::prefix)), the description and the
 /// input JSON schema exactly as declared, so the toolkit validates arguments against the
-/// server's own schema and the model sees what the server offers. [`toolkit`](Self::toolkit)
-/// puts them all in a [`Toolkit`]; [`add_to`](Self::add_to) adds them to yours.
+/// server's own schema and the model sees what the server offers. `Toolkit::tools` adds
+/// them to a toolkit as listed now.
 ///
 /// # Refresh
 ///
@@ -46,12 +45,18 @@ use crate::transport::{ProgressRouter, Tapped, forward_stderr};
 /// again; [`tools_generation`](Self::tools_generation) goes up when the list changed, and
 /// [`tools_changed`](Self::tools_changed) waits for that.
 ///
-/// The client is a [`ToolSource`]: add it with [`Toolkit::source`] and a running agent
+/// The client is a [`ToolSource`](agentscope_core::ToolSource): add it with `Toolkit::source` and a running agent
 /// offers the model the server's current tools from its next call on (a call in progress
 /// keeps the list it started with). That is the way for long-running agents.
-/// [`toolkit`](Self::toolkit) and [`add_to`](Self::add_to) copy the list as it is: an agent
-/// built with them keeps it (new tools reach only agents built afterwards, and a removed
-/// tool's calls get the server's error result).
+/// `Toolkit::new().tools(client.tools())` copies the list as it is: an agent built with it
+/// keeps it (new tools reach only agents built afterwards, and a removed tool's calls get the
+/// server's error result).
+///
+/// # Approval
+///
+/// To hold every call of this server's tools for approval (the list at the time of the
+/// call, so tools the server adds later are held too), give `ToolApprovalHook` the policy
+/// `ApprovalPolicy::when(move |call| client.has_tool(&call.name))`.
 ///
 /// # Connection loss
 ///
@@ -184,14 +189,9 @@ impl McpClient {
         &self.inner.shared.server
     }
 
-    /// The server's tools, as last listed.
-    pub fn tools(&self) -> Vec<McpTool> {
-        self.inner
-            .shared
-            .defs()
-            .iter()
-            .map(|def| McpTool::new(self.clone(), Arc::clone(def)))
-            .collect()
+    /// The server's tools as declared, as last listed.
+    pub(crate) fn defs(&self) -> Arc<[Arc<ToolDef>]> {
+        self.inner.shared.defs()
     }
 
     /// The names of the server's tools as the model sees them (prefixed), as last listed.
@@ -208,32 +208,6 @@ impl McpClient {
     /// last listed.
     pub fn has_tool(&self, name: &str) -> bool {
         self.inner.shared.defs().iter().any(|def| def.name == name)
-    }
-
-    /// A toolkit holding the server's tools, as last listed (a copy: for an agent that
-    /// follows the server's later changes, use [`Toolkit::source`] with the client).
-    pub fn toolkit(&self) -> Toolkit {
-        self.add_to(Toolkit::new())
-    }
-
-    /// Adds the server's tools, as last listed, to `toolkit` (a name already there is the
-    /// toolkit's error, reported by the agent builder: give servers a
-    /// [prefix](McpServerConfig::prefix)).
-    pub fn add_to(&self, toolkit: Toolkit) -> Toolkit {
-        self.tools()
-            .into_iter()
-            .fold(toolkit, |toolkit, tool| toolkit.tool(tool))
-    }
-
-    /// An approval policy for the
-    /// [`ToolApprovalHook`](agentscope::hooks::ToolApprovalHook) that holds every call of
-    /// this server's tools (the list at the time of the call, so tools the server adds
-    /// later are held too) and no other call.
-    ///
-    /// To hold only some tools, name them: `ApprovalPolicy::tools(["files_write_file"])`.
-    pub fn approval_policy(&self) -> ApprovalPolicy {
-        let shared = Arc::clone(&self.inner.shared);
-        ApprovalPolicy::when(move |call| shared.defs().iter().any(|def| def.name == call.name))
     }
 
     /// A number that goes up each time the tool list changes (a refresh after the server's
@@ -640,41 +614,6 @@ impl Inner {
             })),
             Err(error) => Err(CallError::Mcp(self.request_error(&connection, error))),
         }
-    }
-}
-
-/// The server's tools as a live source for a [`Toolkit`]: each agent call starts with the
-/// tools as last listed; the generation is [`tools_generation`](McpClient::tools_generation).
-///
-/// ```no_run
-/// use agentscope::prelude::*;
-/// use agentscope_mcp::{McpClient, McpServerConfig};
-/// # async fn demo(model: impl Model) -> Result<(), Box<dyn std::error::Error>> {
-/// let client = McpClient::connect(McpServerConfig::stdio("my-server").prefix("my_")).await?;
-/// let agent = ReActAgent::builder()
-///     .model(model)
-///     .toolkit(Toolkit::new().source(client.clone()))
-///     .build()?;
-/// # let _ = agent;
-/// # Ok(())
-/// # }
-/// ```
-impl ToolSource for McpClient {
-    fn name(&self) -> &str {
-        &self.inner.shared.server
-    }
-
-    fn generation(&self) -> u64 {
-        self.tools_generation()
-    }
-
-    fn tools(&self) -> Vec<BoxedTool> {
-        self.inner
-            .shared
-            .defs()
-            .iter()
-            .map(|def| BoxedTool::new(McpTool::new(self.clone(), Arc::clone(def))))
-            .collect()
     }
 }
 

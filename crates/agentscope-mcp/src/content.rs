@@ -1,7 +1,7 @@
 //! MCP results and progress in our terms: [`McpToolResult`], the content-block mapping and
 //! the text of a progress chunk.
 
-use agentscope::{ContentBlock, ToolError, ToolOutput};
+use agentscope_core::{ContentBlock, ToolError, ToolOutput};
 use rmcp::model::{self, ProgressNotificationParam, ResourceContents};
 use serde_json::Value;
 
@@ -117,7 +117,7 @@ fn data_url(mime_type: &str, base64: &str) -> String {
 }
 
 fn image(url: String) -> ContentBlock {
-    ContentBlock::Image(agentscope::ImageBlock { url })
+    ContentBlock::Image(agentscope_core::ImageBlock { url })
 }
 
 /// One MCP content block as ours (see the table on [`McpToolResult`]).

@@ -1,6 +1,6 @@
 //! [`McpError`]: everything that can go wrong between the client and an MCP server.
 
-use agentscope::ToolError;
+use agentscope_core::ToolError;
 
 /// Something went wrong between an [`McpClient`](crate::McpClient) and its server.
 ///

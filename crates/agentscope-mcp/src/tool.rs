@@ -3,34 +3,15 @@
 use std::fmt;
 use std::sync::Arc;
 
-use agentscope::{Tool, ToolContext, ToolError, ToolOutput};
+use agentscope_core::{Tool, ToolContext, ToolError, ToolOutput};
 use serde_json::{Map, Value};
 
+use agentscope_core::{BoxedTool, ToolSource};
+
 use crate::client::{CallError, McpClient};
+use crate::defs::ToolDef;
 
-/// A tool as the server declared it.
-#[derive(Debug, PartialEq)]
-pub(crate) struct ToolDef {
-    /// The name the model sees: the prefix, then the server's name.
-    pub(crate) name: String,
-    /// The server's name for it.
-    pub(crate) remote_name: String,
-    pub(crate) description: String,
-    pub(crate) parameters: Value,
-}
-
-impl ToolDef {
-    pub(crate) fn from_mcp(prefix: &str, tool: rmcp::model::Tool) -> Self {
-        Self {
-            name: format!("{prefix}{}", tool.name),
-            remote_name: tool.name.into_owned(),
-            description: tool.description.map(|d| d.into_owned()).unwrap_or_default(),
-            parameters: Value::Object((*tool.input_schema).clone()),
-        }
-    }
-}
-
-/// One tool of an MCP server, for a [`Toolkit`](agentscope::Toolkit); get them from
+/// One tool of an MCP server, for an agent's toolkit; get them from
 /// [`McpClient::tools`].
 ///
 /// Its name is the server's (after the client's prefix), its description and parameter
@@ -124,5 +105,49 @@ impl fmt::Debug for McpTool {
             .field("remote_name", &self.def.remote_name)
             .field("server", &self.client.name())
             .finish()
+    }
+}
+
+/// The server's tools as agentscope tools.
+impl McpClient {
+    /// The server's tools, as last listed.
+    pub fn tools(&self) -> Vec<McpTool> {
+        self.defs()
+            .iter()
+            .map(|def| McpTool::new(self.clone(), Arc::clone(def)))
+            .collect()
+    }
+}
+
+/// The server's tools as a live source for a toolkit (`Toolkit::source`): each agent call starts with the
+/// tools as last listed; the generation is [`tools_generation`](McpClient::tools_generation).
+///
+/// ```no_run
+/// use agentscope::prelude::*;
+/// use agentscope_mcp::{McpClient, McpServerConfig};
+/// # async fn demo(model: impl Model) -> Result<(), Box<dyn std::error::Error>> {
+/// let client = McpClient::connect(McpServerConfig::stdio("my-server").prefix("my_")).await?;
+/// let agent = ReActAgent::builder()
+///     .model(model)
+///     .toolkit(Toolkit::new().source(client.clone()))
+///     .build()?;
+/// # let _ = agent;
+/// # Ok(())
+/// # }
+/// ```
+impl ToolSource for McpClient {
+    fn name(&self) -> &str {
+        McpClient::name(self)
+    }
+
+    fn generation(&self) -> u64 {
+        self.tools_generation()
+    }
+
+    fn tools(&self) -> Vec<BoxedTool> {
+        self.defs()
+            .iter()
+            .map(|def| BoxedTool::new(McpTool::new(self.clone(), Arc::clone(def))))
+            .collect()
     }
 }

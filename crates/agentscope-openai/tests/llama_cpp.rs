@@ -20,7 +20,8 @@
 mod support;
 
 use agentscope::prelude::*;
-use agentscope_core::{FINISH_REASON_KEY, ModelError};
+use agentscope_core::ModelError;
+use agentscope_core::plumbing::FINISH_REASON_KEY;
 use support::{Reply, TestServer, builder, hello, run};
 
 const ANSWER: &str = include_str!("fixtures/llama_cpp/answer_cut_at_max_tokens.sse");

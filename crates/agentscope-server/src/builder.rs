@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use agentscope::SessionStore;
+use agentscope::session::SessionStore;
 use tower_http::cors::CorsLayer;
 
 use crate::routes::{AgUi, RouterOptions};
@@ -127,7 +127,7 @@ impl AgUiBuilder {
         }
         let store = match self.store {
             Some(store) => store,
-            None => Arc::new(agentscope::JsonFileSessionStore::new("sessions")),
+            None => Arc::new(agentscope::session::JsonFileSessionStore::new("sessions")),
         };
         Ok(AgUi::new(
             Inner::new(self.agents, store),

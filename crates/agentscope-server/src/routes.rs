@@ -31,7 +31,7 @@ use crate::state::{self, Inner, session_of};
 /// let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
 /// let agui = AgUi::builder()
 ///     .agent("assistant", AgentSpec::new(move || ReActAgent::builder().model(model.clone())))
-///     .store(agentscope::JsonFileSessionStore::new("/var/lib/my-app/threads"))
+///     .store(agentscope::session::JsonFileSessionStore::new("/var/lib/my-app/threads"))
 ///     .build()?;
 /// let app = axum::Router::new().nest("/ui", agui.router());
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;

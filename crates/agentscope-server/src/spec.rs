@@ -4,7 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
-use agentscope::{ReActAgent, ReActAgentBuilder, SessionStore};
+use agentscope::session::SessionStore;
+use agentscope::{ReActAgent, ReActAgentBuilder};
 
 use crate::error::ApiError;
 

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use agentscope::ReActAgent;
 use agentscope::session::validate_session_id;
-use agentscope::{AgentState, ReActAgent, SessionStore};
+use agentscope::session::{AgentState, SessionStore};
 use axum::http::StatusCode;
 use tokio::sync::Notify;
 

@@ -13,7 +13,8 @@ mod support;
 use std::time::Duration;
 
 use agentscope::prelude::*;
-use agentscope::{ContentBlock, HookEventType, SessionStore};
+use agentscope::session::SessionStore;
+use agentscope::{ContentBlock, HookEventType};
 use agentscope_redis::RedisSessionStore;
 use agentscope_server::{AgUi, AgentSpec};
 use agentscope_test::tools::SlowTool;

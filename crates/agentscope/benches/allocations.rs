@@ -13,9 +13,8 @@ mod support;
 use std::alloc::System;
 
 use agentscope::prelude::*;
-use agentscope::{
-    AgentInfo, CallContext, EventType, GenerateOptions, HookChain, PreReasoningEvent, StreamOptions,
-};
+use agentscope::{AgentInfo, EventType, GenerateOptions, HookChain, StreamOptions};
+use agentscope_core::plumbing::{CallContext, events};
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
@@ -104,7 +103,7 @@ fn per_event() -> f64 {
         chain.push(AsyncNoop);
     }
     let call = CallContext::new(std::sync::Arc::new(AgentInfo::new("bench", "1")));
-    let mut event: HookEvent = PreReasoningEvent::new(
+    let mut event: HookEvent = events::pre_reasoning(
         call.info(),
         vec![Msg::user("hello")],
         Some(Msg::system("You are helpful.")),

@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 
 use agentscope::context::{ContextWindowHook, ContextWindows, ToolResultLimit};
 use agentscope::prelude::*;
-use agentscope::{AgentInfo, CallContext, HookChain, HookState, InMemoryMemory, PreReasoningEvent};
+use agentscope::session::HookState;
+use agentscope::{AgentInfo, HookChain, InMemoryMemory};
+use agentscope_core::plumbing::{self, CallContext, events};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use criterion::{BatchSize, Criterion};
 use futures::executor::block_on;
@@ -95,7 +97,7 @@ impl Step {
         if let Some(state) = &self.hook_state {
             call.extensions_mut().insert(state.clone());
         }
-        let event = PreReasoningEvent::new(
+        let event = events::pre_reasoning(
             call.info(),
             input.to_vec(),
             Some(Msg::system("You are a benchmark.")),
@@ -103,7 +105,7 @@ impl Step {
             GenerateOptions::default(),
             0,
         );
-        let event = block_on(self.chain.chain(event, &mut call)).unwrap();
+        let event = block_on(plumbing::chain(&self.chain, event, &mut call)).unwrap();
         event.input_messages().len()
     }
 }

@@ -4,18 +4,23 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use agentscope_core::conversation::{self, pending_tool_uses};
-use agentscope_core::{
-    AgentError, BoxedHook, BoxedTool, CallContext, Hook, HookChain, HookEventType, HookId,
-    HookInfo, Memory, Msg, PreCallEvent,
-};
+use agentscope_core::plumbing::conversation::{self, pending_tool_uses};
+use agentscope_core::plumbing::{self, CallContext, EventParts, events};
+use agentscope_core::{AgentError, Hook, HookChain, HookEventType, HookId, HookInfo, Memory, Msg};
+#[cfg(feature = "schema")]
+use agentscope_core::{BoxedHook, BoxedTool};
 
+#[cfg(feature = "schema")]
 use schemars::JsonSchema;
+#[cfg(feature = "schema")]
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::config::AgentConfig;
-use crate::engine::{self, CallExtras, Finish};
+#[cfg(feature = "schema")]
+use crate::engine::Finish;
+use crate::engine::{self, CallExtras};
+#[cfg(feature = "schema")]
 use crate::hooks::StructuredOutputHook;
 use crate::runtime::{AgentRuntime, lock};
 use crate::session::{AgentState, SessionBinding, check_sessionless};
@@ -218,6 +223,8 @@ impl ReActAgent {
     ///
     /// As for [`call`](Self::call); memory is cleaned of the structured-output plumbing on
     /// drop too.
+    #[cfg(feature = "schema")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
     pub fn call_structured<T>(
         &self,
         input: impl Into<CallInput>,
@@ -236,6 +243,8 @@ impl ReActAgent {
     /// # Errors
     ///
     /// As [`call_structured`](Self::call_structured).
+    #[cfg(feature = "schema")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
     pub fn call_structured_with_message<T>(
         &self,
         input: impl Into<CallInput>,
@@ -379,9 +388,10 @@ impl ReActAgent {
         let hooks = runtime.hook_snapshot();
         let messages = if !messages.is_empty() && hooks.is_interested(HookEventType::PreCall) {
             let mut context = CallContext::new(Arc::clone(&config.info));
-            let event = PreCallEvent::new(context.info(), messages, config.memory.messages(), None)
-                .with_observation();
-            let (messages, _) = hooks.chain(event, &mut context).await?.into_parts();
+            let event = events::observation(context.info(), messages, config.memory.messages());
+            let (messages, _) = plumbing::chain(&hooks, event, &mut context)
+                .await?
+                .into_parts();
             conversation::check_no_system(&messages, "PreCallEvent input messages")?;
             messages
         } else {
@@ -563,7 +573,7 @@ impl ReActAgent {
     /// this agent's own calls (as [`interrupt`](Self::interrupt)), and, with a store that
     /// leases sessions, the call that holds the session's lease elsewhere, which then ends as
     /// a local interrupt ends it: in any process sharing the store with `agentscope-redis`,
-    /// in this process with [`JsonFileSessionStore`](crate::JsonFileSessionStore).
+    /// in this process with `JsonFileSessionStore`.
     /// Returns whether the store found a call holding the session (always `false` for a
     /// store that does not lease, and without a session).
     ///

@@ -1,50 +1,84 @@
 #![doc = include_str!("../../../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod agent;
 mod agent_trait;
 mod builder;
 mod config;
+#[cfg(feature = "context")]
+#[cfg_attr(docsrs, doc(cfg(feature = "context")))]
 pub mod context;
 mod engine;
 mod error;
 pub mod hooks;
 mod memory;
 pub mod model_layers;
+#[cfg(feature = "multi-agent")]
+#[cfg_attr(docsrs, doc(cfg(feature = "multi-agent")))]
 pub mod multi_agent;
 mod runtime;
 pub mod session;
 mod stream;
 mod system_hooks;
 mod toolkit;
+#[cfg(feature = "schema")]
+mod typed_tool;
 
+// The agent and its engine.
 pub use agent::{CallInput, ReActAgent};
 pub use agent_trait::Agent;
 pub use builder::ReActAgentBuilder;
-#[cfg(feature = "tiktoken")]
-pub use context::TiktokenCounter;
-pub use context::{
-    CompactionReport, ContextWindowHook, ContextWindows, EstimatedTokens, Summarizer, TokenCounter,
-    ToolResultStash,
-};
 pub use engine::reply::{Reasoning, Reply, ReplyContext};
-pub use error::{BuildError, ToolkitError};
-pub use memory::InMemoryMemory;
-pub use multi_agent::{AgentTool, MsgHub, MultiAgentError, UserAgent};
-pub use session::{AgentState, JsonFileSessionStore, SessionError, SessionStore};
+pub use error::BuildError;
 pub use stream::{AgentStream, Event, EventType, StreamOptions};
-pub use system_hooks::SystemHooks;
-pub use toolkit::{ToolFn, ToolSource, Toolkit, TypedCall, tool_fn, typed_tool_fn};
 
-pub use agentscope_core::*;
+// Messages.
+pub use agentscope_core::{
+    Content, ContentBlock, GenerateReason, ImageBlock, Metadata, Msg, MsgBuilder, Role,
+    SharedString, TextBlock, ThinkingBlock, ToolInput, ToolResultBlock, ToolUseBlock,
+};
+
+// Hooks and the twelve events.
+pub use agentscope_core::{
+    ActingChunkEvent, AgentInfo, BoxedHook, CallId, CallInfo, DEFAULT_PRIORITY, ErrorEvent,
+    Extensions, Hook, HookChain, HookEvent, HookEventType, HookEventTypes, HookFn, HookId,
+    HookInfo, ParseCallIdError, PostActingEvent, PostCallEvent, PostReasoningEvent,
+    PostSummaryEvent, PreActingEvent, PreCallEvent, PreReasoningEvent, PreSummaryEvent,
+    ReasoningChunkEvent, SummaryChunkEvent, hook_fn,
+};
+pub use system_hooks::SystemHooks;
+
+// Models.
+pub use agentscope_core::{
+    BoxedModel, ChatAccumulator, ChatResponse, ChatStream, ChatUsage, GenerateOptions, Model,
+    ModelRequest, ResponseFormat, ToolChoice, ToolSchema,
+};
+
+// Tools.
+pub use agentscope_core::{BoxedTool, Tool, ToolContext, ToolKind, ToolOutput, ToolSource};
+pub use error::ToolkitError;
+pub use toolkit::{ToolFn, Toolkit, tool_fn};
+#[cfg(feature = "schema")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
+pub use typed_tool::{TypedCall, typed_tool_fn};
+
+// Memory, cancellation and errors.
+pub use agentscope_core::{
+    AgentError, CancellationToken, Cancelled, ConversationError, ErrorSource, HookError, Memory,
+    ModelError, ToolError,
+};
+pub use memory::InMemoryMemory;
 
 /// The names most programs need: `use agentscope::prelude::*;`.
 pub mod prelude {
+    #[cfg(feature = "schema")]
+    pub use crate::typed_tool_fn;
     pub use crate::{
         AgentError, AgentStream, BuildError, ContentBlock, Event, EventType, GenerateOptions,
         GenerateReason, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Memory, Model,
         Msg, ReActAgent, Role, StreamOptions, Tool, ToolContext, ToolError, ToolOutput,
-        ToolResultBlock, ToolSource, ToolUseBlock, Toolkit, hook_fn, tool_fn, typed_tool_fn,
+        ToolResultBlock, ToolSource, ToolUseBlock, Toolkit, hook_fn, tool_fn,
     };
 }
 

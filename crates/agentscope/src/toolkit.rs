@@ -10,11 +10,9 @@ use std::time::Duration;
 
 use agentscope_core::{
     BoxedTool, CancellationToken, Tool, ToolContext, ToolError, ToolOutput, ToolResultBlock,
-    ToolSchema, ToolUseBlock,
+    ToolSchema, ToolSource, ToolUseBlock,
 };
 use futures::FutureExt;
-use futures::future::{Either, Ready, ready};
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::ToolkitError;
@@ -96,6 +94,24 @@ impl Toolkit {
             self.error.get_or_insert(err);
         }
         self
+    }
+
+    /// Adds several tools, in order, as [`tool`](Self::tool) does: a copy of a list, such as
+    /// an MCP server's tools as listed now (use [`source`](Self::source) to follow a list
+    /// that changes).
+    ///
+    /// ```
+    /// use agentscope::{tool_fn, Toolkit, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// let tools = ["a", "b"].map(|name| {
+    ///     tool_fn(name, "A tool.", json!({"type": "object"}), |_, _| async { Ok(ToolOutput::text("ok")) })
+    /// });
+    /// assert_eq!(Toolkit::new().tools(tools).names(), ["a", "b"]);
+    /// ```
+    #[must_use]
+    pub fn tools<T: Tool>(self, tools: impl IntoIterator<Item = T>) -> Self {
+        tools.into_iter().fold(self, Self::tool)
     }
 
     /// Adds a tool with its own time limit (overriding [`timeout`](Self::timeout)).
@@ -494,75 +510,6 @@ impl fmt::Debug for Toolkit {
     }
 }
 
-/// A live source of tools for a [`Toolkit`] ([`Toolkit::source`]): an agent's calls
-/// resolve its current tools at their start, so a running agent sees tools the source adds
-/// or removes from its next call on (an MCP server's client is one).
-///
-/// [`generation`](Self::generation) must change whenever [`tools`](Self::tools) would
-/// return a different list; the toolkit only asks for the tools (and compiles their
-/// schemas) when it does.
-///
-/// ```
-/// use std::sync::{Arc, RwLock};
-/// use agentscope::{BoxedTool, ToolSource};
-///
-/// /// Tools an application swaps at run time.
-/// #[derive(Default)]
-/// struct Swappable(RwLock<(u64, Vec<BoxedTool>)>);
-///
-/// impl Swappable {
-///     fn set(&self, tools: Vec<BoxedTool>) {
-///         let mut slot = self.0.write().unwrap();
-///         *slot = (slot.0 + 1, tools);
-///     }
-/// }
-///
-/// impl ToolSource for Swappable {
-///     fn name(&self) -> &str {
-///         "swappable"
-///     }
-///     fn generation(&self) -> u64 {
-///         self.0.read().map_or(0, |slot| slot.0)
-///     }
-///     fn tools(&self) -> Vec<BoxedTool> {
-///         self.0.read().map(|slot| slot.1.clone()).unwrap_or_default()
-///     }
-/// }
-///
-/// let source = Arc::new(Swappable::default());
-/// let toolkit = agentscope::Toolkit::new().source(Arc::clone(&source));
-/// assert_eq!(source.generation(), 0);
-/// source.set(Vec::new());
-/// assert_eq!(source.generation(), 1);
-/// # let _ = toolkit;
-/// ```
-pub trait ToolSource: Send + Sync + 'static {
-    /// The source's name, for error messages.
-    fn name(&self) -> &str;
-
-    /// A number that changes whenever the tool list changes (read at the start of every
-    /// call: keep it cheap).
-    fn generation(&self) -> u64;
-
-    /// The current tools, in the order the model should see them.
-    fn tools(&self) -> Vec<BoxedTool>;
-}
-
-/// A shared source is a source: keep an `Arc` to change it while agents use it.
-impl<S: ToolSource + ?Sized> ToolSource for Arc<S> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-
-    fn generation(&self) -> u64 {
-        (**self).generation()
-    }
-
-    fn tools(&self) -> Vec<BoxedTool> {
-        (**self).tools()
-    }
-}
-
 /// A tool made from a closure over JSON arguments; build one with [`tool_fn`].
 pub struct ToolFn<F> {
     name: String,
@@ -657,65 +604,6 @@ impl<F> fmt::Debug for ToolFn<F> {
             .field("name", &self.name)
             .finish_non_exhaustive()
     }
-}
-
-/// Builds a tool whose argument schema comes from a type (`serde::Deserialize` +
-/// `schemars::JsonSchema`); the closure gets the deserialised arguments.
-///
-/// ```
-/// use agentscope::{typed_tool_fn, Toolkit};
-/// use schemars::JsonSchema;
-/// use serde::Deserialize;
-///
-/// #[derive(Deserialize, JsonSchema)]
-/// struct AddArgs {
-///     /// First addend.
-///     a: f64,
-///     /// Second addend.
-///     b: f64,
-/// }
-///
-/// let add = typed_tool_fn("add", "Adds two numbers.", |args: AddArgs, _ctx| async move {
-///     Ok((args.a + args.b).to_string())
-/// });
-/// let toolkit = Toolkit::new().tool(add);
-/// assert_eq!(toolkit.schemas()[0].parameters["required"], serde_json::json!(["a", "b"]));
-/// ```
-pub fn typed_tool_fn<A, F, Fut, O>(
-    name: impl Into<String>,
-    description: impl Into<String>,
-    f: F,
-) -> ToolFn<impl Fn(Value, ToolContext) -> TypedCall<Fut, O> + Send + Sync + 'static>
-where
-    A: DeserializeOwned + schemars::JsonSchema + 'static,
-    F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
-    O: Into<ToolOutput> + Send + 'static,
-{
-    // The toolkit validated the arguments against A's schema; serde-only rejections still
-    // go back to the model as parameter errors.
-    tool_fn(
-        name,
-        description,
-        schema_of::<A>(),
-        move |input, ctx| match serde_json::from_value::<A>(input) {
-            Ok(args) => Either::Left(f(args, ctx)),
-            Err(error) => Either::Right(ready(Err(ToolError::invalid_arguments(error)))),
-        },
-    )
-}
-
-/// The future of one [`typed_tool_fn`] call: the closure's, or the argument error.
-pub type TypedCall<Fut, O> = Either<Fut, Ready<Result<O, ToolError>>>;
-
-/// The JSON schema of `T`, without the `$schema` and `title` keys models don't need.
-pub(crate) fn schema_of<T: schemars::JsonSchema>() -> Value {
-    let mut value = schemars::schema_for!(T).to_value();
-    if let Some(object) = value.as_object_mut() {
-        object.remove("$schema");
-        object.remove("title");
-    }
-    value
 }
 
 #[cfg(test)]
@@ -860,8 +748,10 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "schema")]
     #[test]
     fn typed_tools_get_schema_and_deserialised_args() {
+        use crate::typed_tool::typed_tool_fn;
         #[derive(serde::Deserialize, schemars::JsonSchema)]
         struct Args {
             n: u32,

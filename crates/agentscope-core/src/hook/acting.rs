@@ -4,28 +4,18 @@
 use std::sync::Arc;
 
 use crate::error::HookError;
-use crate::hook::context::CallInfo;
 use crate::hook::meta::{Meta, event_meta_accessors};
 use crate::message::{ToolResultBlock, ToolUseBlock};
 
 /// Fired for each pending tool call before any tool of the batch runs.
 #[derive(Debug, Clone)]
 pub struct PreActingEvent {
-    pub(super) meta: Meta,
-    tool_use: ToolUseBlock,
-    skip: Option<ToolResultBlock>,
+    pub(crate) meta: Meta,
+    pub(crate) tool_use: ToolUseBlock,
+    pub(crate) skip: Option<ToolResultBlock>,
 }
 
 impl PreActingEvent {
-    /// Creates the event.
-    pub fn new(call: &Arc<CallInfo>, tool_use: ToolUseBlock) -> Self {
-        Self {
-            meta: Meta::new(call),
-            tool_use,
-            skip: None,
-        }
-    }
-
     event_meta_accessors!();
 
     /// The tool call about to run.
@@ -65,11 +55,6 @@ impl PreActingEvent {
     pub fn skip_result(&self) -> Option<&ToolResultBlock> {
         self.skip.as_ref()
     }
-
-    /// Takes the tool call and the skip result.
-    pub fn into_parts(self) -> (ToolUseBlock, Option<ToolResultBlock>) {
-        (self.tool_use, self.skip)
-    }
 }
 
 /// Fired for each tool result, in call order, after the whole batch ran.
@@ -77,23 +62,13 @@ impl PreActingEvent {
 /// The result as the last hook leaves it is what memory and the stream get.
 #[derive(Debug, Clone)]
 pub struct PostActingEvent {
-    pub(super) meta: Meta,
-    tool_use: ToolUseBlock,
-    result: ToolResultBlock,
-    stop: bool,
+    pub(crate) meta: Meta,
+    pub(crate) tool_use: ToolUseBlock,
+    pub(crate) result: ToolResultBlock,
+    pub(crate) stop: bool,
 }
 
 impl PostActingEvent {
-    /// Creates the event.
-    pub fn new(call: &Arc<CallInfo>, tool_use: ToolUseBlock, tool_result: ToolResultBlock) -> Self {
-        Self {
-            meta: Meta::new(call),
-            tool_use,
-            result: tool_result,
-            stop: false,
-        }
-    }
-
     event_meta_accessors!();
 
     /// The tool call that ran.
@@ -122,31 +97,17 @@ impl PostActingEvent {
     pub fn is_stop_requested(&self) -> bool {
         self.stop
     }
-
-    /// Takes the result and the stop flag.
-    pub fn into_parts(self) -> (ToolResultBlock, bool) {
-        (self.result, self.stop)
-    }
 }
 
 /// A progress chunk a running tool emitted (a notification).
 #[derive(Debug, Clone)]
 pub struct ActingChunkEvent {
-    pub(super) meta: Meta,
-    tool_use: Arc<ToolUseBlock>,
-    chunk: ToolResultBlock,
+    pub(crate) meta: Meta,
+    pub(crate) tool_use: Arc<ToolUseBlock>,
+    pub(crate) chunk: ToolResultBlock,
 }
 
 impl ActingChunkEvent {
-    /// Creates the event.
-    pub fn new(call: &Arc<CallInfo>, tool_use: Arc<ToolUseBlock>, chunk: ToolResultBlock) -> Self {
-        Self {
-            meta: Meta::new(call),
-            tool_use,
-            chunk,
-        }
-    }
-
     event_meta_accessors!();
 
     /// The running tool call.
@@ -158,23 +119,19 @@ impl ActingChunkEvent {
     pub fn chunk(&self) -> &ToolResultBlock {
         &self.chunk
     }
-
-    /// Takes the chunk.
-    pub fn into_chunk(self) -> ToolResultBlock {
-        self.chunk
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AgentInfo, CallContext};
+    use crate::AgentInfo;
+    use crate::plumbing::{CallContext, EventParts, events};
     use serde_json::json;
 
     #[test]
     fn set_tool_use_keeps_id_and_skip_normalises_result() {
         let call = CallContext::new(Arc::new(AgentInfo::new("a", "id-1")));
-        let mut event = PreActingEvent::new(
+        let mut event = events::pre_acting(
             call.info(),
             ToolUseBlock::new("c1", "calc", json!({"x": 1})),
         );

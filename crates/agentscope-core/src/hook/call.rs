@@ -1,9 +1,6 @@
 //! The call events: [`PreCallEvent`] (before anything is stored) and [`PostCallEvent`] (the
 //! reply the caller gets).
 
-use std::sync::Arc;
-
-use crate::hook::context::CallInfo;
 use crate::hook::meta::{Meta, SystemSlot, event_meta_accessors, system_message_accessors};
 use crate::message::Msg;
 
@@ -20,37 +17,14 @@ use crate::message::Msg;
 /// checks the flag.
 #[derive(Debug, Clone)]
 pub struct PreCallEvent {
-    pub(super) meta: Meta,
-    input: Vec<Msg>,
-    history: Vec<Msg>,
-    system: SystemSlot,
-    observation: bool,
+    pub(crate) meta: Meta,
+    pub(crate) input: Vec<Msg>,
+    pub(crate) history: Vec<Msg>,
+    pub(crate) system: SystemSlot,
+    pub(crate) observation: bool,
 }
 
 impl PreCallEvent {
-    /// Creates the event.
-    pub fn new(
-        call: &Arc<CallInfo>,
-        input_messages: Vec<Msg>,
-        history: Vec<Msg>,
-        system_message: Option<Msg>,
-    ) -> Self {
-        Self {
-            meta: Meta::new(call),
-            input: input_messages,
-            history,
-            system: SystemSlot(system_message),
-            observation: false,
-        }
-    }
-
-    /// Marks the event as fired by `observe()` (see [`is_observation`](Self::is_observation)).
-    #[must_use]
-    pub fn with_observation(mut self) -> Self {
-        self.observation = true;
-        self
-    }
-
     /// Whether the agent is observing the input messages (`observe()`: they are stored and
     /// not replied to) rather than starting a call.
     pub fn is_observation(&self) -> bool {
@@ -74,11 +48,6 @@ impl PreCallEvent {
     pub fn history(&self) -> &[Msg] {
         &self.history
     }
-
-    /// Takes the (possibly changed) input messages and system message.
-    pub fn into_parts(self) -> (Vec<Msg>, Option<Msg>) {
-        (self.input, self.system.0)
-    }
 }
 
 /// Fired once when a call completed; the final message is what the caller gets.
@@ -86,19 +55,11 @@ impl PreCallEvent {
 /// Changing it does not change memory, which keeps the loop's message.
 #[derive(Debug, Clone)]
 pub struct PostCallEvent {
-    pub(super) meta: Meta,
-    final_message: Msg,
+    pub(crate) meta: Meta,
+    pub(crate) final_message: Msg,
 }
 
 impl PostCallEvent {
-    /// Creates the event.
-    pub fn new(call: &Arc<CallInfo>, final_message: Msg) -> Self {
-        Self {
-            meta: Meta::new(call),
-            final_message,
-        }
-    }
-
     event_meta_accessors!();
 
     /// The reply.
@@ -109,10 +70,5 @@ impl PostCallEvent {
     /// Replaces the reply the caller gets.
     pub fn set_final_message(&mut self, message: Msg) {
         self.final_message = message;
-    }
-
-    /// Takes the final message.
-    pub fn into_final_message(self) -> Msg {
-        self.final_message
     }
 }

@@ -1,5 +1,5 @@
 //! [`HookChain`]: hooks sorted by priority with one list per event kind, and the rules that
-//! run an event through them (see the [module docs](super)).
+//! run an event through them (see [the dispatch rules](super::Hook#dispatch-rules)).
 
 use std::fmt;
 use std::future::Future;
@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use crate::error::{AgentError, HookError};
 use crate::hook::erased::{BoxedHook, Handler, invoke_sync};
-use crate::hook::{CallContext, Chained, Hook, HookEvent, HookEventType, HookEventTypes, HookId};
+use crate::hook::{
+    CallContext, ChainedEvent, Hook, HookEvent, HookEventType, HookEventTypes, HookId,
+};
 
 /// The chained rule (Pre*/Post* events): the hooks interested in `$kind` run in order on
 /// `$event` (a `&mut HookEvent`) and the first failure stops the chain. Evaluates to `None`,
@@ -302,22 +304,9 @@ impl HookChain {
         self.interests
     }
 
-    /// Runs a chained event (Pre*/Post*) of `call` through the hooks interested in its kind,
-    /// in order, and gives the event back as the last hook left it.
-    ///
-    /// With [`notify`](Self::notify) (and [`chain_in_place`](Self::chain_in_place), the
-    /// same rule for an event held as a [`HookEvent`]) this is an engine's entry point into
-    /// the chain. While the hooks run, the event holds `call`'s
-    /// [extensions](crate::Extensions) (moved in, and back into `call` afterwards, also on
-    /// failure), so hooks keep per-call state across the call's events. The chain remembers in `call` which hooks received PostCall, and does not
-    /// send them the call's ErrorEvent. Build `event` from `call.info()`.
-    ///
-    /// # Errors
-    ///
-    /// The first hook `Err` (or panic) stops the chain and is returned as
-    /// [`AgentError::Hook`] naming the hook; a hook that replaced the event with one of another
-    /// kind fails the same way.
-    pub fn chain<'a, E: Chained>(
+    /// The chained rule for an event held by value: [`plumbing::chain`](crate::plumbing::chain)
+    /// documents it.
+    pub(crate) fn chain<'a, E: ChainedEvent>(
         &'a self,
         event: E,
         call: &'a mut CallContext,
@@ -330,32 +319,9 @@ impl HookChain {
         }
     }
 
-    /// [`chain`](Self::chain) for an event the caller holds as a [`HookEvent`]: the hooks
-    /// work on it where it is, and the caller takes it back with
-    /// [`Chained::from_chained`]. An event is a few hundred bytes and every move of it is a
-    /// copy: an engine that builds the event in its own frame and runs it here copies it
-    /// about half as often as through `chain`.
-    ///
-    /// A notification kind given here is run by the chained rule.
-    ///
-    /// # Errors
-    ///
-    /// As [`chain`](Self::chain).
-    ///
-    /// ```
-    /// # use std::sync::Arc;
-    /// # use agentscope_core::{AgentInfo, CallContext, Chained, HookChain, HookEvent, Msg, PostCallEvent};
-    /// # futures::executor::block_on(async {
-    /// let chain = HookChain::new();
-    /// let mut call = CallContext::new(Arc::new(AgentInfo::new("assistant", "1")));
-    /// let mut event = HookEvent::from(PostCallEvent::new(call.info(), Msg::assistant("hi")));
-    /// chain.chain_in_place(&mut event, &mut call).await?;
-    /// let reply = PostCallEvent::from_chained(event)?.into_final_message();
-    /// assert_eq!(reply.text(), "hi");
-    /// # Ok::<(), agentscope_core::AgentError>(())
-    /// # }).unwrap();
-    /// ```
-    pub async fn chain_in_place(
+    /// The chained rule for an event held in place:
+    /// [`plumbing::chain_in_place`](crate::plumbing::chain_in_place) documents it.
+    pub(crate) async fn chain_in_place(
         &self,
         event: &mut HookEvent,
         call: &mut CallContext,
@@ -379,17 +345,8 @@ impl HookChain {
         Ok(())
     }
 
-    /// Delivers a notification (a chunk event or the call's ErrorEvent) of `call` to every
-    /// interested hook, in order, lending it `call`'s extensions like [`chain`](Self::chain).
-    /// A hook's `Err` (or panic) is logged and affects neither the call nor the other hooks;
-    /// hooks that received the call's PostCall do not get its ErrorEvent.
-    ///
-    /// The event is passed by reference (wrap it with `.into()`): chunk events are the
-    /// hottest events of a call, and a notification is not unwrapped afterwards, so the
-    /// caller's frame holds it and no future copies it. An event of a chained kind given
-    /// here is delivered by the same rule (every hook, failures logged); use
-    /// [`chain`](Self::chain) for those.
-    pub async fn notify(&self, event: &mut HookEvent, call: &mut CallContext) {
+    /// The notification rule: [`plumbing::notify`](crate::plumbing::notify) documents it.
+    pub(crate) async fn notify(&self, event: &mut HookEvent, call: &mut CallContext) {
         let kind = event.event_type();
         if !self.interests.contains(kind) {
             return;
@@ -416,13 +373,13 @@ impl HookChain {
         std::mem::swap(&mut event.meta_mut().extensions, call.extensions_mut());
     }
 
-    /// Runs `event` through the hooks interested in its kind, by the kind's rule, without a
-    /// call: for testing hooks and chains. See [`chain`](Self::chain) and
-    /// [`notify`](Self::notify).
+    /// Runs `event` through the hooks interested in its kind, by the kind's rule (see the
+    /// [dispatch rules](Hook#dispatch-rules)), without a call: for testing hooks and chains.
     ///
     /// # Errors
     ///
-    /// For a chained event, as [`chain`](Self::chain); notifications never fail.
+    /// For a chained event, the first hook `Err` (or panic) as [`AgentError::Hook`] naming
+    /// the hook; notifications never fail.
     pub async fn dispatch(&self, event: &mut HookEvent) -> Result<(), AgentError> {
         let kind = event.event_type();
         if !self.interests.contains(kind) {
@@ -468,8 +425,8 @@ impl fmt::Debug for HookChain {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hook::{BoxedHook, HookFn, hook_fn};
-    use crate::hook::{ErrorEvent, PostCallEvent, PreCallEvent, ReasoningChunkEvent};
+    use crate::hook::{BoxedHook, HookFn, PostCallEvent, PreCallEvent, hook_fn};
+    use crate::plumbing::{CallContext, events};
     use crate::{AgentInfo, Msg};
     use futures::executor::block_on;
     use std::sync::Mutex;
@@ -479,12 +436,11 @@ mod tests {
     }
 
     fn post_call() -> HookEvent {
-        PostCallEvent::new(call().info(), Msg::assistant("x")).into()
+        events::post_call(call().info(), Msg::assistant("x")).into()
     }
 
     fn chunk() -> HookEvent {
-        ReasoningChunkEvent::new(call().info(), "m", Msg::assistant("x"), Msg::assistant("x"))
-            .into()
+        events::reasoning_chunk(call().info(), "m", Msg::assistant("x"), Msg::assistant("x")).into()
     }
 
     fn recorder(log: &Arc<Mutex<Vec<String>>>, name: &'static str, priority: i32) -> HookFn {
@@ -608,7 +564,7 @@ mod tests {
             log.lock().unwrap().clear();
             call.saw_post_call = vec![first];
             let mut error: HookEvent =
-                ErrorEvent::new(call.info(), AgentError::invalid_input("x")).into();
+                events::error(call.info(), AgentError::invalid_input("x")).into();
             block_on(chain.notify(&mut error, &mut call));
             assert_eq!(
                 *log.lock().unwrap(),
@@ -676,7 +632,7 @@ mod tests {
         }));
         chain.push(hook_fn(|_| Err(HookError::msg("second hook refuses"))));
         let mut call = call();
-        let mut event = HookEvent::from(PostCallEvent::new(call.info(), Msg::assistant("x")));
+        let mut event = HookEvent::from(events::post_call(call.info(), Msg::assistant("x")));
         let err = block_on(chain.chain_in_place(&mut event, &mut call)).unwrap_err();
         let AgentError::Hook {
             hook, event: kind, ..
@@ -687,7 +643,7 @@ mod tests {
         assert_eq!(*kind, HookEventType::PostCall);
         assert_eq!(*hook, chain.order()[1].name);
         // `chain` is the same rule.
-        let typed = PostCallEvent::new(call.info(), Msg::assistant("x"));
+        let typed = events::post_call(call.info(), Msg::assistant("x"));
         let typed_err = block_on(chain.chain(typed, &mut call)).unwrap_err();
         assert_eq!(typed_err.to_string(), err.to_string());
         // The first hook's change stays in the caller's event.
@@ -751,9 +707,9 @@ mod tests {
             Ok(())
         }));
         let mut call = call();
-        let pre = PreCallEvent::new(call.info(), vec![], vec![], None);
+        let pre = events::pre_call(call.info(), vec![], vec![], None);
         block_on(chain.chain(pre, &mut call)).unwrap();
-        let post = PostCallEvent::new(call.info(), Msg::assistant("x"));
+        let post = events::post_call(call.info(), Msg::assistant("x"));
         let post = block_on(chain.chain(post, &mut call)).unwrap();
         assert!(
             post.extensions().is_empty(),
@@ -780,10 +736,10 @@ mod tests {
         );
         chain.push(recorder(&log, "late", 3));
         let mut call = call();
-        let post = PostCallEvent::new(call.info(), Msg::assistant("x"));
+        let post = events::post_call(call.info(), Msg::assistant("x"));
         let err = block_on(chain.chain(post, &mut call)).unwrap_err();
         assert_eq!(log.lock().unwrap().drain(..).collect::<Vec<_>>(), ["early"]);
-        let mut error = ErrorEvent::new(call.info(), err).into();
+        let mut error = events::error(call.info(), err).into();
         block_on(chain.notify(&mut error, &mut call));
         assert_eq!(*log.lock().unwrap(), ["late"]);
     }

@@ -209,15 +209,14 @@ impl CallInfo {
 /// [`Extensions`].
 ///
 /// The engine creates one per call and drops it when the call ends. It lends the extensions
-/// to each event while the hooks handle it ([`HookChain::chain`](crate::HookChain::chain)),
+/// to each event while the hooks handle it ([`plumbing::chain`](crate::plumbing::chain)),
 /// so a hook can store state at one event (typically PreCall) and find it at every later
-/// event of the same call.
-///
-/// To test hooks outside an agent, make one and pass it to the chain:
+/// event of the same call:
 ///
 /// ```
 /// use std::sync::Arc;
-/// use agentscope_core::{hook_fn, AgentInfo, CallContext, HookChain, HookEvent, Msg, PostCallEvent, PreCallEvent};
+/// use agentscope_core::plumbing::{self, events, CallContext};
+/// use agentscope_core::{hook_fn, AgentInfo, HookChain, HookEvent, Msg};
 ///
 /// # futures::executor::block_on(async {
 /// struct Started(&'static str);
@@ -238,8 +237,8 @@ impl CallInfo {
 /// }));
 ///
 /// let mut call = CallContext::new(Arc::new(AgentInfo::new("assistant", "a1")));
-/// chain.chain(PreCallEvent::new(call.info(), vec![], vec![], None), &mut call).await?;
-/// let post = chain.chain(PostCallEvent::new(call.info(), Msg::assistant("hi")), &mut call).await?;
+/// plumbing::chain(&chain, events::pre_call(call.info(), vec![], vec![], None), &mut call).await?;
+/// let post = plumbing::chain(&chain, events::post_call(call.info(), Msg::assistant("hi")), &mut call).await?;
 /// assert_eq!(post.final_message().text(), "started at PreCall");
 /// assert!(call.extensions().get::<Started>().is_some());
 /// # Ok::<(), agentscope_core::AgentError>(())

@@ -274,13 +274,13 @@ impl Hook for BoxedHook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hook::{CallContext, PostCallEvent};
+    use crate::plumbing::{CallContext, events};
     use crate::{AgentInfo, Msg};
     use futures::executor::block_on;
 
     fn event() -> HookEvent {
         let call = CallContext::new(Arc::new(AgentInfo::new("a", "1")));
-        PostCallEvent::new(call.info(), Msg::assistant("x")).into()
+        events::post_call(call.info(), Msg::assistant("x")).into()
     }
 
     struct Noop;

@@ -57,10 +57,20 @@ macro_rules! each_event {
 impl HookEvent {
     /// The event's kind.
     pub fn event_type(&self) -> HookEventType {
-        fn kind<E: Event>(_: &E) -> HookEventType {
-            E::KIND
+        match self {
+            HookEvent::PreCall(_) => HookEventType::PreCall,
+            HookEvent::PostCall(_) => HookEventType::PostCall,
+            HookEvent::PreReasoning(_) => HookEventType::PreReasoning,
+            HookEvent::PostReasoning(_) => HookEventType::PostReasoning,
+            HookEvent::ReasoningChunk(_) => HookEventType::ReasoningChunk,
+            HookEvent::PreActing(_) => HookEventType::PreActing,
+            HookEvent::PostActing(_) => HookEventType::PostActing,
+            HookEvent::ActingChunk(_) => HookEventType::ActingChunk,
+            HookEvent::PreSummary(_) => HookEventType::PreSummary,
+            HookEvent::PostSummary(_) => HookEventType::PostSummary,
+            HookEvent::SummaryChunk(_) => HookEventType::SummaryChunk,
+            HookEvent::Error(_) => HookEventType::Error,
         }
-        each_event!(self, e => kind(e))
     }
 
     /// The call the event belongs to.
@@ -107,19 +117,17 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// One of the twelve event structs. Sealed: the set of events is closed.
-pub trait Event:
+/// One of the eight chained events (Pre*/Post*): hooks run on it in order and may change it
+/// or fail the call. Sealed: the set of events is closed. An engine's entry point for it is
+/// [`plumbing::chain`](crate::plumbing::chain).
+pub trait ChainedEvent:
     Into<HookEvent> + TryFrom<HookEvent, Error = HookEvent> + Send + sealed::Sealed + 'static
 {
     /// The event's kind.
     const KIND: HookEventType;
-}
 
-/// The eight chained events (Pre*/Post*): hooks run in order and may change them or fail the
-/// call; [`HookChain::chain`](crate::HookChain::chain) takes them and gives them back.
-pub trait Chained: Event {
     /// The event back from a [`HookEvent`] that went through
-    /// [`HookChain::chain_in_place`](crate::HookChain::chain_in_place).
+    /// [`plumbing::chain_in_place`](crate::plumbing::chain_in_place).
     ///
     /// # Errors
     ///
@@ -137,17 +145,19 @@ pub trait Chained: Event {
     }
 }
 
-impl Chained for PreCallEvent {}
-impl Chained for PostCallEvent {}
-impl Chained for PreReasoningEvent {}
-impl Chained for PostReasoningEvent {}
-impl Chained for PreActingEvent {}
-impl Chained for PostActingEvent {}
-impl Chained for PreSummaryEvent {}
-impl Chained for PostSummaryEvent {}
+/// Marks the chained events (see [`ChainedEvent`]).
+macro_rules! chained_events {
+    ($($variant:ident($ty:ident)),* $(,)?) => {
+        $(impl sealed::Sealed for $ty {}
+
+        impl ChainedEvent for $ty {
+            const KIND: HookEventType = HookEventType::$variant;
+        })*
+    };
+}
 
 /// Declares the closed `HookEvent` enum over the twelve event structs, with the
-/// conversions between them and the [`Event`] impls.
+/// conversions between them.
 macro_rules! hook_events {
     ($(#[$meta:meta])* $($variant:ident($ty:ident)),* $(,)?) => {
         $(#[$meta])*
@@ -176,11 +186,7 @@ macro_rules! hook_events {
             }
         }
 
-        impl sealed::Sealed for $ty {}
-
-        impl Event for $ty {
-            const KIND: HookEventType = HookEventType::$variant;
-        })*
+        )*
     };
 }
 
@@ -223,16 +229,28 @@ hook_events!(
     Error(ErrorEvent),
 );
 
+chained_events!(
+    PreCall(PreCallEvent),
+    PostCall(PostCallEvent),
+    PreReasoning(PreReasoningEvent),
+    PostReasoning(PostReasoningEvent),
+    PreActing(PreActingEvent),
+    PostActing(PostActingEvent),
+    PreSummary(PreSummaryEvent),
+    PostSummary(PostSummaryEvent),
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CallContext, Msg};
+    use crate::Msg;
+    use crate::plumbing::{CallContext, events};
     use std::sync::Arc;
 
     #[test]
     fn hook_event_accessors() {
         let call = CallContext::new(Arc::new(AgentInfo::new("a", "id-1")));
-        let mut event = HookEvent::from(PostCallEvent::new(call.info(), Msg::assistant("hi")));
+        let mut event = HookEvent::from(events::post_call(call.info(), Msg::assistant("hi")));
         assert_eq!(event.event_type(), HookEventType::PostCall);
         assert_eq!(event.agent().name(), "a");
         assert_eq!(event.agent().id(), "id-1");

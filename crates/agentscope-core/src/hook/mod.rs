@@ -7,24 +7,12 @@
 //! | `erased.rs` | type-erased hooks: [`BoxedHook`], closures as hooks ([`hook_fn`]) |
 //! | `chain.rs` | [`HookChain`]: priority order, one list per kind, the dispatch rules |
 //! | `kinds.rs` | the kinds ([`HookEventType`]) and sets of kinds ([`HookEventTypes`]) |
-//! | `context.rs` | the call: [`CallContext`], [`CallInfo`], [`CallId`], [`Extensions`] |
+//! | `context.rs` | the call: `CallContext` (the engine's), [`CallInfo`], [`CallId`], [`Extensions`] |
 //! | `event.rs` | the closed [`HookEvent`] enum |
 //! | `meta.rs` | what the twelve events share (their call, its extensions, the accessors) |
 //! | `call.rs`, `reasoning.rs`, `acting.rs`, `summary.rs`, `error.rs` | the twelve events, by stage |
 //!
-//! # Dispatch rules
-//!
-//! - Pre*/Post* events are **chained**: hooks run one after another in priority order (lower
-//!   first, ties in registration order), each seeing the event as the previous hook left it.
-//!   An `Err` stops the chain and fails the call.
-//! - Chunk events and [`ErrorEvent`] are **notifications**: every interested hook receives
-//!   them in priority order; an `Err` is logged with `tracing` and affects neither the call
-//!   nor the other hooks.
-//! - A panic inside a hook is caught and treated as that hook's `Err`.
-//! - A hook whose [`interests`](Hook::interests) exclude a kind is never invoked for it and
-//!   costs nothing: the chain keeps one list of hooks per kind.
-//! - A hook that received a call's PostCall does not also receive its ErrorEvent (when a
-//!   later PostCall hook fails the call).
+//! The dispatch rules are documented on the [`Hook`] trait.
 
 mod acting;
 mod call;
@@ -34,7 +22,7 @@ mod erased;
 mod error;
 mod event;
 mod kinds;
-mod meta;
+pub(crate) mod meta;
 mod reasoning;
 mod summary;
 
@@ -49,7 +37,7 @@ pub use chain::{HookChain, HookInfo};
 pub use context::{AgentInfo, CallContext, CallId, CallInfo, Extensions, ParseCallIdError};
 pub use erased::{BoxedHook, HookFn, hook_fn};
 pub use error::ErrorEvent;
-pub use event::{Chained, Event, HookEvent};
+pub use event::{ChainedEvent, HookEvent};
 pub use kinds::{HookEventType, HookEventTypes};
 pub use reasoning::{PostReasoningEvent, PreReasoningEvent, ReasoningChunkEvent};
 pub use summary::{PostSummaryEvent, PreSummaryEvent, SummaryChunkEvent};
@@ -90,8 +78,22 @@ pub const DEFAULT_PRIORITY: i32 = 100;
 /// ```
 ///
 /// `priority`, `interests` and `name` are read once, when the hook is registered.
+///
+/// # Dispatch rules
+///
+/// - Pre*/Post* events are **chained**: hooks run one after another in priority order (lower
+///   first, ties in registration order), each seeing the event as the previous hook left it.
+///   An `Err` stops the chain and fails the call.
+/// - Chunk events and [`ErrorEvent`] are **notifications**: every interested hook receives
+///   them in priority order; an `Err` is logged with `tracing` and affects neither the call
+///   nor the other hooks.
+/// - A panic inside a hook is caught and treated as that hook's `Err`.
+/// - A hook whose [`interests`](Hook::interests) exclude a kind is never invoked for it and
+///   costs nothing: the chain keeps one list of hooks per kind.
+/// - A hook that received a call's PostCall does not also receive its ErrorEvent (when a
+///   later PostCall hook fails the call).
 pub trait Hook: Send + Sync + 'static {
-    /// Handles one event. See the module docs for what an `Err` does.
+    /// Handles one event. See [the dispatch rules](Hook#dispatch-rules) for what an `Err` does.
     fn on_event(&self, event: &mut HookEvent)
     -> impl Future<Output = Result<(), HookError>> + Send;
 

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use crate::conversation::check_goto;
 use crate::error::HookError;
-use crate::hook::context::CallInfo;
 use crate::hook::meta::{Meta, SystemSlot, event_meta_accessors, system_message_accessors};
 use crate::message::Msg;
 use crate::model::GenerateOptions;
@@ -17,46 +16,18 @@ use crate::model::GenerateOptions;
 /// accumulate. The model receives `[system message] ++ input_messages`.
 #[derive(Debug, Clone)]
 pub struct PreReasoningEvent {
-    pub(super) meta: Meta,
-    input: Vec<Msg>,
-    system: SystemSlot,
-    model_name: Arc<str>,
+    pub(crate) meta: Meta,
+    pub(crate) input: Vec<Msg>,
+    pub(crate) system: SystemSlot,
+    pub(crate) model_name: Arc<str>,
     /// Shared with the agent's settings until a hook changes it: the event stays small and
     /// building it copies nothing.
-    options: Arc<GenerateOptions>,
-    iteration: usize,
-    context_exceeded: bool,
+    pub(crate) options: Arc<GenerateOptions>,
+    pub(crate) iteration: usize,
+    pub(crate) context_exceeded: bool,
 }
 
 impl PreReasoningEvent {
-    /// Creates the event.
-    pub fn new(
-        call: &Arc<CallInfo>,
-        input_messages: Vec<Msg>,
-        system_message: Option<Msg>,
-        model_name: impl Into<Arc<str>>,
-        generate_options: impl Into<Arc<GenerateOptions>>,
-        iteration: usize,
-    ) -> Self {
-        Self {
-            meta: Meta::new(call),
-            input: input_messages,
-            system: SystemSlot(system_message),
-            model_name: model_name.into(),
-            options: generate_options.into(),
-            iteration,
-            context_exceeded: false,
-        }
-    }
-
-    /// Marks the event as the one retry of a model call the provider refused for exceeding
-    /// its context window (see [`context_exceeded`](Self::context_exceeded)).
-    #[must_use]
-    pub fn with_context_exceeded(mut self) -> Self {
-        self.context_exceeded = true;
-        self
-    }
-
     /// Whether the model refused this step's previous request as too long for its context
     /// window ([`ModelError::is_context_length`](crate::ModelError::is_context_length)). The
     /// engine then runs PreReasoning once more with this set, and context hooks must shrink
@@ -104,15 +75,6 @@ impl PreReasoningEvent {
     pub fn iteration(&self) -> usize {
         self.iteration
     }
-
-    /// Takes the messages, system message and options.
-    pub fn into_parts(self) -> (Vec<Msg>, Option<Msg>, GenerateOptions) {
-        (
-            self.input,
-            self.system.0,
-            Arc::unwrap_or_clone(self.options),
-        )
-    }
 }
 
 /// Fired after each model call of the loop, before its message is stored.
@@ -123,38 +85,19 @@ impl PreReasoningEvent {
 /// run, or it is the answer when it has none. Stop wins over goto.
 #[derive(Debug, Clone)]
 pub struct PostReasoningEvent {
-    pub(super) meta: Meta,
-    message: Msg,
-    model_name: Arc<str>,
-    iteration: usize,
-    stop: bool,
-    goto: Option<Vec<Msg>>,
+    pub(crate) meta: Meta,
+    pub(crate) message: Msg,
+    pub(crate) model_name: Arc<str>,
+    pub(crate) iteration: usize,
+    pub(crate) stop: bool,
+    pub(crate) goto: Option<Vec<Msg>>,
     /// The hook that made the last `goto_reasoning` request (set by the chain).
-    goto_by: Option<Arc<str>>,
+    pub(crate) goto_by: Option<Arc<str>>,
     /// Whether `goto_reasoning` was called since the chain last attributed a request.
-    goto_unattributed: bool,
+    pub(crate) goto_unattributed: bool,
 }
 
 impl PostReasoningEvent {
-    /// Creates the event.
-    pub fn new(
-        call: &Arc<CallInfo>,
-        reasoning_message: Msg,
-        model_name: impl Into<Arc<str>>,
-        iteration: usize,
-    ) -> Self {
-        Self {
-            meta: Meta::new(call),
-            message: reasoning_message,
-            model_name: model_name.into(),
-            iteration,
-            stop: false,
-            goto: None,
-            goto_by: None,
-            goto_unattributed: false,
-        }
-    }
-
     event_meta_accessors!();
 
     /// The model's message.
@@ -191,7 +134,7 @@ impl PostReasoningEvent {
     /// Stores `messages` after this message and calls the model again (without counting an
     /// iteration; capped by `max_goto_reasoning`).
     ///
-    /// Validated at once ([`check_goto`](crate::conversation::check_goto)): when the reasoning
+    /// Validated at once ([`check_goto`](crate::plumbing::conversation::check_goto)): when the reasoning
     /// message has tool calls, `messages` must carry a result for every one of them, and no
     /// message may have the `System` role.
     ///
@@ -200,13 +143,15 @@ impl PostReasoningEvent {
     /// [`HookError::InvalidGoto`] saying which rule `messages` break; nothing is requested.
     ///
     /// ```
-    /// use std::sync::Arc;
-    /// use agentscope_core::{AgentInfo, CallContext, Msg, PostReasoningEvent};
-    ///
-    /// let call = CallContext::new(Arc::new(AgentInfo::new("a", "1")));
-    /// let mut event = PostReasoningEvent::new(call.info(), Msg::assistant("Done?"), "m", 0);
-    /// event.goto_reasoning(vec![Msg::user("Check your answer once more.")]).unwrap();
+    /// # use std::sync::Arc;
+    /// # use agentscope_core::plumbing::{events, CallContext};
+    /// use agentscope_core::{AgentInfo, Msg};
+    /// # let call = CallContext::new(Arc::new(AgentInfo::new("a", "1")));
+    /// # let mut event = events::post_reasoning(call.info(), Msg::assistant("Done?"), "m", 0);
+    /// // In a hook, at PostReasoning:
+    /// event.goto_reasoning(vec![Msg::user("Check your answer once more.")])?;
     /// assert!(event.is_goto_requested());
+    /// # Ok::<(), agentscope_core::HookError>(())
     /// ```
     pub fn goto_reasoning(&mut self, messages: Vec<Msg>) -> Result<(), HookError> {
         check_goto(&self.message, &messages).map_err(HookError::InvalidGoto)?;
@@ -239,38 +184,18 @@ impl PostReasoningEvent {
     pub fn goto_messages(&self) -> Option<&[Msg]> {
         self.goto.as_deref()
     }
-
-    /// Takes the message, the stop flag and the goto messages.
-    pub fn into_parts(self) -> (Msg, bool, Option<Vec<Msg>>) {
-        (self.message, self.stop, self.goto)
-    }
 }
 
 /// A streamed model chunk during reasoning (a notification: hooks cannot change it).
 #[derive(Debug, Clone)]
 pub struct ReasoningChunkEvent {
-    pub(super) meta: Meta,
-    model_name: Arc<str>,
-    chunk: Msg,
-    accumulated: Msg,
+    pub(crate) meta: Meta,
+    pub(crate) model_name: Arc<str>,
+    pub(crate) chunk: Msg,
+    pub(crate) accumulated: Msg,
 }
 
 impl ReasoningChunkEvent {
-    /// Creates the event.
-    pub fn new(
-        call: &Arc<CallInfo>,
-        model_name: impl Into<Arc<str>>,
-        incremental_chunk: Msg,
-        accumulated: Msg,
-    ) -> Self {
-        Self {
-            meta: Meta::new(call),
-            model_name: model_name.into(),
-            chunk: incremental_chunk,
-            accumulated,
-        }
-    }
-
     event_meta_accessors!();
 
     /// What this chunk added (text, thinking or tool-call fragments).
@@ -287,18 +212,14 @@ impl ReasoningChunkEvent {
     pub fn model_name(&self) -> &str {
         &self.model_name
     }
-
-    /// Takes the chunk and the accumulated message.
-    pub fn into_parts(self) -> (Msg, Msg) {
-        (self.chunk, self.accumulated)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::AgentInfo;
     use crate::message::{Role, ToolResultBlock, ToolUseBlock};
-    use crate::{AgentInfo, CallContext};
+    use crate::plumbing::{CallContext, events};
     use serde_json::json;
 
     fn call() -> CallContext {
@@ -308,7 +229,7 @@ mod tests {
     #[test]
     fn append_system_content_creates_or_appends() {
         let call = call();
-        let mut event = PreReasoningEvent::new(
+        let mut event = events::pre_reasoning(
             call.info(),
             vec![],
             None,
@@ -334,7 +255,7 @@ mod tests {
             .content
             .push(ToolUseBlock::new("c1", "calc", json!({})).into());
         let call = call();
-        let mut event = PostReasoningEvent::new(call.info(), reasoning, "m", 0);
+        let mut event = events::post_reasoning(call.info(), reasoning, "m", 0);
         let err = event.goto_reasoning(vec![]).unwrap_err();
         assert!(matches!(err, HookError::InvalidGoto(_)), "{err:?}");
         assert!(!event.is_goto_requested());

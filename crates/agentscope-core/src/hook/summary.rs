@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use crate::hook::context::CallInfo;
 use crate::hook::meta::{Meta, SystemSlot, event_meta_accessors, system_message_accessors};
 use crate::message::Msg;
 use crate::model::GenerateOptions;
@@ -11,36 +10,17 @@ use crate::model::GenerateOptions;
 /// Fired before the summary model call at the iteration limit.
 #[derive(Debug, Clone)]
 pub struct PreSummaryEvent {
-    pub(super) meta: Meta,
-    input: Vec<Msg>,
-    system: SystemSlot,
+    pub(crate) meta: Meta,
+    pub(crate) input: Vec<Msg>,
+    pub(crate) system: SystemSlot,
     /// Shared with the agent's settings until a hook changes it: the event stays small and
     /// building it copies nothing.
-    options: Arc<GenerateOptions>,
-    max_iterations: usize,
-    current_iteration: usize,
+    pub(crate) options: Arc<GenerateOptions>,
+    pub(crate) max_iterations: usize,
+    pub(crate) current_iteration: usize,
 }
 
 impl PreSummaryEvent {
-    /// Creates the event.
-    pub fn new(
-        call: &Arc<CallInfo>,
-        input_messages: Vec<Msg>,
-        system_message: Option<Msg>,
-        generate_options: impl Into<Arc<GenerateOptions>>,
-        max_iterations: usize,
-        current_iteration: usize,
-    ) -> Self {
-        Self {
-            meta: Meta::new(call),
-            input: input_messages,
-            system: SystemSlot(system_message),
-            options: generate_options.into(),
-            max_iterations,
-            current_iteration,
-        }
-    }
-
     event_meta_accessors!();
     system_message_accessors!();
 
@@ -80,33 +60,16 @@ impl PreSummaryEvent {
     pub fn current_iteration(&self) -> usize {
         self.current_iteration
     }
-
-    /// Takes the messages, system message and options.
-    pub fn into_parts(self) -> (Vec<Msg>, Option<Msg>, GenerateOptions) {
-        (
-            self.input,
-            self.system.0,
-            Arc::unwrap_or_clone(self.options),
-        )
-    }
 }
 
 /// Fired after the summary; the summary message is stored and returned.
 #[derive(Debug, Clone)]
 pub struct PostSummaryEvent {
-    pub(super) meta: Meta,
-    message: Msg,
+    pub(crate) meta: Meta,
+    pub(crate) message: Msg,
 }
 
 impl PostSummaryEvent {
-    /// Creates the event.
-    pub fn new(call: &Arc<CallInfo>, summary_message: Msg) -> Self {
-        Self {
-            meta: Meta::new(call),
-            message: summary_message,
-        }
-    }
-
     event_meta_accessors!();
 
     /// The summary.
@@ -118,31 +81,17 @@ impl PostSummaryEvent {
     pub fn set_summary_message(&mut self, message: Msg) {
         self.message = message;
     }
-
-    /// Takes the summary.
-    pub fn into_summary_message(self) -> Msg {
-        self.message
-    }
 }
 
 /// A streamed summary chunk (a notification).
 #[derive(Debug, Clone)]
 pub struct SummaryChunkEvent {
-    pub(super) meta: Meta,
-    chunk: Msg,
-    accumulated: Msg,
+    pub(crate) meta: Meta,
+    pub(crate) chunk: Msg,
+    pub(crate) accumulated: Msg,
 }
 
 impl SummaryChunkEvent {
-    /// Creates the event.
-    pub fn new(call: &Arc<CallInfo>, incremental_chunk: Msg, accumulated: Msg) -> Self {
-        Self {
-            meta: Meta::new(call),
-            chunk: incremental_chunk,
-            accumulated,
-        }
-    }
-
     event_meta_accessors!();
 
     /// What this chunk added.
@@ -153,10 +102,5 @@ impl SummaryChunkEvent {
     /// The summary so far.
     pub fn accumulated(&self) -> &Msg {
         &self.accumulated
-    }
-
-    /// Takes the chunk and the accumulated message.
-    pub fn into_parts(self) -> (Msg, Msg) {
-        (self.chunk, self.accumulated)
     }
 }

@@ -15,7 +15,8 @@ use serde_json::{Map, Value};
 /// keeps working in memory and says so.
 ///
 /// ```
-/// use agentscope_core::{HookEvent, HookState, hook_fn};
+/// use agentscope_core::session::HookState;
+/// use agentscope_core::{HookEvent, hook_fn};
 ///
 /// let counter = hook_fn(|event| {
 ///     if let HookEvent::PreCall(e) = event

@@ -78,12 +78,12 @@ pub struct AgentState {
     /// not re-run unless its tool is idempotent ([`Tool::idempotent`](crate::Tool::idempotent)).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub running_tools: Vec<String>,
-    /// State hooks keep with the session, by hook name (a [`HookState`](crate::HookState)
+    /// State hooks keep with the session, by hook name (a [`HookState`](super::HookState)
     /// during a call): the approval hook's decisions and remembered rejections, for example.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub hooks: Map<String, Value>,
     /// When the state was taken.
-    #[serde(serialize_with = "crate::rfc3339::serialize")]
+    #[serde(serialize_with = "crate::plumbing::rfc3339::serialize")]
     pub saved_at: DateTime<Utc>,
 }
 

@@ -38,7 +38,7 @@ impl ToolContext {
 
     /// Sends progress chunks to `sender`.
     #[must_use]
-    pub fn with_progress(mut self, sender: ProgressSender) -> Self {
+    pub(crate) fn with_progress(mut self, sender: ProgressSender) -> Self {
         self.progress = Some(sender);
         self
     }

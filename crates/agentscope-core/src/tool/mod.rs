@@ -1,9 +1,11 @@
 //! The tool seam: [`Tool`] (what the model can call), [`BoxedTool`], [`ToolKind`] and
 //! [`ToolOutput`]; what a running tool gets ([`ToolContext`]: its call, progress, cancellation)
-//! lives in `context.rs`, the progress channel in `progress.rs`.
+//! lives in `context.rs`, the progress channel in `progress.rs`, live tool lists
+//! ([`ToolSource`]) in `source.rs`.
 
 mod context;
 mod progress;
+mod source;
 
 use std::fmt;
 use std::future::Future;
@@ -14,6 +16,7 @@ use serde_json::Value;
 
 pub use context::ToolContext;
 pub use progress::{ProgressReceiver, ProgressSender, ToolProgress, progress_channel};
+pub use source::ToolSource;
 
 use crate::error::ToolError;
 use crate::message::ContentBlock;

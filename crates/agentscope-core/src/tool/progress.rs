@@ -180,17 +180,18 @@ impl Shared {
 /// A bounded channel for tool progress: senders wait while `capacity` chunks (at least one)
 /// are unread, so a slow consumer slows the tool instead of buffering without limit.
 ///
-/// The engine makes one per tool batch; use one to test a tool's progress:
+/// The engine makes one per tool batch; a tool's test can use one to read its progress:
 ///
 /// ```
-/// use agentscope_core::{progress_channel, ContentBlock, ToolContext, ToolUseBlock};
+/// use agentscope_core::plumbing::{attach_progress, progress_channel};
+/// use agentscope_core::{ContentBlock, ToolContext, ToolUseBlock};
 /// use futures::StreamExt;
 /// use serde_json::json;
 ///
 /// # futures::executor::block_on(async {
 /// let (sender, mut progress) = progress_channel(4);
-/// let ctx = ToolContext::new(ToolUseBlock::new("c1", "download", json!({})))
-///     .with_progress(sender.with_index(2));
+/// let ctx = ToolContext::new(ToolUseBlock::new("c1", "download", json!({})));
+/// let ctx = attach_progress(ctx, sender.with_index(2));
 /// drop(sender); // the context holds the only sender now
 /// ctx.emit("50%").await;
 /// drop(ctx);

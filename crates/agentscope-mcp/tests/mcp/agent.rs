@@ -41,7 +41,7 @@ async fn a_react_run_calls_an_mcp_tool_and_answers_from_its_result() {
         .name("assistant")
         .sys_prompt("You add numbers with tools.")
         .model(model.clone())
-        .toolkit(client.toolkit())
+        .toolkit(Toolkit::new().tools(client.tools()))
         .build()
         .unwrap();
     let reply = within(60, agent.call("What is 6 + 7?")).await.unwrap();
@@ -125,7 +125,7 @@ async fn pre_acting_hooks_edit_and_deny_mcp_calls() {
     ]);
     let agent = ReActAgent::builder()
         .model(model.clone())
-        .toolkit(client.toolkit())
+        .toolkit(Toolkit::new().tools(client.tools()))
         .hook(gate)
         .build()
         .unwrap();
@@ -156,7 +156,7 @@ async fn approval_by_tool_name_holds_an_mcp_call_until_approved() {
     ]);
     let agent = ReActAgent::builder()
         .model(model.clone())
-        .toolkit(client.toolkit())
+        .toolkit(Toolkit::new().tools(client.tools()))
         .hook(approvals.clone())
         .build()
         .unwrap();
@@ -196,7 +196,10 @@ async fn approval_by_server_holds_every_tool_of_that_server_only() {
     let fixture = within(60, McpClient::connect(fixture.prefix("fx_")))
         .await
         .unwrap();
-    let approvals = ToolApprovalHook::new(client.approval_policy());
+    let approvals = ToolApprovalHook::new(ApprovalPolicy::when({
+        let client = client.clone();
+        move |call| client.has_tool(&call.name)
+    }));
     let model = ScriptedModel::new([
         ScriptedResponse::tool_calls([
             ("c1", "everything_echo", json!({"message": "hi"})),
@@ -207,7 +210,7 @@ async fn approval_by_server_holds_every_tool_of_that_server_only() {
     ]);
     let agent = ReActAgent::builder()
         .model(model.clone())
-        .toolkit(fixture.add_to(client.toolkit()))
+        .toolkit(Toolkit::new().tools(client.tools()).tools(fixture.tools()))
         .hook(approvals.clone())
         .build()
         .unwrap();

@@ -22,7 +22,7 @@ async fn result_the_model_reads(client: &McpClient, tool: &str, input: Value) ->
     ]);
     let agent = ReActAgent::builder()
         .model(model.clone())
-        .toolkit(client.toolkit())
+        .toolkit(Toolkit::new().tools(client.tools()))
         .build()
         .unwrap();
     let reply = within(60, agent.call("go")).await.unwrap();

@@ -77,7 +77,7 @@ async fn interrupting_the_agent_call_cancels_the_request_on_the_server() {
     )]);
     let agent = ReActAgent::builder()
         .model(model)
-        .toolkit(fixture.toolkit())
+        .toolkit(Toolkit::new().tools(fixture.tools()))
         .build()
         .unwrap();
     let (reply, progress) = interrupt_at_first_progress(&agent).await;
@@ -151,7 +151,7 @@ async fn interrupting_a_call_over_http_ends_it_and_the_client_stays_usable() {
     )]);
     let agent = ReActAgent::builder()
         .model(model)
-        .toolkit(client.toolkit())
+        .toolkit(Toolkit::new().tools(client.tools()))
         .build()
         .unwrap();
     let started = Instant::now();

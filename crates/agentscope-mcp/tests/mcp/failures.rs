@@ -94,7 +94,7 @@ async fn a_stdio_server_killed_mid_call_gives_an_error_result_then_is_restarted(
     let model = long_then_sum();
     let agent = ReActAgent::builder()
         .model(model.clone())
-        .toolkit(client.toolkit())
+        .toolkit(Toolkit::new().tools(client.tools()))
         .build()
         .unwrap();
     let first_pid = std::fs::read_to_string(&pid_file).unwrap();
@@ -124,7 +124,7 @@ async fn an_http_server_killed_mid_call_gives_an_error_result_then_a_new_session
     let model = long_then_sum();
     let agent = ReActAgent::builder()
         .model(model.clone())
-        .toolkit(client.toolkit())
+        .toolkit(Toolkit::new().tools(client.tools()))
         .build()
         .unwrap();
     let reply = run_killing_at_first_progress(&agent, || server.restart()).await;
@@ -221,7 +221,7 @@ async fn reconnecting_gives_up_after_the_policy_s_attempts() {
     ]);
     let agent = ReActAgent::builder()
         .model(model.clone())
-        .toolkit(client.toolkit())
+        .toolkit(Toolkit::new().tools(client.tools()))
         .build()
         .unwrap();
     assert_eq!(within(30, agent.call("go")).await.unwrap().text(), "sorry");

@@ -1,7 +1,7 @@
 //! Listing: every tool server-everything declares, with its description and input schema
 //! unchanged, over stdio and streamable HTTP; prefixes.
 
-use agentscope::Tool;
+use agentscope::{Tool, Toolkit};
 use agentscope_mcp::McpClient;
 use serde_json::json;
 
@@ -60,7 +60,7 @@ async fn lists_every_tool_as_declared_over_stdio() {
     assert_eq!(client.name(), "everything");
     assert_eq!(client.tool_names(), EVERYTHING_TOOLS);
     assert_get_sum_as_declared(&client, "get-sum");
-    let toolkit = client.toolkit();
+    let toolkit = Toolkit::new().tools(client.tools());
     assert_eq!(toolkit.names(), EVERYTHING_TOOLS);
     assert!(toolkit.error().is_none(), "{:?}", toolkit.error());
     // The model sees exactly the server's declarations.
@@ -122,11 +122,11 @@ async fn a_prefix_renames_the_tools_for_the_model_only() {
     let other = within(60, McpClient::connect(second.prefix("other_")))
         .await
         .unwrap();
-    let toolkit = other.add_to(client.toolkit());
+    let toolkit = Toolkit::new().tools(client.tools()).tools(other.tools());
     assert!(toolkit.error().is_none(), "{:?}", toolkit.error());
     assert_eq!(toolkit.len(), 26);
     // Without prefixes the names clash, and the toolkit says so.
-    let clash = client.add_to(client.toolkit());
+    let clash = Toolkit::new().tools(client.tools()).tools(client.tools());
     assert_eq!(
         clash.error().map(ToString::to_string).as_deref(),
         Some("duplicate tool name 'everything_echo'")

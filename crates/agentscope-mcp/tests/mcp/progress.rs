@@ -32,7 +32,7 @@ async fn progress_in_order(config: McpServerConfig) {
         .with_interests(HookEventType::ActingChunk | HookEventType::PostActing);
     let agent = ReActAgent::builder()
         .model(model.clone())
-        .toolkit(client.toolkit())
+        .toolkit(Toolkit::new().tools(client.tools()))
         .hook(hook.clone())
         .build()
         .unwrap();

@@ -3,6 +3,7 @@
 //! new tool, and a running agent with the client as a live source has it from its next call.
 
 use agentscope::ToolResultBlock;
+use agentscope::hooks::ApprovalPolicy;
 use agentscope::prelude::*;
 use agentscope_mcp::McpClient;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
@@ -36,7 +37,10 @@ async fn the_tool_list_refreshes_when_the_server_says_it_changed() {
         .collect();
     assert_eq!(client.tool_names(), expected);
     let generation = client.tools_generation();
-    let policy = client.approval_policy();
+    let policy = ApprovalPolicy::when({
+        let client = client.clone();
+        move |call| client.has_tool(&call.name)
+    });
 
     // An agent (built before the change) asks the server to add a tool.
     let model = ScriptedModel::new([
@@ -45,7 +49,7 @@ async fn the_tool_list_refreshes_when_the_server_says_it_changed() {
     ]);
     let before = ReActAgent::builder()
         .model(model)
-        .toolkit(client.toolkit())
+        .toolkit(Toolkit::new().tools(client.tools()))
         .build()
         .unwrap();
     assert_eq!(
@@ -71,7 +75,7 @@ async fn the_tool_list_refreshes_when_the_server_says_it_changed() {
     ]);
     let after = ReActAgent::builder()
         .model(model.clone())
-        .toolkit(client.toolkit())
+        .toolkit(Toolkit::new().tools(client.tools()))
         .build()
         .unwrap();
     assert_eq!(

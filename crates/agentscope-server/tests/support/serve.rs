@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
-use agentscope::JsonFileSessionStore;
 use agentscope::ReActAgentBuilder;
 use agentscope::hooks::ApprovalPolicy;
+use agentscope::session::JsonFileSessionStore;
 use agentscope_server::{AgUi, AgUiBuilder, AgentSpec};
 use serde_json::{Value, json};
 

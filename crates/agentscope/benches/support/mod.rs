@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
-use agentscope::{AgentInfo, CallContext, GenerateOptions, PreReasoningEvent, ReActAgentBuilder};
+use agentscope::{AgentInfo, GenerateOptions, ReActAgentBuilder};
+use agentscope_core::plumbing::{CallContext, events};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
@@ -51,7 +52,7 @@ pub(crate) fn react_agent(
 /// prompt and default options.
 pub(crate) fn pre_reasoning_event() -> HookEvent {
     let call = CallContext::new(Arc::new(AgentInfo::new("bench", "1")));
-    PreReasoningEvent::new(
+    events::pre_reasoning(
         call.info(),
         vec![Msg::user("hello")],
         Some(Msg::system("You are helpful.")),

@@ -10,9 +10,10 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use agentscope_core::session::HookState;
 use agentscope_core::{
-    ContentBlock, Extensions, Hook, HookError, HookEvent, HookEventType, HookEventTypes, HookState,
-    Msg, PreReasoningEvent, PreSummaryEvent, SharedString,
+    ContentBlock, Extensions, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Msg,
+    PreReasoningEvent, PreSummaryEvent, SharedString,
 };
 use serde::{Deserialize, Serialize};
 

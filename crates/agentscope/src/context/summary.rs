@@ -290,7 +290,7 @@ impl fmt::Debug for Summarizer {
 /// keeps it: the summary replaces the conversation's first [`messages`](Self::messages)
 /// messages, through the one whose id is [`through`](Self::through), as long as the
 /// conversation holds that message. It is kept in the session's
-/// [`HookState`](agentscope_core::HookState) (in memory without a session), so it is made
+/// [`HookState`](crate::session::HookState) (in memory without a session), so it is made
 /// once, not at every step, and a reloaded session sends the same input.
 ///
 /// ```

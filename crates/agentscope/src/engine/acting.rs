@@ -5,10 +5,12 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::task::Poll;
 
+use agentscope_core::plumbing::{
+    self, EventParts, ProgressSender, ToolProgress, attach_progress, events, progress_channel,
+};
 use agentscope_core::{
-    ActingChunkEvent, AgentError, CancellationToken, ContentBlock, GenerateReason, HookError,
-    HookEventType, Msg, PostActingEvent, PreActingEvent, ProgressSender, Role, ToolContext,
-    ToolProgress, ToolResultBlock, ToolUseBlock, progress_channel,
+    AgentError, CancellationToken, ContentBlock, GenerateReason, HookError, HookEventType, Msg,
+    Role, ToolContext, ToolResultBlock, ToolUseBlock,
 };
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
@@ -56,7 +58,7 @@ impl Call<'_> {
             let (tool_use, skip) = if self.hooks.is_interested(HookEventType::PreActing) {
                 let id = call.id.clone();
                 let (tool_use, skip) =
-                    chain!(self, PreActingEvent::new(self.context().info(), call)).into_parts();
+                    chain!(self, events::pre_acting(self.context().info(), call)).into_parts();
                 if tool_use.id != id {
                     return Err(AgentError::Hook {
                         hook: "PreActing hooks".to_owned(),
@@ -115,7 +117,7 @@ impl Call<'_> {
             let (result, stop_here) = if self.hooks.is_interested(HookEventType::PostActing) {
                 chain!(
                     self,
-                    PostActingEvent::new(self.context().info(), tool_use, result)
+                    events::post_acting(self.context().info(), tool_use, result)
                 )
                 .into_parts()
             } else {
@@ -257,9 +259,9 @@ impl Call<'_> {
         };
         if hook_chunks {
             let event =
-                ActingChunkEvent::new(self.context().info(), Arc::clone(tool_use), chunk.clone());
+                events::acting_chunk(self.context().info(), Arc::clone(tool_use), chunk.clone());
             let mut event = event.into();
-            self.hooks.notify(&mut event, self.context()).await;
+            plumbing::notify(self.hooks, &mut event, self.context()).await;
         }
         self.emit(EventType::ToolResult, false, || Msg::tool_result(chunk))
             .await;
@@ -286,7 +288,7 @@ async fn run_batch(
     let context = |index: usize| {
         let ctx = ToolContext::new(Arc::clone(&tool_uses[index])).with_cancellation(cancel.clone());
         match &progress {
-            Some(sender) => ctx.with_progress(sender.with_index(index)),
+            Some(sender) => attach_progress(ctx, sender.with_index(index)),
             None => ctx,
         }
     };

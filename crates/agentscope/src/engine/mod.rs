@@ -7,16 +7,13 @@
 /// it as the last hook left it; a hook's failure returns from the enclosing step.
 ///
 /// The event is built here, in the step's frame, and the chain works on it in place
-/// ([`HookChain::chain_in_place`]): through [`HookChain::chain`] it would be copied in and
+/// ([`plumbing::chain_in_place`]): through [`plumbing::chain`] it would be copied in and
 /// out of the chain's future (a few hundred bytes each time). A macro rather than an async
 /// fn, which would be one more state machine per event.
 macro_rules! chain {
     ($call:expr, $event:expr) => {{
         let (mut event, kind) = $crate::engine::wrap($event);
-        $call
-            .hooks
-            .chain_in_place(&mut event, $call.context())
-            .await?;
+        agentscope_core::plumbing::chain_in_place($call.hooks, &mut event, $call.context()).await?;
         $crate::engine::back(kind, event)?
     }};
 }
@@ -32,11 +29,13 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use agentscope_core::conversation::{self, ConversationError, pending_tool_uses};
+use agentscope_core::ConversationError;
+use agentscope_core::plumbing::conversation::{self, pending_tool_uses};
+use agentscope_core::plumbing::{self, CallContext, ChainedEvent, EventParts, events};
+use agentscope_core::session::HookState;
 use agentscope_core::{
-    AgentError, BoxedHook, BoxedTool, CallContext, CallId, CancellationToken, Chained,
-    ContentBlock, ErrorEvent, GenerateReason, HookChain, HookEvent, HookEventType, HookState,
-    Memory, Msg, PostCallEvent, PreCallEvent, Role, SharedString, Tool, ToolResultBlock,
+    AgentError, BoxedHook, BoxedTool, CallId, CancellationToken, ContentBlock, GenerateReason,
+    HookChain, HookEvent, HookEventType, Memory, Msg, Role, SharedString, Tool, ToolResultBlock,
     ToolUseBlock,
 };
 
@@ -356,7 +355,7 @@ impl Call<'_> {
             let history = self.config.memory.messages();
             chain!(
                 self,
-                PreCallEvent::new(self.context().info(), input, history, seed)
+                events::pre_call(self.context().info(), input, history, seed)
             )
             .into_parts()
         } else {
@@ -530,16 +529,16 @@ impl Call<'_> {
         if !self.hooks.is_interested(HookEventType::PostCall) {
             return Ok(reply);
         }
-        Ok(chain!(self, PostCallEvent::new(self.context().info(), reply)).into_final_message())
+        Ok(chain!(self, events::post_call(self.context().info(), reply)).into_parts())
     }
 
     /// Notifies ErrorEvent hooks (but those that saw PostCall); they get a copy, so nothing
     /// they do replaces the error.
     async fn notify_error(&mut self, error: AgentError) -> AgentError {
         if self.hooks.is_interested(HookEventType::Error) {
-            let event = ErrorEvent::new(self.context().info(), error.clone());
+            let event = events::error(self.context().info(), error.clone());
             let mut event = event.into();
-            self.hooks.notify(&mut event, self.context()).await;
+            plumbing::notify(self.hooks, &mut event, self.context()).await;
         }
         error
     }
@@ -615,13 +614,13 @@ fn hook_state(
 
 /// A chained event as a [`HookEvent`], and its type for [`back`] (see [`chain!`]).
 #[inline]
-fn wrap<E: Chained>(event: E) -> (HookEvent, PhantomData<E>) {
+fn wrap<E: ChainedEvent>(event: E) -> (HookEvent, PhantomData<E>) {
     (event.into(), PhantomData)
 }
 
 /// The event `chain!` ran, as its own type again.
 #[inline]
-fn back<E: Chained>(_kind: PhantomData<E>, event: HookEvent) -> Result<E, AgentError> {
+fn back<E: ChainedEvent>(_kind: PhantomData<E>, event: HookEvent) -> Result<E, AgentError> {
     E::from_chained(event)
 }
 

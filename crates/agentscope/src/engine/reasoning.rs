@@ -1,11 +1,11 @@
 //! Reasoning (step 5 of the lifecycle): PreReasoning, the model call with chunk events,
 //! PostReasoning, and what the message decides (stop, goto, answer, act).
 
-use agentscope_core::conversation::{check_goto, check_no_system, check_reply};
+use agentscope_core::plumbing::conversation::{check_goto, check_no_system, check_reply};
+use agentscope_core::plumbing::{self, EventParts, events};
 use agentscope_core::{
     AgentError, ChatAccumulator, Content, ContentBlock, GenerateOptions, GenerateReason, HookEvent,
-    HookEventType, Model, ModelError, ModelRequest, Msg, PostReasoningEvent, PreReasoningEvent,
-    ReasoningChunkEvent, SummaryChunkEvent, ToolUseBlock,
+    HookEventType, Model, ModelError, ModelRequest, Msg, ToolUseBlock,
 };
 use futures::StreamExt;
 use futures::future::{Either, select};
@@ -81,7 +81,7 @@ impl Call<'_> {
             let iteration = self.iteration;
             let event = chain!(
                 self,
-                PostReasoningEvent::new(
+                events::post_reasoning(
                     self.context().info(),
                     message,
                     config.model_name.clone(),
@@ -169,7 +169,7 @@ impl Call<'_> {
             // Room for the system message `with_system` puts in front after the hooks.
             let mut history = Vec::with_capacity(config.memory.len() + 1);
             config.memory.copy_into(&mut history);
-            let mut event = PreReasoningEvent::new(
+            let mut event = events::pre_reasoning(
                 self.context().info(),
                 history,
                 system,
@@ -178,7 +178,7 @@ impl Call<'_> {
                 iteration,
             );
             if context_exceeded {
-                event = event.with_context_exceeded();
+                events::mark_context_exceeded(&mut event);
             }
             let (messages, system, options) = chain!(self, event).into_parts();
             check_no_system(&messages, "PreReasoningEvent input messages")?;
@@ -253,21 +253,21 @@ impl Call<'_> {
                     };
                     let accumulated = acc.message();
                     let mut event: HookEvent = match phase {
-                        Phase::Reasoning => ReasoningChunkEvent::new(
+                        Phase::Reasoning => events::reasoning_chunk(
                             self.context().info(),
                             config.model_name.clone(),
                             delta(accumulated, content),
                             accumulated.clone(),
                         )
                         .into(),
-                        Phase::Summary => SummaryChunkEvent::new(
+                        Phase::Summary => events::summary_chunk(
                             self.context().info(),
                             delta(accumulated, content),
                             accumulated.clone(),
                         )
                         .into(),
                     };
-                    self.hooks.notify(&mut event, self.context()).await;
+                    plumbing::notify(self.hooks, &mut event, self.context()).await;
                 }
                 if let Some(sink) = sink {
                     let accumulated = acc.message();

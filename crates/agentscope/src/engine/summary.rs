@@ -1,11 +1,11 @@
 //! The summary at the iteration limit (step 7 of the lifecycle).
 
-use agentscope_core::conversation::{
-    ConversationError, check_no_system, check_reply, pending_tool_uses,
-};
+use agentscope_core::ConversationError;
+use agentscope_core::plumbing::conversation::{check_no_system, check_reply, pending_tool_uses};
+use agentscope_core::plumbing::{EventParts, events};
 use agentscope_core::{
     AgentError, ContentBlock, GenerateOptions, GenerateReason, HookEventType, ModelError,
-    ModelRequest, Msg, PostSummaryEvent, PreSummaryEvent, Role, ToolChoice, ToolResultBlock,
+    ModelRequest, Msg, Role, ToolChoice, ToolResultBlock,
 };
 
 use super::reasoning::Phase;
@@ -42,7 +42,7 @@ impl Call<'_> {
             let iteration = self.iteration;
             chain!(
                 self,
-                PreSummaryEvent::new(
+                events::pre_summary(
                     self.context().info(),
                     messages,
                     system,
@@ -84,8 +84,7 @@ impl Call<'_> {
             Err(halt) => return Err(halt),
         };
         let summary = if self.hooks.is_interested(HookEventType::PostSummary) {
-            chain!(self, PostSummaryEvent::new(self.context().info(), summary))
-                .into_summary_message()
+            chain!(self, events::post_summary(self.context().info(), summary)).into_parts()
         } else {
             summary
         }

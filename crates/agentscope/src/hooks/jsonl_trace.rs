@@ -525,10 +525,8 @@ impl TraceReadError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentscope_core::{
-        AgentError, AgentInfo, CallContext, CallInfo, ErrorEvent, PostActingEvent,
-        PostReasoningEvent, PreActingEvent, PreCallEvent, PreReasoningEvent,
-    };
+    use agentscope_core::plumbing::{CallContext, events};
+    use agentscope_core::{AgentError, AgentInfo, CallInfo};
     use serde_json::{Value, json};
 
     fn agent() -> Arc<CallInfo> {
@@ -549,7 +547,7 @@ mod tests {
     #[test]
     fn records_round_trip_with_the_documented_shape() {
         let (json, _) = round_trip(
-            PreCallEvent::new(
+            events::pre_call(
                 &agent(),
                 vec![Msg::user("q")],
                 vec![Msg::user("old")],
@@ -557,7 +555,7 @@ mod tests {
             )
             .into(),
         );
-        let line = serde_json::to_string(&TraceRecord::from(&HookEvent::from(PreCallEvent::new(
+        let line = serde_json::to_string(&TraceRecord::from(&HookEvent::from(events::pre_call(
             &agent(),
             vec![],
             vec![],
@@ -581,31 +579,30 @@ mod tests {
 
         let options = GenerateOptions::default().temperature(0.5).max_tokens(10);
         let (json, _) = round_trip(
-            PreReasoningEvent::new(&agent(), vec![Msg::user("q")], None, "m", options, 2).into(),
+            events::pre_reasoning(&agent(), vec![Msg::user("q")], None, "m", options, 2).into(),
         );
         assert_eq!(json["generate_options"]["temperature"], 0.5);
         assert_eq!(json["iteration"], 2);
 
-        let mut post = PostReasoningEvent::new(&agent(), Msg::assistant("a"), "m", 0);
+        let mut post = events::post_reasoning(&agent(), Msg::assistant("a"), "m", 0);
         post.goto_reasoning(vec![Msg::user("again")]).unwrap();
         let (json, _) = round_trip(post.into());
         assert_eq!(json["goto_messages"][0]["content"][0]["text"], "again");
         assert_eq!(json["stop_requested"], false);
 
         let call = ToolUseBlock::new("c1", "calc", json!({"x": 1}));
-        let mut pre = PreActingEvent::new(&agent(), call.clone());
+        let mut pre = events::pre_acting(&agent(), call.clone());
         pre.skip_with(ToolResultBlock::text("", "", "cached"));
         let (json, _) = round_trip(pre.into());
         assert_eq!(json["skip_result"]["id"], "c1");
 
         let (json, _) = round_trip(
-            PostActingEvent::new(&agent(), call, ToolResultBlock::error("c1", "calc", "bad"))
-                .into(),
+            events::post_acting(&agent(), call, ToolResultBlock::error("c1", "calc", "bad")).into(),
         );
         assert_eq!(json["tool_result"]["is_error"], true);
 
         let (json, _) = round_trip(
-            ErrorEvent::new(
+            events::error(
                 &agent(),
                 AgentError::GotoLimitExceeded {
                     max: 3,
@@ -623,7 +620,7 @@ mod tests {
 
     #[test]
     fn read_trace_skips_blank_lines_and_names_bad_ones() {
-        let line = serde_json::to_string(&TraceRecord::from(&HookEvent::from(ErrorEvent::new(
+        let line = serde_json::to_string(&TraceRecord::from(&HookEvent::from(events::error(
             &agent(),
             AgentError::invalid_input("x"),
         ))))

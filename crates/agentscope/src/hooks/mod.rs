@@ -9,50 +9,62 @@
 //! | hook | priority | events | changes |
 //! |---|---|---|---|
 //! | [`PendingToolRecoveryHook`] | 10 | PreCall | adds error results for pending tool calls when new input moves on |
-//! | [`StructuredOutputHook`] | 50 | PreReasoning, PostReasoning, PostActing | forces `tool_choice`, reminds (goto), stops on a valid answer |
-//! | [`GenericRAGHook`] | 50 | PreCall | appends retrieved documents to this call's system message |
-//! | [`StaticLongTermMemoryHook`] | 50 | PreCall, PostCall | appends recalled memories to this call's system message; records the exchange |
-//! | [`SkillHook`] | 85 | PreCall | appends the skill catalogue to the system message |
+//! | `StructuredOutputHook` (feature `schema`) | 50 | PreReasoning, PostReasoning, PostActing | forces `tool_choice`, reminds (goto), stops on a valid answer |
+//! | `GenericRAGHook` (feature `rag`) | 50 | PreCall | appends retrieved documents to this call's system message |
+//! | `StaticLongTermMemoryHook` (feature `rag`) | 50 | PreCall, PostCall | appends recalled memories to this call's system message; records the exchange |
+//! | `SkillHook` (feature `skills`) | 85 | PreCall | appends the skill catalogue to the system message |
 //! | [`ToolApprovalHook`] | 200 | PreCall, PostReasoning, PreActing, PostActing | stops for approval; applies approve / edit / reject |
 //! | [`TracingHook`] | 0 | Pre*/Post*, Error | nothing: emits `tracing` spans |
-//! | [`ContextWindowHook`](crate::context::ContextWindowHook) | 800 | PreCall, PreReasoning, PreSummary | previews large tool results, summarises old turns, slides a window over the model's input |
+//! | `context::ContextWindowHook` (feature `context`) | 800 | PreCall, PreReasoning, PreSummary | previews large tool results, summarises old turns, slides a window over the model's input |
 //! | [`JsonlTraceHook`] | 900 | all but chunks (chunks opt-in) | nothing: writes JSON lines |
 //!
 //! See `docs/builtin-hooks.md` for the effective order with your own hooks.
 
 mod call_state;
 
-pub mod structured_output;
+#[cfg(feature = "schema")]
+mod structured_output;
+#[cfg(feature = "schema")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
 pub use structured_output::StructuredOutputHook;
 
-pub mod pending_tool_recovery;
+mod pending_tool_recovery;
 pub use pending_tool_recovery::PendingToolRecoveryHook;
 
-pub mod tool_approval;
+mod tool_approval;
 pub use tool_approval::{ApprovalDecision, ApprovalError, ApprovalPolicy, ToolApprovalHook};
 
-pub mod skills;
+#[cfg(feature = "skills")]
+mod skills;
+#[cfg(feature = "skills")]
+#[cfg_attr(docsrs, doc(cfg(feature = "skills")))]
 pub use skills::{
     DEFAULT_SKILLS_HEADER, LOAD_SKILL_TOOL, LoadSkillTool, SKILL_FILE, Skill, SkillError, SkillHook,
 };
 
-pub mod rag;
+#[cfg(feature = "rag")]
+mod rag;
+#[cfg(feature = "rag")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rag")))]
 pub use rag::{
     DEFAULT_BM25_B, DEFAULT_BM25_K1, DEFAULT_RAG_HEADER, Document, GenericRAGHook,
     InMemoryKnowledge, Knowledge, KnowledgeError, ScoredDocument,
 };
 
-pub mod long_term_memory;
+#[cfg(feature = "rag")]
+mod long_term_memory;
+#[cfg(feature = "rag")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rag")))]
 pub use long_term_memory::{
     DEFAULT_LONG_TERM_MEMORY_HEADER, InMemoryLongTermMemory, LongTermMemory, LongTermMemoryError,
     StaticLongTermMemoryHook,
 };
 
-pub mod tracing;
+mod tracing;
 // `self::` because the `tracing` crate has the same name.
 pub use self::tracing::TracingHook;
 
-pub mod jsonl_trace;
+mod jsonl_trace;
 pub use jsonl_trace::{
     JsonlTraceHook, TraceAgent, TraceEvent, TraceReadError, TraceRecord, read_trace,
 };

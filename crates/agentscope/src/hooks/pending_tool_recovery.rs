@@ -15,7 +15,7 @@ use agentscope_core::{
     ContentBlock, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Msg, ToolResultBlock,
 };
 
-use agentscope_core::conversation::pending_tool_uses;
+use agentscope_core::plumbing::conversation::pending_tool_uses;
 
 /// Writes error results for pending tool calls when the conversation moves on without them.
 ///

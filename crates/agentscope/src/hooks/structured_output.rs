@@ -338,7 +338,7 @@ struct GenerateResponse<T> {
 impl<T: JsonSchema> GenerateResponse<T> {
     fn new() -> Self {
         Self {
-            parameters: crate::toolkit::schema_of::<T>(),
+            parameters: crate::typed_tool::schema_of::<T>(),
             _type: PhantomData,
         }
     }

@@ -13,11 +13,11 @@ use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use agentscope_core::conversation::pending_tool_uses;
-use agentscope_core::session::AgentState;
+use agentscope_core::plumbing::conversation::pending_tool_uses;
+use agentscope_core::session::{AgentState, HookState};
 use agentscope_core::{
-    CallInfo, ContentBlock, Hook, HookError, HookEvent, HookEventType, HookEventTypes, HookState,
-    Msg, ToolKind, ToolResultBlock, ToolUseBlock,
+    CallInfo, ContentBlock, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Msg,
+    ToolKind, ToolResultBlock, ToolUseBlock,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -211,7 +211,7 @@ pub enum ApprovalError {
 ///
 /// Use one hook per agent: its awaiting list follows the conversation of the agent it is
 /// registered on. Calls of [`ToolKind::Answer`] tools (such as the `generate_response` call
-/// of [`call_structured`](crate::ReActAgent::call_structured)) are never held, whatever the
+/// of `ReActAgent::call_structured`) are never held, whatever the
 /// policy: they run nothing, they carry the answer.
 ///
 /// ```

@@ -58,7 +58,7 @@ use crate::stream::{EventType, StreamOptions};
 ///
 /// ```
 /// use agentscope::prelude::*;
-/// use agentscope::AgentTool;
+/// use agentscope::multi_agent::AgentTool;
 /// use agentscope_test::{ScriptedModel, ScriptedResponse};
 /// use serde_json::json;
 ///

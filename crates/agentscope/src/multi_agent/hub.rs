@@ -60,7 +60,8 @@ use crate::agent_trait::Agent;
 /// ```
 /// use std::sync::Arc;
 /// use agentscope::prelude::*;
-/// use agentscope::{Agent, MsgHub};
+/// use agentscope::Agent;
+/// use agentscope::multi_agent::MsgHub;
 /// use agentscope_test::{ScriptedModel, ScriptedResponse};
 ///
 /// # futures::executor::block_on(async {

@@ -179,7 +179,8 @@ impl<I: UserInput> Reply for UserReply<I> {
 ///
 /// ```
 /// use agentscope::prelude::*;
-/// use agentscope::{Agent, UserAgent};
+/// use agentscope::Agent;
+/// use agentscope::multi_agent::UserAgent;
 /// use agentscope::multi_agent::ChannelInput;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {

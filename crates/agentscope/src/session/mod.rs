@@ -2,7 +2,7 @@
 //!
 //! - [`AgentState`] is what is stored: the agent's memory (pending tool calls and suspended
 //!   results included), its name and id, user metadata, the revision, the tool calls
-//!   running, the hooks' [`HookState`](crate::HookState) and a format version; see its JSON
+//!   running, the hooks' [`HookState`] and a format version; see its JSON
 //!   shape. A save writes a [`StateChange`] from a revision, compare-and-swap. Take one with [`ReActAgent::save_state`](crate::ReActAgent::save_state), give one
 //!   with [`ReActAgentBuilder::state`](crate::ReActAgentBuilder::state) or
 //!   [`ReActAgent::load_state`](crate::ReActAgent::load_state).
@@ -49,31 +49,15 @@
 //! instances share sessions.
 
 mod binding;
+#[cfg(feature = "json-store")]
 mod json_file;
 
 pub(crate) use binding::{SessionBinding, Synced, check_sessionless};
+#[cfg(feature = "json-store")]
+#[cfg_attr(docsrs, doc(cfg(feature = "json-store")))]
 pub use json_file::JsonFileSessionStore;
 
 pub use agentscope_core::session::{
-    AgentIdentity, AgentState, InvalidState, LeaseHandle, MAX_SESSION_ID_LEN, SessionError,
-    SessionLease, SessionStore, StateChange, validate_session_id,
+    AgentIdentity, AgentState, HookState, InvalidState, LeaseHandle, MAX_SESSION_ID_LEN,
+    SessionError, SessionLease, SessionStore, StateChange, validate_session_id,
 };
-
-/// Runs blocking file work on tokio's blocking pool inside a tokio runtime, inline
-/// otherwise (the engine itself does not require tokio) or when asked (`inline`).
-async fn run_blocking<T, F>(inline: bool, session: Option<&str>, work: F) -> Result<T, SessionError>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    if inline {
-        return Ok(work());
-    }
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => handle
-            .spawn_blocking(work)
-            .await
-            .map_err(|error| SessionError::io(session, "running the blocking file task", error)),
-        Err(_) => Ok(work()),
-    }
-}

@@ -16,10 +16,14 @@
 mod support;
 
 mod jsonl_trace;
+#[cfg(feature = "rag")]
 mod long_term_memory;
 mod pending_tool_recovery;
+#[cfg(feature = "rag")]
 mod rag;
+#[cfg(feature = "skills")]
 mod skills;
+#[cfg(feature = "schema")]
 mod structured_output;
 mod tool_approval;
 mod tracing_hook;

@@ -511,6 +511,7 @@ async fn the_hook_appears_in_the_chain_with_its_priority_and_events() {
     );
 }
 
+#[cfg(feature = "schema")]
 #[tokio::test]
 async fn structured_output_is_never_held_for_approval() {
     #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]

@@ -5,6 +5,7 @@
 //! chain (`reports`), and the invariants of every compaction as a property test (`props`).
 //!
 //! Every test asserts the exact messages the model received, in order.
+#![cfg(feature = "context")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "../support/mod.rs"]

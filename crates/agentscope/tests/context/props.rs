@@ -14,7 +14,9 @@ use agentscope::context::{
     ToolResultLimit,
 };
 use agentscope::prelude::*;
-use agentscope::{AgentInfo, CallContext, HookChain, HookState, PreReasoningEvent};
+use agentscope::session::HookState;
+use agentscope::{AgentInfo, HookChain};
+use agentscope_core::plumbing::{self, CallContext, EventParts, events};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use futures::executor::block_on;
 use proptest::prelude::*;
@@ -170,7 +172,7 @@ fn compact(input: &[Msg], settings: &Settings) -> (Vec<Msg>, Option<Msg>) {
     let system = Msg::system("sys");
     let info = Arc::clone(call.info());
     let make = |forced: bool| {
-        let event = PreReasoningEvent::new(
+        let mut event = events::pre_reasoning(
             &info,
             input.to_vec(),
             Some(system.clone()),
@@ -179,16 +181,15 @@ fn compact(input: &[Msg], settings: &Settings) -> (Vec<Msg>, Option<Msg>) {
             0,
         );
         if forced {
-            event.with_context_exceeded()
-        } else {
-            event
+            events::mark_context_exceeded(&mut event);
         }
+        event
     };
     let first = make(false);
-    let mut event = block_on(chain.chain(first, &mut call)).unwrap();
+    let mut event = block_on(plumbing::chain(&chain, first, &mut call)).unwrap();
     if settings.forced {
         let retry = make(true);
-        event = block_on(chain.chain(retry, &mut call)).unwrap();
+        event = block_on(plumbing::chain(&chain, retry, &mut call)).unwrap();
     }
     let (messages, system, _) = event.into_parts();
     (messages, system)

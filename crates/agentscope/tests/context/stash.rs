@@ -7,7 +7,8 @@ use std::sync::Arc;
 use agentscope::context::{ContextWindowHook, EstimatedTokens, ToolResultLimit};
 use agentscope::prelude::*;
 use agentscope::session::JsonFileSessionStore;
-use agentscope::{AgentInfo, CallContext, HookChain, PreCallEvent};
+use agentscope::{AgentInfo, HookChain};
+use agentscope_core::plumbing::{self, CallContext, events};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
@@ -152,13 +153,13 @@ async fn pre_call_fills_the_stash_from_the_history() {
         crate::tool_result("c1", "fetch", &page()),
         crate::tool_result("c9", "fetch", "short"),
     ];
-    chain
-        .chain(
-            PreCallEvent::new(call.info(), vec![], history, None),
-            &mut call,
-        )
-        .await
-        .unwrap();
+    plumbing::chain(
+        &chain,
+        events::pre_call(call.info(), vec![], history, None),
+        &mut call,
+    )
+    .await
+    .unwrap();
     assert_eq!(context.stash().ids(), ["c1"]);
     let tool = context.retrieve_tool();
     let args = json!({"id": "c1", "length": 5});

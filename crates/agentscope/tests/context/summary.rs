@@ -11,9 +11,8 @@ use agentscope::context::{
 };
 use agentscope::prelude::*;
 use agentscope::session::{AgentIdentity, AgentState, JsonFileSessionStore, SessionStore};
-use agentscope::{
-    AgentInfo, CallContext, HookChain, InMemoryMemory, ModelError, PreReasoningEvent,
-};
+use agentscope::{AgentInfo, HookChain, InMemoryMemory, ModelError};
+use agentscope_core::plumbing::{self, CallContext, EventParts, events};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
@@ -254,7 +253,7 @@ impl Calls {
         input: &[Msg],
         forced: bool,
     ) -> (Vec<String>, CompactionReport) {
-        let mut event = PreReasoningEvent::new(
+        let mut event = events::pre_reasoning(
             call.info(),
             input.to_vec(),
             None,
@@ -263,9 +262,9 @@ impl Calls {
             0,
         );
         if forced {
-            event = event.with_context_exceeded();
+            events::mark_context_exceeded(&mut event);
         }
-        let event = self.chain.chain(event, call).await.unwrap();
+        let event = plumbing::chain(&self.chain, event, call).await.unwrap();
         let report = call.extensions().get::<CompactionReport>().unwrap().clone();
         let (messages, _, _) = event.into_parts();
         (

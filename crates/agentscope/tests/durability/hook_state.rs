@@ -3,8 +3,11 @@
 
 use std::sync::Arc;
 
+use agentscope::HookFn;
 use agentscope::prelude::*;
-use agentscope::{HookFn, HookState, JsonFileSessionStore, SessionStore};
+use agentscope::session::HookState;
+use agentscope::session::JsonFileSessionStore;
+use agentscope::session::SessionStore;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 

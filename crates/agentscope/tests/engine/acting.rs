@@ -9,8 +9,6 @@ use agentscope::BoxedHook;
 use agentscope::prelude::*;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::{Barrier, Notify};
 
@@ -292,61 +290,69 @@ async fn tool_fn_tools_get_their_arguments_and_context() {
     );
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
-struct AddArgs {
-    /// First addend.
-    a: f64,
-    /// Second addend.
-    b: f64,
-}
+/// `typed_tool_fn` (the `schema` feature).
+#[cfg(feature = "schema")]
+mod typed {
+    use super::*;
+    use schemars::JsonSchema;
+    use serde::Deserialize;
 
-fn add_tool(calls: &Log) -> impl Tool {
-    let calls = Arc::clone(calls);
-    typed_tool_fn("add", "Adds two numbers.", move |args: AddArgs, _ctx| {
-        let calls = Arc::clone(&calls);
-        async move {
-            push(&calls, format!("{args:?}"));
-            Ok((args.a + args.b).to_string())
-        }
-    })
-}
+    #[derive(Debug, Deserialize, JsonSchema)]
+    struct AddArgs {
+        /// First addend.
+        a: f64,
+        /// Second addend.
+        b: f64,
+    }
 
-#[tokio::test]
-async fn typed_tool_fn_tools_get_a_schema_and_deserialised_arguments() {
-    let calls: Log = Arc::default();
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_calls([
-            ("c1", "add", json!({"a": 2, "b": 3.5})),
-            ("c2", "add", json!({"a": "two", "b": 3})),
-            ("c3", "add", json!({"a": 1})),
-        ]),
-        ScriptedResponse::text("sums"),
-    ]);
-    let agent = build_agent(&model, Toolkit::new().tool(add_tool(&calls)), vec![]);
+    fn add_tool(calls: &Log) -> impl Tool {
+        let calls = Arc::clone(calls);
+        typed_tool_fn("add", "Adds two numbers.", move |args: AddArgs, _ctx| {
+            let calls = Arc::clone(&calls);
+            async move {
+                push(&calls, format!("{args:?}"));
+                Ok((args.a + args.b).to_string())
+            }
+        })
+    }
 
-    agent.call("q").await.unwrap();
+    #[tokio::test]
+    async fn typed_tool_fn_tools_get_a_schema_and_deserialised_arguments() {
+        let calls: Log = Arc::default();
+        let model = ScriptedModel::new([
+            ScriptedResponse::tool_calls([
+                ("c1", "add", json!({"a": 2, "b": 3.5})),
+                ("c2", "add", json!({"a": "two", "b": 3})),
+                ("c3", "add", json!({"a": 1})),
+            ]),
+            ScriptedResponse::text("sums"),
+        ]);
+        let agent = build_agent(&model, Toolkit::new().tool(add_tool(&calls)), vec![]);
 
-    let schema = &model.requests()[0].tools[0].parameters;
-    assert_eq!(schema["type"], "object");
-    assert_eq!(schema["required"], json!(["a", "b"]));
-    assert_eq!(schema["properties"]["a"]["description"], "First addend.");
-    assert_eq!(entries(&calls), ["AddArgs { a: 2.0, b: 3.5 }"]);
-    assert_eq!(
-        stored_results(&agent),
-        [
-            ok_result("c1", "add", "5.5"),
-            err_result(
-                "c2",
-                "add",
-                "Error: Parameter validation failed for tool 'add': /a: \"two\" is not of type \"number\""
-            ),
-            err_result(
-                "c3",
-                "add",
-                "Error: Parameter validation failed for tool 'add': \"b\" is a required property"
-            ),
-        ]
-    );
+        agent.call("q").await.unwrap();
+
+        let schema = &model.requests()[0].tools[0].parameters;
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["required"], json!(["a", "b"]));
+        assert_eq!(schema["properties"]["a"]["description"], "First addend.");
+        assert_eq!(entries(&calls), ["AddArgs { a: 2.0, b: 3.5 }"]);
+        assert_eq!(
+            stored_results(&agent),
+            [
+                ok_result("c1", "add", "5.5"),
+                err_result(
+                    "c2",
+                    "add",
+                    "Error: Parameter validation failed for tool 'add': /a: \"two\" is not of type \"number\""
+                ),
+                err_result(
+                    "c3",
+                    "add",
+                    "Error: Parameter validation failed for tool 'add': \"b\" is a required property"
+                ),
+            ]
+        );
+    }
 }
 
 #[tokio::test]

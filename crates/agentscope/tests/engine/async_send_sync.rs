@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, Event, HookFn, HookInfo};
+use agentscope_core::plumbing::events;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::{Stream, StreamExt};
 
@@ -181,9 +182,9 @@ fn agent_with_dyn_hooks(hooks: Vec<BoxedHook>) -> ReActAgent {
 #[test]
 fn boxed_hooks_run_through_the_hook_trait() {
     let boxed = BoxedHook::new(sync_tagger());
-    let call = agentscope::CallContext::new(Arc::new(agentscope::AgentInfo::new("a", "1")));
-    let mut event: HookEvent =
-        agentscope::PostCallEvent::new(call.info(), Msg::assistant("x")).into();
+    let call =
+        agentscope_core::plumbing::CallContext::new(Arc::new(agentscope::AgentInfo::new("a", "1")));
+    let mut event: HookEvent = events::post_call(call.info(), Msg::assistant("x")).into();
     futures::executor::block_on(Hook::on_event(&boxed, &mut event)).unwrap();
     match event {
         HookEvent::PostCall(e) => assert_eq!(e.final_message().text(), "x [sync]"),
@@ -196,9 +197,9 @@ fn hook_event_futures_of_sendable_hooks_are_send() {
     fn on_event_is_send<H: Hook>(hook: &H, event: &mut HookEvent) {
         send(&hook.on_event(event));
     }
-    let call = agentscope::CallContext::new(Arc::new(agentscope::AgentInfo::new("a", "1")));
-    let mut event: HookEvent =
-        agentscope::PostCallEvent::new(call.info(), Msg::assistant("x")).into();
+    let call =
+        agentscope_core::plumbing::CallContext::new(Arc::new(agentscope::AgentInfo::new("a", "1")));
+    let mut event: HookEvent = events::post_call(call.info(), Msg::assistant("x")).into();
     on_event_is_send(&AsyncTagger, &mut event);
     on_event_is_send(&BoxedHook::new(AsyncTagger), &mut event);
 }

@@ -6,9 +6,10 @@ use crate::support::hooks::stop_after_first_reasoning;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+#[cfg(feature = "rag")]
 use agentscope::hooks::{InMemoryLongTermMemory, StaticLongTermMemoryHook};
 use agentscope::prelude::*;
-use agentscope::{CallId, HookFn, ToolKind};
+use agentscope::{CallId, HookFn};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::FutureExt;
@@ -272,6 +273,7 @@ async fn a_call_leaves_nothing_behind_however_it_ends() {
     assert!(!agent.is_running());
 }
 
+#[cfg(feature = "rag")]
 #[tokio::test]
 async fn long_term_memory_records_each_concurrent_call_with_its_own_input() {
     // Before per-call state, concurrent calls on one agent shared one entry (keyed by agent
@@ -305,8 +307,10 @@ async fn long_term_memory_records_each_concurrent_call_with_its_own_input() {
     );
 }
 
+#[cfg(feature = "schema")]
 #[tokio::test]
 async fn structured_output_marks_its_tool_as_an_answer_tool() {
+    use agentscope::ToolKind;
     #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
     struct Answer {
         value: u32,

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentscope::prelude::*;
-use agentscope::{Agent, JsonFileSessionStore, Reasoning, Reply, ReplyContext};
+use agentscope::session::JsonFileSessionStore;
+use agentscope::{Agent, Reasoning, Reply, ReplyContext};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;

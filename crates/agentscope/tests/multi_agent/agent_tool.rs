@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use agentscope::AgentTool;
+use agentscope::multi_agent::AgentTool;
 use agentscope::prelude::*;
 use agentscope_test::tools::ProgressTool;
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};

@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
+use agentscope::Agent;
+use agentscope::multi_agent::MsgHub;
 use agentscope::multi_agent::{Activity, MultiAgentError};
 use agentscope::prelude::*;
-use agentscope::{Agent, MsgHub};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 
 use crate::{from, heard_by, memory, request, scripted};

@@ -2,6 +2,7 @@
 //! what, in which order, under which name; add/remove; the announcement; failures), the
 //! sequential and fan-out pipelines, an agent used as a tool (the nested stream, the
 //! cancellation), and the user agent. One test binary, one module per block.
+#![cfg(feature = "multi-agent")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "../support/mod.rs"]

@@ -4,11 +4,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agentscope::Agent;
+use agentscope::multi_agent::MsgHub;
 use agentscope::multi_agent::{
     Activity, FanoutPipeline, MultiAgentError, SequentialPipeline, fanout, sequential,
 };
 use agentscope::prelude::*;
-use agentscope::{Agent, MsgHub};
 use agentscope_test::ScriptedResponse;
 
 use crate::{from, heard_by, memory, request, scripted};

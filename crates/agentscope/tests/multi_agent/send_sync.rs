@@ -3,10 +3,14 @@
 
 use std::sync::Arc;
 
+use agentscope::multi_agent::AgentTool;
+use agentscope::multi_agent::MsgHub;
+use agentscope::multi_agent::MultiAgentError;
+use agentscope::multi_agent::UserAgent;
 use agentscope::multi_agent::{
     ChannelInput, FanoutPipeline, MsgHubBuilder, SequentialPipeline, StdinInput, fanout, sequential,
 };
-use agentscope::{Agent, AgentTool, MsgHub, MultiAgentError, Tool, UserAgent};
+use agentscope::{Agent, Tool};
 
 fn send<T: Send>(_: &T) {}
 fn send_sync<T: Send + Sync + 'static>() {}

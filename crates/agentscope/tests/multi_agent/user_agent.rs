@@ -3,9 +3,11 @@
 
 use std::sync::Arc;
 
+use agentscope::Agent;
+use agentscope::multi_agent::MsgHub;
+use agentscope::multi_agent::UserAgent;
 use agentscope::multi_agent::{ChannelInput, UserInput, sequential};
 use agentscope::prelude::*;
-use agentscope::{Agent, MsgHub, UserAgent};
 use agentscope_test::{RecordingHook, ScriptedResponse};
 use tokio::sync::mpsc;
 

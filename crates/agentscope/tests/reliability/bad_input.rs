@@ -5,11 +5,12 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::describe::memory_of;
 use crate::support::failures::invalid_goto;
-use crate::support::fixtures::{CANCELLED, SwapModel, recorded_agent};
+use crate::support::fixtures::{CANCELLED, SwapModel};
 use crate::support::invariants::{Pending, assert_follow_up_call, assert_invariants};
+use agentscope::ConversationError;
 use agentscope::prelude::*;
-use agentscope::{CallContext, ConversationError};
-use agentscope::{HookFn, PostCallEvent, PreActingEvent, ToolkitError};
+use agentscope::{HookFn, ToolkitError};
+use agentscope_core::plumbing::{CallContext, events};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedResponse};
 use proptest::prelude::*;
@@ -95,6 +96,7 @@ fn schemas_that_are_not_valid_json_schema_are_rejected_at_build_time() {
     }
 }
 
+#[cfg(feature = "schema")]
 #[test]
 fn a_typed_tool_whose_arguments_are_not_an_object_is_rejected() {
     let scalar = typed_tool_fn("count", "Takes a bare number.", |n: u32, _ctx| async move {
@@ -173,8 +175,10 @@ fn duplicate_tool_names_are_rejected_however_the_tools_are_added() {
     );
 }
 
+#[cfg(feature = "schema")]
 #[tokio::test]
 async fn a_structured_call_with_a_generate_response_tool_in_the_toolkit_is_rejected() {
+    use crate::support::fixtures::recorded_agent;
     #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
     struct Answer {
         #[allow(dead_code)]
@@ -444,7 +448,7 @@ async fn replacing_the_pre_acting_event_with_another_tool_call_id_fails_the_call
                     let forged = CallContext::new(Arc::new(e.agent().clone()));
                     let mut call = e.tool_use().clone();
                     call.id = "forged".into();
-                    *event = HookEvent::PreActing(PreActingEvent::new(forged.info(), call));
+                    *event = HookEvent::PreActing(events::pre_acting(forged.info(), call));
                 }
                 Ok(())
             })
@@ -488,7 +492,7 @@ async fn replacing_an_event_with_one_of_another_kind_fails_the_call() {
             hook_fn(|event| {
                 if let HookEvent::PreActing(e) = event {
                     let forged = CallContext::new(Arc::new(e.agent().clone()));
-                    let fake = PostCallEvent::new(forged.info(), Msg::assistant("fake"));
+                    let fake = events::post_call(forged.info(), Msg::assistant("fake"));
                     *event = HookEvent::PostCall(fake);
                 }
                 Ok(())

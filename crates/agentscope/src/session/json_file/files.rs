@@ -1,7 +1,7 @@
 //! The files of a session in the store's directory, and the file operations every path of
 //! the store shares: naming a session's files, reading a log from an offset, removing a file
-//! that may be gone, syncing the directory, listing the sessions, and the I/O errors that
-//! name the file.
+//! that may be gone, syncing the directory, listing the sessions, the I/O errors that name
+//! the file, and where blocking file work runs ([`run_blocking`]).
 
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -165,4 +165,27 @@ pub(super) fn list_dir(dir: &Path) -> Result<Vec<String>, SessionError> {
     ids.sort();
     ids.dedup();
     Ok(ids)
+}
+
+/// Runs blocking file work on tokio's blocking pool inside a tokio runtime, inline
+/// otherwise (the engine itself does not require tokio) or when asked (`inline`).
+pub(super) async fn run_blocking<T, F>(
+    inline: bool,
+    session: Option<&str>,
+    work: F,
+) -> Result<T, SessionError>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    if inline {
+        return Ok(work());
+    }
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle
+            .spawn_blocking(work)
+            .await
+            .map_err(|error| SessionError::io(session, "running the blocking file task", error)),
+        Err(_) => Ok(work()),
+    }
 }

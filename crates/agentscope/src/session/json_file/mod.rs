@@ -40,9 +40,8 @@ use agentscope_core::session::{
 };
 use futures::future::BoxFuture;
 
-use super::run_blocking;
 use cache::{Cache, LogCache};
-use files::Files;
+use files::{Files, run_blocking};
 use lease::{Holder, JsonFileLease};
 
 /// Stores each session as an append-only JSON Lines log, `<dir>/<session id>.jsonl`: the

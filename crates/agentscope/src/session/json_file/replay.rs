@@ -7,8 +7,8 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
+use agentscope_core::ConversationError;
 use agentscope_core::Msg;
-use agentscope_core::conversation::ConversationError;
 use agentscope_core::session::{AgentIdentity, AgentState, SessionError};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};

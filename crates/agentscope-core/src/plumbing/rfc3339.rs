@@ -12,7 +12,7 @@
 //!
 //! #[derive(Serialize)]
 //! struct Record {
-//!     #[serde(serialize_with = "agentscope_core::rfc3339::serialize")]
+//!     #[serde(serialize_with = "agentscope_core::plumbing::rfc3339::serialize")]
 //!     saved_at: DateTime<Utc>,
 //! }
 //!
