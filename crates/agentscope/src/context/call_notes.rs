@@ -1,7 +1,10 @@
-//! What a [`ContextWindowHook`](super::ContextWindowHook) remembers within one call, in the
-//! call's extensions: the model of its reasoning steps and the size of the input it sent.
+//! What a [`ContextWindowHook`](super::ContextWindowHook) remembers within one call: the
+//! model of its reasoning steps and the size of the input it sent, kept in the call's
+//! extensions as every built-in hook keeps its per-call state ([`call_state`]).
 
 use agentscope_core::Extensions;
+
+use crate::hooks::call_state::{self, InstanceId};
 
 /// The notes of one hook instance in one call.
 #[derive(Default)]
@@ -12,20 +15,7 @@ pub(super) struct Notes {
     pub(super) sent_tokens: Option<usize>,
 }
 
-/// The notes of every hook instance in the call, by instance: the call's extensions hold
-/// one value per type, and an agent may have two context hooks.
-#[derive(Default)]
-struct CallNotes(Vec<(u64, Notes)>);
-
 /// The notes of the hook `instance` in the call whose extensions these are.
-pub(super) fn notes(extensions: &mut Extensions, instance: u64) -> &mut Notes {
-    let entries = &mut extensions.get_or_insert_with(CallNotes::default).0;
-    let at = match entries.iter().position(|(id, _)| *id == instance) {
-        Some(at) => at,
-        None => {
-            entries.push((instance, Notes::default()));
-            entries.len() - 1
-        }
-    };
-    &mut entries[at].1
+pub(super) fn notes(extensions: &mut Extensions, instance: InstanceId) -> &mut Notes {
+    call_state::get_or_default(extensions, instance)
 }

@@ -56,7 +56,7 @@
 //                 the decision for one input: window, summary due, budget, report, trace
 //   work       -> state, stash, summary, report, units, tokens, hash
 //                 the compaction itself: summary in use, previews, new summary, slide
-//   call_notes    what the hook remembers within one call
+//   call_notes    what the hook remembers within one call (in hooks::call_state)
 //   state      -> counts, stash, summary
 //                 what it keeps between calls: shared by clones, per conversation
 //   config     -> stash, summary, window, tokens, hash

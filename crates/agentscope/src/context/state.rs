@@ -4,7 +4,6 @@
 //! without a session, in memory by agent id.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use agentscope_core::{Extensions, HookState, Msg};
@@ -13,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::counts::CountCache;
 use super::stash::ToolResultStash;
 use super::summary::SummaryRecord;
+use crate::hooks::call_state::InstanceId;
 
 /// The hook's name ([`ContextWindowHook::NAME`](super::ContextWindowHook::NAME)): the key of
 /// its entry in the session's [`HookState`], and the `hook` field of its traces.
@@ -21,7 +21,7 @@ pub(super) const HOOK_NAME: &str = "context_window";
 /// What the clones of one hook share.
 pub(super) struct Shared {
     /// Tells this hook's per-call notes from another instance's in the same call.
-    pub(super) instance: u64,
+    pub(super) instance: InstanceId,
     pub(super) stash: ToolResultStash,
     pub(super) conversations: Conversations,
     pub(super) counts: CountCache,
@@ -29,9 +29,8 @@ pub(super) struct Shared {
 
 impl Shared {
     pub(super) fn new() -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
         Shared {
-            instance: NEXT.fetch_add(1, Ordering::Relaxed),
+            instance: InstanceId::next(),
             stash: ToolResultStash::new(),
             conversations: Conversations::default(),
             counts: CountCache::default(),

@@ -20,7 +20,8 @@
 //!
 //! See `docs/builtin-hooks.md` for the effective order with your own hooks.
 
-mod call_state;
+pub(crate) mod call_state;
+mod retrieval;
 
 pub mod structured_output;
 pub use structured_output::StructuredOutputHook;
