@@ -1,5 +1,6 @@
 //! [`Agent`]: what every agent can do, as a trait object multi-agent code holds.
 
+use std::any::Any;
 use std::sync::Arc;
 
 use agentscope_core::{AgentError, Msg};
@@ -137,4 +138,13 @@ impl<A: Agent + ?Sized> Agent for Arc<A> {
     fn load_state(&self, state: AgentState) -> BoxFuture<'_, Result<(), AgentError>> {
         (**self).load_state(state)
     }
+}
+
+/// `agent` as the trait object multi-agent code holds, without wrapping an
+/// `Arc<dyn Agent>` twice.
+pub(crate) fn shared<A: Agent>(agent: A) -> Arc<dyn Agent> {
+    if let Some(shared) = (&agent as &dyn Any).downcast_ref::<Arc<dyn Agent>>() {
+        return Arc::clone(shared);
+    }
+    Arc::new(agent)
 }
