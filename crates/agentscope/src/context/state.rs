@@ -1,7 +1,7 @@
 //! What a [`ContextWindowHook`](super::ContextWindowHook) keeps between calls: the stash and
 //! the token counts its clones share, and its state per conversation (the summary in use,
-//! what it sent last, a window learned from a refusal), in the session's [`HookState`] or,
-//! without a session, in memory by agent id.
+//! what it sent last, a window learned from a refusal), in the session's [`HookState`] when
+//! the agent has a session and in memory by agent id.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
