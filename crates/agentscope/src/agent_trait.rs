@@ -138,3 +138,13 @@ impl<A: Agent + ?Sized> Agent for Arc<A> {
         (**self).load_state(state)
     }
 }
+
+/// `agent` as the trait object multi-agent code holds, without wrapping an
+/// `Arc<dyn Agent>` twice.
+#[cfg(feature = "multi-agent")]
+pub(crate) fn shared<A: Agent>(agent: A) -> Arc<dyn Agent> {
+    if let Some(shared) = (&agent as &dyn std::any::Any).downcast_ref::<Arc<dyn Agent>>() {
+        return Arc::clone(shared);
+    }
+    Arc::new(agent)
+}

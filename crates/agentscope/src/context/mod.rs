@@ -49,15 +49,44 @@
 //! # }).unwrap();
 //! ```
 
+// One job per module; `use super::` edges only point down (no cycles):
+//   hook       -> compact, config, state, stash, summary, tokens, window
+//                 ContextWindowHook: the type, its settings methods, its Hook impl
+//   compact    -> work, state, call_notes, config, report
+//                 the decision for one input: window, summary due, budget, report, trace
+//   work       -> state, stash, summary, report, units, tokens, hash
+//                 the compaction itself: summary in use, previews, new summary, slide
+//   call_notes    what the hook remembers within one call (in hooks::call_state)
+//   state      -> counts, stash, summary
+//                 what it keeps between calls: shared by clones, per conversation
+//   config     -> stash, summary, window, tokens, hash
+//                 its settings, and the counter for a model
+//   counts     -> tokens, hash
+//                 token counts by message, counted once
+//   hash          WordHash: fingerprints stable across processes and versions
+//   report        CompactionReport
+//   stash         ToolResultLimit, ToolResultStash, RetrieveStashedTool
+//   summary       Summarizer, SummaryRecord
+//   tokens        TokenCounter and its implementations
+//   units         where a conversation may be cut
+//   window        ContextWindows
+mod call_notes;
+mod compact;
+mod config;
+mod counts;
+mod hash;
 mod hook;
 mod report;
 mod stash;
+mod state;
 mod summary;
 mod tokens;
 mod units;
 mod window;
+mod work;
 
-pub use hook::{ContextWindowHook, DEFAULT_FORCED_TARGET};
+pub use config::DEFAULT_FORCED_TARGET;
+pub use hook::ContextWindowHook;
 pub use report::{CollectCompactionReports, CompactionReport, SummaryUse, TruncatedResult};
 pub use stash::{
     DEFAULT_PAGE_CHARS, RETRIEVE_STASHED_TOOL, RetrieveStashedTool, StashedResult, ToolResultLimit,

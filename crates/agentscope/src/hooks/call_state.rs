@@ -49,6 +49,25 @@ pub(crate) fn get_mut<T: Send + Sync + 'static>(
         .map(|(_, value)| value)
 }
 
+/// `instance`'s state for this call, a default one first when it has none.
+#[cfg(feature = "context")]
+pub(crate) fn get_or_default<T: Default + Send + Sync + 'static>(
+    extensions: &mut Extensions,
+    instance: InstanceId,
+) -> &mut T {
+    let entries = &mut extensions
+        .get_or_insert_with(|| PerInstance::<T>(Vec::new()))
+        .0;
+    let at = match entries.iter().position(|(id, _)| *id == instance) {
+        Some(at) => at,
+        None => {
+            entries.push((instance, T::default()));
+            entries.len() - 1
+        }
+    };
+    &mut entries[at].1
+}
+
 /// Removes and returns `instance`'s state for this call.
 pub(crate) fn take<T: Send + Sync + 'static>(
     extensions: &mut Extensions,
@@ -73,5 +92,15 @@ mod tests {
         assert_eq!(take::<String>(&mut extensions, a).as_deref(), Some("a!"));
         assert_eq!(take::<String>(&mut extensions, a), None);
         assert_eq!(take::<String>(&mut extensions, b).as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn defaults_are_made_once_per_instance() {
+        let (a, b) = (InstanceId::next(), InstanceId::next());
+        let mut extensions = Extensions::new();
+        get_or_default::<String>(&mut extensions, a).push('a');
+        get_or_default::<String>(&mut extensions, a).push('!');
+        assert_eq!(get_or_default::<String>(&mut extensions, b).as_str(), "");
+        assert_eq!(take::<String>(&mut extensions, a).as_deref(), Some("a!"));
     }
 }

@@ -30,7 +30,8 @@ use agentscope_core::{
 use futures::future::BoxFuture;
 
 use super::call_state::{self, InstanceId};
-use super::rag::{Bm25, last_user_text};
+use super::rag::Bm25;
+use super::retrieval::Retrieval;
 
 /// The text before the retrieved memories (see [`StaticLongTermMemoryHook::with_header`]).
 pub const DEFAULT_LONG_TERM_MEMORY_HEADER: &str = "## Long-term memory\n\
@@ -282,8 +283,7 @@ impl LongTermMemory for InMemoryLongTermMemory {
 #[derive(Clone)]
 pub struct StaticLongTermMemoryHook {
     memory: Arc<dyn DynLongTermMemory>,
-    top_k: usize,
-    header: SharedString,
+    retrieval: Retrieval,
     /// Keys this hook's per-call state (the call's input, held from PreCall to PostCall in
     /// the call's extensions).
     instance: InstanceId,
@@ -302,8 +302,7 @@ impl StaticLongTermMemoryHook {
     pub fn new(memory: impl LongTermMemory) -> Self {
         Self {
             memory: Arc::new(memory),
-            top_k: Self::DEFAULT_TOP_K,
-            header: DEFAULT_LONG_TERM_MEMORY_HEADER.into(),
+            retrieval: Retrieval::new(Self::DEFAULT_TOP_K, DEFAULT_LONG_TERM_MEMORY_HEADER),
             instance: InstanceId::next(),
         }
     }
@@ -312,36 +311,32 @@ impl StaticLongTermMemoryHook {
     /// goes on).
     #[must_use]
     pub fn with_top_k(mut self, k: usize) -> Self {
-        self.top_k = k;
+        self.retrieval.top_k = k;
         self
     }
 
     /// Replaces the text before the memories (default [`DEFAULT_LONG_TERM_MEMORY_HEADER`]).
     #[must_use]
     pub fn with_header(mut self, header: impl Into<SharedString>) -> Self {
-        self.header = header.into();
+        self.retrieval.header = header.into();
         self
     }
 
     async fn pre_call(&self, event: &mut agentscope_core::PreCallEvent) {
         let input = CallInput(event.input_messages().to_vec());
         call_state::insert(event.extensions_mut(), self.instance, input);
-        if self.top_k == 0 {
-            return;
-        }
-        let Some(query) = last_user_text(event.input_messages()) else {
+        let Some(query) = self.retrieval.query(event) else {
             return;
         };
-        match self.memory.retrieve_boxed(&query, self.top_k).await {
-            Ok(memories) if memories.is_empty() => {}
-            Ok(memories) => {
-                let mut text = self.header.to_string();
-                for memory in memories.iter().take(self.top_k) {
-                    text.push_str("\n- ");
-                    text.push_str(memory);
-                }
-                event.append_system_content(text);
-            }
+        match self
+            .memory
+            .retrieve_boxed(&query, self.retrieval.top_k)
+            .await
+        {
+            Ok(memories) => self.retrieval.append(event, &memories, |text, memory| {
+                text.push_str("\n- ");
+                text.push_str(memory);
+            }),
             Err(error) => tracing::warn!(
                 agent = event.agent().name(),
                 %error,
@@ -371,7 +366,7 @@ struct CallInput(Vec<Msg>);
 impl fmt::Debug for StaticLongTermMemoryHook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StaticLongTermMemoryHook")
-            .field("top_k", &self.top_k)
+            .field("top_k", &self.retrieval.top_k)
             .finish_non_exhaustive()
     }
 }

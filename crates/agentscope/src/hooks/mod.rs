@@ -20,7 +20,9 @@
 //!
 //! See `docs/builtin-hooks.md` for the effective order with your own hooks.
 
-mod call_state;
+pub(crate) mod call_state;
+#[cfg(feature = "rag")]
+mod retrieval;
 
 #[cfg(feature = "schema")]
 mod structured_output;

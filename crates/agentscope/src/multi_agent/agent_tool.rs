@@ -9,8 +9,7 @@ use futures::StreamExt;
 use futures::future::{Either, select};
 use serde_json::{Value, json};
 
-use super::shared;
-use crate::agent_trait::Agent;
+use crate::agent_trait::{Agent, shared};
 use crate::stream::{EventType, StreamOptions};
 
 /// An agent used as a tool by another agent: the model of the outer agent calls it with

@@ -1,13 +1,12 @@
-//! The fan-out pipeline: the same input to every agent, concurrently.
+//! The fan-out pipeline: the same input to every agent, concurrently, in a hub or not.
 
-use std::fmt;
 use std::sync::Arc;
 
 use agentscope_core::{Msg, SharedString};
 use futures::future::join_all;
 
 use super::error::{AgentFailure, MultiAgentError};
-use super::hub::MsgHub;
+use super::roster::Roster;
 use crate::agent::CallInput;
 use crate::agent_trait::Agent;
 
@@ -22,7 +21,8 @@ use crate::agent_trait::Agent;
 /// ```
 ///
 /// The calls run on the caller's task (joined, not spawned). Outside a hub nobody else sees
-/// the replies; run it with [`MsgHub::fanout`] to have every participant observe them.
+/// the replies; run it with [`MsgHub::fanout`](super::MsgHub::fanout) to have every
+/// participant observe them.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -61,68 +61,15 @@ pub async fn fanout(
     run(agents, input.into().into_messages(), None).await
 }
 
-/// A fan-out pipeline kept as a value. AgentScope Python's `FanoutPipeline`. See
-/// [`fanout`].
-#[derive(Clone)]
-pub struct FanoutPipeline {
-    agents: Vec<Arc<dyn Agent>>,
-}
-
-impl FanoutPipeline {
-    /// A pipeline fanning out to `agents` (replies come back in this order).
-    pub fn new(agents: impl IntoIterator<Item = Arc<dyn Agent>>) -> Self {
-        Self {
-            agents: agents.into_iter().collect(),
-        }
-    }
-
-    /// The agents, in order.
-    pub fn agents(&self) -> &[Arc<dyn Agent>] {
-        &self.agents
-    }
-
-    /// Runs the pipeline on `input` (see [`fanout`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`fanout`].
-    pub async fn run(&self, input: impl Into<CallInput>) -> Result<Vec<Msg>, MultiAgentError> {
-        fanout(&self.agents, input).await
-    }
-
-    /// Runs the pipeline on `input` in `hub` (see [`MsgHub::fanout`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`MsgHub::fanout`].
-    pub async fn run_in(
-        &self,
-        hub: &MsgHub,
-        input: impl Into<CallInput>,
-    ) -> Result<Vec<Msg>, MultiAgentError> {
-        hub.fanout(&self.agents, input).await
-    }
-}
-
-impl fmt::Debug for FanoutPipeline {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = self.agents.iter().map(|a| a.name()).collect();
-        f.debug_struct("FanoutPipeline")
-            .field("agents", &names)
-            .finish()
-    }
-}
-
-/// The pipeline, in `hub` when given (replies broadcast once every call ended) or directly.
+/// The pipeline, in the hub of `hub` when given (replies broadcast once every call ended)
+/// or directly.
 pub(super) async fn run(
     agents: &[Arc<dyn Agent>],
     input: Vec<Msg>,
-    hub: Option<&MsgHub>,
+    hub: Option<&Roster>,
 ) -> Result<Vec<Msg>, MultiAgentError> {
     if let Some(hub) = hub {
-        for agent in agents {
-            hub.check(&**agent)?;
-        }
+        hub.check_all(agents)?;
     }
     let inputs: Vec<Vec<Msg>> = agents
         .iter()

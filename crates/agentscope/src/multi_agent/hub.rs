@@ -1,17 +1,19 @@
 //! [`MsgHub`]: a conversation between agents, where every participant observes what any
-//! participant says in it.
+//! participant says in it. The hub's face: its builder, its participants and its calls;
+//! delivery is the [`Roster`]'s, and the pipelines run in it are `sequential.rs`'s and
+//! `fanout.rs`'s.
 
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
-use agentscope_core::{Msg, SharedString};
-use futures::future::join_all;
+use agentscope_core::Msg;
 
 use super::error::{AgentFailure, MultiAgentError};
-use super::{fanout, heard, sequential, shared};
+use super::roster::Roster;
+use super::{fanout, sequential};
 use crate::agent::CallInput;
-use crate::agent_trait::Agent;
+use crate::agent_trait::{Agent, shared};
 
 /// A conversation between agents: every participant observes every message any participant
 /// says in the hub. The Rust counterpart of AgentScope Python's `MsgHub`.
@@ -97,20 +99,7 @@ pub struct MsgHub {
 
 struct HubInner {
     announcement: Option<Msg>,
-    participants: Mutex<Vec<Participant>>,
-}
-
-/// A participant and the ids of the messages the hub gave it.
-struct Participant {
-    agent: Arc<dyn Agent>,
-    seen: HashSet<SharedString>,
-}
-
-/// A reply that could not be said (cleanly) in the hub.
-pub(super) struct Unsaid {
-    /// The reply, when the call succeeded and observers failed.
-    pub(super) reply: Option<Msg>,
-    pub(super) failures: Vec<AgentFailure>,
+    roster: Roster,
 }
 
 /// Builds a [`MsgHub`]: its participants and announcement. Finish with
@@ -160,24 +149,14 @@ impl MsgHubBuilder {
     /// id (nothing was observed); [`MultiAgentError::Agents`] naming each participant that
     /// failed to observe the announcement (the others observed it; there is no hub).
     pub async fn enter(self) -> Result<MsgHub, MultiAgentError> {
-        let mut participants: Vec<Participant> = Vec::with_capacity(self.participants.len());
-        for agent in self.participants {
-            if let Some(taken) = clash(&participants, &*agent) {
-                return Err(MultiAgentError::DuplicateParticipant { agent: taken });
-            }
-            participants.push(Participant {
-                agent,
-                seen: HashSet::new(),
-            });
-        }
         let hub = MsgHub {
             inner: Arc::new(HubInner {
                 announcement: self.announcement,
-                participants: Mutex::new(participants),
+                roster: Roster::new(self.participants)?,
             }),
         };
         if let Some(announcement) = &hub.inner.announcement {
-            let failures = hub.deliver(announcement, None).await;
+            let failures = hub.roster().deliver(announcement, None).await;
             if !failures.is_empty() {
                 return Err(MultiAgentError::Agents {
                     replies: Vec::new(),
@@ -216,8 +195,9 @@ impl MsgHub {
         agent: &dyn Agent,
         input: impl Into<CallInput>,
     ) -> Result<Msg, MultiAgentError> {
-        self.check(agent)?;
-        self.speak(agent, input.into().into_messages())
+        self.roster().check(agent)?;
+        self.roster()
+            .speak(agent, input.into().into_messages())
             .await
             .map_err(|unsaid| MultiAgentError::Agents {
                 replies: vec![unsaid.reply],
@@ -233,7 +213,7 @@ impl MsgHub {
     /// [`MultiAgentError::Agents`] naming each participant that failed to observe it; every
     /// other participant observed it.
     pub async fn broadcast(&self, message: Msg) -> Result<(), MultiAgentError> {
-        let failures = self.deliver(&message, None).await;
+        let failures = self.roster().deliver(&message, None).await;
         if failures.is_empty() {
             Ok(())
         } else {
@@ -259,9 +239,10 @@ impl MsgHub {
         speaker: &dyn Agent,
         message: Msg,
     ) -> Result<(), MultiAgentError> {
-        self.check(speaker)?;
-        self.mark(speaker.id(), [message.id.clone()]);
-        let failures = self.share(&message, speaker.id()).await;
+        let roster = self.roster();
+        roster.check(speaker)?;
+        roster.mark(speaker.id(), [message.id.clone()]);
+        let failures = roster.share(&message, speaker.id()).await;
         if failures.is_empty() {
             Ok(())
         } else {
@@ -288,7 +269,7 @@ impl MsgHub {
         agents: &[Arc<dyn Agent>],
         input: impl Into<CallInput>,
     ) -> Result<Msg, MultiAgentError> {
-        sequential::run(agents, input.into().into_messages(), Some(self)).await
+        sequential::run(agents, input.into().into_messages(), Some(self.roster())).await
     }
 
     /// Runs a fan-out pipeline in the hub (see [`fanout`](super::fanout)): every agent gets
@@ -306,7 +287,7 @@ impl MsgHub {
         agents: &[Arc<dyn Agent>],
         input: impl Into<CallInput>,
     ) -> Result<Vec<Msg>, MultiAgentError> {
-        fanout::run(agents, input.into().into_messages(), Some(self)).await
+        fanout::run(agents, input.into().into_messages(), Some(self.roster())).await
     }
 
     /// Adds a participant; it observes the announcement, if any, and from then on every
@@ -319,7 +300,7 @@ impl MsgHub {
     /// added).
     pub async fn add(&self, agent: impl Agent) -> Result<(), MultiAgentError> {
         let agent = shared(agent);
-        if let Some(taken) = clash(&self.lock(), &*agent) {
+        if let Some(taken) = self.roster().clash(&*agent) {
             return Err(MultiAgentError::DuplicateParticipant { agent: taken });
         }
         let mut seen = HashSet::new();
@@ -332,50 +313,39 @@ impl MsgHub {
             }
             seen.insert(announcement.id.clone());
         }
-        let mut participants = self.lock();
         // Checked again: another `add` may have won the race while this one observed.
-        if let Some(taken) = clash(&participants, &*agent) {
-            return Err(MultiAgentError::DuplicateParticipant { agent: taken });
-        }
-        participants.push(Participant { agent, seen });
-        Ok(())
+        self.roster().admit(agent, seen)
     }
 
     /// Removes the participant whose id, or else whose name, is `who`; it observes nothing
     /// said in the hub from now on. Returns it, or `None` when there is no such participant.
     pub fn remove(&self, who: &str) -> Option<Arc<dyn Agent>> {
-        let mut participants = self.lock();
-        let at = position(&participants, who)?;
-        Some(participants.remove(at).agent)
+        self.roster().remove(who)
     }
 
     /// The participant whose id, or else whose name, is `who`.
     pub fn participant(&self, who: &str) -> Option<Arc<dyn Agent>> {
-        let participants = self.lock();
-        position(&participants, who).map(|at| Arc::clone(&participants[at].agent))
+        self.roster().find(who)
     }
 
     /// The participants, in the order they entered.
     pub fn participants(&self) -> Vec<Arc<dyn Agent>> {
-        self.lock().iter().map(|p| Arc::clone(&p.agent)).collect()
+        self.roster().agents()
     }
 
     /// The participants' names, in the order they entered.
     pub fn names(&self) -> Vec<String> {
-        self.lock()
-            .iter()
-            .map(|p| p.agent.name().to_owned())
-            .collect()
+        self.roster().names()
     }
 
     /// How many participants the hub has.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.roster().len()
     }
 
     /// Whether the hub has no participants.
     pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.roster().len() == 0
     }
 
     /// The announcement every participant observes on entering.
@@ -383,108 +353,8 @@ impl MsgHub {
         self.inner.announcement.as_ref()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<Participant>> {
-        self.inner
-            .participants
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Fails unless `agent` is a participant.
-    pub(super) fn check(&self, agent: &dyn Agent) -> Result<(), MultiAgentError> {
-        if self.lock().iter().any(|p| p.agent.id() == agent.id()) {
-            Ok(())
-        } else {
-            Err(MultiAgentError::NotParticipant {
-                agent: agent.name().to_owned(),
-            })
-        }
-    }
-
-    /// `input` without the messages the hub already gave the participant `agent_id`.
-    pub(super) fn unseen(&self, agent_id: &str, input: &[Msg]) -> Vec<Msg> {
-        let participants = self.lock();
-        let seen = participants
-            .iter()
-            .find(|p| p.agent.id() == agent_id)
-            .map(|p| &p.seen);
-        input
-            .iter()
-            .filter(|m| seen.is_none_or(|seen| !seen.contains(&m.id)))
-            .cloned()
-            .collect()
-    }
-
-    /// Records that the participant `agent_id` has these messages.
-    pub(super) fn mark(&self, agent_id: &str, ids: impl IntoIterator<Item = SharedString>) {
-        if let Some(participant) = self.lock().iter_mut().find(|p| p.agent.id() == agent_id) {
-            participant.seen.extend(ids);
-        }
-    }
-
-    /// One call of `agent` in the hub, its reply broadcast to the others.
-    pub(super) async fn speak(&self, agent: &dyn Agent, input: Vec<Msg>) -> Result<Msg, Unsaid> {
-        let input = self.unseen(agent.id(), &input);
-        let ids: Vec<SharedString> = input.iter().map(|m| m.id.clone()).collect();
-        let reply = match agent.call(input.into()).await {
-            Ok(reply) => reply,
-            Err(error) => {
-                return Err(Unsaid {
-                    reply: None,
-                    failures: vec![AgentFailure::reply(agent.name(), error)],
-                });
-            }
-        };
-        self.mark(agent.id(), ids.into_iter().chain([reply.id.clone()]));
-        let failures = self.share(&reply, agent.id()).await;
-        if failures.is_empty() {
-            Ok(reply)
-        } else {
-            Err(Unsaid {
-                reply: Some(reply),
-                failures,
-            })
-        }
-    }
-
-    /// Every participant but `speaker` (an id) observes what it heard of `message` (a
-    /// participant's words): nothing when nothing was said. Returns the failures.
-    pub(super) async fn share(&self, message: &Msg, speaker: &str) -> Vec<AgentFailure> {
-        match heard(message) {
-            Some(heard) => self.deliver(&heard, Some(speaker)).await,
-            None => Vec::new(),
-        }
-    }
-
-    /// Every participant but `speaker` (an id) observes `message`, concurrently. Returns
-    /// the failures, in participant order.
-    pub(super) async fn deliver(&self, message: &Msg, speaker: Option<&str>) -> Vec<AgentFailure> {
-        let listeners: Vec<Arc<dyn Agent>> = self
-            .lock()
-            .iter()
-            .filter(|p| speaker != Some(p.agent.id()))
-            .map(|p| Arc::clone(&p.agent))
-            .collect();
-        let outcomes = join_all(
-            listeners
-                .iter()
-                .map(|agent| agent.observe(message.clone().into())),
-        )
-        .await;
-        let mut failures = Vec::new();
-        let mut observed = Vec::new();
-        for (agent, outcome) in listeners.iter().zip(outcomes) {
-            match outcome {
-                Ok(()) => observed.push(agent.id()),
-                Err(error) => failures.push(AgentFailure::observe(agent.name(), message, error)),
-            }
-        }
-        for participant in self.lock().iter_mut() {
-            if observed.contains(&participant.agent.id()) {
-                participant.seen.insert(message.id.clone());
-            }
-        }
-        failures
+    fn roster(&self) -> &Roster {
+        &self.inner.roster
     }
 }
 
@@ -499,19 +369,4 @@ impl fmt::Debug for MsgHub {
 
 fn names(agents: &[Arc<dyn Agent>]) -> Vec<&str> {
     agents.iter().map(|a| a.name()).collect()
-}
-
-/// The name of the participant that `agent` clashes with (same name or id), if any.
-fn clash(participants: &[Participant], agent: &dyn Agent) -> Option<String> {
-    participants
-        .iter()
-        .any(|p| p.agent.id() == agent.id() || p.agent.name() == agent.name())
-        .then(|| agent.name().to_owned())
-}
-
-fn position(participants: &[Participant], who: &str) -> Option<usize> {
-    participants
-        .iter()
-        .position(|p| p.agent.id() == who)
-        .or_else(|| participants.iter().position(|p| p.agent.name() == who))
 }

@@ -1,13 +1,11 @@
-//! The sequential pipeline: each agent's reply is the next agent's input.
+//! The sequential pipeline: each agent's reply is the next agent's input, in a hub or not.
 
-use std::fmt;
 use std::sync::Arc;
 
 use agentscope_core::Msg;
 
 use super::error::{AgentFailure, MultiAgentError};
-use super::heard;
-use super::hub::MsgHub;
+use super::roster::{Roster, Unsaid, heard};
 use crate::agent::CallInput;
 use crate::agent_trait::Agent;
 
@@ -21,10 +19,12 @@ use crate::agent_trait::Agent;
 /// The next agent gets the reply as it hears it: a [`Role::User`](agentscope_core::Role::User)
 /// message carrying the speaker's name and the reply's id, with the reply's text (after the
 /// speaker's name: `"writer: ..."`) and images
-/// (its thinking and tool calls stay with the speaker); see [`MsgHub`] for why.
+/// (its thinking and tool calls stay with the speaker); see [`MsgHub`](super::MsgHub) for
+/// why.
 ///
 /// Outside a hub, nobody else sees the replies; run it with
-/// [`MsgHub::sequential`] to have every participant observe each of them.
+/// [`MsgHub::sequential`](super::MsgHub::sequential) to have every participant observe each
+/// of them.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -67,83 +67,14 @@ pub async fn sequential(
     run(agents, input.into().into_messages(), None).await
 }
 
-/// A sequential pipeline kept as a value: the same agents, run on several inputs, in or
-/// outside a hub. AgentScope Python's `SequentialPipeline`. See [`sequential`].
-///
-/// ```
-/// use std::sync::Arc;
-/// use agentscope::prelude::*;
-/// use agentscope::multi_agent::SequentialPipeline;
-/// use agentscope_test::{ScriptedModel, ScriptedResponse};
-///
-/// # futures::executor::block_on(async {
-/// let echo = ReActAgent::builder().name("echo")
-///     .model(ScriptedModel::new([ScriptedResponse::text("once")])).build()?;
-/// let pipeline = SequentialPipeline::new([Arc::new(echo) as Arc<dyn agentscope::Agent>]);
-/// assert_eq!(pipeline.run("hi").await?.text(), "once");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// # }).unwrap();
-/// ```
-#[derive(Clone)]
-pub struct SequentialPipeline {
-    agents: Vec<Arc<dyn Agent>>,
-}
-
-impl SequentialPipeline {
-    /// A pipeline running `agents` in this order.
-    pub fn new(agents: impl IntoIterator<Item = Arc<dyn Agent>>) -> Self {
-        Self {
-            agents: agents.into_iter().collect(),
-        }
-    }
-
-    /// The agents, in order.
-    pub fn agents(&self) -> &[Arc<dyn Agent>] {
-        &self.agents
-    }
-
-    /// Runs the pipeline on `input` (see [`sequential`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`sequential`].
-    pub async fn run(&self, input: impl Into<CallInput>) -> Result<Msg, MultiAgentError> {
-        sequential(&self.agents, input).await
-    }
-
-    /// Runs the pipeline on `input` in `hub` (see [`MsgHub::sequential`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`MsgHub::sequential`].
-    pub async fn run_in(
-        &self,
-        hub: &MsgHub,
-        input: impl Into<CallInput>,
-    ) -> Result<Msg, MultiAgentError> {
-        hub.sequential(&self.agents, input).await
-    }
-}
-
-impl fmt::Debug for SequentialPipeline {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = self.agents.iter().map(|a| a.name()).collect();
-        f.debug_struct("SequentialPipeline")
-            .field("agents", &names)
-            .finish()
-    }
-}
-
-/// The pipeline, in `hub` when given (each call through the hub) or directly.
+/// The pipeline, in the hub of `hub` when given (each call through the hub) or directly.
 pub(super) async fn run(
     agents: &[Arc<dyn Agent>],
     input: Vec<Msg>,
-    hub: Option<&MsgHub>,
+    hub: Option<&Roster>,
 ) -> Result<Msg, MultiAgentError> {
     if let Some(hub) = hub {
-        for agent in agents {
-            hub.check(&**agent)?;
-        }
+        hub.check_all(agents)?;
     }
     let mut replies: Vec<Option<Msg>> = vec![None; agents.len()];
     let mut input = input;
@@ -151,13 +82,10 @@ pub(super) async fn run(
     for (at, agent) in agents.iter().enumerate() {
         let spoken = match hub {
             Some(hub) => hub.speak(&**agent, input).await,
-            None => agent
-                .call(input.into())
-                .await
-                .map_err(|error| super::hub::Unsaid {
-                    reply: None,
-                    failures: vec![AgentFailure::reply(agent.name(), error)],
-                }),
+            None => agent.call(input.into()).await.map_err(|error| Unsaid {
+                reply: None,
+                failures: vec![AgentFailure::reply(agent.name(), error)],
+            }),
         };
         match spoken {
             Ok(reply) => {

@@ -33,25 +33,19 @@ mod knowledge;
 use std::fmt;
 use std::sync::Arc;
 
-use agentscope_core::{
-    Hook, HookError, HookEvent, HookEventType, HookEventTypes, Msg, Role, SharedString,
-};
+use agentscope_core::{Hook, HookError, HookEvent, HookEventType, HookEventTypes, SharedString};
 
 pub(crate) use bm25::Bm25;
 pub use bm25::{DEFAULT_BM25_B, DEFAULT_BM25_K1};
 use knowledge::DynKnowledge;
 pub use knowledge::{Document, InMemoryKnowledge, Knowledge, KnowledgeError, ScoredDocument};
 
+use super::retrieval::Retrieval;
+
 /// The text before the retrieved documents (see [`GenericRAGHook::with_header`]).
 pub const DEFAULT_RAG_HEADER: &str = "## Retrieved knowledge\n\
 Documents retrieved from the knowledge base for the user's latest message, most relevant \
 first. Use them when they help to answer; cite a document by its [id].";
-
-/// The text of the last user message of `messages`, when it has any (not blank).
-pub(crate) fn last_user_text(messages: &[Msg]) -> Option<String> {
-    let text = messages.iter().rev().find(|m| m.role == Role::User)?.text();
-    (!text.trim().is_empty()).then_some(text)
-}
 
 /// Adds knowledge retrieved for the last user message to the system message of each call.
 ///
@@ -85,9 +79,8 @@ pub(crate) fn last_user_text(messages: &[Msg]) -> Option<String> {
 #[derive(Clone)]
 pub struct GenericRAGHook {
     knowledge: Arc<dyn DynKnowledge>,
-    top_k: usize,
+    retrieval: Retrieval,
     min_score: Option<f64>,
-    header: SharedString,
     fail_on_error: bool,
 }
 
@@ -104,9 +97,8 @@ impl GenericRAGHook {
     pub fn new(knowledge: impl Knowledge) -> Self {
         Self {
             knowledge: Arc::new(knowledge),
-            top_k: Self::DEFAULT_TOP_K,
+            retrieval: Retrieval::new(Self::DEFAULT_TOP_K, DEFAULT_RAG_HEADER),
             min_score: None,
-            header: DEFAULT_RAG_HEADER.into(),
             fail_on_error: false,
         }
     }
@@ -114,7 +106,7 @@ impl GenericRAGHook {
     /// How many documents to retrieve at most (default 3; 0 disables retrieval).
     #[must_use]
     pub fn with_top_k(mut self, k: usize) -> Self {
-        self.top_k = k;
+        self.retrieval.top_k = k;
         self
     }
 
@@ -128,7 +120,7 @@ impl GenericRAGHook {
     /// Replaces the text before the documents (default [`DEFAULT_RAG_HEADER`]).
     #[must_use]
     pub fn with_header(mut self, header: impl Into<SharedString>) -> Self {
-        self.header = header.into();
+        self.retrieval.header = header.into();
         self
     }
 
@@ -139,24 +131,12 @@ impl GenericRAGHook {
         self.fail_on_error = fail;
         self
     }
-
-    /// The text appended for `hits` (empty hits give `None`).
-    fn render(&self, hits: &[ScoredDocument]) -> Option<String> {
-        if hits.is_empty() {
-            return None;
-        }
-        let mut text = self.header.to_string();
-        for hit in hits {
-            text.push_str(&format!("\n\n[{}] {}", hit.document.id, hit.document.text));
-        }
-        Some(text)
-    }
 }
 
 impl fmt::Debug for GenericRAGHook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GenericRAGHook")
-            .field("top_k", &self.top_k)
+            .field("top_k", &self.retrieval.top_k)
             .field("min_score", &self.min_score)
             .field("fail_on_error", &self.fail_on_error)
             .finish_non_exhaustive()
@@ -168,17 +148,14 @@ impl Hook for GenericRAGHook {
         let HookEvent::PreCall(event) = event else {
             return Ok(());
         };
-        if event.is_observation() {
-            // Observed messages are stored without a call: nothing to retrieve for.
-            return Ok(());
-        }
-        if self.top_k == 0 {
-            return Ok(());
-        }
-        let Some(query) = last_user_text(event.input_messages()) else {
+        let Some(query) = self.retrieval.query(event) else {
             return Ok(());
         };
-        let hits = match self.knowledge.retrieve_boxed(&query, self.top_k).await {
+        let hits = match self
+            .knowledge
+            .retrieve_boxed(&query, self.retrieval.top_k)
+            .await
+        {
             Ok(hits) => hits,
             Err(error) if self.fail_on_error => return Err(HookError::new(error)),
             Err(error) => {
@@ -190,14 +167,12 @@ impl Hook for GenericRAGHook {
                 return Ok(());
             }
         };
-        let hits: Vec<ScoredDocument> = hits
+        let hits = hits
             .into_iter()
-            .filter(|hit| self.min_score.is_none_or(|min| hit.score >= min))
-            .take(self.top_k)
-            .collect();
-        if let Some(text) = self.render(&hits) {
-            event.append_system_content(text);
-        }
+            .filter(|hit| self.min_score.is_none_or(|min| hit.score >= min));
+        self.retrieval.append(event, hits, |text, hit| {
+            text.push_str(&format!("\n\n[{}] {}", hit.document.id, hit.document.text));
+        });
         Ok(())
     }
 
@@ -211,20 +186,5 @@ impl Hook for GenericRAGHook {
 
     fn name(&self) -> &str {
         Self::NAME
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-    use super::*;
-
-    #[test]
-    fn last_user_text_skips_other_roles_and_blank_text() {
-        let msgs = [Msg::user("first"), Msg::user("second"), Msg::assistant("x")];
-        assert_eq!(last_user_text(&msgs).as_deref(), Some("second"));
-        assert_eq!(last_user_text(&[Msg::user("  ")]), None);
-        assert_eq!(last_user_text(&[]), None);
     }
 }
