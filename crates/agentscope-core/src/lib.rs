@@ -10,7 +10,9 @@
 //! - the seams the engine calls: [`Model`], [`Tool`], [`Memory`], and the session seam
 //!   ([`session`]: [`SessionStore`](session::SessionStore), [`AgentState`](session::AgentState));
 //! - one error enum per seam: [`HookError`], [`ModelError`], [`ToolError`], [`AgentError`],
-//!   [`SessionError`](session::SessionError).
+//!   [`SessionError`](session::SessionError);
+//! - the rules every crate shares, each in one place: [`RetryPolicy`] (when a failed model
+//!   request is sent again) and [`redact`] (secrets out of what people read).
 //!
 //! Most users depend on the `agentscope` crate, which re-exports all of this next to the
 //! engine.
@@ -26,6 +28,8 @@ mod memory;
 mod message;
 mod metadata;
 mod model;
+pub mod redact;
+mod retry;
 pub mod rfc3339;
 pub mod session;
 mod text;
@@ -54,6 +58,7 @@ pub use model::{
     BoxedModel, ChatResponse, ChatStream, ChatUsage, GenerateOptions, Model, ModelRequest,
     ResponseFormat, ToolChoice, ToolSchema,
 };
+pub use retry::RetryPolicy;
 pub use session::HookState;
 pub use text::SharedString;
 pub use tool::{
