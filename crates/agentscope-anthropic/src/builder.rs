@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use agentscope_core::ModelError;
-use agentscope_http::redact::{REDACTED, url_for_display};
+use agentscope_core::redact::{REDACTED, url_for_display};
 use agentscope_http::{HttpOptions, Transport};
 use reqwest::Url;
 
