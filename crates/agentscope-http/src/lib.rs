@@ -14,6 +14,9 @@
 //!   connection goes back to the pool; it keeps credentials (header values, URL passwords
 //!   and query values) out of `Debug` output, logs and every error message, with the core's
 //!   [`redact`](agentscope_core::redact);
+//! - [`ProviderConfig`] holds what every provider's client builder holds (API key, base
+//!   URL, model, [`HttpOptions`]), reads it from the provider's environment variables, and
+//!   checks it into a [`TransportBuilder`];
 //! - [`sse`] parses server-sent events from pieces of any size;
 //! - [`lenient`] reads provider JSON field by field, so one odd field does not fail a
 //!   response, and extracts the message of an HTTP error body;
@@ -23,6 +26,7 @@
 
 mod endpoint;
 pub mod lenient;
+mod provider;
 mod redact;
 mod retry;
 pub mod sse;
@@ -33,5 +37,6 @@ mod transport;
 /// The one retry policy of the workspace, re-exported from `agentscope-core`.
 pub use agentscope_core::RetryPolicy;
 pub use endpoint::endpoint_url;
+pub use provider::{ApiKeyHeader, ProviderConfig, ProviderSpec};
 pub use retry::{is_retryable_status, retry_after};
 pub use transport::{Decode, HttpOptions, Transport, TransportBuilder};
