@@ -5,9 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use agentscope_core::ModelError;
-use agentscope_http::redact::{REDACTED, url_for_display};
-use agentscope_http::{HttpOptions, Transport};
-use reqwest::Url;
+use agentscope_http::{ApiKeyHeader, ProviderConfig, ProviderSpec};
 
 use crate::model::AnthropicModel;
 use crate::request::Settings;
@@ -26,8 +24,18 @@ pub const ENV_BASE_URL: &str = "ANTHROPIC_BASE_URL";
 /// The environment variable holding the model name.
 pub const ENV_MODEL: &str = "AGENTSCOPE_MODEL";
 
-/// The host that needs an API key.
-const ANTHROPIC_HOST: &str = "api.anthropic.com";
+/// Anthropic as the shared builder core sees it.
+const ANTHROPIC: ProviderSpec = ProviderSpec {
+    api_key_var: ENV_API_KEY,
+    base_url_var: ENV_BASE_URL,
+    model_var: ENV_MODEL,
+    default_base_url: DEFAULT_BASE_URL,
+    host: "api.anthropic.com",
+    path: "v1/messages",
+    model_elsewhere: None,
+    api_key_header: ApiKeyHeader::Header("x-api-key"),
+    user_agent: concat!("agentscope-anthropic/", env!("CARGO_PKG_VERSION")),
+};
 
 // The model's constructors are here rather than in model.rs: they only start a builder, and
 // keeping them next to it lets model.rs not depend on this module.
@@ -78,13 +86,10 @@ impl AnthropicModel {
 #[must_use]
 #[derive(Clone)]
 pub struct AnthropicModelBuilder {
-    api_key: Option<String>,
-    base_url: Option<String>,
-    model: Option<String>,
+    config: ProviderConfig,
     version: String,
     betas: Vec<String>,
     settings: Settings,
-    http: HttpOptions,
 }
 
 impl Default for AnthropicModelBuilder {
@@ -99,9 +104,7 @@ impl AnthropicModelBuilder {
     /// beta, a 600 s timeout, a 10 s connect timeout, 2 retries.
     pub fn new() -> Self {
         Self {
-            api_key: None,
-            base_url: None,
-            model: None,
+            config: ProviderConfig::new(),
             version: DEFAULT_VERSION.to_owned(),
             betas: Vec::new(),
             settings: Settings {
@@ -109,7 +112,6 @@ impl AnthropicModelBuilder {
                 thinking_budget: None,
                 prompt_caching: false,
             },
-            http: HttpOptions::new(),
         }
     }
 
@@ -123,7 +125,10 @@ impl AnthropicModelBuilder {
     /// # Ok::<(), agentscope_core::ModelError>(())
     /// ```
     pub fn from_env() -> Self {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        Self {
+            config: ProviderConfig::from_env(&ANTHROPIC),
+            ..Self::new()
+        }
     }
 
     /// A builder filled by `lookup` (called with the names of the environment variables
@@ -143,20 +148,17 @@ impl AnthropicModelBuilder {
     /// # Ok::<(), agentscope_core::ModelError>(())
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
-        let mut builder = Self::new();
-        builder.api_key = get(ENV_API_KEY);
-        builder.base_url = get(ENV_BASE_URL);
-        builder.model = get(ENV_MODEL);
-        builder
+        Self {
+            config: ProviderConfig::from_lookup(&ANTHROPIC, lookup),
+            ..Self::new()
+        }
     }
 
     /// Sets the API key, sent as the `x-api-key` header. Required for Anthropic's own base
     /// URL; optional for gateways that authenticate otherwise (see
     /// [`header`](Self::header)).
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        let key = key.into();
-        self.api_key = (!key.is_empty()).then_some(key);
+        self.config = self.config.api_key(key);
         self
     }
 
@@ -165,13 +167,13 @@ impl AnthropicModelBuilder {
     /// appended, one that ends with `/v1/messages` is used as it is, and a query string is
     /// kept.
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = Some(url.into());
+        self.config = self.config.base_url(url);
         self
     }
 
     /// Sets the model name sent with every request (required), e.g. `claude-sonnet-4-5`.
     pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
+        self.config = self.config.model(model);
         self
     }
 
@@ -228,13 +230,13 @@ impl AnthropicModelBuilder {
     /// the server keeps sending (Anthropic sends `ping` events); a stalled one fails with
     /// [`ModelError::Timeout`].
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.http = self.http.timeout(timeout);
+        self.config = self.config.map_http(|http| http.timeout(timeout));
         self
     }
 
     /// How long to wait for a TCP (and TLS) connection (default 10 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.http = self.http.connect_timeout(timeout);
+        self.config = self.config.map_http(|http| http.connect_timeout(timeout));
         self
     }
 
@@ -242,7 +244,7 @@ impl AnthropicModelBuilder {
     /// Connection failures and the statuses 408, 429 and 5xx (Anthropic's 529
     /// `overloaded_error` included) are retried.
     pub fn max_retries(mut self, retries: u32) -> Self {
-        self.http = self.http.max_retries(retries);
+        self.config = self.config.map_http(|http| http.max_retries(retries));
         self
     }
 
@@ -250,14 +252,16 @@ impl AnthropicModelBuilder {
     /// never above `max` (defaults 500 ms and 8 s). Each wait is jittered down by up to half.
     /// A server's `Retry-After` takes precedence.
     pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.http = self.http.retry_backoff(initial, max);
+        self.config = self
+            .config
+            .map_http(|http| http.retry_backoff(initial, max));
         self
     }
 
     /// Adds a header to every request (e.g. a gateway's own authentication). Header values
     /// are treated as secrets: never in `Debug` output, and scrubbed from every error.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.http = self.http.header(name, value);
+        self.config = self.config.map_http(|http| http.header(name, value));
         self
     }
 
@@ -269,31 +273,16 @@ impl AnthropicModelBuilder {
     /// no API key is set for Anthropic's own base URL, the version is empty, a header is
     /// invalid, or the HTTP client cannot be created.
     pub fn build(self) -> Result<AnthropicModel, ModelError> {
-        let model = self
-            .model
-            .filter(|model| !model.trim().is_empty())
-            .ok_or_else(|| config("no model set: call .model(..) or set AGENTSCOPE_MODEL"))?;
-        let base_url = self.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
-        let endpoint = endpoint(base_url)?;
-        if self.api_key.is_none() && endpoint.host_str() == Some(ANTHROPIC_HOST) {
-            return Err(config(
-                "no API key set for api.anthropic.com: call .api_key(..) or set \
-                 ANTHROPIC_API_KEY",
-            ));
-        }
+        let mut transport = self.config.transport(&ANTHROPIC)?;
         let version = self.version.trim();
         if version.is_empty() {
-            return Err(config("the anthropic-version header cannot be empty"));
+            return Err(ModelError::Config {
+                message: "the anthropic-version header cannot be empty".into(),
+            });
         }
-        let mut transport = Transport::builder(endpoint, model)
-            .user_agent(concat!("agentscope-anthropic/", env!("CARGO_PKG_VERSION")))
-            .header("anthropic-version", version)
-            .options(self.http);
+        transport = transport.header("anthropic-version", version);
         if !self.betas.is_empty() {
             transport = transport.header("anthropic-beta", self.betas.join(","));
-        }
-        if let Some(key) = &self.api_key {
-            transport = transport.credential("x-api-key", key);
         }
         Ok(AnthropicModel::new(transport.build()?, self.settings))
     }
@@ -302,33 +291,24 @@ impl AnthropicModelBuilder {
 impl fmt::Debug for AnthropicModelBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AnthropicModelBuilder")
-            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
-            .field("base_url", &self.base_url.as_deref().map(url_for_display))
-            .field("model", &self.model)
+            .field("config", &self.config)
             .field("version", &self.version)
             .field("betas", &self.betas)
             .field("settings", &self.settings)
-            .field("http", &self.http)
             .finish()
     }
-}
-
-fn config(message: impl Into<String>) -> ModelError {
-    ModelError::Config {
-        message: message.into(),
-    }
-}
-
-/// `<base_url>/v1/messages`, keeping a query string; a base that already ends with (the start
-/// of) that path is completed, not repeated.
-fn endpoint(base_url: &str) -> Result<Url, ModelError> {
-    agentscope_http::endpoint_url(base_url, "v1/messages")
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use reqwest::Url;
+
+    /// `<base_url>/v1/messages`, as the builder makes it.
+    fn endpoint(base_url: &str) -> Result<Url, ModelError> {
+        agentscope_http::endpoint_url(base_url, ANTHROPIC.path)
+    }
 
     #[test]
     fn endpoint_joins_paths_and_keeps_queries() {
@@ -434,6 +414,8 @@ mod tests {
         assert_eq!(model.endpoint(), "http://127.0.0.1:9/v1/messages");
     }
 
+    /// The variables' names; how they are read (blank values count as unset) is
+    /// `agentscope-http`'s `ProviderConfig`, tested there.
     #[test]
     fn the_environment_fills_key_url_and_model() {
         let builder = AnthropicModelBuilder::from_lookup(|name| match name {
@@ -442,14 +424,30 @@ mod tests {
             ENV_MODEL => Some("claude-x".into()),
             _ => None,
         });
-        assert_eq!(builder.api_key.as_deref(), Some("sk-ant-env"));
         let model = builder.build().unwrap();
         assert_eq!(model.model(), "claude-x");
         assert_eq!(model.endpoint(), "http://127.0.0.1:9/v1/messages");
+        // The key was read: Anthropic's own URL needs one.
+        let builder = AnthropicModelBuilder::from_lookup(|name| match name {
+            ENV_API_KEY => Some("sk-ant-env".into()),
+            ENV_MODEL => Some("claude-x".into()),
+            _ => None,
+        });
+        assert_eq!(
+            builder.build().unwrap().endpoint(),
+            "https://api.anthropic.com/v1/messages"
+        );
         // Blank values count as unset.
         let builder = AnthropicModelBuilder::from_lookup(|_| Some("  ".into()));
-        assert!(builder.api_key.is_none() && builder.base_url.is_none());
-        assert!(builder.model.is_none());
+        assert_eq!(
+            config_message(builder.clone()),
+            "no model set: call .model(..) or set AGENTSCOPE_MODEL"
+        );
+        // No key, and no base URL: Anthropic's, which wants the key.
+        assert_eq!(
+            config_message(builder.model("m")),
+            "no API key set for api.anthropic.com: call .api_key(..) or set ANTHROPIC_API_KEY"
+        );
     }
 
     #[test]

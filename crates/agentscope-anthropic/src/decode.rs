@@ -504,29 +504,12 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
-    const TEXT: &str = include_str!("../tests/fixtures/text.sse");
     const THINKING: &str = include_str!("../tests/fixtures/thinking_text.sse");
     const TOOL: &str = include_str!("../tests/fixtures/tool_call.sse");
-    const PARALLEL: &str = include_str!("../tests/fixtures/parallel_tool_calls.sse");
-    const TEXT_TOOLS: &str = include_str!("../tests/fixtures/text_then_tool_calls.sse");
-    const INVALID: &str = include_str!("../tests/fixtures/invalid_arguments.sse");
-    const KEEPALIVE: &str = include_str!("../tests/fixtures/keepalive_multiline.sse");
 
-    const LF: [(&str, &str); 7] = [
-        ("text", TEXT),
-        ("thinking_text", THINKING),
-        ("tool_call", TOOL),
-        ("parallel_tool_calls", PARALLEL),
-        ("text_then_tool_calls", TEXT_TOOLS),
-        ("invalid_arguments", INVALID),
-        ("keepalive_multiline", KEEPALIVE),
-    ];
-
-    /// Every fixture, and every fixture again with CRLF line endings.
-    fn fixtures() -> Vec<String> {
-        let lf = LF.map(|(_, body)| body.to_owned());
-        let crlf = LF.map(|(_, body)| body.replace('\n', "\r\n"));
-        lf.into_iter().chain(crlf).collect()
+    /// The transcripts of the conformance scenarios (each named after its scenario).
+    fn fixtures() -> Vec<(String, String)> {
+        testing::sse_fixtures(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"))
     }
 
     fn decode(pieces: &[&[u8]]) -> (Vec<ChatResponse>, Option<ModelError>) {
@@ -548,7 +531,12 @@ mod tests {
 
     #[test]
     fn every_fixture_assembles_into_its_scenarios_message() {
-        for (name, body) in LF {
+        let fixtures = fixtures();
+        let names: Vec<&str> = fixtures.iter().map(|(name, _)| name.as_str()).collect();
+        let mut scenario_names: Vec<&str> = scenarios().iter().map(|s| s.name).collect();
+        scenario_names.sort_unstable();
+        assert_eq!(names, scenario_names);
+        for (name, body) in &fixtures {
             let scenario = scenario(name);
             let msg = assemble(&decode_ok(body));
             assert_eq!(msg.content, scenario.expected, "{name}");
@@ -571,9 +559,7 @@ mod tests {
 
     #[test]
     fn every_fixture_decodes_identically_however_it_is_split() {
-        for (name, body) in LF {
-            testing::check_every_split::<Decoder>(name, body);
-        }
+        testing::check_every_fixture::<Decoder, _, _>(&fixtures());
     }
 
     proptest! {
@@ -582,21 +568,14 @@ mod tests {
             which in 0usize..14,
             cuts in proptest::collection::vec(any::<usize>(), 0..40),
         ) {
-            testing::assert_same_when_split::<Decoder>(fixtures()[which].as_bytes(), &cuts);
+            testing::assert_fixture_same_when_split::<Decoder, _, _>(&fixtures(), which, &cuts);
         }
     }
 
     #[test]
     fn tool_calls_stream_live_start_fragment_then_pieces_with_empty_ids() {
         let chunks = decode_ok(TOOL);
-        let tool_blocks: Vec<&ToolUseBlock> = chunks
-            .iter()
-            .flat_map(|c| &c.content)
-            .filter_map(|b| match b {
-                ContentBlock::ToolUse(t) => Some(t),
-                _ => None,
-            })
-            .collect();
+        let tool_blocks = testing::tool_use_blocks(&chunks);
         assert_eq!(
             tool_blocks[0],
             &ToolUseBlock {

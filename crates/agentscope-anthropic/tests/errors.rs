@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use agentscope_core::ModelError;
 use agentscope_test::http::{Reply, TestServer};
-use agentscope_test::model_conformance::{hello, run};
+use agentscope_test::model_conformance::{given_up_after, hello, run};
 use serde_json::{Value, json};
 use support::{builder, fixture};
 
@@ -34,17 +34,21 @@ async fn overloaded_529_is_retried_then_succeeds() {
     assert_eq!(requests[0].body, requests[2].body);
 }
 
+/// The last attempt's error is a retryable status error; the client gave up on it, so the
+/// error it returns is not retryable (a retry around the client does not retry it again).
 #[tokio::test]
-async fn overloaded_until_retries_run_out_is_a_retryable_status_error() {
+async fn overloaded_until_retries_run_out_is_a_retryable_status_error_given_up_on() {
     let overloaded = || Reply::json(529, &anthropic_error("overloaded_error", "Overloaded"));
     let server = TestServer::start([overloaded(), overloaded(), overloaded()]).await;
     let model = builder(&server).max_retries(1).build().unwrap();
     let err = run(&model, hello()).await.result.unwrap_err();
+    let last = given_up_after(&err, 2);
     assert!(
-        matches!(&err, ModelError::Status { status: 529, message, retry_after: None } if message == "Overloaded"),
+        matches!(last, ModelError::Status { status: 529, message, retry_after: None } if message == "Overloaded"),
         "{err:?}"
     );
-    assert!(err.is_retryable() && !err.is_rate_limited());
+    assert!(last.is_retryable() && !err.is_retryable() && !err.is_rate_limited());
+    assert_eq!(err.status(), Some(529));
     assert_eq!(server.requests().len(), 2);
 }
 

@@ -7,24 +7,11 @@
 use std::time::Duration;
 
 use agentscope_anthropic::{AnthropicModel, AnthropicModelBuilder};
-use agentscope_core::{Model, ModelError};
+use agentscope_core::Model;
 use agentscope_test::http::{Reply, TestServer};
 use agentscope_test::model_conformance::error_texts;
 use agentscope_test::model_conformance::hello;
-
-const SECRETS: [&str; 5] = [
-    "sk-ant-key-secret-1",
-    "header-secret-2",
-    "query-secret-3",
-    "password-secret-4",
-    "env-secret-5",
-];
-
-fn assert_no_secret(what: &str, text: &str) {
-    for secret in SECRETS {
-        assert!(!text.contains(secret), "{what} prints {secret}: {text}");
-    }
-}
+use agentscope_test::model_conformance::secrets::{self, SECRETS, assert_no_secret};
 
 #[test]
 fn the_builder_and_the_model_never_print_the_key_or_a_header_value() {
@@ -61,26 +48,17 @@ fn a_key_read_from_the_environment_is_never_printed() {
     assert_no_secret("model", &format!("{model:?}"));
 }
 
-fn assert_base_url_secret_hidden(base_url: &str) {
-    let builder = AnthropicModel::builder()
-        .base_url(base_url)
-        .model("claude-test");
-    let builder_debug = format!("{builder:?}");
-    let model = builder.build().unwrap();
-    let model_debug = format!("{model:?}");
-    assert_no_secret(&format!("builder for {base_url}"), &builder_debug);
-    assert_no_secret(&format!("model for {base_url}"), &model_debug);
-    assert!(model_debug.contains("127.0.0.1:9"), "{model_debug}");
-}
-
+/// A key in the base URL's query or a password in its user info: the builder's and the
+/// model's `Debug` hide both.
 #[test]
-fn a_key_in_the_base_url_query_is_never_printed() {
-    assert_base_url_secret_hidden(&format!("http://127.0.0.1:9/v1?key={}", SECRETS[2]));
-}
-
-#[test]
-fn a_password_in_the_base_url_is_never_printed() {
-    assert_base_url_secret_hidden(&format!("http://user:{}@127.0.0.1:9", SECRETS[3]));
+fn a_key_or_a_password_in_the_base_url_is_never_printed() {
+    secrets::check_base_url_secrets_hidden(|base_url| {
+        let builder = AnthropicModel::builder()
+            .base_url(base_url)
+            .model("claude-test");
+        let builder_debug = format!("{builder:?}");
+        (builder_debug, format!("{:?}", builder.build().unwrap()))
+    });
 }
 
 fn with_every_secret(base_url: &str) -> AnthropicModelBuilder {
@@ -97,23 +75,11 @@ fn with_every_secret(base_url: &str) -> AnthropicModelBuilder {
 /// A connection that fails quotes no URL: not the query's key, not the password.
 #[tokio::test]
 async fn connection_errors_never_show_a_secret_of_the_url() {
-    // Port 9 (discard) on loopback: nothing listens, the connection is refused.
-    let url = format!(
-        "http://user:{}@127.0.0.1:9/v1?key={}",
-        SECRETS[3], SECRETS[2]
-    );
-    let model = with_every_secret(&url).build().unwrap();
-    let Err(error) = model.stream(hello()).await else {
-        panic!("nothing listens on port 9");
-    };
-    assert!(matches!(error, ModelError::Connection { .. }), "{error:?}");
-    assert_no_secret("connection error", &error_texts(&error));
-    assert!(
-        error.to_string().starts_with(
-            "connection error: sending the request to http://user:redacted@127.0.0.1:9/v1/messages?...: "
-        ),
-        "{error}"
-    );
+    secrets::check_connection_error_hides_url_secrets(
+        |url| with_every_secret(url).build().unwrap(),
+        "messages",
+    )
+    .await;
 }
 
 /// A server that echoes what it received (the key, a header, the query) in its 401 body.

@@ -196,6 +196,17 @@ pub enum ModelError {
         #[source]
         source: Option<ErrorSource>,
     },
+    /// The request was retried (as a [`RetryPolicy`](crate::RetryPolicy) allows) and the
+    /// last attempt failed too. Never [retryable](Self::is_retryable), so a retry stacked
+    /// on this one does not send the request again; the helpers ([`status`](Self::status),
+    /// [`is_timeout`](Self::is_timeout), ...) answer for the last attempt's error.
+    #[error("gave up after {attempts} attempts: {source}")]
+    RetriesExhausted {
+        /// How many times the request was sent.
+        attempts: u32,
+        /// The last attempt's error.
+        source: Box<ModelError>,
+    },
 }
 
 impl ModelError {
@@ -207,10 +218,62 @@ impl ModelError {
         }
     }
 
+    /// The error of a request given up on after `attempts` attempts: `last` itself after a
+    /// single attempt, else [`ModelError::RetriesExhausted`]. When `last` already is one (a
+    /// retry below gave up), its attempts are added in rather than nested: the count is of
+    /// requests sent.
+    ///
+    /// ```
+    /// use agentscope_core::ModelError;
+    ///
+    /// let overloaded = ModelError::Status { status: 503, message: "overloaded".into(), retry_after: None };
+    /// assert_eq!(ModelError::gave_up_after(1, overloaded.clone()).to_string(), "HTTP 503: overloaded");
+    /// let error = ModelError::gave_up_after(3, overloaded);
+    /// assert_eq!(error.to_string(), "gave up after 3 attempts: HTTP 503: overloaded");
+    /// assert_eq!(error.status(), Some(503));
+    /// assert!(!error.is_retryable());
+    /// let outer = ModelError::gave_up_after(2, error);
+    /// assert_eq!(outer.to_string(), "gave up after 4 attempts: HTTP 503: overloaded");
+    /// ```
+    pub fn gave_up_after(attempts: u32, last: ModelError) -> ModelError {
+        if attempts <= 1 {
+            return last;
+        }
+        match last {
+            ModelError::RetriesExhausted {
+                attempts: below,
+                source,
+            } => ModelError::RetriesExhausted {
+                attempts: below.saturating_add(attempts - 1),
+                source,
+            },
+            last => ModelError::RetriesExhausted {
+                attempts,
+                source: Box::new(last),
+            },
+        }
+    }
+
+    /// The error the helpers answer for: the last attempt's, for a request given up on.
+    fn last_attempt(&self) -> &ModelError {
+        match self {
+            ModelError::RetriesExhausted { source, .. } => source.last_attempt(),
+            other => other,
+        }
+    }
+
     /// The HTTP status, when the provider answered with one.
     pub fn status(&self) -> Option<u16> {
-        match self {
+        match self.last_attempt() {
             ModelError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// How long the provider asked to wait before trying again (`Retry-After`), if it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self.last_attempt() {
+            ModelError::Status { retry_after, .. } => *retry_after,
             _ => None,
         }
     }
@@ -222,7 +285,7 @@ impl ModelError {
 
     /// Whether the request timed out.
     pub fn is_timeout(&self) -> bool {
-        matches!(self, ModelError::Timeout)
+        matches!(self.last_attempt(), ModelError::Timeout)
     }
 
     /// Whether the provider rejected the credentials (HTTP 401 or 403).
@@ -234,7 +297,8 @@ impl ModelError {
     /// failed or broke, a stream cut off, or a status that says "later" (408, 409, 425,
     /// 429, 500, 502, 503, 504, 529). Not: bad requests (400, including context length),
     /// authentication (401, 403), unknown models (404), responses that could not be read,
-    /// empty responses, configuration errors.
+    /// empty responses, configuration errors, and a request already given up on after
+    /// retries ([`ModelError::RetriesExhausted`]).
     ///
     /// ```
     /// use agentscope_core::ModelError;
@@ -250,6 +314,8 @@ impl ModelError {
             ModelError::Status { status, .. } => {
                 matches!(status, 408 | 409 | 425 | 429 | 500 | 502 | 503 | 504 | 529)
             }
+            // A retry below gave up: retrying again would multiply the attempts.
+            ModelError::RetriesExhausted { .. } => false,
             _ => false,
         }
     }
@@ -274,7 +340,7 @@ impl ModelError {
     /// assert!(!ModelError::Timeout.is_context_length());
     /// ```
     pub fn is_context_length(&self) -> bool {
-        let message = match self {
+        let message = match self.last_attempt() {
             ModelError::Status {
                 status: 400 | 413,
                 message,
@@ -503,6 +569,51 @@ mod tests {
             retry_after: None,
         };
         assert!(auth.is_auth());
+    }
+
+    /// A request given up on after retries answers the helpers for its last attempt, but is
+    /// not retryable itself.
+    #[test]
+    fn the_helpers_look_through_retries_exhausted() {
+        let gave_up = |last: ModelError| ModelError::gave_up_after(3, last);
+        let rate = gave_up(ModelError::Status {
+            status: 429,
+            message: "slow down".into(),
+            retry_after: Some(Duration::from_secs(2)),
+        });
+        assert_eq!(rate.status(), Some(429));
+        assert_eq!(rate.retry_after(), Some(Duration::from_secs(2)));
+        assert!(rate.is_rate_limited() && !rate.is_auth() && !rate.is_retryable());
+        assert_eq!(
+            rate.to_string(),
+            "gave up after 3 attempts: HTTP 429: slow down"
+        );
+        assert!(gave_up(ModelError::Timeout).is_timeout());
+        assert!(!gave_up(ModelError::Timeout).is_retryable());
+        let auth = gave_up(ModelError::Status {
+            status: 403,
+            message: "no".into(),
+            retry_after: None,
+        });
+        assert!(auth.is_auth());
+        let long = gave_up(ModelError::Status {
+            status: 400,
+            message: "prompt is too long".into(),
+            retry_after: None,
+        });
+        assert!(long.is_context_length());
+        // The last attempt's error is the source (error chains show it).
+        let source = StdError::source(&rate).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some("HTTP 429: slow down"));
+        // One attempt: the error as it is; given up on twice: the attempts add up.
+        assert!(matches!(
+            ModelError::gave_up_after(1, ModelError::Timeout),
+            ModelError::Timeout
+        ));
+        assert!(matches!(
+            ModelError::gave_up_after(2, gave_up(ModelError::Timeout)),
+            ModelError::RetriesExhausted { attempts: 4, ref source } if matches!(**source, ModelError::Timeout)
+        ));
     }
 
     /// The context-length refusals of real servers, and look-alikes that are not.

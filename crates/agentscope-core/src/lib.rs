@@ -19,6 +19,8 @@
 //! - **Memory**: the [`Memory`] seam.
 //! - **Errors**, one enum per seam: [`AgentError`], [`HookError`], [`ModelError`],
 //!   [`ToolError`], [`ConversationError`].
+//! - **Retries**: when a failed model request is sent again, for every client and layer
+//!   ([`RetryPolicy`]).
 //! - **Sessions**: the session store seam, in [`session`].
 //!
 //! Applications depend on the `agentscope` crate, which re-exports these names next to the
@@ -36,6 +38,7 @@ mod message;
 mod metadata;
 mod model;
 pub mod plumbing;
+mod retry;
 pub mod session;
 mod text;
 mod tool;
@@ -63,6 +66,7 @@ pub use model::{
     BoxedModel, ChatResponse, ChatStream, ChatUsage, GenerateOptions, Model, ModelRequest,
     ResponseFormat, ToolChoice, ToolSchema,
 };
+pub use retry::RetryPolicy;
 pub use text::SharedString;
 pub use tool::{BoxedTool, Tool, ToolContext, ToolKind, ToolOutput, ToolSource};
 pub use tool_input::ToolInput;

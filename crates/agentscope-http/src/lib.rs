@@ -7,14 +7,17 @@
 //! for every client:
 //!
 //! - [`Transport`] posts the body (reqwest with rustls), retries connection failures and
-//!   the statuses 408, 429 and 5xx with exponential backoff and jitter ([`RetryPolicy`],
-//!   honouring `Retry-After` / `retry-after-ms`), times out a stalled response, reads the
-//!   streamed body piece by piece through the decoder, sends a request once more when the
-//!   response carried no content at all, and drains the end of the body so the connection
-//!   goes back to the pool;
+//!   the statuses 408, 429 and 5xx as the core's [`RetryPolicy`] says (exponential backoff
+//!   with jitter, honouring `Retry-After` / `retry-after-ms`), times out a stalled response,
+//!   reads the streamed body piece by piece through the decoder, sends a request once more
+//!   when the response carried no content at all, and drains the end of the body so the
+//!   connection goes back to the pool; it keeps credentials (header values, URL passwords
+//!   and query values) out of `Debug` output, logs and every error message, with the core's
+//!   [`redact`](agentscope_core::plumbing::redact);
+//! - [`ProviderConfig`] holds what every provider's client builder holds (API key, base
+//!   URL, model, [`HttpOptions`]), reads it from the provider's environment variables, and
+//!   checks it into a [`TransportBuilder`];
 //! - [`sse`] parses server-sent events from pieces of any size;
-//! - [`redact`] keeps credentials (header values, URL passwords and query values) out of
-//!   `Debug` output, logs and every error message;
 //! - [`lenient`] reads provider JSON field by field, so one odd field does not fail a
 //!   response, and extracts the message of an HTTP error body;
 //! - [`endpoint_url`] checks a base URL and completes it with the protocol's path;
@@ -23,7 +26,8 @@
 
 mod endpoint;
 pub mod lenient;
-pub mod redact;
+mod provider;
+mod redact;
 mod retry;
 pub mod sse;
 #[cfg(any(test, feature = "testing"))]
@@ -31,5 +35,6 @@ pub mod testing;
 mod transport;
 
 pub use endpoint::endpoint_url;
-pub use retry::{RetryPolicy, is_retryable_status, retry_after};
+pub use provider::{ApiKeyHeader, ProviderConfig, ProviderSpec};
+pub use retry::{is_retryable_status, retry_after};
 pub use transport::{Decode, HttpOptions, Transport, TransportBuilder};

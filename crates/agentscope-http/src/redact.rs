@@ -1,47 +1,26 @@
-//! Keeping secrets out of what people read: `Debug` output, logs and error messages.
+//! The transport's side of keeping secrets out of what people read: its endpoint as shown,
+//! and its errors scrubbed. The rules themselves (the placeholder, how a URL is shown, how
+//! text is scrubbed) live in [`agentscope_core::plumbing::redact`].
 //!
-//! A key can hide in three places: the API key itself (echoed back by some servers in their
-//! error messages), a URL's password, and a URL's query string (gateways that take
-//! `?api-key=...`). Header values are marked sensitive when the headers are built and never
-//! printed.
+//! Header values are marked sensitive when the headers are built and never printed.
 
 use agentscope_core::ModelError;
+use agentscope_core::plumbing::redact::{Redactor, url_for_display};
 use reqwest::Url;
 
-/// What is shown instead of a secret.
-pub const REDACTED: &str = "<redacted>";
-
-/// The endpoint without its password and query string (either might hold a credential),
+/// The endpoint without its password and query values (either might hold a credential),
 /// for logs, errors and `Debug`.
-pub fn endpoint_for_display(endpoint: &Url) -> String {
-    let mut shown = endpoint.clone();
-    if shown.password().is_some() {
-        // Only fails for URLs that cannot have a password, which this one has.
-        let _ = shown.set_password(Some("redacted"));
-    }
-    if shown.query().is_some() {
-        shown.set_query(Some("..."));
-    }
-    shown.to_string()
+pub(crate) fn endpoint_for_display(endpoint: &Url) -> String {
+    url_for_display(endpoint.as_str())
 }
 
-/// A configured URL for display: parsed and redacted like the endpoint, or, when it does not
-/// parse, not shown at all (it might still hold a credential).
-pub fn url_for_display(raw: &str) -> String {
-    match Url::parse(raw.trim()) {
-        Ok(url) => endpoint_for_display(&url),
-        Err(_) => "<unparseable URL>".to_owned(),
-    }
-}
-
-/// Removes every secret (see `Settings::secrets`) from an error's message, in case a
-/// server echoed it (a 401 that repeats the headers it got) or a transport error quoted the
-/// URL.
-pub fn redact_secrets(error: ModelError, secrets: &[String]) -> ModelError {
-    if secrets.is_empty() {
+/// `error` with every secret removed from its message, in case a server echoed one (a 401
+/// that repeats the headers it got) or a transport error quoted the URL.
+pub(crate) fn redact_error(error: ModelError, redactor: &Redactor) -> ModelError {
+    if redactor.is_empty() {
         return error;
     }
-    let clean = |message: String| scrub(message, secrets);
+    let clean = |message: String| redactor.scrub(message);
     match error {
         ModelError::Status {
             status,
@@ -62,32 +41,51 @@ pub fn redact_secrets(error: ModelError, secrets: &[String]) -> ModelError {
             message: clean(message),
             source,
         },
+        ModelError::RetriesExhausted { attempts, source } => ModelError::RetriesExhausted {
+            attempts,
+            source: Box::new(redact_error(*source, redactor)),
+        },
         other => other,
     }
 }
 
-/// `text` with every secret (and its URL-encoded form) replaced by [`REDACTED`].
-pub fn scrub(mut text: String, secrets: &[String]) -> String {
-    for secret in secrets {
-        let encoded = percent_encoded(secret);
-        for form in [secret.as_str(), encoded.as_str()] {
-            if text.contains(form) {
-                text = text.replace(form, REDACTED);
-            }
-        }
-    }
-    text
-}
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
 
-/// `text` percent-encoded as a URL's query writes it (unreserved characters kept).
-fn percent_encoded(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
+    #[test]
+    fn every_message_of_an_error_is_scrubbed() {
+        let redactor = Redactor::new(["sk-secret"]);
+        let error = ModelError::gave_up_after(
+            3,
+            ModelError::Status {
+                status: 401,
+                message: "bad key sk-secret".into(),
+                retry_after: None,
+            },
+        );
+        assert_eq!(
+            redact_error(error, &redactor).to_string(),
+            "gave up after 3 attempts: HTTP 401: bad key <redacted>"
+        );
+        let stream = ModelError::Stream {
+            message: "sk-secret".into(),
+        };
+        assert_eq!(
+            redact_error(stream, &redactor).to_string(),
+            "model stream error: <redacted>"
+        );
     }
-    out
+
+    #[test]
+    fn the_endpoint_is_shown_without_its_secrets() {
+        let url: Url = "http://user:pw-secret@127.0.0.1:9/v1?key=q-secret"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            endpoint_for_display(&url),
+            "http://user:<redacted>@127.0.0.1:9/v1?key=<redacted>"
+        );
+    }
 }

@@ -1,5 +1,7 @@
 //! Checks for a [`Decode`] implementation, for a client's own tests (feature `testing`):
-//! decode a body in pieces, split it anywhere, assemble the result.
+//! decode a body in pieces, split it anywhere, assemble the result; and the checks every
+//! decoder runs over its fixtures ([`check_every_fixture`], and
+//! [`assert_fixture_same_when_split`] for a property test over random cuts).
 //!
 //! ```
 //! use agentscope_http::testing::{assemble, decode, split_at};
@@ -19,7 +21,7 @@
 //! assert_eq!(assemble(&chunks).text(), "Hello, world");
 //! ```
 
-use agentscope_core::{ChatAccumulator, ChatResponse, ModelError, Msg};
+use agentscope_core::{ChatAccumulator, ChatResponse, ContentBlock, ModelError, Msg, ToolUseBlock};
 
 use crate::Decode;
 
@@ -64,6 +66,16 @@ pub fn assemble(chunks: &[ChatResponse]) -> Msg {
         accumulator.push(chunk);
     }
     accumulator.finish()
+}
+
+/// The tool-call blocks of `chunks` in order, as streamed: a call's start and the fragments
+/// that continue it.
+pub fn tool_use_blocks(chunks: &[ChatResponse]) -> Vec<&ToolUseBlock> {
+    chunks
+        .iter()
+        .flat_map(|chunk| &chunk.content)
+        .filter_map(ContentBlock::as_tool_use)
+        .collect()
 }
 
 /// `bytes` cut at `cuts` (each taken modulo `bytes.len() + 1`, in any order): the pieces a
@@ -130,4 +142,88 @@ pub fn check_every_split<D: Decode>(name: &str, body: &str) -> Vec<ChatResponse>
         "{name} CRLF"
     );
     whole
+}
+
+/// The fixtures of a client's decoder: every `.sse` file of `dir` (not of its
+/// subdirectories), as its name without the extension and its text, sorted by name.
+///
+/// # Panics
+///
+/// When `dir` or a file in it cannot be read, or holds no `.sse` file.
+#[allow(clippy::panic)]
+pub fn sse_fixtures(dir: &str) -> Vec<(String, String)> {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|err| panic!("{dir}: {err}"));
+    let mut fixtures: Vec<(String, String)> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.is_file() && path.extension().is_some_and(|ext| ext == "sse"))
+        .map(|path| {
+            let name = path
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let body = std::fs::read_to_string(&path)
+                .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+            (name, body)
+        })
+        .collect();
+    assert!(!fixtures.is_empty(), "no .sse fixture in {dir}");
+    fixtures.sort();
+    fixtures
+}
+
+/// `fixtures` (name and body) as written, then again with CRLF line endings: the bodies a
+/// decoder's property test picks from.
+pub fn with_crlf<N: AsRef<str>, B: AsRef<str>>(fixtures: &[(N, B)]) -> Vec<String> {
+    let lf = fixtures.iter().map(|(_, body)| body.as_ref().to_owned());
+    let crlf = fixtures
+        .iter()
+        .map(|(_, body)| body.as_ref().replace('\n', "\r\n"));
+    lf.chain(crlf).collect()
+}
+
+/// [`check_every_split`] for each of `fixtures` (name and body).
+///
+/// # Panics
+///
+/// At the first difference, naming the fixture and the split.
+pub fn check_every_fixture<D: Decode, N: AsRef<str>, B: AsRef<str>>(fixtures: &[(N, B)]) {
+    for (name, body) in fixtures {
+        check_every_split::<D>(name.as_ref(), body.as_ref());
+    }
+}
+
+/// [`assert_same_when_split`] for body number `which` (modulo their number) of
+/// [`with_crlf`]`(fixtures)`, cut at `cuts`: the body of a decoder's property test over
+/// its fixtures.
+///
+/// ```
+/// # use agentscope_core::{ChatResponse, ContentBlock, ModelError};
+/// # #[derive(Default)] struct Lines(bool);
+/// # impl agentscope_http::Decode for Lines {
+/// #     fn feed(&mut self, b: &[u8]) -> Vec<Result<ChatResponse, ModelError>> {
+/// #         vec![Ok(ChatResponse::new(vec![ContentBlock::text(String::from_utf8_lossy(b).into_owned())]))]
+/// #     }
+/// #     fn finish(&mut self) -> Vec<Result<ChatResponse, ModelError>> { self.0 = true; vec![] }
+/// #     fn decode_json(&mut self, _: &[u8]) -> Vec<Result<ChatResponse, ModelError>> { vec![] }
+/// #     fn is_done(&self) -> bool { self.0 }
+/// # }
+/// # let _ = |which: usize, cuts: Vec<usize>| {
+/// // Inside `proptest! { fn any_split(which in 0usize..4, cuts in vec(any::<usize>(), 0..40)) }`:
+/// let fixtures = [("hello", "Hello"), ("lines", "a\nb\n")];
+/// agentscope_http::testing::assert_fixture_same_when_split::<Lines, _, _>(&fixtures, which, &cuts);
+/// # };
+/// ```
+///
+/// # Panics
+///
+/// As [`assert_same_when_split`]; when `fixtures` is empty.
+pub fn assert_fixture_same_when_split<D: Decode, N: AsRef<str>, B: AsRef<str>>(
+    fixtures: &[(N, B)],
+    which: usize,
+    cuts: &[usize],
+) {
+    let bodies = with_crlf(fixtures);
+    assert!(!bodies.is_empty(), "no fixture");
+    assert_same_when_split::<D>(bodies[which % bodies.len()].as_bytes(), cuts);
 }

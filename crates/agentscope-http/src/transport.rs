@@ -2,7 +2,8 @@
 //! attempt to the end of its streamed body.
 //!
 //! [`Transport::stream`] posts a body, retrying failed attempts as the [`RetryPolicy`]
-//! allows until the response starts; then the body is read piece by piece (each read
+//! allows until the response starts (a request given up on after retries fails with
+//! [`ModelError::RetriesExhausted`]); then the body is read piece by piece (each read
 //! bounded by the timeout) and decoded by the client's [`Decode`]r into [`ChatResponse`]
 //! deltas; once the decoder has seen the end of the response, the rest of the body is
 //! drained so the connection can go back to the pool. A response that ends without any
@@ -13,15 +14,18 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentscope_core::{ChatResponse, ChatStream, ContentBlock, ErrorSource, ModelError};
+use agentscope_core::plumbing::redact::{REDACTED, Redactor, url_secrets};
+use agentscope_core::{
+    ChatResponse, ChatStream, ContentBlock, ErrorSource, ModelError, RetryPolicy,
+};
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use reqwest::Url;
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use crate::lenient::status_message;
-use crate::redact::{REDACTED, endpoint_for_display, redact_secrets, scrub};
-use crate::retry::{RetryPolicy, is_retryable_status, retry_after};
+use crate::redact::{endpoint_for_display, redact_error};
+use crate::retry::{is_retryable_status, retry_after};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -116,8 +120,7 @@ impl HttpOptions {
     /// never above `max` (defaults 500 ms and 8 s). Each wait is jittered down by up to half.
     /// A server's `Retry-After` takes precedence.
     pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.retry.initial_backoff = initial;
-        self.retry.max_backoff = max.max(initial);
+        self.retry = self.retry.backoff(initial, max);
         self
     }
 
@@ -171,9 +174,9 @@ pub struct Transport {
     model: String,
     /// Every request's headers, credentials marked sensitive.
     headers: HeaderMap,
-    /// Every secret the client sends (credentials, extra header values, the endpoint's
-    /// password and query values), longest first.
-    secrets: Vec<String>,
+    /// Scrubs every secret the client sends (credentials, extra header values, the
+    /// endpoint's password and query values).
+    redactor: Redactor,
     timeout: Duration,
     connect_timeout: Duration,
     retry: RetryPolicy,
@@ -226,7 +229,7 @@ impl Transport {
 
     /// `error` with every secret of this transport scrubbed from its message.
     pub fn redact(&self, error: ModelError) -> ModelError {
-        redact_secrets(error, &self.secrets)
+        redact_error(error, &self.redactor)
     }
 
     /// Posts `body` (retrying as the policy allows) and returns the stream of deltas `D`
@@ -237,8 +240,10 @@ impl Transport {
     ///
     /// # Errors
     ///
-    /// The last attempt's error, scrubbed of secrets: [`ModelError::Status`],
-    /// [`ModelError::Timeout`] or [`ModelError::Connection`].
+    /// The error, scrubbed of secrets: [`ModelError::Status`], [`ModelError::Timeout`] or
+    /// [`ModelError::Connection`]; after more than one attempt, the last attempt's error
+    /// inside [`ModelError::RetriesExhausted`] (not retryable, so a retrying model layer
+    /// around this client does not multiply the attempts).
     ///
     /// # Cancel safety
     ///
@@ -265,12 +270,13 @@ impl Transport {
                 Err(failure) => failure,
             };
             let delay = if failure.retryable && attempt < self.retry.max_retries {
-                self.retry.delay(attempt, failure.retry_after())
+                self.retry.delay(attempt, failure.error.retry_after())
             } else {
                 None
             };
             let Some(delay) = delay else {
-                return Err(self.redact(failure.error));
+                let error = ModelError::gave_up_after(attempt + 1, failure.error);
+                return Err(self.redact(error));
             };
             attempt += 1;
             tracing::warn!(
@@ -311,7 +317,7 @@ impl Transport {
             .await
             .unwrap_or_default();
         // Scrubbed before it is logged: a server may echo the key or a header's value.
-        let message = scrub(status_message(status, &text), &self.secrets);
+        let message = self.redactor.scrub(status_message(status, &text));
         tracing::debug!(status = status.as_u16(), %message, "model request failed");
         Err(Failure {
             error: ModelError::Status {
@@ -329,10 +335,7 @@ impl fmt::Debug for Transport {
         f.debug_struct("Transport")
             .field("model", &self.model)
             .field("endpoint", &endpoint_for_display(&self.endpoint))
-            .field(
-                "secrets",
-                &self.secrets.iter().map(|_| REDACTED).collect::<Vec<_>>(),
-            )
+            .field("secrets", &vec![REDACTED; self.redactor.len()])
             .field("timeout", &self.timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("max_retries", &self.retry.max_retries)
@@ -413,12 +416,7 @@ impl TransportBuilder {
             headers.insert(header_name(name)?, header_value);
             secrets.push(value.clone());
         }
-        secrets.extend(self.endpoint.password().map(str::to_owned));
-        secrets.extend(
-            self.endpoint
-                .query_pairs()
-                .map(|(_, value)| value.into_owned()),
-        );
+        secrets.extend(url_secrets(self.endpoint.as_str()));
         let client = reqwest::Client::builder()
             .connect_timeout(self.options.connect_timeout)
             .user_agent(self.user_agent)
@@ -429,7 +427,7 @@ impl TransportBuilder {
             endpoint: self.endpoint,
             model: self.model,
             headers,
-            secrets: clean_secrets(secrets),
+            redactor: Redactor::new(secrets),
             timeout: self.options.timeout,
             connect_timeout: self.options.connect_timeout,
             retry: self.options.retry,
@@ -448,20 +446,6 @@ fn credential_secret(value: &str) -> &str {
         .strip_prefix("Bearer ")
         .or_else(|| value.strip_prefix("bearer "))
         .unwrap_or(value)
-}
-
-/// Values shorter than 4 characters are left out (scrubbing "1" or "on" from every message
-/// would garble them and protect nothing). Longest first, so a secret that contains another
-/// is scrubbed whole.
-fn clean_secrets(secrets: Vec<String>) -> Vec<String> {
-    let mut secrets: Vec<String> = secrets
-        .into_iter()
-        .map(|secret| secret.trim().to_owned())
-        .filter(|secret| secret.chars().count() >= 4)
-        .collect();
-    secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
-    secrets.dedup();
-    secrets
 }
 
 fn config(message: impl Into<String>) -> ModelError {
@@ -657,13 +641,6 @@ impl Failure {
         }
     }
 
-    fn retry_after(&self) -> Option<Duration> {
-        match &self.error {
-            ModelError::Status { retry_after, .. } => *retry_after,
-            _ => None,
-        }
-    }
-
     fn from_reqwest(err: reqwest::Error, endpoint: &Url) -> Self {
         // Nothing reached the server when the connection failed: always safe to retry.
         let retryable = err.is_connect();
@@ -739,14 +716,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn secrets_are_trimmed_long_enough_longest_first_and_unique() {
-        let secrets = clean_secrets(vec![
-            " abcd ".into(),
-            "on".into(),
-            "abcdefgh".into(),
-            "abcd".into(),
-        ]);
-        assert_eq!(secrets, ["abcdefgh", "abcd"]);
+    fn the_secret_of_a_credential_is_its_token() {
         assert_eq!(credential_secret("Bearer tok-123"), "tok-123");
         assert_eq!(credential_secret("sk-ant-1"), "sk-ant-1");
     }

@@ -19,11 +19,12 @@ use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::config::{McpServerConfig, ReconnectPolicy, Redactor, TransportConfig};
+use crate::config::{McpServerConfig, ReconnectPolicy, TransportConfig};
 use crate::content::{McpToolResult, progress_text};
 use crate::defs::ToolDef;
 use crate::error::{INVALID_PARAMS, McpError};
 use crate::transport::{ProgressRouter, Tapped, forward_stderr};
+use agentscope_core::plumbing::redact::Redactor;
 
 /// A connection to one MCP server, and the server's tools as agentscope tools.
 ///

@@ -1,11 +1,11 @@
 //! [`McpServerConfig`] (how to reach one server) and [`ReconnectPolicy`]; the secrets of a
-//! configuration and their scrubbing ([`Redactor`]).
+//! configuration, for the core's [`Redactor`] to scrub.
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
+use agentscope_core::plumbing::redact::{REDACTED, Redactor, url_for_display, url_secrets};
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
@@ -19,7 +19,7 @@ use crate::error::McpError;
 /// one) or get an invalid value are remembered, and `connect` returns the first such
 /// problem ([`McpError::InvalidConfig`]).
 ///
-/// `Debug` shows the command and its arguments, or the URL without its query string and
+/// `Debug` shows the command and its arguments, or the URL without its query values and
 /// password; never header values, the bearer token or environment values (only their
 /// names). Pass secrets as environment variables or headers, not as arguments.
 ///
@@ -261,6 +261,7 @@ impl McpServerConfig {
                         .filter_map(|(_, value)| value.to_str().ok().map(str::to_owned)),
                 );
                 secrets.extend(bearer_token.iter().cloned());
+                secrets.extend(url_secrets(url));
                 if let Ok(parsed) = Url::parse(url) {
                     secrets.extend(parsed.password().map(str::to_owned));
                     secrets.extend(parsed.query().map(str::to_owned));
@@ -308,68 +309,6 @@ impl fmt::Debug for McpServerConfig {
             .field("reconnect", &self.reconnect)
             .field("connect_timeout", &self.connect_timeout)
             .field("error", &self.error)
-            .finish()
-    }
-}
-
-/// What is shown instead of a secret.
-pub(crate) const REDACTED: &str = "<redacted>";
-
-/// A URL without its password and query string, or a placeholder when it does not parse.
-pub(crate) fn url_for_display(raw: &str) -> String {
-    match Url::parse(raw) {
-        Ok(mut url) => {
-            if url.password().is_some() {
-                let _ = url.set_password(Some("redacted"));
-            }
-            if url.query().is_some() {
-                url.set_query(Some("..."));
-            }
-            url.to_string()
-        }
-        Err(_) => "<unparseable URL>".to_owned(),
-    }
-}
-
-/// Replaces configured secrets in text meant for people (errors, logs).
-#[derive(Clone, Default)]
-pub(crate) struct Redactor {
-    /// Longest first, so a secret containing another is replaced whole.
-    secrets: Arc<[String]>,
-}
-
-impl Redactor {
-    /// Secrets shorter than this are not scrubbed: replacing every `1` or `on` in a message
-    /// would make it unreadable and protect nothing.
-    const MIN_LEN: usize = 4;
-
-    pub(crate) fn new(secrets: Vec<String>) -> Self {
-        let mut secrets: Vec<String> = secrets
-            .into_iter()
-            .filter(|secret| secret.len() >= Self::MIN_LEN)
-            .collect();
-        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
-        secrets.dedup();
-        Self {
-            secrets: secrets.into(),
-        }
-    }
-
-    pub(crate) fn scrub(&self, text: impl Into<String>) -> String {
-        let mut text = text.into();
-        for secret in self.secrets.iter() {
-            if text.contains(secret.as_str()) {
-                text = text.replace(secret.as_str(), REDACTED);
-            }
-        }
-        text
-    }
-}
-
-impl fmt::Debug for Redactor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Redactor")
-            .field("secrets", &self.secrets.len())
             .finish()
     }
 }
@@ -509,7 +448,7 @@ mod tests {
         }
         assert!(shown.contains("x-api-key"), "{shown}");
         assert!(
-            shown.contains("https://user:redacted@mcp.example.com/mcp?..."),
+            shown.contains("https://user:<redacted>@mcp.example.com/mcp?key=<redacted>"),
             "{shown}"
         );
         let stdio = McpServerConfig::stdio("/usr/bin/node").env("TOKEN", "env-secret");
@@ -530,6 +469,8 @@ mod tests {
             ),
             "GET <redacted> failed: <redacted> <redacted>"
         );
+        // A query value quoted alone is scrubbed too.
+        assert_eq!(redactor.scrub("bad key qu3ry"), "bad key <redacted>");
         let stdio = McpServerConfig::stdio("node")
             .env("A", "1")
             .env("TOKEN", "env-secret");

@@ -18,7 +18,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::AsyncBufReadExt;
 
-use crate::config::Redactor;
+use agentscope_core::plumbing::redact::Redactor;
 
 /// Routes progress notifications to the call that owns their token.
 #[derive(Default)]

@@ -5,9 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use agentscope_core::ModelError;
-use agentscope_http::redact::{REDACTED, url_for_display};
-use agentscope_http::{HttpOptions, Transport};
-use reqwest::Url;
+use agentscope_http::{ApiKeyHeader, ProviderConfig, ProviderSpec};
 
 use crate::model::OpenAIChatModel;
 
@@ -24,6 +22,19 @@ pub const ENV_MODEL: &str = "AGENTSCOPE_MODEL";
 /// one model (llama.cpp's `llama-server`) accept any name; others (vLLM, Ollama) answer that
 /// the model does not exist, naming it.
 pub const DEFAULT_LOCAL_MODEL: &str = "default";
+
+/// OpenAI as the shared builder core sees it.
+const OPENAI: ProviderSpec = ProviderSpec {
+    api_key_var: ENV_API_KEY,
+    base_url_var: ENV_BASE_URL,
+    model_var: ENV_MODEL,
+    default_base_url: DEFAULT_BASE_URL,
+    host: "api.openai.com",
+    path: "chat/completions",
+    model_elsewhere: Some(DEFAULT_LOCAL_MODEL),
+    api_key_header: ApiKeyHeader::Bearer,
+    user_agent: concat!("agentscope-openai/", env!("CARGO_PKG_VERSION")),
+};
 
 // The model's constructors are here rather than in model.rs: they only start a builder, and
 // keeping them next to it lets model.rs not depend on this module.
@@ -82,10 +93,7 @@ impl OpenAIChatModel {
 #[must_use]
 #[derive(Clone)]
 pub struct OpenAIChatModelBuilder {
-    api_key: Option<String>,
-    base_url: Option<String>,
-    model: Option<String>,
-    http: HttpOptions,
+    config: ProviderConfig,
     include_usage: bool,
 }
 
@@ -100,10 +108,7 @@ impl OpenAIChatModelBuilder {
     /// 10 s connect timeout, 2 retries.
     pub fn new() -> Self {
         Self {
-            api_key: None,
-            base_url: None,
-            model: None,
-            http: HttpOptions::new(),
+            config: ProviderConfig::new(),
             include_usage: true,
         }
     }
@@ -118,7 +123,10 @@ impl OpenAIChatModelBuilder {
     /// # Ok::<(), agentscope_core::ModelError>(())
     /// ```
     pub fn from_env() -> Self {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        Self {
+            config: ProviderConfig::from_env(&OPENAI),
+            ..Self::new()
+        }
     }
 
     /// A builder filled by `lookup` (called with the names of the environment variables
@@ -138,19 +146,16 @@ impl OpenAIChatModelBuilder {
     /// # Ok::<(), agentscope_core::ModelError>(())
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
-        let mut builder = Self::new();
-        builder.api_key = get(ENV_API_KEY);
-        builder.base_url = get(ENV_BASE_URL);
-        builder.model = get(ENV_MODEL);
-        builder
+        Self {
+            config: ProviderConfig::from_lookup(&OPENAI, lookup),
+            ..Self::new()
+        }
     }
 
     /// Sets the API key, sent as `Authorization: Bearer <key>`. Optional for servers that
     /// need none (local ones); required for OpenAI's base URL.
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        let key = key.into();
-        self.api_key = (!key.is_empty()).then_some(key);
+        self.config = self.config.api_key(key);
         self
     }
 
@@ -158,14 +163,14 @@ impl OpenAIChatModelBuilder {
     /// `<base_url>/chat/completions`. A URL that already ends with `/chat/completions` is
     /// used as it is, and a query string (e.g. `?api-version=...`) is kept.
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = Some(url.into());
+        self.config = self.config.base_url(url);
         self
     }
 
     /// Sets the model name sent with every request. Required for OpenAI's base URL; for
     /// another server, [`DEFAULT_LOCAL_MODEL`] is sent when none is set.
     pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
+        self.config = self.config.model(model);
         self
     }
 
@@ -173,19 +178,19 @@ impl OpenAIChatModelBuilder {
     /// of a streamed response (default 600 s). A long generation never times out while
     /// the server keeps sending; a stalled one fails with [`ModelError::Timeout`].
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.http = self.http.timeout(timeout);
+        self.config = self.config.map_http(|http| http.timeout(timeout));
         self
     }
 
     /// How long to wait for a TCP (and TLS) connection (default 10 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.http = self.http.connect_timeout(timeout);
+        self.config = self.config.map_http(|http| http.connect_timeout(timeout));
         self
     }
 
     /// How many times a failed request is retried (default 2; 0 disables retries).
     pub fn max_retries(mut self, retries: u32) -> Self {
-        self.http = self.http.max_retries(retries);
+        self.config = self.config.map_http(|http| http.max_retries(retries));
         self
     }
 
@@ -193,14 +198,16 @@ impl OpenAIChatModelBuilder {
     /// never above `max` (defaults 500 ms and 8 s). Each wait is jittered down by up to half.
     /// A server's `Retry-After` takes precedence.
     pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.http = self.http.retry_backoff(initial, max);
+        self.config = self
+            .config
+            .map_http(|http| http.retry_backoff(initial, max));
         self
     }
 
     /// Adds a header to every request (e.g. `api-key` for Azure, `HTTP-Referer` for
     /// OpenRouter). Header values never appear in `Debug` output.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.http = self.http.header(name, value);
+        self.config = self.config.map_http(|http| http.header(name, value));
         self
     }
 
@@ -220,60 +227,29 @@ impl OpenAIChatModelBuilder {
     /// not an `http(s)` URL, no API key is set for OpenAI's own base URL, a header is
     /// invalid, or the HTTP client cannot be created.
     pub fn build(self) -> Result<OpenAIChatModel, ModelError> {
-        let base_url = self.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
-        let endpoint = endpoint(base_url)?;
-        let is_openai = endpoint.host_str() == Some("api.openai.com");
-        let model = match self.model.filter(|model| !model.trim().is_empty()) {
-            Some(model) => model,
-            None if !is_openai && self.base_url.is_some() => DEFAULT_LOCAL_MODEL.to_owned(),
-            None => {
-                return Err(config(
-                    "no model set: call .model(..) or set AGENTSCOPE_MODEL",
-                ));
-            }
-        };
-        if self.api_key.is_none() && is_openai {
-            return Err(config(
-                "no API key set for api.openai.com: call .api_key(..) or set OPENAI_API_KEY",
-            ));
-        }
-        let mut transport = Transport::builder(endpoint, model)
-            .user_agent(concat!("agentscope-openai/", env!("CARGO_PKG_VERSION")))
-            .options(self.http);
-        if let Some(key) = &self.api_key {
-            transport = transport.bearer(key);
-        }
-        Ok(OpenAIChatModel::new(transport.build()?, self.include_usage))
+        let transport = self.config.transport(&OPENAI)?.build()?;
+        Ok(OpenAIChatModel::new(transport, self.include_usage))
     }
 }
 
 impl fmt::Debug for OpenAIChatModelBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAIChatModelBuilder")
-            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
-            .field("base_url", &self.base_url.as_deref().map(url_for_display))
-            .field("model", &self.model)
-            .field("http", &self.http)
+            .field("config", &self.config)
             .field("include_usage", &self.include_usage)
             .finish()
     }
 }
 
-fn config(message: impl Into<String>) -> ModelError {
-    ModelError::Config {
-        message: message.into(),
-    }
-}
-
-/// `<base_url>/chat/completions`, keeping a query string; a base that already ends with (the start
-/// of) that path is completed, not repeated.
-fn endpoint(base_url: &str) -> Result<Url, ModelError> {
-    agentscope_http::endpoint_url(base_url, "chat/completions")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reqwest::Url;
+
+    /// `<base_url>/chat/completions`, as the builder makes it.
+    fn endpoint(base_url: &str) -> Result<Url, ModelError> {
+        agentscope_http::endpoint_url(base_url, OPENAI.path)
+    }
 
     #[test]
     fn endpoint_joins_paths_and_keeps_queries() {

@@ -391,30 +391,11 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
-    const TEXT: &str = include_str!("../tests/fixtures/text.sse");
-    const THINKING: &str = include_str!("../tests/fixtures/thinking_text.sse");
-    const TOOL: &str = include_str!("../tests/fixtures/tool_call.sse");
     const PARALLEL: &str = include_str!("../tests/fixtures/parallel_tool_calls.sse");
-    const INTERLEAVED: &str = include_str!("../tests/fixtures/interleaved_tool_calls.sse");
-    const INVALID: &str = include_str!("../tests/fixtures/invalid_arguments.sse");
-    const KEEPALIVE: &str = include_str!("../tests/fixtures/keepalive_multiline.sse");
 
-    /// Every fixture, and every fixture again with CRLF line endings.
-    fn fixtures() -> Vec<String> {
-        let lf = [
-            TEXT,
-            THINKING,
-            TOOL,
-            PARALLEL,
-            INTERLEAVED,
-            INVALID,
-            KEEPALIVE,
-        ];
-        let crlf = lf.map(|body| body.replace('\n', "\r\n"));
-        lf.iter()
-            .map(|body| (*body).to_owned())
-            .chain(crlf)
-            .collect()
+    /// The transcripts of the conformance scenarios, and the fixtures of edge cases.
+    fn fixtures() -> Vec<(String, String)> {
+        testing::sse_fixtures(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"))
     }
 
     fn decode(pieces: &[&[u8]]) -> (Vec<ChatResponse>, Option<ModelError>) {
@@ -423,9 +404,7 @@ mod tests {
 
     #[test]
     fn every_fixture_decodes_identically_however_it_is_split() {
-        for (i, body) in fixtures().iter().take(7).enumerate() {
-            testing::check_every_split::<Decoder>(&format!("fixture {i}"), body);
-        }
+        testing::check_every_fixture::<Decoder, _, _>(&fixtures());
     }
 
     proptest! {
@@ -434,21 +413,14 @@ mod tests {
             which in 0usize..14,
             cuts in proptest::collection::vec(any::<usize>(), 0..40),
         ) {
-            testing::assert_same_when_split::<Decoder>(fixtures()[which].as_bytes(), &cuts);
+            testing::assert_fixture_same_when_split::<Decoder, _, _>(&fixtures(), which, &cuts);
         }
     }
 
     #[test]
     fn first_tool_call_streams_live_with_continuations_and_others_are_buffered() {
         let (chunks, _) = decode(&[PARALLEL.as_bytes()]);
-        let tool_blocks: Vec<&ToolUseBlock> = chunks
-            .iter()
-            .flat_map(|c| &c.content)
-            .filter_map(|b| match b {
-                ContentBlock::ToolUse(t) => Some(t),
-                _ => None,
-            })
-            .collect();
+        let tool_blocks = testing::tool_use_blocks(&chunks);
         let first = tool_blocks[0];
         assert_eq!(
             (

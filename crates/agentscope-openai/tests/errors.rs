@@ -5,7 +5,11 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use agentscope::RetryPolicy;
+
+use agentscope::model_layers::ModelExt;
 use agentscope_core::ModelError;
+use agentscope_test::model_conformance::given_up_after;
 use serde_json::json;
 use support::scenarios;
 use support::{API_KEY, Reply, TestServer, builder, hello, run};
@@ -140,9 +144,9 @@ async fn rate_limited_until_retries_run_out() {
     let err = run(&model, hello()).await.result.unwrap_err();
     assert!(err.is_rate_limited());
     assert!(matches!(
-        err,
-        ModelError::Status { status: 429, ref message, retry_after: Some(wait) }
-            if message == "slow down" && wait == Duration::from_millis(10)
+        given_up_after(&err, 2),
+        ModelError::Status { status: 429, message, retry_after: Some(wait) }
+            if message == "slow down" && *wait == Duration::from_millis(10)
     ));
     assert_eq!(server.requests().len(), 2);
 }
@@ -290,7 +294,42 @@ async fn a_refused_connection_is_retried_then_reported() {
         .build()
         .unwrap();
     let err = run(&model, hello()).await.result.unwrap_err();
-    assert!(matches!(err, ModelError::Connection { .. }), "{err:?}");
+    assert!(
+        matches!(given_up_after(&err, 3), ModelError::Connection { .. }),
+        "{err:?}"
+    );
     assert!(!err.is_timeout() && err.status().is_none());
-    assert!(std::error::Error::source(&err).is_some());
+    // The connection error's own source is in the chain.
+    let connection = std::error::Error::source(&err).unwrap();
+    assert!(connection.source().is_some());
+}
+
+/// A model-layer retry around a client that retries by itself does not multiply the
+/// attempts: the client gives up after its 3 attempts (`RetriesExhausted`, not retryable),
+/// and the layer does not send the request again (3 requests, not 12). With the client's
+/// retries off, the layer does the retrying: 1 + 3 requests.
+#[tokio::test]
+async fn a_retry_layer_around_a_client_does_not_multiply_attempts() {
+    for (client_retries, requests) in [(2, 3), (0, 4)] {
+        let server = TestServer::start((0..12).map(|_| Reply::status(503, "overloaded"))).await;
+        let model = builder(&server)
+            .max_retries(client_retries)
+            .build()
+            .unwrap()
+            .with_retry(
+                RetryPolicy::new(3).backoff(Duration::from_millis(1), Duration::from_millis(2)),
+            );
+        let err = run(&model, hello()).await.result.unwrap_err();
+        assert_eq!(
+            server.requests().len(),
+            requests,
+            "client retries {client_retries}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("gave up after {requests} attempts: HTTP 503: overloaded")
+        );
+        assert_eq!(given_up_after(&err, requests as u32).status(), Some(503));
+        assert!(!err.is_retryable() && err.status() == Some(503));
+    }
 }

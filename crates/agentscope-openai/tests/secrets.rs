@@ -5,24 +5,11 @@ mod support;
 
 use std::time::Duration;
 
-use agentscope_core::{Model, ModelError};
+use agentscope_core::Model;
 use agentscope_openai::{OpenAIChatModel, OpenAIChatModelBuilder};
 use agentscope_test::model_conformance::error_texts;
+use agentscope_test::model_conformance::secrets::{self, SECRETS, assert_no_secret};
 use support::{Reply, TestServer, hello};
-
-const SECRETS: [&str; 5] = [
-    "sk-key-secret-1",
-    "header-secret-2",
-    "query-secret-3",
-    "password-secret-4",
-    "env-secret-5",
-];
-
-fn assert_no_secret(what: &str, debug: &str) {
-    for secret in SECRETS {
-        assert!(!debug.contains(secret), "{what} prints {secret}: {debug}");
-    }
-}
 
 #[test]
 fn the_builder_and_the_model_never_print_a_key_given_with_api_key_or_a_header() {
@@ -54,27 +41,15 @@ fn a_key_read_from_the_environment_is_never_printed() {
     assert_no_secret("model", &format!("{model:?}"));
 }
 
-fn assert_base_url_secret_hidden(base_url: &str) {
-    let builder = OpenAIChatModel::builder().base_url(base_url).model("m");
-    let builder_debug = format!("{builder:?}");
-    let model = builder.build().unwrap();
-    let model_debug = format!("{model:?}");
-    assert_no_secret(&format!("model for {base_url}"), &model_debug);
-    assert_no_secret(&format!("builder for {base_url}"), &builder_debug);
-    assert!(model_debug.contains("127.0.0.1:9"), "{model_debug}");
-}
-
-/// Some gateways take the key in the URL (`?api-key=...`, `?key=...`); the model's Debug
-/// hides the query string, and the builder's must too.
+/// A key in the base URL's query (some gateways take it there) or a password in its user
+/// info: the builder's and the model's `Debug` hide both.
 #[test]
-fn a_key_in_the_base_url_query_is_never_printed() {
-    assert_base_url_secret_hidden(&format!("http://127.0.0.1:9/v1?api-key={}", SECRETS[2]));
-}
-
-/// A password in the base URL's user info is a secret too.
-#[test]
-fn a_password_in_the_base_url_is_never_printed() {
-    assert_base_url_secret_hidden(&format!("http://user:{}@127.0.0.1:9/v1", SECRETS[3]));
+fn a_key_or_a_password_in_the_base_url_is_never_printed() {
+    secrets::check_base_url_secrets_hidden(|base_url| {
+        let builder = OpenAIChatModel::builder().base_url(base_url).model("m");
+        let builder_debug = format!("{builder:?}");
+        (builder_debug, format!("{:?}", builder.build().unwrap()))
+    });
 }
 
 fn with_every_secret(base_url: &str) -> OpenAIChatModelBuilder {
@@ -91,25 +66,11 @@ fn with_every_secret(base_url: &str) -> OpenAIChatModelBuilder {
 /// A connection that fails quotes no URL: not the query's key, not the password.
 #[tokio::test]
 async fn connection_errors_never_show_a_secret_of_the_url() {
-    // Port 9 (discard) on loopback: nothing listens, the connection is refused.
-    let url = format!(
-        "http://user:{}@127.0.0.1:9/v1?key={}&api-version=2024-06-01",
-        SECRETS[3], SECRETS[2]
-    );
-    let model = with_every_secret(&url).build().unwrap();
-    let Err(error) = model.stream(hello()).await else {
-        panic!("nothing listens on port 9");
-    };
-    assert!(matches!(error, ModelError::Connection { .. }), "{error:?}");
-    let texts = error_texts(&error);
-    assert_no_secret("connection error", &texts);
-    // The endpoint is named, with its secrets hidden.
-    assert!(
-        error.to_string().starts_with(
-            "connection error: sending the request to http://user:redacted@127.0.0.1:9/v1/chat/completions?...: "
-        ),
-        "{error}"
-    );
+    secrets::check_connection_error_hides_url_secrets(
+        |url| with_every_secret(url).build().unwrap(),
+        "chat/completions",
+    )
+    .await;
 }
 
 /// A server that echoes what it received (headers, the key, the query) in its error body.

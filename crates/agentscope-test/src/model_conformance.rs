@@ -31,6 +31,7 @@
 //! ```
 //!
 //! [`check`] panics with the scenario's name and both outcomes at the first difference.
+//! [`secrets`] holds the secret checks every client runs with its own builder.
 
 use agentscope_core::{
     ChatAccumulator, ChatResponse, ChatUsage, ContentBlock, GenerateReason, Model, ModelError,
@@ -41,6 +42,8 @@ use serde_json::{Value, json};
 
 use crate::http::{Reply, TestServer};
 use crate::{ScriptedChunk, ScriptedModel, ScriptedResponse};
+
+pub mod secrets;
 
 /// One delta of a scripted response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,6 +227,31 @@ pub fn error_texts(error: &ModelError) -> String {
         source = cause.source();
     }
     texts
+}
+
+/// The last attempt's error of a request a client (or a retry layer) gave up on after
+/// `attempts` attempts: the source of [`ModelError::RetriesExhausted`].
+///
+/// ```
+/// use agentscope_core::ModelError;
+/// use agentscope_test::model_conformance::given_up_after;
+///
+/// let error = ModelError::gave_up_after(3, ModelError::Timeout);
+/// assert!(matches!(given_up_after(&error, 3), ModelError::Timeout));
+/// ```
+///
+/// # Panics
+///
+/// When `error` is not a request given up on after exactly `attempts` attempts.
+#[allow(clippy::panic)]
+pub fn given_up_after(error: &ModelError, attempts: u32) -> &ModelError {
+    match error {
+        ModelError::RetriesExhausted {
+            attempts: made,
+            source,
+        } if *made == attempts => source,
+        other => panic!("expected a request given up on after {attempts} attempts, got {other:?}"),
+    }
 }
 
 /// A request with one user message, `Hello`.

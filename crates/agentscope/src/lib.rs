@@ -52,7 +52,7 @@ pub use system_hooks::SystemHooks;
 // Models.
 pub use agentscope_core::{
     BoxedModel, ChatAccumulator, ChatResponse, ChatStream, ChatUsage, GenerateOptions, Model,
-    ModelRequest, ResponseFormat, ToolChoice, ToolSchema,
+    ModelRequest, ResponseFormat, RetryPolicy, ToolChoice, ToolSchema,
 };
 
 // Tools.

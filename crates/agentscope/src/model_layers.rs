@@ -2,7 +2,8 @@
 //! themselves models, so they compose and an agent takes them like any other.
 //!
 //! - [`Retry`]: sends a request again after a retryable failure
-//!   ([`ModelError::is_retryable`]), with exponential backoff;
+//!   ([`ModelError::is_retryable`]), waiting as the workspace's one [`RetryPolicy`] says
+//!   (the model clients' transports follow it too);
 //! - [`Fallback`]: uses a second model when the first one fails;
 //! - [`Cached`]: answers a request it has seen (same messages, tools and options) from
 //!   memory, for tests and evaluation runs.
@@ -10,6 +11,11 @@
 //! A failure counts when the model's `stream()` fails or its stream fails before its first
 //! chunk: once output has begun, it belongs to the caller (the engine has shown it to hooks
 //! and the stream), and a mid-answer failure is the caller's.
+//!
+//! Retries do not multiply: a retry that gives up after more than one attempt (a model
+//! client's own, or a [`Retry`] layer's) fails with [`ModelError::RetriesExhausted`], which
+//! is not retryable, so a [`Retry`] around a client that retries by itself does not send
+//! again what the client already gave up on (see [`RetryPolicy`]).
 //!
 //! The layers are visible in `tracing` (target `agentscope::model_layers`): each try of
 //! [`Retry`] runs in a `model_attempt` span (`model`, `attempt` from 1) and a retry is a
@@ -20,7 +26,8 @@
 //! ```
 //! use std::time::Duration;
 //!
-//! use agentscope::model_layers::{ModelExt, RetryPolicy};
+//! use agentscope::RetryPolicy;
+//! use agentscope::model_layers::ModelExt;
 //! use agentscope::prelude::*;
 //! use agentscope::ModelError;
 //! use agentscope_test::{ScriptedModel, ScriptedResponse};
@@ -46,16 +53,19 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
-use agentscope_core::{ChatResponse, ChatStream, Model, ModelError, ModelRequest};
+use agentscope_core::{ChatResponse, ChatStream, Model, ModelError, ModelRequest, RetryPolicy};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 use tracing::Instrument;
 
 /// The layers as methods on every model: `model.with_retry(..).with_fallback(other)`.
 pub trait ModelExt: Model + Sized {
-    /// Retries retryable failures (see [`Retry`]).
+    /// Retries retryable failures (see [`Retry`]). Around a model client that retries by
+    /// itself, a request the client gave up on is not retried again
+    /// ([`ModelError::RetriesExhausted`] is not retryable): give the retries to one of the
+    /// two, or let this layer retry what the client does not (a stream cut before its first
+    /// chunk).
     fn with_retry(self, policy: RetryPolicy) -> Retry<Self> {
         Retry {
             inner: self,
@@ -93,44 +103,12 @@ async fn start<M: Model>(model: &M, request: ModelRequest) -> Result<ChatStream,
     }
 }
 
-/// How [`Retry`] retries: how often, and how long it waits between tries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    max_retries: u32,
-    initial_backoff: Duration,
-    max_backoff: Duration,
-}
-
-impl RetryPolicy {
-    /// At most `max_retries` retries, waiting 500 ms before the first and doubling up to 8 s.
-    pub fn new(max_retries: u32) -> Self {
-        Self {
-            max_retries,
-            initial_backoff: Duration::from_millis(500),
-            max_backoff: Duration::from_secs(8),
-        }
-    }
-
-    /// Waits `initial` before the first retry, doubling each time up to `max`.
-    #[must_use]
-    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.initial_backoff = initial;
-        self.max_backoff = max.max(initial);
-        self
-    }
-
-    /// The wait before retry number `retry` (0 for the first).
-    fn delay(&self, retry: u32) -> Duration {
-        let factor = 2u32.saturating_pow(retry);
-        self.initial_backoff
-            .saturating_mul(factor)
-            .min(self.max_backoff)
-    }
-}
-
 /// A model that sends a request again after a retryable failure
 /// ([`ModelError::is_retryable`]) before any output, waiting as its [`RetryPolicy`] says
-/// (on tokio's timer). Other failures, and the last one, go to the caller.
+/// (on tokio's timer; a provider's `Retry-After` first). Other failures, and the last one,
+/// go to the caller: after more than one attempt, inside
+/// [`ModelError::RetriesExhausted`], which no retry retries again (so stacked retries do
+/// not multiply their attempts).
 pub struct Retry<M> {
     inner: M,
     policy: RetryPolicy,
@@ -162,7 +140,9 @@ impl<M: Model> Model for Retry<M> {
             );
             match start(&self.inner, attempt).instrument(span).await {
                 Err(error) if !last && error.is_retryable() => {
-                    let delay = self.policy.delay(retry);
+                    let Some(delay) = self.policy.delay(retry, error.retry_after()) else {
+                        return Err(ModelError::gave_up_after(retry + 1, error));
+                    };
                     tracing::warn!(
                         target: "agentscope::model_layers",
                         model = self.inner.model_name(),
@@ -175,7 +155,8 @@ impl<M: Model> Model for Retry<M> {
                     tokio::time::sleep(delay).await;
                     retry += 1;
                 }
-                outcome => return outcome,
+                Err(error) => return Err(ModelError::gave_up_after(retry + 1, error)),
+                answer => return answer,
             }
         }
     }

@@ -22,6 +22,7 @@
 
 pub mod conversation;
 pub mod events;
+pub mod redact;
 pub mod rfc3339;
 
 use std::future::Future;

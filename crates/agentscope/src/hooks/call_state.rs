@@ -94,6 +94,7 @@ mod tests {
         assert_eq!(take::<String>(&mut extensions, b).as_deref(), Some("b"));
     }
 
+    #[cfg(feature = "context")]
     #[test]
     fn defaults_are_made_once_per_instance() {
         let (a, b) = (InstanceId::next(), InstanceId::next());

@@ -516,23 +516,29 @@ pub(crate) fn error_type(error: &AgentError) -> Cow<'static, str> {
     Cow::Borrowed(match error {
         AgentError::Busy => "busy",
         AgentError::Hook { .. } => "hook_error",
-        AgentError::Model(model) => match model {
-            ModelError::Status { status, .. } => return Cow::Owned(status.to_string()),
-            ModelError::Timeout => "timeout",
-            ModelError::Connection { .. } => "connection_error",
-            ModelError::InvalidResponse { .. } => "invalid_response",
-            ModelError::Stream { .. } => "stream_error",
-            ModelError::EmptyResponse { .. } => "empty_response",
-            ModelError::Config { .. } => "config_error",
-            ModelError::Other { .. } => "model_error",
-            _ => "_OTHER",
-        },
+        AgentError::Model(model) => return model_error_type(model),
         AgentError::Conversation(ConversationError::PendingToolCalls { .. }) => {
             "pending_tool_calls"
         }
         AgentError::InvalidInput { .. } | AgentError::Conversation(_) => "invalid_input",
         AgentError::GotoLimitExceeded { .. } => "goto_limit_exceeded",
         AgentError::Session(_) => "session_error",
+        _ => "_OTHER",
+    })
+}
+
+/// A model failure's `error.type`: the last attempt's, for a request its retries gave up on.
+fn model_error_type(error: &ModelError) -> Cow<'static, str> {
+    Cow::Borrowed(match error {
+        ModelError::RetriesExhausted { source, .. } => return model_error_type(source),
+        ModelError::Status { status, .. } => return Cow::Owned(status.to_string()),
+        ModelError::Timeout => "timeout",
+        ModelError::Connection { .. } => "connection_error",
+        ModelError::InvalidResponse { .. } => "invalid_response",
+        ModelError::Stream { .. } => "stream_error",
+        ModelError::EmptyResponse { .. } => "empty_response",
+        ModelError::Config { .. } => "config_error",
+        ModelError::Other { .. } => "model_error",
         _ => "_OTHER",
     })
 }
@@ -564,6 +570,18 @@ mod tests {
                 }
                 .into(),
                 "429",
+            ),
+            (
+                ModelError::gave_up_after(
+                    3,
+                    ModelError::Status {
+                        status: 503,
+                        message: "overloaded".into(),
+                        retry_after: None,
+                    },
+                )
+                .into(),
+                "503",
             ),
             (
                 ModelError::EmptyResponse { model: "m".into() }.into(),

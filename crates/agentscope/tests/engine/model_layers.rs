@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use agentscope::ModelError;
-use agentscope::model_layers::{ModelExt, RetryPolicy};
+use agentscope::RetryPolicy;
+use agentscope::model_layers::ModelExt;
 use agentscope::prelude::*;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 
@@ -21,6 +22,11 @@ fn quick(retries: u32) -> RetryPolicy {
 
 fn agent(model: impl Model) -> ReActAgent {
     ReActAgent::builder().model(model).build().unwrap()
+}
+
+/// The error of a call that fails.
+async fn error_of(model: impl Model) -> AgentError {
+    agent(model).call("hi").await.unwrap_err()
 }
 
 #[tokio::test]
@@ -49,22 +55,44 @@ async fn retry_gives_up_after_its_limit_and_never_retries_other_failures() {
         ScriptedResponse::failure(status(503)),
         ScriptedResponse::failure(status(503)),
     ]);
-    let error = agent(model.clone().with_retry(quick(2)))
-        .call("hi")
-        .await
-        .unwrap_err();
-    assert_eq!(error.to_string(), "model error: HTTP 503: status 503");
+    let error = error_of(model.clone().with_retry(quick(2))).await;
+    assert_eq!(
+        error.to_string(),
+        "model error: gave up after 3 attempts: HTTP 503: status 503"
+    );
+    assert!(matches!(
+        error.model_error(),
+        Some(ModelError::RetriesExhausted { attempts: 3, source })
+            if matches!(**source, ModelError::Status { status: 503, .. })
+    ));
     assert_eq!(model.request_count(), 3);
 
     for code in [400, 401, 404] {
         let model = ScriptedModel::new([ScriptedResponse::failure(status(code))]);
-        let error = agent(model.clone().with_retry(quick(2)))
-            .call("hi")
-            .await
-            .unwrap_err();
+        let error = error_of(model.clone().with_retry(quick(2))).await;
         assert_eq!(error.model_error().and_then(ModelError::status), Some(code));
         assert_eq!(model.request_count(), 1, "{code} is not retried");
     }
+}
+
+/// A retry layer on a retry layer: the outer one does not retry what the inner one gave up
+/// on (2 requests, not 4), and a retry that did not retry returns the error as it is.
+#[tokio::test]
+async fn stacked_retries_do_not_multiply() {
+    let model = ScriptedModel::new(
+        std::iter::repeat_with(|| ScriptedResponse::failure(status(503))).take(4),
+    );
+    let error = error_of(model.clone().with_retry(quick(1)).with_retry(quick(1))).await;
+    assert_eq!(
+        error.to_string(),
+        "model error: gave up after 2 attempts: HTTP 503: status 503"
+    );
+    assert_eq!(model.request_count(), 2);
+
+    let model = ScriptedModel::new([ScriptedResponse::failure(status(503))]);
+    let error = error_of(model.clone().with_retry(quick(0))).await;
+    assert_eq!(error.to_string(), "model error: HTTP 503: status 503");
+    assert_eq!(model.request_count(), 1);
 }
 
 #[tokio::test]
@@ -76,10 +104,7 @@ async fn a_failure_after_output_began_is_the_callers() {
         ]),
         ScriptedResponse::text("never used"),
     ]);
-    let error = agent(model.clone().with_retry(quick(2)))
-        .call("hi")
-        .await
-        .unwrap_err();
+    let error = error_of(model.clone().with_retry(quick(2))).await;
     assert_eq!(
         error.to_string(),
         "model error: model stream error: connection reset"
@@ -192,7 +217,7 @@ async fn each_layer_shows_in_tracing() {
              error=HTTP 503: status 503",
             "span model_attempt model=primary attempt=2",
             "WARN message=model failed, using the fallback model=primary fallback=backup \
-             error=HTTP 502: status 502",
+             error=gave up after 2 attempts: HTTP 502: status 502",
             "span model_fallback model=primary fallback=backup",
         ],
         "{lines:#?}"
