@@ -1,9 +1,10 @@
 //! What the scripts get and give: a [`StateChange`] as script arguments, a load's reply as an
 //! [`AgentState`].
 
-use agentscope_core::Msg;
-use agentscope_core::session::{AgentIdentity, AgentState, SessionError, StateChange};
-use chrono::{DateTime, SecondsFormat, Utc};
+use agentscope_core::session::{
+    AgentIdentity, AgentState, AgentStateParts, SessionError, StateChange,
+};
+use agentscope_core::{Msg, rfc3339};
 use redis::Value;
 use serde::de::DeserializeOwned;
 use serde_json::Map;
@@ -34,12 +35,7 @@ pub(crate) fn save_args(
     args.push(json(session, &change.metadata)?);
     args.push(json(session, &change.running_tools)?);
     args.push(json(session, &change.hooks)?);
-    args.push(
-        change
-            .saved_at
-            .to_rfc3339_opts(SecondsFormat::AutoSi, true)
-            .into_bytes(),
-    );
+    args.push(rfc3339::format(&change.saved_at).into_bytes());
     args.push(change.fence.as_deref().unwrap_or("").as_bytes().to_vec());
     for msg in &change.appended {
         args.push(json(session, msg)?);
@@ -185,15 +181,8 @@ pub(crate) fn load_reply(session: &str, value: Value) -> Result<Option<AgentStat
     let metadata: Map<String, serde_json::Value> = field(session, "the metadata field", &metadata)?;
     let running_tools: Vec<String> = field(session, "the running_tools field", &running_tools)?;
     let hooks: Map<String, serde_json::Value> = field(session, "the hooks field", &hooks)?;
-    let saved_at = text(session, "the saved_at field", &saved_at)?;
-    let saved_at = DateTime::parse_from_rfc3339(saved_at)
-        .map(|time| time.with_timezone(&Utc))
-        .map_err(|error| {
-            SessionError::corrupt(
-                session,
-                format_args!("saved_at '{saved_at}' is not an RFC 3339 time: {error}"),
-            )
-        })?;
+    let saved_at =
+        rfc3339::parse_saved_at(session, text(session, "the saved_at field", &saved_at)?)?;
     if u64::try_from(messages.len()).ok() != Some(count) {
         return Err(SessionError::corrupt(
             session,
@@ -209,14 +198,17 @@ pub(crate) fn load_reply(session: &str, value: Value) -> Result<Option<AgentStat
         .map(|(position, value)| field::<Msg>(session, &format!("message {position}"), value))
         .collect::<Result<Vec<_>, _>>()?;
 
-    let mut state = AgentState::new(agent, messages).with_metadata(metadata);
-    state.version = version;
-    state.revision = revision;
-    state.running_tools = running_tools;
-    state.hooks = hooks;
-    state.saved_at = saved_at;
-    state.check_for(session)?;
-    Ok(Some(state))
+    let parts = AgentStateParts {
+        version,
+        agent,
+        messages,
+        metadata,
+        revision,
+        running_tools,
+        hooks,
+        saved_at,
+    };
+    AgentState::from_parts(session, parts).map(Some)
 }
 
 fn bytes<'v>(session: &str, what: &str, value: &'v Value) -> Result<&'v [u8], SessionError> {

@@ -4,9 +4,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use agentscope_core::Msg;
-use agentscope_core::session::{AgentIdentity, AgentState, SessionError, StateChange};
-use chrono::{DateTime, SecondsFormat, Utc};
+use agentscope_core::session::{
+    AgentIdentity, AgentState, AgentStateParts, SessionError, StateChange,
+};
+use agentscope_core::{Msg, rfc3339};
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
 use serde::de::DeserializeOwned;
@@ -147,7 +148,7 @@ impl EncodedChange {
             metadata: encode(session, &change.metadata)?,
             running_tools: encode(session, &change.running_tools)?,
             hooks: encode(session, &change.hooks)?,
-            saved_at: change.saved_at.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+            saved_at: rfc3339::format(&change.saved_at),
             appended,
         })
     }
@@ -310,14 +311,7 @@ pub(crate) fn load(
         json(session, "the running_tools column", (&running_tools).into())?;
     let hooks: Map<String, serde_json::Value> = json(session, "the hooks column", (&hooks).into())?;
     let saved_at = match &saved_at {
-        Value::Text(text) => DateTime::parse_from_rfc3339(text)
-            .map(|time| time.with_timezone(&Utc))
-            .map_err(|error| {
-                SessionError::corrupt(
-                    session,
-                    format_args!("saved_at '{text}' is not an RFC 3339 time: {error}"),
-                )
-            })?,
+        Value::Text(text) => rfc3339::parse_saved_at(session, text)?,
         other => {
             return Err(SessionError::corrupt(
                 session,
@@ -359,14 +353,17 @@ pub(crate) fn load(
             ),
         ));
     }
-    let mut state = AgentState::new(agent, messages).with_metadata(metadata);
-    state.version = version;
-    state.revision = revision;
-    state.running_tools = running_tools;
-    state.hooks = hooks;
-    state.saved_at = saved_at;
-    state.check_for(session)?;
-    Ok(Some(state))
+    let parts = AgentStateParts {
+        version,
+        agent,
+        messages,
+        metadata,
+        revision,
+        running_tools,
+        hooks,
+        saved_at,
+    };
+    AgentState::from_parts(session, parts).map(Some)
 }
 
 /// A read of the previous version's table failed: a database error (reported as part of
