@@ -1,5 +1,5 @@
 //! [`RedisFailure`]: what the Redis client reported, without secrets, as the source of a
-//! [`SessionError::Backend`].
+//! [`SessionError::Backend`]; and the backend errors the store reports.
 
 use std::fmt;
 
@@ -82,5 +82,15 @@ pub(crate) fn backend(
         session: session.map(str::to_owned),
         message: format!("{what}: {failure}"),
         source: Some(ErrorSource::new(failure)),
+    }
+}
+
+/// A [`SessionError::Backend`] about the store's settings or an answer it cannot use, with no
+/// Redis error behind it.
+pub(crate) fn config_error(message: impl Into<String>) -> SessionError {
+    SessionError::Backend {
+        session: None,
+        message: message.into(),
+        source: None,
     }
 }
