@@ -1,13 +1,10 @@
 //! What the scripts get and give: a [`StateChange`] as script arguments, a load's reply as an
 //! [`AgentState`].
 
-use agentscope_core::session::{
-    AgentIdentity, AgentState, AgentStateParts, SessionError, StateChange,
-};
+use agentscope_core::session::{AgentState, AgentStateParts, SessionError, StateChange};
 use agentscope_core::{Msg, rfc3339};
 use redis::Value;
 use serde::de::DeserializeOwned;
-use serde_json::Map;
 
 use crate::scripts::{SAVE_FIXED_ARGS, STATE_FIELDS};
 
@@ -177,38 +174,38 @@ pub(crate) fn load_reply(session: &str, value: Value) -> Result<Option<AgentStat
     )?;
     let revision = integer(session, "revision", &revision)?;
     let count = integer(session, "message count", &count)?;
-    let agent: AgentIdentity = field(session, "the agent field", &agent)?;
-    let metadata: Map<String, serde_json::Value> = field(session, "the metadata field", &metadata)?;
-    let running_tools: Vec<String> = field(session, "the running_tools field", &running_tools)?;
-    let hooks: Map<String, serde_json::Value> = field(session, "the hooks field", &hooks)?;
-    let saved_at =
-        rfc3339::parse_saved_at(session, text(session, "the saved_at field", &saved_at)?)?;
-    if u64::try_from(messages.len()).ok() != Some(count) {
+    // Fields are read in the order written: the first damaged one is the one reported.
+    let parts = AgentStateParts {
+        version,
+        revision,
+        agent: field(session, "the agent field", &agent)?,
+        metadata: field(session, "the metadata field", &metadata)?,
+        running_tools: field(session, "the running_tools field", &running_tools)?,
+        hooks: field(session, "the hooks field", &hooks)?,
+        saved_at: rfc3339::parse_saved_at(
+            session,
+            text(session, "the saved_at field", &saved_at)?,
+        )?,
+        messages: listed_messages(session, count, &messages)?,
+    };
+    AgentState::from_parts(session, parts).map(Some)
+}
+
+/// The messages of a session's list, which must hold the `count` its state hash records.
+fn listed_messages(session: &str, count: u64, list: &[Value]) -> Result<Vec<Msg>, SessionError> {
+    if u64::try_from(list.len()).ok() != Some(count) {
         return Err(SessionError::corrupt(
             session,
             format_args!(
                 "the state counts {count} messages but the message list holds {}",
-                messages.len()
+                list.len()
             ),
         ));
     }
-    let messages = messages
-        .iter()
+    list.iter()
         .enumerate()
         .map(|(position, value)| field::<Msg>(session, &format!("message {position}"), value))
-        .collect::<Result<Vec<_>, _>>()?;
-
-    let parts = AgentStateParts {
-        version,
-        agent,
-        messages,
-        metadata,
-        revision,
-        running_tools,
-        hooks,
-        saved_at,
-    };
-    AgentState::from_parts(session, parts).map(Some)
+        .collect()
 }
 
 fn bytes<'v>(session: &str, what: &str, value: &'v Value) -> Result<&'v [u8], SessionError> {
@@ -239,6 +236,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use agentscope_core::session::AgentIdentity;
 
     fn bulk(text: &str) -> Value {
         Value::BulkString(text.as_bytes().to_vec())

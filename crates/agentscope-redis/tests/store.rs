@@ -12,16 +12,13 @@ use std::time::Duration;
 use agentscope::prelude::*;
 use agentscope::session::{AgentIdentity, AgentState, SessionError, SessionStore, StateChange};
 use agentscope_redis::{RedisFailure, RedisSessionStore};
+use agentscope_test::messages::texts;
 use redis::AsyncCommands;
 use support::RedisServer;
 use tokio::sync::Barrier;
 
 fn agent() -> AgentIdentity {
     AgentIdentity::new("assistant", "a1")
-}
-
-fn texts(messages: &[Msg]) -> Vec<String> {
-    messages.iter().map(Msg::text).collect()
 }
 
 /// `INFO <section>` as a map.

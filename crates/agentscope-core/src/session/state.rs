@@ -231,25 +231,15 @@ impl AgentState {
     /// version, [`SessionError::Corrupt`] for messages an agent cannot take; both name
     /// `session`.
     pub fn from_parts(session: &str, parts: AgentStateParts) -> Result<Self, SessionError> {
-        let AgentStateParts {
-            version,
-            agent,
-            messages,
-            metadata,
-            revision,
-            running_tools,
-            hooks,
-            saved_at,
-        } = parts;
         let state = Self {
-            version,
-            agent,
-            messages,
-            metadata,
-            revision,
-            running_tools,
-            hooks,
-            saved_at,
+            version: parts.version,
+            agent: parts.agent,
+            messages: parts.messages,
+            metadata: parts.metadata,
+            revision: parts.revision,
+            running_tools: parts.running_tools,
+            hooks: parts.hooks,
+            saved_at: parts.saved_at,
         };
         state.check_for(session)?;
         Ok(state)
