@@ -5,8 +5,8 @@
 //! store's saves).
 //!
 //! - [`serialize`] writes a timestamp into serde output;
-//! - [`format`] gives the same text as a `String`, for stores that keep a timestamp in a
-//!   column or field of its own;
+//! - [`format`](fn@format) gives the same text as a `String`, for stores that keep a
+//!   timestamp in a column or field of its own;
 //! - [`parse_saved_at`] reads such a stored text back, with the error a store reports for a
 //!   corrupt session.
 //!
@@ -68,7 +68,7 @@ pub fn format(timestamp: &DateTime<Utc>) -> String {
 }
 
 /// Reads the `saved_at` time a store kept for session `session` (any RFC 3339 text, such
-/// as [`format`] writes), in UTC.
+/// as [`format`](fn@format) writes), in UTC.
 ///
 /// ```
 /// use agentscope_core::rfc3339;
