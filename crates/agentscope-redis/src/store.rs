@@ -1,6 +1,6 @@
-//! [`RedisSessionStore`]: the handle, its operations (save, load, delete and list, each one
-//! atomic round trip) and its [`SessionStore`] impl. Connecting is the builder's
-//! (`builder.rs`), leases are `lease.rs`'s.
+//! [`RedisSessionStore`]: the handle, its operations (save, load, delete, list) and its
+//! [`SessionStore`] impl. Connecting is the builder's (`builder.rs`), leases are
+//! `lease.rs`'s, listing a cluster is `cluster.rs`'s.
 
 use std::fmt;
 use std::sync::Arc;
