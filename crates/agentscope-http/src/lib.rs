@@ -7,7 +7,7 @@
 //! for every client:
 //!
 //! - [`Transport`] posts the body (reqwest with rustls), retries connection failures and
-//!   the statuses 408, 429 and 5xx as the core's [`RetryPolicy`] says (exponential backoff
+//!   the statuses 408, 429 and 5xx as the core's [`RetryPolicy`](agentscope_core::RetryPolicy) says (exponential backoff
 //!   with jitter, honouring `Retry-After` / `retry-after-ms`), times out a stalled response,
 //!   reads the streamed body piece by piece through the decoder, sends a request once more
 //!   when the response carried no content at all, and drains the end of the body so the

@@ -2,11 +2,10 @@
 //! [`AgentState`].
 
 use agentscope_core::Msg;
-use agentscope_core::session::{AgentIdentity, AgentState, SessionError, StateChange};
-use chrono::{DateTime, SecondsFormat, Utc};
+use agentscope_core::plumbing::rfc3339;
+use agentscope_core::session::{AgentState, AgentStateParts, SessionError, StateChange};
 use redis::Value;
 use serde::de::DeserializeOwned;
-use serde_json::Map;
 
 use crate::scripts::{SAVE_FIXED_ARGS, STATE_FIELDS};
 
@@ -34,12 +33,7 @@ pub(crate) fn save_args(
     args.push(json(session, &change.metadata)?);
     args.push(json(session, &change.running_tools)?);
     args.push(json(session, &change.hooks)?);
-    args.push(
-        change
-            .saved_at
-            .to_rfc3339_opts(SecondsFormat::AutoSi, true)
-            .into_bytes(),
-    );
+    args.push(rfc3339::format(&change.saved_at).into_bytes());
     args.push(change.fence.as_deref().unwrap_or("").as_bytes().to_vec());
     for msg in &change.appended {
         args.push(json(session, msg)?);
@@ -181,42 +175,38 @@ pub(crate) fn load_reply(session: &str, value: Value) -> Result<Option<AgentStat
     )?;
     let revision = integer(session, "revision", &revision)?;
     let count = integer(session, "message count", &count)?;
-    let agent: AgentIdentity = field(session, "the agent field", &agent)?;
-    let metadata: Map<String, serde_json::Value> = field(session, "the metadata field", &metadata)?;
-    let running_tools: Vec<String> = field(session, "the running_tools field", &running_tools)?;
-    let hooks: Map<String, serde_json::Value> = field(session, "the hooks field", &hooks)?;
-    let saved_at = text(session, "the saved_at field", &saved_at)?;
-    let saved_at = DateTime::parse_from_rfc3339(saved_at)
-        .map(|time| time.with_timezone(&Utc))
-        .map_err(|error| {
-            SessionError::corrupt(
-                session,
-                format_args!("saved_at '{saved_at}' is not an RFC 3339 time: {error}"),
-            )
-        })?;
-    if u64::try_from(messages.len()).ok() != Some(count) {
+    // Fields are read in the order written: the first damaged one is the one reported.
+    let parts = AgentStateParts {
+        version,
+        revision,
+        agent: field(session, "the agent field", &agent)?,
+        metadata: field(session, "the metadata field", &metadata)?,
+        running_tools: field(session, "the running_tools field", &running_tools)?,
+        hooks: field(session, "the hooks field", &hooks)?,
+        saved_at: rfc3339::parse_saved_at(
+            session,
+            text(session, "the saved_at field", &saved_at)?,
+        )?,
+        messages: listed_messages(session, count, &messages)?,
+    };
+    AgentState::from_parts(session, parts).map(Some)
+}
+
+/// The messages of a session's list, which must hold the `count` its state hash records.
+fn listed_messages(session: &str, count: u64, list: &[Value]) -> Result<Vec<Msg>, SessionError> {
+    if u64::try_from(list.len()).ok() != Some(count) {
         return Err(SessionError::corrupt(
             session,
             format_args!(
                 "the state counts {count} messages but the message list holds {}",
-                messages.len()
+                list.len()
             ),
         ));
     }
-    let messages = messages
-        .iter()
+    list.iter()
         .enumerate()
         .map(|(position, value)| field::<Msg>(session, &format!("message {position}"), value))
-        .collect::<Result<Vec<_>, _>>()?;
-
-    let mut state = AgentState::new(agent, messages).with_metadata(metadata);
-    state.version = version;
-    state.revision = revision;
-    state.running_tools = running_tools;
-    state.hooks = hooks;
-    state.saved_at = saved_at;
-    state.check_for(session)?;
-    Ok(Some(state))
+        .collect()
 }
 
 fn bytes<'v>(session: &str, what: &str, value: &'v Value) -> Result<&'v [u8], SessionError> {
@@ -247,6 +237,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use agentscope_core::session::AgentIdentity;
 
     fn bulk(text: &str) -> Value {
         Value::BulkString(text.as_bytes().to_vec())

@@ -1,18 +1,18 @@
 //! [`RedisFailure`]: what the Redis client reported, without secrets, as the source of a
-//! [`SessionError::Backend`].
+//! [`SessionError::Backend`]; and the backend errors the store reports.
 
 use std::fmt;
 
 use agentscope_core::ErrorSource;
 use agentscope_core::session::SessionError;
 
-use crate::redact::{Endpoint, scrub};
+use crate::endpoint::{Endpoint, scrub};
 
 /// A Redis connection or command failed: the [`source`](std::error::Error::source) of the
 /// [`SessionError::Backend`] errors of a [`RedisSessionStore`](crate::RedisSessionStore).
 ///
 /// Its message is the Redis client's, with any password of the store's URLs replaced by
-/// `***`; the client's error itself is not kept (so no secret can leak through it). Find it
+/// `<redacted>`; the client's error itself is not kept (so no secret can leak through it). Find it
 /// with `error.source().and_then(|s| s.downcast_ref::<RedisFailure>())`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -82,5 +82,15 @@ pub(crate) fn backend(
         session: session.map(str::to_owned),
         message: format!("{what}: {failure}"),
         source: Some(ErrorSource::new(failure)),
+    }
+}
+
+/// A [`SessionError::Backend`] about the store's settings or an answer it cannot use, with no
+/// Redis error behind it.
+pub(crate) fn config_error(message: impl Into<String>) -> SessionError {
+    SessionError::Backend {
+        session: None,
+        message: message.into(),
+        source: None,
     }
 }

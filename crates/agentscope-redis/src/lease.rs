@@ -15,13 +15,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use agentscope_core::CancellationToken;
-use agentscope_core::session::{LeaseHandle, SessionError, SessionLease};
+use agentscope_core::session::{LeaseHandle, SessionError, SessionLease, validate_session_id};
 use futures::future::BoxFuture;
 use redis::aio::ConnectionManager;
 use redis::{PushInfo, PushKind, Value};
 use tokio::task::AbortHandle;
 
-use crate::{RedisSessionStore, scripts};
+use crate::connection::Connection;
+use crate::keys::{flag_key, lease_key};
+use crate::scripts;
 
 /// How long a lease lives without being renewed, unless configured.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
@@ -32,13 +34,13 @@ const CHANNEL_SUFFIX: &str = "interrupts";
 /// What every store made from one connect shares for leases.
 pub(crate) struct Leases {
     /// How long a lease lives without renewal; `None`: the store takes no leases.
-    pub(crate) ttl: Option<Duration>,
+    ttl: Option<Duration>,
     /// The calls of this process that hold leases, for delivering interrupts.
-    pub(crate) holders: Arc<Holders>,
+    holders: Arc<Holders>,
     /// The RESP3 connection that receives interrupts (`None` without leases).
-    pub(crate) subscriber: Option<ConnectionManager>,
+    subscriber: Option<ConnectionManager>,
     /// The interrupt channels subscribed to (one per key prefix that took a lease).
-    pub(crate) channels: Mutex<HashSet<String>>,
+    channels: Mutex<HashSet<String>>,
 }
 
 /// The lease holders of this process: lease key to (token, the call's interrupt token).
@@ -93,18 +95,8 @@ impl Holders {
     }
 }
 
-/// The lease key of `session` under `prefix` (the id is checked by the caller).
-pub(crate) fn lease_key(prefix: &str, session: &str) -> String {
-    format!("{prefix}{{{session}}}:lease")
-}
-
-/// The interrupt flag key of `session` under `prefix`.
-pub(crate) fn flag_key(prefix: &str, session: &str) -> String {
-    format!("{prefix}{{{session}}}:interrupt")
-}
-
 /// The interrupt channel of `prefix`.
-pub(crate) fn channel(prefix: &str) -> String {
+fn channel(prefix: &str) -> String {
     format!("{prefix}{CHANNEL_SUFFIX}")
 }
 
@@ -114,20 +106,43 @@ fn millis(duration: Duration) -> u64 {
         .max(1)
 }
 
-impl RedisSessionStore {
-    /// Takes session `session`'s lease for one call (see [`SessionStore::lease`]).
+impl Leases {
+    /// Leases living `ttl` (`None`: none are taken), for the calls `holders` of this process,
+    /// with interrupts arriving on `subscriber`.
+    pub(crate) fn new(
+        ttl: Option<Duration>,
+        holders: Arc<Holders>,
+        subscriber: Option<ConnectionManager>,
+    ) -> Self {
+        Self {
+            ttl,
+            holders,
+            subscriber,
+            channels: Mutex::default(),
+        }
+    }
+
+    /// How long a lease lives without renewal; `None`: the store takes no leases.
+    pub(crate) fn ttl(&self) -> Option<Duration> {
+        self.ttl
+    }
+
+    /// Takes session `session`'s lease (under `prefix`) for one call (see
+    /// [`SessionStore::lease`]).
     ///
     /// [`SessionStore::lease`]: agentscope_core::session::SessionStore::lease
-    pub(crate) async fn take_lease(
+    pub(crate) async fn take(
         &self,
+        connection: &Connection,
+        prefix: &Arc<str>,
         session: &str,
         interrupt: &CancellationToken,
     ) -> Result<Option<SessionLease>, SessionError> {
-        let leases = &self.shared.leases;
-        let Some(ttl) = leases.ttl else {
+        let Some(ttl) = self.ttl else {
             return Ok(None);
         };
-        let key = self.lease_key(session)?;
+        validate_session_id(session)?;
+        let key = lease_key(prefix, session);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return Err(SessionError::Backend {
                 session: Some(session.to_owned()),
@@ -137,34 +152,40 @@ impl RedisSessionStore {
                 source: None,
             });
         };
-        self.subscribe_interrupts().await?;
+        self.subscribe_interrupts(connection, prefix).await?;
         let token = uuid::Uuid::new_v4().simple().to_string();
         // Registered first, so an interrupt published the moment the lease is taken is seen.
-        leases.holders.add(&key, &token, interrupt);
+        self.holders.add(&key, &token, interrupt);
         let taken: Option<String> = match redis::cmd("SET")
             .arg(&key)
             .arg(&token)
             .arg("NX")
             .arg("PX")
             .arg(millis(ttl))
-            .query_async(&mut self.connection())
+            .query_async(&mut connection.clone())
             .await
         {
             Ok(taken) => taken,
             Err(error) => {
-                leases.holders.remove(&key, &token);
-                return Err(self.backend(Some(session), "taking the session's lease", &error));
+                self.holders.remove(&key, &token);
+                return Err(connection.backend(
+                    prefix,
+                    Some(session),
+                    "taking the session's lease",
+                    &error,
+                ));
             }
         };
         if taken.is_none() {
-            leases.holders.remove(&key, &token);
+            self.holders.remove(&key, &token);
             return Err(SessionError::Busy {
                 session: session.to_owned(),
             });
         }
         let renewal = runtime
             .spawn(renew(
-                self.clone(),
+                connection.clone(),
+                Arc::clone(prefix),
                 session.to_owned(),
                 token.clone(),
                 ttl,
@@ -172,7 +193,9 @@ impl RedisSessionStore {
             ))
             .abort_handle();
         let handle = RedisLease {
-            store: self.clone(),
+            connection: connection.clone(),
+            holders: Arc::clone(&self.holders),
+            prefix: Arc::clone(prefix),
             session: session.to_owned(),
             token: token.clone(),
             renewal,
@@ -181,81 +204,105 @@ impl RedisSessionStore {
         Ok(Some(SessionLease::new(token, handle)))
     }
 
-    /// Interrupts the call holding session `session`'s lease, wherever it runs (see
-    /// [`SessionStore::interrupt`]).
+    /// Interrupts the call holding session `session`'s lease (under `prefix`), wherever it
+    /// runs (see [`SessionStore::interrupt`]).
     ///
     /// [`SessionStore::interrupt`]: agentscope_core::session::SessionStore::interrupt
-    pub(crate) async fn interrupt_session(&self, session: &str) -> Result<bool, SessionError> {
-        let key = self.lease_key(session)?;
-        let flag = flag_key(&self.prefix, session);
-        let fail = |error: redis::RedisError| self.backend(Some(session), "interrupting", &error);
-        let ttl = self.shared.leases.ttl.unwrap_or(DEFAULT_LEASE_TTL);
+    pub(crate) async fn interrupt(
+        &self,
+        connection: &Connection,
+        prefix: &str,
+        session: &str,
+    ) -> Result<bool, SessionError> {
+        validate_session_id(session)?;
+        let key = lease_key(prefix, session);
+        let flag = flag_key(prefix, session);
+        let fail = |error: redis::RedisError| {
+            connection.backend(prefix, Some(session), "interrupting", &error)
+        };
+        let ttl = self.ttl.unwrap_or(DEFAULT_LEASE_TTL);
         let holder: Option<String> = scripts::INTERRUPT
             .key(&key)
             .key(&flag)
             .arg(millis(ttl))
-            .invoke_async(&mut self.connection())
+            .invoke_async(&mut connection.clone())
             .await
             .map_err(fail)?;
         if holder.is_none() {
             return Ok(false);
         }
         let _receivers: i64 = redis::cmd("PUBLISH")
-            .arg(channel(&self.prefix))
+            .arg(channel(prefix))
             .arg(session)
-            .query_async(&mut self.connection())
+            .query_async(&mut connection.clone())
             .await
             .map_err(fail)?;
         Ok(true)
     }
 
-    /// Subscribes the store's subscriber connection to its prefix's interrupt channel, once.
-    async fn subscribe_interrupts(&self) -> Result<(), SessionError> {
-        let leases = &self.shared.leases;
-        let Some(subscriber) = &leases.subscriber else {
+    /// Subscribes the subscriber connection to `prefix`'s interrupt channel, once.
+    async fn subscribe_interrupts(
+        &self,
+        connection: &Connection,
+        prefix: &str,
+    ) -> Result<(), SessionError> {
+        let Some(subscriber) = &self.subscriber else {
             return Ok(());
         };
-        let channel = channel(&self.prefix);
-        if lock(&leases.channels).contains(&channel) {
+        let channel = channel(prefix);
+        if lock(&self.channels).contains(&channel) {
             return Ok(());
         }
         subscriber
             .clone()
             .subscribe(&channel)
             .await
-            .map_err(|error| self.backend(None, "subscribing to the interrupt channel", &error))?;
-        lock(&leases.channels).insert(channel);
-        Ok(())
-    }
-
-    /// Gives a lease back: deletes it if `token` still holds it.
-    async fn release_lease(&self, session: &str, token: &str) -> Result<(), SessionError> {
-        let key = lease_key(&self.prefix, session);
-        let flag = flag_key(&self.prefix, session);
-        let _held: i64 = scripts::RELEASE
-            .key(&key)
-            .key(&flag)
-            .arg(token)
-            .invoke_async(&mut self.connection())
-            .await
             .map_err(|error| {
-                self.backend(Some(session), "giving back the session's lease", &error)
+                connection.backend(prefix, None, "subscribing to the interrupt channel", &error)
             })?;
+        lock(&self.channels).insert(channel);
         Ok(())
     }
+}
+
+/// Gives a lease back: deletes it if `token` still holds it.
+async fn release(
+    connection: &Connection,
+    prefix: &str,
+    session: &str,
+    token: &str,
+) -> Result<(), SessionError> {
+    let key = lease_key(prefix, session);
+    let flag = flag_key(prefix, session);
+    let _held: i64 = scripts::RELEASE
+        .key(&key)
+        .key(&flag)
+        .arg(token)
+        .invoke_async(&mut connection.clone())
+        .await
+        .map_err(|error| {
+            connection.backend(
+                prefix,
+                Some(session),
+                "giving back the session's lease",
+                &error,
+            )
+        })?;
+    Ok(())
 }
 
 /// Renews a lease every third of its time to live until it is released (the task is then
 /// aborted). An interrupt mark, or the lease lost to another holder, cancels the call.
 async fn renew(
-    store: RedisSessionStore,
+    connection: Connection,
+    prefix: Arc<str>,
     session: String,
     token: String,
     ttl: Duration,
     interrupt: CancellationToken,
 ) {
-    let key = lease_key(&store.prefix, &session);
-    let flag = flag_key(&store.prefix, &session);
+    let key = lease_key(&prefix, &session);
+    let flag = flag_key(&prefix, &session);
     loop {
         tokio::time::sleep(ttl / 3).await;
         let renewed: Result<i64, _> = scripts::RENEW
@@ -263,7 +310,7 @@ async fn renew(
             .key(&flag)
             .arg(&token)
             .arg(millis(ttl))
-            .invoke_async(&mut store.connection())
+            .invoke_async(&mut connection.clone())
             .await;
         match renewed {
             Ok(1) => {}
@@ -278,19 +325,25 @@ async fn renew(
                 interrupt.cancel();
                 return;
             }
-            Err(error) => tracing::warn!(
-                target: "agentscope_redis",
-                session = %session,
-                error = %store.backend(Some(&session), "renewing the session's lease", &error),
-                "renewing a session lease failed; trying again"
-            ),
+            Err(error) => {
+                let what = "renewing the session's lease";
+                let error = connection.backend(&prefix, Some(&session), what, &error);
+                tracing::warn!(
+                    target: "agentscope_redis",
+                    session = %session,
+                    error = %error,
+                    "renewing a session lease failed; trying again"
+                );
+            }
         }
     }
 }
 
 /// A lease held by a call; see [`LeaseHandle`].
 struct RedisLease {
-    store: RedisSessionStore,
+    connection: Connection,
+    holders: Arc<Holders>,
+    prefix: Arc<str>,
     session: String,
     token: String,
     renewal: AbortHandle,
@@ -299,19 +352,24 @@ struct RedisLease {
 
 impl RedisLease {
     /// Stops renewing and forgets the holder; returns what releasing needs.
-    fn stop(&mut self) -> (RedisSessionStore, String, String) {
+    fn stop(&mut self) -> (Connection, Arc<str>, String, String) {
         self.released = true;
         self.renewal.abort();
-        let key = lease_key(&self.store.prefix, &self.session);
-        self.store.shared.leases.holders.remove(&key, &self.token);
-        (self.store.clone(), self.session.clone(), self.token.clone())
+        let key = lease_key(&self.prefix, &self.session);
+        self.holders.remove(&key, &self.token);
+        (
+            self.connection.clone(),
+            Arc::clone(&self.prefix),
+            self.session.clone(),
+            self.token.clone(),
+        )
     }
 }
 
 impl LeaseHandle for RedisLease {
     fn release(mut self: Box<Self>) -> BoxFuture<'static, Result<(), SessionError>> {
-        let (store, session, token) = self.stop();
-        Box::pin(async move { store.release_lease(&session, &token).await })
+        let (connection, prefix, session, token) = self.stop();
+        Box::pin(async move { release(&connection, &prefix, &session, &token).await })
     }
 }
 
@@ -321,10 +379,10 @@ impl Drop for RedisLease {
             return;
         }
         // The call was dropped: give the lease back in the background (it expires anyway).
-        let (store, session, token) = self.stop();
+        let (connection, prefix, session, token) = self.stop();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                if let Err(error) = store.release_lease(&session, &token).await {
+                if let Err(error) = release(&connection, &prefix, &session, &token).await {
                     tracing::debug!(
                         target: "agentscope_redis",
                         %error,

@@ -12,16 +12,13 @@ use std::time::Duration;
 use agentscope::prelude::*;
 use agentscope::session::{AgentIdentity, AgentState, SessionError, SessionStore, StateChange};
 use agentscope_redis::{RedisFailure, RedisSessionStore};
+use agentscope_test::messages::texts;
 use redis::AsyncCommands;
 use support::RedisServer;
 use tokio::sync::Barrier;
 
 fn agent() -> AgentIdentity {
     AgentIdentity::new("assistant", "a1")
-}
-
-fn texts(messages: &[Msg]) -> Vec<String> {
-    messages.iter().map(Msg::text).collect()
 }
 
 /// `INFO <section>` as a map.
@@ -718,7 +715,7 @@ async fn damaged_sessions_are_reported_naming_the_session() {
     assert_eq!(session.as_deref(), Some("u"));
     assert!(
         message.starts_with(&format!(
-            "saving (redis://limited:***@127.0.0.1:{}): ",
+            "saving (redis://limited:<redacted>@127.0.0.1:{}): ",
             server.port()
         )),
         "{message}"
@@ -799,7 +796,7 @@ async fn a_server_that_goes_away_is_a_backend_error_then_the_store_reconnects() 
     };
     assert_eq!(session.as_deref(), Some("s"));
     assert!(
-        message.starts_with(&format!("loading (redis://:***@127.0.0.1:{port}): ")),
+        message.starts_with(&format!("loading (redis://:<redacted>@127.0.0.1:{port}): ")),
         "{message}"
     );
     let failure = std::error::Error::source(&error)
@@ -882,7 +879,7 @@ async fn the_password_never_shows() {
     let shown = format!("{store:?}");
     assert!(!shown.contains(PASSWORD), "{shown}");
     assert!(
-        shown.contains(&format!("redis://:***@127.0.0.1:{port}")),
+        shown.contains(&format!("redis://:<redacted>@127.0.0.1:{port}")),
         "{shown}"
     );
     let state = AgentState::new(agent(), vec![Msg::user("hi")]);
@@ -906,7 +903,7 @@ async fn the_password_never_shows() {
     assert!(!text.contains(wrong) && !text.contains(PASSWORD), "{text}");
     assert!(
         error.to_string().starts_with(&format!(
-            "session store: storage backend error: connecting to redis://:***@127.0.0.1:{port}: "
+            "session store: storage backend error: connecting to redis://:<redacted>@127.0.0.1:{port}: "
         )),
         "{error}"
     );
@@ -955,7 +952,9 @@ async fn an_unreachable_server_fails_to_connect() {
     let text = format!("{error} {error:?}");
     assert!(!text.contains("hunter2-secret"), "{text}");
     assert!(
-        text.contains(&format!("connecting to redis://:***@127.0.0.1:{port}")),
+        text.contains(&format!(
+            "connecting to redis://:<redacted>@127.0.0.1:{port}"
+        )),
         "{text}"
     );
     let error = RedisSessionStore::connect("not a url").await.unwrap_err();

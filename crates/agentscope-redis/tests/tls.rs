@@ -36,7 +36,7 @@ async fn rediss_with_a_private_ca() {
         .unwrap();
     let shown = format!("{store:?}");
     assert!(!shown.contains(PASSWORD), "{shown}");
-    assert!(shown.contains("rediss://:***@localhost:"), "{shown}");
+    assert!(shown.contains("rediss://:<redacted>@localhost:"), "{shown}");
     let state = AgentState::new(AgentIdentity::new("a", "1"), vec![Msg::user("over TLS")]);
     assert_eq!(
         store
@@ -54,7 +54,7 @@ async fn rediss_with_a_private_ca() {
     let text = format!("{error} {error:?}");
     assert!(!text.contains(PASSWORD), "{text}");
     assert!(
-        text.contains("connecting to rediss://:***@localhost:"),
+        text.contains("connecting to rediss://:<redacted>@localhost:"),
         "{text}"
     );
     // Plain text to a TLS port fails too.

@@ -5,12 +5,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use agentscope_core::Msg;
-use agentscope_core::session::{AgentIdentity, AgentState, SessionError, StateChange};
-use chrono::{DateTime, SecondsFormat, Utc};
+use agentscope_core::plumbing::rfc3339;
+use agentscope_core::session::{AgentState, AgentStateParts, SessionError, StateChange};
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
 use serde::de::DeserializeOwned;
-use serde_json::Map;
 
 /// The schema this version writes (see the crate docs). `IF NOT EXISTS`: opening a
 /// database twice, or from several processes, is harmless.
@@ -147,7 +146,7 @@ impl EncodedChange {
             metadata: encode(session, &change.metadata)?,
             running_tools: encode(session, &change.running_tools)?,
             hooks: encode(session, &change.hooks)?,
-            saved_at: change.saved_at.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+            saved_at: rfc3339::format(&change.saved_at),
             appended,
         })
     }
@@ -303,52 +302,57 @@ pub(crate) fn load(
         "message_count",
         integer(session, "message_count", &count)?,
     )?;
-    let agent: AgentIdentity = json(session, "the agent column", (&agent).into())?;
-    let metadata: Map<String, serde_json::Value> =
-        json(session, "the metadata column", (&metadata).into())?;
-    let running_tools: Vec<String> =
-        json(session, "the running_tools column", (&running_tools).into())?;
-    let hooks: Map<String, serde_json::Value> = json(session, "the hooks column", (&hooks).into())?;
-    let saved_at = match &saved_at {
-        Value::Text(text) => DateTime::parse_from_rfc3339(text)
-            .map(|time| time.with_timezone(&Utc))
-            .map_err(|error| {
-                SessionError::corrupt(
-                    session,
-                    format_args!("saved_at '{text}' is not an RFC 3339 time: {error}"),
-                )
-            })?,
-        other => {
-            return Err(SessionError::corrupt(
-                session,
-                format_args!(
-                    "the saved_at column holds a value of type {}, not text",
-                    ValueRef::from(other).data_type()
-                ),
-            ));
-        }
-    };
-
-    let mut messages = Vec::with_capacity(count);
-    {
-        let mut statement = tx.prepare_cached(SELECT_MESSAGES).map_err(db)?;
-        let mut rows = statement.query([session]).map_err(db)?;
-        while let Some(row) = rows.next().map_err(db)? {
-            let position: i64 = row.get(0).map_err(db)?;
-            if usize::try_from(position).ok() != Some(messages.len()) {
+    // Columns are read in the order written: the first damaged one is the one reported.
+    let parts = AgentStateParts {
+        version,
+        revision,
+        agent: json(session, "the agent column", (&agent).into())?,
+        metadata: json(session, "the metadata column", (&metadata).into())?,
+        running_tools: json(session, "the running_tools column", (&running_tools).into())?,
+        hooks: json(session, "the hooks column", (&hooks).into())?,
+        saved_at: match &saved_at {
+            Value::Text(text) => rfc3339::parse_saved_at(session, text)?,
+            other => {
                 return Err(SessionError::corrupt(
                     session,
                     format_args!(
-                        "message rows are not numbered 0, 1, 2, ...: found position {position} \
-                         where {} was expected",
-                        messages.len()
+                        "the saved_at column holds a value of type {}, not text",
+                        ValueRef::from(other).data_type()
                     ),
                 ));
             }
-            let what = format!("message {position}");
-            let msg: Msg = json(session, &what, row.get_ref(1).map_err(db)?)?;
-            messages.push(msg);
+        },
+        messages: message_rows(&tx, session, count)?,
+    };
+    AgentState::from_parts(session, parts).map(Some)
+}
+
+/// The message rows of `session`, which must be numbered 0, 1, 2, ... and be the `count`
+/// its session row records.
+fn message_rows(
+    tx: &Transaction<'_>,
+    session: &str,
+    count: usize,
+) -> Result<Vec<Msg>, SessionError> {
+    let db = |error: rusqlite::Error| SessionError::backend(Some(session), "loading", error);
+    let mut messages = Vec::with_capacity(count);
+    let mut statement = tx.prepare_cached(SELECT_MESSAGES).map_err(db)?;
+    let mut rows = statement.query([session]).map_err(db)?;
+    while let Some(row) = rows.next().map_err(db)? {
+        let position: i64 = row.get(0).map_err(db)?;
+        if usize::try_from(position).ok() != Some(messages.len()) {
+            return Err(SessionError::corrupt(
+                session,
+                format_args!(
+                    "message rows are not numbered 0, 1, 2, ...: found position {position} \
+                     where {} was expected",
+                    messages.len()
+                ),
+            ));
         }
+        let what = format!("message {position}");
+        let msg: Msg = json(session, &what, row.get_ref(1).map_err(db)?)?;
+        messages.push(msg);
     }
     if messages.len() != count {
         return Err(SessionError::corrupt(
@@ -359,14 +363,7 @@ pub(crate) fn load(
             ),
         ));
     }
-    let mut state = AgentState::new(agent, messages).with_metadata(metadata);
-    state.version = version;
-    state.revision = revision;
-    state.running_tools = running_tools;
-    state.hooks = hooks;
-    state.saved_at = saved_at;
-    state.check_for(session)?;
-    Ok(Some(state))
+    Ok(messages)
 }
 
 /// A read of the previous version's table failed: a database error (reported as part of

@@ -9,27 +9,12 @@ use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use agentscope_sqlite::SqliteSessionStore;
+use agentscope_test::messages::{Row, rows};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
 
 const SESSION: &str = "ticket-7";
-
-type Row = (Role, String, Vec<ContentBlock>, Option<GenerateReason>);
-
-fn rows(messages: &[Msg]) -> Vec<Row> {
-    messages
-        .iter()
-        .map(|m| {
-            (
-                m.role,
-                m.name.to_string(),
-                m.content.to_vec(),
-                m.generate_reason(),
-            )
-        })
-        .collect()
-}
 
 fn expr() -> Value {
     json!({"expression": "6*7"})

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use agentscope::prelude::*;
 use agentscope::session::{AgentIdentity, AgentState, SessionError, SessionStore, StateChange};
 use agentscope_sqlite::{BUSY_TIMEOUT, DEFAULT_MAX_READERS, SqliteSessionStore};
+use agentscope_test::messages::texts;
 use agentscope_test::session_store::rich_state;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use rusqlite::Connection;
@@ -33,10 +34,6 @@ fn identity() -> AgentIdentity {
 fn state(messages: Vec<Msg>) -> AgentState {
     AgentState::new(identity(), messages)
         .with_metadata_entry("user", json!({"id": 7, "name": "Alice"}))
-}
-
-fn texts(messages: &[Msg]) -> Vec<String> {
-    messages.iter().map(Msg::text).collect()
 }
 
 /// `state` as stored at `revision`.

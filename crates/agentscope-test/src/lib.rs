@@ -5,7 +5,9 @@
 //! - [`RecordingHook`]: a hook that records every event it sees;
 //! - [`tools`]: small real tools (a calculator, echo, failing, panicking, slow, progress and
 //!   suspending tools) that record their calls;
-//! - [`session_store`]: a conformance suite every `SessionStore` implementation must pass;
+//! - [`session_store`]: a conformance suite every `SessionStore` implementation must pass,
+//!   and scenarios with real agents that stores shared by several instances run;
+//! - [`messages`]: messages reduced to what tests compare (rows, texts, speakers);
 //! - [`conversation`]: realistic conversation messages for session-store benchmarks;
 //! - [`http`]: a local HTTP server that plays scripted replies, for testing model clients;
 //! - [`model_conformance`]: the scenarios every model client must decode as
@@ -30,6 +32,7 @@
 pub mod components;
 pub mod conversation;
 pub mod http;
+pub mod messages;
 pub mod model_conformance;
 pub mod process;
 mod recording;

@@ -84,6 +84,9 @@
 //! What cannot be planted through the trait (a truncated file, a corrupt database row, a
 //! crash in the middle of a save, a state of another format version) is left to each
 //! store's own tests.
+//!
+//! [`agents`] holds the scenarios with real agents on a store that several instances of a
+//! service share: agents taking turns on one session, and many agents saving at once.
 
 use std::any::Any;
 use std::fmt;
@@ -101,6 +104,8 @@ use agentscope_core::{
 use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use serde_json::{Map, Value, json};
+
+pub mod agents;
 
 /// Runs every [`Check`] against stores made by `make`, and panics listing every check that
 /// failed (with its message) if any did.
@@ -511,33 +516,19 @@ fn assert_loaded(loaded: Option<AgentState>, expected: &AgentState, session: &st
         ))
     };
     // Field by field first, for a precise message; then the whole state.
-    assert_eq!(
-        loaded.revision, expected.revision,
-        "load('{session}'): revision"
-    );
-    assert_eq!(
-        loaded.version, expected.version,
-        "load('{session}'): version"
-    );
-    assert_eq!(
-        loaded.agent, expected.agent,
-        "load('{session}'): agent identity"
-    );
-    assert_eq!(
-        loaded.saved_at, expected.saved_at,
-        "load('{session}'): saved_at"
-    );
-    assert_eq!(
-        loaded.metadata, expected.metadata,
-        "load('{session}'): metadata"
-    );
-    assert_eq!(
-        loaded.running_tools, expected.running_tools,
-        "load('{session}'): running tools"
-    );
-    assert_eq!(
-        loaded.hooks, expected.hooks,
-        "load('{session}'): hooks' state"
+    macro_rules! same {
+        ($($field:ident: $what:literal),*) => {$(
+            assert_eq!(loaded.$field, expected.$field, "load('{session}'): {}", $what);
+        )*};
+    }
+    same!(
+        revision: "revision",
+        version: "version",
+        agent: "agent identity",
+        saved_at: "saved_at",
+        metadata: "metadata",
+        running_tools: "running tools",
+        hooks: "hooks' state"
     );
     assert_eq!(
         loaded.messages.len(),

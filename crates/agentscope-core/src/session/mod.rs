@@ -24,7 +24,7 @@ pub use change::StateChange;
 pub use error::{MAX_SESSION_ID_LEN, SessionError, validate_session_id};
 pub use hook_state::HookState;
 pub use lease::{LeaseHandle, SessionLease};
-pub use state::{AgentIdentity, AgentState, InvalidState};
+pub use state::{AgentIdentity, AgentState, AgentStateParts, InvalidState};
 
 /// Where agent states live, by session id.
 ///

@@ -107,6 +107,34 @@ impl AgentIdentity {
     }
 }
 
+/// The parts of an [`AgentState`] as a store keeps them (in columns, hash fields, rows of
+/// messages), for [`AgentState::from_parts`], which puts them together and checks the
+/// result. Stores that keep the JSON of [`AgentState::encode`] use
+/// [`AgentState::decode`] instead.
+///
+/// Every field is public and there is no default: a store fills each one from what it
+/// read, so a field added to the state is one the compiler makes every store read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentStateParts {
+    /// The stored format version ([`AgentState::check_version`] reads it first).
+    pub version: u32,
+    /// The agent that saved the state.
+    pub agent: AgentIdentity,
+    /// The stored messages, oldest first.
+    pub messages: Vec<Msg>,
+    /// The user metadata.
+    pub metadata: Map<String, Value>,
+    /// The stored revision.
+    pub revision: u64,
+    /// The tool calls recorded as running.
+    pub running_tools: Vec<String>,
+    /// The hooks' state, by hook name.
+    pub hooks: Map<String, Value>,
+    /// When the state was saved ([`rfc3339::parse_saved_at`](crate::plumbing::rfc3339::parse_saved_at)
+    /// reads the stored text).
+    pub saved_at: DateTime<Utc>,
+}
+
 /// Just the version, read before the rest so that a newer format is reported as such rather
 /// than as whatever field it changed.
 #[derive(Deserialize)]
@@ -164,6 +192,58 @@ impl AgentState {
             hooks: Map::new(),
             saved_at: Utc::now(),
         }
+    }
+
+    /// The state a store read as session `session`, put together from its parts and checked
+    /// with [`check_for`](Self::check_for): what a store's [`load`](super::SessionStore::load)
+    /// returns when it keeps the parts apart rather than the JSON of [`encode`](Self::encode).
+    ///
+    /// ```
+    /// use agentscope_core::session::{AgentIdentity, AgentState, AgentStateParts, SessionError};
+    /// use agentscope_core::Msg;
+    /// use agentscope_core::plumbing::rfc3339;
+    /// use serde_json::Map;
+    ///
+    /// let parts = AgentStateParts {
+    ///     version: AgentState::check_version("chat-1", 1)?,
+    ///     agent: AgentIdentity::new("assistant", "agent-1"),
+    ///     messages: vec![Msg::user("hi"), Msg::assistant("Hello!")],
+    ///     metadata: Map::new(),
+    ///     revision: 3,
+    ///     running_tools: Vec::new(),
+    ///     hooks: Map::new(),
+    ///     saved_at: rfc3339::parse_saved_at("chat-1", "2026-12-01T10:00:00Z")?,
+    /// };
+    /// let state = AgentState::from_parts("chat-1", parts.clone())?;
+    /// assert_eq!((state.revision, state.messages.len()), (3, 2));
+    ///
+    /// // Memory never holds a system message: such a stored state is corrupt.
+    /// let with_system = AgentStateParts { messages: vec![Msg::system("x")], ..parts };
+    /// assert!(matches!(
+    ///     AgentState::from_parts("chat-1", with_system),
+    ///     Err(SessionError::Corrupt { .. })
+    /// ));
+    /// # Ok::<(), SessionError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`check_for`](Self::check_for): [`SessionError::UnsupportedVersion`] for another
+    /// version, [`SessionError::Corrupt`] for messages an agent cannot take; both name
+    /// `session`.
+    pub fn from_parts(session: &str, parts: AgentStateParts) -> Result<Self, SessionError> {
+        let state = Self {
+            version: parts.version,
+            agent: parts.agent,
+            messages: parts.messages,
+            metadata: parts.metadata,
+            revision: parts.revision,
+            running_tools: parts.running_tools,
+            hooks: parts.hooks,
+            saved_at: parts.saved_at,
+        };
+        state.check_for(session)?;
+        Ok(state)
     }
 
     /// Returns the state with `metadata` as its user metadata.

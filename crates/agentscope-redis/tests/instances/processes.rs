@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use agentscope_redis::RedisSessionStore;
+use agentscope_test::messages::speakers;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 
 use crate::support::RedisServer;
@@ -20,6 +21,11 @@ fn settings(server: &RedisServer, name: &str, lease_ttl_ms: u64) -> Settings {
         name: name.into(),
         lease_ttl_ms,
     }
+}
+
+/// Two worker processes, `a` and `b`, on session `shared` with 30 s leases.
+fn two_workers(server: &RedisServer) -> [Worker; 2] {
+    ["a", "b"].map(|name| Worker::spawn(&settings(server, name, 30_000)))
 }
 
 fn request(input: &str, reply: &str) -> Request {
@@ -41,10 +47,7 @@ async fn two_processes_alternate_turns_of_one_conversation() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let mut workers = [
-        Worker::spawn(&settings(&server, "a", 30_000)),
-        Worker::spawn(&settings(&server, "b", 30_000)),
-    ];
+    let mut workers = two_workers(&server);
     let mut expected: Vec<String> = Vec::new();
     for round in 0..10 {
         let question = format!("question {round}");
@@ -63,13 +66,7 @@ async fn two_processes_alternate_turns_of_one_conversation() {
     }
     let stored = server.store().await.load("shared").await.unwrap().unwrap();
     assert_eq!(all_said(&stored.messages), expected);
-    let speakers: Vec<&str> = stored
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Assistant)
-        .map(|m| m.name.as_str())
-        .collect();
-    assert_eq!(speakers, ["a", "b"].repeat(5));
+    assert_eq!(speakers(&stored.messages), ["a", "b"].repeat(5));
     assert_eq!(stored.revision, 10);
 }
 
@@ -84,10 +81,7 @@ async fn racing_calls_from_two_processes_one_runs_the_other_is_busy() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let mut workers = [
-        Worker::spawn(&settings(&server, "a", 30_000)),
-        Worker::spawn(&settings(&server, "b", 30_000)),
-    ];
+    let mut workers = two_workers(&server);
     let mut expected: Vec<String> = Vec::new();
     let mut wins = [0, 0];
     for round in 0..8 {

@@ -47,6 +47,28 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
+/// Adds what every test server runs with: on 127.0.0.1 only, no persistence (unless later
+/// arguments ask for it), quiet, its files in `dir`.
+fn local(command: &mut Command, dir: &Path) {
+    command
+        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args(["--loglevel", "warning"])
+        .arg("--dir")
+        .arg(dir)
+        .arg("--logfile")
+        .arg(dir.join("redis.log"));
+}
+
+/// Starts `command` with no standard streams; `started` says what must have happened.
+fn spawn(command: &mut Command, started: &str) -> Child {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect(started)
+}
+
 /// A `redis-server` process of the test.
 pub struct RedisServer {
     child: Child,
@@ -76,23 +98,14 @@ impl RedisServer {
             command
                 .arg("--port")
                 .arg(port.to_string())
-                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .args(["--daemonize", "no", "--loglevel", "warning"])
-                .arg("--dir")
-                .arg(dir.path())
-                .arg("--logfile")
-                .arg(dir.path().join("redis.log"));
+                .args(["--daemonize", "no"]);
+            local(&mut command, dir.path());
             if let Some(password) = password {
                 command.args(["--requirepass", password]);
             }
             command.args(extra);
             let args = command.get_args().map(ToOwned::to_owned).collect();
-            let child = command
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server starts");
+            let child = spawn(&mut command, "redis-server starts");
             let mut server = RedisServer {
                 child,
                 args,
@@ -114,26 +127,19 @@ impl RedisServer {
         let program = redis_server()?;
         let dir = tempfile::tempdir().expect("a temporary directory");
         let port = free_port();
-        let child = Command::new(program)
+        let mut command = Command::new(program);
+        command
             .args(["--port", "0", "--tls-port", &port.to_string()])
-            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .args(["--loglevel", "warning", "--requirepass", password])
+            .args(["--requirepass", password])
             .arg("--tls-cert-file")
             .arg(&tls.cert)
             .arg("--tls-key-file")
             .arg(&tls.key)
             .arg("--tls-ca-cert-file")
             .arg(&tls.ca)
-            .args(["--tls-auth-clients", "no"])
-            .arg("--dir")
-            .arg(dir.path())
-            .arg("--logfile")
-            .arg(dir.path().join("redis.log"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server starts");
+            .args(["--tls-auth-clients", "no"]);
+        local(&mut command, dir.path());
+        let child = spawn(&mut command, "redis-server starts");
         let mut server = RedisServer {
             child,
             args: Vec::new(),
@@ -230,13 +236,10 @@ impl RedisServer {
     pub fn restart(&mut self) {
         assert!(!self.args.is_empty(), "only plain servers restart");
         self.kill();
-        self.child = Command::new("redis-server")
-            .args(&self.args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server starts again");
+        self.child = spawn(
+            Command::new("redis-server").args(&self.args),
+            "redis-server starts again",
+        );
         self.wait_ready().expect("redis-server restarts");
     }
 

@@ -5,21 +5,11 @@ use agentscope::prelude::*;
 use serde_json::Value;
 
 /// A message as `(role, name, content, generate reason)`.
-pub(crate) type Row = (Role, String, Vec<ContentBlock>, Option<GenerateReason>);
+pub(crate) type Row = agentscope_test::messages::Row;
 
 /// The [`Row`] of every message.
 pub(crate) fn rows(messages: &[Msg]) -> Vec<Row> {
-    messages
-        .iter()
-        .map(|m| {
-            (
-                m.role,
-                m.name.to_string(),
-                m.content.to_vec(),
-                m.generate_reason(),
-            )
-        })
-        .collect()
+    agentscope_test::messages::rows(messages)
 }
 
 /// A [`Row`] of the given parts.

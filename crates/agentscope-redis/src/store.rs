@@ -1,0 +1,390 @@
+//! [`RedisSessionStore`]: the handle, its operations (save, load, delete, list) and its
+//! [`SessionStore`] impl. Connecting is the builder's (`builder.rs`), leases are
+//! `lease.rs`'s, listing a cluster is `cluster.rs`'s.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentscope_core::CancellationToken;
+use agentscope_core::session::{
+    AgentState, SessionError, SessionLease, SessionStore, StateChange, validate_session_id,
+};
+use futures::future::BoxFuture;
+use redis::Value;
+
+use crate::codec::{self, SaveReply};
+use crate::connection::Connection;
+use crate::keys::{self, check_prefix};
+use crate::lease::Leases;
+use crate::{cluster, scripts};
+
+/// A [`SessionStore`] keeping sessions in Redis.
+///
+/// See the [crate docs](crate) for the keys, the operations, TTLs and failures. A cheap
+/// `Clone` handle: clones share the connection. Connect once per process and give clones
+/// to every agent.
+#[derive(Clone)]
+pub struct RedisSessionStore {
+    shared: Arc<Shared>,
+    prefix: Arc<str>,
+    ttl: Option<Duration>,
+}
+
+/// What every store made from one [`connect`](crate::RedisSessionStoreBuilder::connect)
+/// shares.
+struct Shared {
+    connection: Connection,
+    leases: Leases,
+}
+
+impl RedisSessionStore {
+    /// A store on `connection` that has just been made, after loading the scripts.
+    pub(crate) async fn new(
+        connection: Connection,
+        leases: Leases,
+        prefix: String,
+        ttl: Option<Duration>,
+    ) -> Result<Self, SessionError> {
+        let store = Self {
+            shared: Arc::new(Shared { connection, leases }),
+            prefix: prefix.into(),
+            ttl,
+        };
+        store.load_scripts().await?;
+        Ok(store)
+    }
+
+    /// A store on the same connection with another key prefix: another tenant's sessions.
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::Backend`] when the prefix holds `{` or `}`.
+    pub fn with_key_prefix(&self, prefix: impl Into<String>) -> Result<Self, SessionError> {
+        let prefix = prefix.into();
+        check_prefix(&prefix)?;
+        Ok(Self {
+            shared: Arc::clone(&self.shared),
+            prefix: prefix.into(),
+            ttl: self.ttl,
+        })
+    }
+
+    /// A store on the same connection and prefix whose saves set `ttl` (`None`: saves
+    /// remove the sessions' TTL).
+    #[must_use]
+    pub fn with_ttl(&self, ttl: Option<Duration>) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            prefix: Arc::clone(&self.prefix),
+            ttl,
+        }
+    }
+
+    /// The key prefix.
+    pub fn key_prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The time to live of sessions after a save, if any.
+    pub fn ttl(&self) -> Option<Duration> {
+        self.ttl
+    }
+
+    /// Whether the store is connected to a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        self.shared.connection.is_cluster()
+    }
+
+    /// The key of session `session`'s state hash: `<prefix>{<session>}:state`.
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::InvalidSessionId`] as [`validate_session_id`].
+    pub fn state_key(&self, session: &str) -> Result<String, SessionError> {
+        validate_session_id(session)?;
+        Ok(keys::state_key(&self.prefix, session))
+    }
+
+    /// The key of session `session`'s message list: `<prefix>{<session>}:messages`.
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::InvalidSessionId`] as [`validate_session_id`].
+    pub fn messages_key(&self, session: &str) -> Result<String, SessionError> {
+        validate_session_id(session)?;
+        Ok(keys::messages_key(&self.prefix, session))
+    }
+
+    /// The key of session `session`'s lease: `<prefix>{<session>}:lease` (a string holding
+    /// the token of the call that holds the session; see the [crate docs](crate)).
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::InvalidSessionId`] as [`validate_session_id`].
+    pub fn lease_key(&self, session: &str) -> Result<String, SessionError> {
+        validate_session_id(session)?;
+        Ok(keys::lease_key(&self.prefix, session))
+    }
+
+    /// How long a lease lives without renewal (`None`: the store takes no leases); see
+    /// [`RedisSessionStoreBuilder::lease_ttl`](crate::RedisSessionStoreBuilder::lease_ttl).
+    pub fn lease_ttl(&self) -> Option<Duration> {
+        self.shared.leases.ttl()
+    }
+
+    /// The key of the prefix's session index, `<prefix>sessions`; `None` for a cluster
+    /// store, which has none (see the [crate docs](crate)).
+    pub fn index_key(&self) -> Option<String> {
+        (!self.is_cluster()).then(|| keys::index_key(&self.prefix))
+    }
+
+    /// Loads the scripts into the server's script cache (every primary, in a cluster), so
+    /// that their first calls need no `NOSCRIPT` round trip.
+    async fn load_scripts(&self) -> Result<(), SessionError> {
+        let mut connection = self.connection();
+        for script in [
+            &*scripts::SAVE,
+            &*scripts::LOAD,
+            &*scripts::DELETE,
+            &*scripts::LIST,
+            &*scripts::RENEW,
+            &*scripts::RELEASE,
+            &*scripts::INTERRUPT,
+        ] {
+            script
+                .load_async(&mut connection)
+                .await
+                .map_err(|error| self.backend(None, "loading the Lua scripts", &error))?;
+        }
+        Ok(())
+    }
+
+    fn connection(&self) -> Connection {
+        self.shared.connection.clone()
+    }
+
+    /// A backend error about `session` saying `what` failed, and where (see
+    /// [`Connection::backend`]).
+    fn backend(
+        &self,
+        session: Option<&str>,
+        what: &str,
+        error: &redis::RedisError,
+    ) -> SessionError {
+        self.shared
+            .connection
+            .backend(&self.prefix, session, what, error)
+    }
+
+    /// The session's keys, with the index for a standalone store.
+    fn keys(&self, session: &str) -> Result<Vec<String>, SessionError> {
+        let mut keys = vec![
+            self.state_key(session)?,
+            self.messages_key(session)?,
+            keys::lease_key(&self.prefix, session),
+            keys::flag_key(&self.prefix, session),
+        ];
+        keys.extend(self.index_key());
+        Ok(keys)
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        self.ttl.map_or(0, |ttl| {
+            u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+        })
+    }
+
+    async fn save_change(&self, session: &str, change: &StateChange) -> Result<u64, SessionError> {
+        let keys = self.keys(session)?;
+        if let Err(invalid) = change.check(session, change.base, change.kept) {
+            // The change itself cannot be stored (a system message): nothing is sent. Report
+            // what `check` gives against the stored state, as the contract says.
+            let (revision, messages) = self.head(session, &keys).await?;
+            return Err(change
+                .check(session, revision, messages)
+                .err()
+                .unwrap_or(invalid));
+        }
+        let args = codec::save_args(session, change, self.ttl_ms())?;
+        let mut invocation = scripts::SAVE.prepare_invoke();
+        for key in &keys {
+            invocation.key(key.as_str());
+        }
+        for arg in &args {
+            invocation.arg(arg.as_slice());
+        }
+        let reply: Value = invocation
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|error| self.backend(Some(session), "saving", &error))?;
+        match codec::save_reply(session, reply)? {
+            SaveReply::Saved(revision) => Ok(revision),
+            SaveReply::Fenced => Err(SessionError::LeaseLost {
+                session: session.to_owned(),
+            }),
+            SaveReply::Refused { revision, messages } => {
+                Err(match change.check(session, revision, messages) {
+                    Err(error) => error,
+                    Ok(()) => SessionError::Backend {
+                        session: Some(session.to_owned()),
+                        message: format!(
+                            "saving: the save script refused the change from revision {} \
+                             although revision {revision} with {messages} messages is stored",
+                            change.base
+                        ),
+                        source: None,
+                    },
+                })
+            }
+        }
+    }
+
+    /// The stored revision and message count of a session (`(0, 0)`: none).
+    async fn head(&self, session: &str, keys: &[String]) -> Result<(u64, usize), SessionError> {
+        let (revision, messages): (Option<u64>, usize) = redis::pipe()
+            .hget(&keys[0], "revision")
+            .llen(&keys[1])
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|error| self.backend(Some(session), "reading the revision", &error))?;
+        Ok(match revision {
+            Some(revision) => (revision, messages),
+            None => (0, 0),
+        })
+    }
+
+    async fn load_state(&self, session: &str) -> Result<Option<AgentState>, SessionError> {
+        let keys = self.keys(session)?;
+        let fail = |error: redis::RedisError| self.backend(Some(session), "loading", &error);
+        let reply: Value = match self.is_cluster() {
+            // Standalone: one MULTI/EXEC (the server copies no list into Lua and back).
+            false => {
+                let (exists, fields, messages): (i64, Value, Value) = redis::pipe()
+                    .atomic()
+                    .exists(&keys[0])
+                    .cmd("HMGET")
+                    .arg(&keys[0])
+                    .arg(&scripts::STATE_FIELDS[..])
+                    .lrange(&keys[1], 0, -1)
+                    .query_async(&mut self.connection())
+                    .await
+                    .map_err(fail)?;
+                match exists {
+                    0 => Value::Nil,
+                    _ => Value::Array(vec![fields, messages]),
+                }
+            }
+            // A cluster: a script (both keys are in one slot, so one node runs it).
+            true => scripts::LOAD
+                .key(&keys[0])
+                .key(&keys[1])
+                .invoke_async(&mut self.connection())
+                .await
+                .map_err(fail)?,
+        };
+        codec::load_reply(session, reply)
+    }
+
+    async fn delete_session(&self, session: &str) -> Result<bool, SessionError> {
+        let keys = self.keys(session)?;
+        let mut invocation = scripts::DELETE.prepare_invoke();
+        for key in &keys {
+            invocation.key(key.as_str());
+        }
+        invocation.arg(session);
+        let existed: i64 = invocation
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|error| self.backend(Some(session), "deleting", &error))?;
+        Ok(existed == 1)
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<String>, SessionError> {
+        let fail = |error: redis::RedisError| self.backend(None, "listing sessions", &error);
+        let mut ids = match (self.shared.connection.as_cluster(), self.index_key()) {
+            (Some(cluster), _) => cluster::session_ids(cluster.clone(), &self.prefix, fail).await?,
+            (None, Some(index)) => {
+                let ids: Vec<String> = scripts::LIST
+                    .key(index)
+                    .invoke_async(&mut self.connection())
+                    .await
+                    .map_err(fail)?;
+                ids
+            }
+            (None, None) => Vec::new(),
+        };
+        ids.retain(|id| {
+            let valid = validate_session_id(id).is_ok();
+            if !valid {
+                tracing::warn!(
+                    target: "agentscope_redis",
+                    prefix = %self.prefix,
+                    id = %id,
+                    "ignoring an invalid session id in the Redis session index"
+                );
+            }
+            valid
+        });
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
+    }
+}
+
+impl SessionStore for RedisSessionStore {
+    fn save<'a>(
+        &'a self,
+        session: &'a str,
+        change: &'a StateChange,
+    ) -> BoxFuture<'a, Result<u64, SessionError>> {
+        Box::pin(self.save_change(session, change))
+    }
+
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
+        Box::pin(self.load_state(session))
+    }
+
+    fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+        Box::pin(self.delete_session(session))
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
+        Box::pin(self.list_sessions())
+    }
+
+    fn lease<'a>(
+        &'a self,
+        session: &'a str,
+        interrupt: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Option<SessionLease>, SessionError>> {
+        Box::pin(
+            self.shared
+                .leases
+                .take(&self.shared.connection, &self.prefix, session, interrupt),
+        )
+    }
+
+    fn interrupt<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+        Box::pin(
+            self.shared
+                .leases
+                .interrupt(&self.shared.connection, &self.prefix, session),
+        )
+    }
+}
+
+impl fmt::Debug for RedisSessionStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisSessionStore")
+            .field("urls", &self.shared.connection.endpoints())
+            .field("cluster", &self.is_cluster())
+            .field("key_prefix", &self.prefix)
+            .field("ttl", &self.ttl)
+            .field("lease_ttl", &self.shared.leases.ttl())
+            .finish()
+    }
+}
