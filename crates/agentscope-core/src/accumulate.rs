@@ -3,8 +3,9 @@
 use serde_json::Value;
 use std::borrow::Cow;
 
+use crate::block::{ContentBlock, ToolUseBlock};
 use crate::content::Content;
-use crate::message::{ContentBlock, Msg, Role, ToolUseBlock};
+use crate::message::{Msg, Role};
 use crate::model::{ChatResponse, ChatUsage};
 
 /// Assembles streamed model chunks into the final assistant message.

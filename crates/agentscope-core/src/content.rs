@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::message::ContentBlock;
+use crate::block::ContentBlock;
 
 /// The blocks of a [`Msg`](crate::Msg), in order: a `Vec<ContentBlock>` that is shared
 /// between clones and copied only when a clone is changed.

@@ -4,7 +4,9 @@
 
 use std::collections::HashSet;
 
-use crate::message::{ContentBlock, Msg, Role, ToolUseBlock};
+use crate::block::{ContentBlock, ToolUseBlock};
+
+use crate::message::{Msg, Role};
 
 /// A message list breaks a rule of the conversation's shape.
 ///
@@ -352,7 +354,7 @@ pub fn check_reply(message: &Msg, place: &str) -> Result<(), ConversationError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolResultBlock;
+    use crate::block::ToolResultBlock;
     use serde_json::json;
 
     fn two_calls() -> Msg {

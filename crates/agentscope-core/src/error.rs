@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::conversation::ConversationError;
-use crate::hook::HookEventType;
+use crate::hook::kinds::HookEventType;
 use crate::session::SessionError;
 
 /// The underlying error of a failure (an I/O error, a user tool's error), shared so that

@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod accumulate;
+mod block;
 mod cancel;
 mod content;
 mod conversation;
@@ -45,6 +46,9 @@ mod tool;
 mod tool_input;
 
 pub use accumulate::ChatAccumulator;
+pub use block::{
+    ContentBlock, ImageBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
+};
 pub use cancel::{CancellationToken, Cancelled};
 pub use content::Content;
 pub use conversation::ConversationError;
@@ -57,10 +61,7 @@ pub use hook::{
     ReasoningChunkEvent, SummaryChunkEvent, hook_fn,
 };
 pub use memory::Memory;
-pub use message::{
-    ContentBlock, GenerateReason, ImageBlock, Msg, MsgBuilder, Role, TextBlock, ThinkingBlock,
-    ToolResultBlock, ToolUseBlock,
-};
+pub use message::{GenerateReason, Msg, MsgBuilder, Role};
 pub use metadata::Metadata;
 pub use model::{
     BoxedModel, ChatResponse, ChatStream, ChatUsage, GenerateOptions, Model, ModelRequest,

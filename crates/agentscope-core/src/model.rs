@@ -8,8 +8,9 @@ use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::block::ContentBlock;
 use crate::error::ModelError;
-use crate::message::{ContentBlock, Msg};
+use crate::message::Msg;
 
 /// A streamed model response: a sequence of delta chunks.
 pub type ChatStream = BoxStream<'static, Result<ChatResponse, ModelError>>;

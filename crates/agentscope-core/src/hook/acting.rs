@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::block::{ToolResultBlock, ToolUseBlock};
 use crate::error::HookError;
 use crate::hook::meta::{Meta, event_meta_accessors};
-use crate::message::{ToolResultBlock, ToolUseBlock};
 
 /// Fired for each pending tool call before any tool of the batch runs.
 #[derive(Debug, Clone)]

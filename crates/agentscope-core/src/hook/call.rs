@@ -1,7 +1,9 @@
 //! The call events: [`PreCallEvent`] (before anything is stored) and [`PostCallEvent`] (the
 //! reply the caller gets).
 
-use crate::hook::meta::{Meta, SystemSlot, event_meta_accessors, system_message_accessors};
+use crate::hook::meta::{
+    Meta, SystemSlot, event_meta_accessors, input_messages_accessors, system_message_accessors,
+};
 use crate::message::Msg;
 
 /// Fired once at the start of a call, before anything is stored.
@@ -34,15 +36,10 @@ impl PreCallEvent {
     event_meta_accessors!();
     system_message_accessors!();
 
-    /// The new messages of this call (empty when resuming).
-    pub fn input_messages(&self) -> &[Msg] {
-        &self.input
-    }
-
-    /// Replaces the new messages of this call.
-    pub fn set_input_messages(&mut self, messages: Vec<Msg>) {
-        self.input = messages;
-    }
+    input_messages_accessors!(
+        "The new messages of this call (empty when resuming).",
+        "Replaces the new messages of this call."
+    );
 
     /// The agent's memory before this call (read-only).
     pub fn history(&self) -> &[Msg] {

@@ -7,8 +7,9 @@ use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Utc};
 
+use crate::block::ContentBlock;
 use crate::hook::context::{CallInfo, Extensions};
-use crate::message::{ContentBlock, Msg, Role};
+use crate::message::{Msg, Role};
 
 /// What every event carries: its call, the call's extensions (lent by the chain while hooks
 /// run), and its time, read from the clock when first asked for (most events are never
@@ -138,4 +139,49 @@ macro_rules! system_message_accessors {
     };
 }
 
-pub(crate) use {event_meta_accessors, system_message_accessors};
+/// The input-message accessors of PreCall, PreReasoning and PreSummary, with each event's
+/// own docs for what the messages are and what replacing them changes.
+macro_rules! input_messages_accessors {
+    ($get:literal, $set:literal) => {
+        #[doc = $get]
+        pub fn input_messages(&self) -> &[$crate::Msg] {
+            &self.input
+        }
+
+        #[doc = $set]
+        pub fn set_input_messages(&mut self, messages: Vec<$crate::Msg>) {
+            self.input = messages;
+        }
+    };
+}
+
+/// The generation-option accessors of PreReasoning and PreSummary; `$call` names the model
+/// call in the docs. The options stay shared with the agent's settings until a hook changes
+/// them.
+macro_rules! generate_options_accessors {
+    ($call:literal) => {
+        #[doc = concat!("The generation options for ", $call, ".")]
+        pub fn generate_options(&self) -> &$crate::GenerateOptions {
+            &self.options
+        }
+
+        #[doc = concat!("Replaces the generation options for ", $call, ".")]
+        pub fn set_generate_options(&mut self, options: $crate::GenerateOptions) {
+            self.options = ::std::sync::Arc::new(options);
+        }
+
+        #[doc = concat!(
+                    "The generation options for ",
+                    $call,
+                    ", to change in place (copied from the agent's settings on the first change)."
+                )]
+        pub fn generate_options_mut(&mut self) -> &mut $crate::GenerateOptions {
+            ::std::sync::Arc::make_mut(&mut self.options)
+        }
+    };
+}
+
+pub(crate) use {
+    event_meta_accessors, generate_options_accessors, input_messages_accessors,
+    system_message_accessors,
+};

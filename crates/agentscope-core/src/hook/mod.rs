@@ -21,7 +21,7 @@ mod context;
 mod erased;
 mod error;
 mod event;
-mod kinds;
+pub(crate) mod kinds;
 pub(crate) mod meta;
 mod reasoning;
 mod summary;

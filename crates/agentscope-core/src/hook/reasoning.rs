@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use crate::conversation::check_goto;
 use crate::error::HookError;
-use crate::hook::meta::{Meta, SystemSlot, event_meta_accessors, system_message_accessors};
+use crate::hook::meta::{
+    Meta, SystemSlot, event_meta_accessors, generate_options_accessors, input_messages_accessors,
+    system_message_accessors,
+};
 use crate::message::Msg;
 use crate::model::GenerateOptions;
 
@@ -40,35 +43,15 @@ impl PreReasoningEvent {
     event_meta_accessors!();
     system_message_accessors!();
 
-    /// The messages the model will get after the system message (a copy of memory).
-    pub fn input_messages(&self) -> &[Msg] {
-        &self.input
-    }
-
-    /// Replaces the messages for this model call (memory is not changed).
-    pub fn set_input_messages(&mut self, messages: Vec<Msg>) {
-        self.input = messages;
-    }
+    input_messages_accessors!(
+        "The messages the model will get after the system message (a copy of memory).",
+        "Replaces the messages for this model call (memory is not changed)."
+    );
+    generate_options_accessors!("this model call");
 
     /// The model's name.
     pub fn model_name(&self) -> &str {
         &self.model_name
-    }
-
-    /// The generation options for this model call.
-    pub fn generate_options(&self) -> &GenerateOptions {
-        &self.options
-    }
-
-    /// Replaces the generation options for this model call.
-    pub fn set_generate_options(&mut self, options: GenerateOptions) {
-        self.options = Arc::new(options);
-    }
-
-    /// The generation options for the model call, to change in place (copied from the
-    /// agent's settings on the first change).
-    pub fn generate_options_mut(&mut self) -> &mut GenerateOptions {
-        Arc::make_mut(&mut self.options)
     }
 
     /// The iteration, starting at 0 for each call.
@@ -218,7 +201,8 @@ impl ReasoningChunkEvent {
 mod tests {
     use super::*;
     use crate::AgentInfo;
-    use crate::message::{Role, ToolResultBlock, ToolUseBlock};
+    use crate::block::{ToolResultBlock, ToolUseBlock};
+    use crate::message::Role;
     use crate::plumbing::{CallContext, events};
     use serde_json::json;
 

@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use crate::hook::meta::{Meta, SystemSlot, event_meta_accessors, system_message_accessors};
+use crate::hook::meta::{
+    Meta, SystemSlot, event_meta_accessors, generate_options_accessors, input_messages_accessors,
+    system_message_accessors,
+};
 use crate::message::Msg;
 use crate::model::GenerateOptions;
 
@@ -24,32 +27,12 @@ impl PreSummaryEvent {
     event_meta_accessors!();
     system_message_accessors!();
 
-    /// The messages the model will get after the system message: memory plus the summary
-    /// hint (a user message that is not stored).
-    pub fn input_messages(&self) -> &[Msg] {
-        &self.input
-    }
-
-    /// Replaces the messages for the summary call.
-    pub fn set_input_messages(&mut self, messages: Vec<Msg>) {
-        self.input = messages;
-    }
-
-    /// The generation options for the summary call.
-    pub fn generate_options(&self) -> &GenerateOptions {
-        &self.options
-    }
-
-    /// Replaces the generation options for the summary call.
-    pub fn set_generate_options(&mut self, options: GenerateOptions) {
-        self.options = Arc::new(options);
-    }
-
-    /// The generation options for the summary call, to change in place (copied from the
-    /// agent's settings on the first change).
-    pub fn generate_options_mut(&mut self) -> &mut GenerateOptions {
-        Arc::make_mut(&mut self.options)
-    }
+    input_messages_accessors!(
+        "The messages the model will get after the system message: memory plus the summary \
+         hint (a user message that is not stored).",
+        "Replaces the messages for the summary call."
+    );
+    generate_options_accessors!("the summary call");
 
     /// The agent's iteration limit.
     pub fn max_iterations(&self) -> usize {

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::block::{ToolResultBlock, ToolUseBlock};
 use crate::error::AgentError;
 use crate::hook::meta::{Meta, SystemSlot};
 use crate::hook::{
@@ -11,7 +12,7 @@ use crate::hook::{
     PostSummaryEvent, PreActingEvent, PreCallEvent, PreReasoningEvent, PreSummaryEvent,
     ReasoningChunkEvent, SummaryChunkEvent,
 };
-use crate::message::{Msg, ToolResultBlock, ToolUseBlock};
+use crate::message::Msg;
 use crate::model::GenerateOptions;
 
 /// PreCall of a call with `input_messages`, on `history` (memory before the call), with the

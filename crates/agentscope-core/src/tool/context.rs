@@ -2,8 +2,8 @@
 
 use std::fmt;
 
+use crate::block::{ContentBlock, ToolUseBlock};
 use crate::cancel::{CancellationToken, Cancelled};
-use crate::message::{ContentBlock, ToolUseBlock};
 use crate::tool::ProgressSender;
 use std::sync::Arc;
 

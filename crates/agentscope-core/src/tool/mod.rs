@@ -18,8 +18,8 @@ pub use context::ToolContext;
 pub use progress::{ProgressReceiver, ProgressSender, ToolProgress, progress_channel};
 pub use source::ToolSource;
 
+use crate::block::ContentBlock;
 use crate::error::ToolError;
-use crate::message::ContentBlock;
 use crate::model::ToolSchema;
 
 /// Something the model can call.
@@ -269,7 +269,7 @@ impl From<Value> for ToolOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolUseBlock;
+    use crate::block::ToolUseBlock;
     use futures::StreamExt;
     use futures::executor::block_on;
     use serde_json::json;

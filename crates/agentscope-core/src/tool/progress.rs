@@ -9,7 +9,7 @@ use std::task::{Context, Poll, Waker};
 
 use futures::Stream;
 
-use crate::message::ContentBlock;
+use crate::block::ContentBlock;
 
 /// A progress chunk emitted by the tool at position `index` of a batch.
 #[derive(Debug, Clone, PartialEq)]
