@@ -41,7 +41,7 @@ impl Call<'_> {
         // A resumed batch was stored by an earlier call: track it from now on.
         self.open.open(&calls);
         // Tools run: a goto loop the cap ends later is only what follows this round.
-        self.goto_mark = None;
+        self.progress.goto_mark = None;
 
         // PreActing for every call, in order, before any tool runs.
         let mut jobs = Vec::with_capacity(calls.len());
@@ -55,7 +55,7 @@ impl Call<'_> {
                 });
                 continue;
             }
-            let (tool_use, skip) = if self.hooks.is_interested(HookEventType::PreActing) {
+            let (tool_use, skip) = if self.setup.hooks.is_interested(HookEventType::PreActing) {
                 let id = call.id.clone();
                 let (tool_use, skip) =
                     chain!(self, events::pre_acting(self.context().info(), call)).into_parts();
@@ -114,7 +114,7 @@ impl Call<'_> {
                     ToolResultBlock::error(&tool_use.id, &tool_use.name, super::CANCELLED_RESULT)
                 }
             };
-            let (result, stop_here) = if self.hooks.is_interested(HookEventType::PostActing) {
+            let (result, stop_here) = if self.setup.hooks.is_interested(HookEventType::PostActing) {
                 chain!(
                     self,
                     events::post_acting(self.context().info(), tool_use, result)
@@ -133,7 +133,7 @@ impl Call<'_> {
             if stop && position + 1 == count {
                 last = Some(message.clone());
             }
-            self.config.memory.add(message);
+            self.setup.config.memory.add(message);
             if let Some(save) = self.checkpoint() {
                 save.await?;
             }
@@ -143,9 +143,13 @@ impl Call<'_> {
         }
 
         if !suspended.is_empty() {
-            self.left_pending = true;
-            let reply = Msg::new(Role::Assistant, self.config.info.shared_name(), suspended)
-                .with_generate_reason(GenerateReason::ToolSuspended);
+            self.progress.left_pending = true;
+            let reply = Msg::new(
+                Role::Assistant,
+                self.setup.config.info.shared_name(),
+                suspended,
+            )
+            .with_generate_reason(GenerateReason::ToolSuspended);
             return Ok(Acted::Done(reply));
         }
         match last {
@@ -161,7 +165,7 @@ impl Call<'_> {
     fn interrupted_while_running(&self, call: &ToolUseBlock) -> Option<ToolResultBlock> {
         let synced = self.session.as_ref()?;
         let started = synced.running().iter().any(|id| call.id == *id);
-        (started && !self.toolkit.is_idempotent(&call.name))
+        (started && !self.setup.toolkit.is_idempotent(&call.name))
             .then(|| ToolResultBlock::error(&call.id, &call.name, super::INTERRUPTED_WHILE_RUNNING))
     }
 
@@ -169,13 +173,14 @@ impl Call<'_> {
     /// ActingChunk events and stream events while they run. On interrupt, the results that
     /// are ready are kept (as computed results of the open calls) and the rest are dropped.
     async fn run_tools(&mut self, jobs: &mut [Job]) -> Step<()> {
-        let cancel = self.cancel;
-        let toolkit = self.toolkit;
+        let cancel = self.setup.cancel;
+        let toolkit = self.setup.toolkit;
         if cancel.is_cancelled() {
             return Err(Halt::Interrupted);
         }
-        let hook_chunks = self.hooks.is_interested(HookEventType::ActingChunk);
+        let hook_chunks = self.setup.hooks.is_interested(HookEventType::ActingChunk);
         let sink_chunks = self
+            .setup
             .sink
             .is_some_and(|sink| sink.wants(EventType::ToolResult, false));
         let (progress, mut receiver) = if hook_chunks || sink_chunks {
@@ -261,7 +266,7 @@ impl Call<'_> {
             let event =
                 events::acting_chunk(self.context().info(), Arc::clone(tool_use), chunk.clone());
             let mut event = event.into();
-            plumbing::notify(self.hooks, &mut event, self.context()).await;
+            plumbing::notify(self.setup.hooks, &mut event, self.context()).await;
         }
         self.emit(EventType::ToolResult, false, || Msg::tool_result(chunk))
             .await;

@@ -13,7 +13,8 @@
 macro_rules! chain {
     ($call:expr, $event:expr) => {{
         let (mut event, kind) = $crate::engine::wrap($event);
-        agentscope_core::plumbing::chain_in_place($call.hooks, &mut event, $call.context()).await?;
+        agentscope_core::plumbing::chain_in_place($call.setup.hooks, &mut event, $call.context())
+            .await?;
         $crate::engine::back(kind, event)?
     }};
 }
@@ -144,25 +145,22 @@ pub(crate) async fn run(
         Cow::Owned(toolkit)
     };
     let mut call = Call {
-        config,
-        runtime,
-        session,
-        hooks: &hooks,
-        toolkit: &toolkit,
-        sink,
-        cancel: guard.token(),
+        setup: Setup {
+            config,
+            runtime,
+            hooks: &hooks,
+            toolkit: &toolkit,
+            sink,
+            cancel: guard.token(),
+            resumes: guard.stopped_call(),
+        },
         context: None,
-        resumes: guard.stopped_call(),
-        base_system: None,
-        iteration: 0,
-        gotos: 0,
-        goto_mark: None,
-        input_span: None,
+        progress: Progress::default(),
+        session,
         open: OpenToolCalls::new(
             &*config.memory,
             hooks.is_interested(HookEventType::PostActing),
         ),
-        left_pending: false,
     };
     let mut outcome = call.execute(input).await;
     if finish.is_armed() {
@@ -171,7 +169,7 @@ pub(crate) async fn run(
         }
         outcome = finish.run(outcome);
     }
-    let stopped = (outcome.is_ok() && call.left_pending).then(|| call.context().id());
+    let stopped = (outcome.is_ok() && call.progress.left_pending).then(|| call.context().id());
     guard.set_stopped_call(stopped);
     let result = match outcome {
         Ok(reply) => call.post_call(reply).await,
@@ -274,34 +272,58 @@ enum Next {
     Act(Vec<ToolUseBlock>),
 }
 
-/// The state of one call.
+/// One call, as it goes through the lifecycle: what it reads and never changes
+/// ([`Setup`]), how hooks see it (its `CallContext`), where its loop stands ([`Progress`]),
+/// and what it must leave stored (the session's revision, the tool calls it left open).
+///
+/// Its methods live with their step: this file holds the lifecycle from input to reply
+/// (steps 1-4 and 8, the error path, the session's step saves and the stream);
+/// `reasoning.rs` step 5, `acting.rs` step 6, `summary.rs` step 7, and `reply.rs` the
+/// steps a custom [`Reply`](crate::Reply) drives.
 pub(crate) struct Call<'a> {
-    config: &'a AgentConfig,
-    runtime: &'a AgentRuntime,
+    setup: Setup<'a>,
+    /// The call's identity and per-call extensions; hooks get them with every event. Made
+    /// when first needed: a call that no hook sees never pays for it.
+    context: Option<CallContext>,
+    progress: Progress,
     /// With a bound session: the stored revision the call works from. Saved at step
     /// boundaries (see `checkpoint`).
     session: Option<Box<Synced>>,
+    /// The tool calls stored in memory without a result; any early exit closes them.
+    open: OpenToolCalls<'a>,
+}
+
+/// What a call reads and never changes: the agent, this call's hooks and tools, the stream
+/// it feeds, and its cancellation.
+struct Setup<'a> {
+    config: &'a AgentConfig,
+    runtime: &'a AgentRuntime,
+    /// The agent's hooks as the call started (runtime changes apply from the next call),
+    /// plus this call's own.
     hooks: &'a HookChain,
     /// The agent's toolkit (its sources resolved at the call's start), plus this call's
     /// extra tools.
     toolkit: &'a Toolkit,
     sink: Option<&'a EventSink>,
     cancel: &'a CancellationToken,
-    /// The call's identity and per-call extensions; hooks get them with every event. Made
-    /// when first needed: a call that no hook sees never pays for it.
-    context: Option<CallContext>,
     /// The call this one resumes (see `CallInfo::resumed_from`).
     resumes: Option<CallId>,
+}
+
+/// Where a call's loop stands.
+#[derive(Default)]
+struct Progress {
     /// The system message frozen after PreCall; each model call gets a fresh copy.
     base_system: Option<Msg>,
+    /// Model calls of the loop so far (goto re-entries excepted).
     iteration: usize,
+    /// `goto_reasoning` re-entries so far.
     gotos: usize,
     /// Memory's length before the first goto of the call stored anything: what memory is
     /// cut back to if the goto cap is hit.
     goto_mark: Option<usize>,
     /// Where the call's input sits in memory (start, end), once stored.
     input_span: Option<(usize, usize)>,
-    open: OpenToolCalls<'a>,
     /// Whether the call ends with tool calls pending on purpose (a stop after reasoning, a
     /// suspended tool): the next call resumes it.
     left_pending: bool,
@@ -322,14 +344,14 @@ impl Call<'_> {
 
     #[cold]
     fn new_context(&self) -> CallContext {
-        let mut context = CallContext::new(Arc::clone(&self.config.info));
-        if let Some(previous) = self.resumes {
+        let mut context = CallContext::new(Arc::clone(&self.setup.config.info));
+        if let Some(previous) = self.setup.resumes {
             context = context.with_resumed_from(previous);
         }
-        for tool in self.toolkit.marked() {
+        for tool in self.setup.toolkit.marked() {
             context = context.with_tool_kind(tool.name(), tool.kind());
         }
-        let mut context = context.with_tools(self.toolkit.shared_schemas());
+        let mut context = context.with_tools(self.setup.toolkit.shared_schemas());
         if let Some(synced) = &self.session {
             context = context.with_running_tools(synced.running().to_vec());
             context
@@ -349,10 +371,10 @@ impl Call<'_> {
 
     async fn lifecycle(&mut self, input: Vec<Msg>) -> Step<Msg> {
         // 2. System message seed.
-        let seed = self.config.system_seed.clone();
+        let seed = self.setup.config.system_seed.clone();
         // 3. PreCall, then the system message is frozen as this call's base.
-        let (input, system) = if self.hooks.is_interested(HookEventType::PreCall) {
-            let history = self.config.memory.messages();
+        let (input, system) = if self.setup.hooks.is_interested(HookEventType::PreCall) {
+            let history = self.setup.config.memory.messages();
             chain!(
                 self,
                 events::pre_call(self.context().info(), input, history, seed)
@@ -362,7 +384,7 @@ impl Call<'_> {
             (input, seed)
         };
         conversation::check_no_system(&input, "PreCallEvent input messages")?;
-        self.base_system = system;
+        self.progress.base_system = system;
         // A hook that recorded session state at PreCall (an approval decision) has it
         // stored before anything runs.
         if self.hook_state_changed()
@@ -371,7 +393,7 @@ impl Call<'_> {
             save.await?;
         }
         // 4. Pending tool calls.
-        let custom = self.config.reply.clone();
+        let custom = self.setup.config.reply.clone();
         let stored_input = custom.as_ref().map(|_| input.clone());
         let next = match self.accept_input(input)? {
             Some(pending) => Next::Act(pending),
@@ -395,11 +417,11 @@ impl Call<'_> {
     /// iteration limit).
     async fn react_loop(&mut self, mut next: Next) -> Step<Msg> {
         loop {
-            if self.cancel.is_cancelled() {
+            if self.setup.cancel.is_cancelled() {
                 return Err(Halt::Interrupted);
             }
             next = match next {
-                Next::Reason if self.iteration >= self.config.settings.max_iters => {
+                Next::Reason if self.progress.iteration >= self.setup.config.settings.max_iters => {
                     return self.summarize().await;
                 }
                 Next::Reason => match self.reason(reasoning::Then::Act).await? {
@@ -421,7 +443,7 @@ impl Call<'_> {
         &mut self,
         mut input: Vec<Msg>,
     ) -> Result<Option<Vec<ToolUseBlock>>, AgentError> {
-        let memory = &self.config.memory;
+        let memory = &self.setup.config.memory;
         let (offset, messages) = conversation_end(&**memory);
         let pending = pending_tool_uses(&messages);
         if !input.is_empty() {
@@ -443,7 +465,7 @@ impl Call<'_> {
         }
         let still_pending = conversation::check_input(pending, &input)?;
         let start = offset + messages.len();
-        self.input_span = Some((start, start + input.len()));
+        self.progress.input_span = Some((start, start + input.len()));
         memory.extend(input);
         Ok((!still_pending.is_empty()).then_some(still_pending))
     }
@@ -485,10 +507,10 @@ impl Call<'_> {
     /// (one over the context length) would fail again, and two user messages in a row break
     /// strict chat templates. Anything the call stored after its input stays.
     fn roll_back_unanswered_input(&mut self) {
-        let Some((start, end)) = self.input_span.take() else {
+        let Some((start, end)) = self.progress.input_span.take() else {
             return;
         };
-        if self.config.memory.len() == end {
+        if self.setup.config.memory.len() == end {
             self.truncate_memory(start);
         }
     }
@@ -496,7 +518,7 @@ impl Call<'_> {
     /// Cuts memory back to its first `len` messages (memory is append-only: rewritten whole;
     /// only failure paths do this).
     fn truncate_memory(&self, len: usize) {
-        let memory = &self.config.memory;
+        let memory = &self.setup.config.memory;
         let mut messages = memory.messages();
         messages.truncate(len);
         memory.clear();
@@ -506,7 +528,7 @@ impl Call<'_> {
     /// Writes results for every tool call left open and stores the interrupt reply.
     fn finish_interrupted(&mut self) -> Msg {
         self.open.close_interrupted(INTERRUPTED_RESULT);
-        let memory = &self.config.memory;
+        let memory = &self.setup.config.memory;
         for call in pending_tool_uses(&memory.messages()) {
             memory.add(Msg::tool_result(ToolResultBlock::error(
                 call.id,
@@ -516,7 +538,7 @@ impl Call<'_> {
         }
         let reply = Msg::new(
             Role::Assistant,
-            self.config.info.shared_name(),
+            self.setup.config.info.shared_name(),
             vec![ContentBlock::text(INTERRUPT_REPLY)],
         )
         .with_generate_reason(GenerateReason::Interrupted);
@@ -526,7 +548,7 @@ impl Call<'_> {
 
     /// 8. PostCall: its result goes to the caller; memory keeps the loop's message.
     async fn post_call(&mut self, reply: Msg) -> Result<Msg, AgentError> {
-        if !self.hooks.is_interested(HookEventType::PostCall) {
+        if !self.setup.hooks.is_interested(HookEventType::PostCall) {
             return Ok(reply);
         }
         Ok(chain!(self, events::post_call(self.context().info(), reply)).into_parts())
@@ -535,10 +557,10 @@ impl Call<'_> {
     /// Notifies ErrorEvent hooks (but those that saw PostCall); they get a copy, so nothing
     /// they do replaces the error.
     async fn notify_error(&mut self, error: AgentError) -> AgentError {
-        if self.hooks.is_interested(HookEventType::Error) {
+        if self.setup.hooks.is_interested(HookEventType::Error) {
             let event = events::error(self.context().info(), error.clone());
             let mut event = event.into();
-            plumbing::notify(self.hooks, &mut event, self.context()).await;
+            plumbing::notify(self.setup.hooks, &mut event, self.context()).await;
         }
         error
     }
@@ -564,7 +586,7 @@ impl Call<'_> {
     #[inline(never)]
     fn save_step(&mut self) -> BoxFuture<'_, Result<(), AgentError>> {
         Box::pin(async move {
-            let config = self.config;
+            let config = self.setup.config;
             let (Some(binding), Some(synced)) = (&config.session, &mut self.session) else {
                 return Ok(());
             };
@@ -574,7 +596,7 @@ impl Call<'_> {
                     synced,
                     &config.identity(),
                     &*config.memory,
-                    self.runtime.metadata(),
+                    self.setup.runtime.metadata(),
                     hooks,
                 )
                 .await
@@ -591,13 +613,18 @@ impl Call<'_> {
 
     /// Whether the stream consumer wants events of this type and completeness.
     fn wants(&self, event_type: EventType, is_last: bool) -> bool {
-        self.sink
+        self.setup
+            .sink
             .is_some_and(|sink| sink.wants(event_type, is_last))
     }
 
     /// Sends a stream event when the consumer wants it; `message` is built only then.
     async fn emit(&self, event_type: EventType, is_last: bool, message: impl FnOnce() -> Msg) {
-        if let Some(sink) = self.sink.filter(|sink| sink.wants(event_type, is_last)) {
+        if let Some(sink) = self
+            .setup
+            .sink
+            .filter(|sink| sink.wants(event_type, is_last))
+        {
             sink.send(event_type, message(), is_last).await;
         }
     }

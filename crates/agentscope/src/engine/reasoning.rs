@@ -62,11 +62,11 @@ impl Call<'_> {
             // one chance to shrink it (PreReasoning again, `context_exceeded()` set).
             Err(Halt::Failed(AgentError::Model(error)))
                 if error.is_context_length()
-                    && self.hooks.is_interested(HookEventType::PreReasoning) =>
+                    && self.setup.hooks.is_interested(HookEventType::PreReasoning) =>
             {
                 tracing::warn!(
-                    agent = %self.config.info.name(),
-                    iteration = self.iteration,
+                    agent = %self.setup.config.info.name(),
+                    iteration = self.progress.iteration,
                     "the model refused the input as too long; asking PreReasoning hooks to compact it"
                 );
                 let request = self.reasoning_request(true).await?;
@@ -74,39 +74,40 @@ impl Call<'_> {
             }
             other => other?,
         };
-        let config = self.config;
+        let config = self.setup.config;
 
         let mut goto_by = None;
-        let (mut message, stop, goto) = if self.hooks.is_interested(HookEventType::PostReasoning) {
-            let iteration = self.iteration;
-            let event = chain!(
-                self,
-                events::post_reasoning(
-                    self.context().info(),
-                    message,
-                    config.model_name.clone(),
-                    iteration,
-                )
-            );
-            goto_by = event.goto_requested_by().map(str::to_owned);
-            event.into_parts()
-        } else {
-            (message, false, None)
-        };
+        let (mut message, stop, goto) =
+            if self.setup.hooks.is_interested(HookEventType::PostReasoning) {
+                let iteration = self.progress.iteration;
+                let event = chain!(
+                    self,
+                    events::post_reasoning(
+                        self.context().info(),
+                        message,
+                        config.model_name.clone(),
+                        iteration,
+                    )
+                );
+                goto_by = event.goto_requested_by().map(str::to_owned);
+                event.into_parts()
+            } else {
+                (message, false, None)
+            };
 
         check_reply(&message, "PostReasoningEvent reasoning message")?;
         if stop {
             // Its tool calls stay pending on purpose: the next call resumes them.
             message.set_generate_reason(GenerateReason::ReasoningStopRequested);
-            self.left_pending = message.has_tool_uses();
+            self.progress.left_pending = message.has_tool_uses();
             self.store_reasoning(&message).await;
             return Ok(Reasoned::Done(message));
         }
         if let Some(goto) = goto {
             // Hooks validated at goto_reasoning(); a later hook may have changed the message.
             check_goto(&message, &goto)?;
-            self.gotos += 1;
-            if self.gotos > config.settings.max_goto_reasoning {
+            self.progress.gotos += 1;
+            if self.progress.gotos > config.settings.max_goto_reasoning {
                 self.drop_goto_loop();
                 return Err(AgentError::GotoLimitExceeded {
                     max: config.settings.max_goto_reasoning,
@@ -114,8 +115,8 @@ impl Call<'_> {
                 }
                 .into());
             }
-            if self.goto_mark.is_none() {
-                self.goto_mark = Some(config.memory.len());
+            if self.progress.goto_mark.is_none() {
+                self.progress.goto_mark = Some(config.memory.len());
             }
             self.store_reasoning(&message).await;
             config.memory.extend(goto.clone());
@@ -147,25 +148,25 @@ impl Call<'_> {
         // calls it starts: one save, one `fsync`, instead of two.
         let acting_saves_it = then == Then::Act
             && streamed.is_none()
-            && !self.hooks.is_interested(HookEventType::PreActing);
+            && !self.setup.hooks.is_interested(HookEventType::PreActing);
         if !acting_saves_it && let Some(save) = self.checkpoint() {
             save.await?;
         }
         if let Some(message) = streamed {
             self.emit(EventType::Reasoning, true, || message).await;
         }
-        self.iteration += 1;
+        self.progress.iteration += 1;
         Ok(Reasoned::Act(calls))
     }
 
     /// The model request of this reasoning step: the frozen base system message and a copy
     /// of memory, as the PreReasoning hooks leave them.
     async fn reasoning_request(&mut self, context_exceeded: bool) -> Step<ModelRequest> {
-        let config = self.config;
+        let config = self.setup.config;
         // A fresh copy of the frozen base: per-iteration appends never accumulate.
-        let system = self.base_system.clone();
-        let (messages, options) = if self.hooks.is_interested(HookEventType::PreReasoning) {
-            let iteration = self.iteration;
+        let system = self.progress.base_system.clone();
+        let (messages, options) = if self.setup.hooks.is_interested(HookEventType::PreReasoning) {
+            let iteration = self.progress.iteration;
             // Room for the system message `with_system` puts in front after the hooks.
             let mut history = Vec::with_capacity(config.memory.len() + 1);
             config.memory.copy_into(&mut history);
@@ -193,7 +194,7 @@ impl Call<'_> {
         };
         Ok(ModelRequest {
             messages,
-            tools: self.toolkit.shared_schemas(),
+            tools: self.setup.toolkit.shared_schemas(),
             options,
         })
     }
@@ -201,13 +202,13 @@ impl Call<'_> {
     /// The goto cap was hit: removes what the loop stored (from its first goto's reasoning
     /// message on), so memory and the session hold nothing of it.
     fn drop_goto_loop(&mut self) {
-        if let Some(mark) = self.goto_mark.take() {
+        if let Some(mark) = self.progress.goto_mark.take() {
             self.truncate_memory(mark);
         }
     }
 
     async fn store_reasoning(&self, message: &Msg) {
-        self.config.memory.add(message.clone());
+        self.setup.config.memory.add(message.clone());
         self.emit(EventType::Reasoning, true, || message.clone())
             .await;
     }
@@ -215,13 +216,14 @@ impl Call<'_> {
     /// Calls the model and assembles its streamed answer, firing chunk events for hooks and
     /// the stream. Interrupts are observed while waiting and after every chunk.
     pub(super) async fn generate(&mut self, request: ModelRequest, phase: Phase) -> Step<Msg> {
-        let config = self.config;
-        let cancel = self.cancel;
-        if self.cancel.is_cancelled() {
+        let config = self.setup.config;
+        let cancel = self.setup.cancel;
+        if self.setup.cancel.is_cancelled() {
             return Err(Halt::Interrupted);
         }
-        let hook_chunks = self.hooks.is_interested(phase.hook_kind());
+        let hook_chunks = self.setup.hooks.is_interested(phase.hook_kind());
         let sink = self
+            .setup
             .sink
             .filter(|sink| sink.wants(phase.event_type(), false));
 
@@ -267,7 +269,7 @@ impl Call<'_> {
                         )
                         .into(),
                     };
-                    plumbing::notify(self.hooks, &mut event, self.context()).await;
+                    plumbing::notify(self.setup.hooks, &mut event, self.context()).await;
                 }
                 if let Some(sink) = sink {
                     let accumulated = acc.message();
@@ -295,7 +297,7 @@ impl Call<'_> {
     /// calls then get "interrupted" results); a partial summary is dropped.
     fn interrupted(&self, phase: Phase, acc: ChatAccumulator) -> Halt {
         if phase == Phase::Reasoning && !acc.is_empty() {
-            self.config.memory.add(acc.finish());
+            self.setup.config.memory.add(acc.finish());
         }
         Halt::Interrupted
     }

@@ -117,7 +117,7 @@ impl std::fmt::Debug for ReplyContext<'_, '_> {
 impl<'c, 'a> ReplyContext<'c, 'a> {
     /// The agent's name and id.
     pub fn agent(&self) -> &AgentInfo {
-        &self.call.config.info
+        &self.call.setup.config.info
     }
 
     /// The call's input, as PreCall hooks left it (already in memory).
@@ -127,12 +127,12 @@ impl<'c, 'a> ReplyContext<'c, 'a> {
 
     /// The agent's memory: the conversation so far, input included.
     pub fn memory(&self) -> &dyn Memory {
-        &*self.call.config.memory
+        &*self.call.setup.config.memory
     }
 
     /// The call's system message (the frozen base after PreCall hooks), if any.
     pub fn system_message(&self) -> Option<&Msg> {
-        self.call.base_system.as_ref()
+        self.call.progress.base_system.as_ref()
     }
 
     /// An assistant message from this agent (carrying its name) with one text block: the
@@ -140,19 +140,19 @@ impl<'c, 'a> ReplyContext<'c, 'a> {
     pub fn message(&self, text: impl Into<String>) -> Msg {
         Msg::new(
             Role::Assistant,
-            self.call.config.info.shared_name(),
+            self.call.setup.config.info.shared_name(),
             vec![ContentBlock::text(text.into())],
         )
     }
 
     /// The call's cancellation: cancelled when the call is interrupted.
     pub fn cancellation(&self) -> &CancellationToken {
-        self.call.cancel
+        self.call.setup.cancel
     }
 
     /// Whether the call was interrupted.
     pub fn is_interrupted(&self) -> bool {
-        self.call.cancel.is_cancelled()
+        self.call.setup.cancel.is_cancelled()
     }
 
     /// The agent's model, to call directly (no hook sees such a call; use
@@ -162,7 +162,7 @@ impl<'c, 'a> ReplyContext<'c, 'a> {
     ///
     /// The model's error.
     pub async fn call_model(&self, request: ModelRequest) -> Result<ChatStream, AgentError> {
-        Ok(self.call.config.model.stream(request).await?)
+        Ok(self.call.setup.config.model.stream(request).await?)
     }
 
     /// One reasoning step of the ReAct loop: PreReasoning, the model call (chunk events
@@ -223,7 +223,7 @@ impl<'c, 'a> ReplyContext<'c, 'a> {
     /// [`Reasoning`](EventType::Reasoning) event (an intermediate message of a custom
     /// reply: a router's note, a sub-agent's answer).
     pub async fn say(&mut self, message: Msg) {
-        self.call.config.memory.add(message.clone());
+        self.call.setup.config.memory.add(message.clone());
         self.call.emit(EventType::Reasoning, true, || message).await;
     }
 }
@@ -236,7 +236,7 @@ impl Call<'_> {
         reply: &dyn DynReply,
         input: Vec<Msg>,
     ) -> Step<Msg> {
-        let cancel = self.cancel;
+        let cancel = self.setup.cancel;
         let mut cx = ReplyContext { call: self, input };
         let outcome = {
             let replied = reply.reply_boxed(&mut cx);
@@ -251,7 +251,7 @@ impl Call<'_> {
             Err(error) => return Err(Halt::Failed(error)),
         };
         // Stored unless a step stored it already (it is then memory's last message).
-        let memory = &self.config.memory;
+        let memory = &self.setup.config.memory;
         let stored = memory
             .len()
             .checked_sub(1)

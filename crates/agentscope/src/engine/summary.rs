@@ -17,7 +17,7 @@ pub(crate) const SUMMARY_HINT: &str = "You have failed to generate response with
 
 impl Call<'_> {
     pub(super) async fn summarize(&mut self) -> Step<Msg> {
-        let config = self.config;
+        let config = self.setup.config;
         let max = config.settings.max_iters;
         for call in pending_tool_uses(&config.memory.messages()) {
             self.open.settle(&call.id);
@@ -34,27 +34,28 @@ impl Call<'_> {
         let mut messages = Vec::with_capacity(config.memory.len() + 2);
         config.memory.copy_into(&mut messages);
         messages.push(Msg::user(SUMMARY_HINT));
-        let system = self.base_system.clone();
+        let system = self.progress.base_system.clone();
         // No tools are offered, so no tool choice can be honoured.
         let options =
             GenerateOptions::clone(&config.settings.options).tool_choice(ToolChoice::Auto);
-        let (messages, system, options) = if self.hooks.is_interested(HookEventType::PreSummary) {
-            let iteration = self.iteration;
-            chain!(
-                self,
-                events::pre_summary(
-                    self.context().info(),
-                    messages,
-                    system,
-                    options,
-                    max,
-                    iteration,
+        let (messages, system, options) =
+            if self.setup.hooks.is_interested(HookEventType::PreSummary) {
+                let iteration = self.progress.iteration;
+                chain!(
+                    self,
+                    events::pre_summary(
+                        self.context().info(),
+                        messages,
+                        system,
+                        options,
+                        max,
+                        iteration,
+                    )
                 )
-            )
-            .into_parts()
-        } else {
-            (messages, system, options)
-        };
+                .into_parts()
+            } else {
+                (messages, system, options)
+            };
         check_no_system(&messages, "PreSummaryEvent input messages")?;
         let request = ModelRequest {
             messages: with_system(system, messages),
@@ -83,7 +84,7 @@ impl Call<'_> {
             }
             Err(halt) => return Err(halt),
         };
-        let summary = if self.hooks.is_interested(HookEventType::PostSummary) {
+        let summary = if self.setup.hooks.is_interested(HookEventType::PostSummary) {
             chain!(self, events::post_summary(self.context().info(), summary)).into_parts()
         } else {
             summary
@@ -108,7 +109,7 @@ impl Call<'_> {
             .retain(|block| !matches!(block, ContentBlock::ToolUse(_)));
         if summary.content.is_empty() {
             return Err(AgentError::Model(ModelError::EmptyResponse {
-                model: self.config.model_name.to_string(),
+                model: self.setup.config.model_name.to_string(),
             })
             .into());
         }
