@@ -94,8 +94,10 @@ mod guides {
     struct Sessions;
     #[doc = include_str!("../../../docs/hitl.md")]
     struct Hitl;
+    #[cfg(feature = "context")]
     #[doc = include_str!("../../../docs/context.md")]
     struct Context;
+    #[cfg(feature = "multi-agent")]
     #[doc = include_str!("../../../docs/multi-agent.md")]
     struct MultiAgent;
     #[doc = include_str!("../../../docs/migrating.md")]

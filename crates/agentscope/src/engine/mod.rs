@@ -1,4 +1,5 @@
-//! The call lifecycle. Reads top to bottom like section 5 of DESIGN.md: busy check, system
+//! The call lifecycle. Reads top to bottom like "One call, end to end" in
+//! `docs/architecture.md`: busy check, system
 //! message seed, PreCall, pending tool calls, the reason/act loop (with the summary at the
 //! iteration limit), PostCall, and the error path. `call()` and `stream()` both run
 //! [`run`]; streaming only adds a sink.
