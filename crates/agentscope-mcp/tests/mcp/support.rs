@@ -10,7 +10,8 @@
 //! fails outside CI, it says why and skips.
 //!
 //! Below the servers, the scenario the tests share: connecting, a direct call, a scripted
-//! model that calls one tool, an agent on it, and the tool results the model read.
+//! model that calls one tool, an agent on it and its reply, and what the model was offered
+//! and read.
 #![allow(dead_code, clippy::panic, clippy::expect_used, clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
@@ -41,7 +42,7 @@ fn servers_dir() -> Option<PathBuf> {
 }
 
 /// server-everything's entry point.
-pub(crate) fn everything_js() -> Option<PathBuf> {
+fn everything_js() -> Option<PathBuf> {
     servers_dir()
         .map(|dir| dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
 }
@@ -105,7 +106,7 @@ impl KillableEverything {
 }
 
 /// The fixture server over stdio, named "fixture".
-pub(crate) fn fixture_stdio() -> Option<McpServerConfig> {
+fn fixture_stdio() -> Option<McpServerConfig> {
     let dir = servers_dir()?;
     Some(
         McpServerConfig::stdio("node")
