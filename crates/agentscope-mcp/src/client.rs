@@ -12,18 +12,15 @@ use rmcp::model::{
     ClientConfig, ClientRequest, Implementation, RequestId, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RunningService};
-use rmcp::transport::common::client_side_sse::SseRetryPolicy;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::config::{McpServerConfig, ReconnectPolicy, TransportConfig};
+use crate::config::{McpServerConfig, TransportConfig};
 use crate::content::{McpToolResult, progress_text};
 use crate::defs::ToolDef;
 use crate::error::{INVALID_PARAMS, McpError};
-use crate::transport::{ProgressRouter, Tapped, forward_stderr};
+use crate::transport::{ProgressRouter, Tapped, child_process, forward_stderr, http_transport};
 use agentscope_core::plumbing::redact::Redactor;
 
 /// A connection to one MCP server, and the server's tools as agentscope tools.
@@ -154,8 +151,8 @@ impl McpClient {
         if let Some(error) = &config.error {
             return Err(error.clone());
         }
-        if let TransportConfig::Http { url, .. } = &config.transport
-            && reqwest::Url::parse(url).is_err()
+        if let TransportConfig::Http(http) = &config.transport
+            && reqwest::Url::parse(&http.url).is_err()
         {
             return Err(McpError::InvalidConfig {
                 message: format!(
@@ -408,27 +405,13 @@ impl Inner {
         let server = &self.shared.server;
         let timeout = self.config.connect_timeout;
         let served = match &self.config.transport {
-            TransportConfig::Stdio {
-                command,
-                args,
-                env,
-                current_dir,
-            } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args)
-                    .envs(env.iter().map(|(k, v)| (k, v)))
-                    .kill_on_drop(true);
-                if let Some(dir) = current_dir {
-                    cmd.current_dir(dir);
-                }
-                let (process, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|e| {
-                        self.connect_error(format!(
-                            "cannot start the MCP server '{server}' (`{command}`): {e}"
-                        ))
-                    })?;
+            TransportConfig::Stdio(stdio) => {
+                let (process, stderr) = child_process(stdio).map_err(|e| {
+                    self.connect_error(format!(
+                        "cannot start the MCP server '{server}' (`{}`): {e}",
+                        stdio.command
+                    ))
+                })?;
                 if let Some(stderr) = stderr {
                     forward_stderr(stderr, server.clone(), self.shared.redactor.clone());
                 }
@@ -440,19 +423,9 @@ impl Inner {
                     .await
                     .map(|served| served.map_err(|e| e.to_string()))
             }
-            TransportConfig::Http {
-                url,
-                headers,
-                bearer_token,
-            } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .custom_headers(headers.iter().cloned().collect());
-                config.retry_config = Arc::new(SseResume(self.config.reconnect));
-                if let Some(token) = bearer_token {
-                    config = config.auth_header(token.clone());
-                }
+            TransportConfig::Http(http) => {
                 let transport = Tapped {
-                    inner: StreamableHttpClientTransport::<reqwest::Client>::from_config(config),
+                    inner: http_transport(http, self.config.reconnect),
                     router,
                 };
                 tokio::time::timeout(timeout, handler.serve(transport))
@@ -615,20 +588,6 @@ impl Inner {
             })),
             Err(error) => Err(CallError::Mcp(self.request_error(&connection, error))),
         }
-    }
-}
-
-/// How long the HTTP transport tries to resume a broken event stream (a `GET` with
-/// `Last-Event-ID`) before the call it carries fails: the reconnect policy's attempts and
-/// pauses. rmcp's default tries forever, so a call whose server died would never end.
-#[derive(Debug)]
-struct SseResume(ReconnectPolicy);
-
-impl SseRetryPolicy for SseResume {
-    fn retry(&self, retries_so_far: usize) -> Option<std::time::Duration> {
-        let attempt = u32::try_from(retries_so_far).ok()?.checked_add(1)?;
-        // The first resumption waits the initial pause too: the stream just broke.
-        (attempt <= self.0.max_attempts()).then(|| self.0.pause_before(attempt + 1))
     }
 }
 

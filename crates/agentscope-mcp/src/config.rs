@@ -54,17 +54,25 @@ pub struct McpServerConfig {
 
 #[derive(Clone)]
 pub(crate) enum TransportConfig {
-    Stdio {
-        command: String,
-        args: Vec<String>,
-        env: Vec<(String, String)>,
-        current_dir: Option<PathBuf>,
-    },
-    Http {
-        url: String,
-        headers: Vec<(HeaderName, HeaderValue)>,
-        bearer_token: Option<String>,
-    },
+    Stdio(StdioConfig),
+    Http(HttpConfig),
+}
+
+/// A server started as a child process.
+#[derive(Clone)]
+pub(crate) struct StdioConfig {
+    pub(crate) command: String,
+    pub(crate) args: Vec<String>,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) current_dir: Option<PathBuf>,
+}
+
+/// A server reached over streamable HTTP.
+#[derive(Clone)]
+pub(crate) struct HttpConfig {
+    pub(crate) url: String,
+    pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
+    pub(crate) bearer_token: Option<String>,
 }
 
 /// How long connecting (starting the process and the protocol handshake) may take by
@@ -78,22 +86,22 @@ impl McpServerConfig {
     /// `agentscope_mcp::stderr`). It is stopped when the client is closed or its last
     /// handle dropped.
     pub fn stdio(command: impl Into<String>) -> Self {
-        Self::new(TransportConfig::Stdio {
+        Self::new(TransportConfig::Stdio(StdioConfig {
             command: command.into(),
             args: Vec::new(),
             env: Vec::new(),
             current_dir: None,
-        })
+        }))
     }
 
     /// A server reached over MCP's streamable HTTP transport at `url` (the endpoint itself,
     /// for example `http://127.0.0.1:3001/mcp`).
     pub fn http(url: impl Into<String>) -> Self {
-        Self::new(TransportConfig::Http {
+        Self::new(TransportConfig::Http(HttpConfig {
             url: url.into(),
             headers: Vec::new(),
             bearer_token: None,
-        })
+        }))
     }
 
     fn new(transport: TransportConfig) -> Self {
@@ -110,6 +118,33 @@ impl McpServerConfig {
     fn fail(&mut self, message: String) {
         self.error
             .get_or_insert(McpError::InvalidConfig { message });
+    }
+
+    /// Applies `set` to a stdio server's settings; on an HTTP server, remembers that
+    /// `setter` does not apply.
+    fn on_stdio(mut self, setter: &str, set: impl FnOnce(&mut StdioConfig)) -> Self {
+        match &mut self.transport {
+            TransportConfig::Stdio(stdio) => set(stdio),
+            TransportConfig::Http(_) => self.fail(format!("{setter}() applies to stdio servers")),
+        }
+        self
+    }
+
+    /// Applies `set` to an HTTP server's settings, remembering the problem it reports; on a
+    /// stdio server, remembers that `setter` does not apply.
+    fn on_http(
+        mut self,
+        setter: &str,
+        set: impl FnOnce(&mut HttpConfig) -> Result<(), String>,
+    ) -> Self {
+        let outcome = match &mut self.transport {
+            TransportConfig::Http(http) => set(http),
+            TransportConfig::Stdio(_) => Err(format!("{setter}() applies to HTTP servers")),
+        };
+        if let Err(message) = outcome {
+            self.fail(message);
+        }
+        self
     }
 
     /// The server's name in messages and errors. Default: the command's file name (stdio)
@@ -142,87 +177,60 @@ impl McpServerConfig {
     }
 
     /// Adds an argument to the command (stdio servers only).
-    pub fn arg(mut self, arg: impl Into<String>) -> Self {
-        match &mut self.transport {
-            TransportConfig::Stdio { args, .. } => args.push(arg.into()),
-            TransportConfig::Http { .. } => self.fail("arg() applies to stdio servers".into()),
-        }
-        self
+    pub fn arg(self, arg: impl Into<String>) -> Self {
+        self.on_stdio("arg", |stdio| stdio.args.push(arg.into()))
     }
 
     /// Adds arguments to the command (stdio servers only).
-    pub fn args<I, S>(mut self, new: I) -> Self
+    pub fn args<I, S>(self, new: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        match &mut self.transport {
-            TransportConfig::Stdio { args, .. } => args.extend(new.into_iter().map(Into::into)),
-            TransportConfig::Http { .. } => self.fail("args() applies to stdio servers".into()),
-        }
-        self
+        self.on_stdio("args", |stdio| {
+            stdio.args.extend(new.into_iter().map(Into::into));
+        })
     }
 
     /// Sets an environment variable of the process (stdio servers only). The value is
     /// treated as a secret: never shown, and scrubbed from errors and logs.
-    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        match &mut self.transport {
-            TransportConfig::Stdio { env, .. } => env.push((key.into(), value.into())),
-            TransportConfig::Http { .. } => self.fail("env() applies to stdio servers".into()),
-        }
-        self
+    pub fn env(self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.on_stdio("env", |stdio| stdio.env.push((key.into(), value.into())))
     }
 
     /// The process's working directory (stdio servers only). Default: this process's.
-    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        match &mut self.transport {
-            TransportConfig::Stdio { current_dir, .. } => *current_dir = Some(dir.into()),
-            TransportConfig::Http { .. } => {
-                self.fail("current_dir() applies to stdio servers".into());
-            }
-        }
-        self
+    pub fn current_dir(self, dir: impl Into<PathBuf>) -> Self {
+        self.on_stdio("current_dir", |stdio| stdio.current_dir = Some(dir.into()))
     }
 
     /// Sends a header with every request (HTTP servers only), for example an API key. The
     /// value is treated as a secret: never shown, and scrubbed from errors and logs.
-    pub fn header(mut self, name: impl AsRef<str>, value: impl AsRef<str>) -> Self {
+    pub fn header(self, name: impl AsRef<str>, value: impl AsRef<str>) -> Self {
         let name = name.as_ref();
-        let parsed = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value.as_ref()),
-        );
-        match (&mut self.transport, parsed) {
-            (TransportConfig::Http { headers, .. }, (Ok(name), Ok(mut value))) => {
-                value.set_sensitive(true);
-                headers.push((name, value));
-            }
-            (TransportConfig::Http { .. }, (Err(_), _)) => {
-                self.fail(format!("'{name}' is not a valid header name"));
-            }
-            (TransportConfig::Http { .. }, (_, Err(_))) => {
+        let value = value.as_ref();
+        self.on_http("header", |http| {
+            let Ok(parsed_name) = HeaderName::from_bytes(name.as_bytes()) else {
+                return Err(format!("'{name}' is not a valid header name"));
+            };
+            let Ok(mut parsed_value) = HeaderValue::from_str(value) else {
                 // The value is a secret: say where it is wrong, not what it is.
-                self.fail(format!(
+                return Err(format!(
                     "the value of header '{name}' is not a valid header value"
                 ));
-            }
-            (TransportConfig::Stdio { .. }, _) => {
-                self.fail("header() applies to HTTP servers".into());
-            }
-        }
-        self
+            };
+            parsed_value.set_sensitive(true);
+            http.headers.push((parsed_name, parsed_value));
+            Ok(())
+        })
     }
 
     /// Sends `Authorization: Bearer <token>` with every request (HTTP servers only). The
     /// token is treated as a secret: never shown, and scrubbed from errors and logs.
-    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
-        match &mut self.transport {
-            TransportConfig::Http { bearer_token, .. } => *bearer_token = Some(token.into()),
-            TransportConfig::Stdio { .. } => {
-                self.fail("bearer_token() applies to HTTP servers".into());
-            }
-        }
-        self
+    pub fn bearer_token(self, token: impl Into<String>) -> Self {
+        self.on_http("bearer_token", |http| {
+            http.bearer_token = Some(token.into());
+            Ok(())
+        })
     }
 
     /// The name used in messages: [`name`](Self::name), or the command's file name, or the
@@ -232,10 +240,10 @@ impl McpServerConfig {
             return name.clone();
         }
         match &self.transport {
-            TransportConfig::Stdio { command, .. } => std::path::Path::new(command)
+            TransportConfig::Stdio(StdioConfig { command, .. }) => std::path::Path::new(command)
                 .file_name()
                 .map_or_else(|| command.clone(), |n| n.to_string_lossy().into_owned()),
-            TransportConfig::Http { url, .. } => Url::parse(url)
+            TransportConfig::Http(HttpConfig { url, .. }) => Url::parse(url)
                 .ok()
                 .and_then(|url| url.host_str().map(str::to_owned))
                 .unwrap_or_else(|| "http".to_owned()),
@@ -247,14 +255,14 @@ impl McpServerConfig {
     pub(crate) fn redactor(&self) -> Redactor {
         let mut secrets: Vec<String> = Vec::new();
         match &self.transport {
-            TransportConfig::Stdio { env, .. } => {
+            TransportConfig::Stdio(StdioConfig { env, .. }) => {
                 secrets.extend(env.iter().map(|(_, value)| value.clone()));
             }
-            TransportConfig::Http {
+            TransportConfig::Http(HttpConfig {
                 url,
                 headers,
                 bearer_token,
-            } => {
+            }) => {
                 secrets.extend(
                     headers
                         .iter()
@@ -282,27 +290,21 @@ impl fmt::Debug for McpServerConfig {
         let mut s = f.debug_struct("McpServerConfig");
         s.field("name", &self.server_name());
         match &self.transport {
-            TransportConfig::Stdio {
-                command,
-                args,
-                env,
-                current_dir,
-            } => {
-                let keys: Vec<&str> = env.iter().map(|(key, _)| key.as_str()).collect();
-                s.field("command", command)
-                    .field("args", args)
+            TransportConfig::Stdio(stdio) => {
+                let keys: Vec<&str> = stdio.env.iter().map(|(key, _)| key.as_str()).collect();
+                s.field("command", &stdio.command)
+                    .field("args", &stdio.args)
                     .field("env", &keys)
-                    .field("current_dir", current_dir);
+                    .field("current_dir", &stdio.current_dir);
             }
-            TransportConfig::Http {
-                url,
-                headers,
-                bearer_token,
-            } => {
-                let names: Vec<&str> = headers.iter().map(|(name, _)| name.as_str()).collect();
-                s.field("url", &url_for_display(url))
+            TransportConfig::Http(http) => {
+                let names: Vec<&str> = http.headers.iter().map(|(name, _)| name.as_str()).collect();
+                s.field("url", &url_for_display(&http.url))
                     .field("headers", &names)
-                    .field("bearer_token", &bearer_token.as_ref().map(|_| REDACTED));
+                    .field(
+                        "bearer_token",
+                        &http.bearer_token.as_ref().map(|_| REDACTED),
+                    );
             }
         }
         s.field("prefix", &self.prefix)

@@ -15,10 +15,61 @@ use rmcp::model::{
     ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
-use rmcp::transport::Transport;
+use rmcp::transport::common::client_side_sse::SseRetryPolicy;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
 use tokio::io::AsyncBufReadExt;
+use tokio::process::ChildStderr;
 
 use agentscope_core::plumbing::redact::Redactor;
+
+use crate::config::{HttpConfig, ReconnectPolicy, StdioConfig};
+
+/// Starts the server's process (killed when dropped), with its standard error piped for
+/// [`forward_stderr`].
+pub(crate) fn child_process(
+    stdio: &StdioConfig,
+) -> std::io::Result<(TokioChildProcess, Option<ChildStderr>)> {
+    let mut cmd = tokio::process::Command::new(&stdio.command);
+    cmd.args(&stdio.args)
+        .envs(stdio.env.iter().map(|(k, v)| (k, v)))
+        .kill_on_drop(true);
+    if let Some(dir) = &stdio.current_dir {
+        cmd.current_dir(dir);
+    }
+    TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+}
+
+/// The streamable HTTP transport to the server, with its headers and bearer token; a broken
+/// event stream is resumed as `reconnect` says.
+pub(crate) fn http_transport(
+    http: &HttpConfig,
+    reconnect: ReconnectPolicy,
+) -> StreamableHttpClientTransport<reqwest::Client> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(http.url.as_str())
+        .custom_headers(http.headers.iter().cloned().collect());
+    config.retry_config = Arc::new(SseResume(reconnect));
+    if let Some(token) = &http.bearer_token {
+        config = config.auth_header(token.clone());
+    }
+    StreamableHttpClientTransport::from_config(config)
+}
+
+/// How long the HTTP transport tries to resume a broken event stream (a `GET` with
+/// `Last-Event-ID`) before the call it carries fails: the reconnect policy's attempts and
+/// pauses. rmcp's default tries forever, so a call whose server died would never end.
+#[derive(Debug)]
+struct SseResume(ReconnectPolicy);
+
+impl SseRetryPolicy for SseResume {
+    fn retry(&self, retries_so_far: usize) -> Option<std::time::Duration> {
+        let attempt = u32::try_from(retries_so_far).ok()?.checked_add(1)?;
+        // The first resumption waits the initial pause too: the stream just broke.
+        (attempt <= self.0.max_attempts()).then(|| self.0.pause_before(attempt + 1))
+    }
+}
 
 /// Routes progress notifications to the call that owns their token.
 #[derive(Default)]

@@ -5,20 +5,13 @@
 use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 use agentscope::prelude::*;
 use agentscope::{ModelRequest, ToolResultBlock};
-use agentscope_mcp::McpClient;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
-use crate::support::{self, last_results, within};
-
-async fn everything() -> Option<McpClient> {
-    let config = support::everything_stdio()?;
-    Some(
-        within(60, McpClient::connect(config.prefix("everything_")))
-            .await
-            .unwrap(),
-    )
-}
+use crate::support::{
+    self, agent_on, assert_read, calls_then_answers, last_results, offered, offered_names, reply,
+    tools_of,
+};
 
 fn tool_use_ids(calls: &[ToolUseBlock]) -> Vec<&str> {
     calls.iter().map(|call| call.id.as_str()).collect()
@@ -30,33 +23,27 @@ fn tool_use_ids(calls: &[ToolUseBlock]) -> Vec<&str> {
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn a_react_run_calls_an_mcp_tool_and_answers_from_its_result() {
-    let Some(client) = everything().await else {
+    let Some(client) = support::everything("everything_").await else {
         return;
     };
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("call_1", "everything_get-sum", json!({"a": 6, "b": 7})),
-        ScriptedResponse::text("6 + 7 = 13."),
-    ]);
-    let agent = ReActAgent::builder()
+    let model = calls_then_answers(
+        "call_1",
+        "everything_get-sum",
+        json!({"a": 6, "b": 7}),
+        "6 + 7 = 13.",
+    );
+    let agent = agent_on(&model, tools_of(&client))
         .name("assistant")
         .sys_prompt("You add numbers with tools.")
-        .model(model.clone())
-        .toolkit(Toolkit::new().tools(client.tools()))
         .build()
         .unwrap();
-    let reply = within(60, agent.call("What is 6 + 7?")).await.unwrap();
-    assert_eq!(reply.text(), "6 + 7 = 13.");
+    assert_eq!(reply(&agent, "What is 6 + 7?").await.text(), "6 + 7 = 13.");
 
     let requests: Vec<ModelRequest> = model.requests();
     assert_eq!(requests.len(), 2);
     // The model was offered the server's tools, as declared.
-    let offered: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(offered, client.tool_names());
-    let sum = requests[0]
-        .tools
-        .iter()
-        .find(|t| t.name == "everything_get-sum")
-        .unwrap();
+    assert_eq!(offered_names(&requests[0]), client.tool_names());
+    let sum = offered(&requests[0], "everything_get-sum");
     assert_eq!(sum.description, "Returns the sum of two numbers");
     assert_eq!(sum.parameters["required"], json!(["a", "b"]));
     // Its second input: system, question, its own call, the server's result.
@@ -92,7 +79,7 @@ async fn a_react_run_calls_an_mcp_tool_and_answers_from_its_result() {
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn pre_acting_hooks_edit_and_deny_mcp_calls() {
-    let Some(client) = everything().await else {
+    let Some(client) = support::everything("everything_").await else {
         return;
     };
     let gate = hook_fn(|event: &mut HookEvent| {
@@ -123,19 +110,18 @@ async fn pre_acting_hooks_edit_and_deny_mcp_calls() {
         ]),
         ScriptedResponse::text("done"),
     ]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tools(client.tools()))
+    let agent = agent_on(&model, tools_of(&client))
         .hook(gate)
         .build()
         .unwrap();
-    assert_eq!(within(60, agent.call("go")).await.unwrap().text(), "done");
-    assert_eq!(
-        last_results(&model.requests()[1]),
-        [
+    assert_eq!(reply(&agent, "go").await.text(), "done");
+    assert_read(
+        &model,
+        1,
+        &[
             ToolResultBlock::text("c1", "everything_echo", "Echo: edited by a hook"),
             ToolResultBlock::error("c2", "everything_get-env", "Denied: no environment dumps."),
-        ]
+        ],
     );
     client.close().await;
 }
@@ -146,21 +132,21 @@ async fn pre_acting_hooks_edit_and_deny_mcp_calls() {
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn approval_by_tool_name_holds_an_mcp_call_until_approved() {
-    let Some(client) = everything().await else {
+    let Some(client) = support::everything("everything_").await else {
         return;
     };
     let approvals = ToolApprovalHook::new(ApprovalPolicy::tools(["everything_get-sum"]));
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "everything_get-sum", json!({"a": 2, "b": 2})),
-        ScriptedResponse::text("2 + 2 = 4."),
-    ]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tools(client.tools()))
+    let model = calls_then_answers(
+        "c1",
+        "everything_get-sum",
+        json!({"a": 2, "b": 2}),
+        "2 + 2 = 4.",
+    );
+    let agent = agent_on(&model, tools_of(&client))
         .hook(approvals.clone())
         .build()
         .unwrap();
-    let stopped = within(60, agent.call("What is 2 + 2?")).await.unwrap();
+    let stopped = reply(&agent, "What is 2 + 2?").await;
     assert_eq!(
         stopped.generate_reason(),
         Some(GenerateReason::ReasoningStopRequested)
@@ -168,15 +154,15 @@ async fn approval_by_tool_name_holds_an_mcp_call_until_approved() {
     assert_eq!(tool_use_ids(&approvals.pending()), ["c1"]);
     assert_eq!(model.request_count(), 1);
     approvals.approve("c1").unwrap();
-    let reply = within(60, agent.call(())).await.unwrap();
-    assert_eq!(reply.text(), "2 + 2 = 4.");
-    assert_eq!(
-        last_results(&model.requests()[1]),
-        [ToolResultBlock::text(
+    assert_eq!(reply(&agent, ()).await.text(), "2 + 2 = 4.");
+    assert_read(
+        &model,
+        1,
+        &[ToolResultBlock::text(
             "c1",
             "everything_get-sum",
-            "The sum of 2 and 2 is 4."
-        )]
+            "The sum of 2 and 2 is 4.",
+        )],
     );
     client.close().await;
 }
@@ -187,15 +173,12 @@ async fn approval_by_tool_name_holds_an_mcp_call_until_approved() {
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn approval_by_server_holds_every_tool_of_that_server_only() {
-    let Some(client) = everything().await else {
+    let Some(client) = support::everything("everything_").await else {
         return;
     };
-    let Some(fixture) = support::fixture_stdio() else {
+    let Some(fixture) = support::fixture("fx_").await else {
         return;
     };
-    let fixture = within(60, McpClient::connect(fixture.prefix("fx_")))
-        .await
-        .unwrap();
     let approvals = ToolApprovalHook::new(ApprovalPolicy::when({
         let client = client.clone();
         move |call| client.has_tool(&call.name)
@@ -208,25 +191,24 @@ async fn approval_by_server_holds_every_tool_of_that_server_only() {
         ]),
         ScriptedResponse::text("done"),
     ]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tools(client.tools()).tools(fixture.tools()))
+    let agent = agent_on(&model, tools_of(&client).tools(fixture.tools()))
         .hook(approvals.clone())
         .build()
         .unwrap();
-    within(60, agent.call("go")).await.unwrap();
+    reply(&agent, "go").await;
     // Both of everything's calls wait; the fixture's does not need approval.
     assert_eq!(tool_use_ids(&approvals.pending()), ["c1", "c3"]);
     approvals.reject("c1", "not now").unwrap();
     approvals.approve("c3").unwrap();
-    assert_eq!(within(60, agent.call(())).await.unwrap().text(), "done");
-    assert_eq!(
-        last_results(&model.requests()[1]),
-        [
+    assert_eq!(reply(&agent, ()).await.text(), "done");
+    assert_read(
+        &model,
+        1,
+        &[
             ToolResultBlock::error("c1", "everything_echo", "Rejected by the user: not now"),
             ToolResultBlock::text("c2", "fx_cancellations", "[]"),
             ToolResultBlock::text("c3", "everything_get-sum", "The sum of 1 and 1 is 2."),
-        ]
+        ],
     );
     client.close().await;
     fixture.close().await;

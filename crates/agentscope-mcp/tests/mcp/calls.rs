@@ -4,29 +4,16 @@
 use agentscope::prelude::*;
 use agentscope::{ImageBlock, ToolResultBlock};
 use agentscope_mcp::{McpClient, McpToolResult};
-use agentscope_test::{ScriptedModel, ScriptedResponse};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use crate::support::{self, last_results, within};
-
-fn args(value: Value) -> Map<String, Value> {
-    value.as_object().cloned().unwrap()
-}
+use crate::support::{self, agent_with_tools, call_tool, calls_then_answers, last_results, reply};
 
 /// Runs one agent call where the model calls `tool` with `input` once, then answers "done";
 /// returns the tool result the model read.
 async fn result_the_model_reads(client: &McpClient, tool: &str, input: Value) -> ToolResultBlock {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", tool, input),
-        ScriptedResponse::text("done"),
-    ]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tools(client.tools()))
-        .build()
-        .unwrap();
-    let reply = within(60, agent.call("go")).await.unwrap();
-    assert_eq!(reply.text(), "done");
+    let model = calls_then_answers("c1", tool, input, "done");
+    let agent = agent_with_tools(&model, client);
+    assert_eq!(reply(&agent, "go").await.text(), "done");
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
     let mut results = last_results(&requests[1]);
@@ -40,10 +27,9 @@ async fn result_the_model_reads(client: &McpClient, tool: &str, input: Value) ->
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn valid_arguments_reach_the_server_and_invalid_ones_never_do() {
-    let Some(config) = support::everything_stdio() else {
+    let Some(client) = support::everything("").await else {
         return;
     };
-    let client = within(60, McpClient::connect(config)).await.unwrap();
     assert_eq!(
         result_the_model_reads(&client, "get-sum", json!({"a": 2, "b": 3})).await,
         ToolResultBlock::text("c1", "get-sum", "The sum of 2 and 3 is 5.")
@@ -72,7 +58,7 @@ async fn valid_arguments_reach_the_server_and_invalid_ones_never_do() {
     );
     // Outside an agent nothing validates: the server's own answer is an error result.
     assert_eq!(
-        within(30, client.call_tool("get-sum", args(json!({"a": 2}))))
+        call_tool(&client, "get-sum", json!({"a": 2}))
             .await
             .unwrap(),
         McpToolResult::new(
@@ -92,11 +78,10 @@ async fn valid_arguments_reach_the_server_and_invalid_ones_never_do() {
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn content_blocks_map_to_ours() {
-    let Some(config) = support::everything_stdio() else {
+    let Some(client) = support::everything("").await else {
         return;
     };
-    let client = within(60, McpClient::connect(config)).await.unwrap();
-    let image = within(30, client.call_tool("get-tiny-image", Map::new()))
+    let image = call_tool(&client, "get-tiny-image", json!({}))
         .await
         .unwrap();
     assert_eq!(image.content.len(), 3);
@@ -118,12 +103,9 @@ async fn content_blocks_map_to_ours() {
         ContentBlock::text("The image above is the MCP logo.")
     );
 
-    let links = within(
-        30,
-        client.call_tool("get-resource-links", args(json!({"count": 2}))),
-    )
-    .await
-    .unwrap();
+    let links = call_tool(&client, "get-resource-links", json!({"count": 2}))
+        .await
+        .unwrap();
     assert_eq!(
         links,
         McpToolResult::new(
@@ -143,7 +125,7 @@ async fn content_blocks_map_to_ours() {
         )
     );
 
-    let reference = within(30, client.call_tool("get-resource-reference", Map::new()))
+    let reference = call_tool(&client, "get-resource-reference", json!({}))
         .await
         .unwrap();
     let texts: Vec<&str> = reference
@@ -161,11 +143,10 @@ async fn content_blocks_map_to_ours() {
     client.close().await;
 
     // The kinds server-everything does not send, from the fixture.
-    let Some(fixture) = support::fixture_stdio() else {
+    let Some(fixture) = support::fixture("").await else {
         return;
     };
-    let fixture = within(60, McpClient::connect(fixture)).await.unwrap();
-    let mixed = within(30, fixture.call_tool("mixed-content", Map::new()))
+    let mixed = call_tool(&fixture, "mixed-content", json!({}))
         .await
         .unwrap();
     assert_eq!(
@@ -197,18 +178,15 @@ async fn content_blocks_map_to_ours() {
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn structured_content_is_kept_and_errors_reach_the_model() {
-    let Some(config) = support::everything_stdio() else {
+    let Some(client) = support::everything("").await else {
         return;
     };
-    let client = within(60, McpClient::connect(config)).await.unwrap();
     let weather = json!({"temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82});
     assert_eq!(
-        within(
-            30,
-            client.call_tool(
-                "get-structured-content",
-                args(json!({"location": "Chicago"}))
-            )
+        call_tool(
+            &client,
+            "get-structured-content",
+            json!({"location": "Chicago"})
         )
         .await
         .unwrap(),
@@ -236,10 +214,9 @@ async fn structured_content_is_kept_and_errors_reach_the_model() {
     );
     client.close().await;
 
-    let Some(fixture) = support::fixture_stdio() else {
+    let Some(fixture) = support::fixture("").await else {
         return;
     };
-    let fixture = within(60, McpClient::connect(fixture)).await.unwrap();
     assert_eq!(
         result_the_model_reads(&fixture, "fail", json!({"why": "disk full"})).await,
         ToolResultBlock::error(

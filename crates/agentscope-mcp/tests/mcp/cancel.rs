@@ -8,13 +8,16 @@ use agentscope::prelude::*;
 use agentscope_mcp::McpClient;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use crate::support::{self, HttpEverything, last_results, within};
+use crate::support::{
+    self, HttpEverything, agent_on, agent_with_tools, assert_read, call_tool, calls_then_answers,
+    connect, reply, within,
+};
 
 /// The reasons of the cancellations the fixture server saw.
 async fn cancellations_seen(fixture: &McpClient) -> Vec<String> {
-    let result = within(30, fixture.call_tool("cancellations", Map::new()))
+    let result = call_tool(fixture, "cancellations", json!({}))
         .await
         .unwrap();
     let text = result.content[0].as_text().unwrap().to_owned();
@@ -66,20 +69,15 @@ async fn interrupt_at_first_progress(agent: &ReActAgent) -> (Msg, Vec<String>) {
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn interrupting_the_agent_call_cancels_the_request_on_the_server() {
-    let Some(config) = support::fixture_stdio() else {
+    let Some(fixture) = support::fixture("").await else {
         return;
     };
-    let fixture = within(60, McpClient::connect(config)).await.unwrap();
     let model = ScriptedModel::new([ScriptedResponse::tool_call(
         "c1",
         "wait-for-cancel",
         json!({}),
     )]);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .toolkit(Toolkit::new().tools(fixture.tools()))
-        .build()
-        .unwrap();
+    let agent = agent_with_tools(&model, &fixture);
     let (reply, progress) = interrupt_at_first_progress(&agent).await;
     assert_eq!(progress, ["progress 1: waiting"]);
     assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
@@ -96,33 +94,30 @@ async fn interrupting_the_agent_call_cancels_the_request_on_the_server() {
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn a_dropped_call_is_cancelled_on_the_server() {
-    let Some(config) = support::fixture_stdio() else {
+    let Some(fixture) = support::fixture("").await else {
         return;
     };
-    let fixture = within(60, McpClient::connect(config)).await.unwrap();
     let wait = fixture
         .tools()
         .into_iter()
         .find(|tool| tool.remote_name() == "wait-for-cancel")
         .unwrap();
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "wait-for-cancel", json!({})),
-        ScriptedResponse::text("gave up"),
-    ]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool_with_timeout(wait, Duration::from_millis(500)))
-        .build()
-        .unwrap();
-    let reply = within(60, agent.call("go")).await.unwrap();
-    assert_eq!(reply.text(), "gave up");
-    assert_eq!(
-        last_results(&model.requests()[1]),
-        [ToolResultBlock::error(
+    let model = calls_then_answers("c1", "wait-for-cancel", json!({}), "gave up");
+    let agent = agent_on(
+        &model,
+        Toolkit::new().tool_with_timeout(wait, Duration::from_millis(500)),
+    )
+    .build()
+    .unwrap();
+    assert_eq!(reply(&agent, "go").await.text(), "gave up");
+    assert_read(
+        &model,
+        1,
+        &[ToolResultBlock::error(
             "c1",
             "wait-for-cancel",
-            "Error: Tool execution failed: tool timed out after 500ms"
-        )]
+            "Error: Tool execution failed: tool timed out after 500ms",
+        )],
     );
     // The notification is sent from Drop, on a task.
     assert_eq!(
@@ -141,19 +136,13 @@ async fn interrupting_a_call_over_http_ends_it_and_the_client_stays_usable() {
     let Some(server) = HttpEverything::start().await else {
         return;
     };
-    let client = within(60, McpClient::connect(server.config()))
-        .await
-        .unwrap();
+    let client = connect(server.config()).await;
     let model = ScriptedModel::new([ScriptedResponse::tool_call(
         "c1",
         "trigger-long-running-operation",
         json!({"duration": 20, "steps": 20}),
     )]);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .toolkit(Toolkit::new().tools(client.tools()))
-        .build()
-        .unwrap();
+    let agent = agent_with_tools(&model, &client);
     let started = Instant::now();
     let (reply, progress) = interrupt_at_first_progress(&agent).await;
     assert_eq!(progress, ["progress 1/20"]);
@@ -163,15 +152,9 @@ async fn interrupting_a_call_over_http_ends_it_and_the_client_stays_usable() {
         "{:?}",
         started.elapsed()
     );
-    let sum = within(
-        30,
-        client.call_tool(
-            "get-sum",
-            json!({"a": 1, "b": 2}).as_object().cloned().unwrap(),
-        ),
-    )
-    .await
-    .unwrap();
+    let sum = call_tool(&client, "get-sum", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
     assert_eq!(
         sum.content,
         [ContentBlock::text("The sum of 1 and 2 is 3.")]

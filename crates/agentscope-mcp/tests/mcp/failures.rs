@@ -6,18 +6,33 @@ use std::time::Duration;
 
 use agentscope::ToolResultBlock;
 use agentscope::prelude::*;
-use agentscope_mcp::{McpClient, McpError, McpServerConfig, ReconnectPolicy};
+use agentscope_mcp::{McpClient, McpError, McpServerConfig, McpToolResult, ReconnectPolicy};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
-use crate::support::{self, HttpEverything, kill_from_pid_file, last_results, within};
+use crate::support::{
+    self, HttpEverything, KillableEverything, agent_with_tools, assert_read, calls_then_answers,
+    connect, within,
+};
 
 const LOST: &str = "Error: Tool execution failed: the connection to the MCP server 'everything' \
                     was lost before it answered (did the server exit?); whether the call ran is unknown";
 
-fn sum_args() -> Map<String, Value> {
-    json!({"a": 1, "b": 2}).as_object().cloned().unwrap()
+/// Asks the server to add 1 and 2, directly.
+async fn sum(client: &McpClient) -> Result<McpToolResult, McpError> {
+    support::call_tool(client, "get-sum", json!({"a": 1, "b": 2})).await
+}
+
+/// Kills the server and waits until the client has seen it go.
+async fn kill_and_wait_until_lost(server: &KillableEverything, client: &McpClient) {
+    server.kill();
+    within(30, async {
+        while client.is_connected().await {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
 }
 
 /// A model that starts a long operation (c1), then adds 1 and 2 (c2), then answers.
@@ -59,23 +74,24 @@ where
 
 fn assert_lost_then_recovered(model: &ScriptedModel, reply: &Msg) {
     assert_eq!(reply.text(), "recovered");
-    let requests = model.requests();
-    assert_eq!(requests.len(), 3);
-    assert_eq!(
-        last_results(&requests[1]),
-        [ToolResultBlock::error(
+    assert_eq!(model.request_count(), 3);
+    assert_read(
+        model,
+        1,
+        &[ToolResultBlock::error(
             "c1",
             "trigger-long-running-operation",
-            LOST
-        )]
+            LOST,
+        )],
     );
-    assert_eq!(
-        last_results(&requests[2]),
-        [ToolResultBlock::text(
+    assert_read(
+        model,
+        2,
+        &[ToolResultBlock::text(
             "c2",
             "get-sum",
-            "The sum of 1 and 2 is 3."
-        )]
+            "The sum of 1 and 2 is 3.",
+        )],
     );
 }
 
@@ -85,26 +101,17 @@ fn assert_lost_then_recovered(model: &ScriptedModel, reply: &Msg) {
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn a_stdio_server_killed_mid_call_gives_an_error_result_then_is_restarted() {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("server.pid");
-    let Some(config) = support::everything_stdio_killable(&pid_file) else {
+    let Some(server) = KillableEverything::new() else {
         return;
     };
-    let client = within(60, McpClient::connect(config)).await.unwrap();
+    let client = connect(server.config()).await;
     let model = long_then_sum();
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tools(client.tools()))
-        .build()
-        .unwrap();
-    let first_pid = std::fs::read_to_string(&pid_file).unwrap();
-    let reply = run_killing_at_first_progress(&agent, || async {
-        kill_from_pid_file(&pid_file);
-    })
-    .await;
+    let agent = agent_with_tools(&model, &client);
+    let first_pid = server.pid();
+    let reply = run_killing_at_first_progress(&agent, || async { server.kill() }).await;
     assert_lost_then_recovered(&model, &reply);
     // A new process answered the second call.
-    assert_ne!(std::fs::read_to_string(&pid_file).unwrap(), first_pid);
+    assert_ne!(server.pid(), first_pid);
     assert!(client.is_connected().await);
     client.close().await;
 }
@@ -118,15 +125,9 @@ async fn an_http_server_killed_mid_call_gives_an_error_result_then_a_new_session
     let Some(mut server) = HttpEverything::start().await else {
         return;
     };
-    let client = within(60, McpClient::connect(server.config()))
-        .await
-        .unwrap();
+    let client = connect(server.config()).await;
     let model = long_then_sum();
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tools(client.tools()))
-        .build()
-        .unwrap();
+    let agent = agent_with_tools(&model, &client);
     let reply = run_killing_at_first_progress(&agent, || server.restart()).await;
     assert_lost_then_recovered(&model, &reply);
     client.close().await;
@@ -138,33 +139,13 @@ async fn an_http_server_killed_mid_call_gives_an_error_result_then_a_new_session
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn without_reconnecting_a_lost_server_stays_lost() {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("server.pid");
-    let Some(config) = support::everything_stdio_killable(&pid_file) else {
+    let Some(server) = KillableEverything::new() else {
         return;
     };
-    let client = within(
-        60,
-        McpClient::connect(config.reconnect(ReconnectPolicy::never())),
-    )
-    .await
-    .unwrap();
-    assert!(
-        !within(30, client.call_tool("get-sum", sum_args()))
-            .await
-            .unwrap()
-            .is_error
-    );
-    kill_from_pid_file(&pid_file);
-    within(30, async {
-        while client.is_connected().await {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    let error = within(30, client.call_tool("get-sum", sum_args()))
-        .await
-        .unwrap_err();
+    let client = connect(server.config().reconnect(ReconnectPolicy::never())).await;
+    assert!(!sum(&client).await.unwrap().is_error);
+    kill_and_wait_until_lost(&server, &client).await;
+    let error = sum(&client).await.unwrap_err();
     assert_eq!(
         error,
         McpError::Disconnected {
@@ -181,33 +162,18 @@ async fn without_reconnecting_a_lost_server_stays_lost() {
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn reconnecting_gives_up_after_the_policy_s_attempts() {
-    let dir = tempfile::tempdir().unwrap();
-    let workdir = dir.path().join("work");
-    std::fs::create_dir(&workdir).unwrap();
-    let pid_file = dir.path().join("server.pid");
-    let Some(config) = support::everything_stdio_killable(&pid_file) else {
+    let Some(server) = KillableEverything::new() else {
         return;
     };
+    let workdir = server.dir().join("work");
+    std::fs::create_dir(&workdir).unwrap();
     let policy =
         ReconnectPolicy::attempts(2).backoff(Duration::from_millis(10), Duration::from_millis(10));
-    let client = within(
-        60,
-        McpClient::connect(config.current_dir(&workdir).reconnect(policy)),
-    )
-    .await
-    .unwrap();
+    let client = connect(server.config().current_dir(&workdir).reconnect(policy)).await;
     // The server dies and cannot be started again (its working directory is gone).
     std::fs::remove_dir(&workdir).unwrap();
-    kill_from_pid_file(&pid_file);
-    within(30, async {
-        while client.is_connected().await {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    let error = within(30, client.call_tool("get-sum", sum_args()))
-        .await
-        .unwrap_err();
+    kill_and_wait_until_lost(&server, &client).await;
+    let error = sum(&client).await.unwrap_err();
     assert_eq!(
         error.to_string(),
         "the connection to the MCP server 'everything' was lost and 2 reconnect attempt(s) failed; \
@@ -215,23 +181,17 @@ async fn reconnecting_gives_up_after_the_policy_s_attempts() {
     );
     assert!(error.is_disconnected());
     // The toolkit's tools report it to the model the same way.
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "get-sum", json!({"a": 1, "b": 2})),
-        ScriptedResponse::text("sorry"),
-    ]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tools(client.tools()))
-        .build()
-        .unwrap();
+    let model = calls_then_answers("c1", "get-sum", json!({"a": 1, "b": 2}), "sorry");
+    let agent = agent_with_tools(&model, &client);
     assert_eq!(within(30, agent.call("go")).await.unwrap().text(), "sorry");
-    assert_eq!(
-        last_results(&model.requests()[1]),
-        [ToolResultBlock::error(
+    assert_read(
+        &model,
+        1,
+        &[ToolResultBlock::error(
             "c1",
             "get-sum",
-            format!("Error: Tool execution failed: {error}")
-        )]
+            format!("Error: Tool execution failed: {error}"),
+        )],
     );
     client.close().await;
 }
@@ -311,14 +271,9 @@ async fn environment_values_stay_out_of_debug_output() {
     let Some(config) = support::everything_stdio() else {
         return;
     };
-    let client = within(
-        60,
-        McpClient::connect(config.env("SERVICE_TOKEN", "env-secret-4")),
-    )
-    .await
-    .unwrap();
+    let client = connect(config.env("SERVICE_TOKEN", "env-secret-4")).await;
     // The server got it ...
-    let env = within(30, client.call_tool("get-env", Map::new()))
+    let env = support::call_tool(&client, "get-env", json!({}))
         .await
         .unwrap();
     assert!(

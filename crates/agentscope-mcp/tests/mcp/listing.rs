@@ -5,7 +5,7 @@ use agentscope::{Tool, Toolkit};
 use agentscope_mcp::McpClient;
 use serde_json::json;
 
-use crate::support::{self, HttpEverything, within};
+use crate::support::{self, HttpEverything, connect, prefixed};
 
 /// server-everything's tools for a client that declares no capabilities (the last one is
 /// registered once the session is initialized).
@@ -53,10 +53,9 @@ fn assert_get_sum_as_declared(client: &McpClient, name: &str) {
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn lists_every_tool_as_declared_over_stdio() {
-    let Some(config) = support::everything_stdio() else {
+    let Some(client) = support::everything("").await else {
         return;
     };
-    let client = within(60, McpClient::connect(config)).await.unwrap();
     assert_eq!(client.name(), "everything");
     assert_eq!(client.tool_names(), EVERYTHING_TOOLS);
     assert_get_sum_as_declared(&client, "get-sum");
@@ -87,9 +86,7 @@ async fn lists_every_tool_as_declared_over_http() {
     let Some(server) = HttpEverything::start().await else {
         return;
     };
-    let client = within(60, McpClient::connect(server.config()))
-        .await
-        .unwrap();
+    let client = connect(server.config()).await;
     assert_eq!(client.tool_names(), EVERYTHING_TOOLS);
     assert_get_sum_as_declared(&client, "get-sum");
     client.close().await;
@@ -101,27 +98,20 @@ async fn lists_every_tool_as_declared_over_http() {
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn a_prefix_renames_the_tools_for_the_model_only() {
-    let Some(config) = support::everything_stdio() else {
+    let Some(client) = support::everything("everything_").await else {
         return;
     };
-    let client = within(60, McpClient::connect(config.prefix("everything_")))
-        .await
-        .unwrap();
-    let expected: Vec<String> = EVERYTHING_TOOLS
-        .iter()
-        .map(|name| format!("everything_{name}"))
-        .collect();
-    assert_eq!(client.tool_names(), expected);
+    assert_eq!(
+        client.tool_names(),
+        prefixed("everything_", &EVERYTHING_TOOLS)
+    );
     assert!(client.has_tool("everything_get-sum"));
     assert!(!client.has_tool("get-sum"));
     assert_get_sum_as_declared(&client, "everything_get-sum");
     // Two servers with different prefixes share one toolkit.
-    let Some(second) = support::everything_stdio() else {
+    let Some(other) = support::everything("other_").await else {
         return;
     };
-    let other = within(60, McpClient::connect(second.prefix("other_")))
-        .await
-        .unwrap();
     let toolkit = Toolkit::new().tools(client.tools()).tools(other.tools());
     assert!(toolkit.error().is_none(), "{:?}", toolkit.error());
     assert_eq!(toolkit.len(), 26);

@@ -3,12 +3,15 @@
 
 use agentscope::ToolResultBlock;
 use agentscope::prelude::*;
-use agentscope_mcp::{McpClient, McpServerConfig};
-use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
+use agentscope_mcp::McpServerConfig;
+use agentscope_test::RecordingHook;
 use futures::StreamExt;
 use serde_json::json;
 
-use crate::support::{self, HttpEverything, acting_chunks, last_results, within};
+use crate::support::{
+    self, HttpEverything, acting_chunks, agent_on, assert_read, calls_then_answers, connect,
+    tools_of, within,
+};
 
 const DONE: &str = "Long running operation completed. Duration: 1 seconds, Steps: 4.";
 const PROGRESS: [&str; 4] = [
@@ -19,20 +22,16 @@ const PROGRESS: [&str; 4] = [
 ];
 
 async fn progress_in_order(config: McpServerConfig) {
-    let client = within(60, McpClient::connect(config)).await.unwrap();
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call(
-            "c1",
-            "trigger-long-running-operation",
-            json!({"duration": 1, "steps": 4}),
-        ),
-        ScriptedResponse::text("finished"),
-    ]);
+    let client = connect(config).await;
+    let model = calls_then_answers(
+        "c1",
+        "trigger-long-running-operation",
+        json!({"duration": 1, "steps": 4}),
+        "finished",
+    );
     let hook = RecordingHook::new(0)
         .with_interests(HookEventType::ActingChunk | HookEventType::PostActing);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tools(client.tools()))
+    let agent = agent_on(&model, tools_of(&client))
         .hook(hook.clone())
         .build()
         .unwrap();
@@ -77,13 +76,14 @@ async fn progress_in_order(config: McpServerConfig) {
         ]
     );
     // The model reads the result only.
-    assert_eq!(
-        last_results(&model.requests()[1]),
-        [ToolResultBlock::text(
+    assert_read(
+        &model,
+        1,
+        &[ToolResultBlock::text(
             "c1",
             "trigger-long-running-operation",
-            DONE
-        )]
+            DONE,
+        )],
     );
     client.close().await;
 }

@@ -5,11 +5,13 @@
 use agentscope::ToolResultBlock;
 use agentscope::hooks::ApprovalPolicy;
 use agentscope::prelude::*;
-use agentscope_mcp::McpClient;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
-use serde_json::{Map, json};
+use serde_json::json;
 
-use crate::support::{self, last_results, within};
+use crate::support::{
+    self, agent_on, agent_with_tools, assert_read, call_tool, calls_then_answers, last_results,
+    offered, offered_names, prefixed, reply, within,
+};
 
 const FIXTURE_TOOLS: [&str; 5] = [
     "add-tool",
@@ -25,16 +27,10 @@ const FIXTURE_TOOLS: [&str; 5] = [
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn the_tool_list_refreshes_when_the_server_says_it_changed() {
-    let Some(config) = support::fixture_stdio() else {
+    let Some(client) = support::fixture("fx_").await else {
         return;
     };
-    let client = within(60, McpClient::connect(config.prefix("fx_")))
-        .await
-        .unwrap();
-    let expected: Vec<String> = FIXTURE_TOOLS
-        .iter()
-        .map(|name| format!("fx_{name}"))
-        .collect();
+    let expected = prefixed("fx_", &FIXTURE_TOOLS);
     assert_eq!(client.tool_names(), expected);
     let generation = client.tools_generation();
     let policy = ApprovalPolicy::when({
@@ -43,19 +39,9 @@ async fn the_tool_list_refreshes_when_the_server_says_it_changed() {
     });
 
     // An agent (built before the change) asks the server to add a tool.
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "fx_add-tool", json!({"name": "greet"})),
-        ScriptedResponse::text("added"),
-    ]);
-    let before = ReActAgent::builder()
-        .model(model)
-        .toolkit(Toolkit::new().tools(client.tools()))
-        .build()
-        .unwrap();
-    assert_eq!(
-        within(60, before.call("add greet")).await.unwrap().text(),
-        "added"
-    );
+    let model = calls_then_answers("c1", "fx_add-tool", json!({"name": "greet"}), "added");
+    let before = agent_with_tools(&model, &client);
+    assert_eq!(reply(&before, "add greet").await.text(), "added");
 
     let now = within(30, client.tools_changed(generation)).await;
     assert_eq!(now, generation + 1);
@@ -69,27 +55,18 @@ async fn the_tool_list_refreshes_when_the_server_says_it_changed() {
     assert!(policy.requires_approval(&ToolUseBlock::new("x", "fx_greet", json!({}))));
     // The agent built before keeps its toolkit; a new one has the tool.
     assert_eq!(before.toolkit().len(), 5);
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "fx_greet", json!({"who": "Ada"})),
-        ScriptedResponse::text("greeted"),
-    ]);
-    let after = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tools(client.tools()))
-        .build()
-        .unwrap();
-    assert_eq!(
-        within(60, after.call("greet Ada")).await.unwrap().text(),
-        "greeted"
-    );
-    assert_eq!(
-        last_results(&model.requests()[1]),
-        [ToolResultBlock::text("c1", "fx_greet", "Hello, Ada!")]
+    let model = calls_then_answers("c1", "fx_greet", json!({"who": "Ada"}), "greeted");
+    let after = agent_with_tools(&model, &client);
+    assert_eq!(reply(&after, "greet Ada").await.text(), "greeted");
+    assert_read(
+        &model,
+        1,
+        &[ToolResultBlock::text("c1", "fx_greet", "Hello, Ada!")],
     );
     // An explicit refresh of an unchanged list changes nothing.
     within(30, client.refresh_tools()).await.unwrap();
     assert_eq!(client.tools_generation(), now);
-    let unchanged = within(30, client.call_tool("cancellations", Map::new()))
+    let unchanged = call_tool(&client, "cancellations", json!({}))
         .await
         .unwrap();
     assert_eq!(unchanged.content, [ContentBlock::text("[]")]);
@@ -102,16 +79,10 @@ async fn the_tool_list_refreshes_when_the_server_says_it_changed() {
     ignore = "Node.js or npm not installed: .ci/run installs them"
 )]
 async fn a_running_agent_with_the_client_as_a_source_sees_the_new_tool_in_its_next_call() {
-    let Some(config) = support::fixture_stdio() else {
+    let Some(client) = support::fixture("fx_").await else {
         return;
     };
-    let client = within(60, McpClient::connect(config.prefix("fx_")))
-        .await
-        .unwrap();
-    let before: Vec<String> = FIXTURE_TOOLS
-        .iter()
-        .map(|name| format!("fx_{name}"))
-        .collect();
+    let before = prefixed("fx_", &FIXTURE_TOOLS);
     let generation = client.tools_generation();
     let model = ScriptedModel::new([
         ScriptedResponse::tool_call("c1", "fx_add-tool", json!({"name": "greet"})),
@@ -119,41 +90,29 @@ async fn a_running_agent_with_the_client_as_a_source_sees_the_new_tool_in_its_ne
         ScriptedResponse::tool_call("c2", "fx_greet", json!({"who": "Ada"})),
         ScriptedResponse::text("greeted"),
     ]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().source(client.clone()))
+    let agent = agent_on(&model, Toolkit::new().source(client.clone()))
         .build()
         .unwrap();
-    assert_eq!(
-        within(60, agent.call("add greet")).await.unwrap().text(),
-        "added"
-    );
+    assert_eq!(reply(&agent, "add greet").await.text(), "added");
     assert_eq!(
         within(30, client.tools_changed(generation)).await,
         generation + 1
     );
     // The same agent, not rebuilt: its next call offers and runs the new tool.
-    assert_eq!(
-        within(60, agent.call("greet Ada")).await.unwrap().text(),
-        "greeted"
-    );
+    assert_eq!(reply(&agent, "greet Ada").await.text(), "greeted");
     let requests = model.requests();
     assert_eq!(requests.len(), 4);
-    let offered =
-        |i: usize| -> Vec<String> { requests[i].tools.iter().map(|t| t.name.clone()).collect() };
     // The first call keeps the list it started with, though the tool was added mid-call.
-    assert_eq!(offered(0), before);
-    assert_eq!(offered(1), before);
+    assert_eq!(offered_names(&requests[0]), before);
+    assert_eq!(offered_names(&requests[1]), before);
     let mut after = before.clone();
     after.push("fx_greet".to_owned());
-    assert_eq!(offered(2), after);
-    assert_eq!(offered(3), after);
-    let greet = requests[2]
-        .tools
-        .iter()
-        .find(|t| t.name == "fx_greet")
-        .unwrap();
-    assert_eq!(greet.description, "Greets (added at run time as greet).");
+    assert_eq!(offered_names(&requests[2]), after);
+    assert_eq!(offered_names(&requests[3]), after);
+    assert_eq!(
+        offered(&requests[2], "fx_greet").description,
+        "Greets (added at run time as greet)."
+    );
     assert_eq!(
         last_results(&requests[3]),
         [ToolResultBlock::text("c2", "fx_greet", "Hello, Ada!")]
