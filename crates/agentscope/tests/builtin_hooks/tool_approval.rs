@@ -55,6 +55,22 @@ fn setup(responses: Vec<ScriptedResponse>, extra: Vec<BoxedHook>) -> Setup {
     }
 }
 
+/// An agent playing `model` over `memory`, with the calculator `calc` behind `approvals`.
+fn approving_agent(
+    model: ScriptedModel,
+    memory: InMemoryMemory,
+    calc: &Calculator,
+    approvals: &ToolApprovalHook,
+) -> ReActAgent {
+    ReActAgent::builder()
+        .model(model)
+        .memory(memory)
+        .toolkit(Toolkit::new().tool(calc.clone()))
+        .hook(approvals.clone())
+        .build()
+        .unwrap()
+}
+
 /// An agent stopped for the approval of calculator call c1 (6*7); `then` is scripted after.
 async fn stopped(then: Vec<ScriptedResponse>) -> Setup {
     let mut responses = vec![ScriptedResponse::tool_call("c1", "calculator", expr("6*7"))];
@@ -438,26 +454,19 @@ async fn a_fresh_hook_over_a_restored_conversation_finds_the_awaiting_calls() {
         ScriptedResponse::tool_call("c1", "calculator", expr("6*7")),
         ScriptedResponse::text("It is 42."),
     ]);
-    let first = ReActAgent::builder()
-        .model(model.clone())
-        .memory(memory.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .hook(ToolApprovalHook::new(ApprovalPolicy::all()))
-        .build()
-        .unwrap();
+    let first = approving_agent(
+        model.clone(),
+        memory.clone(),
+        &Calculator::new(),
+        &ToolApprovalHook::new(ApprovalPolicy::all()),
+    );
     first.call("What is 6*7?").await.unwrap();
     drop(first);
 
     // Second "process": a new agent and hook over the same conversation.
     let approvals = ToolApprovalHook::new(ApprovalPolicy::all());
     let calc = Calculator::new();
-    let second = ReActAgent::builder()
-        .model(model.clone())
-        .memory(memory.clone())
-        .toolkit(Toolkit::new().tool(calc.clone()))
-        .hook(approvals.clone())
-        .build()
-        .unwrap();
+    let second = approving_agent(model.clone(), memory.clone(), &calc, &approvals);
     assert!(approvals.pending().is_empty());
     approvals.restore(&second.memory().messages());
     assert_eq!(ids(&approvals.pending()), ["c1"]);
@@ -478,13 +487,12 @@ async fn a_resume_without_restore_still_refuses_and_lists_the_calls() {
     ]);
     let approvals = ToolApprovalHook::new(ApprovalPolicy::all());
     let calc = Calculator::new();
-    let agent = ReActAgent::builder()
-        .model(ScriptedModel::new([ScriptedResponse::text("It is 42.")]))
-        .memory(memory)
-        .toolkit(Toolkit::new().tool(calc.clone()))
-        .hook(approvals.clone())
-        .build()
-        .unwrap();
+    let agent = approving_agent(
+        ScriptedModel::new([ScriptedResponse::text("It is 42.")]),
+        memory,
+        &calc,
+        &approvals,
+    );
 
     let err = agent.call(()).await.unwrap_err();
 
