@@ -371,9 +371,7 @@ async fn resuming_without_a_decision_fails_before_anything_is_stored() {
     assert_eq!(ids(&s.approvals.pending()), ["c1"]);
 
     // Decide, then resume.
-    s.approvals.approve("c1").unwrap();
-    assert_eq!(s.agent.call(()).await.unwrap().text(), "It is 42.");
-    assert_eq!(s.calc.log().count(), 1);
+    approve_c1_and_resume(&s.agent, &s.approvals, &s.calc).await;
 }
 
 #[tokio::test]
