@@ -11,12 +11,11 @@
 
 mod support;
 
-use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agentscope::{HookChain, HookEvent, HookEventType, hook_fn};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use support::{AsyncNoop, run_floor};
+use support::{AsyncNoop, dispatches, run_floor};
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -75,18 +74,6 @@ impl Kind {
     }
 }
 
-/// Dispatches `iters` times; returns the elapsed time.
-fn run(chain: &HookChain, iters: u64) -> Duration {
-    let mut event = support::pre_reasoning_event();
-    futures::executor::block_on(async {
-        let start = Instant::now();
-        for _ in 0..iters {
-            chain.dispatch(black_box(&mut event)).await.unwrap();
-        }
-        start.elapsed()
-    })
-}
-
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("dispatch");
     group
@@ -97,7 +84,7 @@ fn bench(c: &mut Criterion) {
             let chain = kind.chain(n);
             group.throughput(Throughput::Elements(n as u64));
             group.bench_with_input(BenchmarkId::new(kind.name(), n), &chain, |b, chain| {
-                b.iter_custom(|iters| run(chain, iters));
+                b.iter_custom(|iters| dispatches(chain, iters));
             });
         }
     }
@@ -122,8 +109,8 @@ fn bench(c: &mut Criterion) {
     for kind in Kind::ALL {
         for (i, n) in [1usize, 10, 100].into_iter().enumerate() {
             let chain = kind.chain(n);
-            run(&chain, 10_000);
-            let elapsed = run(&chain, events);
+            dispatches(&chain, 10_000);
+            let elapsed = dispatches(&chain, events);
             let per_event = elapsed.as_nanos() as f64 / events as f64;
             let per_hook = per_event / n as f64;
             println!(

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
 use agentscope::{HookChain, hook_fn};
-use support::{AsyncNoop, run_floor};
+use support::{AsyncNoop, dispatches, run_floor};
 
 /// `calls` ReAct calls one after another under one `block_on`; the elapsed time.
 fn react_calls(agent: &ReActAgent, calls: u64) -> Duration {
@@ -44,24 +44,22 @@ fn react_calls(agent: &ReActAgent, calls: u64) -> Duration {
     })
 }
 
-/// `events` dispatches of one PreReasoning event through `chain`; the elapsed time.
-fn dispatches(chain: &HookChain, events: u64) -> Duration {
-    let mut event = support::pre_reasoning_event();
-    futures::executor::block_on(async {
-        let start = Instant::now();
-        for _ in 0..events {
-            chain.dispatch(black_box(&mut event)).await.unwrap();
-        }
-        start.elapsed()
-    })
-}
-
 /// One figure: its name, how many units (calls, hooks) one iteration holds, and the
 /// function timing `iters` iterations.
 struct Figure<'a> {
     name: &'static str,
     units: f64,
     run: Box<dyn Fn(u64) -> Duration + 'a>,
+}
+
+impl<'a> Figure<'a> {
+    fn new(name: &'static str, units: f64, run: impl Fn(u64) -> Duration + 'a) -> Self {
+        Self {
+            name,
+            units,
+            run: Box::new(run),
+        }
+    }
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -108,31 +106,13 @@ fn main() {
     }
 
     let figures = [
-        Figure {
-            name: "ours react_call_0",
-            units: 1.0,
-            run: Box::new(|n| react_calls(&agent_0, n)),
-        },
-        Figure {
-            name: "ours react_call_10",
-            units: 1.0,
-            run: Box::new(|n| react_calls(&agent_10, n)),
-        },
-        Figure {
-            name: "ours hook_async_per_event",
-            units: 10.0,
-            run: Box::new(|n| dispatches(&async_chain, n)),
-        },
-        Figure {
-            name: "ours hook_fn_per_event",
-            units: 10.0,
-            run: Box::new(|n| dispatches(&fn_chain, n)),
-        },
-        Figure {
-            name: "floor boxed_dyn_future",
-            units: 10.0,
-            run: Box::new(|n| run_floor(10, n)),
-        },
+        Figure::new("ours react_call_0", 1.0, |n| react_calls(&agent_0, n)),
+        Figure::new("ours react_call_10", 1.0, |n| react_calls(&agent_10, n)),
+        Figure::new("ours hook_async_per_event", 10.0, |n| {
+            dispatches(&async_chain, n)
+        }),
+        Figure::new("ours hook_fn_per_event", 10.0, |n| dispatches(&fn_chain, n)),
+        Figure::new("floor boxed_dyn_future", 10.0, |n| run_floor(10, n)),
     ];
 
     // Warm up, and size each figure's batch to about `batch_time`.

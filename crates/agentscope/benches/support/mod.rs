@@ -1,5 +1,6 @@
 //! What the benches share: the no-op async hook, the agent of the ReAct-call benches, the
-//! event of the dispatch benches, and the floor an async hook is measured against.
+//! event of the dispatch benches and its timed dispatch loop, and the floor an async hook is
+//! measured against.
 #![allow(dead_code)]
 
 use std::future::Future;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
-use agentscope::{AgentInfo, GenerateOptions, ReActAgentBuilder};
+use agentscope::{AgentInfo, GenerateOptions, HookChain, ReActAgentBuilder};
 use agentscope_core::plumbing::{CallContext, events};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
@@ -61,6 +62,18 @@ pub(crate) fn pre_reasoning_event() -> HookEvent {
         0,
     )
     .into()
+}
+
+/// `events` dispatches of one [`pre_reasoning_event`] through `chain`; the elapsed time.
+pub(crate) fn dispatches(chain: &HookChain, events: u64) -> Duration {
+    let mut event = pre_reasoning_event();
+    futures::executor::block_on(async {
+        let start = Instant::now();
+        for _ in 0..events {
+            chain.dispatch(black_box(&mut event)).await.unwrap();
+        }
+        start.elapsed()
+    })
 }
 
 /// The floor of an async hook: an async method called through `dyn`, its future boxed.

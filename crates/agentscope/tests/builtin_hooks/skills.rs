@@ -87,6 +87,13 @@ fn skills_dir() -> TempDir {
     dir
 }
 
+/// The skills of [`skills_dir`], loaded (the directory lives as long as the `TempDir`).
+fn loaded_skills() -> (TempDir, SkillHook) {
+    let dir = skills_dir();
+    let skills = SkillHook::from_dir(dir.path()).unwrap();
+    (dir, skills)
+}
+
 fn agent(sys_prompt: &str, skills: &SkillHook, model: &ScriptedModel) -> ReActAgent {
     ReActAgent::builder()
         .sys_prompt(sys_prompt)
@@ -99,8 +106,7 @@ fn agent(sys_prompt: &str, skills: &SkillHook, model: &ScriptedModel) -> ReActAg
 
 #[tokio::test]
 async fn catalogue_is_appended_to_the_system_message_only() {
-    let dir = skills_dir();
-    let skills = SkillHook::from_dir(dir.path()).unwrap();
+    let (_dir, skills) = loaded_skills();
     let model = ScriptedModel::new([
         ScriptedResponse::tool_call("c1", "load_skill", json!({"name": "git-release"})),
         ScriptedResponse::text("Released."),
@@ -153,8 +159,7 @@ async fn catalogue_is_appended_to_the_system_message_only() {
 
 #[tokio::test]
 async fn without_a_prompt_the_catalogue_is_the_system_message() {
-    let dir = skills_dir();
-    let skills = SkillHook::from_dir(dir.path()).unwrap();
+    let (_dir, skills) = loaded_skills();
     let model = ScriptedModel::new([ScriptedResponse::text("ok")]);
     agent("", &skills, &model).call("hi").await.unwrap();
     assert_eq!(system_texts(&model), [[CATALOGUE]]);
@@ -173,8 +178,7 @@ async fn no_skills_append_nothing() {
 
 #[tokio::test]
 async fn unknown_skill_is_an_error_result_listing_the_skills() {
-    let dir = skills_dir();
-    let skills = SkillHook::from_dir(dir.path()).unwrap();
+    let (_dir, skills) = loaded_skills();
     let model = ScriptedModel::new([
         ScriptedResponse::tool_call("c1", "load_skill", json!({"name": "nope"})),
         ScriptedResponse::text("Sorry."),
@@ -200,8 +204,7 @@ async fn the_hook_is_visible_in_hook_order() {
 
 #[test]
 fn loaded_skills_keep_their_file_metadata_and_order() {
-    let dir = skills_dir();
-    let skills = SkillHook::from_dir(dir.path()).unwrap();
+    let (dir, skills) = loaded_skills();
     let names: Vec<&str> = skills.skills().iter().map(Skill::name).collect();
     assert_eq!(names, ["pdf-forms", "git-release"]);
     let release = skills.skill("git-release").unwrap();

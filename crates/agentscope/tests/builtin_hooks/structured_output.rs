@@ -2,7 +2,7 @@
 
 use crate::support::describe::tool_names;
 use crate::support::failures::hook_error;
-use crate::support::fixtures::recorded_agent;
+use crate::support::fixtures::{build_agent, recorded_agent};
 use agentscope::hooks::StructuredOutputHook;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelRequest, ToolChoice};
@@ -105,9 +105,35 @@ fn final_row(value: &Value) -> Row {
     )
 }
 
+/// The memory of a structured call on `question` that called the calculator (`c1`) on
+/// `expression`, got `output`, and answered Paris.
+fn calculated(question: &str, expression: &str, output: &str) -> Vec<Row> {
+    vec![
+        user(question),
+        calls(&[("c1", "calculator", json!({ "expression": expression }))]),
+        result("c1", "calculator", output, false),
+        final_row(&paris()),
+    ]
+}
+
 /// What the model saw: role, content and metadata of each message (no system prompt is set).
 fn seen(request: &ModelRequest) -> Vec<Row> {
     rows(&request.messages)
+}
+
+/// Makes the structured call `question` on `agent` and checks that it returns Paris.
+async fn assert_paris(agent: &ReActAgent, question: &str) {
+    let city: City = agent.call_structured(question).await.unwrap();
+    assert_eq!(city, paris_city());
+}
+
+/// Checks that `agent`'s memory holds the question and the final answer (Paris) only: what
+/// led to it (text answers, reminders, invalid calls) is gone.
+fn assert_only_the_answer_is_kept(agent: &ReActAgent, question: &str) {
+    assert_eq!(
+        rows(&agent.memory().messages()),
+        vec![user(question), final_row(&paris())]
+    );
 }
 
 fn agent(model: &ScriptedModel) -> ReActAgent {
@@ -115,11 +141,7 @@ fn agent(model: &ScriptedModel) -> ReActAgent {
 }
 
 fn agent_with_calculator(model: &ScriptedModel, calc: &Calculator) -> ReActAgent {
-    ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(calc.clone()))
-        .build()
-        .unwrap()
+    build_agent(model, Toolkit::new().tool(calc.clone()), Vec::new())
 }
 
 #[tokio::test]
@@ -212,9 +234,7 @@ async fn a_text_answer_gets_a_reminder_and_then_a_forced_tool_choice() {
     ]);
     let agent = agent(&model);
 
-    let city: City = agent.call_structured("capital of France?").await.unwrap();
-
-    assert_eq!(city, paris_city());
+    assert_paris(&agent, "capital of France?").await;
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[0].options.tool_choice, ToolChoice::Auto);
@@ -232,10 +252,7 @@ async fn a_text_answer_gets_a_reminder_and_then_a_forced_tool_choice() {
         ToolChoice::Specific("generate_response".into())
     );
     assert_eq!(tool_names(&requests[1]), ["generate_response"]);
-    assert_eq!(
-        rows(&agent.memory().messages()),
-        vec![user("capital of France?"), final_row(&paris())]
-    );
+    assert_only_the_answer_is_kept(&agent, "capital of France?");
 }
 
 #[tokio::test]
@@ -246,9 +263,7 @@ async fn invalid_arguments_go_back_to_the_model_as_an_error_result() {
     ]);
     let agent = agent(&model);
 
-    let city: City = agent.call_structured("capital of France?").await.unwrap();
-
-    assert_eq!(city, paris_city());
+    assert_paris(&agent, "capital of France?").await;
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(
@@ -266,10 +281,7 @@ async fn invalid_arguments_go_back_to_the_model_as_an_error_result() {
     );
     // The model was not reminded: it called the tool, so the choice stays its own.
     assert_eq!(requests[1].options.tool_choice, ToolChoice::Auto);
-    assert_eq!(
-        rows(&agent.memory().messages()),
-        vec![user("capital of France?"), final_row(&paris())]
-    );
+    assert_only_the_answer_is_kept(&agent, "capital of France?");
 }
 
 #[tokio::test]
@@ -335,9 +347,7 @@ async fn real_tool_calls_before_the_answer_stay_in_memory() {
     let calc = Calculator::new();
     let agent = agent_with_calculator(&model, &calc);
 
-    let city: City = agent.call_structured("capital of France?").await.unwrap();
-
-    assert_eq!(city, paris_city());
+    assert_paris(&agent, "capital of France?").await;
     assert_eq!(calc.log().count(), 1);
     let requests = model.requests();
     assert_eq!(
@@ -346,12 +356,7 @@ async fn real_tool_calls_before_the_answer_stay_in_memory() {
     );
     assert_eq!(
         rows(&agent.memory().messages()),
-        vec![
-            user("capital of France?"),
-            calls(&[("c1", "calculator", json!({"expression": "2000000+100000"}))]),
-            result("c1", "calculator", "2100000", false),
-            final_row(&paris()),
-        ]
+        calculated("capital of France?", "2000000+100000", "2100000")
     );
 }
 
@@ -364,18 +369,11 @@ async fn a_real_call_next_to_generate_response_keeps_its_call_and_result() {
     let calc = Calculator::new();
     let agent = agent_with_calculator(&model, &calc);
 
-    let city: City = agent.call_structured("q").await.unwrap();
-
-    assert_eq!(city, paris_city());
+    assert_paris(&agent, "q").await;
     assert_eq!(model.request_count(), 1);
     assert_eq!(
         rows(&agent.memory().messages()),
-        vec![
-            user("q"),
-            calls(&[("c1", "calculator", json!({"expression": "1+1"}))]),
-            result("c1", "calculator", "2", false),
-            final_row(&paris()),
-        ]
+        calculated("q", "1+1", "2")
     );
 }
 
@@ -389,9 +387,7 @@ async fn earlier_history_is_left_alone() {
     let agent = agent(&model);
     agent.call("hi").await.unwrap();
 
-    let city: City = agent.call_structured("capital?").await.unwrap();
-
-    assert_eq!(city, paris_city());
+    assert_paris(&agent, "capital?").await;
     assert_eq!(
         rows(&agent.memory().messages()),
         vec![
@@ -406,6 +402,28 @@ async fn earlier_history_is_left_alone() {
             final_row(&paris()),
         ]
     );
+}
+
+/// Checks that `err` says the call ended (with `reason`) before the model called
+/// generate_response, and that the call's reply, `reply`, is kept as the last of the `len`
+/// messages of `agent`'s memory.
+fn assert_ended_without_a_value(
+    err: &AgentError,
+    agent: &ReActAgent,
+    reason: &str,
+    reply: &str,
+    len: usize,
+) {
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "structured output failed: the call ended before the model called \
+             generate_response (it ended with {reason})"
+        )
+    );
+    let memory = agent.memory().messages();
+    assert_eq!(memory.len(), len);
+    assert_eq!(memory[len - 1].text(), reply);
 }
 
 #[tokio::test]
@@ -429,13 +447,8 @@ async fn a_call_that_ends_without_a_value_fails_and_keeps_its_reply() {
         matches!(err, AgentError::StructuredOutput { .. }),
         "unexpected error: {err}"
     );
-    assert_eq!(
-        err.to_string(),
-        "structured output failed: the call ended before the model called generate_response (it ended with MaxIterations)"
-    );
+    assert_ended_without_a_value(&err, &agent, "MaxIterations", "summary", 4);
     let memory = agent.memory().messages();
-    assert_eq!(memory.len(), 4);
-    assert_eq!(memory[3].text(), "summary");
     assert_eq!(
         memory[3].generate_reason(),
         Some(GenerateReason::MaxIterations)
@@ -481,13 +494,7 @@ async fn another_hooks_stop_wins_over_the_reminder() {
 
     let err = agent.call_structured::<City>("q").await.unwrap_err();
 
-    assert_eq!(
-        err.to_string(),
-        "structured output failed: the call ended before the model called generate_response (it ended with ReasoningStopRequested)"
-    );
-    let memory = agent.memory().messages();
-    assert_eq!(memory.len(), 2);
-    assert_eq!(memory[1].text(), "no");
+    assert_ended_without_a_value(&err, &agent, "ReasoningStopRequested", "no", 2);
 }
 
 #[tokio::test]

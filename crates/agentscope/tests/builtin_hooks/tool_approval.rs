@@ -55,6 +55,35 @@ fn setup(responses: Vec<ScriptedResponse>, extra: Vec<BoxedHook>) -> Setup {
     }
 }
 
+/// An agent playing `model` over `memory` (another "process" when the memory outlives an
+/// agent), with a new calculator behind a new hook asking approval of every call.
+fn approving_agent(
+    model: ScriptedModel,
+    memory: InMemoryMemory,
+) -> (ReActAgent, ToolApprovalHook, Calculator) {
+    let approvals = ToolApprovalHook::new(ApprovalPolicy::all());
+    let calc = Calculator::new();
+    let agent = ReActAgent::builder()
+        .model(model)
+        .memory(memory)
+        .toolkit(Toolkit::new().tool(calc.clone()))
+        .hook(approvals.clone())
+        .build()
+        .unwrap();
+    (agent, approvals, calc)
+}
+
+/// Approves c1 (6*7) and resumes: the calculator runs once and the answer is "It is 42.".
+async fn approve_c1_and_resume(
+    agent: &ReActAgent,
+    approvals: &ToolApprovalHook,
+    calc: &Calculator,
+) {
+    approvals.approve("c1").unwrap();
+    assert_eq!(agent.call(()).await.unwrap().text(), "It is 42.");
+    assert_eq!(calc.log().count(), 1);
+}
+
 /// An agent stopped for the approval of calculator call c1 (6*7); `then` is scripted after.
 async fn stopped(then: Vec<ScriptedResponse>) -> Setup {
     let mut responses = vec![ScriptedResponse::tool_call("c1", "calculator", expr("6*7"))];
@@ -342,9 +371,7 @@ async fn resuming_without_a_decision_fails_before_anything_is_stored() {
     assert_eq!(ids(&s.approvals.pending()), ["c1"]);
 
     // Decide, then resume.
-    s.approvals.approve("c1").unwrap();
-    assert_eq!(s.agent.call(()).await.unwrap().text(), "It is 42.");
-    assert_eq!(s.calc.log().count(), 1);
+    approve_c1_and_resume(&s.agent, &s.approvals, &s.calc).await;
 }
 
 #[tokio::test]
@@ -438,33 +465,17 @@ async fn a_fresh_hook_over_a_restored_conversation_finds_the_awaiting_calls() {
         ScriptedResponse::tool_call("c1", "calculator", expr("6*7")),
         ScriptedResponse::text("It is 42."),
     ]);
-    let first = ReActAgent::builder()
-        .model(model.clone())
-        .memory(memory.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .hook(ToolApprovalHook::new(ApprovalPolicy::all()))
-        .build()
-        .unwrap();
+    let (first, _, _) = approving_agent(model.clone(), memory.clone());
     first.call("What is 6*7?").await.unwrap();
     drop(first);
 
     // Second "process": a new agent and hook over the same conversation.
-    let approvals = ToolApprovalHook::new(ApprovalPolicy::all());
-    let calc = Calculator::new();
-    let second = ReActAgent::builder()
-        .model(model.clone())
-        .memory(memory.clone())
-        .toolkit(Toolkit::new().tool(calc.clone()))
-        .hook(approvals.clone())
-        .build()
-        .unwrap();
+    let (second, approvals, calc) = approving_agent(model.clone(), memory.clone());
     assert!(approvals.pending().is_empty());
     approvals.restore(&second.memory().messages());
     assert_eq!(ids(&approvals.pending()), ["c1"]);
 
-    approvals.approve("c1").unwrap();
-    assert_eq!(second.call(()).await.unwrap().text(), "It is 42.");
-    assert_eq!(calc.log().count(), 1);
+    approve_c1_and_resume(&second, &approvals, &calc).await;
 }
 
 #[tokio::test]
@@ -476,23 +487,14 @@ async fn a_resume_without_restore_still_refuses_and_lists_the_calls() {
             .block(ToolUseBlock::new("c1", "calculator", expr("6*7")))
             .build(),
     ]);
-    let approvals = ToolApprovalHook::new(ApprovalPolicy::all());
-    let calc = Calculator::new();
-    let agent = ReActAgent::builder()
-        .model(ScriptedModel::new([ScriptedResponse::text("It is 42.")]))
-        .memory(memory)
-        .toolkit(Toolkit::new().tool(calc.clone()))
-        .hook(approvals.clone())
-        .build()
-        .unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::text("It is 42.")]);
+    let (agent, approvals, calc) = approving_agent(model, memory);
 
     let err = agent.call(()).await.unwrap_err();
 
     assert_eq!(err.hook_error().unwrap().to_string(), AWAITING_C1);
     assert_eq!(ids(&approvals.pending()), ["c1"]);
-    approvals.approve("c1").unwrap();
-    assert_eq!(agent.call(()).await.unwrap().text(), "It is 42.");
-    assert_eq!(calc.log().count(), 1);
+    approve_c1_and_resume(&agent, &approvals, &calc).await;
 }
 
 #[tokio::test]

@@ -125,6 +125,24 @@ fn traced<T>(capture: &Capture, future: impl Future<Output = T>) -> T {
     tracing::subscriber::with_default(capture.subscriber(), || block_on(future))
 }
 
+/// Span fields from `(name, value)` pairs.
+fn fields<V: Into<String>>(
+    pairs: impl IntoIterator<Item = (&'static str, V)>,
+) -> BTreeMap<String, String> {
+    pairs
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value.into()))
+        .collect()
+}
+
+/// A model that calls the calculator (`c1`) on `expression`, then answers `answer`.
+fn calculates(expression: &str, answer: &str) -> ScriptedModel {
+    ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "calculator", json!({ "expression": expression })),
+        ScriptedResponse::text(answer),
+    ])
+}
+
 fn agent_with(model: ScriptedModel, hook: &TracingHook) -> ReActAgent {
     ReActAgent::builder()
         .name("assistant")
@@ -187,18 +205,15 @@ fn tool_call_then_answer_gives_a_call_span_with_chat_and_tool_children() {
     assert_eq!(call.parent, None);
     let call_id = call.field("agentscope.call.id").unwrap();
     assert!(call_id.parse::<CallId>().is_ok(), "{call_id}");
-    let expected: BTreeMap<String, String> = [
-        ("otel.name", "invoke_agent assistant".to_owned()),
-        ("gen_ai.operation.name", "invoke_agent".to_owned()),
-        ("gen_ai.agent.name", "assistant".to_owned()),
-        ("gen_ai.agent.id", agent.id().to_owned()),
-        ("gen_ai.usage.input_tokens", "30".to_owned()),
-        ("gen_ai.usage.output_tokens", "8".to_owned()),
-        ("agentscope.call.id", call_id.to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
+    let expected = fields([
+        ("otel.name", "invoke_agent assistant"),
+        ("gen_ai.operation.name", "invoke_agent"),
+        ("gen_ai.agent.name", "assistant"),
+        ("gen_ai.agent.id", agent.id()),
+        ("gen_ai.usage.input_tokens", "30"),
+        ("gen_ai.usage.output_tokens", "8"),
+        ("agentscope.call.id", call_id),
+    ]);
     assert_eq!(call.fields, expected);
 
     for (index, (input, output, finish)) in [
@@ -207,7 +222,7 @@ fn tool_call_then_answer_gives_a_call_span_with_chat_and_tool_children() {
     ] {
         let chat = &spans[index];
         assert_eq!(chat.parent, Some(0), "chat spans are children of the call");
-        let expected: BTreeMap<String, String> = [
+        let expected = fields([
             ("otel.name", "chat scripted-model"),
             ("gen_ai.operation.name", "chat"),
             ("gen_ai.request.model", "scripted-model"),
@@ -216,25 +231,19 @@ fn tool_call_then_answer_gives_a_call_span_with_chat_and_tool_children() {
             ("gen_ai.usage.input_tokens", input),
             ("gen_ai.usage.output_tokens", output),
             ("gen_ai.response.finish_reasons", finish),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+        ]);
         assert_eq!(chat.fields, expected);
     }
 
     let tool = &spans[2];
     assert_eq!(tool.parent, Some(0), "tool spans are children of the call");
-    let expected: BTreeMap<String, String> = [
+    let expected = fields([
         ("otel.name", "execute_tool calculator"),
         ("gen_ai.operation.name", "execute_tool"),
         ("gen_ai.tool.name", "calculator"),
         ("gen_ai.tool.call.id", "c1"),
         ("gen_ai.tool.type", "function"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect();
+    ]);
     assert_eq!(tool.fields, expected);
 }
 
@@ -388,13 +397,7 @@ fn a_tool_error_result_marks_only_its_tool_span() {
 fn content_is_not_recorded_by_default() {
     let capture = Capture::default();
     let hook = TracingHook::new();
-    let agent = agent_with(
-        ScriptedModel::new([
-            ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "2*3"})),
-            ScriptedResponse::text("6"),
-        ]),
-        &hook,
-    );
+    let agent = agent_with(calculates("2*3", "6"), &hook);
     traced(&capture, agent.call("hi")).unwrap();
     let tool = &capture.spans()[2];
     assert_eq!(tool.field("gen_ai.tool.call.arguments"), None);
@@ -673,10 +676,7 @@ fn concurrent_calls_on_one_agent_keep_their_own_spans() {
 fn a_resumed_call_names_the_call_it_resumes() {
     let capture = Capture::default();
     let hook = TracingHook::new();
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1+1"})),
-        ScriptedResponse::text("2"),
-    ]);
+    let model = calculates("1+1", "2");
     let agent = agent_with(model, &hook);
     let stopper = agent.add_hook(stop_after_first_reasoning());
 
@@ -756,13 +756,7 @@ fn the_hook_is_listed_with_its_priority_and_interests() {
 #[test]
 fn without_a_subscriber_calls_work_and_leave_nothing_behind() {
     let hook = TracingHook::new();
-    let agent = agent_with(
-        ScriptedModel::new([
-            ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "2+2"})),
-            ScriptedResponse::text("4"),
-        ]),
-        &hook,
-    );
+    let agent = agent_with(calculates("2+2", "4"), &hook);
     assert_eq!(block_on(agent.call("2+2?")).unwrap().text(), "4");
     // The hook keeps no state of its own: a clone registered elsewhere sees nothing of it.
     assert_eq!(format!("{hook:?}"), "TracingHook { record_content: false }");

@@ -1,7 +1,6 @@
 //! Token counting: the tokenizer's exact counts, what a message costs, model windows, and
 //! the provider's reported usage preferred over counting inside an agent.
 
-use agentscope::InMemoryMemory;
 use agentscope::context::{
     CompactionReport, ContextWindowHook, ContextWindows, EstimatedTokens, InputTokens, Summarizer,
     TokenCounter,
@@ -11,7 +10,7 @@ use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 
-use crate::{assistant, sent, user};
+use crate::{assistant, compacted, sent, user};
 
 #[cfg(feature = "tiktoken")]
 #[test]
@@ -104,19 +103,36 @@ fn reported_usage_covers_everything_up_to_its_message() {
     assert_eq!(InputTokens::count(&counter, None, &messages).total, 5 * 6);
 }
 
-/// Collects the reports of the context hook at every model call.
-fn collect(reports: &Arc<Mutex<Vec<CompactionReport>>>) -> impl Hook + use<> {
-    let reports = Arc::clone(reports);
-    hook_fn(move |event| {
-        if let HookEvent::PreReasoning(e) = event
-            && let Some(report) = e.extensions().get::<CompactionReport>()
-        {
-            reports.lock().unwrap().push(report.clone());
-        }
-        Ok(())
-    })
-    .with_priority(900)
-    .with_interests(HookEventType::PreReasoning)
+/// Makes one call per input of an agent over `history` compacted by `hook` (reports on), and
+/// returns the reports of the context hook at every model call.
+async fn reported(
+    model: &ScriptedModel,
+    history: Vec<Msg>,
+    hook: ContextWindowHook,
+    inputs: [&str; 2],
+) -> Vec<CompactionReport> {
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let collect = {
+        let reports = Arc::clone(&reports);
+        hook_fn(move |event| {
+            if let HookEvent::PreReasoning(e) = event
+                && let Some(report) = e.extensions().get::<CompactionReport>()
+            {
+                reports.lock().unwrap().push(report.clone());
+            }
+            Ok(())
+        })
+        .with_priority(900)
+        .with_interests(HookEventType::PreReasoning)
+    };
+    let agent = compacted(model, history, hook.with_reports(true))
+        .hook(collect)
+        .build()
+        .unwrap();
+    for input in inputs {
+        agent.call(input).await.unwrap();
+    }
+    reports.lock().unwrap().clone()
 }
 
 /// The provider said the last request took 900 input tokens: with a window of 1,000 and a
@@ -133,23 +149,10 @@ async fn the_providers_usage_is_preferred_to_counting() {
             ScriptedResponse::text("say 0001"),
         ]);
         let summarizer = ScriptedModel::new([ScriptedResponse::text("The user asked once.")]);
-        let reports = Arc::new(Mutex::new(Vec::new()));
-        let agent = ReActAgent::builder()
-            .model(model.clone())
-            .memory(InMemoryMemory::new())
-            .hook(
-                ContextWindowHook::new()
-                    .with_windows(ContextWindows::empty().with("scripted-model", 1_000))
-                    .with_counter(EstimatedTokens::new())
-                    .with_summarizer(Summarizer::new(summarizer.clone()).with_keep_recent(1))
-                    .with_reports(true),
-            )
-            .hook(collect(&reports))
-            .build()
-            .unwrap();
-        agent.call("ask 0000").await.unwrap();
-        agent.call("ask 0001").await.unwrap();
-        let reports = reports.lock().unwrap().clone();
+        let hook = ContextWindowHook::new()
+            .with_windows(ContextWindows::empty().with("scripted-model", 1_000))
+            .with_summarizer(Summarizer::new(summarizer.clone()).with_keep_recent(1));
+        let reports = reported(&model, Vec::new(), hook, ["ask 0000", "ask 0001"]).await;
         assert_eq!(reports.len(), 2);
         assert!(!reports[0].used_reported_usage);
         assert_eq!(reports[0].tokens_before, 6);
@@ -180,22 +183,8 @@ async fn usage_of_another_input_is_not_used() {
         ScriptedResponse::text("say 0002").with_usage(5_000, 10),
         ScriptedResponse::text("say 0003"),
     ]);
-    let reports = Arc::new(Mutex::new(Vec::new()));
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .memory(InMemoryMemory::with_messages(crate::exchanges(2)))
-        .hook(
-            ContextWindowHook::new()
-                .with_counter(EstimatedTokens::new())
-                .with_max_messages(3)
-                .with_reports(true),
-        )
-        .hook(collect(&reports))
-        .build()
-        .unwrap();
-    agent.call("ask 0002").await.unwrap();
-    agent.call("ask 0003").await.unwrap();
-    let reports = reports.lock().unwrap().clone();
+    let hook = ContextWindowHook::new().with_max_messages(3);
+    let reports = reported(&model, crate::exchanges(2), hook, ["ask 0002", "ask 0003"]).await;
     // First input: 5 messages, 2 left out; second: 7 messages, the reply's usage measured
     // [ask 0001, say 0001, ask 0002], but the input now starts at ask 0002.
     assert_eq!(

@@ -18,11 +18,26 @@ mod sliding;
 mod stash;
 mod summary;
 
+use agentscope::context::{ContextWindowHook, EstimatedTokens};
 use agentscope::prelude::*;
+use agentscope::{InMemoryMemory, ReActAgentBuilder};
 use agentscope_test::ScriptedModel;
 use serde_json::Value;
 
 use crate::support::describe::brief;
+
+/// An agent playing `model` over a memory holding `history`, compacted by `hook` counting
+/// with `EstimatedTokens` (6 tokens a message of [`exchanges`]).
+pub(crate) fn compacted(
+    model: &ScriptedModel,
+    history: Vec<Msg>,
+    hook: ContextWindowHook,
+) -> ReActAgentBuilder {
+    ReActAgent::builder()
+        .model(model.clone())
+        .memory(InMemoryMemory::with_messages(history))
+        .hook(hook.with_counter(EstimatedTokens::new()))
+}
 
 /// Request `n` of `model` (0-based), one line per message (`role: blocks`).
 pub(crate) fn sent(model: &ScriptedModel, n: usize) -> Vec<String> {

@@ -54,40 +54,22 @@ struct Settings {
     earlier_summary: Option<usize>,
 }
 
-fn settings() -> impl Strategy<Value = Settings> {
-    (
-        prop::option::of(0usize..12),
-        prop::option::of(0usize..400),
-        20usize..1_500,
-        any::<bool>(),
-        prop::option::of((20usize..300, 0usize..40)),
-        prop::option::of((0.05f32..1.0, 0usize..8)),
-        any::<bool>(),
-        prop::option::of(0usize..40),
-    )
-        .prop_map(
-            |(
-                max_messages,
-                max_tokens,
-                window,
-                hard_limit,
-                tool_limit,
-                summarizer,
-                forced,
-                earlier,
-            )| {
-                Settings {
-                    max_messages,
-                    max_tokens,
-                    window,
-                    hard_limit,
-                    tool_limit,
-                    summarizer,
-                    forced,
-                    earlier_summary: earlier,
-                }
-            },
-        )
+prop_compose! {
+    fn settings()(
+        max_messages in prop::option::of(0usize..12),
+        max_tokens in prop::option::of(0usize..400),
+        window in 20usize..1_500,
+        hard_limit in any::<bool>(),
+        tool_limit in prop::option::of((20usize..300, 0usize..40)),
+        summarizer in prop::option::of((0.05f32..1.0, 0usize..8)),
+        forced in any::<bool>(),
+        earlier_summary in prop::option::of(0usize..40),
+    ) -> Settings {
+        Settings {
+            max_messages, max_tokens, window, hard_limit, tool_limit, summarizer, forced,
+            earlier_summary,
+        }
+    }
 }
 
 fn conversation(turns: &[Turn]) -> Vec<Msg> {

@@ -4,15 +4,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use agentscope::InMemoryMemory;
-use agentscope::context::{
-    CollectCompactionReports, CompactionReport, ContextWindowHook, EstimatedTokens,
-};
+use agentscope::context::{CollectCompactionReports, CompactionReport, ContextWindowHook};
 use agentscope::prelude::*;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 
 use crate::support::warnings::TargetLog;
-use crate::{ask, exchanges, say};
+use crate::{ask, compacted, exchanges, say};
 
 /// Records what the context hook reported at each model call (`None`: no report).
 fn observer(seen: &Arc<Mutex<Vec<Option<CompactionReport>>>>) -> impl Hook + use<> {
@@ -43,18 +40,15 @@ async fn reports_for_the_calls_that_ask() {
         Ok(())
     })
     .with_interests(HookEventType::PreCall);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .memory(InMemoryMemory::with_messages(exchanges(4)))
-        .hook(
-            ContextWindowHook::new()
-                .with_counter(EstimatedTokens::new())
-                .with_max_messages(3),
-        )
-        .hook(ask_for_reports)
-        .hook(observer(&seen))
-        .build()
-        .unwrap();
+    let agent = compacted(
+        &model,
+        exchanges(4),
+        ContextWindowHook::new().with_max_messages(3),
+    )
+    .hook(ask_for_reports)
+    .hook(observer(&seen))
+    .build()
+    .unwrap();
     agent.call("plain").await.unwrap();
     let memory = agent.memory().messages();
     agent.call("report").await.unwrap();
@@ -88,16 +82,8 @@ async fn reports_for_the_calls_that_ask() {
 async fn tracing_events_carry_the_tokens() {
     let log = TargetLog::global("agentscope::context");
     let model = ScriptedModel::new([ScriptedResponse::text("ok"), ScriptedResponse::text("ok")]);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .memory(InMemoryMemory::with_messages(exchanges(5)))
-        .hook(
-            ContextWindowHook::new()
-                .with_counter(EstimatedTokens::new())
-                .with_max_input_tokens(30),
-        )
-        .build()
-        .unwrap();
+    let hook = ContextWindowHook::new().with_max_input_tokens(30);
+    let agent = compacted(&model, exchanges(5), hook).build().unwrap();
     agent.call(ask(5).as_str()).await.unwrap();
     agent.memory().clear();
     agent.call(say(0).as_str()).await.unwrap();

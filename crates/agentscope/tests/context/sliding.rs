@@ -2,14 +2,15 @@
 //! model, with tool calls and their results kept or left out together, the latest user turn
 //! and the most recent turn always kept, and memory never changed.
 
-use agentscope::InMemoryMemory;
-use agentscope::context::{ContextWindowHook, ContextWindows, EstimatedTokens};
+use agentscope::context::{ContextWindowHook, ContextWindows};
 use agentscope::prelude::*;
 use agentscope_test::tools::EchoTool;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
-use crate::{ask, assistant, calls, exchanges, result, say, sent, tool_calls, tool_result, user};
+use crate::{
+    ask, assistant, calls, compacted, exchanges, result, say, sent, tool_calls, tool_result, user,
+};
 
 /// q0, [c0 + result], a0, q1, [c1 c2 + two results], a1: ten messages with the new input.
 fn history_with_tools() -> Vec<Msg> {
@@ -30,12 +31,9 @@ fn history_with_tools() -> Vec<Msg> {
 }
 
 fn agent_with(model: &ScriptedModel, history: Vec<Msg>, hook: ContextWindowHook) -> ReActAgent {
-    ReActAgent::builder()
-        .model(model.clone())
+    compacted(model, history, hook)
         .sys_prompt("You are terse.")
-        .memory(InMemoryMemory::with_messages(history))
         .toolkit(Toolkit::new().tool(EchoTool::new()))
-        .hook(hook.with_counter(EstimatedTokens::new()))
         .build()
         .unwrap()
 }
@@ -85,20 +83,15 @@ async fn the_latest_user_turn_and_the_last_turn_stay() {
         ScriptedResponse::tool_call("c3", "echo", json!({"text": "3"})),
         ScriptedResponse::text("done"),
     ]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .memory(InMemoryMemory::with_messages(vec![
-            Msg::user("q0"),
-            Msg::assistant("a0"),
-        ]))
-        .toolkit(Toolkit::new().tool(EchoTool::new()))
-        .hook(
-            ContextWindowHook::new()
-                .with_counter(EstimatedTokens::new())
-                .with_max_messages(3),
-        )
-        .build()
-        .unwrap();
+    let history = vec![Msg::user("q0"), Msg::assistant("a0")];
+    let agent = compacted(
+        &model,
+        history,
+        ContextWindowHook::new().with_max_messages(3),
+    )
+    .toolkit(Toolkit::new().tool(EchoTool::new()))
+    .build()
+    .unwrap();
     assert_eq!(agent.call("q1").await.unwrap().text(), "done");
     let call = |id: &str, text: &str| calls(&[(id, "echo", json!({"text": text}))]);
     assert_eq!(sent(&model, 0), [user("q0"), assistant("a0"), user("q1")]);
@@ -133,11 +126,8 @@ async fn by_tokens_and_by_the_window() {
         ContextWindowHook::new().with_windows(ContextWindows::empty().with("scripted-model", 36));
     for hook in [budget, window] {
         let model = ScriptedModel::new([ScriptedResponse::text("ok")]);
-        let agent = ReActAgent::builder()
-            .model(model.clone())
-            .memory(InMemoryMemory::with_messages(exchanges(5)))
+        let agent = compacted(&model, exchanges(5), hook)
             .generate_options(GenerateOptions::default().max_tokens(6))
-            .hook(hook.with_counter(EstimatedTokens::new()))
             .build()
             .unwrap();
         agent.call(ask(5).as_str()).await.unwrap();
@@ -145,17 +135,10 @@ async fn by_tokens_and_by_the_window() {
     }
     // Without the hard limit, the whole conversation goes to the provider.
     let model = ScriptedModel::new([ScriptedResponse::text("ok")]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .memory(InMemoryMemory::with_messages(exchanges(5)))
-        .hook(
-            ContextWindowHook::new()
-                .with_windows(ContextWindows::empty().with("scripted-model", 36))
-                .with_hard_limit(false)
-                .with_counter(EstimatedTokens::new()),
-        )
-        .build()
-        .unwrap();
+    let unlimited = ContextWindowHook::new()
+        .with_windows(ContextWindows::empty().with("scripted-model", 36))
+        .with_hard_limit(false);
+    let agent = compacted(&model, exchanges(5), unlimited).build().unwrap();
     agent.call(ask(5).as_str()).await.unwrap();
     assert_eq!(sent(&model, 0).len(), 11);
 }
@@ -179,18 +162,15 @@ async fn the_summary_call_is_compacted_too() {
         ScriptedResponse::tool_call("c1", "echo", json!({"text": "1"})),
         ScriptedResponse::text("summary"),
     ]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .memory(InMemoryMemory::with_messages(exchanges(3)))
-        .toolkit(Toolkit::new().tool(EchoTool::new()))
-        .max_iters(1)
-        .hook(
-            ContextWindowHook::new()
-                .with_counter(EstimatedTokens::new())
-                .with_max_messages(3),
-        )
-        .build()
-        .unwrap();
+    let agent = compacted(
+        &model,
+        exchanges(3),
+        ContextWindowHook::new().with_max_messages(3),
+    )
+    .toolkit(Toolkit::new().tool(EchoTool::new()))
+    .max_iters(1)
+    .build()
+    .unwrap();
     agent.call("q").await.unwrap();
     assert_eq!(
         sent(&model, 1),

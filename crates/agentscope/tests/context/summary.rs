@@ -16,7 +16,7 @@ use agentscope_core::plumbing::{self, CallContext, EventParts, events};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
-use crate::{ask, assistant, exchanges, say, sent, user};
+use crate::{ask, assistant, compacted, exchanges, say, sent, user};
 
 fn summary_text(messages: usize, text: &str) -> String {
     format!("[Summary of the {messages} earlier messages of this conversation]\n{text}")
@@ -208,16 +208,9 @@ async fn a_refused_input_is_compacted_and_retried() {
         ScriptedResponse::text("ok"),
     ]);
     let summarizer = ScriptedModel::new([ScriptedResponse::text("S")]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .memory(InMemoryMemory::with_messages(exchanges(5)))
-        .hook(
-            ContextWindowHook::new()
-                .with_counter(EstimatedTokens::new())
-                .with_summarizer(Summarizer::new(summarizer.clone()).with_keep_recent(4)),
-        )
-        .build()
-        .unwrap();
+    let hook = ContextWindowHook::new()
+        .with_summarizer(Summarizer::new(summarizer.clone()).with_keep_recent(4));
+    let agent = compacted(&model, exchanges(5), hook).build().unwrap();
     assert_eq!(agent.call(ask(5).as_str()).await.unwrap().text(), "ok");
     assert_eq!(sent(&model, 0).len(), 11);
     assert_eq!(

@@ -64,12 +64,9 @@ async fn dropped_after_tool_result(kind: StoreKind) {
     assert!(stored.running_tools.is_empty());
 }
 
-#[tokio::test]
-async fn a_dropped_stream_never_runs_an_approved_tool_again_json() {
-    dropped_after_tool_result(StoreKind::Json).await;
-}
-
-#[tokio::test]
-async fn a_dropped_stream_never_runs_an_approved_tool_again_sqlite() {
-    dropped_after_tool_result(StoreKind::Sqlite).await;
+on_both_stores! {
+    #[tokio::test]
+    dropped_after_tool_result:
+    a_dropped_stream_never_runs_an_approved_tool_again_json,
+    a_dropped_stream_never_runs_an_approved_tool_again_sqlite,
 }

@@ -167,12 +167,9 @@ async fn trials(kind: StoreKind) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_resumes_never_run_an_approved_tool_twice_json() {
-    trials(StoreKind::Json).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_resumes_never_run_an_approved_tool_twice_sqlite() {
-    trials(StoreKind::Sqlite).await;
+on_both_stores! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    trials:
+    killed_resumes_never_run_an_approved_tool_twice_json,
+    killed_resumes_never_run_an_approved_tool_twice_sqlite,
 }

@@ -13,6 +13,22 @@
 //!   and the tool does not run again.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+/// Two tests of `$scenario` (an async fn taking a `StoreKind`), with the test attributes
+/// given: `$json` on the JSON file store, `$sqlite` on the SQLite store.
+macro_rules! on_both_stores {
+    ($(#[$test:meta])* $scenario:ident: $json:ident, $sqlite:ident $(,)?) => {
+        $(#[$test])*
+        async fn $json() {
+            $scenario(crate::worker::StoreKind::Json).await;
+        }
+
+        $(#[$test])*
+        async fn $sqlite() {
+            $scenario(crate::worker::StoreKind::Sqlite).await;
+        }
+    };
+}
+
 mod dropped;
 mod hook_state;
 mod kill;

@@ -70,12 +70,9 @@ async fn two_writers(kind: StoreKind) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_processes_lose_no_turn_json() {
-    two_writers(StoreKind::Json).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_processes_lose_no_turn_sqlite() {
-    two_writers(StoreKind::Sqlite).await;
+on_both_stores! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    two_writers:
+    two_processes_lose_no_turn_json,
+    two_processes_lose_no_turn_sqlite,
 }

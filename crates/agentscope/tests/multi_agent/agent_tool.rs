@@ -92,6 +92,17 @@ fn ask(task: &str) -> ScriptedResponse {
     ScriptedResponse::tool_call("o1", "ask_researcher", json!({ "task": task }))
 }
 
+/// The lead (outer), whose model asks the researcher (inner) "Wait for me.", and the
+/// researcher, whose model calls `wait` (`i1`): a call that runs until it is ended.
+fn lead_waiting_on_researcher() -> (ReActAgent, ReActAgent) {
+    let inner = inner_agent(
+        ScriptedModel::new([ScriptedResponse::tool_call("i1", "wait", json!({}))]),
+        Toolkit::new().tool(Waits),
+    );
+    let outer = outer_agent(ScriptedModel::new([ask("Wait for me.")]), &inner);
+    (outer, inner)
+}
+
 #[test]
 fn the_tool_is_named_described_and_takes_a_task() {
     let inner = inner_agent(ScriptedModel::new([]), Toolkit::new());
@@ -233,11 +244,7 @@ async fn a_call_without_listeners_forwards_nothing_and_a_failure_is_an_error_res
 
 #[tokio::test]
 async fn interrupting_the_outer_call_interrupts_the_inner_call() {
-    let inner = inner_agent(
-        ScriptedModel::new([ScriptedResponse::tool_call("i1", "wait", json!({}))]),
-        Toolkit::new().tool(Waits),
-    );
-    let outer = outer_agent(ScriptedModel::new([ask("Wait for me.")]), &inner);
+    let (outer, inner) = lead_waiting_on_researcher();
     // The outer call is interrupted while the inner agent's tool runs.
     let handle = outer.clone();
     inner.add_hook(
@@ -283,11 +290,7 @@ async fn interrupting_the_outer_call_interrupts_the_inner_call() {
 
 #[tokio::test]
 async fn an_interrupt_from_another_task_reaches_the_inner_call() {
-    let inner = inner_agent(
-        ScriptedModel::new([ScriptedResponse::tool_call("i1", "wait", json!({}))]),
-        Toolkit::new().tool(Waits),
-    );
-    let outer = outer_agent(ScriptedModel::new([ask("Wait for me.")]), &inner);
+    let (outer, inner) = lead_waiting_on_researcher();
 
     let running = tokio::spawn(outer.call("go"));
     // Wait until the inner tool runs (its call is stored).
@@ -309,11 +312,7 @@ async fn an_interrupt_from_another_task_reaches_the_inner_call() {
 
 #[tokio::test]
 async fn dropping_the_outer_stream_cancels_the_inner_call() {
-    let inner = inner_agent(
-        ScriptedModel::new([ScriptedResponse::tool_call("i1", "wait", json!({}))]),
-        Toolkit::new().tool(Waits),
-    );
-    let outer = outer_agent(ScriptedModel::new([ask("Wait for me.")]), &inner);
+    let (outer, inner) = lead_waiting_on_researcher();
 
     let mut events = outer.stream("go", StreamOptions::default());
     // Read until the inner tool reports that it started, then walk away.
@@ -347,11 +346,7 @@ async fn dropping_the_outer_stream_cancels_the_inner_call() {
 
 #[tokio::test]
 async fn dropping_the_outer_call_cancels_the_inner_call() {
-    let inner = inner_agent(
-        ScriptedModel::new([ScriptedResponse::tool_call("i1", "wait", json!({}))]),
-        Toolkit::new().tool(Waits),
-    );
-    let outer = outer_agent(ScriptedModel::new([ask("Wait for me.")]), &inner);
+    let (outer, inner) = lead_waiting_on_researcher();
 
     let timed_out = tokio::time::timeout(Duration::from_millis(50), outer.call("go")).await;
 

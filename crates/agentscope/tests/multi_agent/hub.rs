@@ -10,7 +10,7 @@ use agentscope::multi_agent::{Activity, MultiAgentError};
 use agentscope::prelude::*;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 
-use crate::{from, heard_by, memory, request, scripted};
+use crate::{answers, from, heard_by, hub_of, memory, request, scripted};
 
 fn announcement() -> Msg {
     from("host", "Plan a picnic. Alice, Bob and Carol speak in turn.")
@@ -47,12 +47,11 @@ async fn every_participant_observes_the_announcement_and_every_other_reply_once(
     let (bob, bob_agent, bob_model) = scripted("bob", [ScriptedResponse::text("Saturday works.")]);
     let (carol, carol_agent, carol_model) =
         scripted("carol", [ScriptedResponse::text("I'll bring bread.")]);
-    let hub = MsgHub::builder()
-        .participants([alice.clone(), bob.clone(), carol.clone()])
-        .announcement(announcement())
-        .enter()
-        .await
-        .unwrap();
+    let hub = hub_of(
+        [alice.clone(), bob.clone(), carol.clone()],
+        Some(announcement()),
+    )
+    .await;
     assert_eq!(hub.names(), ["alice", "bob", "carol"]);
     assert_eq!(hub.announcement().unwrap().text(), announcement().text());
     for agent in [&alice_agent, &bob_agent, &carol_agent] {
@@ -86,13 +85,7 @@ async fn every_participant_observes_the_announcement_and_every_other_reply_once(
 
 #[tokio::test]
 async fn the_input_of_a_hub_call_stays_private_and_broadcast_reaches_everyone() {
-    let (alice, alice_agent, alice_model) = scripted(
-        "alice",
-        [
-            ScriptedResponse::text("Psst: Sunday."),
-            ScriptedResponse::text("Noted."),
-        ],
-    );
+    let (alice, alice_agent, alice_model) = scripted("alice", answers(["Psst: Sunday.", "Noted."]));
     let (bob, bob_agent, _) = scripted("bob", []);
     let hub = MsgHub::builder()
         .participant(alice.clone())
@@ -132,21 +125,10 @@ async fn the_input_of_a_hub_call_stays_private_and_broadcast_reaches_everyone() 
 
 #[tokio::test]
 async fn participants_added_or_removed_mid_conversation_hear_from_then_on() {
-    let (alice, alice_agent, alice_model) = scripted(
-        "alice",
-        [ScriptedResponse::text("a1"), ScriptedResponse::text("a2")],
-    );
-    let (bob, bob_agent, _) = scripted(
-        "bob",
-        [ScriptedResponse::text("b1"), ScriptedResponse::text("b2")],
-    );
+    let (alice, alice_agent, alice_model) = scripted("alice", answers(["a1", "a2"]));
+    let (bob, bob_agent, _) = scripted("bob", answers(["b1", "b2"]));
     let (carol, carol_agent, _) = scripted("carol", [ScriptedResponse::text("c1")]);
-    let hub = MsgHub::builder()
-        .participants([alice.clone(), bob.clone()])
-        .announcement(announcement())
-        .enter()
-        .await
-        .unwrap();
+    let hub = hub_of([alice.clone(), bob.clone()], Some(announcement())).await;
 
     hub.call(&alice, ()).await.unwrap();
     // Carol joins: she observes the announcement, not what was said before.
@@ -231,11 +213,7 @@ async fn a_failing_observer_is_named_after_every_other_participant_observed() {
     let (alice, alice_agent, _) = scripted("alice", [ScriptedResponse::text("Hello all.")]);
     let (bob, bob_agent, _) = refusing_observer("bob");
     let (carol, carol_agent, _) = scripted("carol", []);
-    let hub = MsgHub::builder()
-        .participants([alice.clone(), bob.clone(), carol.clone()])
-        .enter()
-        .await
-        .unwrap();
+    let hub = hub_of([alice.clone(), bob.clone(), carol.clone()], None).await;
 
     let error = hub
         .call(&alice, from("user", "Greet everyone."))
@@ -291,11 +269,7 @@ async fn a_failing_observer_is_named_after_every_other_participant_observed() {
 async fn a_failing_speaker_is_named_and_nothing_is_broadcast() {
     let (alice, alice_agent, _) = scripted("alice", [ScriptedResponse::error("overloaded")]);
     let (bob, bob_agent, _) = scripted("bob", []);
-    let hub = MsgHub::builder()
-        .participants([alice.clone(), bob.clone()])
-        .enter()
-        .await
-        .unwrap();
+    let hub = hub_of([alice.clone(), bob.clone()], None).await;
 
     let error = hub.call(&alice, from("user", "Anyone?")).await.unwrap_err();
 
@@ -345,11 +319,7 @@ async fn a_reply_streamed_outside_the_hub_is_shared_with_broadcast_from() {
     let (alice, alice_agent, _) = scripted("alice", [ScriptedResponse::text("Streamed.")]);
     let (bob, bob_agent, _) = scripted("bob", []);
     let (carol, _, _) = scripted("carol", []);
-    let hub = MsgHub::builder()
-        .participants([alice.clone(), bob.clone()])
-        .enter()
-        .await
-        .unwrap();
+    let hub = hub_of([alice.clone(), bob.clone()], None).await;
 
     let mut events = alice.stream(
         from("user", "Say something.").into(),

@@ -17,6 +17,7 @@ mod user_agent;
 use std::sync::Arc;
 
 use agentscope::Agent;
+use agentscope::multi_agent::MsgHub;
 use agentscope::prelude::*;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 
@@ -35,6 +36,23 @@ pub(crate) fn scripted(
         .build()
         .unwrap();
     (Arc::new(agent.clone()), agent, model)
+}
+
+/// Text answers, one per call.
+pub(crate) fn answers<const N: usize>(texts: [&str; N]) -> [ScriptedResponse; N] {
+    texts.map(ScriptedResponse::text)
+}
+
+/// A hub entered with `participants` and, when there is one, the `announcement`.
+pub(crate) async fn hub_of<const N: usize>(
+    participants: [Arc<dyn Agent>; N],
+    announcement: Option<Msg>,
+) -> MsgHub {
+    let mut hub = MsgHub::builder().participants(participants);
+    if let Some(announcement) = announcement {
+        hub = hub.announcement(announcement);
+    }
+    hub.enter().await.unwrap()
 }
 
 /// The agent's memory as `role/name: blocks`.

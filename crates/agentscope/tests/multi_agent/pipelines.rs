@@ -10,9 +10,30 @@ use agentscope::multi_agent::{
     Activity, FanoutPipeline, MultiAgentError, SequentialPipeline, fanout, sequential,
 };
 use agentscope::prelude::*;
-use agentscope_test::ScriptedResponse;
+use agentscope_test::{ScriptedModel, ScriptedResponse};
 
-use crate::{from, heard_by, memory, request, scripted};
+use crate::{answers, from, heard_by, hub_of, memory, request, scripted};
+
+/// A scripted agent answering `text` after `delay_ms` milliseconds.
+fn answering_after(
+    name: &str,
+    text: &str,
+    delay_ms: u64,
+) -> (Arc<dyn Agent>, ReActAgent, ScriptedModel) {
+    scripted(
+        name,
+        [ScriptedResponse::text(text).with_delay(Duration::from_millis(delay_ms))],
+    )
+}
+
+/// The text of each reply of a pipeline that failed (`None`: the agent made none).
+fn reply_texts(error: &MultiAgentError) -> Vec<Option<String>> {
+    error
+        .replies()
+        .iter()
+        .map(|r| r.as_ref().map(Msg::text))
+        .collect()
+}
 
 #[tokio::test]
 async fn sequential_gives_each_reply_to_the_next_agent_and_returns_the_last() {
@@ -69,11 +90,7 @@ async fn sequential_stops_at_the_failing_agent_and_keeps_the_replies_before_it()
 
     let error = sequential(&[a, b, c], "go").await.unwrap_err();
 
-    let replies: Vec<Option<String>> = error
-        .replies()
-        .iter()
-        .map(|r| r.as_ref().map(Msg::text))
-        .collect();
+    let replies = reply_texts(&error);
     assert_eq!(replies, [Some("first".to_owned()), None, None]);
     assert_eq!(error.failed_agents(), ["b"]);
     assert_eq!(error.failures()[0].activity, Activity::Reply);
@@ -115,18 +132,9 @@ fn finish_order(agents: &[&ReActAgent]) -> Arc<Mutex<Vec<String>>> {
 
 #[tokio::test]
 async fn fanout_runs_concurrently_and_returns_replies_in_agent_order() {
-    let (slow, slow_agent, slow_model) = scripted(
-        "slow",
-        [ScriptedResponse::text("slow says").with_delay(Duration::from_millis(90))],
-    );
-    let (fast, fast_agent, fast_model) = scripted(
-        "fast",
-        [ScriptedResponse::text("fast says").with_delay(Duration::from_millis(10))],
-    );
-    let (mid, mid_agent, mid_model) = scripted(
-        "mid",
-        [ScriptedResponse::text("mid says").with_delay(Duration::from_millis(50))],
-    );
+    let (slow, slow_agent, slow_model) = answering_after("slow", "slow says", 90);
+    let (fast, fast_agent, fast_model) = answering_after("fast", "fast says", 10);
+    let (mid, mid_agent, mid_model) = answering_after("mid", "mid says", 50);
     let finished = finish_order(&[&slow_agent, &fast_agent, &mid_agent]);
 
     let replies = fanout(&[slow, fast, mid], from("user", "Vote!"))
@@ -161,11 +169,7 @@ async fn fanout_lets_every_agent_finish_and_names_each_failure() {
 
     let error = fanout(&[a, b, c, d], "Vote!").await.unwrap_err();
 
-    let replies: Vec<Option<String>> = error
-        .replies()
-        .iter()
-        .map(|r| r.as_ref().map(Msg::text))
-        .collect();
+    let replies = reply_texts(&error);
     assert_eq!(
         replies,
         [Some("yes".to_owned()), None, Some("no".to_owned()), None]
@@ -184,12 +188,11 @@ async fn a_sequential_pipeline_in_a_hub_broadcasts_each_reply_and_never_repeats_
     let (alice, alice_agent, alice_model) = scripted("alice", [ScriptedResponse::text("A")]);
     let (bob, bob_agent, bob_model) = scripted("bob", [ScriptedResponse::text("B")]);
     let (carol, carol_agent, carol_model) = scripted("carol", []);
-    let hub = MsgHub::builder()
-        .participants([alice.clone(), bob.clone(), carol.clone()])
-        .announcement(from("host", "Topic: lunch."))
-        .enter()
-        .await
-        .unwrap();
+    let hub = hub_of(
+        [alice.clone(), bob.clone(), carol.clone()],
+        Some(from("host", "Topic: lunch.")),
+    )
+    .await;
 
     let last = SequentialPipeline::new([alice, bob])
         .run_in(&hub, from("user", "Start, Alice."))
@@ -229,20 +232,10 @@ async fn a_sequential_pipeline_in_a_hub_broadcasts_each_reply_and_never_repeats_
 
 #[tokio::test]
 async fn a_fanout_in_a_hub_broadcasts_the_replies_in_participant_order_after_all_calls() {
-    let (a, a_agent, _) = scripted(
-        "a",
-        [ScriptedResponse::text("from a").with_delay(Duration::from_millis(50))],
-    );
-    let (b, b_agent, _) = scripted(
-        "b",
-        [ScriptedResponse::text("from b").with_delay(Duration::from_millis(10))],
-    );
+    let (a, a_agent, _) = answering_after("a", "from a", 50);
+    let (b, b_agent, _) = answering_after("b", "from b", 10);
     let (c, c_agent, c_model) = scripted("c", [ScriptedResponse::text("summary")]);
-    let hub = MsgHub::builder()
-        .participants([a.clone(), b.clone(), c.clone()])
-        .enter()
-        .await
-        .unwrap();
+    let hub = hub_of([a.clone(), b.clone(), c.clone()], None).await;
 
     let replies = FanoutPipeline::new([a, b])
         .run_in(&hub, from("user", "Ideas?"))
@@ -306,14 +299,8 @@ async fn pipelines_in_a_hub_accept_only_participants() {
 
 #[tokio::test]
 async fn pipeline_values_run_outside_a_hub() {
-    let (a, _, _) = scripted(
-        "a",
-        [ScriptedResponse::text("1"), ScriptedResponse::text("3")],
-    );
-    let (b, _, _) = scripted(
-        "b",
-        [ScriptedResponse::text("2"), ScriptedResponse::text("4")],
-    );
+    let (a, _, _) = scripted("a", answers(["1", "3"]));
+    let (b, _, _) = scripted("b", answers(["2", "4"]));
     let sequence = SequentialPipeline::new([a.clone(), b.clone()]);
     let fan = FanoutPipeline::new([a, b]);
     assert_eq!(sequence.agents().len(), 2);

@@ -22,16 +22,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::json;
 
-use crate::store::temp_store;
-
-/// An agent playing `model`, bound to the session `id` of `store`.
-fn bound_agent(model: ScriptedModel, store: impl SessionStore, id: &str) -> ReActAgent {
-    ReActAgent::builder()
-        .model(model)
-        .session(store, id)
-        .build()
-        .unwrap()
-}
+use crate::store::{bound_agent, temp_store};
 
 fn state_of(messages: Vec<Msg>) -> AgentState {
     AgentState::new(AgentIdentity::new("assistant", "agent-1"), messages)
@@ -178,20 +169,39 @@ async fn invalid_session_id_fails_the_call() {
     );
 }
 
-/// A new agent instance on the same session continues the conversation; the stored state
-/// records the last agent that saved it.
-#[tokio::test]
-async fn a_new_instance_continues_the_session() {
-    let (_dir, store) = temp_store();
-    new_instance_continues(store).await;
+/// Two tests running `$scenario` on a JSON file store in a new temporary directory: the
+/// first with the store's file work on the blocking pool (the default), the second with it
+/// inline (`inline(true)`), on the test's current-thread runtime.
+macro_rules! in_both_file_work_modes {
+    (
+        $scenario:ident:
+        $(#[doc = $doc:literal])* $pooled:ident,
+        $(#[doc = $inline_doc:literal])* $inline:ident $(,)?
+    ) => {
+        $(#[doc = $doc])*
+        #[tokio::test]
+        async fn $pooled() {
+            let (_dir, store) = temp_store();
+            $scenario(store).await;
+        }
+
+        $(#[doc = $inline_doc])*
+        #[tokio::test]
+        async fn $inline() {
+            let (_dir, store) = temp_store();
+            $scenario(store.inline(true)).await;
+        }
+    };
 }
 
-/// The same with the store's file work inline, on the test's current-thread runtime: the
-/// calls take leases, load and make fenced saves on the task.
-#[tokio::test]
-async fn a_new_instance_continues_the_session_with_inline_file_work() {
-    let (_dir, store) = temp_store();
-    new_instance_continues(store.inline(true)).await;
+in_both_file_work_modes! {
+    new_instance_continues:
+    /// A new agent instance on the same session continues the conversation; the stored
+    /// state records the last agent that saved it.
+    a_new_instance_continues_the_session,
+    /// The same with the store's file work inline, on the test's current-thread runtime: the
+    /// calls take leases, load and make fenced saves on the task.
+    a_new_instance_continues_the_session_with_inline_file_work,
 }
 
 async fn new_instance_continues(store: JsonFileSessionStore) {
@@ -355,19 +365,14 @@ impl SessionStore for CountingStore {
     }
 }
 
-/// Saves happen after calls that changed memory: answers, stops for approval, suspensions,
-/// and failures after something was stored; not after calls that changed nothing.
-#[tokio::test]
-async fn saves_after_every_call_that_changed_memory() {
-    let (_dir, files) = temp_store();
-    saves_after_every_call(files).await;
-}
-
-/// The same with the store's file work inline, on the test's current-thread runtime.
-#[tokio::test]
-async fn saves_after_every_call_with_inline_file_work() {
-    let (_dir, files) = temp_store();
-    saves_after_every_call(files.inline(true)).await;
+in_both_file_work_modes! {
+    saves_after_every_call:
+    /// Saves happen after calls that changed memory: answers, stops for approval,
+    /// suspensions, and failures after something was stored; not after calls that changed
+    /// nothing.
+    saves_after_every_call_that_changed_memory,
+    /// The same with the store's file work inline, on the test's current-thread runtime.
+    saves_after_every_call_with_inline_file_work,
 }
 
 async fn saves_after_every_call(files: JsonFileSessionStore) {
@@ -639,6 +644,15 @@ async fn streamed_calls_save_before_the_result_is_delivered() {
     );
 }
 
+/// An agent without a session over `memory`, whose model has no answer.
+fn agent_over(memory: &InMemoryMemory) -> ReActAgent {
+    ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .memory(memory.clone())
+        .build()
+        .unwrap()
+}
+
 #[tokio::test]
 async fn save_state_and_load_state_round_trip() {
     let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
@@ -659,11 +673,7 @@ async fn save_state_and_load_state_round_trip() {
     // Through JSON, into another agent with its own memory.
     let state = AgentState::decode("x", &state.encode("x").unwrap()).unwrap();
     let memory = InMemoryMemory::with_messages(vec![Msg::user("replaced")]);
-    let other = ReActAgent::builder()
-        .model(ScriptedModel::new([]))
-        .memory(memory.clone())
-        .build()
-        .unwrap();
+    let other = agent_over(&memory);
     other.load_state(state.clone()).await.unwrap();
     assert_eq!(memory.messages(), state.messages);
     assert_eq!(other.metadata()["user"], "bob");
@@ -804,11 +814,7 @@ async fn a_template_state_keeps_its_running_tools_for_a_new_session() {
 #[tokio::test]
 async fn without_a_session_running_tools_and_hooks_state_are_refused_not_dropped() {
     let memory = InMemoryMemory::with_messages(vec![Msg::user("kept")]);
-    let agent = ReActAgent::builder()
-        .model(ScriptedModel::new([]))
-        .memory(memory.clone())
-        .build()
-        .unwrap();
+    let agent = agent_over(&memory);
     let expected = "the state records running tools [\"c1\"] and hooks' state for \
                     [\"approvals\"], which only an agent bound to a session keeps: bind one \
                     (`session(..)`), or clear `running_tools` and `hooks` to drop them";
@@ -902,11 +908,11 @@ fn session_configuration_errors() {
 async fn an_agent_takes_a_shared_dyn_session_store() {
     let (_dir, store) = temp_store();
     let shared: Arc<dyn SessionStore> = Arc::new(store);
-    let agent = ReActAgent::builder()
-        .model(ScriptedModel::new([ScriptedResponse::text("ok")]))
-        .session(Arc::clone(&shared), "s")
-        .build()
-        .unwrap();
+    let agent = bound_agent(
+        ScriptedModel::new([ScriptedResponse::text("ok")]),
+        Arc::clone(&shared),
+        "s",
+    );
     agent.call("hi").await.unwrap();
     assert_eq!(shared.list().await.unwrap(), ["s"]);
     assert_eq!(shared.load("s").await.unwrap().unwrap().messages.len(), 2);

@@ -9,6 +9,7 @@ use agentscope::prelude::*;
 use agentscope::session::{JsonFileSessionStore, SessionStore};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use serde_json::json;
+use tempfile::TempDir;
 
 use crate::leases::all_said;
 use crate::worker::{ANSWER, QUESTION, Settings, Worker};
@@ -50,6 +51,17 @@ fn agent(
     (agent, recorder)
 }
 
+/// A worker whose call holds the session "shared" of a store in `dir`, and this process's
+/// store on the same directory.
+fn held_by_a_worker(dir: &TempDir) -> (Worker, JsonFileSessionStore) {
+    let sessions = dir.path().join("sessions");
+    let worker = Worker::spawn_holding(&Settings {
+        dir: sessions.clone(),
+        session: "shared".into(),
+    });
+    (worker, JsonFileSessionStore::new(&sessions))
+}
+
 /// While the worker's call holds the session, this process's call on it is busy at once
 /// (no hook runs, the model is not asked, nothing is loaded or stored), loads still read
 /// what the worker saved, and an interrupt does not reach the other process (`false`).
@@ -57,12 +69,7 @@ fn agent(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_in_another_process_makes_calls_here_busy_until_it_ends() {
     let dir = tempfile::tempdir().unwrap();
-    let sessions = dir.path().join("sessions");
-    let worker = Worker::spawn_holding(&Settings {
-        dir: sessions.clone(),
-        session: "shared".into(),
-    });
-    let store = JsonFileSessionStore::new(&sessions);
+    let (worker, store) = held_by_a_worker(&dir);
     let before = store.load("shared").await.unwrap().unwrap();
     assert_eq!(all_said(&before.messages), [QUESTION, "call hold"]);
     assert_eq!(before.running_tools, ["hold-1"]);
@@ -107,12 +114,7 @@ async fn a_call_in_another_process_makes_calls_here_busy_until_it_ends() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_holder_frees_the_session_and_its_running_tool_is_interrupted() {
     let dir = tempfile::tempdir().unwrap();
-    let sessions = dir.path().join("sessions");
-    let worker = Worker::spawn_holding(&Settings {
-        dir: sessions.clone(),
-        session: "shared".into(),
-    });
-    let store = JsonFileSessionStore::new(&sessions);
+    let (worker, store) = held_by_a_worker(&dir);
     let model = ScriptedModel::new([ScriptedResponse::text("parent done")]);
     let runs = Arc::new(AtomicUsize::new(0));
     let (agent, _) = agent(store.clone(), &model, &runs);

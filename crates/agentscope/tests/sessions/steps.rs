@@ -12,7 +12,7 @@ use agentscope::session::{JsonFileSessionStore, SessionError, SessionStore, Stat
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
-use crate::store::{Recording, temp_store};
+use crate::store::{Recording, bound_agent, temp_store};
 
 /// A tool counting its runs.
 fn counted(name: &'static str, runs: Arc<AtomicUsize>) -> impl Tool {
@@ -81,11 +81,7 @@ async fn a_call_saves_at_every_step_and_only_what_changed() {
     // The next call appends to what is stored.
     store.changes.lock().unwrap().clear();
     let model = ScriptedModel::new([ScriptedResponse::text("Again.")]);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .session(store.clone(), "s")
-        .build()
-        .unwrap();
+    let agent = bound_agent(model, store.clone(), "s");
     agent.call("more").await.unwrap();
     assert_eq!(shape(&store.changes.lock().unwrap()), [(3, 4, 2, vec![])]);
 }
@@ -135,11 +131,7 @@ async fn a_call_that_fails_before_the_model_answers_saves_nothing() {
     let (_dir, files) = temp_store();
     let store = Recording::new(files, false);
     let model = ScriptedModel::new([ScriptedResponse::error("overloaded")]);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .session(store.clone(), "s")
-        .build()
-        .unwrap();
+    let agent = bound_agent(model, store.clone(), "s");
     assert!(agent.call("hi").await.is_err());
     assert!(store.changes.lock().unwrap().is_empty());
     assert_eq!(store.load("s").await.unwrap(), None);
@@ -167,20 +159,18 @@ impl Hook for Interloper {
 async fn a_concurrent_writer_makes_the_call_fail_with_a_conflict_before_tools_run() {
     let (_dir, files) = temp_store();
     let store = Recording::new(files, false);
-    let first = ReActAgent::builder()
-        .model(ScriptedModel::new([ScriptedResponse::text("Hi.")]))
-        .session(store.clone(), "s")
-        .build()
-        .unwrap();
+    let first = bound_agent(
+        ScriptedModel::new([ScriptedResponse::text("Hi.")]),
+        store.clone(),
+        "s",
+    );
     first.call("hello").await.unwrap(); // revision 1
 
-    let other = Arc::new(
-        ReActAgent::builder()
-            .model(ScriptedModel::new([ScriptedResponse::text("Other.")]))
-            .session(store.clone(), "s")
-            .build()
-            .unwrap(),
-    );
+    let other = Arc::new(bound_agent(
+        ScriptedModel::new([ScriptedResponse::text("Other.")]),
+        store.clone(),
+        "s",
+    ));
     // While `agent` reasons, `other` completes a whole call on the same session.
     let interloper = Arc::clone(&other);
     let runs = Arc::new(AtomicUsize::new(0));
@@ -245,11 +235,11 @@ impl Hook for Refused {
 #[tokio::test]
 async fn a_second_call_while_a_call_holds_the_session_is_busy() {
     let (_dir, store) = temp_store();
-    let first = ReActAgent::builder()
-        .model(ScriptedModel::new([ScriptedResponse::text("Hi.")]))
-        .session(store.clone(), "s")
-        .build()
-        .unwrap();
+    let first = bound_agent(
+        ScriptedModel::new([ScriptedResponse::text("Hi.")]),
+        store.clone(),
+        "s",
+    );
     first.call("hello").await.unwrap();
 
     let model = ScriptedModel::new([ScriptedResponse::text("Other.")]);
@@ -290,6 +280,62 @@ async fn a_second_call_while_a_call_holds_the_session_is_busy() {
     assert_eq!(stored.revision, 5);
 }
 
+/// The tool "act" (idempotent or not) counting its runs, whose first run never finishes (its
+/// call is dropped meanwhile: the process "dies"), and the signal that run gives when it
+/// starts.
+fn act_hanging_once(
+    idempotent: bool,
+) -> (
+    impl Tool + use<>,
+    Arc<tokio::sync::Notify>,
+    Arc<AtomicUsize>,
+) {
+    let started = Arc::new(tokio::sync::Notify::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let tool = {
+        let (started, runs) = (started.clone(), runs.clone());
+        let tool = tool_fn(
+            "act",
+            "Acts.",
+            json!({"type": "object"}),
+            move |_input, _ctx| {
+                let (started, runs) = (started.clone(), runs.clone());
+                async move {
+                    if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+                        started.notify_one();
+                        std::future::pending::<()>().await;
+                    }
+                    Ok("acted")
+                }
+            },
+        );
+        if idempotent { tool.idempotent() } else { tool }
+    };
+    (tool, started, runs)
+}
+
+/// Runs `call` until `signal` fires, then drops it (the call cannot finish before).
+async fn drop_at(call: impl Future, signal: &tokio::sync::Notify) {
+    tokio::select! {
+        _ = call => panic!("the call cannot finish"),
+        () = signal.notified() => {}
+    }
+}
+
+/// An agent with `toolkit` bound to session "s" of `store`, answering from `model`.
+fn on_session_s(
+    store: &JsonFileSessionStore,
+    toolkit: Toolkit,
+    model: ScriptedModel,
+) -> ReActAgent {
+    ReActAgent::builder()
+        .model(model)
+        .toolkit(toolkit)
+        .session(store.clone(), "s")
+        .build()
+        .unwrap()
+}
+
 /// A call dropped while its tool runs leaves the call recorded as running; a resume in a
 /// fresh agent does not run a non-idempotent tool again and gives it the "interrupted while
 /// running" result; an idempotent tool runs again.
@@ -297,53 +343,19 @@ async fn a_second_call_while_a_call_holds_the_session_is_busy() {
 async fn tools_recorded_as_running_are_rerun_only_when_idempotent() {
     for idempotent in [false, true] {
         let (_dir, store) = temp_store();
-        let started = Arc::new(tokio::sync::Notify::new());
-        let runs = Arc::new(AtomicUsize::new(0));
-        let tool = {
-            let (started, runs) = (started.clone(), runs.clone());
-            let tool = tool_fn(
-                "act",
-                "Acts.",
-                json!({"type": "object"}),
-                move |_input, _ctx| {
-                    let (started, runs) = (started.clone(), runs.clone());
-                    async move {
-                        if runs.fetch_add(1, Ordering::SeqCst) == 0 {
-                            // The first run never finishes: its call is dropped meanwhile.
-                            started.notify_one();
-                            std::future::pending::<()>().await;
-                        }
-                        Ok("acted")
-                    }
-                },
-            );
-            if idempotent { tool.idempotent() } else { tool }
-        };
+        let (tool, started, runs) = act_hanging_once(idempotent);
         let toolkit = Toolkit::new().tool(tool);
         let model = ScriptedModel::new([
             ScriptedResponse::tool_call("t1", "act", json!({})),
             ScriptedResponse::text("Done."),
         ]);
-        let agent = ReActAgent::builder()
-            .model(model)
-            .toolkit(toolkit.clone())
-            .session(store.clone(), "s")
-            .build()
-            .unwrap();
-        tokio::select! {
-            _ = agent.call("go") => panic!("the call cannot finish"),
-            () = started.notified() => {}
-        }
+        let agent = on_session_s(&store, toolkit.clone(), model);
+        drop_at(agent.call("go"), &started).await;
         let stored = store.load("s").await.unwrap().unwrap();
         assert_eq!(stored.running_tools, ["t1"]);
 
         let model = ScriptedModel::new([ScriptedResponse::text("Done.")]);
-        let fresh = ReActAgent::builder()
-            .model(model.clone())
-            .toolkit(toolkit)
-            .session(store.clone(), "s")
-            .build()
-            .unwrap();
+        let fresh = on_session_s(&store, toolkit, model);
         assert_eq!(fresh.call(()).await.unwrap().text(), "Done.");
         let stored = store.load("s").await.unwrap().unwrap();
         assert!(stored.running_tools.is_empty());
@@ -370,47 +382,13 @@ async fn tools_recorded_as_running_are_rerun_only_when_idempotent() {
 #[tokio::test]
 async fn new_input_closes_calls_recorded_as_running() {
     let (_dir, store) = temp_store();
-    let started = Arc::new(tokio::sync::Notify::new());
-    let runs = Arc::new(AtomicUsize::new(0));
-    let tool = {
-        let (started, runs) = (started.clone(), runs.clone());
-        tool_fn(
-            "act",
-            "Acts.",
-            json!({"type": "object"}),
-            move |_input, _ctx| {
-                let (started, runs) = (started.clone(), runs.clone());
-                async move {
-                    runs.fetch_add(1, Ordering::SeqCst);
-                    started.notify_one();
-                    std::future::pending::<()>().await;
-                    Ok("acted")
-                }
-            },
-        )
-    };
+    let (tool, started, runs) = act_hanging_once(false);
     let toolkit = Toolkit::new().tool(tool);
-    let agent = ReActAgent::builder()
-        .model(ScriptedModel::new([ScriptedResponse::tool_call(
-            "t1",
-            "act",
-            json!({}),
-        )]))
-        .toolkit(toolkit.clone())
-        .session(store.clone(), "s")
-        .build()
-        .unwrap();
-    tokio::select! {
-        _ = agent.call("go") => panic!("the call cannot finish"),
-        () = started.notified() => {}
-    }
+    let model = ScriptedModel::new([ScriptedResponse::tool_call("t1", "act", json!({}))]);
+    let agent = on_session_s(&store, toolkit.clone(), model);
+    drop_at(agent.call("go"), &started).await;
     let model = ScriptedModel::new([ScriptedResponse::text("Moved on.")]);
-    let fresh = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(toolkit)
-        .session(store.clone(), "s")
-        .build()
-        .unwrap();
+    let fresh = on_session_s(&store, toolkit, model.clone());
     assert_eq!(fresh.call("never mind").await.unwrap().text(), "Moved on.");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     let stored = store.load("s").await.unwrap().unwrap();
@@ -485,10 +463,7 @@ async fn approval_decisions_survive_a_restart() {
     approvals.approve("t1").unwrap();
     let reached = Arc::new(tokio::sync::Notify::new());
     agent.add_hook(HangAtPreActing(reached.clone()));
-    tokio::select! {
-        _ = agent.call(()) => panic!("the call cannot finish"),
-        () = reached.notified() => {}
-    }
+    drop_at(agent.call(()), &reached).await;
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     let stored = store.load("s").await.unwrap().unwrap();
     assert_eq!(

@@ -1,12 +1,14 @@
-//! The stores the tests use: a JSON file store in a temporary directory, and a wrapper that
-//! records every change it is asked to save.
+//! The stores the tests use: a JSON file store in a temporary directory, a wrapper that
+//! records every change it is asked to save, and an agent bound to a session of a store.
 
 use std::sync::{Arc, Mutex};
 
 use agentscope::CancellationToken;
+use agentscope::prelude::*;
 use agentscope::session::{
     AgentState, JsonFileSessionStore, SessionError, SessionLease, SessionStore, StateChange,
 };
+use agentscope_test::ScriptedModel;
 use futures::future::BoxFuture;
 use tempfile::TempDir;
 
@@ -15,6 +17,15 @@ pub(crate) fn temp_store() -> (TempDir, JsonFileSessionStore) {
     let dir = tempfile::tempdir().unwrap();
     let store = JsonFileSessionStore::new(dir.path().join("sessions"));
     (dir, store)
+}
+
+/// An agent playing `model`, bound to the session `id` of `store`.
+pub(crate) fn bound_agent(model: ScriptedModel, store: impl SessionStore, id: &str) -> ReActAgent {
+    ReActAgent::builder()
+        .model(model)
+        .session(store, id)
+        .build()
+        .unwrap()
 }
 
 /// Forwards to the JSON file store, its leases included (`leases`) or not (a store without
