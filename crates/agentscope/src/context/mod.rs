@@ -9,7 +9,7 @@
 //! | piece | what |
 //! |---|---|
 //! | [`TokenCounter`] | counts a text, a message (content plus a per-message overhead; tool calls and results too), messages |
-//! | [`TiktokenCounter`] | OpenAI's tokenizers (`o200k_base`, `cl100k_base`), vocabularies inside the crate, loaded once; the `tiktoken` feature, on by default |
+//! | [`TiktokenCounter`] | OpenAI's tokenizers (`o200k_base`, `cl100k_base`), vocabularies inside the crate, loaded once; the `tiktoken` feature |
 //! | [`EstimatedTokens`] | about 4 characters per token; the fallback |
 //! | [`InputTokens`], [`reported_usage`] | the provider's reported usage preferred over counting |
 //! | [`ContextWindows`] | each model's window, by name prefix, with defaults for well-known models |

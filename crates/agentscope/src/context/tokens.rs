@@ -1,5 +1,5 @@
 //! Token counting: the [`TokenCounter`] trait, a real tokenizer ([`TiktokenCounter`], with
-//! the default `tiktoken` feature), a cheap estimator ([`EstimatedTokens`]), and
+//! the `tiktoken` feature), a cheap estimator ([`EstimatedTokens`]), and
 //! [`InputTokens`], which prefers the provider's reported usage.
 
 use std::sync::Arc;
