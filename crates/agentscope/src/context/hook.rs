@@ -11,7 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use agentscope_core::session::HookState;
-use agentscope_core::{Hook, HookError, HookEvent, HookEventType, HookEventTypes};
+use agentscope_core::{Hook, HookError, HookEvent};
 
 use super::compact::{Target, compact};
 use super::config::Config;
@@ -20,6 +20,7 @@ use super::state::{HOOK_NAME, Shared};
 use super::summary::{Summarizer, SummaryRecord};
 use super::tokens::TokenCounter;
 use super::window::ContextWindows;
+use crate::hooks::builtin_hook_meta;
 
 /// Keeps every model input within the model's context window, without changing memory.
 ///
@@ -278,15 +279,5 @@ impl Hook for ContextWindowHook {
         }
     }
 
-    fn priority(&self) -> i32 {
-        Self::PRIORITY
-    }
-
-    fn interests(&self) -> HookEventTypes {
-        HookEventType::PreCall | HookEventType::PreReasoning | HookEventType::PreSummary
-    }
-
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+    builtin_hook_meta!(PreCall | PreReasoning | PreSummary);
 }

@@ -200,24 +200,14 @@ impl Hook for JsonlTraceHook {
         Ok(())
     }
 
-    fn priority(&self) -> i32 {
-        Self::PRIORITY
-    }
-
-    fn interests(&self) -> HookEventTypes {
-        if self.chunks {
-            HookEventTypes::ALL
-        } else {
-            HookEventType::ALL
-                .into_iter()
-                .filter(|kind| !HookEventTypes::CHUNKS.contains(*kind))
-                .collect()
-        }
-    }
-
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+    builtin_hook_meta!(|hook| if hook.chunks {
+        HookEventTypes::ALL
+    } else {
+        HookEventType::ALL
+            .into_iter()
+            .filter(|kind| !HookEventTypes::CHUNKS.contains(*kind))
+            .collect()
+    });
 }
 
 /// One line of a JSONL trace: when, which agent, and what happened.

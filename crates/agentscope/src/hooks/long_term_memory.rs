@@ -24,9 +24,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use agentscope_core::{
-    ErrorSource, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Msg, Role, SharedString,
-};
+use agentscope_core::{ErrorSource, Hook, HookError, HookEvent, Msg, Role, SharedString};
 use futures::future::BoxFuture;
 
 use super::call_state::{self, InstanceId};
@@ -382,17 +380,7 @@ impl Hook for StaticLongTermMemoryHook {
         Ok(())
     }
 
-    fn priority(&self) -> i32 {
-        Self::PRIORITY
-    }
-
-    fn interests(&self) -> HookEventTypes {
-        HookEventType::PreCall | HookEventType::PostCall
-    }
-
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+    builtin_hook_meta!(PreCall | PostCall);
 }
 
 #[cfg(test)]

@@ -20,6 +20,34 @@
 //!
 //! See `docs/builtin-hooks.md` for the effective order with your own hooks.
 
+/// The `priority`, `interests` and `name` of a built-in hook's `Hook` impl: its `PRIORITY`
+/// and `NAME` constants, and the event kinds it handles (`PreCall | PostCall`), or an
+/// expression of the hook computing them (`|hook| ...`).
+macro_rules! builtin_hook_meta {
+    (|$hook:ident| $interests:expr) => {
+        fn priority(&self) -> i32 {
+            Self::PRIORITY
+        }
+
+        fn interests(&self) -> ::agentscope_core::HookEventTypes {
+            let $hook = self;
+            $interests
+        }
+
+        fn name(&self) -> &str {
+            Self::NAME
+        }
+    };
+    ($($kind:ident)|+) => {
+        builtin_hook_meta!(
+            |_hook| ::agentscope_core::HookEventTypes::NONE
+                $(| ::agentscope_core::HookEventType::$kind)+
+        );
+    };
+}
+#[cfg(feature = "context")]
+pub(crate) use builtin_hook_meta;
+
 pub(crate) mod call_state;
 #[cfg(feature = "rag")]
 mod retrieval;

@@ -11,9 +11,7 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 
-use agentscope_core::{
-    ContentBlock, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Msg, ToolResultBlock,
-};
+use agentscope_core::{ContentBlock, Hook, HookError, HookEvent, Msg, ToolResultBlock};
 
 use agentscope_core::plumbing::conversation::pending_tool_uses;
 
@@ -149,17 +147,7 @@ impl Hook for PendingToolRecoveryHook {
         std::future::ready(Ok(()))
     }
 
-    fn priority(&self) -> i32 {
-        Self::PRIORITY
-    }
-
-    fn interests(&self) -> HookEventTypes {
-        HookEventType::PreCall.into()
-    }
-
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+    builtin_hook_meta!(PreCall);
 }
 
 #[cfg(test)]

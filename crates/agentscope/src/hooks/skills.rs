@@ -43,8 +43,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agentscope_core::{
-    Hook, HookError, HookEvent, HookEventType, HookEventTypes, SharedString, Tool, ToolContext,
-    ToolError, ToolOutput,
+    Hook, HookError, HookEvent, SharedString, Tool, ToolContext, ToolError, ToolOutput,
 };
 use serde_json::{Map, Number, Value, json};
 use yaml_rust2::{Yaml, YamlLoader};
@@ -375,17 +374,7 @@ impl Hook for SkillHook {
         Ok(())
     }
 
-    fn priority(&self) -> i32 {
-        Self::PRIORITY
-    }
-
-    fn interests(&self) -> HookEventTypes {
-        HookEventType::PreCall.into()
-    }
-
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+    builtin_hook_meta!(PreCall);
 }
 
 /// The `load_skill` tool: arguments `{"name": string}`, result the skill's instructions.

@@ -13,9 +13,8 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentscope_core::{
-    AgentError, ContentBlock, GenerateReason, Hook, HookError, HookEvent, HookEventType,
-    HookEventTypes, Memory, Msg, Role, SharedString, Tool, ToolChoice, ToolContext, ToolError,
-    ToolKind, ToolOutput,
+    AgentError, ContentBlock, GenerateReason, Hook, HookError, HookEvent, Memory, Msg, Role,
+    SharedString, Tool, ToolChoice, ToolContext, ToolError, ToolKind, ToolOutput,
 };
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -305,17 +304,7 @@ impl Hook for StructuredOutputHook {
         std::future::ready(self.handle(event))
     }
 
-    fn priority(&self) -> i32 {
-        Self::PRIORITY
-    }
-
-    fn interests(&self) -> HookEventTypes {
-        HookEventType::PreReasoning | HookEventType::PostReasoning | HookEventType::PostActing
-    }
-
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+    builtin_hook_meta!(PreReasoning | PostReasoning | PostActing);
 }
 
 impl std::fmt::Debug for StructuredOutputHook {

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use agentscope_core::plumbing::conversation::pending_tool_uses;
 use agentscope_core::session::{AgentState, HookState};
 use agentscope_core::{
-    CallInfo, ContentBlock, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Msg,
-    ToolKind, ToolResultBlock, ToolUseBlock,
+    CallInfo, ContentBlock, Hook, HookError, HookEvent, HookEventType, Msg, ToolKind,
+    ToolResultBlock, ToolUseBlock,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -715,20 +715,7 @@ impl Hook for ToolApprovalHook {
         std::future::ready(self.handle(event))
     }
 
-    fn priority(&self) -> i32 {
-        Self::PRIORITY
-    }
-
-    fn interests(&self) -> HookEventTypes {
-        HookEventType::PreCall
-            | HookEventType::PostReasoning
-            | HookEventType::PreActing
-            | HookEventType::PostActing
-    }
-
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+    builtin_hook_meta!(PreCall | PostReasoning | PreActing | PostActing);
 }
 
 impl fmt::Debug for ToolApprovalHook {

@@ -12,8 +12,7 @@ use std::fmt;
 
 use agentscope_core::{
     AgentError, CallInfo, ChatUsage, ConversationError, Extensions, GenerateOptions,
-    GenerateReason, Hook, HookError, HookEvent, HookEventType, HookEventTypes, ModelError, Msg,
-    ToolResultBlock, ToolUseBlock,
+    GenerateReason, Hook, HookError, HookEvent, ModelError, Msg, ToolResultBlock, ToolUseBlock,
 };
 use serde::Deserialize;
 use tracing::Span;
@@ -438,25 +437,17 @@ impl Hook for TracingHook {
         Ok(())
     }
 
-    fn priority(&self) -> i32 {
-        Self::PRIORITY
-    }
-
-    fn interests(&self) -> HookEventTypes {
-        HookEventType::PreCall
-            | HookEventType::PostCall
-            | HookEventType::PreReasoning
-            | HookEventType::PostReasoning
-            | HookEventType::PreActing
-            | HookEventType::PostActing
-            | HookEventType::PreSummary
-            | HookEventType::PostSummary
-            | HookEventType::Error
-    }
-
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+    builtin_hook_meta!(
+        PreCall
+            | PostCall
+            | PreReasoning
+            | PostReasoning
+            | PreActing
+            | PostActing
+            | PreSummary
+            | PostSummary
+            | Error
+    );
 }
 
 fn take_tool(tools: &mut Vec<(String, Span)>, id: &str) -> Option<Span> {
@@ -546,6 +537,7 @@ fn model_error_type(error: &ModelError) -> Cow<'static, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentscope_core::HookEventType;
     use serde_json::json;
 
     #[test]

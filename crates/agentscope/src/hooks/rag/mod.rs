@@ -33,7 +33,7 @@ mod knowledge;
 use std::fmt;
 use std::sync::Arc;
 
-use agentscope_core::{Hook, HookError, HookEvent, HookEventType, HookEventTypes, SharedString};
+use agentscope_core::{Hook, HookError, HookEvent, SharedString};
 
 pub(crate) use bm25::Bm25;
 pub use bm25::{DEFAULT_BM25_B, DEFAULT_BM25_K1};
@@ -176,15 +176,5 @@ impl Hook for GenericRAGHook {
         Ok(())
     }
 
-    fn priority(&self) -> i32 {
-        Self::PRIORITY
-    }
-
-    fn interests(&self) -> HookEventTypes {
-        HookEventType::PreCall.into()
-    }
-
-    fn name(&self) -> &str {
-        Self::NAME
-    }
+    builtin_hook_meta!(PreCall);
 }
