@@ -11,7 +11,7 @@
 //!   with [`events`], runs it through the agent's [`HookChain`] with [`chain`] /
 //!   [`chain_in_place`] (Pre*/Post* events, [`ChainedEvent`]) or [`notify`] (chunk events and
 //!   the ErrorEvent), and takes the result back out with [`EventParts`]. The dispatch rules
-//!   themselves are documented on [`HookChain`].
+//!   themselves are documented on [`Hook`](crate::Hook#dispatch-rules).
 //! - **The conversation's rules** the engine enforces: [`conversation`].
 //! - **Tool progress**: the channel between running tools and the engine
 //!   ([`progress_channel`], [`attach_progress`]).
@@ -19,6 +19,8 @@
 //!   [`FINISH_REASON_KEY`] (read them with [`Msg::generate_reason`](crate::Msg::generate_reason)
 //!   and [`Msg::finish_reason`](crate::Msg::finish_reason)).
 //! - **Timestamps** as every stored or sent message writes them: [`rfc3339`].
+//! - **Secrets** out of `Debug` output, logs and errors, the same way in every crate:
+//!   [`redact`].
 
 pub mod conversation;
 pub mod events;
@@ -29,7 +31,6 @@ use std::future::Future;
 
 pub use crate::hook::{CallContext, ChainedEvent};
 pub use crate::message::{FINISH_REASON_KEY, GENERATE_REASON_KEY};
-
 pub use crate::tool::{ProgressReceiver, ProgressSender, ToolProgress, progress_channel};
 pub use events::EventParts;
 
