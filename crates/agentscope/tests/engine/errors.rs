@@ -5,9 +5,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::support::failures::{assert_hook_panicked, hook_error};
-use crate::support::fixtures::{CANCELLED, recorded_agent};
+use crate::support::fixtures::{CANCELLED, cut_after, recorded_agent};
 use crate::support::hooks::Log;
 use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::recorded::kinds;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
 use agentscope::prelude::*;
 use agentscope::{HookFn, ModelError, ToolkitError};
@@ -293,12 +294,7 @@ async fn notification_hook_errors_and_panics_are_ignored() {
     assert_eq!(reply.generate_reason(), Some(GenerateReason::MaxIterations));
     assert_eq!(
         rec.types(),
-        [
-            HookEventType::ReasoningChunk,
-            HookEventType::ActingChunk,
-            HookEventType::ActingChunk,
-            HookEventType::SummaryChunk,
-        ]
+        kinds("ReasoningChunk ActingChunk ActingChunk SummaryChunk")
     );
 }
 
@@ -343,14 +339,7 @@ async fn model_error_before_any_output() {
         "{err:?}"
     );
     assert_eq!(err.to_string(), "model error: model down");
-    assert_eq!(
-        rec.types(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::Error
-        ]
-    );
+    assert_eq!(rec.types(), kinds("PreCall PreReasoning Error"));
     let HookEvent::Error(event) = rec.events().last().cloned().unwrap() else {
         panic!("last event is not Error");
     };
@@ -361,10 +350,7 @@ async fn model_error_before_any_output() {
 
 #[tokio::test]
 async fn model_error_mid_stream() {
-    let model = ScriptedModel::new([ScriptedResponse::chunks([
-        ScriptedChunk::text("par"),
-        ScriptedChunk::error("connection reset"),
-    ])]);
+    let model = ScriptedModel::new([cut_after("par", "connection reset")]);
     let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let err = agent.call("q").await.unwrap_err();
@@ -375,12 +361,7 @@ async fn model_error_mid_stream() {
     );
     assert_eq!(
         rec.types(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::ReasoningChunk,
-            HookEventType::Error
-        ]
+        kinds("PreCall PreReasoning ReasoningChunk Error")
     );
     // The model never answered: its input is taken back out of memory.
     assert!(agent.memory().is_empty());
@@ -403,14 +384,7 @@ async fn assert_empty_response_errors(response: ScriptedResponse) {
         err.to_string(),
         "model error: model 'scripted-model' returned an empty response"
     );
-    assert_eq!(
-        rec.types(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::Error
-        ]
-    );
+    assert_eq!(rec.types(), kinds("PreCall PreReasoning Error"));
     // The model never answered: its input is taken back out of memory.
     assert!(agent.memory().is_empty());
 }

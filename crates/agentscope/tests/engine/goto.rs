@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::failures::{hook_error, invalid_goto};
 use crate::support::fixtures::expr;
+use crate::support::recorded::kinds;
 use crate::support::rows::{Row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
@@ -185,14 +186,7 @@ async fn valid_goto_with_tool_results_stores_them_and_reasons_again() {
     assert_eq!(rows(&second[1..]), expected[..3].to_vec());
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PostCall,
-        ]
+        kinds("PreCall PreReasoning PostReasoning PreReasoning PostReasoning PostCall")
     );
 }
 

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::support::fixtures::{INTERRUPTED, REPLY, recorded_agent};
 use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::recorded::kinds;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope_test::tools::{Calculator, SlowTool};
@@ -76,11 +77,7 @@ async fn interrupt_at_pre_reasoning_returns_the_interrupt_reply() {
     );
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostCall
-        ]
+        kinds("PreCall PreReasoning PostCall")
     );
     let HookEvent::PostCall(post_call) = rec.events().last().cloned().unwrap() else {
         panic!("last event is not PostCall");
@@ -118,12 +115,7 @@ async fn interrupt_during_model_chunks_stores_the_partial_message() {
     );
     assert_eq!(
         rec.types(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::ReasoningChunk,
-            HookEventType::PostCall
-        ]
+        kinds("PreCall PreReasoning ReasoningChunk PostCall")
     );
     assert_works_normally_afterwards(&agent, &model).await;
 }
@@ -212,12 +204,7 @@ async fn interrupt_after_reasoning_gives_pending_calls_interrupted_results() {
     assert_eq!(calc.log().count(), 0, "no tool ran");
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PostCall
-        ]
+        kinds("PreCall PreReasoning PostReasoning PostCall")
     );
     assert_works_normally_afterwards(&agent, &model).await;
 }
@@ -271,15 +258,7 @@ async fn interrupt_from_another_task_cancels_a_running_tool() {
     assert_eq!(calc.log().count(), 1, "c3 never started");
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PreActing,
-            HookEventType::PreActing,
-            HookEventType::PreActing,
-            HookEventType::PostCall
-        ],
+        kinds("PreCall PreReasoning PostReasoning PreActing PreActing PreActing PostCall"),
         "no PostActing for an interrupted batch"
     );
     assert_works_normally_afterwards(&agent, &model).await;
@@ -337,13 +316,6 @@ async fn interrupt_while_waiting_for_the_model_returns_promptly() {
         rows(&agent.memory().messages()),
         vec![user("q"), interrupt_reply()]
     );
-    assert_eq!(
-        rec.types(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostCall
-        ]
-    );
+    assert_eq!(rec.types(), kinds("PreCall PreReasoning PostCall"));
     assert_works_normally_afterwards(&agent, &model).await;
 }

@@ -9,6 +9,7 @@ use crate::support::describe::tool_names;
 use crate::support::failures::hook_error;
 use crate::support::fixtures::{CANCELLED, calc_call};
 use crate::support::hooks::on;
+use crate::support::recorded::kinds;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelRequest};
 use agentscope_test::tools::{Calculator, EchoTool};
@@ -514,16 +515,10 @@ async fn pre_acting_skip_with_does_not_run_the_tool_and_stores_the_skip_result()
     assert_eq!(calc.log().count(), 0);
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PreActing,
-            K::PostActing,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PostCall
-        ]
+        kinds(
+            "PreCall PreReasoning PostReasoning PreActing PostActing PreReasoning \
+             PostReasoning PostCall"
+        )
     );
     let post_acting: Vec<ToolResultBlock> = rec
         .events()

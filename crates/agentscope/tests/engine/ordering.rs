@@ -10,6 +10,7 @@ use crate::support::describe::parsed::memory_of;
 use crate::support::failures::{assert_hook_failed, assert_hook_panicked};
 use crate::support::fixtures::{build_agent, recorded_agent};
 use crate::support::hooks::{Log, entries, new_log, push};
+use crate::support::recorded::{assert_chunks, kinds};
 use agentscope::prelude::*;
 use agentscope::{AgentError, BoxedHook, HookFn, ModelError};
 use agentscope_test::tools::{Calculator, ProgressTool};
@@ -92,32 +93,9 @@ async fn plain_answer_fires_call_reasoning_and_one_chunk_event_per_model_chunk()
 
     assert_eq!(
         rec.types(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::ReasoningChunk,
-            K::ReasoningChunk,
-            K::PostReasoning,
-            K::PostCall
-        ]
+        kinds("PreCall PreReasoning ReasoningChunk ReasoningChunk PostReasoning PostCall")
     );
-    let chunks: Vec<(String, String)> = rec
-        .events()
-        .iter()
-        .filter_map(|event| match event {
-            HookEvent::ReasoningChunk(e) => {
-                Some((e.incremental_chunk().text(), e.accumulated().text()))
-            }
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        chunks,
-        [
-            ("Hel".to_owned(), "Hel".to_owned()),
-            ("lo".to_owned(), "Hello".to_owned())
-        ]
-    );
+    assert_chunks(&rec, K::ReasoningChunk, &[("Hel", "Hel"), ("lo", "Hello")]);
     assert_eq!(reply.text(), "Hello");
     assert_eq!(reply.generate_reason(), Some(GenerateReason::ModelStop));
     assert_eq!(
@@ -145,22 +123,11 @@ async fn tool_call_then_answer_fires_acting_events_with_progress_chunks_in_betwe
 
     assert_eq!(
         rec.types(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::ReasoningChunk,
-            K::ReasoningChunk,
-            K::PostReasoning,
-            K::PreActing,
-            K::ActingChunk,
-            K::ActingChunk,
-            K::PostActing,
-            K::PreReasoning,
-            K::ReasoningChunk,
-            K::ReasoningChunk,
-            K::PostReasoning,
-            K::PostCall,
-        ]
+        kinds(
+            "PreCall PreReasoning ReasoningChunk ReasoningChunk PostReasoning PreActing \
+             ActingChunk ActingChunk PostActing PreReasoning ReasoningChunk ReasoningChunk \
+             PostReasoning PostCall"
+        )
     );
     let details: Vec<String> = rec
         .events()
@@ -224,18 +191,10 @@ async fn calculator_round_trip_event_sequence_without_progress_chunks() {
 
     assert_eq!(
         rec.types(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::ReasoningChunk,
-            K::PostReasoning,
-            K::PreActing,
-            K::PostActing,
-            K::PreReasoning,
-            K::ReasoningChunk,
-            K::PostReasoning,
-            K::PostCall,
-        ]
+        kinds(
+            "PreCall PreReasoning ReasoningChunk PostReasoning PreActing PostActing \
+             PreReasoning ReasoningChunk PostReasoning PostCall"
+        )
     );
     assert_eq!(
         memory_of(&agent),
@@ -326,20 +285,10 @@ async fn parallel_batch_fires_every_pre_acting_before_any_tool_runs() {
 
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PreActing,
-            K::PreActing,
-            K::PreActing,
-            K::PostActing,
-            K::PostActing,
-            K::PostActing,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PostCall,
-        ]
+        kinds(
+            "PreCall PreReasoning PostReasoning PreActing PreActing PreActing PostActing \
+             PostActing PostActing PreReasoning PostReasoning PostCall"
+        )
     );
     assert_eq!(reply.text(), "ok");
     assert_eq!(
@@ -446,15 +395,8 @@ async fn hooks_run_by_priority_then_registration_across_builder_hooks_and_add_ho
     agent.call(Msg::user("1+1?")).await.unwrap();
 
     let log = entries(&log);
-    let kinds = [
-        K::PreCall,
-        K::PreReasoning,
-        K::ReasoningChunk,
-        K::PostReasoning,
-        K::PreActing,
-        K::PostActing,
-        K::PostCall,
-    ];
+    let kinds =
+        kinds("PreCall PreReasoning ReasoningChunk PostReasoning PreActing PostActing PostCall");
     for kind in kinds {
         let names: Vec<&str> = log
             .iter()
@@ -545,13 +487,7 @@ async fn interested_hooks_see_all_and_only_their_kinds() {
     );
     assert_eq!(
         chunks.types(),
-        [
-            K::ReasoningChunk,
-            K::ReasoningChunk,
-            K::ActingChunk,
-            K::ActingChunk,
-            K::ReasoningChunk
-        ]
+        kinds("ReasoningChunk ReasoningChunk ActingChunk ActingChunk ReasoningChunk")
     );
     assert_eq!(chunks.types(), only(HookEventTypes::CHUNKS));
     assert_eq!(calls.types(), [K::PreCall, K::PostCall]);
@@ -595,16 +531,10 @@ async fn uninterested_hooks_are_never_invoked() {
     assert_eq!(invoked.load(Ordering::SeqCst), 0);
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PreActing,
-            K::PostActing,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PostCall
-        ]
+        kinds(
+            "PreCall PreReasoning PostReasoning PreActing PostActing PreReasoning \
+             PostReasoning PostCall"
+        )
     );
 }
 
@@ -679,20 +609,10 @@ async fn chunk_notifications_reach_every_hook_even_when_one_errs_or_panics() {
     assert_eq!(entries(&log), expected);
     assert_eq!(
         rec.types(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::ReasoningChunk,
-            K::ReasoningChunk,
-            K::PostReasoning,
-            K::PreActing,
-            K::ActingChunk,
-            K::PostActing,
-            K::PreReasoning,
-            K::ReasoningChunk,
-            K::PostReasoning,
-            K::PostCall,
-        ]
+        kinds(
+            "PreCall PreReasoning ReasoningChunk ReasoningChunk PostReasoning PreActing \
+             ActingChunk PostActing PreReasoning ReasoningChunk PostReasoning PostCall"
+        )
     );
 }
 

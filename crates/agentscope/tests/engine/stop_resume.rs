@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::fixtures::expr;
 use crate::support::hooks::stop_after_first_reasoning;
+use crate::support::recorded::kinds;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
@@ -116,12 +117,7 @@ async fn stop_after_reasoning_returns_the_stored_message_and_leaves_calls_pendin
     assert_eq!(model.request_count(), 1);
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PostCall,
-        ]
+        kinds("PreCall PreReasoning PostReasoning PostCall")
     );
 }
 
@@ -136,16 +132,10 @@ async fn resume_with_no_input_runs_the_pending_tools_exactly_once_then_reasons()
     assert_eq!(calc.log().calls(), [expr("6*7"), expr("1+1")]);
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreActing,
-            HookEventType::PreActing,
-            HookEventType::PostActing,
-            HookEventType::PostActing,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PostCall,
-        ]
+        kinds(
+            "PreCall PreActing PreActing PostActing PostActing PreReasoning PostReasoning \
+             PostCall"
+        )
     );
     let HookEvent::PreCall(pre_call) = &rec.events()[0] else {
         panic!("first event is not PreCall");
@@ -199,12 +189,7 @@ async fn resume_with_all_tool_results_stores_them_and_reasons_without_running_to
     assert_eq!(calc.log().count(), 0);
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PostCall,
-        ]
+        kinds("PreCall PreReasoning PostReasoning PostCall")
     );
     let expected = vec![
         user("q"),
@@ -313,14 +298,7 @@ async fn partial_results_alone_store_them_and_run_the_remaining_calls() {
     assert_eq!(calc.log().calls(), [expr("1+1")], "only c2 ran");
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreActing,
-            HookEventType::PostActing,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PostCall,
-        ]
+        kinds("PreCall PreActing PostActing PreReasoning PostReasoning PostCall")
     );
     let pre_acting: Vec<String> = rec
         .events()
@@ -402,18 +380,10 @@ async fn stop_after_acting_at(stop_at: &'static str) {
     assert_eq!(model.request_count(), 1, "no reasoning after the stop");
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PreActing,
-            HookEventType::PreActing,
-            HookEventType::PreActing,
-            HookEventType::PostActing,
-            HookEventType::PostActing,
-            HookEventType::PostActing,
-            HookEventType::PostCall,
-        ],
+        kinds(
+            "PreCall PreReasoning PostReasoning PreActing PreActing PreActing PostActing \
+             PostActing PostActing PostCall"
+        ),
         "stop at {stop_at}"
     );
 }
@@ -476,15 +446,7 @@ async fn suspended_tool_returns_tool_suspended_and_resumes_with_its_result() {
     assert_eq!(calc.log().count(), 1);
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PreActing,
-            HookEventType::PreActing,
-            HookEventType::PostActing,
-            HookEventType::PostCall,
-        ]
+        kinds("PreCall PreReasoning PostReasoning PreActing PreActing PostActing PostCall")
     );
 
     // New text is refused while the suspended call is pending.

@@ -4,9 +4,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::support::fixtures::{CANCELLED, recorded_agent};
+use crate::support::fixtures::{CANCELLED, cut_after, recorded_agent};
 use crate::support::hooks::counting;
 use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::recorded::assert_chunks;
 use crate::support::rows::{Row, rows, text};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelError};
@@ -162,37 +163,20 @@ async fn hooks_and_the_stream_see_each_chunk_as_it_came_while_the_message_grows(
             .map(|e| e.message.text())
             .collect()
     };
-    let hook_chunks = |rec: &RecordingHook| -> Vec<(String, String)> {
-        rec.events()
-            .iter()
-            .filter_map(|event| match event {
-                HookEvent::ReasoningChunk(e) => {
-                    Some((e.incremental_chunk().text(), e.accumulated().text()))
-                }
-                _ => None,
-            })
-            .collect()
-    };
 
     let events = collect_ok(agent.stream("q", StreamOptions::default())).await;
     assert_eq!(deltas(&events), ["Hel", "lo", "!"]);
-    assert_eq!(
-        hook_chunks(&rec),
-        [
-            ("Hel".to_owned(), "Hel".to_owned()),
-            ("lo".to_owned(), "Hello".to_owned()),
-            ("!".to_owned(), "Hello!".to_owned()),
-        ]
+    assert_chunks(
+        &rec,
+        HookEventType::ReasoningChunk,
+        &[("Hel", "Hel"), ("lo", "Hello"), ("!", "Hello!")],
     );
     assert_eq!(events.last().unwrap().message.text(), "Hello!");
 
     rec.clear();
     let events = collect_ok(agent.stream("q2", StreamOptions::default())).await;
     assert_eq!(deltas(&events), ["again"]);
-    assert_eq!(
-        hook_chunks(&rec),
-        [("again".to_owned(), "again".to_owned())]
-    );
+    assert_chunks(&rec, HookEventType::ReasoningChunk, &[("again", "again")]);
     let memory = agent.memory().messages();
     assert_eq!(memory.last().unwrap().text(), "again");
     assert_eq!(memory[1].text(), "Hello!");
@@ -253,21 +237,25 @@ async fn every_kind(options: StreamOptions) -> Vec<(EventType, bool, String)> {
 }
 
 fn all_kinds() -> Vec<(EventType, bool, String)> {
-    vec![
-        key(EventType::Reasoning, false, "draft"),
-        key(EventType::Reasoning, true, "draft"),
-        key(EventType::Hint, true, "hint"),
-        key(EventType::Reasoning, false, "Working"),
-        key(EventType::Reasoning, false, "use:c1"),
-        key(EventType::Reasoning, true, "Working|use:c1"),
-        key(EventType::ToolResult, false, "result:c1=step 1/2"),
-        key(EventType::ToolResult, false, "result:c1=step 2/2"),
-        key(EventType::ToolResult, true, "result:c1=done"),
-        key(EventType::Summary, false, "Sum"),
-        key(EventType::Summary, false, "mary"),
-        key(EventType::Summary, true, "Summary"),
-        key(EventType::AgentResult, true, "Summary"),
+    use EventType::{AgentResult, Hint, Reasoning, Summary, ToolResult};
+    [
+        (Reasoning, false, "draft"),
+        (Reasoning, true, "draft"),
+        (Hint, true, "hint"),
+        (Reasoning, false, "Working"),
+        (Reasoning, false, "use:c1"),
+        (Reasoning, true, "Working|use:c1"),
+        (ToolResult, false, "result:c1=step 1/2"),
+        (ToolResult, false, "result:c1=step 2/2"),
+        (ToolResult, true, "result:c1=done"),
+        (Summary, false, "Sum"),
+        (Summary, false, "mary"),
+        (Summary, true, "Summary"),
+        (AgentResult, true, "Summary"),
     ]
+    .into_iter()
+    .map(|(event_type, is_last, description)| key(event_type, is_last, description))
+    .collect()
 }
 
 fn all_kinds_without(drop: impl Fn(EventType, bool) -> bool) -> Vec<(EventType, bool, String)> {
@@ -301,49 +289,29 @@ async fn event_types_filter_keeps_only_the_named_types() {
     }
 }
 
-#[tokio::test]
-async fn include_reasoning_chunk_false_drops_only_reasoning_chunks() {
-    let got = every_kind(StreamOptions::default().include_reasoning_chunk(false)).await;
-    assert_eq!(
-        got,
-        all_kinds_without(|t, last| t == EventType::Reasoning && !last)
-    );
+/// One test per `include_*` option: set to `false` on the every-kind scenario, it drops
+/// exactly the events `drop` names (by type and `is_last`) and keeps all others.
+macro_rules! include_false_drops_only {
+    ($($name:ident: $option:ident drops $drop:expr;)*) => {$(
+        #[tokio::test]
+        async fn $name() {
+            let got = every_kind(StreamOptions::default().$option(false)).await;
+            assert_eq!(got, all_kinds_without($drop));
+        }
+    )*};
 }
 
-#[tokio::test]
-async fn include_reasoning_result_false_drops_only_reasoning_results() {
-    let got = every_kind(StreamOptions::default().include_reasoning_result(false)).await;
-    assert_eq!(
-        got,
-        all_kinds_without(|t, last| t == EventType::Reasoning && last)
-    );
-}
-
-#[tokio::test]
-async fn include_acting_chunk_false_drops_only_tool_progress() {
-    let got = every_kind(StreamOptions::default().include_acting_chunk(false)).await;
-    assert_eq!(
-        got,
-        all_kinds_without(|t, last| t == EventType::ToolResult && !last)
-    );
-}
-
-#[tokio::test]
-async fn include_summary_chunk_false_drops_only_summary_chunks() {
-    let got = every_kind(StreamOptions::default().include_summary_chunk(false)).await;
-    assert_eq!(
-        got,
-        all_kinds_without(|t, last| t == EventType::Summary && !last)
-    );
-}
-
-#[tokio::test]
-async fn include_summary_result_false_drops_only_the_summary_result() {
-    let got = every_kind(StreamOptions::default().include_summary_result(false)).await;
-    assert_eq!(
-        got,
-        all_kinds_without(|t, last| t == EventType::Summary && last)
-    );
+include_false_drops_only! {
+    include_reasoning_chunk_false_drops_only_reasoning_chunks:
+        include_reasoning_chunk drops |t, last| t == EventType::Reasoning && !last;
+    include_reasoning_result_false_drops_only_reasoning_results:
+        include_reasoning_result drops |t, last| t == EventType::Reasoning && last;
+    include_acting_chunk_false_drops_only_tool_progress:
+        include_acting_chunk drops |t, last| t == EventType::ToolResult && !last;
+    include_summary_chunk_false_drops_only_summary_chunks:
+        include_summary_chunk drops |t, last| t == EventType::Summary && !last;
+    include_summary_result_false_drops_only_the_summary_result:
+        include_summary_result drops |t, last| t == EventType::Summary && last;
 }
 
 #[tokio::test]
@@ -475,10 +443,7 @@ async fn streamed_values_are_the_values_after_every_hook_ran() {
 
 #[tokio::test]
 async fn an_error_ends_the_stream_after_error_hooks_and_the_stream_stays_fused() {
-    let model = ScriptedModel::new([ScriptedResponse::chunks([
-        ScriptedChunk::text("par"),
-        ScriptedChunk::error("cut"),
-    ])]);
+    let model = ScriptedModel::new([cut_after("par", "cut")]);
     let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let mut stream = agent.stream("q", StreamOptions::default());
@@ -538,7 +503,7 @@ fn parity_agent(scenario: usize) -> (ReActAgent, RecordingHook, ScriptedModel) {
         ]),
         _ => ScriptedModel::new([
             ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1/0"})),
-            ScriptedResponse::chunks([ScriptedChunk::text("x"), ScriptedChunk::error("cut")]),
+            cut_after("x", "cut"),
         ]),
     };
     let rec = RecordingHook::new(100);

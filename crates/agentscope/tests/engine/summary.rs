@@ -2,7 +2,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::support::fixtures::expr;
+use crate::support::fixtures::{cut_after, expr};
+use crate::support::recorded::{assert_chunks, kinds};
 use crate::support::rows::{Row, row, rows};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
@@ -130,44 +131,18 @@ async fn summary_events_come_in_order_and_the_reply_is_stored_without_the_hint()
     assert_eq!(rows(&memory), expected, "the hint is not stored");
     assert_eq!(memory[5].id, reply.id);
 
-    use HookEventType as T;
     assert_eq!(
         rec.types(),
-        [
-            T::PreCall,
-            T::PreReasoning,
-            T::ReasoningChunk,
-            T::PostReasoning,
-            T::PreActing,
-            T::PostActing,
-            T::PreReasoning,
-            T::ReasoningChunk,
-            T::PostReasoning,
-            T::PreActing,
-            T::PostActing,
-            T::PreSummary,
-            T::SummaryChunk,
-            T::SummaryChunk,
-            T::PostSummary,
-            T::PostCall,
-        ]
+        kinds(
+            "PreCall PreReasoning ReasoningChunk PostReasoning PreActing PostActing \
+             PreReasoning ReasoningChunk PostReasoning PreActing PostActing PreSummary \
+             SummaryChunk SummaryChunk PostSummary PostCall"
+        )
     );
-    let chunks: Vec<(String, String)> = rec
-        .events()
-        .iter()
-        .filter_map(|e| match e {
-            HookEvent::SummaryChunk(e) => {
-                Some((e.incremental_chunk().text(), e.accumulated().text()))
-            }
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        chunks,
-        [
-            ("Sum".to_owned(), "Sum".to_owned()),
-            ("mary".to_owned(), "Summary".to_owned())
-        ]
+    assert_chunks(
+        &rec,
+        HookEventType::SummaryChunk,
+        &[("Sum", "Sum"), ("mary", "Summary")],
     );
     let post_summary = rec
         .events()
@@ -210,10 +185,7 @@ async fn summary_model_failure_becomes_the_stored_reply() {
 
 #[tokio::test]
 async fn summary_mid_stream_failure_becomes_the_stored_reply() {
-    let model = two_iterations_then(ScriptedResponse::chunks([
-        ScriptedChunk::text("Sum"),
-        ScriptedChunk::error("connection reset"),
-    ]));
+    let model = two_iterations_then(cut_after("Sum", "connection reset"));
     let agent = build(&model, vec![]);
 
     let reply = agent.call("q").await.unwrap();

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::support::fixtures::{CANCELLED, recorded_agent};
 use crate::support::hooks::counting;
 use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::recorded::kinds;
 use crate::support::rows::{Row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope_test::tools::SlowTool;
@@ -269,12 +270,7 @@ async fn dropping_the_call_future_mid_tool_frees_the_agent_and_closes_the_call()
     assert_no_orphan_tool_use(&memory);
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PreActing,
-        ],
+        kinds("PreCall PreReasoning PostReasoning PreActing"),
         "a dropped call sees neither PostCall nor Error"
     );
 

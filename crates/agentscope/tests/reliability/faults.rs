@@ -12,6 +12,7 @@ use crate::support::fixtures::{
 use crate::support::invariants::{
     Ending, Pending, assert_follow_up_call, assert_invariants, endings,
 };
+use crate::support::recorded::kinds;
 use agentscope::prelude::*;
 use agentscope::{HookFn, ModelError};
 use agentscope_test::tools::{EchoTool, FailingTool, PanickingTool, ProgressTool};
@@ -710,14 +711,7 @@ async fn a_model_error_after_tools_ran_keeps_their_results() {
             r#"assistant/assistant: tool_use c1 echo {"text":"hi"}"#,
             r#"tool/echo: tool_result c1 echo "hi""#,
         ],
-        &[
-            K::PreCall,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PreActing,
-            K::PostActing,
-            K::PreReasoning,
-        ],
+        &kinds("PreCall PreReasoning PostReasoning PreActing PostActing PreReasoning"),
     )
     .await;
 }
@@ -766,15 +760,7 @@ async fn a_model_failure_in_the_summary_becomes_the_reply() {
     );
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PreActing,
-            K::PostActing,
-            K::PreSummary,
-            K::PostCall
-        ]
+        kinds("PreCall PreReasoning PostReasoning PreActing PostActing PreSummary PostCall")
     );
     assert_invariants(&agent, &[&rec], Pending::None);
     assert_follow_up_call(&agent, &model, &[&rec]).await;

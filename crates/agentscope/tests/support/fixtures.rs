@@ -1,7 +1,7 @@
 //! Deterministic fixtures: a model whose script can be swapped (and that can yield before
 //! every chunk), a runtime-free "yield once" future, hooks and tools that yield or hang,
-//! manual polling with a no-op waker, shared scripts and agents, and the texts the engine
-//! writes for cancelled and interrupted calls.
+//! manual polling with a no-op waker, shared scripts, responses and agents (recorded ones
+//! included), and the texts the engine writes for cancelled and interrupted calls.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use agentscope::prelude::*;
-use agentscope::{BoxedHook, ChatStream, ModelError, ModelRequest};
+use agentscope::{BoxedHook, ChatStream, ModelError, ModelRequest, ReActAgentBuilder};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
@@ -333,12 +333,18 @@ pub(crate) fn recorded_agent<M: Model + Clone>(
     model: &M,
     toolkit: Toolkit,
 ) -> (ReActAgent, RecordingHook) {
+    recorded(ReActAgent::builder().model(model.clone()).toolkit(toolkit))
+}
+
+/// Builds `builder` with a [`RecordingHook`] (priority 100, registered after the builder's
+/// hooks) that sees the agent's every event.
+pub(crate) fn recorded(builder: ReActAgentBuilder) -> (ReActAgent, RecordingHook) {
     let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(toolkit)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let agent = builder.hook(rec.clone()).build().unwrap();
     (agent, rec)
+}
+
+/// A response that streams `text`, then fails with the stream error `error`.
+pub(crate) fn cut_after(text: &str, error: &str) -> ScriptedResponse {
+    ScriptedResponse::chunks([ScriptedChunk::text(text), ScriptedChunk::error(error)])
 }
