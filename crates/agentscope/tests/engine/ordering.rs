@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::support::describe::line;
 use crate::support::describe::parsed::memory_of;
 use crate::support::failures::{assert_hook_failed, assert_hook_panicked};
 use crate::support::fixtures::{build_agent, recorded_agent};
@@ -98,13 +99,7 @@ async fn plain_answer_fires_call_reasoning_and_one_chunk_event_per_model_chunk()
     assert_chunks(&rec, K::ReasoningChunk, &[("Hel", "Hel"), ("lo", "Hello")]);
     assert_eq!(reply.text(), "Hello");
     assert_eq!(reply.generate_reason(), Some(GenerateReason::ModelStop));
-    assert_eq!(
-        memory_of(&agent),
-        [
-            r#"user/user: text "hi""#,
-            r#"assistant/assistant: text "Hello" <ModelStop>"#
-        ]
-    );
+    assert_eq!(memory_of(&agent), [line::user("hi"), line::answer("Hello")]);
 }
 
 #[tokio::test]
@@ -198,12 +193,7 @@ async fn calculator_round_trip_event_sequence_without_progress_chunks() {
     );
     assert_eq!(
         memory_of(&agent),
-        [
-            r#"user/user: text "6*7?""#,
-            r#"assistant/assistant: tool_use c1 calculator {"expression":"6*7"}"#,
-            r#"tool/calculator: tool_result c1 calculator "42""#,
-            r#"assistant/assistant: text "42" <ModelStop>"#,
-        ]
+        line::calc_round_trip("6*7?", ("c1", "6*7", "42"), "42")
     );
 }
 

@@ -238,24 +238,23 @@ async fn every_kind(options: StreamOptions) -> Vec<(EventType, bool, String)> {
 
 fn all_kinds() -> Vec<(EventType, bool, String)> {
     use EventType::{AgentResult, Hint, Reasoning, Summary, ToolResult};
-    [
-        (Reasoning, false, "draft"),
-        (Reasoning, true, "draft"),
-        (Hint, true, "hint"),
-        (Reasoning, false, "Working"),
-        (Reasoning, false, "use:c1"),
-        (Reasoning, true, "Working|use:c1"),
-        (ToolResult, false, "result:c1=step 1/2"),
-        (ToolResult, false, "result:c1=step 2/2"),
-        (ToolResult, true, "result:c1=done"),
-        (Summary, false, "Sum"),
-        (Summary, false, "mary"),
-        (Summary, true, "Summary"),
-        (AgentResult, true, "Summary"),
+    let chunk = |event_type, description| key(event_type, false, description);
+    let last = |event_type, description| key(event_type, true, description);
+    vec![
+        chunk(Reasoning, "draft"),
+        last(Reasoning, "draft"),
+        last(Hint, "hint"),
+        chunk(Reasoning, "Working"),
+        chunk(Reasoning, "use:c1"),
+        last(Reasoning, "Working|use:c1"),
+        chunk(ToolResult, "result:c1=step 1/2"),
+        chunk(ToolResult, "result:c1=step 2/2"),
+        last(ToolResult, "result:c1=done"),
+        chunk(Summary, "Sum"),
+        chunk(Summary, "mary"),
+        last(Summary, "Summary"),
+        last(AgentResult, "Summary"),
     ]
-    .into_iter()
-    .map(|(event_type, is_last, description)| key(event_type, is_last, description))
-    .collect()
 }
 
 fn all_kinds_without(drop: impl Fn(EventType, bool) -> bool) -> Vec<(EventType, bool, String)> {

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::support::describe::memory_of;
+use crate::support::describe::{line, memory_of};
 use crate::support::failures::invalid_goto;
 use crate::support::fixtures::{CANCELLED, SwapModel};
 use crate::support::invariants::{Pending, assert_follow_up_call, assert_invariants};
@@ -288,12 +288,7 @@ async fn goto_with_a_wrong_result_id_is_rejected_naming_the_missing_one() {
     // The rejected goto changed nothing: the tool ran.
     assert_eq!(
         memory_of(&agent)[..4],
-        [
-            r#"user/user: text "q""#,
-            r#"assistant/assistant: tool_use c1 calculator {"expression":"6*7"}"#,
-            r#"tool/calculator: tool_result c1 calculator "42""#,
-            r#"assistant/assistant: text "answer" <ModelStop>"#,
-        ]
+        line::calc_round_trip("q", ("c1", "6*7", "42"), "answer")
     );
 }
 
@@ -555,8 +550,8 @@ async fn skip_and_result_changes_with_other_ids_are_normalised_to_the_call() {
     assert_eq!(
         memory_of(&agent)[2..4],
         [
-            r#"tool/calculator: tool_result c1 calculator "cached""#,
-            r#"tool/calculator: tool_result c2 calculator "edited""#,
+            line::calc_result("c1", "cached"),
+            line::calc_result("c2", "edited"),
         ]
     );
     assert_invariants(&agent, &[&rec], Pending::None);

@@ -46,6 +46,27 @@ where
     )
 }
 
+/// [`on`] for one kind, running `$body` on the typed event: `on_event!(PreCall, 10, |e|
+/// e.set_system_message(None))` runs the body on every PreCall with `e` the `&mut
+/// PreCallEvent` (`?` works in the body). Named `"{kind}@{priority}"`.
+#[allow(unused_macros)] // Not every test binary that includes the support module uses it.
+macro_rules! on_event {
+    ($kind:ident, $priority:expr, |$e:ident| $body:expr) => {
+        $crate::support::hooks::on(
+            ::agentscope::prelude::HookEventType::$kind,
+            $priority,
+            move |event| {
+                if let ::agentscope::prelude::HookEvent::$kind($e) = event {
+                    $body;
+                }
+                Ok(())
+            },
+        )
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use on_event;
+
 /// Calls `stop_agent()` at the first PostReasoning it sees (only once); named "stopper".
 pub(crate) fn stop_after_first_reasoning() -> HookFn {
     let done = AtomicBool::new(false);
