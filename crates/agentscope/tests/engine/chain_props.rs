@@ -2,11 +2,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::support::fixtures::{SwapModel, eleven_kinds_script, yield_once};
+use crate::support::fixtures::{SwapModel, eleven_kinds_builder, eleven_kinds_script, yield_once};
 use crate::support::invariants::{Pending, assert_invariants};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelError};
-use agentscope_test::tools::{EchoTool, ProgressTool};
+use agentscope_test::tools::EchoTool;
 use agentscope_test::{RecordingHook, ScriptedResponse};
 use futures::executor::block_on;
 use proptest::prelude::*;
@@ -128,12 +128,7 @@ proptest! {
         // The marker first; then hooks [0, on_builder) on the builder, the rest with
         // add_hook; the full recorder last.
         let split = on_builder.min(hooks.len());
-        let mut builder = ReActAgent::builder()
-            .sys_prompt("sys")
-            .model(model.clone())
-            .toolkit(Toolkit::new().tool(ProgressTool::new()))
-            .max_iters(1)
-            .hook(marker);
+        let mut builder = eleven_kinds_builder(&model).sys_prompt("sys").hook(marker);
         for (index, spec) in hooks.iter().enumerate().take(split) {
             builder = builder.hook(logger(index, spec.priority, mask(spec.interests), spec.is_async, &log));
         }

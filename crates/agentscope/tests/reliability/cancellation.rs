@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use crate::support::describe::memory_of;
 use crate::support::fixtures::{
     ELEVEN_KINDS_EVENTS, INTERRUPTED, REPLY, SwapModel, YieldingHook, cut_after,
-    eleven_kinds_memory, eleven_kinds_script, poll_stream_times, poll_times, run_counting,
-    work_tool, yield_once,
+    eleven_kinds_builder, eleven_kinds_memory, eleven_kinds_model, poll_stream_times, poll_times,
+    run_counting, work_tool, yield_once,
 };
 use crate::support::invariants::{
     Ending, Pending, assert_follow_up_call, assert_invariants, assert_invariants_after_drops,
@@ -15,7 +15,7 @@ use crate::support::invariants::{
 };
 use crate::support::recorded::kinds;
 use agentscope::prelude::*;
-use agentscope_test::tools::{FailingTool, PanickingTool, ProgressTool, SuspendingTool};
+use agentscope_test::tools::{FailingTool, PanickingTool, SuspendingTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedResponse};
 use futures::StreamExt;
 use proptest::prelude::*;
@@ -540,18 +540,11 @@ fn expected_after_interrupt_at(kind: HookEventType) -> (String, Vec<String>, Vec
 async fn assert_interrupt_at(kind: HookEventType) {
     for stream in [false, true] {
         let case = format!("interrupt at {kind} (stream: {stream})");
-        let model = if kind == K::Error {
-            SwapModel::new([ScriptedResponse::error("model down")])
-        } else {
-            SwapModel::new(eleven_kinds_script())
-        };
+        let model = eleven_kinds_model(kind);
         let early = RecordingHook::new(0).with_name("early");
         let late = RecordingHook::new(1000).with_name("late");
-        let agent = ReActAgent::builder()
+        let agent = eleven_kinds_builder(&model)
             .sys_prompt("You are tested.")
-            .model(model.clone())
-            .toolkit(Toolkit::new().tool(ProgressTool::new()))
-            .max_iters(1)
             .hook(early.clone())
             .hook(late.clone())
             .build()

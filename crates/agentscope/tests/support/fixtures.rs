@@ -10,6 +10,7 @@ use std::task::{Context, Poll};
 
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ChatStream, ModelError, ModelRequest, ReActAgentBuilder};
+use agentscope_test::tools::ProgressTool;
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
@@ -278,6 +279,25 @@ pub(crate) fn eleven_kinds_script() -> Vec<ScriptedResponse> {
         ]),
         ScriptedResponse::chunks([ScriptedChunk::text("sum"), ScriptedChunk::text("mary")]),
     ]
+}
+
+/// A builder for the eleven-kinds scenario ([`eleven_kinds_script`]): `model`, the `progress`
+/// tool, and one iteration (so the tool call leads to the summary).
+pub(crate) fn eleven_kinds_builder(model: &SwapModel) -> ReActAgentBuilder {
+    ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(Toolkit::new().tool(ProgressTool::new()))
+        .max_iters(1)
+}
+
+/// The model of the eleven-kinds scenario, or, to provoke an Error event (`kind` Error), a
+/// model that fails at once with "model down".
+pub(crate) fn eleven_kinds_model(kind: HookEventType) -> SwapModel {
+    if kind == HookEventType::Error {
+        SwapModel::new([ScriptedResponse::error("model down")])
+    } else {
+        SwapModel::new(eleven_kinds_script())
+    }
 }
 
 /// Every event of the eleven-kinds scenario ([`eleven_kinds_script`]) run to its end, chunks
