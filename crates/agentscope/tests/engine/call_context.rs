@@ -2,6 +2,7 @@
 //! resume, and per-call extensions that concurrent calls never share and that go with the
 //! call however it ends (reply, error, drop).
 
+use crate::support::fixtures::recorded;
 use crate::support::hooks::stop_after_first_reasoning;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -23,13 +24,11 @@ fn recorded_calculator_agent(then: &str) -> (ReActAgent, RecordingHook) {
         ScriptedResponse::text("42"),
         ScriptedResponse::text(then),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .model(model)
+            .toolkit(Toolkit::new().tool(Calculator::new())),
+    );
     (agent, rec)
 }
 

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::fixtures::recorded;
 use crate::support::recorded::kinds;
 use agentscope::prelude::*;
 use agentscope::session::JsonFileSessionStore;
@@ -152,15 +153,13 @@ async fn a_routing_agent_fires_the_reasoning_and_acting_events_of_the_steps_it_u
         ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
         ScriptedResponse::text("It is 42."),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .name("router")
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .reply(Router)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .name("router")
+            .model(model.clone())
+            .toolkit(Toolkit::new().tool(Calculator::new()))
+            .reply(Router),
+    );
 
     let math = agent.call("compute 6*7").await.unwrap();
     let chat = agent.call("hello").await.unwrap();
@@ -201,14 +200,12 @@ async fn react_from_a_custom_reply_is_the_whole_loop() {
         ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1+1"})),
         ScriptedResponse::text("2"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .reply(Prefixed)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .model(model.clone())
+            .toolkit(Toolkit::new().tool(Calculator::new()))
+            .reply(Prefixed),
+    );
 
     let reply = agent.call("1+1?").await.unwrap();
 
@@ -220,12 +217,7 @@ async fn react_from_a_custom_reply_is_the_whole_loop() {
 
 #[tokio::test]
 async fn a_failing_reply_fires_error_and_takes_its_input_back() {
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .reply(Fails)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(ReActAgent::builder().reply(Fails));
 
     let err = agent.call("hi").await.unwrap_err();
 
@@ -236,12 +228,7 @@ async fn a_failing_reply_fires_error_and_takes_its_input_back() {
 
 #[tokio::test]
 async fn an_interrupt_ends_a_waiting_reply_with_the_interrupt_reply() {
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .reply(WaitsForever)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(ReActAgent::builder().reply(WaitsForever));
     let call = tokio::spawn(agent.call("wait"));
     while !agent.is_running() {
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -398,13 +385,11 @@ async fn summarize_from_a_custom_reply_fires_the_summary_events() {
         }
     }
     let model = ScriptedModel::new([ScriptedResponse::text("In short: nothing happened.")]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .reply(SummarizeAtOnce)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .model(model.clone())
+            .reply(SummarizeAtOnce),
+    );
 
     let reply = agent.call("what happened?").await.unwrap();
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::support::fixtures::{CANCELLED, recorded_agent};
+use crate::support::fixtures::{CANCELLED, Gate, recorded, recorded_agent};
 use crate::support::hooks::counting;
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::recorded::kinds;
@@ -14,28 +14,7 @@ use agentscope_test::tools::SlowTool;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
-use tokio::sync::{Barrier, Notify};
-
-/// A tool `gate` that signals `entered` when it starts, then waits for `release` (forever
-/// when nobody releases it).
-fn gate_tool(entered: &Arc<Notify>, release: &Arc<Notify>) -> impl Tool {
-    let entered = Arc::clone(entered);
-    let release = Arc::clone(release);
-    tool_fn(
-        "gate",
-        "Waits to be released.",
-        json!({"type": "object", "properties": {}}),
-        move |_input, _ctx| {
-            let entered = Arc::clone(&entered);
-            let release = Arc::clone(&release);
-            async move {
-                entered.notify_one();
-                release.notified().await;
-                Ok("released")
-            }
-        },
-    )
-}
+use tokio::sync::Barrier;
 
 fn gate_call() -> ScriptedResponse {
     ScriptedResponse::tool_call("c1", "gate", json!({}))
@@ -47,24 +26,21 @@ fn gate_call_row() -> Row {
 
 #[tokio::test]
 async fn a_second_concurrent_call_is_busy_at_once_and_no_hook_sees_it() {
-    let entered = Arc::new(Notify::new());
-    let release = Arc::new(Notify::new());
+    let gate = Gate::new();
     let model = ScriptedModel::new([
         gate_call(),
         ScriptedResponse::text("first done"),
         ScriptedResponse::text("third done"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .name("worker")
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(gate_tool(&entered, &release)))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .name("worker")
+            .model(model.clone())
+            .toolkit(Toolkit::new().tool(gate.tool())),
+    );
 
     let first = tokio::spawn(agent.call("first"));
-    entered.notified().await;
+    gate.entered.notified().await;
     assert!(agent.is_running());
     let events_before = rec.types().len();
     let memory_before = agent.memory().messages();
@@ -85,7 +61,7 @@ async fn a_second_concurrent_call_is_busy_at_once_and_no_hook_sees_it() {
     assert_eq!(agent.memory().messages(), memory_before);
     assert_eq!(model.request_count(), 1);
 
-    release.notify_one();
+    gate.release.notify_one();
     assert_eq!(first.await.unwrap().unwrap().text(), "first done");
     assert_eq!(agent.call("third").await.unwrap().text(), "third done");
     let memory = agent.memory().messages();
@@ -246,14 +222,14 @@ async fn two_hundred_agents_called_concurrently_lose_and_duplicate_nothing() {
 
 #[tokio::test]
 async fn dropping_the_call_future_mid_tool_frees_the_agent_and_closes_the_call() {
-    let entered = Arc::new(Notify::new());
-    let never = Arc::new(Notify::new());
+    // Nobody releases the gate.
+    let gate = Gate::new();
     let model = ScriptedModel::new([gate_call(), ScriptedResponse::text("fresh")]);
-    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(gate_tool(&entered, &never)));
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(gate.tool()));
 
     tokio::select! {
         result = agent.call("q") => panic!("the gated call finished: {result:?}"),
-        () = entered.notified() => {}
+        () = gate.entered.notified() => {}
     }
     // The call future is dropped here, with the tool still running.
 

@@ -315,14 +315,12 @@ async fn assert_batch_results(calls: Vec<(&str, &str, Value)>, toolkit: Toolkit,
         ScriptedResponse::tool_calls(calls),
         ScriptedResponse::text("seen"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .sys_prompt("You use tools.")
-        .model(model.clone())
-        .toolkit(toolkit)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .sys_prompt("You use tools.")
+            .model(model.clone())
+            .toolkit(toolkit),
+    );
     let reply = tokio::time::timeout(HANG_GUARD, agent.call("q"))
         .await
         .expect("the call hung")
@@ -770,14 +768,12 @@ async fn tool_arguments_that_are_not_json_become_an_error_result_the_model_sees(
         ]),
         ScriptedResponse::text("seen"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .sys_prompt("You use tools.")
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(echo.clone()))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .sys_prompt("You use tools.")
+            .model(model.clone())
+            .toolkit(Toolkit::new().tool(echo.clone())),
+    );
 
     let reply = agent.call("q").await.unwrap();
 

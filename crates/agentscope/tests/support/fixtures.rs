@@ -1,5 +1,6 @@
 //! Deterministic fixtures: a model whose script can be swapped (and that can yield before
-//! every chunk), a runtime-free "yield once" future, hooks and tools that yield or hang,
+//! every chunk), a runtime-free "yield once" future, hooks and tools that yield, wait at a
+//! gate or hang,
 //! manual polling with a no-op waker, shared scripts, responses and agents (recorded ones
 //! included), and the texts the engine writes for cancelled and interrupted calls.
 
@@ -14,6 +15,7 @@ use agentscope_test::tools::ProgressTool;
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 
 /// The result of a tool call that was still running when its agent call ended.
 pub(crate) const CANCELLED: &str =
@@ -242,6 +244,38 @@ pub(crate) fn poll_stream_times<S: Stream + Unpin>(
         }
     }
     (items, false)
+}
+
+/// A gate for a tool call: the tool [`Gate::tool`] signals `entered` when it starts, then
+/// waits until `release` is notified (forever when nobody releases it).
+#[derive(Default)]
+pub(crate) struct Gate {
+    pub(crate) entered: Notify,
+    pub(crate) release: Notify,
+}
+
+impl Gate {
+    /// A new gate, to share with its tool.
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    /// The tool `gate` that waits at this gate.
+    pub(crate) fn tool(self: &Arc<Self>) -> impl Tool {
+        let gate = Arc::clone(self);
+        tool_fn(
+            "gate",
+            "Waits to be released.",
+            json!({"type": "object"}),
+            move |_, _| Arc::clone(&gate).pass(),
+        )
+    }
+
+    async fn pass(self: Arc<Self>) -> Result<&'static str, ToolError> {
+        self.entered.notify_one();
+        self.release.notified().await;
+        Ok("released")
+    }
 }
 
 /// A tool named `name` that never finishes.
