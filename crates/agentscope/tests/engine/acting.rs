@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::fixtures::build_agent;
-use crate::support::hooks::{Log, entries, push};
+use crate::support::hooks::{Log, entries, hooks, push};
 use agentscope::BoxedHook;
 use agentscope::prelude::*;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
@@ -202,7 +202,7 @@ async fn parallel_results_stay_in_call_order_when_the_second_finishes_first() {
     let agent = build_agent(
         &model,
         Toolkit::new().tool(waits).tool(quick).parallel(true),
-        vec![BoxedHook::new(rec.clone())],
+        hooks![rec.clone()],
     );
 
     let events: Vec<Event> = tokio::time::timeout(

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::support::describe::hook_names;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, Event, HookFn, HookInfo};
 use agentscope_core::plumbing::events;
@@ -155,7 +156,7 @@ async fn mixed_hooks_are_kept_together_as_boxed_hooks() {
     let reply = agent.call(Msg::user("hi")).await.unwrap();
 
     assert_eq!(reply.text(), "answer 0 [sync] [async]");
-    let order: Vec<String> = agent.hook_order().into_iter().map(|h| h.name).collect();
+    let order = hook_names(&agent);
     assert_eq!(
         order,
         ["sync-tagger", "async-tagger", "recording@30", "nested"]

@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::describe::hook_names;
 use crate::support::fixtures::{SwapModel, eleven_kinds_builder, eleven_kinds_script, yield_once};
 use crate::support::invariants::{Pending, assert_invariants};
 use agentscope::prelude::*;
@@ -155,7 +156,7 @@ proptest! {
         // The expected order of the live hooks: sorted by (priority, registration).
         let mut sorted: Vec<usize> = (0..hooks.len()).filter(|&i| !hooks[i].removed).collect();
         sorted.sort_by_key(|&i| (hooks[i].priority, i));
-        let names: Vec<String> = agent.hook_order().into_iter().map(|h| h.name).collect();
+        let names = hook_names(&agent);
         prop_assert_eq!(names.len(), sorted.len() + 2);
 
         // Split the log at each event and compare each segment with the interested hooks.

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::failures::{hook_error, invalid_goto};
 use crate::support::fixtures::expr;
+use crate::support::hooks::hooks;
 use crate::support::recorded::kinds;
 use crate::support::rows::{Row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
@@ -82,7 +83,7 @@ async fn goto_reasoning_is_validated_at_once() {
         }
         Ok(())
     });
-    let agent = build(&model, vec![BoxedHook::new(probe)]);
+    let agent = build(&model, hooks![probe]);
 
     let reply = agent.call("q").await.unwrap();
 
@@ -123,7 +124,7 @@ async fn goto_reasoning_is_validated_at_once() {
 #[tokio::test]
 async fn a_goto_hook_returning_the_validation_error_fails_the_call() {
     let model = ScriptedModel::new([ScriptedResponse::tool_call("c1", "calculator", expr("6*7"))]);
-    let agent = build(&model, vec![BoxedHook::new(goto_times(1, Vec::new))]);
+    let agent = build(&model, hooks![goto_times(1, Vec::new)]);
 
     let err = agent.call("q").await.unwrap_err();
 
@@ -198,9 +199,9 @@ async fn goto_without_tool_uses_appends_the_messages_and_reasons_again() {
     ]);
     let agent = build(
         &model,
-        vec![BoxedHook::new(goto_times(1, || {
+        hooks![goto_times(1, || {
             vec![Msg::user("Check your answer once more.")]
-        }))],
+        })],
     );
 
     let reply = agent.call("q").await.unwrap();
@@ -225,10 +226,7 @@ async fn goto_messages_are_streamed_as_hints() {
         ScriptedResponse::text("draft"),
         ScriptedResponse::text("final"),
     ]);
-    let agent = build(
-        &model,
-        vec![BoxedHook::new(goto_times(1, || vec![Msg::user("again")]))],
-    );
+    let agent = build(&model, hooks![goto_times(1, || vec![Msg::user("again")])]);
 
     let events: Vec<Event> = agent
         .stream("q", StreamOptions::default().include_reasoning_chunk(false))
@@ -347,7 +345,7 @@ async fn stop_wins_over_goto() {
         }
         Ok(())
     });
-    let agent = build(&model, vec![BoxedHook::new(both)]);
+    let agent = build(&model, hooks![both]);
 
     let reply = agent.call("q").await.unwrap();
 

@@ -6,14 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::support::describe::line;
 use crate::support::describe::parsed::memory_of;
+use crate::support::describe::{hook_priorities, line};
 use crate::support::failures::{assert_hook_failed, assert_hook_panicked};
-use crate::support::fixtures::{build_agent, recorded_agent};
-use crate::support::hooks::{Log, entries, new_log, push};
+use crate::support::fixtures::{build_agent, recorded_agent, text_and_progress_call};
+use crate::support::hooks::{Log, entries, hooks, new_log, push};
 use crate::support::recorded::{assert_chunks, kinds};
 use agentscope::prelude::*;
-use agentscope::{AgentError, BoxedHook, HookFn, ModelError};
+use agentscope::{AgentError, HookFn, ModelError};
 use agentscope_test::tools::{Calculator, ProgressTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use proptest::prelude::*;
@@ -105,10 +105,7 @@ async fn plain_answer_fires_call_reasoning_and_one_chunk_event_per_model_chunk()
 #[tokio::test]
 async fn tool_call_then_answer_fires_acting_events_with_progress_chunks_in_between() {
     let model = ScriptedModel::new([
-        ScriptedResponse::chunks([
-            ScriptedChunk::text("Working."),
-            ScriptedChunk::tool_call("c1", "progress", json!({"steps": 2})),
-        ]),
+        text_and_progress_call("Working.", 2),
         ScriptedResponse::chunks([ScriptedChunk::text("All "), ScriptedChunk::text("done.")]),
     ]);
     let tool = ProgressTool::new();
@@ -201,10 +198,7 @@ async fn calculator_round_trip_event_sequence_without_progress_chunks() {
 async fn stream_and_call_fire_the_same_hook_events() {
     let script = || {
         ScriptedModel::new([
-            ScriptedResponse::chunks([
-                ScriptedChunk::text("Working."),
-                ScriptedChunk::tool_call("c1", "progress", json!({"steps": 2})),
-            ]),
+            text_and_progress_call("Working.", 2),
             ScriptedResponse::text("done"),
         ])
     };
@@ -213,12 +207,12 @@ async fn stream_and_call_fire_the_same_hook_events() {
     let calling = build_agent(
         &script(),
         Toolkit::new().tool(ProgressTool::new()),
-        vec![BoxedHook::new(via_call.clone())],
+        hooks![via_call.clone()],
     );
     let streaming = build_agent(
         &script(),
         Toolkit::new().tool(ProgressTool::new()),
-        vec![BoxedHook::new(via_stream.clone())],
+        hooks![via_stream.clone()],
     );
 
     calling.call(Msg::user("go")).await.unwrap();
@@ -248,14 +242,7 @@ async fn parallel_batch_fires_every_pre_acting_before_any_tool_runs() {
         .parallel(true);
     let model = ScriptedModel::new([three_calls(), ScriptedResponse::text("ok")]);
     let rec = RecordingHook::new(200);
-    let agent = build_agent(
-        &model,
-        toolkit,
-        vec![
-            BoxedHook::new(acting_logger(&log)),
-            BoxedHook::new(rec.clone()),
-        ],
-    );
+    let agent = build_agent(&model, toolkit, hooks![acting_logger(&log), rec.clone()]);
 
     // The timeout only guards against a hang if tools were run one after another.
     let reply = tokio::time::timeout(Duration::from_secs(30), agent.call(Msg::user("go")))
@@ -302,7 +289,7 @@ async fn sequential_batch_fires_every_pre_acting_before_any_tool_runs() {
         .tool(logging_tool("t2", &log, None))
         .tool(logging_tool("t3", &log, None));
     let model = ScriptedModel::new([three_calls(), ScriptedResponse::text("ok")]);
-    let agent = build_agent(&model, toolkit, vec![BoxedHook::new(acting_logger(&log))]);
+    let agent = build_agent(&model, toolkit, hooks![acting_logger(&log)]);
 
     agent.call(Msg::user("go")).await.unwrap();
 
@@ -362,13 +349,8 @@ async fn hooks_run_by_priority_then_registration_across_builder_hooks_and_add_ho
     agent.add_hook(logger(&log, "neg").with_priority(-5));
 
     let expected = ["neg", "b", "d", "g", "a", "c", "custom", "f", "late"];
-    let order: Vec<(String, i32)> = agent
-        .hook_order()
-        .into_iter()
-        .map(|info| (info.name, info.priority))
-        .collect();
     assert_eq!(
-        order,
+        hook_priorities(&agent),
         [
             ("neg".to_owned(), -5),
             ("b".to_owned(), 10),
@@ -416,13 +398,8 @@ async fn default_priority_is_100_for_hook_fn_recording_hook_and_trait_default() 
         .hook(DefaultPriority { log })
         .build()
         .unwrap();
-    let priorities: Vec<(String, i32)> = agent
-        .hook_order()
-        .into_iter()
-        .map(|info| (info.name, info.priority))
-        .collect();
     assert_eq!(
-        priorities,
+        hook_priorities(&agent),
         [("closure".to_owned(), 100), ("custom".to_owned(), 100)]
     );
     assert_eq!(agentscope::DEFAULT_PRIORITY, 100);
@@ -436,10 +413,7 @@ async fn default_priority_is_100_for_hook_fn_recording_hook_and_trait_default() 
 #[tokio::test]
 async fn interested_hooks_see_all_and_only_their_kinds() {
     let model = ScriptedModel::new([
-        ScriptedResponse::chunks([
-            ScriptedChunk::text("Let me see."),
-            ScriptedChunk::tool_call("c1", "progress", json!({"steps": 2})),
-        ]),
+        text_and_progress_call("Let me see.", 2),
         ScriptedResponse::text("done"),
     ]);
     let everything = RecordingHook::new(100);
@@ -450,11 +424,11 @@ async fn interested_hooks_see_all_and_only_their_kinds() {
     let agent = build_agent(
         &model,
         Toolkit::new().tool(ProgressTool::new()),
-        vec![
-            BoxedHook::new(everything.clone()),
-            BoxedHook::new(acting.clone()),
-            BoxedHook::new(chunks.clone()),
-            BoxedHook::new(calls.clone()),
+        hooks![
+            everything.clone(),
+            acting.clone(),
+            chunks.clone(),
+            calls.clone()
         ],
     );
 
@@ -504,14 +478,14 @@ async fn uninterested_hooks_are_never_invoked() {
     let agent = build_agent(
         &model,
         Toolkit::new().tool(Calculator::new()),
-        vec![
-            BoxedHook::new(counting(HookEventTypes::NONE, "none")),
-            BoxedHook::new(counting(
+        hooks![
+            counting(HookEventTypes::NONE, "none"),
+            counting(
                 K::PreSummary | K::PostSummary | K::SummaryChunk,
                 "summary-only",
-            )),
-            BoxedHook::new(counting(K::Error.into(), "error-only")),
-            BoxedHook::new(rec.clone()),
+            ),
+            counting(K::Error.into(), "error-only"),
+            rec.clone()
         ],
     );
 
@@ -558,23 +532,12 @@ async fn chunk_notifications_reach_every_hook_even_when_one_errs_or_panics() {
     let last = logger(&log, "last")
         .with_priority(3)
         .with_interests(HookEventTypes::CHUNKS);
-    let model = ScriptedModel::new([
-        ScriptedResponse::chunks([
-            ScriptedChunk::text("a"),
-            ScriptedChunk::tool_call("c1", "progress", json!({"steps": 1})),
-        ]),
-        ScriptedResponse::text("b"),
-    ]);
+    let model = ScriptedModel::new([text_and_progress_call("a", 1), ScriptedResponse::text("b")]);
     let rec = RecordingHook::new(10);
     let agent = build_agent(
         &model,
         Toolkit::new().tool(ProgressTool::new()),
-        vec![
-            BoxedHook::new(failing),
-            BoxedHook::new(panicking),
-            BoxedHook::new(last),
-            BoxedHook::new(rec.clone()),
-        ],
+        hooks![failing, panicking, last, rec.clone()],
     );
 
     let reply = agent.call(Msg::user("go")).await.unwrap();
@@ -632,11 +595,7 @@ async fn error_notification_reaches_every_hook_even_when_one_errs_or_panics() {
     let agent = build_agent(
         &model,
         Toolkit::new(),
-        vec![
-            BoxedHook::new(failing),
-            BoxedHook::new(panicking),
-            BoxedHook::new(last.clone()),
-        ],
+        hooks![failing, panicking, last.clone()],
     );
 
     let err = agent.call(Msg::user("q")).await.unwrap_err();
@@ -663,11 +622,7 @@ async fn chained_event_error_stops_the_chain_and_fails_the_call() {
     .with_name("gate");
     let later = RecordingHook::new(20);
     let model = ScriptedModel::new([ScriptedResponse::text("never")]);
-    let agent = build_agent(
-        &model,
-        Toolkit::new(),
-        vec![BoxedHook::new(gate), BoxedHook::new(later.clone())],
-    );
+    let agent = build_agent(&model, Toolkit::new(), hooks![gate, later.clone()]);
 
     let err = agent.call(Msg::user("q")).await.unwrap_err();
 
@@ -702,11 +657,7 @@ async fn panic_in_a_chained_hook_is_caught_and_the_agent_stays_usable() {
         ScriptedResponse::text("second"),
     ]);
     let rec = RecordingHook::new(200);
-    let agent = build_agent(
-        &model,
-        Toolkit::new(),
-        vec![BoxedHook::new(bomb), BoxedHook::new(rec.clone())],
-    );
+    let agent = build_agent(&model, Toolkit::new(), hooks![bomb, rec.clone()]);
 
     let err = agent.call(Msg::user("one")).await.unwrap_err();
     assert_hook_panicked(&err, "bomb", K::PostReasoning, "boom");

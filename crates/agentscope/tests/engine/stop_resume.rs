@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::support::fixtures::expr;
-use crate::support::hooks::stop_after_first_reasoning;
+use crate::support::hooks::{hooks, stop_after_first_reasoning};
 use crate::support::recorded::kinds;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
 use agentscope::prelude::*;
@@ -66,10 +66,7 @@ fn stopping_agent(model: &ScriptedModel) -> (ReActAgent, Calculator, RecordingHo
         model,
         Toolkit::new().tool(calc.clone()),
         10,
-        vec![
-            BoxedHook::new(stop_after_first_reasoning()),
-            BoxedHook::new(rec.clone()),
-        ],
+        hooks![stop_after_first_reasoning(), rec.clone()],
     );
     (agent, calc, rec)
 }
@@ -340,7 +337,7 @@ async fn stop_after_acting_at(stop_at: &'static str) {
         &model,
         Toolkit::new().tool(calc.clone()),
         10,
-        vec![BoxedHook::new(stopper), BoxedHook::new(rec.clone())],
+        hooks![stopper, rec.clone()],
     );
 
     let reply = agent.call(Msg::user("q")).await.unwrap();
@@ -419,7 +416,7 @@ async fn suspended_tool_returns_tool_suspended_and_resumes_with_its_result() {
         &model,
         Toolkit::new().tool(calc.clone()).tool(external.clone()),
         10,
-        vec![BoxedHook::new(rec.clone())],
+        hooks![rec.clone()],
     );
 
     let reply = agent.call(Msg::user("q")).await.unwrap();
@@ -508,7 +505,7 @@ async fn every_call_restarts_the_iteration_count_at_zero() {
         &model,
         Toolkit::new().tool(Calculator::new()),
         10,
-        vec![BoxedHook::new(iteration_recorder(&iterations))],
+        hooks![iteration_recorder(&iterations)],
     );
     assert_eq!(agent.call("first").await.unwrap().text(), "two");
     assert_eq!(*iterations.lock().unwrap(), [0, 1]);
@@ -539,10 +536,7 @@ async fn a_resume_restarts_the_iteration_count_at_zero() {
         &model,
         Toolkit::new().tool(calc.clone()),
         2,
-        vec![
-            BoxedHook::new(iteration_recorder(&iterations)),
-            BoxedHook::new(stop_at_iteration_one),
-        ],
+        hooks![iteration_recorder(&iterations), stop_at_iteration_one],
     );
     let stopped = agent.call("q").await.unwrap();
     assert_eq!(

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::support::fixtures::{CANCELLED, cut_after, recorded_agent};
-use crate::support::hooks::counting;
+use crate::support::fixtures::{CANCELLED, cut_after, recorded_agent, text_and_progress_call};
+use crate::support::hooks::{counting, hooks};
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::recorded::assert_chunks;
 use crate::support::rows::{Row, rows, text};
@@ -212,10 +212,7 @@ async fn non_incremental_chunks_carry_the_accumulated_message() {
 async fn every_kind(options: StreamOptions) -> Vec<(EventType, bool, String)> {
     let model = ScriptedModel::new([
         ScriptedResponse::text("draft"),
-        ScriptedResponse::chunks([
-            ScriptedChunk::text("Working"),
-            ScriptedChunk::tool_call("c1", "progress", json!({"steps": 2})),
-        ]),
+        text_and_progress_call("Working", 2),
         ScriptedResponse::chunks([ScriptedChunk::text("Sum"), ScriptedChunk::text("mary")]),
     ]);
     let goto_once = hook_fn(|event| {
@@ -398,12 +395,12 @@ async fn streamed_values_are_the_values_after_every_hook_ran() {
     });
     let agent = calc_agent(
         &model,
-        vec![
-            BoxedHook::new(mark_reasoning("[second]", 20)),
-            BoxedHook::new(mark_reasoning("[first]", 10)),
-            BoxedHook::new(redact("+a", 10)),
-            BoxedHook::new(redact("+b", 20)),
-            BoxedHook::new(for_caller),
+        hooks![
+            mark_reasoning("[second]", 20),
+            mark_reasoning("[first]", 10),
+            redact("+a", 10),
+            redact("+b", 20),
+            for_caller
         ],
     );
 

@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::support::fixtures::{cut_after, expr};
+use crate::support::hooks::hooks;
 use crate::support::recorded::{assert_chunks, kinds};
 use crate::support::rows::{Row, row, rows};
 use agentscope::prelude::*;
@@ -77,7 +78,7 @@ async fn max_iters_sends_memory_plus_hint_without_tools_and_a_fresh_system_messa
         ScriptedChunk::text("Sum"),
         ScriptedChunk::text("mary"),
     ]));
-    let agent = build(&model, vec![BoxedHook::new(per_iteration_append())]);
+    let agent = build(&model, hooks![per_iteration_append()]);
 
     agent.call("q").await.unwrap();
 
@@ -112,7 +113,7 @@ async fn summary_events_come_in_order_and_the_reply_is_stored_without_the_hint()
         ScriptedChunk::text("mary"),
     ]));
     let rec = RecordingHook::new(100);
-    let agent = build(&model, vec![BoxedHook::new(rec.clone())]);
+    let agent = build(&model, hooks![rec.clone()]);
 
     let reply = agent.call("q").await.unwrap();
 
@@ -159,7 +160,7 @@ async fn summary_events_come_in_order_and_the_reply_is_stored_without_the_hint()
 async fn summary_model_failure_becomes_the_stored_reply() {
     let model = two_iterations_then(ScriptedResponse::error("model overloaded"));
     let rec = RecordingHook::new(100);
-    let agent = build(&model, vec![BoxedHook::new(rec.clone())]);
+    let agent = build(&model, hooks![rec.clone()]);
 
     let reply = agent.call("q").await.unwrap();
 
@@ -217,7 +218,7 @@ async fn pre_summary_reports_the_limit_and_the_iterations_done() {
         }
         Ok(())
     });
-    let agent = build(&model, vec![BoxedHook::new(probe)]);
+    let agent = build(&model, hooks![probe]);
 
     agent.call("q").await.unwrap();
 
@@ -239,7 +240,7 @@ async fn pre_summary_changes_apply_to_the_summary_request_only() {
         }
         Ok(())
     });
-    let agent = build(&model, vec![BoxedHook::new(change)]);
+    let agent = build(&model, hooks![change]);
 
     agent.call("q").await.unwrap();
 

@@ -1,6 +1,6 @@
 //! Compact text forms to compare whole memories and model requests: messages as one line
 //! each (in four forms, and the lines of common messages, see below), the system texts and
-//! tool names of model requests, and an agent's hook order.
+//! tool names of model requests, and an agent's hook order (names, and priorities).
 //!
 //! - [`describe`] / [`memory_of`]: `role/name: blocks <generate reason>`, a tool-use with
 //!   unparsed arguments shown by its `raw_input`;
@@ -184,6 +184,15 @@ pub(crate) fn system_texts(model: &ScriptedModel) -> Vec<Vec<String>> {
 /// The names of the tools offered in `request`.
 pub(crate) fn tool_names(request: &ModelRequest) -> Vec<String> {
     request.tools.iter().map(|t| t.name.clone()).collect()
+}
+
+/// The names and priorities of the agent's hooks, in the order they run.
+pub(crate) fn hook_priorities(agent: &ReActAgent) -> Vec<(String, i32)> {
+    agent
+        .hook_order()
+        .into_iter()
+        .map(|info| (info.name, info.priority))
+        .collect()
 }
 
 /// The names of the agent's hooks, in the order they run.

@@ -301,6 +301,15 @@ pub(crate) fn calc_call(id: &str, expression: &str) -> ScriptedResponse {
     ScriptedResponse::tool_call(id, "calculator", json!({ "expression": expression }))
 }
 
+/// A response that streams `text`, then a call of the `progress` tool (call "c1") of `steps`
+/// steps.
+pub(crate) fn text_and_progress_call(text: &str, steps: u64) -> ScriptedResponse {
+    ScriptedResponse::chunks([
+        ScriptedChunk::text(text),
+        ScriptedChunk::tool_call("c1", "progress", json!({ "steps": steps })),
+    ])
+}
+
 /// A scenario that fires the eleven non-error kinds in one call (max_iters 1): a streamed
 /// reasoning with a progress tool call, the tool's two progress chunks, and a streamed
 /// summary.

@@ -46,6 +46,17 @@ where
     )
 }
 
+/// The hooks given, each boxed: `hooks![gate, rec.clone()]` is
+/// `vec![BoxedHook::new(gate), BoxedHook::new(rec.clone())]`.
+#[allow(unused_macros)] // Not every test binary that includes the support module uses it.
+macro_rules! hooks {
+    ($($hook:expr),* $(,)?) => {
+        vec![$(::agentscope::BoxedHook::new($hook)),*]
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use hooks;
+
 /// [`on`] for one kind, running `$body` on the typed event: `on_event!(PreCall, 10, |e|
 /// e.set_system_message(None))` runs the body on every PreCall with `e` the `&mut
 /// PreCallEvent` (`?` works in the body). Named `"{kind}@{priority}"`.
