@@ -223,45 +223,39 @@ fn with_text(msg: &Msg, text: String) -> Msg {
 fn appender(index: usize, priority: i32, interests: HookEventTypes, is_async: bool) -> BoxedHook {
     let tag = format!("<{index}>");
     let change = move |event: &mut HookEvent| -> Result<(), HookError> {
+        let tagged = |text: String| format!("{text}{tag}");
+        let tagged_message = |msg: &Msg| with_text(msg, tagged(msg.text()));
         match event {
             HookEvent::PreCall(e) => {
-                let text = format!("{}{tag}", e.input_messages()[0].text());
+                let text = tagged(e.input_messages()[0].text());
                 e.set_input_messages(vec![Msg::user(text)]);
             }
+            HookEvent::PostCall(e) => {
+                e.set_final_message(Msg::assistant(tagged(e.final_message().text())));
+            }
             HookEvent::PreReasoning(e) => {
-                let text = format!("{}{tag}", e.system_message().unwrap().text());
-                e.set_system_message(Some(Msg::system(text)));
+                let system = Msg::system(tagged(e.system_message().unwrap().text()));
+                e.set_system_message(Some(system));
             }
             HookEvent::PostReasoning(e) => {
-                let msg = e.reasoning_message();
-                let text = format!("{}{tag}", msg.text());
-                let msg = with_text(msg, text);
-                e.set_reasoning_message(msg);
+                e.set_reasoning_message(tagged_message(e.reasoning_message()));
             }
             HookEvent::PreActing(e) => {
                 let mut call = e.tool_use().clone();
                 call.input =
-                    json!({"text": format!("{}{tag}", call.input["text"].as_str().unwrap())})
-                        .into();
+                    json!({"text": tagged(call.input["text"].as_str().unwrap().to_owned())}).into();
                 e.set_tool_use(call)?;
             }
             HookEvent::PostActing(e) => {
-                let text = format!("{}{tag}", e.tool_result().text_output());
+                let text = tagged(e.tool_result().text_output());
                 e.set_tool_result(ToolResultBlock::text("", "", text));
             }
             HookEvent::PreSummary(e) => {
-                let text = format!("{}{tag}", e.system_message().unwrap().text());
-                e.set_system_message(Some(Msg::system(text)));
+                let system = Msg::system(tagged(e.system_message().unwrap().text()));
+                e.set_system_message(Some(system));
             }
             HookEvent::PostSummary(e) => {
-                let msg = e.summary_message();
-                let text = format!("{}{tag}", msg.text());
-                let msg = with_text(msg, text);
-                e.set_summary_message(msg);
-            }
-            HookEvent::PostCall(e) => {
-                let text = format!("{}{tag}", e.final_message().text());
-                e.set_final_message(Msg::assistant(text));
+                e.set_summary_message(tagged_message(e.summary_message()));
             }
             HookEvent::ReasoningChunk(_)
             | HookEvent::ActingChunk(_)

@@ -1,12 +1,11 @@
 //! Failure paths: hook errors and panics at every chained event, notification-hook failures, ErrorEvent delivery, model errors, empty responses, tool failures the model sees, and build errors.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::support::failures::{assert_hook_panicked, hook_error};
 use crate::support::fixtures::{CANCELLED, cut_after, recorded_agent};
-use crate::support::hooks::Log;
+use crate::support::hooks::{Log, first_time};
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::recorded::kinds;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
@@ -200,9 +199,9 @@ async fn a_panicking_hook_fails_the_call_and_the_agent_stays_usable() {
         ScriptedResponse::text("unused"),
         ScriptedResponse::text("fine"),
     ]);
-    let panicked = AtomicBool::new(false);
+    let first = first_time();
     let panicky = hook_fn(move |event| {
-        if matches!(event, HookEvent::PreReasoning(_)) && !panicked.swap(true, Ordering::SeqCst) {
+        if matches!(event, HookEvent::PreReasoning(_)) && first() {
             panic!("boom");
         }
         Ok(())

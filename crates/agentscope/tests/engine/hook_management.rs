@@ -32,25 +32,32 @@ fn agent(model: &ScriptedModel, hooks: impl IntoIterator<Item = BoxedHook>) -> R
         .unwrap()
 }
 
-/// A hook that runs `f` with the agent handle on the first PreReasoning it sees.
-fn once_at_pre_reasoning(
-    handle: &Handle,
-    invocations: &Arc<AtomicUsize>,
-    f: impl Fn(&ReActAgent) + Send + Sync + 'static,
-) -> BoxedHook {
-    let handle = Arc::clone(handle);
-    let invocations = Arc::clone(invocations);
-    BoxedHook::new(
+/// An agent (see [`agent`]) whose first hook, "manager" (priority 50), runs `manage` with the
+/// agent itself on the first PreReasoning it sees, followed by `hooks`; and the count of the
+/// PreReasoning events the manager saw.
+fn managed_agent(
+    model: &ScriptedModel,
+    manage: impl Fn(&ReActAgent) + Send + Sync + 'static,
+    hooks: impl IntoIterator<Item = BoxedHook>,
+) -> (ReActAgent, Arc<AtomicUsize>) {
+    let handle: Handle = Arc::default();
+    let invocations = Arc::new(AtomicUsize::new(0));
+    let manager = {
+        let handle = Arc::clone(&handle);
+        let invocations = Arc::clone(&invocations);
         hook_fn(move |_event: &mut HookEvent| {
             if invocations.fetch_add(1, Ordering::SeqCst) == 0 {
-                f(handle.get().unwrap());
+                manage(handle.get().unwrap());
             }
             Ok(())
         })
         .with_interests(K::PreReasoning)
         .with_priority(50)
-        .with_name("manager"),
-    )
+        .with_name("manager")
+    };
+    let agent = agent(model, std::iter::once(BoxedHook::new(manager)).chain(hooks));
+    handle.set(agent.clone()).unwrap();
+    (agent, invocations)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -60,18 +67,15 @@ fn once_at_pre_reasoning(
 #[tokio::test]
 async fn hook_added_during_a_call_sees_nothing_of_it_and_everything_of_the_next() {
     let model = answers(2);
-    let handle: Handle = Arc::default();
-    let invocations = Arc::new(AtomicUsize::new(0));
     // Priority 1: had it joined the running chain, it would run before everything else.
     let late = RecordingHook::new(1);
     let adder = {
         let late = late.clone();
-        once_at_pre_reasoning(&handle, &invocations, move |agent| {
+        move |agent: &ReActAgent| {
             agent.add_hook(late.clone());
-        })
+        }
     };
-    let agent = agent(&model, [adder]);
-    handle.set(agent.clone()).unwrap();
+    let (agent, invocations) = managed_agent(&model, adder, []);
 
     agent.call(Msg::user("one")).await.unwrap();
 
@@ -91,20 +95,17 @@ async fn hook_added_during_a_call_sees_nothing_of_it_and_everything_of_the_next(
 #[tokio::test]
 async fn hook_removed_during_a_call_still_sees_all_of_it_and_nothing_of_the_next() {
     let model = answers(2);
-    let handle: Handle = Arc::default();
-    let invocations = Arc::new(AtomicUsize::new(0));
     let removed = RecordingHook::new(200);
     let target: Arc<OnceLock<HookId>> = Arc::default();
     let outcome = Arc::new(Mutex::new(None));
     let remover = {
         let target = Arc::clone(&target);
         let outcome = Arc::clone(&outcome);
-        once_at_pre_reasoning(&handle, &invocations, move |agent| {
+        move |agent: &ReActAgent| {
             *outcome.lock().unwrap() = Some(agent.remove_hook(*target.get().unwrap()));
-        })
+        }
     };
-    let agent = agent(&model, [remover]);
-    handle.set(agent.clone()).unwrap();
+    let (agent, _) = managed_agent(&model, remover, []);
     target.set(agent.add_hook(removed.clone())).unwrap();
 
     agent.call(Msg::user("one")).await.unwrap();
@@ -122,12 +123,12 @@ async fn hook_removed_during_a_call_still_sees_all_of_it_and_nothing_of_the_next
 #[tokio::test]
 async fn hooks_cleared_during_a_call_still_see_all_of_it_and_nothing_of_the_next() {
     let model = answers(2);
-    let handle: Handle = Arc::default();
-    let invocations = Arc::new(AtomicUsize::new(0));
     let observer = RecordingHook::new(200);
-    let clearer = once_at_pre_reasoning(&handle, &invocations, |agent| agent.clear_hooks());
-    let agent = agent(&model, [clearer, BoxedHook::new(observer.clone())]);
-    handle.set(agent.clone()).unwrap();
+    let (agent, invocations) = managed_agent(
+        &model,
+        |agent| agent.clear_hooks(),
+        [BoxedHook::new(observer.clone())],
+    );
 
     agent.call(Msg::user("one")).await.unwrap();
 

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::support::fixtures::{INTERRUPTED, REPLY, recorded_agent};
+use crate::support::hooks::first_time;
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::recorded::kinds;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, row, rows, user};
@@ -27,10 +28,10 @@ fn interrupted_result(id: &str, name: &str) -> Row {
 /// Registers a hook that interrupts `agent` the first time it sees an event of `kind`.
 fn interrupt_at(agent: &ReActAgent, kind: HookEventType) {
     let handle = agent.clone();
-    let done = std::sync::atomic::AtomicBool::new(false);
+    let first = first_time();
     agent.add_hook(
         hook_fn(move |_event| {
-            if !done.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            if first() {
                 handle.interrupt();
             }
             Ok(())

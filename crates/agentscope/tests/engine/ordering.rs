@@ -10,7 +10,7 @@ use crate::support::describe::parsed::memory_of;
 use crate::support::describe::{hook_priorities, line};
 use crate::support::failures::{assert_hook_failed, assert_hook_panicked};
 use crate::support::fixtures::{build_agent, recorded_agent, text_and_progress_call};
-use crate::support::hooks::{Log, entries, hooks, new_log, push};
+use crate::support::hooks::{Log, entries, first_time, hooks, new_log, push};
 use crate::support::recorded::{assert_chunks, kinds};
 use agentscope::prelude::*;
 use agentscope::{AgentError, HookFn, ModelError};
@@ -640,18 +640,14 @@ async fn chained_event_error_stops_the_chain_and_fails_the_call() {
 
 #[tokio::test]
 async fn panic_in_a_chained_hook_is_caught_and_the_agent_stays_usable() {
-    let armed = Arc::new(AtomicUsize::new(1));
-    let bomb = {
-        let armed = Arc::clone(&armed);
-        hook_fn(move |event: &mut HookEvent| {
-            if matches!(event, HookEvent::PostReasoning(_)) && armed.swap(0, Ordering::SeqCst) == 1
-            {
-                panic!("boom");
-            }
-            Ok(())
-        })
-        .with_name("bomb")
-    };
+    let first = first_time();
+    let bomb = hook_fn(move |event: &mut HookEvent| {
+        if matches!(event, HookEvent::PostReasoning(_)) && first() {
+            panic!("boom");
+        }
+        Ok(())
+    })
+    .with_name("bomb");
     let model = ScriptedModel::new([
         ScriptedResponse::text("first"),
         ScriptedResponse::text("second"),

@@ -9,7 +9,7 @@ use crate::support::describe::line;
 use crate::support::describe::parsed::{describe, memory_of};
 use crate::support::failures::{hook_error, invalid_goto};
 use crate::support::fixtures::calc_call;
-use crate::support::hooks::on_event;
+use crate::support::hooks::{first_time, on_event};
 use agentscope::ConversationError;
 use agentscope::prelude::*;
 use agentscope::{AgentError, BoxedHook, CallInput, InMemoryMemory};
@@ -288,15 +288,12 @@ async fn pre_reasoning_replacement_does_not_leak_into_later_iterations() {
 #[tokio::test]
 async fn each_call_reseeds_from_sys_prompt() {
     let model = ScriptedModel::new([ScriptedResponse::text("one"), ScriptedResponse::text("two")]);
-    let first_call_only = Arc::new(Mutex::new(true));
-    let hook = {
-        let first_call_only = Arc::clone(&first_call_only);
-        on_event!(PreCall, 10, |e| {
-            if std::mem::replace(&mut *first_call_only.lock().unwrap(), false) {
-                e.append_system_content("first call");
-            }
-        })
-    };
+    let first_call = first_time();
+    let hook = on_event!(PreCall, 10, |e| {
+        if first_call() {
+            e.append_system_content("first call");
+        }
+    });
     let agent = agent("seed", &model, [hook]);
 
     agent.call(Msg::user("a")).await.unwrap();
@@ -393,15 +390,12 @@ async fn system_message_in_call_input_is_rejected_without_any_hook() {
 #[tokio::test]
 async fn system_role_reasoning_message_set_by_a_hook_never_reaches_memory() {
     let model = ScriptedModel::new([ScriptedResponse::text("x"), ScriptedResponse::text("next")]);
-    let armed = Arc::new(Mutex::new(true));
-    let inject = {
-        let armed = Arc::clone(&armed);
-        on_event!(PostReasoning, 10, |e| {
-            if std::mem::replace(&mut *armed.lock().unwrap(), false) {
-                e.set_reasoning_message(Msg::system("injected"));
-            }
-        })
-    };
+    let first = first_time();
+    let inject = on_event!(PostReasoning, 10, |e| {
+        if first() {
+            e.set_reasoning_message(Msg::system("injected"));
+        }
+    });
     let (agent, _memory) = agent_with_history(&model, [inject]);
     let before = memory_of(&agent);
 

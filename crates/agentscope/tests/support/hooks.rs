@@ -78,12 +78,19 @@ macro_rules! on_event {
 #[allow(unused_imports)]
 pub(crate) use on_event;
 
+/// True the first time it is asked and false ever after: for hooks that act on the first
+/// event they see only.
+pub(crate) fn first_time() -> impl Fn() -> bool + Send + Sync + 'static {
+    let armed = AtomicBool::new(true);
+    move || armed.swap(false, Ordering::SeqCst)
+}
+
 /// Calls `stop_agent()` at the first PostReasoning it sees (only once); named "stopper".
 pub(crate) fn stop_after_first_reasoning() -> HookFn {
-    let done = AtomicBool::new(false);
+    let first = first_time();
     hook_fn(move |event| {
         if let HookEvent::PostReasoning(e) = event
-            && !done.swap(true, Ordering::SeqCst)
+            && first()
         {
             e.stop_agent();
         }
