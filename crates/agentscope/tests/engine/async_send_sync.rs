@@ -12,7 +12,15 @@ use futures::{Stream, StreamExt};
 
 fn send<T: Send>(_: &T) {}
 fn send_static<T: Send + 'static>(_: &T) {}
-fn send_sync_clone<T: Send + Sync + Clone + 'static>() {}
+
+/// Compiles only when every type given is `Send + Sync + Clone + 'static`.
+macro_rules! assert_send_sync_clone {
+    ($($ty:ty),* $(,)?) => {{
+        fn send_sync_clone<T: Send + Sync + Clone + 'static>() {}
+        $(send_sync_clone::<$ty>();)*
+    }};
+}
+
 fn agent_stream<S>(_: &S)
 where
     S: Stream<Item = Result<Event, AgentError>> + futures::stream::FusedStream + Send + 'static,
@@ -31,16 +39,18 @@ fn agent(responses: usize, hooks: Vec<BoxedHook>) -> ReActAgent {
 
 #[test]
 fn agent_handle_and_data_types_are_send_sync_clone() {
-    send_sync_clone::<ReActAgent>();
-    send_sync_clone::<HookEvent>();
-    send_sync_clone::<Event>();
-    send_sync_clone::<Msg>();
-    send_sync_clone::<AgentError>();
-    send_sync_clone::<HookError>();
-    send_sync_clone::<BoxedHook>();
-    send_sync_clone::<HookInfo>();
-    send_sync_clone::<StreamOptions>();
-    send_sync_clone::<RecordingHook>();
+    assert_send_sync_clone!(
+        ReActAgent,
+        HookEvent,
+        Event,
+        Msg,
+        AgentError,
+        HookError,
+        BoxedHook,
+        HookInfo,
+        StreamOptions,
+        RecordingHook,
+    );
 }
 
 #[test]
