@@ -24,11 +24,18 @@ fn assistant(t: &str, reason: Option<GenerateReason>) -> Row {
     )
 }
 
+/// An agent (system prompt "sys") with a calculator, an echo tool and `hooks`.
 fn build(model: &ScriptedModel, hooks: Vec<BoxedHook>) -> ReActAgent {
+    let toolkit = Toolkit::new().tool(Calculator::new()).tool(EchoTool::new());
+    build_with(model, toolkit, hooks)
+}
+
+/// An agent (system prompt "sys") with `toolkit` and `hooks`.
+fn build_with(model: &ScriptedModel, toolkit: Toolkit, hooks: Vec<BoxedHook>) -> ReActAgent {
     ReActAgent::builder()
         .sys_prompt("sys")
         .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()).tool(EchoTool::new()))
+        .toolkit(toolkit)
         .hooks(hooks)
         .build()
         .unwrap()
@@ -50,13 +57,6 @@ fn goto_times(times: usize, make: impl Fn() -> Vec<Msg> + Send + Sync + 'static)
 
 #[tokio::test]
 async fn goto_reasoning_is_validated_at_once() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_calls([
-            ("c1", "calculator", expr("6*7")),
-            ("c2", "echo", json!({"text": "hi"})),
-        ]),
-        ScriptedResponse::text("done"),
-    ]);
     let outcomes: Arc<Mutex<Vec<(HookError, bool)>>> = Arc::default();
     let seen = Arc::clone(&outcomes);
     let probe = hook_fn(move |event| {
@@ -83,6 +83,13 @@ async fn goto_reasoning_is_validated_at_once() {
         }
         Ok(())
     });
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_calls([
+            ("c1", "calculator", expr("6*7")),
+            ("c2", "echo", json!({"text": "hi"})),
+        ]),
+        ScriptedResponse::text("done"),
+    ]);
     let agent = build(&model, hooks![probe]);
 
     let reply = agent.call("q").await.unwrap();
@@ -153,14 +160,8 @@ async fn valid_goto_with_tool_results_stores_them_and_reasons_again() {
             "cached 42",
         ))]
     });
-    let agent = ReActAgent::builder()
-        .sys_prompt("sys")
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(calc.clone()))
-        .hook(goto)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let toolkit = Toolkit::new().tool(calc.clone());
+    let agent = build_with(&model, toolkit, hooks![goto, rec.clone()]);
 
     let reply = agent.call("q").await.unwrap();
 
@@ -252,12 +253,7 @@ async fn goto_messages_are_streamed_as_hints() {
 
 #[tokio::test]
 async fn goto_does_not_count_against_max_iters() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::text("one"),
-        ScriptedResponse::text("two"),
-        ScriptedResponse::text("three"),
-        ScriptedResponse::text("four"),
-    ]);
+    let model = ScriptedModel::new(["one", "two", "three", "four"].map(ScriptedResponse::text));
     let iterations = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&iterations);
     let recorder = hook_fn(move |event| {
