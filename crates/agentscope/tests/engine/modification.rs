@@ -9,9 +9,9 @@ use crate::support::describe::{line, tool_names};
 use crate::support::failures::hook_error;
 use crate::support::fixtures::{CANCELLED, calc_call};
 use crate::support::hooks::{on, on_event};
-use crate::support::recorded::kinds;
+use crate::support::recorded::{events_of, kinds};
 use agentscope::prelude::*;
-use agentscope::{BoxedHook, ModelRequest, ReActAgentBuilder};
+use agentscope::{BoxedHook, ModelRequest, PostActingEvent, ReActAgentBuilder};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
@@ -482,13 +482,9 @@ async fn pre_acting_skip_with_does_not_run_the_tool_and_stores_the_skip_result()
              PostReasoning PostCall"
         )
     );
-    let post_acting: Vec<ToolResultBlock> = rec
-        .events()
-        .into_iter()
-        .filter_map(|event| match event {
-            HookEvent::PostActing(e) => Some(e.tool_result().clone()),
-            _ => None,
-        })
+    let post_acting: Vec<ToolResultBlock> = events_of::<PostActingEvent>(&rec)
+        .iter()
+        .map(|e| e.tool_result().clone())
         .collect();
     assert_eq!(
         post_acting,

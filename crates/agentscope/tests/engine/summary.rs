@@ -4,10 +4,10 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::fixtures::{cut_after, expr};
 use crate::support::hooks::hooks;
-use crate::support::recorded::{assert_chunks, kinds};
+use crate::support::recorded::{assert_chunks, events_of, kinds};
 use crate::support::rows::{Row, row, rows};
 use agentscope::prelude::*;
-use agentscope::{BoxedHook, HookFn};
+use agentscope::{BoxedHook, HookFn, PostSummaryEvent};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 
@@ -145,15 +145,8 @@ async fn summary_events_come_in_order_and_the_reply_is_stored_without_the_hint()
         HookEventType::SummaryChunk,
         &[("Sum", "Sum"), ("mary", "Summary")],
     );
-    let post_summary = rec
-        .events()
-        .into_iter()
-        .find_map(|e| match e {
-            HookEvent::PostSummary(e) => Some(e.summary_message().text()),
-            _ => None,
-        })
-        .unwrap();
-    assert_eq!(post_summary, "Summary");
+    let post_summary = &events_of::<PostSummaryEvent>(&rec)[0];
+    assert_eq!(post_summary.summary_message().text(), "Summary");
 }
 
 #[tokio::test]

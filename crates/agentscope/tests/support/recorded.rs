@@ -1,5 +1,5 @@
 //! What a [`RecordingHook`] saw, in forms to compare exactly: event sequences written as one
-//! line of names, and the texts of streamed chunks.
+//! line of names, the events of one type, and the texts of streamed chunks.
 
 use agentscope::prelude::*;
 use agentscope_test::RecordingHook;
@@ -17,6 +17,14 @@ pub(crate) fn kinds(names: &str) -> Vec<HookEventType> {
                 .find(|kind| kind.to_string() == name)
                 .unwrap_or_else(|| panic!("no event type is named {name:?}"))
         })
+        .collect()
+}
+
+/// The events of type `E` (a `PostActingEvent`, say) that `rec` saw, in order.
+pub(crate) fn events_of<E: TryFrom<HookEvent>>(rec: &RecordingHook) -> Vec<E> {
+    rec.events()
+        .into_iter()
+        .filter_map(|event| E::try_from(event).ok())
         .collect()
 }
 
