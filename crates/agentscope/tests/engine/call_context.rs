@@ -10,7 +10,7 @@ use std::time::Duration;
 #[cfg(feature = "rag")]
 use agentscope::hooks::{InMemoryLongTermMemory, StaticLongTermMemoryHook};
 use agentscope::prelude::*;
-use agentscope::{CallId, HookFn};
+use agentscope::{BoxedModel, CallId, HookFn};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::FutureExt;
@@ -219,13 +219,18 @@ async fn a_call_leaves_nothing_behind_however_it_ends() {
             .iter()
             .all(|weak| weak.upgrade().is_none())
     };
+    let probed = |model: BoxedModel| {
+        ReActAgent::builder()
+            .model(model)
+            .hook(prober(&probes))
+            .build()
+            .unwrap()
+    };
 
     // Completed.
-    let agent = ReActAgent::builder()
-        .model(ScriptedModel::new([ScriptedResponse::text("hi")]))
-        .hook(prober(&probes))
-        .build()
-        .unwrap();
+    let agent = probed(BoxedModel::new(ScriptedModel::new([
+        ScriptedResponse::text("hi"),
+    ])));
     agent.call("hello").await.unwrap();
     assert_eq!(probes.lock().unwrap().len(), 1);
     assert!(
@@ -234,21 +239,15 @@ async fn a_call_leaves_nothing_behind_however_it_ends() {
     );
 
     // Failed.
-    let agent = ReActAgent::builder()
-        .model(ScriptedModel::new([ScriptedResponse::error("boom")]))
-        .hook(prober(&probes))
-        .build()
-        .unwrap();
+    let agent = probed(BoxedModel::new(ScriptedModel::new([
+        ScriptedResponse::error("boom"),
+    ])));
     agent.call("hello").await.unwrap_err();
     assert_eq!(probes.lock().unwrap().len(), 2);
     assert!(all_gone(&probes), "a failed call's extensions are dropped");
 
     // Dropped mid-call: polled once (PreCall ran, the model never answers), then dropped.
-    let agent = ReActAgent::builder()
-        .model(Stuck)
-        .hook(prober(&probes))
-        .build()
-        .unwrap();
+    let agent = probed(BoxedModel::new(Stuck));
     let mut call = Box::pin(agent.call("hello"));
     assert!((&mut call).now_or_never().is_none());
     assert_eq!(probes.lock().unwrap().len(), 3);

@@ -2,13 +2,14 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::failures::{conversation_error, pending_calls};
 use crate::support::fixtures::expr;
 use crate::support::hooks::{hooks, stop_after_first_reasoning};
 use crate::support::recorded::kinds;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
+use agentscope::InMemoryMemory;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
-use agentscope::{ConversationError, InMemoryMemory};
 use agentscope_test::tools::{Calculator, SuspendingTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
@@ -207,10 +208,7 @@ async fn assert_invalid_resume(input: Vec<Msg>, message: &str) {
 
     let err = agent.call(input).await.unwrap_err();
 
-    match &err {
-        AgentError::Conversation(error) => assert_eq!(error.to_string(), message),
-        other => panic!("expected a conversation error, got {other:?}"),
-    }
+    assert_eq!(conversation_error(&err).to_string(), message);
     assert_eq!(agent.memory().messages(), before, "memory is unchanged");
     assert_eq!(calc.log().count(), 0);
     assert_eq!(model.request_count(), 1);
@@ -265,12 +263,7 @@ async fn new_text_while_calls_are_pending_fails_naming_the_pending_ids() {
 
     let err = agent.call(Msg::user("something else")).await.unwrap_err();
 
-    match &err {
-        AgentError::Conversation(ConversationError::PendingToolCalls { ids }) => {
-            assert_eq!(ids, &["c1", "c2"])
-        }
-        other => panic!("expected PendingToolCalls, got {other:?}"),
-    }
+    assert_eq!(pending_calls(&err), ["c1", "c2"]);
     assert!(err.to_string().contains("[c1, c2]"), "{err}");
     assert_eq!(agent.memory().messages(), before);
     assert_eq!(calc.log().count(), 0);
@@ -448,13 +441,7 @@ async fn suspended_tool_returns_tool_suspended_and_resumes_with_its_result() {
 
     // New text is refused while the suspended call is pending.
     let err = agent.call("hello?").await.unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            AgentError::Conversation(ConversationError::PendingToolCalls { ids }) if ids == &["c2"]
-        ),
-        "{err:?}"
-    );
+    assert_eq!(pending_calls(&err), ["c2"]);
 
     let reply = agent
         .call(Msg::tool_result(ToolResultBlock::text(

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::support::describe::{line, memory_of};
-use crate::support::failures::invalid_goto;
+use crate::support::failures::{conversation_error, invalid_goto};
 use crate::support::fixtures::{CANCELLED, SwapModel};
 use crate::support::invariants::{Pending, assert_follow_up_call, assert_invariants};
 use agentscope::ConversationError;
@@ -399,10 +399,7 @@ async fn a_goto_made_invalid_by_a_later_change_of_the_reasoning_message_fails_th
     let err = agent.call("q").await.unwrap_err();
 
     assert!(
-        matches!(
-            &err,
-            AgentError::Conversation(ConversationError::GotoMissingToolResults { ids }) if ids == &["c9"]
-        ),
+        matches!(conversation_error(&err), ConversationError::GotoMissingToolResults { ids } if ids == &["c9"]),
         "{err:?}"
     );
     assert_eq!(
