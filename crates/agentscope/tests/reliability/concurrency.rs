@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::support::fixtures::{CANCELLED, Gate, recorded, recorded_agent};
+use crate::support::fixtures::{CANCELLED, Gate, numbered_echo_script, recorded, recorded_agent};
 use crate::support::hooks::counting;
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::recorded::kinds;
@@ -141,14 +141,7 @@ async fn two_hundred_agents_called_concurrently_lose_and_duplicate_nothing() {
         RecordingHook::new(100).with_interests(HookEventType::PreCall | HookEventType::PostCall);
     let agents: Vec<ReActAgent> = (0..200)
         .map(|i| {
-            let model = ScriptedModel::new([
-                ScriptedResponse::tool_call(
-                    format!("c{i}"),
-                    "echo",
-                    json!({ "text": format!("agent {i}") }),
-                ),
-                ScriptedResponse::text(format!("done {i}")),
-            ]);
+            let model = numbered_echo_script(i);
             ReActAgent::builder()
                 .name(format!("agent-{i}"))
                 .model(model)

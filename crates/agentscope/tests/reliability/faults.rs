@@ -756,7 +756,6 @@ async fn a_model_failure_in_the_summary_becomes_the_reply() {
 async fn tool_arguments_that_are_not_json_become_an_error_result_the_model_sees() {
     let raw = "{\"text\": \"hi\", oops}";
     let json_error = serde_json::from_str::<Value>(raw).unwrap_err();
-    let echo = EchoTool::new();
     let model = SwapModel::new([
         ScriptedResponse::chunks([
             ScriptedChunk::tool_call_start("c1", "echo"),
@@ -768,6 +767,7 @@ async fn tool_arguments_that_are_not_json_become_an_error_result_the_model_sees(
         ]),
         ScriptedResponse::text("seen"),
     ]);
+    let echo = EchoTool::new();
     let (agent, rec) = recorded(
         ReActAgent::builder()
             .sys_prompt("You use tools.")

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::describe::{describe, memory_of};
-use crate::support::fixtures::{Gate, SwapModel};
+use crate::support::fixtures::{Gate, SwapModel, numbered_echo_script};
 use crate::support::hooks::counting;
 use crate::support::invariants::{Ending, Pending, assert_invariants, endings_for, parse_endings};
 use agentscope::prelude::*;
@@ -28,14 +28,7 @@ async fn a_thousand_agents_called_concurrently_lose_and_duplicate_nothing() {
     let mut models = Vec::with_capacity(AGENTS);
     let agents: Vec<ReActAgent> = (0..AGENTS)
         .map(|i| {
-            let model = ScriptedModel::new([
-                ScriptedResponse::tool_call(
-                    format!("c{i}"),
-                    "echo",
-                    json!({"text": format!("agent {i}")}),
-                ),
-                ScriptedResponse::text(format!("done {i}")),
-            ]);
+            let model = numbered_echo_script(i);
             models.push(model.clone());
             ReActAgent::builder()
                 .name(format!("agent-{i}"))

@@ -301,6 +301,19 @@ pub(crate) fn calc_call(id: &str, expression: &str) -> ScriptedResponse {
     ScriptedResponse::tool_call(id, "calculator", json!({ "expression": expression }))
 }
 
+/// The script of agent `i` of many: one echo call `c{i}` of "agent {i}", then the answer
+/// "done {i}".
+pub(crate) fn numbered_echo_script(i: usize) -> ScriptedModel {
+    ScriptedModel::new([
+        ScriptedResponse::tool_call(
+            format!("c{i}"),
+            "echo",
+            json!({ "text": format!("agent {i}") }),
+        ),
+        ScriptedResponse::text(format!("done {i}")),
+    ])
+}
+
 /// A response that streams `text`, then a call of the `progress` tool (call "c1") of `steps`
 /// steps.
 pub(crate) fn text_and_progress_call(text: &str, steps: u64) -> ScriptedResponse {
