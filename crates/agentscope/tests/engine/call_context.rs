@@ -2,7 +2,7 @@
 //! resume, and per-call extensions that concurrent calls never share and that go with the
 //! call however it ends (reply, error, drop).
 
-use crate::support::fixtures::recorded;
+use crate::support::fixtures::{calc_call, recorded};
 use crate::support::hooks::stop_after_first_reasoning;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -20,7 +20,7 @@ use serde_json::json;
 /// a recording hook.
 fn recorded_calculator_agent(then: &str) -> (ReActAgent, RecordingHook) {
     let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
+        calc_call("c1", "6*7"),
         ScriptedResponse::text("42"),
         ScriptedResponse::text(then),
     ]);
@@ -128,10 +128,8 @@ async fn concurrent_calls_on_one_agent_each_see_only_their_own_state() {
     // calls take turns at every step.
     let delay = Duration::from_millis(5);
     let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("a1", "calculator", json!({"expression": "1+1"}))
-            .with_delay(delay),
-        ScriptedResponse::tool_call("b1", "calculator", json!({"expression": "2+2"}))
-            .with_delay(delay),
+        calc_call("a1", "1+1").with_delay(delay),
+        calc_call("b1", "2+2").with_delay(delay),
         ScriptedResponse::text("done a").with_delay(delay),
         ScriptedResponse::text("done b").with_delay(delay),
     ]);

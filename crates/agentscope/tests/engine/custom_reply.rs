@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::fixtures::recorded;
+use crate::support::fixtures::{calc_call, recorded};
 use crate::support::recorded::kinds;
 use agentscope::prelude::*;
 use agentscope::session::JsonFileSessionStore;
@@ -149,10 +149,7 @@ async fn pre_call_changes_reach_the_reply_and_post_call_changes_reach_the_caller
 
 #[tokio::test]
 async fn a_routing_agent_fires_the_reasoning_and_acting_events_of_the_steps_it_uses() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
-        ScriptedResponse::text("It is 42."),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "6*7"), ScriptedResponse::text("It is 42.")]);
     let (agent, rec) = recorded(
         ReActAgent::builder()
             .name("router")
@@ -196,10 +193,7 @@ async fn react_from_a_custom_reply_is_the_whole_loop() {
             cx.react().await
         }
     }
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1+1"})),
-        ScriptedResponse::text("2"),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("2")]);
     let (agent, rec) = recorded(
         ReActAgent::builder()
             .model(model.clone())
@@ -259,10 +253,7 @@ async fn a_second_call_while_the_reply_runs_is_busy() {
 
 #[tokio::test]
 async fn a_custom_reply_streams_its_said_messages_then_the_result() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "2*3"})),
-        ScriptedResponse::text("6"),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "2*3"), ScriptedResponse::text("6")]);
     let agent = ReActAgent::builder()
         .model(model)
         .toolkit(Toolkit::new().tool(Calculator::new()))

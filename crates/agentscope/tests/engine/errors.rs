@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::failures::{assert_hook_panicked, hook_error};
-use crate::support::fixtures::{CANCELLED, cut_after, recorded_agent};
+use crate::support::fixtures::{CANCELLED, calc_call, cut_after, recorded_agent};
 use crate::support::hooks::{Log, first_time};
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::recorded::kinds;
@@ -67,10 +67,7 @@ fn error_observer(log: &Log, name: &'static str, priority: i32) -> HookFn {
 /// A hook failing at `kind` fails the call with the exact error, every Error observer gets
 /// it in priority order, no PostCall follows, and memory ends as `memory`.
 async fn assert_hook_error_at(kind: HookEventType, max_iters: usize, memory: Vec<Row>) {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
-        ScriptedResponse::text("done"),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "6*7"), ScriptedResponse::text("done")]);
     let log: Log = Arc::default();
     let rec = RecordingHook::new(300);
     let agent = ReActAgent::builder()
@@ -235,10 +232,7 @@ async fn a_panicking_hook_fails_the_call_and_the_agent_stays_usable() {
 
 #[tokio::test]
 async fn a_panicking_async_hook_is_caught_and_leaves_no_orphan_tool_use() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
-        ScriptedResponse::text("after"),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "6*7"), ScriptedResponse::text("after")]);
     let agent = ReActAgent::builder()
         .model(model.clone())
         .toolkit(Toolkit::new().tool(Calculator::new()))

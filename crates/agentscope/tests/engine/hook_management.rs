@@ -7,12 +7,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::support::describe::hook_names;
 use crate::support::failures::pending_calls;
+use crate::support::fixtures::calc_call;
 use crate::support::hooks::PLAIN_CALL;
 use agentscope::prelude::*;
 use agentscope::{AgentError, BoxedHook, HookId};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
-use serde_json::json;
 
 use agentscope::HookEventType as K;
 
@@ -404,10 +404,7 @@ async fn observe_while_a_call_runs_is_rejected_as_busy() {
 /// error naming the pending ids, and nothing is stored.
 #[tokio::test]
 async fn observe_while_tool_calls_are_pending_is_rejected() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1+1"})),
-        ScriptedResponse::text("2"),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("2")]);
     let stop = BoxedHook::new(
         hook_fn(|event: &mut HookEvent| {
             if let HookEvent::PostReasoning(e) = event {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::support::describe::parsed::memory_of;
 use crate::support::describe::{hook_priorities, line};
 use crate::support::failures::{assert_hook_failed, assert_hook_panicked};
-use crate::support::fixtures::{build_agent, recorded_agent, text_and_progress_call};
+use crate::support::fixtures::{build_agent, calc_call, recorded_agent, text_and_progress_call};
 use crate::support::hooks::{Log, entries, first_time, hooks, new_log, push};
 use crate::support::recorded::{assert_chunks, kinds};
 use agentscope::prelude::*;
@@ -173,10 +173,7 @@ async fn tool_call_then_answer_fires_acting_events_with_progress_chunks_in_betwe
 
 #[tokio::test]
 async fn calculator_round_trip_event_sequence_without_progress_chunks() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
-        ScriptedResponse::text("42"),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "6*7"), ScriptedResponse::text("42")]);
     let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(Calculator::new()));
 
     agent.call(Msg::user("6*7?")).await.unwrap();
@@ -325,10 +322,7 @@ impl Hook for DefaultPriority {
 #[tokio::test]
 async fn hooks_run_by_priority_then_registration_across_builder_hooks_and_add_hook() {
     let log = new_log();
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1+1"})),
-        ScriptedResponse::text("2"),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("2")]);
     let agent = ReActAgent::builder()
         .model(model)
         .toolkit(Toolkit::new().tool(Calculator::new()))
@@ -470,10 +464,7 @@ async fn uninterested_hooks_are_never_invoked() {
         .with_interests(mask)
         .with_name(name)
     };
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "2*3"})),
-        ScriptedResponse::text("6"),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "2*3"), ScriptedResponse::text("6")]);
     let rec = RecordingHook::new(100);
     let agent = build_agent(
         &model,

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::support::fixtures::{CANCELLED, cut_after, recorded_agent, text_and_progress_call};
+use crate::support::fixtures::{
+    CANCELLED, calc_call, cut_after, recorded_agent, text_and_progress_call,
+};
 use crate::support::hooks::{counting, hooks};
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::recorded::assert_chunks;
@@ -497,10 +499,7 @@ fn parity_agent(scenario: usize) -> (ReActAgent, RecordingHook, ScriptedModel) {
             ]),
             ScriptedResponse::chunks([ScriptedChunk::text("Sum"), ScriptedChunk::text("mary")]),
         ]),
-        _ => ScriptedModel::new([
-            ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1/0"})),
-            cut_after("x", "cut"),
-        ]),
+        _ => ScriptedModel::new([calc_call("c1", "1/0"), cut_after("x", "cut")]),
     };
     let rec = RecordingHook::new(100);
     let agent = ReActAgent::builder()

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::describe::{line, memory_of};
 use crate::support::failures::{conversation_error, invalid_goto};
-use crate::support::fixtures::{CANCELLED, SwapModel};
+use crate::support::fixtures::{CANCELLED, SwapModel, calc_call};
 use crate::support::invariants::{Pending, assert_follow_up_call, assert_invariants};
 use agentscope::ConversationError;
 use agentscope::prelude::*;
@@ -275,14 +275,15 @@ async fn goto_with_results_rejected(
     .await;
 }
 
-fn calc_call() -> ScriptedResponse {
-    ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"}))
+/// The model's call of the calculator on "6*7" (call "c1").
+fn six_times_seven() -> ScriptedResponse {
+    calc_call("c1", "6*7")
 }
 
 #[tokio::test]
 async fn goto_with_a_wrong_result_id_is_rejected_naming_the_missing_one() {
     let agent = goto_with(
-        calc_call(),
+        six_times_seven(),
         || vec![result_msg("zz")],
         |outcome| {
             assert_eq!(
@@ -304,14 +305,14 @@ async fn goto_with_a_wrong_result_id_is_rejected_naming_the_missing_one() {
 /// already an error ("Tool result id 'x' does not match any pending tool call").
 #[tokio::test]
 async fn goto_with_an_extra_unknown_result_id_is_rejected() {
-    goto_with_results_rejected(calc_call(), &["c1", "zz"], "zz").await;
+    goto_with_results_rejected(six_times_seven(), &["c1", "zz"], "zz").await;
 }
 
 /// Two results for one call: the resume path rejects this ("Duplicate tool result for tool
 /// call id"); goto must too.
 #[tokio::test]
 async fn goto_with_a_duplicate_result_id_is_rejected() {
-    goto_with_results_rejected(calc_call(), &["c1", "c1"], "c1").await;
+    goto_with_results_rejected(six_times_seven(), &["c1", "c1"], "c1").await;
 }
 
 /// With no tool call pending, a tool result in the goto messages answers nothing.
@@ -398,8 +399,9 @@ async fn a_goto_made_invalid_by_a_later_change_of_the_reasoning_message_fails_th
 
     let err = agent.call("q").await.unwrap_err();
 
+    let rule = conversation_error(&err);
     assert!(
-        matches!(conversation_error(&err), ConversationError::GotoMissingToolResults { ids } if ids == &["c9"]),
+        matches!(rule, ConversationError::GotoMissingToolResults { ids } if ids == &["c9"]),
         "{err:?}"
     );
     assert_eq!(
@@ -418,14 +420,14 @@ async fn a_goto_made_invalid_by_a_later_change_of_the_reasoning_message_fails_th
 // Hooks that replace events
 // ---------------------------------------------------------------------------------------
 
-/// An agent whose model calls the calculator (see [`calc_call`]) and whose hook `name`
-/// replaces the PreActing event with what `replace` makes of it; with its model, calculator
-/// and recorder (priority 1000).
+/// An agent whose model calls the calculator (see [`six_times_seven`]) and whose hook
+/// `name` replaces the PreActing event with what `replace` makes of it; with its model,
+/// calculator and recorder (priority 1000).
 fn replacing_pre_acting(
     name: &'static str,
     replace: impl Fn(&PreActingEvent) -> HookEvent + Send + Sync + 'static,
 ) -> (ReActAgent, SwapModel, Calculator, RecordingHook) {
-    let model = SwapModel::new([calc_call(), ScriptedResponse::text("never")]);
+    let model = SwapModel::new([six_times_seven(), ScriptedResponse::text("never")]);
     let calc = Calculator::new();
     let rec = RecordingHook::new(1000);
     let replacer = hook_fn(move |event| {

@@ -62,10 +62,10 @@ pub(crate) fn assert_hook_panicked(
 /// [`AgentError::Conversation`].
 #[track_caller]
 pub(crate) fn conversation_error(err: &AgentError) -> &ConversationError {
-    match err {
-        AgentError::Conversation(rule) => rule,
-        other => panic!("expected a conversation error, got {other:?}"),
-    }
+    let AgentError::Conversation(rule) = err else {
+        panic!("expected a conversation error, got {err:?}");
+    };
+    rule
 }
 
 /// The ids of the pending tool calls that failed a call. Panics unless `err` is a
