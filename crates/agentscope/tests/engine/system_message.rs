@@ -12,7 +12,7 @@ use crate::support::fixtures::calc_call;
 use crate::support::hooks::{first_time, on_event};
 use agentscope::ConversationError;
 use agentscope::prelude::*;
-use agentscope::{AgentError, BoxedHook, CallInput, InMemoryMemory};
+use agentscope::{AgentError, BoxedHook, CallInput, InMemoryMemory, ReActAgentBuilder};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 
@@ -24,15 +24,20 @@ fn injection_error(place: &str) -> String {
     format!("Hooks must not inject SYSTEM messages into {place}. {HINT}")
 }
 
+/// A builder with `sys_prompt`, `model` and a calculator.
+fn calculator_builder(sys_prompt: &str, model: &ScriptedModel) -> ReActAgentBuilder {
+    ReActAgent::builder()
+        .sys_prompt(sys_prompt)
+        .model(model.clone())
+        .toolkit(Toolkit::new().tool(Calculator::new()))
+}
+
 fn agent(
     sys_prompt: &str,
     model: &ScriptedModel,
     hooks: impl IntoIterator<Item = BoxedHook>,
 ) -> ReActAgent {
-    ReActAgent::builder()
-        .sys_prompt(sys_prompt)
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
+    calculator_builder(sys_prompt, model)
         .hooks(hooks)
         .build()
         .unwrap()
@@ -43,10 +48,7 @@ fn summarising_agent(
     model: &ScriptedModel,
     hooks: impl IntoIterator<Item = BoxedHook>,
 ) -> ReActAgent {
-    ReActAgent::builder()
-        .sys_prompt("seed")
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
+    calculator_builder("seed", model)
         .max_iters(1)
         .hooks(hooks)
         .build()
@@ -389,13 +391,13 @@ async fn system_message_in_call_input_is_rejected_without_any_hook() {
 /// PreReasoning check: it must be rejected like every other injection.
 #[tokio::test]
 async fn system_role_reasoning_message_set_by_a_hook_never_reaches_memory() {
-    let model = ScriptedModel::new([ScriptedResponse::text("x"), ScriptedResponse::text("next")]);
     let first = first_time();
     let inject = on_event!(PostReasoning, 10, |e| {
         if first() {
             e.set_reasoning_message(Msg::system("injected"));
         }
     });
+    let model = ScriptedModel::new([ScriptedResponse::text("x"), ScriptedResponse::text("next")]);
     let (agent, _memory) = agent_with_history(&model, [inject]);
     let before = memory_of(&agent);
 
