@@ -82,6 +82,15 @@ fn two_calls(first: &str, second: &str) -> ScriptedModel {
     ])
 }
 
+/// Asserts that memory holds the results of the tools "a" and "b" of [`two_calls`]`("a", "b")`,
+/// in call order.
+fn assert_a_and_b_results_stored(agent: &ReActAgent) {
+    assert_eq!(
+        stored_results(agent),
+        [ok_result("c1", "a", "a ok"), ok_result("c2", "b", "b ok")]
+    );
+}
+
 /// The tool results stored in memory, as (id, name, text, is_error), in order.
 fn stored_results(agent: &ReActAgent) -> Vec<(String, String, String, bool)> {
     agent
@@ -133,10 +142,7 @@ async fn sequential_batches_run_one_tool_after_the_other() {
             "pre:c1", "pre:c2", "a:start", "a:end", "b:start", "b:end", "post:c1", "post:c2"
         ]
     );
-    assert_eq!(
-        stored_results(&agent),
-        [ok_result("c1", "a", "a ok"), ok_result("c2", "b", "b ok")]
-    );
+    assert_a_and_b_results_stored(&agent);
 }
 
 #[tokio::test]
@@ -169,10 +175,7 @@ async fn parallel_batches_run_tools_concurrently() {
         "both started before either ended"
     );
     assert_eq!(log[6..], ["post:c1", "post:c2"]);
-    assert_eq!(
-        stored_results(&agent),
-        [ok_result("c1", "a", "a ok"), ok_result("c2", "b", "b ok")]
-    );
+    assert_a_and_b_results_stored(&agent);
 }
 
 #[tokio::test]

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::failures::{assert_hook_panicked, hook_error};
-use crate::support::fixtures::{CANCELLED, calc_call, cut_after, recorded_agent};
-use crate::support::hooks::{Log, first_time};
+use crate::support::fixtures::{CANCELLED, build_agent, calc_call, cut_after, recorded_agent};
+use crate::support::hooks::{Log, first_time, hooks};
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::recorded::kinds;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
@@ -233,12 +233,8 @@ async fn a_panicking_hook_fails_the_call_and_the_agent_stays_usable() {
 #[tokio::test]
 async fn a_panicking_async_hook_is_caught_and_leaves_no_orphan_tool_use() {
     let model = ScriptedModel::new([calc_call("c1", "6*7"), ScriptedResponse::text("after")]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .hook(AsyncPanicker)
-        .build()
-        .unwrap();
+    let toolkit = Toolkit::new().tool(Calculator::new());
+    let agent = build_agent(&model, toolkit, hooks![AsyncPanicker]);
 
     let err = agent.call("q").await.unwrap_err();
 
@@ -486,17 +482,22 @@ fn build_requires_a_model() {
     assert_eq!(err, BuildError::MissingModel);
 }
 
+/// Why an agent with `toolkit` (and a model) cannot be built.
+fn build_error_with(toolkit: Toolkit) -> BuildError {
+    ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .toolkit(toolkit)
+        .build()
+        .unwrap_err()
+}
+
 #[test]
 fn build_rejects_duplicate_tool_names() {
-    let err = ReActAgent::builder()
-        .model(ScriptedModel::new([]))
-        .toolkit(
-            Toolkit::new()
-                .tool(Calculator::new())
-                .tool(Calculator::new()),
-        )
-        .build()
-        .unwrap_err();
+    let err = build_error_with(
+        Toolkit::new()
+            .tool(Calculator::new())
+            .tool(Calculator::new()),
+    );
     assert_eq!(
         err,
         BuildError::Toolkit(ToolkitError::DuplicateTool {
@@ -510,11 +511,7 @@ fn build_rejects_invalid_tool_schemas() {
     let not_an_object = tool_fn("arr", "d", json!({"type": "array"}), |_, _| async {
         Ok("x")
     });
-    let err = ReActAgent::builder()
-        .model(ScriptedModel::new([]))
-        .toolkit(Toolkit::new().tool(not_an_object))
-        .build()
-        .unwrap_err();
+    let err = build_error_with(Toolkit::new().tool(not_an_object));
     assert_eq!(
         err,
         BuildError::Toolkit(ToolkitError::InvalidSchema {
@@ -531,11 +528,7 @@ fn build_rejects_invalid_tool_schemas() {
         json!({"type": "object", "properties": {"x": {"type": 12}}}),
         |_, _| async { Ok("x") },
     );
-    let err = ReActAgent::builder()
-        .model(ScriptedModel::new([]))
-        .toolkit(Toolkit::new().tool(broken))
-        .build()
-        .unwrap_err();
+    let err = build_error_with(Toolkit::new().tool(broken));
     assert!(
         matches!(&err, BuildError::Toolkit(ToolkitError::InvalidSchema { tool, message }) if tool == "bad" && !message.is_empty()),
         "{err:?}"

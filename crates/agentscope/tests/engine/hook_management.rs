@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::support::describe::hook_names;
 use crate::support::failures::pending_calls;
-use crate::support::fixtures::calc_call;
-use crate::support::hooks::PLAIN_CALL;
+use crate::support::fixtures::{build_agent, calc_call};
+use crate::support::hooks::{PLAIN_CALL, hooks};
 use agentscope::prelude::*;
 use agentscope::{AgentError, BoxedHook, HookId};
 use agentscope_test::tools::Calculator;
@@ -415,12 +415,7 @@ async fn observe_while_tool_calls_are_pending_is_rejected() {
         .with_interests(K::PostReasoning)
         .with_name("stopper"),
     );
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .hook(stop)
-        .build()
-        .unwrap();
+    let agent = build_agent(&model, Toolkit::new().tool(Calculator::new()), hooks![stop]);
     let stopped = agent.call(Msg::user("1+1?")).await.unwrap();
     assert_eq!(
         stopped.generate_reason(),

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::support::fixtures::{
-    CANCELLED, calc_call, cut_after, recorded_agent, text_and_progress_call,
+    CANCELLED, build_agent, calc_call, cut_after, recorded_agent, text_and_progress_call,
 };
 use crate::support::hooks::{counting, hooks};
 use crate::support::invariants::assert_no_orphan_tool_use;
@@ -714,11 +714,7 @@ async fn a_slow_consumer_holds_the_engine_back() {
         (0..CHUNKS).map(|_| ScriptedChunk::text("x")),
     )]);
     let (counter, produced) = counting(HookEventType::ReasoningChunk);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .hook(counter)
-        .build()
-        .unwrap();
+    let agent = build_agent(&model, Toolkit::new(), hooks![counter]);
 
     let mut stream = agent.stream("q", StreamOptions::default());
     let mut consumed = 0;

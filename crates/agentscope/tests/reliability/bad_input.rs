@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::describe::{line, memory_of};
 use crate::support::failures::{conversation_error, invalid_goto};
-use crate::support::fixtures::{CANCELLED, SwapModel, calc_call};
+use crate::support::fixtures::{CANCELLED, SwapModel, build_agent, calc_call};
+use crate::support::hooks::hooks;
 use crate::support::invariants::{Pending, assert_follow_up_call, assert_invariants};
 use agentscope::ConversationError;
 use agentscope::prelude::*;
@@ -329,11 +330,7 @@ async fn goto_with_a_tool_result_when_no_call_is_pending_is_rejected() {
 async fn input_with_a_tool_result_when_no_call_is_pending_is_rejected() {
     let model = SwapModel::new([ScriptedResponse::text("unused")]);
     let rec = RecordingHook::new(1000);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let agent = build_agent(&model, Toolkit::new(), hooks![rec.clone()]);
 
     let called = agent.call(result_msg("zz")).await;
     let observed = agent.observe(result_msg("yy")).await;

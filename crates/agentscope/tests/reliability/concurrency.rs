@@ -4,8 +4,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::support::fixtures::{CANCELLED, Gate, numbered_echo_script, recorded, recorded_agent};
-use crate::support::hooks::counting;
+use crate::support::fixtures::{
+    CANCELLED, Gate, build_agent, numbered_echo_script, recorded, recorded_agent,
+};
+use crate::support::hooks::{counting, hooks};
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::recorded::kinds;
 use crate::support::rows::{Row, calls_row, result_row, row, rows, user};
@@ -75,11 +77,7 @@ async fn back_to_back_calls_never_trip_the_busy_check() {
         .cycling()
         .without_recording();
     let (counter, calls) = counting(HookEventType::PostCall);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .hook(counter)
-        .build()
-        .unwrap();
+    let agent = build_agent(&model, Toolkit::new(), hooks![counter]);
 
     for i in 0..1000 {
         let reply = agent.call(format!("q{i}")).await.unwrap();

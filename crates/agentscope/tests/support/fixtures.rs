@@ -390,8 +390,8 @@ pub(crate) fn eleven_kinds_memory() -> Vec<String> {
 
 /// An agent with `model`, `toolkit` and `hooks`, and otherwise the defaults (no system
 /// prompt).
-pub(crate) fn build_agent(
-    model: &ScriptedModel,
+pub(crate) fn build_agent<M: Model + Clone>(
+    model: &M,
     toolkit: Toolkit,
     hooks: Vec<BoxedHook>,
 ) -> ReActAgent {
