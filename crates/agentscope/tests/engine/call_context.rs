@@ -14,7 +14,6 @@ use agentscope::{BoxedModel, CallId, HookFn};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::FutureExt;
-use serde_json::json;
 
 /// An agent whose model calls the calculator once, answers "42", then answers `then`; with
 /// a recording hook.
@@ -307,6 +306,7 @@ async fn long_term_memory_records_each_concurrent_call_with_its_own_input() {
 #[tokio::test]
 async fn structured_output_marks_its_tool_as_an_answer_tool() {
     use agentscope::ToolKind;
+    use serde_json::json;
     #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
     struct Answer {
         value: u32,
