@@ -1,4 +1,6 @@
-//! Small hooks and a shared log for hooks and tools to write to.
+//! Small hooks, the macros that write them (`on_event!` for a hook on one kind of event,
+//! `hooks!` to box a list of hooks), a first-time flag for hooks that act once, and a shared
+//! log for hooks and tools to write to.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
