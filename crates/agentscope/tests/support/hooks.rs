@@ -59,9 +59,10 @@ macro_rules! hooks {
 #[allow(unused_imports)]
 pub(crate) use hooks;
 
-/// [`on`] for one kind, running `$body` on the typed event: `on_event!(PreCall, 10, |e|
-/// e.set_system_message(None))` runs the body on every PreCall with `e` the `&mut
-/// PreCallEvent` (`?` works in the body). Named `"{kind}@{priority}"`.
+/// [`on`] for one kind, running `$body` on the typed event (`?` works in the body); named
+/// `"{kind}@{priority}"`. For example,
+/// `on_event!(PreCall, 10, |e| e.set_system_message(None))` runs the body on every PreCall,
+/// with `e` the `&mut PreCallEvent`.
 #[allow(unused_macros)] // Not every test binary that includes the support module uses it.
 macro_rules! on_event {
     ($kind:ident, $priority:expr, |$e:ident| $body:expr) => {
