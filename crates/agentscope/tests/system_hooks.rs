@@ -1,7 +1,7 @@
 //! Process-wide `SystemHooks`: snapshotted into each agent at build time (later additions and
 //! removals affect only agents built afterwards), run after the builder's hooks and before
-//! hooks added later, at equal priority, and removable from one agent with `remove_hook`. Its own test binary because
-//! the registry is process-global; the tests here run one at a time.
+//! hooks added later, at equal priority, and removable from one agent with `remove_hook`. Its
+//! own test binary because the registry is process-global; the tests here run one at a time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
@@ -13,7 +13,7 @@ use agentscope::{HookFn, SystemHooks};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::executor::block_on;
 use support::describe::hook_names;
-use support::hooks::PLAIN_CALL;
+use support::hooks::{Log, PLAIN_CALL, entries, new_log, push};
 
 use agentscope::HookEventType as K;
 
@@ -54,10 +54,10 @@ fn system_names() -> Vec<String> {
         .collect()
 }
 
-fn logger(log: &Arc<Mutex<Vec<String>>>, name: &'static str, priority: i32) -> HookFn {
+fn logger(log: &Log, name: &'static str, priority: i32) -> HookFn {
     let log = Arc::clone(log);
     hook_fn(move |_| {
-        log.lock().unwrap().push(name.to_owned());
+        push(&log, name);
         Ok(())
     })
     .with_priority(priority)
@@ -128,7 +128,7 @@ fn system_hook_removal_affects_only_agents_built_later() {
 #[test]
 fn system_hooks_run_after_the_builders_hooks_of_equal_priority() {
     let _isolated = isolated();
-    let log = Arc::new(Mutex::new(Vec::new()));
+    let log = new_log();
     // The builder collects its hooks before the system hooks are registered: the snapshot
     // taken at build puts them after the builder's hooks among equals (AgentScope-Java's
     // order), and a hook added after the build comes after both.
@@ -162,7 +162,7 @@ fn system_hooks_run_after_the_builders_hooks_of_equal_priority() {
 
     block_on(agent.call("q")).unwrap();
 
-    assert_eq!(*log.lock().unwrap(), expected);
+    assert_eq!(entries(&log), expected);
 }
 
 #[test]
@@ -172,8 +172,8 @@ fn remove_hook_with_a_system_hook_id_removes_it_from_that_agent_only() {
     let id = SystemHooks::add(audit.clone());
     let own = RecordingHook::new(100).with_name("own");
     let trimmed = ReActAgent::builder()
-        .name("trimmed")
         .model(ScriptedModel::new([ScriptedResponse::text("ok")]))
+        .name("trimmed")
         .hook(own.clone())
         .build()
         .unwrap();

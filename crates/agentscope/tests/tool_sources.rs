@@ -37,6 +37,20 @@ impl FakeSource {
     fn listed(&self) -> usize {
         self.listed.load(Ordering::SeqCst)
     }
+
+    /// A tool named "change" that sets this source's tools to `tools` when it runs.
+    fn changer(self: &Arc<Self>, tools: &'static [&'static str]) -> impl Tool {
+        let source = Arc::clone(self);
+        tool_fn(
+            "change",
+            "Changes the tools of the source.",
+            json!({"type": "object"}),
+            move |_input, _ctx| {
+                source.set(tools);
+                async { Ok("changed") }
+            },
+        )
+    }
 }
 
 fn text_tool(name: &'static str) -> BoxedTool {
@@ -64,6 +78,15 @@ impl ToolSource for FakeSource {
     }
 }
 
+/// An agent with `model` and `toolkit` (and otherwise the defaults).
+fn agent_with(model: &ScriptedModel, toolkit: Toolkit) -> ReActAgent {
+    ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(toolkit)
+        .build()
+        .unwrap()
+}
+
 fn offered(request: &ModelRequest) -> Vec<&str> {
     request.tools.iter().map(|t| t.name.as_str()).collect()
 }
@@ -72,11 +95,7 @@ fn offered(request: &ModelRequest) -> Vec<&str> {
 async fn a_running_agent_offers_the_sources_current_tools_from_its_next_call() {
     let source = FakeSource::new("fake", &["A"]);
     let model = ScriptedModel::new([ScriptedResponse::text("one"), ScriptedResponse::text("two")]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().source(Arc::clone(&source)))
-        .build()
-        .unwrap();
+    let agent = agent_with(&model, Toolkit::new().source(Arc::clone(&source)));
     assert_eq!(agent.call("first").await.unwrap().text(), "one");
     source.set(&["A", "B"]);
     assert_eq!(agent.call("second").await.unwrap().text(), "two");
@@ -93,18 +112,7 @@ async fn a_running_agent_offers_the_sources_current_tools_from_its_next_call() {
 async fn a_call_keeps_the_tools_it_started_with() {
     let source = FakeSource::new("fake", &["A"]);
     // The static tool changes the source while the call runs.
-    let changer = {
-        let source = Arc::clone(&source);
-        tool_fn(
-            "change",
-            "Adds B to the source.",
-            json!({"type": "object"}),
-            move |_input, _ctx| {
-                source.set(&["A", "B"]);
-                async { Ok("changed") }
-            },
-        )
-    };
+    let changer = source.changer(&["A", "B"]);
     let model = ScriptedModel::new([
         ScriptedResponse::tool_call("c1", "change", json!({})),
         ScriptedResponse::tool_call("c2", "B", json!({"text": "hi"})),
@@ -112,11 +120,10 @@ async fn a_call_keeps_the_tools_it_started_with() {
         ScriptedResponse::tool_call("c3", "B", json!({"text": "hi"})),
         ScriptedResponse::text("done again"),
     ]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(changer).source(Arc::clone(&source)))
-        .build()
-        .unwrap();
+    let agent = agent_with(
+        &model,
+        Toolkit::new().tool(changer).source(Arc::clone(&source)),
+    );
     assert_eq!(agent.call("change it").await.unwrap().text(), "done");
     assert_eq!(agent.call("use B").await.unwrap().text(), "done again");
     let requests = model.requests();
@@ -151,15 +158,12 @@ async fn a_name_clash_fails_the_call_at_its_start() {
     };
     // With the toolkit's own tool.
     let model = ScriptedModel::new([ScriptedResponse::text("never")]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(
-            Toolkit::new()
-                .tool(clock())
-                .source(FakeSource::new("fake", &["A"])),
-        )
-        .build()
-        .unwrap();
+    let agent = agent_with(
+        &model,
+        Toolkit::new()
+            .tool(clock())
+            .source(FakeSource::new("fake", &["A"])),
+    );
     let error = agent.call("hi").await.unwrap_err();
     assert_eq!(
         error.to_string(),
@@ -186,11 +190,10 @@ async fn a_name_clash_fails_the_call_at_its_start() {
     // The clash is fixed at the source: the next call works.
     let source = FakeSource::new("fake", &["A"]);
     let model = ScriptedModel::new([ScriptedResponse::text("fine")]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(clock()).source(Arc::clone(&source)))
-        .build()
-        .unwrap();
+    let agent = agent_with(
+        &model,
+        Toolkit::new().tool(clock()).source(Arc::clone(&source)),
+    );
     assert!(agent.call("hi").await.is_err());
     source.set(&["fake_A"]);
     assert_eq!(agent.call("hi").await.unwrap().text(), "fine");
@@ -206,11 +209,7 @@ async fn an_unchanged_source_is_not_resolved_again() {
         ScriptedResponse::text("3"),
         ScriptedResponse::text("4"),
     ]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().source(Arc::clone(&source)))
-        .build()
-        .unwrap();
+    let agent = agent_with(&model, Toolkit::new().source(Arc::clone(&source)));
     agent.call("1").await.unwrap();
     agent.call("2").await.unwrap();
     agent.call("3").await.unwrap();
@@ -239,11 +238,7 @@ async fn source_tools_have_their_schemas_checked_and_known_to_hooks() {
         ScriptedResponse::tool_call("c1", "A", json!({"text": 5})),
         ScriptedResponse::text("done"),
     ]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().source(Arc::clone(&source)))
-        .build()
-        .unwrap();
+    let agent = agent_with(&model, Toolkit::new().source(Arc::clone(&source)));
     agent.call("use A").await.unwrap();
     let results: Vec<ToolResultBlock> = model.requests()[1]
         .messages

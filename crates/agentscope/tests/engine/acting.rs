@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::fixtures::build_agent;
-use crate::support::hooks::{Log, entries, push};
+use crate::support::hooks::{Log, entries, hooks, push};
 use agentscope::BoxedHook;
 use agentscope::prelude::*;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
@@ -82,6 +82,15 @@ fn two_calls(first: &str, second: &str) -> ScriptedModel {
     ])
 }
 
+/// Asserts that memory holds the results of the tools "a" and "b" of [`two_calls`]`("a", "b")`,
+/// in call order.
+fn assert_a_and_b_results_stored(agent: &ReActAgent) {
+    assert_eq!(
+        stored_results(agent),
+        [ok_result("c1", "a", "a ok"), ok_result("c2", "b", "b ok")]
+    );
+}
+
 /// The tool results stored in memory, as (id, name, text, is_error), in order.
 fn stored_results(agent: &ReActAgent) -> Vec<(String, String, String, bool)> {
     agent
@@ -133,10 +142,7 @@ async fn sequential_batches_run_one_tool_after_the_other() {
             "pre:c1", "pre:c2", "a:start", "a:end", "b:start", "b:end", "post:c1", "post:c2"
         ]
     );
-    assert_eq!(
-        stored_results(&agent),
-        [ok_result("c1", "a", "a ok"), ok_result("c2", "b", "b ok")]
-    );
+    assert_a_and_b_results_stored(&agent);
 }
 
 #[tokio::test]
@@ -169,10 +175,7 @@ async fn parallel_batches_run_tools_concurrently() {
         "both started before either ended"
     );
     assert_eq!(log[6..], ["post:c1", "post:c2"]);
-    assert_eq!(
-        stored_results(&agent),
-        [ok_result("c1", "a", "a ok"), ok_result("c2", "b", "b ok")]
-    );
+    assert_a_and_b_results_stored(&agent);
 }
 
 #[tokio::test]
@@ -202,7 +205,7 @@ async fn parallel_results_stay_in_call_order_when_the_second_finishes_first() {
     let agent = build_agent(
         &model,
         Toolkit::new().tool(waits).tool(quick).parallel(true),
-        vec![BoxedHook::new(rec.clone())],
+        hooks![rec.clone()],
     );
 
     let events: Vec<Event> = tokio::time::timeout(

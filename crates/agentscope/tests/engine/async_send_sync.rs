@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::support::describe::hook_names;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, Event, HookFn, HookInfo};
 use agentscope_core::plumbing::events;
@@ -11,7 +12,15 @@ use futures::{Stream, StreamExt};
 
 fn send<T: Send>(_: &T) {}
 fn send_static<T: Send + 'static>(_: &T) {}
-fn send_sync_clone<T: Send + Sync + Clone + 'static>() {}
+
+/// Compiles only when every type given is `Send + Sync + Clone + 'static`.
+macro_rules! assert_send_sync_clone {
+    ($($ty:ty),* $(,)?) => {{
+        fn send_sync_clone<T: Send + Sync + Clone + 'static>() {}
+        $(send_sync_clone::<$ty>();)*
+    }};
+}
+
 fn agent_stream<S>(_: &S)
 where
     S: Stream<Item = Result<Event, AgentError>> + futures::stream::FusedStream + Send + 'static,
@@ -30,16 +39,18 @@ fn agent(responses: usize, hooks: Vec<BoxedHook>) -> ReActAgent {
 
 #[test]
 fn agent_handle_and_data_types_are_send_sync_clone() {
-    send_sync_clone::<ReActAgent>();
-    send_sync_clone::<HookEvent>();
-    send_sync_clone::<Event>();
-    send_sync_clone::<Msg>();
-    send_sync_clone::<AgentError>();
-    send_sync_clone::<HookError>();
-    send_sync_clone::<BoxedHook>();
-    send_sync_clone::<HookInfo>();
-    send_sync_clone::<StreamOptions>();
-    send_sync_clone::<RecordingHook>();
+    assert_send_sync_clone!(
+        ReActAgent,
+        HookEvent,
+        Event,
+        Msg,
+        AgentError,
+        HookError,
+        BoxedHook,
+        HookInfo,
+        StreamOptions,
+        RecordingHook,
+    );
 }
 
 #[test]
@@ -155,7 +166,7 @@ async fn mixed_hooks_are_kept_together_as_boxed_hooks() {
     let reply = agent.call(Msg::user("hi")).await.unwrap();
 
     assert_eq!(reply.text(), "answer 0 [sync] [async]");
-    let order: Vec<String> = agent.hook_order().into_iter().map(|h| h.name).collect();
+    let order = hook_names(&agent);
     assert_eq!(
         order,
         ["sync-tagger", "async-tagger", "recording@30", "nested"]

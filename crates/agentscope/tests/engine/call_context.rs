@@ -2,6 +2,7 @@
 //! resume, and per-call extensions that concurrent calls never share and that go with the
 //! call however it ends (reply, error, drop).
 
+use crate::support::fixtures::{calc_call, recorded};
 use crate::support::hooks::stop_after_first_reasoning;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -9,27 +10,24 @@ use std::time::Duration;
 #[cfg(feature = "rag")]
 use agentscope::hooks::{InMemoryLongTermMemory, StaticLongTermMemoryHook};
 use agentscope::prelude::*;
-use agentscope::{CallId, HookFn};
+use agentscope::{BoxedModel, CallId, HookFn};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::FutureExt;
-use serde_json::json;
 
 /// An agent whose model calls the calculator once, answers "42", then answers `then`; with
 /// a recording hook.
 fn recorded_calculator_agent(then: &str) -> (ReActAgent, RecordingHook) {
     let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
+        calc_call("c1", "6*7"),
         ScriptedResponse::text("42"),
         ScriptedResponse::text(then),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .model(model)
+            .toolkit(Toolkit::new().tool(Calculator::new())),
+    );
     (agent, rec)
 }
 
@@ -129,10 +127,8 @@ async fn concurrent_calls_on_one_agent_each_see_only_their_own_state() {
     // calls take turns at every step.
     let delay = Duration::from_millis(5);
     let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("a1", "calculator", json!({"expression": "1+1"}))
-            .with_delay(delay),
-        ScriptedResponse::tool_call("b1", "calculator", json!({"expression": "2+2"}))
-            .with_delay(delay),
+        calc_call("a1", "1+1").with_delay(delay),
+        calc_call("b1", "2+2").with_delay(delay),
         ScriptedResponse::text("done a").with_delay(delay),
         ScriptedResponse::text("done b").with_delay(delay),
     ]);
@@ -220,13 +216,18 @@ async fn a_call_leaves_nothing_behind_however_it_ends() {
             .iter()
             .all(|weak| weak.upgrade().is_none())
     };
+    let probed = |model: BoxedModel| {
+        ReActAgent::builder()
+            .model(model)
+            .hook(prober(&probes))
+            .build()
+            .unwrap()
+    };
 
     // Completed.
-    let agent = ReActAgent::builder()
-        .model(ScriptedModel::new([ScriptedResponse::text("hi")]))
-        .hook(prober(&probes))
-        .build()
-        .unwrap();
+    let agent = probed(BoxedModel::new(ScriptedModel::new([
+        ScriptedResponse::text("hi"),
+    ])));
     agent.call("hello").await.unwrap();
     assert_eq!(probes.lock().unwrap().len(), 1);
     assert!(
@@ -235,21 +236,15 @@ async fn a_call_leaves_nothing_behind_however_it_ends() {
     );
 
     // Failed.
-    let agent = ReActAgent::builder()
-        .model(ScriptedModel::new([ScriptedResponse::error("boom")]))
-        .hook(prober(&probes))
-        .build()
-        .unwrap();
+    let agent = probed(BoxedModel::new(ScriptedModel::new([
+        ScriptedResponse::error("boom"),
+    ])));
     agent.call("hello").await.unwrap_err();
     assert_eq!(probes.lock().unwrap().len(), 2);
     assert!(all_gone(&probes), "a failed call's extensions are dropped");
 
     // Dropped mid-call: polled once (PreCall ran, the model never answers), then dropped.
-    let agent = ReActAgent::builder()
-        .model(Stuck)
-        .hook(prober(&probes))
-        .build()
-        .unwrap();
+    let agent = probed(BoxedModel::new(Stuck));
     let mut call = Box::pin(agent.call("hello"));
     assert!((&mut call).now_or_never().is_none());
     assert_eq!(probes.lock().unwrap().len(), 3);
@@ -311,6 +306,7 @@ async fn long_term_memory_records_each_concurrent_call_with_its_own_input() {
 #[tokio::test]
 async fn structured_output_marks_its_tool_as_an_answer_tool() {
     use agentscope::ToolKind;
+    use serde_json::json;
     #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
     struct Answer {
         value: u32,

@@ -2,11 +2,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::support::fixtures::{SwapModel, eleven_kinds_script, yield_once};
+use crate::support::describe::hook_names;
+use crate::support::fixtures::{SwapModel, eleven_kinds_builder, eleven_kinds_script, yield_once};
 use crate::support::invariants::{Pending, assert_invariants};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelError};
-use agentscope_test::tools::{EchoTool, ProgressTool};
+use agentscope_test::tools::EchoTool;
 use agentscope_test::{RecordingHook, ScriptedResponse};
 use futures::executor::block_on;
 use proptest::prelude::*;
@@ -128,12 +129,7 @@ proptest! {
         // The marker first; then hooks [0, on_builder) on the builder, the rest with
         // add_hook; the full recorder last.
         let split = on_builder.min(hooks.len());
-        let mut builder = ReActAgent::builder()
-            .sys_prompt("sys")
-            .model(model.clone())
-            .toolkit(Toolkit::new().tool(ProgressTool::new()))
-            .max_iters(1)
-            .hook(marker);
+        let mut builder = eleven_kinds_builder(&model).sys_prompt("sys").hook(marker);
         for (index, spec) in hooks.iter().enumerate().take(split) {
             builder = builder.hook(logger(index, spec.priority, mask(spec.interests), spec.is_async, &log));
         }
@@ -160,7 +156,7 @@ proptest! {
         // The expected order of the live hooks: sorted by (priority, registration).
         let mut sorted: Vec<usize> = (0..hooks.len()).filter(|&i| !hooks[i].removed).collect();
         sorted.sort_by_key(|&i| (hooks[i].priority, i));
-        let names: Vec<String> = agent.hook_order().into_iter().map(|h| h.name).collect();
+        let names = hook_names(&agent);
         prop_assert_eq!(names.len(), sorted.len() + 2);
 
         // Split the log at each event and compare each segment with the interested hooks.
@@ -227,45 +223,39 @@ fn with_text(msg: &Msg, text: String) -> Msg {
 fn appender(index: usize, priority: i32, interests: HookEventTypes, is_async: bool) -> BoxedHook {
     let tag = format!("<{index}>");
     let change = move |event: &mut HookEvent| -> Result<(), HookError> {
+        let tagged = |text: String| format!("{text}{tag}");
+        let tagged_message = |msg: &Msg| with_text(msg, tagged(msg.text()));
         match event {
             HookEvent::PreCall(e) => {
-                let text = format!("{}{tag}", e.input_messages()[0].text());
+                let text = tagged(e.input_messages()[0].text());
                 e.set_input_messages(vec![Msg::user(text)]);
             }
+            HookEvent::PostCall(e) => {
+                e.set_final_message(Msg::assistant(tagged(e.final_message().text())));
+            }
             HookEvent::PreReasoning(e) => {
-                let text = format!("{}{tag}", e.system_message().unwrap().text());
-                e.set_system_message(Some(Msg::system(text)));
+                let system = Msg::system(tagged(e.system_message().unwrap().text()));
+                e.set_system_message(Some(system));
             }
             HookEvent::PostReasoning(e) => {
-                let msg = e.reasoning_message();
-                let text = format!("{}{tag}", msg.text());
-                let msg = with_text(msg, text);
-                e.set_reasoning_message(msg);
+                e.set_reasoning_message(tagged_message(e.reasoning_message()));
             }
             HookEvent::PreActing(e) => {
                 let mut call = e.tool_use().clone();
                 call.input =
-                    json!({"text": format!("{}{tag}", call.input["text"].as_str().unwrap())})
-                        .into();
+                    json!({"text": tagged(call.input["text"].as_str().unwrap().to_owned())}).into();
                 e.set_tool_use(call)?;
             }
             HookEvent::PostActing(e) => {
-                let text = format!("{}{tag}", e.tool_result().text_output());
+                let text = tagged(e.tool_result().text_output());
                 e.set_tool_result(ToolResultBlock::text("", "", text));
             }
             HookEvent::PreSummary(e) => {
-                let text = format!("{}{tag}", e.system_message().unwrap().text());
-                e.set_system_message(Some(Msg::system(text)));
+                let system = Msg::system(tagged(e.system_message().unwrap().text()));
+                e.set_system_message(Some(system));
             }
             HookEvent::PostSummary(e) => {
-                let msg = e.summary_message();
-                let text = format!("{}{tag}", msg.text());
-                let msg = with_text(msg, text);
-                e.set_summary_message(msg);
-            }
-            HookEvent::PostCall(e) => {
-                let text = format!("{}{tag}", e.final_message().text());
-                e.set_final_message(Msg::assistant(text));
+                e.set_summary_message(tagged_message(e.summary_message()));
             }
             HookEvent::ReasoningChunk(_)
             | HookEvent::ActingChunk(_)

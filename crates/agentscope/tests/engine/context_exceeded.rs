@@ -47,13 +47,8 @@ async fn agent_with_history(model: &ScriptedModel, hook: Option<HookFn>) -> ReAc
         builder = builder.hook(hook);
     }
     let agent = builder.build().unwrap();
-    agent
-        .observe(vec![
-            Msg::user("old question"),
-            Msg::assistant("old answer"),
-        ])
-        .await
-        .unwrap();
+    let history = [Msg::user("old question"), Msg::assistant("old answer")];
+    agent.observe(history).await.unwrap();
     agent
 }
 

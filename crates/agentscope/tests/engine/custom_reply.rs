@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::fixtures::{calc_call, recorded};
+use crate::support::recorded::kinds;
 use agentscope::prelude::*;
 use agentscope::session::JsonFileSessionStore;
 use agentscope::{Agent, Reasoning, Reply, ReplyContext};
@@ -147,19 +149,14 @@ async fn pre_call_changes_reach_the_reply_and_post_call_changes_reach_the_caller
 
 #[tokio::test]
 async fn a_routing_agent_fires_the_reasoning_and_acting_events_of_the_steps_it_uses() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
-        ScriptedResponse::text("It is 42."),
-    ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .name("router")
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .reply(Router)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let model = ScriptedModel::new([calc_call("c1", "6*7"), ScriptedResponse::text("It is 42.")]);
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .name("router")
+            .model(model.clone())
+            .toolkit(Toolkit::new().tool(Calculator::new()))
+            .reply(Router),
+    );
 
     let math = agent.call("compute 6*7").await.unwrap();
     let chat = agent.call("hello").await.unwrap();
@@ -168,18 +165,10 @@ async fn a_routing_agent_fires_the_reasoning_and_acting_events_of_the_steps_it_u
     assert_eq!(chat.text(), "I only do math.");
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PreActing,
-            K::PostActing,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PostCall,
-            K::PreCall,
-            K::PostCall,
-        ]
+        kinds(
+            "PreCall PreReasoning PostReasoning PreActing PostActing PreReasoning \
+             PostReasoning PostCall PreCall PostCall"
+        )
     );
     assert_eq!(model.request_count(), 2);
     assert_eq!(
@@ -204,18 +193,13 @@ async fn react_from_a_custom_reply_is_the_whole_loop() {
             cx.react().await
         }
     }
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1+1"})),
-        ScriptedResponse::text("2"),
-    ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .reply(Prefixed)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("2")]);
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .model(model.clone())
+            .toolkit(Toolkit::new().tool(Calculator::new()))
+            .reply(Prefixed),
+    );
 
     let reply = agent.call("1+1?").await.unwrap();
 
@@ -227,12 +211,7 @@ async fn react_from_a_custom_reply_is_the_whole_loop() {
 
 #[tokio::test]
 async fn a_failing_reply_fires_error_and_takes_its_input_back() {
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .reply(Fails)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(ReActAgent::builder().reply(Fails));
 
     let err = agent.call("hi").await.unwrap_err();
 
@@ -243,12 +222,7 @@ async fn a_failing_reply_fires_error_and_takes_its_input_back() {
 
 #[tokio::test]
 async fn an_interrupt_ends_a_waiting_reply_with_the_interrupt_reply() {
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .reply(WaitsForever)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(ReActAgent::builder().reply(WaitsForever));
     let call = tokio::spawn(agent.call("wait"));
     while !agent.is_running() {
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -279,10 +253,7 @@ async fn a_second_call_while_the_reply_runs_is_busy() {
 
 #[tokio::test]
 async fn a_custom_reply_streams_its_said_messages_then_the_result() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "2*3"})),
-        ScriptedResponse::text("6"),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "2*3"), ScriptedResponse::text("6")]);
     let agent = ReActAgent::builder()
         .model(model)
         .toolkit(Toolkit::new().tool(Calculator::new()))
@@ -405,13 +376,11 @@ async fn summarize_from_a_custom_reply_fires_the_summary_events() {
         }
     }
     let model = ScriptedModel::new([ScriptedResponse::text("In short: nothing happened.")]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .reply(SummarizeAtOnce)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .model(model.clone())
+            .reply(SummarizeAtOnce),
+    );
 
     let reply = agent.call("what happened?").await.unwrap();
 

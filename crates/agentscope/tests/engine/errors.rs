@@ -1,13 +1,13 @@
 //! Failure paths: hook errors and panics at every chained event, notification-hook failures, ErrorEvent delivery, model errors, empty responses, tool failures the model sees, and build errors.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::support::failures::{assert_hook_panicked, hook_error};
-use crate::support::fixtures::{CANCELLED, recorded_agent};
-use crate::support::hooks::Log;
+use crate::support::fixtures::{CANCELLED, build_agent, calc_call, cut_after, recorded_agent};
+use crate::support::hooks::{Log, first_time, hooks};
 use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::recorded::kinds;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
 use agentscope::prelude::*;
 use agentscope::{HookFn, ModelError, ToolkitError};
@@ -67,10 +67,7 @@ fn error_observer(log: &Log, name: &'static str, priority: i32) -> HookFn {
 /// A hook failing at `kind` fails the call with the exact error, every Error observer gets
 /// it in priority order, no PostCall follows, and memory ends as `memory`.
 async fn assert_hook_error_at(kind: HookEventType, max_iters: usize, memory: Vec<Row>) {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
-        ScriptedResponse::text("done"),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "6*7"), ScriptedResponse::text("done")]);
     let log: Log = Arc::default();
     let rec = RecordingHook::new(300);
     let agent = ReActAgent::builder()
@@ -199,9 +196,9 @@ async fn a_panicking_hook_fails_the_call_and_the_agent_stays_usable() {
         ScriptedResponse::text("unused"),
         ScriptedResponse::text("fine"),
     ]);
-    let panicked = AtomicBool::new(false);
+    let first = first_time();
     let panicky = hook_fn(move |event| {
-        if matches!(event, HookEvent::PreReasoning(_)) && !panicked.swap(true, Ordering::SeqCst) {
+        if matches!(event, HookEvent::PreReasoning(_)) && first() {
             panic!("boom");
         }
         Ok(())
@@ -235,16 +232,9 @@ async fn a_panicking_hook_fails_the_call_and_the_agent_stays_usable() {
 
 #[tokio::test]
 async fn a_panicking_async_hook_is_caught_and_leaves_no_orphan_tool_use() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
-        ScriptedResponse::text("after"),
-    ]);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .hook(AsyncPanicker)
-        .build()
-        .unwrap();
+    let model = ScriptedModel::new([calc_call("c1", "6*7"), ScriptedResponse::text("after")]);
+    let toolkit = Toolkit::new().tool(Calculator::new());
+    let agent = build_agent(&model, toolkit, hooks![AsyncPanicker]);
 
     let err = agent.call("q").await.unwrap_err();
 
@@ -293,12 +283,7 @@ async fn notification_hook_errors_and_panics_are_ignored() {
     assert_eq!(reply.generate_reason(), Some(GenerateReason::MaxIterations));
     assert_eq!(
         rec.types(),
-        [
-            HookEventType::ReasoningChunk,
-            HookEventType::ActingChunk,
-            HookEventType::ActingChunk,
-            HookEventType::SummaryChunk,
-        ]
+        kinds("ReasoningChunk ActingChunk ActingChunk SummaryChunk")
     );
 }
 
@@ -343,14 +328,7 @@ async fn model_error_before_any_output() {
         "{err:?}"
     );
     assert_eq!(err.to_string(), "model error: model down");
-    assert_eq!(
-        rec.types(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::Error
-        ]
-    );
+    assert_eq!(rec.types(), kinds("PreCall PreReasoning Error"));
     let HookEvent::Error(event) = rec.events().last().cloned().unwrap() else {
         panic!("last event is not Error");
     };
@@ -361,10 +339,7 @@ async fn model_error_before_any_output() {
 
 #[tokio::test]
 async fn model_error_mid_stream() {
-    let model = ScriptedModel::new([ScriptedResponse::chunks([
-        ScriptedChunk::text("par"),
-        ScriptedChunk::error("connection reset"),
-    ])]);
+    let model = ScriptedModel::new([cut_after("par", "connection reset")]);
     let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let err = agent.call("q").await.unwrap_err();
@@ -375,12 +350,7 @@ async fn model_error_mid_stream() {
     );
     assert_eq!(
         rec.types(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::ReasoningChunk,
-            HookEventType::Error
-        ]
+        kinds("PreCall PreReasoning ReasoningChunk Error")
     );
     // The model never answered: its input is taken back out of memory.
     assert!(agent.memory().is_empty());
@@ -403,14 +373,7 @@ async fn assert_empty_response_errors(response: ScriptedResponse) {
         err.to_string(),
         "model error: model 'scripted-model' returned an empty response"
     );
-    assert_eq!(
-        rec.types(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::Error
-        ]
-    );
+    assert_eq!(rec.types(), kinds("PreCall PreReasoning Error"));
     // The model never answered: its input is taken back out of memory.
     assert!(agent.memory().is_empty());
 }
@@ -519,17 +482,22 @@ fn build_requires_a_model() {
     assert_eq!(err, BuildError::MissingModel);
 }
 
+/// Why an agent with `toolkit` (and a model) cannot be built.
+fn build_error_with(toolkit: Toolkit) -> BuildError {
+    ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .toolkit(toolkit)
+        .build()
+        .unwrap_err()
+}
+
 #[test]
 fn build_rejects_duplicate_tool_names() {
-    let err = ReActAgent::builder()
-        .model(ScriptedModel::new([]))
-        .toolkit(
-            Toolkit::new()
-                .tool(Calculator::new())
-                .tool(Calculator::new()),
-        )
-        .build()
-        .unwrap_err();
+    let err = build_error_with(
+        Toolkit::new()
+            .tool(Calculator::new())
+            .tool(Calculator::new()),
+    );
     assert_eq!(
         err,
         BuildError::Toolkit(ToolkitError::DuplicateTool {
@@ -543,11 +511,7 @@ fn build_rejects_invalid_tool_schemas() {
     let not_an_object = tool_fn("arr", "d", json!({"type": "array"}), |_, _| async {
         Ok("x")
     });
-    let err = ReActAgent::builder()
-        .model(ScriptedModel::new([]))
-        .toolkit(Toolkit::new().tool(not_an_object))
-        .build()
-        .unwrap_err();
+    let err = build_error_with(Toolkit::new().tool(not_an_object));
     assert_eq!(
         err,
         BuildError::Toolkit(ToolkitError::InvalidSchema {
@@ -564,11 +528,7 @@ fn build_rejects_invalid_tool_schemas() {
         json!({"type": "object", "properties": {"x": {"type": 12}}}),
         |_, _| async { Ok("x") },
     );
-    let err = ReActAgent::builder()
-        .model(ScriptedModel::new([]))
-        .toolkit(Toolkit::new().tool(broken))
-        .build()
-        .unwrap_err();
+    let err = build_error_with(Toolkit::new().tool(broken));
     assert!(
         matches!(&err, BuildError::Toolkit(ToolkitError::InvalidSchema { tool, message }) if tool == "bad" && !message.is_empty()),
         "{err:?}"

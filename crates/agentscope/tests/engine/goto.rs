@@ -5,6 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::failures::{hook_error, invalid_goto};
 use crate::support::fixtures::expr;
+use crate::support::hooks::hooks;
+use crate::support::recorded::kinds;
 use crate::support::rows::{Row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
@@ -22,11 +24,18 @@ fn assistant(t: &str, reason: Option<GenerateReason>) -> Row {
     )
 }
 
+/// An agent (system prompt "sys") with a calculator, an echo tool and `hooks`.
 fn build(model: &ScriptedModel, hooks: Vec<BoxedHook>) -> ReActAgent {
+    let toolkit = Toolkit::new().tool(Calculator::new()).tool(EchoTool::new());
+    build_with(model, toolkit, hooks)
+}
+
+/// An agent (system prompt "sys") with `toolkit` and `hooks`.
+fn build_with(model: &ScriptedModel, toolkit: Toolkit, hooks: Vec<BoxedHook>) -> ReActAgent {
     ReActAgent::builder()
         .sys_prompt("sys")
         .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()).tool(EchoTool::new()))
+        .toolkit(toolkit)
         .hooks(hooks)
         .build()
         .unwrap()
@@ -48,13 +57,6 @@ fn goto_times(times: usize, make: impl Fn() -> Vec<Msg> + Send + Sync + 'static)
 
 #[tokio::test]
 async fn goto_reasoning_is_validated_at_once() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_calls([
-            ("c1", "calculator", expr("6*7")),
-            ("c2", "echo", json!({"text": "hi"})),
-        ]),
-        ScriptedResponse::text("done"),
-    ]);
     let outcomes: Arc<Mutex<Vec<(HookError, bool)>>> = Arc::default();
     let seen = Arc::clone(&outcomes);
     let probe = hook_fn(move |event| {
@@ -81,7 +83,14 @@ async fn goto_reasoning_is_validated_at_once() {
         }
         Ok(())
     });
-    let agent = build(&model, vec![BoxedHook::new(probe)]);
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_calls([
+            ("c1", "calculator", expr("6*7")),
+            ("c2", "echo", json!({"text": "hi"})),
+        ]),
+        ScriptedResponse::text("done"),
+    ]);
+    let agent = build(&model, hooks![probe]);
 
     let reply = agent.call("q").await.unwrap();
 
@@ -122,7 +131,7 @@ async fn goto_reasoning_is_validated_at_once() {
 #[tokio::test]
 async fn a_goto_hook_returning_the_validation_error_fails_the_call() {
     let model = ScriptedModel::new([ScriptedResponse::tool_call("c1", "calculator", expr("6*7"))]);
-    let agent = build(&model, vec![BoxedHook::new(goto_times(1, Vec::new))]);
+    let agent = build(&model, hooks![goto_times(1, Vec::new)]);
 
     let err = agent.call("q").await.unwrap_err();
 
@@ -151,14 +160,8 @@ async fn valid_goto_with_tool_results_stores_them_and_reasons_again() {
             "cached 42",
         ))]
     });
-    let agent = ReActAgent::builder()
-        .sys_prompt("sys")
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(calc.clone()))
-        .hook(goto)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let toolkit = Toolkit::new().tool(calc.clone());
+    let agent = build_with(&model, toolkit, hooks![goto, rec.clone()]);
 
     let reply = agent.call("q").await.unwrap();
 
@@ -185,14 +188,7 @@ async fn valid_goto_with_tool_results_stores_them_and_reasons_again() {
     assert_eq!(rows(&second[1..]), expected[..3].to_vec());
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PostCall,
-        ]
+        kinds("PreCall PreReasoning PostReasoning PreReasoning PostReasoning PostCall")
     );
 }
 
@@ -204,9 +200,9 @@ async fn goto_without_tool_uses_appends_the_messages_and_reasons_again() {
     ]);
     let agent = build(
         &model,
-        vec![BoxedHook::new(goto_times(1, || {
+        hooks![goto_times(1, || {
             vec![Msg::user("Check your answer once more.")]
-        }))],
+        })],
     );
 
     let reply = agent.call("q").await.unwrap();
@@ -231,10 +227,7 @@ async fn goto_messages_are_streamed_as_hints() {
         ScriptedResponse::text("draft"),
         ScriptedResponse::text("final"),
     ]);
-    let agent = build(
-        &model,
-        vec![BoxedHook::new(goto_times(1, || vec![Msg::user("again")]))],
-    );
+    let agent = build(&model, hooks![goto_times(1, || vec![Msg::user("again")])]);
 
     let events: Vec<Event> = agent
         .stream("q", StreamOptions::default().include_reasoning_chunk(false))
@@ -260,12 +253,7 @@ async fn goto_messages_are_streamed_as_hints() {
 
 #[tokio::test]
 async fn goto_does_not_count_against_max_iters() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::text("one"),
-        ScriptedResponse::text("two"),
-        ScriptedResponse::text("three"),
-        ScriptedResponse::text("four"),
-    ]);
+    let model = ScriptedModel::new(["one", "two", "three", "four"].map(ScriptedResponse::text));
     let iterations = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&iterations);
     let recorder = hook_fn(move |event| {
@@ -353,7 +341,7 @@ async fn stop_wins_over_goto() {
         }
         Ok(())
     });
-    let agent = build(&model, vec![BoxedHook::new(both)]);
+    let agent = build(&model, hooks![both]);
 
     let reply = agent.call("q").await.unwrap();
 

@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::support::describe::hook_names;
-use crate::support::hooks::PLAIN_CALL;
-use agentscope::ConversationError;
+use crate::support::failures::pending_calls;
+use crate::support::fixtures::{build_agent, calc_call};
+use crate::support::hooks::{PLAIN_CALL, hooks};
 use agentscope::prelude::*;
 use agentscope::{AgentError, BoxedHook, HookId};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
-use serde_json::json;
 
 use agentscope::HookEventType as K;
 
@@ -32,25 +32,32 @@ fn agent(model: &ScriptedModel, hooks: impl IntoIterator<Item = BoxedHook>) -> R
         .unwrap()
 }
 
-/// A hook that runs `f` with the agent handle on the first PreReasoning it sees.
-fn once_at_pre_reasoning(
-    handle: &Handle,
-    invocations: &Arc<AtomicUsize>,
-    f: impl Fn(&ReActAgent) + Send + Sync + 'static,
-) -> BoxedHook {
-    let handle = Arc::clone(handle);
-    let invocations = Arc::clone(invocations);
-    BoxedHook::new(
+/// An agent (see [`agent`]) whose first hook, "manager" (priority 50), runs `manage` with the
+/// agent itself on the first PreReasoning it sees, followed by `hooks`; and the count of the
+/// PreReasoning events the manager saw.
+fn managed_agent(
+    model: &ScriptedModel,
+    manage: impl Fn(&ReActAgent) + Send + Sync + 'static,
+    hooks: impl IntoIterator<Item = BoxedHook>,
+) -> (ReActAgent, Arc<AtomicUsize>) {
+    let handle: Handle = Arc::default();
+    let invocations = Arc::new(AtomicUsize::new(0));
+    let manager = {
+        let handle = Arc::clone(&handle);
+        let invocations = Arc::clone(&invocations);
         hook_fn(move |_event: &mut HookEvent| {
             if invocations.fetch_add(1, Ordering::SeqCst) == 0 {
-                f(handle.get().unwrap());
+                manage(handle.get().unwrap());
             }
             Ok(())
         })
         .with_interests(K::PreReasoning)
         .with_priority(50)
-        .with_name("manager"),
-    )
+        .with_name("manager")
+    };
+    let agent = agent(model, std::iter::once(BoxedHook::new(manager)).chain(hooks));
+    handle.set(agent.clone()).unwrap();
+    (agent, invocations)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -60,18 +67,15 @@ fn once_at_pre_reasoning(
 #[tokio::test]
 async fn hook_added_during_a_call_sees_nothing_of_it_and_everything_of_the_next() {
     let model = answers(2);
-    let handle: Handle = Arc::default();
-    let invocations = Arc::new(AtomicUsize::new(0));
     // Priority 1: had it joined the running chain, it would run before everything else.
     let late = RecordingHook::new(1);
     let adder = {
         let late = late.clone();
-        once_at_pre_reasoning(&handle, &invocations, move |agent| {
+        move |agent: &ReActAgent| {
             agent.add_hook(late.clone());
-        })
+        }
     };
-    let agent = agent(&model, [adder]);
-    handle.set(agent.clone()).unwrap();
+    let (agent, invocations) = managed_agent(&model, adder, []);
 
     agent.call(Msg::user("one")).await.unwrap();
 
@@ -91,20 +95,17 @@ async fn hook_added_during_a_call_sees_nothing_of_it_and_everything_of_the_next(
 #[tokio::test]
 async fn hook_removed_during_a_call_still_sees_all_of_it_and_nothing_of_the_next() {
     let model = answers(2);
-    let handle: Handle = Arc::default();
-    let invocations = Arc::new(AtomicUsize::new(0));
     let removed = RecordingHook::new(200);
     let target: Arc<OnceLock<HookId>> = Arc::default();
     let outcome = Arc::new(Mutex::new(None));
     let remover = {
         let target = Arc::clone(&target);
         let outcome = Arc::clone(&outcome);
-        once_at_pre_reasoning(&handle, &invocations, move |agent| {
+        move |agent: &ReActAgent| {
             *outcome.lock().unwrap() = Some(agent.remove_hook(*target.get().unwrap()));
-        })
+        }
     };
-    let agent = agent(&model, [remover]);
-    handle.set(agent.clone()).unwrap();
+    let (agent, _) = managed_agent(&model, remover, []);
     target.set(agent.add_hook(removed.clone())).unwrap();
 
     agent.call(Msg::user("one")).await.unwrap();
@@ -122,12 +123,12 @@ async fn hook_removed_during_a_call_still_sees_all_of_it_and_nothing_of_the_next
 #[tokio::test]
 async fn hooks_cleared_during_a_call_still_see_all_of_it_and_nothing_of_the_next() {
     let model = answers(2);
-    let handle: Handle = Arc::default();
-    let invocations = Arc::new(AtomicUsize::new(0));
     let observer = RecordingHook::new(200);
-    let clearer = once_at_pre_reasoning(&handle, &invocations, |agent| agent.clear_hooks());
-    let agent = agent(&model, [clearer, BoxedHook::new(observer.clone())]);
-    handle.set(agent.clone()).unwrap();
+    let (agent, invocations) = managed_agent(
+        &model,
+        |agent| agent.clear_hooks(),
+        [BoxedHook::new(observer.clone())],
+    );
 
     agent.call(Msg::user("one")).await.unwrap();
 
@@ -403,10 +404,7 @@ async fn observe_while_a_call_runs_is_rejected_as_busy() {
 /// error naming the pending ids, and nothing is stored.
 #[tokio::test]
 async fn observe_while_tool_calls_are_pending_is_rejected() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1+1"})),
-        ScriptedResponse::text("2"),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("2")]);
     let stop = BoxedHook::new(
         hook_fn(|event: &mut HookEvent| {
             if let HookEvent::PostReasoning(e) = event {
@@ -417,12 +415,7 @@ async fn observe_while_tool_calls_are_pending_is_rejected() {
         .with_interests(K::PostReasoning)
         .with_name("stopper"),
     );
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .hook(stop)
-        .build()
-        .unwrap();
+    let agent = build_agent(&model, Toolkit::new().tool(Calculator::new()), hooks![stop]);
     let stopped = agent.call(Msg::user("1+1?")).await.unwrap();
     assert_eq!(
         stopped.generate_reason(),
@@ -432,12 +425,7 @@ async fn observe_while_tool_calls_are_pending_is_rejected() {
 
     let result = agent.observe(Msg::user("a note")).await;
 
-    match result {
-        Err(AgentError::Conversation(ConversationError::PendingToolCalls { ids })) => {
-            assert_eq!(ids, ["c1"])
-        }
-        other => panic!("expected PendingToolCalls, got {other:?}"),
-    }
+    assert_eq!(pending_calls(&result.unwrap_err()), ["c1"]);
     assert_eq!(agent.memory().messages(), before);
 
     // Resuming still gives the model a well-formed conversation.

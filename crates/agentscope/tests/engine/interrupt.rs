@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use crate::support::fixtures::{INTERRUPTED, REPLY, recorded_agent};
+use crate::support::hooks::first_time;
 use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::recorded::kinds;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope_test::tools::{Calculator, SlowTool};
@@ -26,10 +28,10 @@ fn interrupted_result(id: &str, name: &str) -> Row {
 /// Registers a hook that interrupts `agent` the first time it sees an event of `kind`.
 fn interrupt_at(agent: &ReActAgent, kind: HookEventType) {
     let handle = agent.clone();
-    let done = std::sync::atomic::AtomicBool::new(false);
+    let first = first_time();
     agent.add_hook(
         hook_fn(move |_event| {
-            if !done.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            if first() {
                 handle.interrupt();
             }
             Ok(())
@@ -38,6 +40,33 @@ fn interrupt_at(agent: &ReActAgent, kind: HookEventType) {
         .with_priority(50)
         .with_name("interrupter"),
     );
+}
+
+/// Asserts that `reply` ended the call "q" as interrupted and that memory is exactly that
+/// input, `stored`, then the interrupt reply; returns the memory.
+fn assert_interrupted(agent: &ReActAgent, reply: &Msg, stored: Vec<Row>) -> Vec<Msg> {
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
+    let mut expected = vec![user("q")];
+    expected.extend(stored);
+    expected.push(interrupt_reply());
+    let memory = agent.memory().messages();
+    assert_eq!(rows(&memory), expected);
+    memory
+}
+
+/// Calls `agent` with "q", waits (without a deadline) until `started` holds, interrupts the
+/// agent, and returns the reply (which must come promptly).
+async fn interrupt_when(agent: &ReActAgent, started: impl Fn() -> bool) -> Msg {
+    let running = tokio::spawn(agent.call("q"));
+    while !started() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    agent.interrupt();
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("the interrupted call did not finish promptly")
+        .unwrap()
+        .unwrap()
 }
 
 async fn assert_works_normally_afterwards(agent: &ReActAgent, model: &ScriptedModel) {
@@ -76,11 +105,7 @@ async fn interrupt_at_pre_reasoning_returns_the_interrupt_reply() {
     );
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostCall
-        ]
+        kinds("PreCall PreReasoning PostCall")
     );
     let HookEvent::PostCall(post_call) = rec.events().last().cloned().unwrap() else {
         panic!("last event is not PostCall");
@@ -102,40 +127,28 @@ async fn interrupt_during_model_chunks_stores_the_partial_message() {
     let reply = agent.call("q").await.unwrap();
 
     assert_eq!(reply.text(), REPLY);
-    assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
-    assert_eq!(
-        rows(&agent.memory().messages()),
-        vec![
-            user("q"),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![ContentBlock::text("Hel")],
-                None
-            ),
-            interrupt_reply(),
-        ]
+    let partial = row(
+        Role::Assistant,
+        "assistant",
+        vec![ContentBlock::text("Hel")],
+        None,
     );
+    assert_interrupted(&agent, &reply, vec![partial]);
     assert_eq!(
         rec.types(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::ReasoningChunk,
-            HookEventType::PostCall
-        ]
+        kinds("PreCall PreReasoning ReasoningChunk PostCall")
     );
     assert_works_normally_afterwards(&agent, &model).await;
 }
 
 #[tokio::test]
 async fn interrupt_during_a_streamed_tool_call_leaves_no_orphan_tool_use() {
+    let calc = Calculator::new();
     let model = ScriptedModel::new([ScriptedResponse::chunks([
         ScriptedChunk::text("Let me compute."),
         ScriptedChunk::tool_call("c1", "calculator", json!({"expression": "6*7"})),
         ScriptedChunk::text(" More."),
     ])]);
-    let calc = Calculator::new();
     let (agent, _rec) = recorded_agent(&model, Toolkit::new().tool(calc.clone()));
     // The second chunk (the tool call) triggers the interrupt.
     let handle = agent.clone();
@@ -153,24 +166,19 @@ async fn interrupt_during_a_streamed_tool_call_leaves_no_orphan_tool_use() {
 
     let reply = agent.call("q").await.unwrap();
 
-    assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
-    let memory = agent.memory().messages();
-    assert_eq!(
-        rows(&memory),
+    let partial = row(
+        Role::Assistant,
+        "assistant",
         vec![
-            user("q"),
-            row(
-                Role::Assistant,
-                "assistant",
-                vec![
-                    ContentBlock::text("Let me compute."),
-                    ToolUseBlock::new("c1", "calculator", json!({"expression": "6*7"})).into()
-                ],
-                None
-            ),
-            interrupted_result("c1", "calculator"),
-            interrupt_reply(),
-        ]
+            ContentBlock::text("Let me compute."),
+            ToolUseBlock::new("c1", "calculator", json!({"expression": "6*7"})).into(),
+        ],
+        None,
+    );
+    let memory = assert_interrupted(
+        &agent,
+        &reply,
+        vec![partial, interrupted_result("c1", "calculator")],
     );
     assert_no_orphan_tool_use(&memory);
     assert_eq!(calc.log().count(), 0);
@@ -178,10 +186,11 @@ async fn interrupt_during_a_streamed_tool_call_leaves_no_orphan_tool_use() {
 
 #[tokio::test]
 async fn interrupt_after_reasoning_gives_pending_calls_interrupted_results() {
-    let model = ScriptedModel::new([ScriptedResponse::tool_calls([
+    let calls = [
         ("c1", "calculator", json!({"expression": "6*7"})),
         ("c2", "calculator", json!({"expression": "1+1"})),
-    ])]);
+    ];
+    let model = ScriptedModel::new([ScriptedResponse::tool_calls(calls.clone())]);
     let calc = Calculator::new();
     let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(calc.clone()));
     interrupt_at(&agent, HookEventType::PostReasoning);
@@ -190,96 +199,56 @@ async fn interrupt_after_reasoning_gives_pending_calls_interrupted_results() {
 
     assert_eq!(reply.text(), REPLY);
     assert_eq!(reply.name, "assistant");
-    assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
-    let memory = agent.memory().messages();
-    assert_eq!(
-        rows(&memory),
+    let memory = assert_interrupted(
+        &agent,
+        &reply,
         vec![
-            user("q"),
-            calls_row(
-                &[
-                    ("c1", "calculator", json!({"expression": "6*7"})),
-                    ("c2", "calculator", json!({"expression": "1+1"})),
-                ],
-                None
-            ),
+            calls_row(&calls, None),
             interrupted_result("c1", "calculator"),
             interrupted_result("c2", "calculator"),
-            interrupt_reply(),
-        ]
+        ],
     );
     assert_no_orphan_tool_use(&memory);
     assert_eq!(calc.log().count(), 0, "no tool ran");
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PostCall
-        ]
+        kinds("PreCall PreReasoning PostReasoning PostCall")
     );
     assert_works_normally_afterwards(&agent, &model).await;
 }
 
 #[tokio::test]
 async fn interrupt_from_another_task_cancels_a_running_tool() {
-    let model = ScriptedModel::new([ScriptedResponse::tool_calls([
+    let calls = [
         ("c1", "calculator", json!({"expression": "6*7"})),
         ("c2", "slow", json!({"ms": 60_000})),
         ("c3", "calculator", json!({"expression": "1+1"})),
-    ])]);
+    ];
+    let model = ScriptedModel::new([ScriptedResponse::tool_calls(calls.clone())]);
     let calc = Calculator::new();
     let slow = SlowTool::new();
     let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(calc.clone()).tool(slow.clone()));
 
-    let running = tokio::spawn(agent.call("q"));
-    // Wait (without a deadline) until the slow tool is running.
-    while slow.log().count() == 0 {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    agent.interrupt();
-    let reply = tokio::time::timeout(Duration::from_secs(10), running)
-        .await
-        .expect("the interrupted call did not finish promptly")
-        .unwrap()
-        .unwrap();
+    // Interrupted once the slow tool is running.
+    let reply = interrupt_when(&agent, || slow.log().count() > 0).await;
 
     assert_eq!(reply.text(), REPLY);
-    assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
-    let memory = agent.memory().messages();
-    assert_eq!(
-        rows(&memory),
+    let memory = assert_interrupted(
+        &agent,
+        &reply,
         vec![
-            user("q"),
-            calls_row(
-                &[
-                    ("c1", "calculator", json!({"expression": "6*7"})),
-                    ("c2", "slow", json!({"ms": 60_000})),
-                    ("c3", "calculator", json!({"expression": "1+1"})),
-                ],
-                None
-            ),
+            calls_row(&calls, None),
             // c1 finished before the interrupt and keeps its real result.
             result_row(ToolResultBlock::text("c1", "calculator", "42")),
             interrupted_result("c2", "slow"),
             interrupted_result("c3", "calculator"),
-            interrupt_reply(),
-        ]
+        ],
     );
     assert_no_orphan_tool_use(&memory);
     assert_eq!(calc.log().count(), 1, "c3 never started");
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PreActing,
-            HookEventType::PreActing,
-            HookEventType::PreActing,
-            HookEventType::PostCall
-        ],
+        kinds("PreCall PreReasoning PostReasoning PreActing PreActing PreActing PostCall"),
         "no PostActing for an interrupted batch"
     );
     assert_works_normally_afterwards(&agent, &model).await;
@@ -320,30 +289,10 @@ async fn interrupt_while_waiting_for_the_model_returns_promptly() {
         );
     let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
-    let running = tokio::spawn(agent.call("q"));
-    // Wait (without a deadline) until the model was asked.
-    while model.request_count() == 0 {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    agent.interrupt();
-    let reply = tokio::time::timeout(Duration::from_secs(10), running)
-        .await
-        .expect("the interrupted call did not finish promptly")
-        .unwrap()
-        .unwrap();
+    // Interrupted once the model was asked.
+    let reply = interrupt_when(&agent, || model.request_count() > 0).await;
 
-    assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
-    assert_eq!(
-        rows(&agent.memory().messages()),
-        vec![user("q"), interrupt_reply()]
-    );
-    assert_eq!(
-        rec.types(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostCall
-        ]
-    );
+    assert_interrupted(&agent, &reply, vec![]);
+    assert_eq!(rec.types(), kinds("PreCall PreReasoning PostCall"));
     assert_works_normally_afterwards(&agent, &model).await;
 }

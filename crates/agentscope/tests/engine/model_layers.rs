@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::support::fixtures::cut_after;
 use agentscope::ModelError;
 use agentscope::RetryPolicy;
 use agentscope::model_layers::ModelExt;
@@ -98,10 +99,7 @@ async fn stacked_retries_do_not_multiply() {
 #[tokio::test]
 async fn a_failure_after_output_began_is_the_callers() {
     let model = ScriptedModel::new([
-        ScriptedResponse::chunks([
-            ScriptedChunk::text("Half an ans"),
-            ScriptedChunk::error("connection reset"),
-        ]),
+        cut_after("Half an ans", "connection reset"),
         ScriptedResponse::text("never used"),
     ]);
     let error = error_of(model.clone().with_retry(quick(2))).await;

@@ -5,12 +5,13 @@
 use std::sync::{Arc, Mutex};
 
 use crate::support::describe::parsed::{describe, memory_of};
-use crate::support::describe::tool_names;
+use crate::support::describe::{line, tool_names};
 use crate::support::failures::hook_error;
 use crate::support::fixtures::{CANCELLED, calc_call};
-use crate::support::hooks::on;
+use crate::support::hooks::{on, on_event};
+use crate::support::recorded::{events_of, kinds};
 use agentscope::prelude::*;
-use agentscope::{BoxedHook, ModelRequest};
+use agentscope::{BoxedHook, ModelRequest, PostActingEvent, ReActAgentBuilder};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
@@ -40,6 +41,46 @@ fn calculator_agent(
     agent_with(model, Toolkit::new().tool(calc.clone()), hooks)
 }
 
+/// A calculator agent (see [`calculator_agent`]) whose model calls the calculator on
+/// `expression` (call "c1"), then answers `answer`; with its model and calculator.
+fn calculating(
+    expression: &str,
+    answer: &str,
+    hooks: impl IntoIterator<Item = BoxedHook>,
+) -> (ReActAgent, ScriptedModel, Calculator) {
+    let model = ScriptedModel::new([calc_call("c1", expression), ScriptedResponse::text(answer)]);
+    let calc = Calculator::new();
+    let agent = calculator_agent(&model, &calc, hooks);
+    (agent, model, calc)
+}
+
+/// An agent built from `builder` with a calculator and `hook` that may reason once: its model
+/// calls the calculator on "1+1" (call "c1"), so the call ends with the summary `summary`.
+fn summarising(
+    builder: ReActAgentBuilder,
+    summary: &str,
+    hook: BoxedHook,
+) -> (ReActAgent, ScriptedModel) {
+    let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text(summary)]);
+    let agent = builder
+        .model(model.clone())
+        .toolkit(Toolkit::new().tool(Calculator::new()))
+        .max_iters(1)
+        .hook(hook)
+        .build()
+        .unwrap();
+    (agent, model)
+}
+
+/// An agent whose model answers "loop answer" and whose PostCall hook replaces the final
+/// message with `replacement`.
+fn replacing_the_final_message(replacement: &Msg) -> ReActAgent {
+    let model = ScriptedModel::new([ScriptedResponse::text("loop answer")]);
+    let replacement = replacement.clone();
+    let hook = on_event!(PostCall, 10, |e| e.set_final_message(replacement.clone()));
+    agent_with(&model, Toolkit::new(), [hook])
+}
+
 fn describe_all(msgs: &[Msg]) -> Vec<String> {
     msgs.iter().map(describe).collect()
 }
@@ -61,11 +102,8 @@ async fn pre_call_set_input_messages_changes_what_is_stored_and_sent() {
     let model = ScriptedModel::new([ScriptedResponse::text("answer")]);
     let before = RecordingHook::new(5).with_interests(K::PreCall);
     let after = RecordingHook::new(20).with_interests(K::PreCall);
-    let rewrite = on(K::PreCall, 10, |event| {
-        if let HookEvent::PreCall(e) = event {
-            e.set_input_messages(vec![Msg::user("rewritten"), Msg::user("extra")]);
-        }
-        Ok(())
+    let rewrite = on_event!(PreCall, 10, |e| {
+        e.set_input_messages(vec![Msg::user("rewritten"), Msg::user("extra")]);
     });
     let agent = agent_with(
         &model,
@@ -96,9 +134,9 @@ async fn pre_call_set_input_messages_changes_what_is_stored_and_sent() {
     assert_eq!(
         memory_of(&agent),
         [
-            r#"user/user: text "rewritten""#,
-            r#"user/user: text "extra""#,
-            r#"assistant/assistant: text "answer" <ModelStop>"#,
+            line::user("rewritten"),
+            line::user("extra"),
+            line::answer("answer"),
         ]
     );
     assert_eq!(
@@ -113,21 +151,11 @@ async fn pre_call_set_input_messages_changes_what_is_stored_and_sent() {
 
 #[tokio::test]
 async fn pre_call_system_setters_change_the_base_of_every_model_request_of_the_call() {
-    let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("2")]);
-    let calc = Calculator::new();
-    let replace = on(K::PreCall, 10, |event| {
-        if let HookEvent::PreCall(e) = event {
-            e.set_system_message(Some(Msg::system("replaced")));
-        }
-        Ok(())
+    let replace = on_event!(PreCall, 10, |e| {
+        e.set_system_message(Some(Msg::system("replaced")));
     });
-    let append = on(K::PreCall, 20, |event| {
-        if let HookEvent::PreCall(e) = event {
-            e.append_system_content("appended");
-        }
-        Ok(())
-    });
-    let agent = calculator_agent(&model, &calc, [replace, append]);
+    let append = on_event!(PreCall, 20, |e| e.append_system_content("appended"));
+    let (agent, model, _) = calculating("1+1", "2", [replace, append]);
 
     agent.call(Msg::user("1+1?")).await.unwrap();
 
@@ -141,24 +169,14 @@ async fn pre_call_system_setters_change_the_base_of_every_model_request_of_the_c
     }
     assert_eq!(
         memory_of(&agent),
-        [
-            r#"user/user: text "1+1?""#,
-            r#"assistant/assistant: tool_use c1 calculator {"expression":"1+1"}"#,
-            r#"tool/calculator: tool_result c1 calculator "2""#,
-            r#"assistant/assistant: text "2" <ModelStop>"#,
-        ]
+        line::calc_round_trip("1+1?", ("c1", "1+1", "2"), "2")
     );
 }
 
 #[tokio::test]
 async fn pre_call_set_system_message_none_removes_the_system_message() {
     let model = ScriptedModel::new([ScriptedResponse::text("answer")]);
-    let remove = on(K::PreCall, 10, |event| {
-        if let HookEvent::PreCall(e) = event {
-            e.set_system_message(None);
-        }
-        Ok(())
-    });
+    let remove = on_event!(PreCall, 10, |e| e.set_system_message(None));
     let agent = agent_with(&model, Toolkit::new(), [remove]);
 
     agent.call(Msg::user("q")).await.unwrap();
@@ -172,12 +190,7 @@ async fn pre_call_set_system_message_none_removes_the_system_message() {
 #[tokio::test]
 async fn pre_call_append_without_seed_creates_a_system_message() {
     let model = ScriptedModel::new([ScriptedResponse::text("answer")]);
-    let append = on(K::PreCall, 10, |event| {
-        if let HookEvent::PreCall(e) = event {
-            e.append_system_content("created");
-        }
-        Ok(())
-    });
+    let append = on_event!(PreCall, 10, |e| e.append_system_content("created"));
     let agent = ReActAgent::builder()
         .model(model.clone())
         .hook(append)
@@ -190,13 +203,7 @@ async fn pre_call_append_without_seed_creates_a_system_message() {
         request_messages(&model.requests()[0]),
         [r#"system/system: text "created""#, r#"user/user: text "q""#]
     );
-    assert_eq!(
-        memory_of(&agent),
-        [
-            r#"user/user: text "q""#,
-            r#"assistant/assistant: text "answer" <ModelStop>"#
-        ]
-    );
+    assert_eq!(memory_of(&agent), [line::user("q"), line::answer("answer")]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -211,15 +218,12 @@ async fn pre_reasoning_changes_apply_to_that_model_request_only_and_never_to_mem
     let changed = GenerateOptions::default().temperature(0.1).max_tokens(7);
     let hook = {
         let changed = changed.clone();
-        on(K::PreReasoning, 10, move |event| {
-            if let HookEvent::PreReasoning(e) = event
-                && e.iteration() == 0
-            {
+        on_event!(PreReasoning, 10, |e| {
+            if e.iteration() == 0 {
                 e.set_input_messages(vec![Msg::user("only this")]);
                 e.set_generate_options(changed.clone());
                 e.append_system_content("for iteration 0");
             }
-            Ok(())
         })
     };
     let agent = ReActAgent::builder()
@@ -258,29 +262,19 @@ async fn pre_reasoning_changes_apply_to_that_model_request_only_and_never_to_mem
     assert_eq!(reply.text(), "42");
     assert_eq!(
         memory_of(&agent),
-        [
-            r#"user/user: text "6*7?""#,
-            r#"assistant/assistant: tool_use c1 calculator {"expression":"6*7"}"#,
-            r#"tool/calculator: tool_result c1 calculator "42""#,
-            r#"assistant/assistant: text "42" <ModelStop>"#,
-        ]
+        line::calc_round_trip("6*7?", ("c1", "6*7", "42"), "42")
     );
 }
 
 #[tokio::test]
 async fn pre_reasoning_set_system_message_replaces_it_for_that_request_only() {
-    let model = ScriptedModel::new([calc_call("c1", "1+2"), ScriptedResponse::text("3")]);
-    let calc = Calculator::new();
-    let hook = on(K::PreReasoning, 10, |event| {
-        if let HookEvent::PreReasoning(e) = event {
-            match e.iteration() {
-                0 => e.set_system_message(Some(Msg::system("iteration zero only"))),
-                _ => e.set_system_message(None),
-            }
+    let hook = on_event!(PreReasoning, 10, |e| {
+        match e.iteration() {
+            0 => e.set_system_message(Some(Msg::system("iteration zero only"))),
+            _ => e.set_system_message(None),
         }
-        Ok(())
     });
-    let agent = calculator_agent(&model, &calc, [hook]);
+    let (agent, model, _) = calculating("1+2", "3", [hook]);
 
     agent.call(Msg::user("1+2?")).await.unwrap();
 
@@ -305,16 +299,13 @@ async fn post_reasoning_set_reasoning_message_replacing_a_tool_call_with_text_ru
     let model = ScriptedModel::new([calc_call("c1", "1+1")]);
     let calc = Calculator::new();
     let rec = RecordingHook::new(200);
-    let replace = on(K::PostReasoning, 10, |event| {
-        if let HookEvent::PostReasoning(e) = event {
-            e.set_reasoning_message(
-                Msg::builder()
-                    .role(Role::Assistant)
-                    .text("No tools needed.")
-                    .build(),
-            );
-        }
-        Ok(())
+    let replace = on_event!(PostReasoning, 10, |e| {
+        e.set_reasoning_message(
+            Msg::builder()
+                .role(Role::Assistant)
+                .text("No tools needed.")
+                .build(),
+        );
     });
     let agent = calculator_agent(&model, &calc, [replace, BoxedHook::new(rec.clone())]);
 
@@ -332,10 +323,7 @@ async fn post_reasoning_set_reasoning_message_replacing_a_tool_call_with_text_ru
     );
     assert_eq!(
         memory_of(&agent),
-        [
-            r#"user/user: text "q""#,
-            r#"assistant/assistant: text "No tools needed." <ModelStop>"#
-        ]
+        [line::user("q"), line::answer("No tools needed.")]
     );
 }
 
@@ -346,10 +334,8 @@ async fn post_reasoning_set_reasoning_message_adding_a_tool_call_runs_that_tool(
         ScriptedResponse::text("4"),
     ]);
     let calc = Calculator::new();
-    let replace = on(K::PostReasoning, 10, |event| {
-        if let HookEvent::PostReasoning(e) = event
-            && e.iteration() == 0
-        {
+    let replace = on_event!(PostReasoning, 10, |e| {
+        if e.iteration() == 0 {
             e.set_reasoning_message(
                 Msg::builder()
                     .role(Role::Assistant)
@@ -361,22 +347,16 @@ async fn post_reasoning_set_reasoning_message_adding_a_tool_call_runs_that_tool(
                     .build(),
             );
         }
-        Ok(())
     });
     let agent = calculator_agent(&model, &calc, [replace]);
 
     let reply = agent.call(Msg::user("2+2?")).await.unwrap();
 
-    assert_eq!(calc.log().calls(), [json!({"expression": "2+2"})]);
     assert_eq!(reply.text(), "4");
+    assert_eq!(calc.log().calls(), [json!({"expression": "2+2"})]);
     assert_eq!(
         memory_of(&agent),
-        [
-            r#"user/user: text "2+2?""#,
-            r#"assistant/assistant: tool_use c9 calculator {"expression":"2+2"}"#,
-            r#"tool/calculator: tool_result c9 calculator "4""#,
-            r#"assistant/assistant: text "4" <ModelStop>"#,
-        ]
+        line::calc_round_trip("2+2?", ("c9", "2+2", "4"), "4")
     );
 }
 
@@ -386,18 +366,13 @@ async fn post_reasoning_set_reasoning_message_adding_a_tool_call_runs_that_tool(
 
 #[tokio::test]
 async fn pre_acting_set_tool_use_changes_what_executes() {
-    let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("42")]);
-    let calc = Calculator::new();
     let rec = RecordingHook::new(200).with_interests(K::PostActing);
-    let change = on(K::PreActing, 10, |event| {
-        if let HookEvent::PreActing(e) = event {
-            let mut tool_use = e.tool_use().clone();
-            tool_use.input = json!({"expression": "6*7"}).into();
-            e.set_tool_use(tool_use)?;
-        }
-        Ok(())
+    let change = on_event!(PreActing, 10, |e| {
+        let mut tool_use = e.tool_use().clone();
+        tool_use.input = json!({"expression": "6*7"}).into();
+        e.set_tool_use(tool_use)?;
     });
-    let agent = calculator_agent(&model, &calc, [change, BoxedHook::new(rec.clone())]);
+    let (agent, _, calc) = calculating("1+1", "42", [change, BoxedHook::new(rec.clone())]);
 
     agent.call(Msg::user("q")).await.unwrap();
 
@@ -423,8 +398,6 @@ async fn pre_acting_set_tool_use_changes_what_executes() {
 
 #[tokio::test]
 async fn pre_acting_set_tool_use_with_another_id_is_rejected_and_fails_the_call() {
-    let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("never")]);
-    let calc = Calculator::new();
     let setter_result = slot::<Result<(), HookError>>();
     let change = {
         let setter_result = Arc::clone(&setter_result);
@@ -442,7 +415,7 @@ async fn pre_acting_set_tool_use_with_another_id_is_rejected_and_fails_the_call(
             .with_name("id-changer"),
         )
     };
-    let agent = calculator_agent(&model, &calc, [change]);
+    let (agent, model, calc) = calculating("1+1", "never", [change]);
 
     let err = agent.call(Msg::user("q")).await.unwrap_err();
 
@@ -472,22 +445,17 @@ async fn pre_acting_set_tool_use_with_another_id_is_rejected_and_fails_the_call(
 
 #[tokio::test]
 async fn pre_acting_rejected_id_change_leaves_the_event_unchanged() {
-    let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("2")]);
-    let calc = Calculator::new();
-    let change = on(K::PreActing, 10, |event| {
-        if let HookEvent::PreActing(e) = event {
-            let result = e.set_tool_use(ToolUseBlock::new(
-                "other",
-                "calculator",
-                json!({"expression": "9*9"}),
-            ));
-            assert!(matches!(result, Err(HookError::InvalidModification { .. })));
-            assert_eq!(e.tool_use().id, "c1");
-            assert_eq!(e.tool_use().input, json!({"expression": "1+1"}));
-        }
-        Ok(())
+    let change = on_event!(PreActing, 10, |e| {
+        let result = e.set_tool_use(ToolUseBlock::new(
+            "other",
+            "calculator",
+            json!({"expression": "9*9"}),
+        ));
+        assert!(matches!(result, Err(HookError::InvalidModification { .. })));
+        assert_eq!(e.tool_use().id, "c1");
+        assert_eq!(e.tool_use().input, json!({"expression": "1+1"}));
     });
-    let agent = calculator_agent(&model, &calc, [change]);
+    let (agent, _, calc) = calculating("1+1", "2", [change]);
 
     let reply = agent.call(Msg::user("q")).await.unwrap();
 
@@ -497,41 +465,26 @@ async fn pre_acting_rejected_id_change_leaves_the_event_unchanged() {
 
 #[tokio::test]
 async fn pre_acting_skip_with_does_not_run_the_tool_and_stores_the_skip_result() {
-    let model = ScriptedModel::new([calc_call("c1", "6*7"), ScriptedResponse::text("cached")]);
-    let calc = Calculator::new();
     let rec = RecordingHook::new(200);
-    let skip = on(K::PreActing, 10, |event| {
-        if let HookEvent::PreActing(e) = event {
-            // Id and name are normalised to the call's.
-            e.skip_with(ToolResultBlock::text("whatever", "whatever", "cached: 42"));
-        }
-        Ok(())
+    let skip = on_event!(PreActing, 10, |e| {
+        // Id and name are normalised to the call's.
+        e.skip_with(ToolResultBlock::text("whatever", "whatever", "cached: 42"));
     });
-    let agent = calculator_agent(&model, &calc, [skip, BoxedHook::new(rec.clone())]);
+    let (agent, model, calc) = calculating("6*7", "cached", [skip, BoxedHook::new(rec.clone())]);
 
     agent.call(Msg::user("6*7?")).await.unwrap();
 
     assert_eq!(calc.log().count(), 0);
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PreActing,
-            K::PostActing,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PostCall
-        ]
+        kinds(
+            "PreCall PreReasoning PostReasoning PreActing PostActing PreReasoning \
+             PostReasoning PostCall"
+        )
     );
-    let post_acting: Vec<ToolResultBlock> = rec
-        .events()
-        .into_iter()
-        .filter_map(|event| match event {
-            HookEvent::PostActing(e) => Some(e.tool_result().clone()),
-            _ => None,
-        })
+    let post_acting: Vec<ToolResultBlock> = events_of::<PostActingEvent>(&rec)
+        .iter()
+        .map(|e| e.tool_result().clone())
         .collect();
     assert_eq!(
         post_acting,
@@ -539,12 +492,7 @@ async fn pre_acting_skip_with_does_not_run_the_tool_and_stores_the_skip_result()
     );
     assert_eq!(
         memory_of(&agent),
-        [
-            r#"user/user: text "6*7?""#,
-            r#"assistant/assistant: tool_use c1 calculator {"expression":"6*7"}"#,
-            r#"tool/calculator: tool_result c1 calculator "cached: 42""#,
-            r#"assistant/assistant: text "cached" <ModelStop>"#,
-        ]
+        line::calc_round_trip("6*7?", ("c1", "6*7", "cached: 42"), "cached")
     );
     assert_eq!(
         describe(model.requests()[1].messages.last().unwrap()),
@@ -558,16 +506,11 @@ async fn pre_acting_skip_with_does_not_run_the_tool_and_stores_the_skip_result()
 
 #[tokio::test]
 async fn post_acting_set_tool_result_reaches_memory_stream_and_model() {
-    let model = ScriptedModel::new([calc_call("c1", "6*7"), ScriptedResponse::text("ok")]);
-    let calc = Calculator::new();
     let later = RecordingHook::new(200).with_interests(K::PostActing);
-    let redact = on(K::PostActing, 10, |event| {
-        if let HookEvent::PostActing(e) = event {
-            e.set_tool_result(ToolResultBlock::text("x", "y", "redacted"));
-        }
-        Ok(())
+    let redact = on_event!(PostActing, 10, |e| {
+        e.set_tool_result(ToolResultBlock::text("x", "y", "redacted"));
     });
-    let agent = calculator_agent(&model, &calc, [redact, BoxedHook::new(later.clone())]);
+    let (agent, model, calc) = calculating("6*7", "ok", [redact, BoxedHook::new(later.clone())]);
 
     let events: Vec<Event> = agent
         .stream(Msg::user("6*7?"), StreamOptions::default())
@@ -599,12 +542,7 @@ async fn post_acting_set_tool_result_reaches_memory_stream_and_model() {
     }
     assert_eq!(
         memory_of(&agent),
-        [
-            r#"user/user: text "6*7?""#,
-            r#"assistant/assistant: tool_use c1 calculator {"expression":"6*7"}"#,
-            r#"tool/calculator: tool_result c1 calculator "redacted""#,
-            r#"assistant/assistant: text "ok" <ModelStop>"#,
-        ]
+        line::calc_round_trip("6*7?", ("c1", "6*7", "redacted"), "ok")
     );
     assert_eq!(
         describe(model.requests()[1].messages.last().unwrap()),
@@ -619,29 +557,17 @@ async fn post_acting_set_tool_result_reaches_memory_stream_and_model() {
 #[tokio::test]
 async fn pre_summary_changes_apply_to_the_summary_request_only_and_never_to_memory() {
     const SUMMARY_HINT: &str = "You have failed to generate response within the maximum iterations. Now respond directly by summarizing the current situation.";
-    let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("summary")]);
-    let calc = Calculator::new();
     let seen_input = slot::<Vec<String>>();
     let hook = {
         let seen_input = Arc::clone(&seen_input);
-        on(K::PreSummary, 10, move |event| {
-            if let HookEvent::PreSummary(e) = event {
-                *seen_input.lock().unwrap() = Some(describe_all(e.input_messages()));
-                e.set_input_messages(vec![Msg::user("just summarise")]);
-                e.set_generate_options(GenerateOptions::default().max_tokens(3));
-                e.append_system_content("summary mode");
-            }
-            Ok(())
+        on_event!(PreSummary, 10, |e| {
+            *seen_input.lock().unwrap() = Some(describe_all(e.input_messages()));
+            e.set_input_messages(vec![Msg::user("just summarise")]);
+            e.set_generate_options(GenerateOptions::default().max_tokens(3));
+            e.append_system_content("summary mode");
         })
     };
-    let agent = ReActAgent::builder()
-        .sys_prompt("seed")
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(calc.clone()))
-        .max_iters(1)
-        .hook(hook)
-        .build()
-        .unwrap();
+    let (agent, model) = summarising(ReActAgent::builder().sys_prompt("seed"), "summary", hook);
 
     let reply = agent.call(Msg::user("q")).await.unwrap();
 
@@ -685,25 +611,11 @@ async fn pre_summary_changes_apply_to_the_summary_request_only_and_never_to_memo
 
 #[tokio::test]
 async fn post_summary_set_summary_message_is_stored_and_returned() {
-    let model = ScriptedModel::new([
-        calc_call("c1", "1+1"),
-        ScriptedResponse::text("raw summary"),
-    ]);
-    let calc = Calculator::new();
-    let edit = on(K::PostSummary, 10, |event| {
-        if let HookEvent::PostSummary(e) = event {
-            assert_eq!(e.summary_message().text(), "raw summary");
-            e.set_summary_message(Msg::assistant("edited summary"));
-        }
-        Ok(())
+    let edit = on_event!(PostSummary, 10, |e| {
+        assert_eq!(e.summary_message().text(), "raw summary");
+        e.set_summary_message(Msg::assistant("edited summary"));
     });
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(calc.clone()))
-        .max_iters(1)
-        .hook(edit)
-        .build()
-        .unwrap();
+    let (agent, _) = summarising(ReActAgent::builder(), "raw summary", edit);
 
     let reply = agent.call(Msg::user("q")).await.unwrap();
 
@@ -724,41 +636,21 @@ async fn post_summary_set_summary_message_is_stored_and_returned() {
 
 #[tokio::test]
 async fn post_call_set_final_message_changes_only_what_the_caller_gets() {
-    let model = ScriptedModel::new([ScriptedResponse::text("loop answer")]);
     let replacement = Msg::assistant("caller answer");
-    let hook = {
-        let replacement = replacement.clone();
-        on(K::PostCall, 10, move |event| {
-            if let HookEvent::PostCall(e) = event {
-                e.set_final_message(replacement.clone());
-            }
-            Ok(())
-        })
-    };
-    let agent = agent_with(&model, Toolkit::new(), [hook]);
+    let agent = replacing_the_final_message(&replacement);
 
     let reply = agent.call(Msg::user("q")).await.unwrap();
 
     assert_eq!(reply, replacement);
     assert_eq!(
         memory_of(&agent),
-        [
-            r#"user/user: text "q""#,
-            r#"assistant/assistant: text "loop answer" <ModelStop>"#
-        ]
+        [line::user("q"), line::answer("loop answer")]
     );
 }
 
 #[tokio::test]
 async fn post_call_set_final_message_reaches_the_stream_result() {
-    let model = ScriptedModel::new([ScriptedResponse::text("loop answer")]);
-    let hook = on(K::PostCall, 10, |event| {
-        if let HookEvent::PostCall(e) = event {
-            e.set_final_message(Msg::assistant("caller answer"));
-        }
-        Ok(())
-    });
-    let agent = agent_with(&model, Toolkit::new(), [hook]);
+    let agent = replacing_the_final_message(&Msg::assistant("caller answer"));
 
     let events: Vec<Event> = agent
         .stream(Msg::user("q"), StreamOptions::default())
@@ -771,10 +663,7 @@ async fn post_call_set_final_message_reaches_the_stream_result() {
     assert_eq!(last.message.text(), "caller answer");
     assert_eq!(
         memory_of(&agent),
-        [
-            r#"user/user: text "q""#,
-            r#"assistant/assistant: text "loop answer" <ModelStop>"#
-        ]
+        [line::user("q"), line::answer("loop answer")]
     );
 }
 
@@ -786,26 +675,20 @@ async fn post_call_set_final_message_reaches_the_stream_result() {
 async fn pre_reasoning_changes_chain_from_hook_to_hook() {
     let model = ScriptedModel::new([ScriptedResponse::text("ok")]);
     let seen_by_b = slot::<(String, GenerateOptions)>();
-    let a = on(K::PreReasoning, 10, |event| {
-        if let HookEvent::PreReasoning(e) = event {
-            e.append_system_content("A");
-            e.set_generate_options(GenerateOptions::default().temperature(0.1));
-        }
-        Ok(())
+    let a = on_event!(PreReasoning, 10, |e| {
+        e.append_system_content("A");
+        e.set_generate_options(GenerateOptions::default().temperature(0.1));
     });
     let b = {
         let seen_by_b = Arc::clone(&seen_by_b);
-        on(K::PreReasoning, 20, move |event| {
-            if let HookEvent::PreReasoning(e) = event {
-                *seen_by_b.lock().unwrap() = Some((
-                    describe(e.system_message().unwrap()),
-                    e.generate_options().clone(),
-                ));
-                e.append_system_content("B");
-                let options = e.generate_options().clone().max_tokens(9);
-                e.set_generate_options(options);
-            }
-            Ok(())
+        on_event!(PreReasoning, 20, |e| {
+            *seen_by_b.lock().unwrap() = Some((
+                describe(e.system_message().unwrap()),
+                e.generate_options().clone(),
+            ));
+            e.append_system_content("B");
+            let options = e.generate_options().clone().max_tokens(9);
+            e.set_generate_options(options);
         })
     };
     // Registered in reverse: priorities, not registration, decide.
@@ -833,31 +716,23 @@ async fn pre_reasoning_changes_chain_from_hook_to_hook() {
 
 #[tokio::test]
 async fn pre_acting_and_post_acting_changes_chain_from_hook_to_hook() {
-    let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("done")]);
-    let calc = Calculator::new();
     let bump = |from: &'static str, to: &'static str, priority: i32| -> BoxedHook {
-        on(K::PreActing, priority, move |event| {
-            if let HookEvent::PreActing(e) = event {
-                assert_eq!(e.tool_use().input, json!({ "expression": from }));
-                let mut tool_use = e.tool_use().clone();
-                tool_use.input = json!({ "expression": to }).into();
-                e.set_tool_use(tool_use)?;
-            }
-            Ok(())
+        on_event!(PreActing, priority, |e| {
+            assert_eq!(e.tool_use().input, json!({ "expression": from }));
+            let mut tool_use = e.tool_use().clone();
+            tool_use.input = json!({ "expression": to }).into();
+            e.set_tool_use(tool_use)?;
         })
     };
     let annotate = |suffix: &'static str, priority: i32| -> BoxedHook {
-        on(K::PostActing, priority, move |event| {
-            if let HookEvent::PostActing(e) = event {
-                let text = format!("{}{suffix}", e.tool_result().text_output());
-                e.set_tool_result(ToolResultBlock::text("", "", text));
-            }
-            Ok(())
+        on_event!(PostActing, priority, |e| {
+            let text = format!("{}{suffix}", e.tool_result().text_output());
+            e.set_tool_result(ToolResultBlock::text("", "", text));
         })
     };
-    let agent = calculator_agent(
-        &model,
-        &calc,
+    let (agent, _, calc) = calculating(
+        "1+1",
+        "done",
         [
             bump("2+2", "3+3", 20),
             bump("1+1", "2+2", 10),
@@ -908,13 +783,7 @@ async fn post_call_and_post_reasoning_changes_chain_from_hook_to_hook() {
     let reply = agent.call(Msg::user("q")).await.unwrap();
 
     assert_eq!(reply.text(), "x-a-b-c-d");
-    assert_eq!(
-        memory_of(&agent),
-        [
-            r#"user/user: text "q""#,
-            r#"assistant/assistant: text "x-a-b" <ModelStop>"#
-        ]
-    );
+    assert_eq!(memory_of(&agent), [line::user("q"), line::answer("x-a-b")]);
 }
 
 #[tokio::test]
@@ -922,11 +791,8 @@ async fn pre_acting_set_tool_use_can_switch_to_another_tool() {
     let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("done")]);
     let calc = Calculator::new();
     let echo = EchoTool::new();
-    let switch = on(K::PreActing, 10, |event| {
-        if let HookEvent::PreActing(e) = event {
-            e.set_tool_use(ToolUseBlock::new("c1", "echo", json!({"text": "hello"})))?;
-        }
-        Ok(())
+    let switch = on_event!(PreActing, 10, |e| {
+        e.set_tool_use(ToolUseBlock::new("c1", "echo", json!({"text": "hello"})))?;
     });
     let agent = agent_with(
         &model,

@@ -7,11 +7,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::support::describe::parsed::memory_of;
+use crate::support::describe::{hook_priorities, line};
 use crate::support::failures::{assert_hook_failed, assert_hook_panicked};
-use crate::support::fixtures::{build_agent, recorded_agent};
-use crate::support::hooks::{Log, entries, new_log, push};
+use crate::support::fixtures::{build_agent, calc_call, recorded_agent, text_and_progress_call};
+use crate::support::hooks::{Log, entries, first_time, hooks, new_log, push};
+use crate::support::recorded::{assert_chunks, kinds};
 use agentscope::prelude::*;
-use agentscope::{AgentError, BoxedHook, HookFn, ModelError};
+use agentscope::{AgentError, HookFn, ModelError};
 use agentscope_test::tools::{Calculator, ProgressTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use proptest::prelude::*;
@@ -92,50 +94,18 @@ async fn plain_answer_fires_call_reasoning_and_one_chunk_event_per_model_chunk()
 
     assert_eq!(
         rec.types(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::ReasoningChunk,
-            K::ReasoningChunk,
-            K::PostReasoning,
-            K::PostCall
-        ]
+        kinds("PreCall PreReasoning ReasoningChunk ReasoningChunk PostReasoning PostCall")
     );
-    let chunks: Vec<(String, String)> = rec
-        .events()
-        .iter()
-        .filter_map(|event| match event {
-            HookEvent::ReasoningChunk(e) => {
-                Some((e.incremental_chunk().text(), e.accumulated().text()))
-            }
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        chunks,
-        [
-            ("Hel".to_owned(), "Hel".to_owned()),
-            ("lo".to_owned(), "Hello".to_owned())
-        ]
-    );
+    assert_chunks(&rec, K::ReasoningChunk, &[("Hel", "Hel"), ("lo", "Hello")]);
     assert_eq!(reply.text(), "Hello");
     assert_eq!(reply.generate_reason(), Some(GenerateReason::ModelStop));
-    assert_eq!(
-        memory_of(&agent),
-        [
-            r#"user/user: text "hi""#,
-            r#"assistant/assistant: text "Hello" <ModelStop>"#
-        ]
-    );
+    assert_eq!(memory_of(&agent), [line::user("hi"), line::answer("Hello")]);
 }
 
 #[tokio::test]
 async fn tool_call_then_answer_fires_acting_events_with_progress_chunks_in_between() {
     let model = ScriptedModel::new([
-        ScriptedResponse::chunks([
-            ScriptedChunk::text("Working."),
-            ScriptedChunk::tool_call("c1", "progress", json!({"steps": 2})),
-        ]),
+        text_and_progress_call("Working.", 2),
         ScriptedResponse::chunks([ScriptedChunk::text("All "), ScriptedChunk::text("done.")]),
     ]);
     let tool = ProgressTool::new();
@@ -145,22 +115,11 @@ async fn tool_call_then_answer_fires_acting_events_with_progress_chunks_in_betwe
 
     assert_eq!(
         rec.types(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::ReasoningChunk,
-            K::ReasoningChunk,
-            K::PostReasoning,
-            K::PreActing,
-            K::ActingChunk,
-            K::ActingChunk,
-            K::PostActing,
-            K::PreReasoning,
-            K::ReasoningChunk,
-            K::ReasoningChunk,
-            K::PostReasoning,
-            K::PostCall,
-        ]
+        kinds(
+            "PreCall PreReasoning ReasoningChunk ReasoningChunk PostReasoning PreActing \
+             ActingChunk ActingChunk PostActing PreReasoning ReasoningChunk ReasoningChunk \
+             PostReasoning PostCall"
+        )
     );
     let details: Vec<String> = rec
         .events()
@@ -214,37 +173,21 @@ async fn tool_call_then_answer_fires_acting_events_with_progress_chunks_in_betwe
 
 #[tokio::test]
 async fn calculator_round_trip_event_sequence_without_progress_chunks() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"})),
-        ScriptedResponse::text("42"),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "6*7"), ScriptedResponse::text("42")]);
     let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(Calculator::new()));
 
     agent.call(Msg::user("6*7?")).await.unwrap();
 
     assert_eq!(
         rec.types(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::ReasoningChunk,
-            K::PostReasoning,
-            K::PreActing,
-            K::PostActing,
-            K::PreReasoning,
-            K::ReasoningChunk,
-            K::PostReasoning,
-            K::PostCall,
-        ]
+        kinds(
+            "PreCall PreReasoning ReasoningChunk PostReasoning PreActing PostActing \
+             PreReasoning ReasoningChunk PostReasoning PostCall"
+        )
     );
     assert_eq!(
         memory_of(&agent),
-        [
-            r#"user/user: text "6*7?""#,
-            r#"assistant/assistant: tool_use c1 calculator {"expression":"6*7"}"#,
-            r#"tool/calculator: tool_result c1 calculator "42""#,
-            r#"assistant/assistant: text "42" <ModelStop>"#,
-        ]
+        line::calc_round_trip("6*7?", ("c1", "6*7", "42"), "42")
     );
 }
 
@@ -252,10 +195,7 @@ async fn calculator_round_trip_event_sequence_without_progress_chunks() {
 async fn stream_and_call_fire_the_same_hook_events() {
     let script = || {
         ScriptedModel::new([
-            ScriptedResponse::chunks([
-                ScriptedChunk::text("Working."),
-                ScriptedChunk::tool_call("c1", "progress", json!({"steps": 2})),
-            ]),
+            text_and_progress_call("Working.", 2),
             ScriptedResponse::text("done"),
         ])
     };
@@ -264,12 +204,12 @@ async fn stream_and_call_fire_the_same_hook_events() {
     let calling = build_agent(
         &script(),
         Toolkit::new().tool(ProgressTool::new()),
-        vec![BoxedHook::new(via_call.clone())],
+        hooks![via_call.clone()],
     );
     let streaming = build_agent(
         &script(),
         Toolkit::new().tool(ProgressTool::new()),
-        vec![BoxedHook::new(via_stream.clone())],
+        hooks![via_stream.clone()],
     );
 
     calling.call(Msg::user("go")).await.unwrap();
@@ -299,14 +239,7 @@ async fn parallel_batch_fires_every_pre_acting_before_any_tool_runs() {
         .parallel(true);
     let model = ScriptedModel::new([three_calls(), ScriptedResponse::text("ok")]);
     let rec = RecordingHook::new(200);
-    let agent = build_agent(
-        &model,
-        toolkit,
-        vec![
-            BoxedHook::new(acting_logger(&log)),
-            BoxedHook::new(rec.clone()),
-        ],
-    );
+    let agent = build_agent(&model, toolkit, hooks![acting_logger(&log), rec.clone()]);
 
     // The timeout only guards against a hang if tools were run one after another.
     let reply = tokio::time::timeout(Duration::from_secs(30), agent.call(Msg::user("go")))
@@ -326,20 +259,10 @@ async fn parallel_batch_fires_every_pre_acting_before_any_tool_runs() {
 
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PreActing,
-            K::PreActing,
-            K::PreActing,
-            K::PostActing,
-            K::PostActing,
-            K::PostActing,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PostCall,
-        ]
+        kinds(
+            "PreCall PreReasoning PostReasoning PreActing PreActing PreActing PostActing \
+             PostActing PostActing PreReasoning PostReasoning PostCall"
+        )
     );
     assert_eq!(reply.text(), "ok");
     assert_eq!(
@@ -363,7 +286,7 @@ async fn sequential_batch_fires_every_pre_acting_before_any_tool_runs() {
         .tool(logging_tool("t2", &log, None))
         .tool(logging_tool("t3", &log, None));
     let model = ScriptedModel::new([three_calls(), ScriptedResponse::text("ok")]);
-    let agent = build_agent(&model, toolkit, vec![BoxedHook::new(acting_logger(&log))]);
+    let agent = build_agent(&model, toolkit, hooks![acting_logger(&log)]);
 
     agent.call(Msg::user("go")).await.unwrap();
 
@@ -399,10 +322,7 @@ impl Hook for DefaultPriority {
 #[tokio::test]
 async fn hooks_run_by_priority_then_registration_across_builder_hooks_and_add_hook() {
     let log = new_log();
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1+1"})),
-        ScriptedResponse::text("2"),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("2")]);
     let agent = ReActAgent::builder()
         .model(model)
         .toolkit(Toolkit::new().tool(Calculator::new()))
@@ -423,13 +343,8 @@ async fn hooks_run_by_priority_then_registration_across_builder_hooks_and_add_ho
     agent.add_hook(logger(&log, "neg").with_priority(-5));
 
     let expected = ["neg", "b", "d", "g", "a", "c", "custom", "f", "late"];
-    let order: Vec<(String, i32)> = agent
-        .hook_order()
-        .into_iter()
-        .map(|info| (info.name, info.priority))
-        .collect();
     assert_eq!(
-        order,
+        hook_priorities(&agent),
         [
             ("neg".to_owned(), -5),
             ("b".to_owned(), 10),
@@ -446,15 +361,8 @@ async fn hooks_run_by_priority_then_registration_across_builder_hooks_and_add_ho
     agent.call(Msg::user("1+1?")).await.unwrap();
 
     let log = entries(&log);
-    let kinds = [
-        K::PreCall,
-        K::PreReasoning,
-        K::ReasoningChunk,
-        K::PostReasoning,
-        K::PreActing,
-        K::PostActing,
-        K::PostCall,
-    ];
+    let kinds =
+        kinds("PreCall PreReasoning ReasoningChunk PostReasoning PreActing PostActing PostCall");
     for kind in kinds {
         let names: Vec<&str> = log
             .iter()
@@ -484,13 +392,8 @@ async fn default_priority_is_100_for_hook_fn_recording_hook_and_trait_default() 
         .hook(DefaultPriority { log })
         .build()
         .unwrap();
-    let priorities: Vec<(String, i32)> = agent
-        .hook_order()
-        .into_iter()
-        .map(|info| (info.name, info.priority))
-        .collect();
     assert_eq!(
-        priorities,
+        hook_priorities(&agent),
         [("closure".to_owned(), 100), ("custom".to_owned(), 100)]
     );
     assert_eq!(agentscope::DEFAULT_PRIORITY, 100);
@@ -504,10 +407,7 @@ async fn default_priority_is_100_for_hook_fn_recording_hook_and_trait_default() 
 #[tokio::test]
 async fn interested_hooks_see_all_and_only_their_kinds() {
     let model = ScriptedModel::new([
-        ScriptedResponse::chunks([
-            ScriptedChunk::text("Let me see."),
-            ScriptedChunk::tool_call("c1", "progress", json!({"steps": 2})),
-        ]),
+        text_and_progress_call("Let me see.", 2),
         ScriptedResponse::text("done"),
     ]);
     let everything = RecordingHook::new(100);
@@ -518,11 +418,11 @@ async fn interested_hooks_see_all_and_only_their_kinds() {
     let agent = build_agent(
         &model,
         Toolkit::new().tool(ProgressTool::new()),
-        vec![
-            BoxedHook::new(everything.clone()),
-            BoxedHook::new(acting.clone()),
-            BoxedHook::new(chunks.clone()),
-            BoxedHook::new(calls.clone()),
+        hooks![
+            everything.clone(),
+            acting.clone(),
+            chunks.clone(),
+            calls.clone()
         ],
     );
 
@@ -545,13 +445,7 @@ async fn interested_hooks_see_all_and_only_their_kinds() {
     );
     assert_eq!(
         chunks.types(),
-        [
-            K::ReasoningChunk,
-            K::ReasoningChunk,
-            K::ActingChunk,
-            K::ActingChunk,
-            K::ReasoningChunk
-        ]
+        kinds("ReasoningChunk ReasoningChunk ActingChunk ActingChunk ReasoningChunk")
     );
     assert_eq!(chunks.types(), only(HookEventTypes::CHUNKS));
     assert_eq!(calls.types(), [K::PreCall, K::PostCall]);
@@ -570,22 +464,19 @@ async fn uninterested_hooks_are_never_invoked() {
         .with_interests(mask)
         .with_name(name)
     };
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "2*3"})),
-        ScriptedResponse::text("6"),
-    ]);
+    let model = ScriptedModel::new([calc_call("c1", "2*3"), ScriptedResponse::text("6")]);
     let rec = RecordingHook::new(100);
     let agent = build_agent(
         &model,
         Toolkit::new().tool(Calculator::new()),
-        vec![
-            BoxedHook::new(counting(HookEventTypes::NONE, "none")),
-            BoxedHook::new(counting(
+        hooks![
+            counting(HookEventTypes::NONE, "none"),
+            counting(
                 K::PreSummary | K::PostSummary | K::SummaryChunk,
                 "summary-only",
-            )),
-            BoxedHook::new(counting(K::Error.into(), "error-only")),
-            BoxedHook::new(rec.clone()),
+            ),
+            counting(K::Error.into(), "error-only"),
+            rec.clone()
         ],
     );
 
@@ -595,16 +486,10 @@ async fn uninterested_hooks_are_never_invoked() {
     assert_eq!(invoked.load(Ordering::SeqCst), 0);
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PreActing,
-            K::PostActing,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PostCall
-        ]
+        kinds(
+            "PreCall PreReasoning PostReasoning PreActing PostActing PreReasoning \
+             PostReasoning PostCall"
+        )
     );
 }
 
@@ -638,23 +523,12 @@ async fn chunk_notifications_reach_every_hook_even_when_one_errs_or_panics() {
     let last = logger(&log, "last")
         .with_priority(3)
         .with_interests(HookEventTypes::CHUNKS);
-    let model = ScriptedModel::new([
-        ScriptedResponse::chunks([
-            ScriptedChunk::text("a"),
-            ScriptedChunk::tool_call("c1", "progress", json!({"steps": 1})),
-        ]),
-        ScriptedResponse::text("b"),
-    ]);
+    let model = ScriptedModel::new([text_and_progress_call("a", 1), ScriptedResponse::text("b")]);
     let rec = RecordingHook::new(10);
     let agent = build_agent(
         &model,
         Toolkit::new().tool(ProgressTool::new()),
-        vec![
-            BoxedHook::new(failing),
-            BoxedHook::new(panicking),
-            BoxedHook::new(last),
-            BoxedHook::new(rec.clone()),
-        ],
+        hooks![failing, panicking, last, rec.clone()],
     );
 
     let reply = agent.call(Msg::user("go")).await.unwrap();
@@ -679,20 +553,10 @@ async fn chunk_notifications_reach_every_hook_even_when_one_errs_or_panics() {
     assert_eq!(entries(&log), expected);
     assert_eq!(
         rec.types(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::ReasoningChunk,
-            K::ReasoningChunk,
-            K::PostReasoning,
-            K::PreActing,
-            K::ActingChunk,
-            K::PostActing,
-            K::PreReasoning,
-            K::ReasoningChunk,
-            K::PostReasoning,
-            K::PostCall,
-        ]
+        kinds(
+            "PreCall PreReasoning ReasoningChunk ReasoningChunk PostReasoning PreActing \
+             ActingChunk PostActing PreReasoning ReasoningChunk PostReasoning PostCall"
+        )
     );
 }
 
@@ -722,11 +586,7 @@ async fn error_notification_reaches_every_hook_even_when_one_errs_or_panics() {
     let agent = build_agent(
         &model,
         Toolkit::new(),
-        vec![
-            BoxedHook::new(failing),
-            BoxedHook::new(panicking),
-            BoxedHook::new(last.clone()),
-        ],
+        hooks![failing, panicking, last.clone()],
     );
 
     let err = agent.call(Msg::user("q")).await.unwrap_err();
@@ -753,11 +613,7 @@ async fn chained_event_error_stops_the_chain_and_fails_the_call() {
     .with_name("gate");
     let later = RecordingHook::new(20);
     let model = ScriptedModel::new([ScriptedResponse::text("never")]);
-    let agent = build_agent(
-        &model,
-        Toolkit::new(),
-        vec![BoxedHook::new(gate), BoxedHook::new(later.clone())],
-    );
+    let agent = build_agent(&model, Toolkit::new(), hooks![gate, later.clone()]);
 
     let err = agent.call(Msg::user("q")).await.unwrap_err();
 
@@ -775,28 +631,20 @@ async fn chained_event_error_stops_the_chain_and_fails_the_call() {
 
 #[tokio::test]
 async fn panic_in_a_chained_hook_is_caught_and_the_agent_stays_usable() {
-    let armed = Arc::new(AtomicUsize::new(1));
-    let bomb = {
-        let armed = Arc::clone(&armed);
-        hook_fn(move |event: &mut HookEvent| {
-            if matches!(event, HookEvent::PostReasoning(_)) && armed.swap(0, Ordering::SeqCst) == 1
-            {
-                panic!("boom");
-            }
-            Ok(())
-        })
-        .with_name("bomb")
-    };
+    let first = first_time();
+    let bomb = hook_fn(move |event: &mut HookEvent| {
+        if matches!(event, HookEvent::PostReasoning(_)) && first() {
+            panic!("boom");
+        }
+        Ok(())
+    })
+    .with_name("bomb");
     let model = ScriptedModel::new([
         ScriptedResponse::text("first"),
         ScriptedResponse::text("second"),
     ]);
     let rec = RecordingHook::new(200);
-    let agent = build_agent(
-        &model,
-        Toolkit::new(),
-        vec![BoxedHook::new(bomb), BoxedHook::new(rec.clone())],
-    );
+    let agent = build_agent(&model, Toolkit::new(), hooks![bomb, rec.clone()]);
 
     let err = agent.call(Msg::user("one")).await.unwrap_err();
     assert_hook_panicked(&err, "bomb", K::PostReasoning, "boom");

@@ -2,12 +2,14 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::failures::{conversation_error, pending_calls};
 use crate::support::fixtures::expr;
-use crate::support::hooks::stop_after_first_reasoning;
+use crate::support::hooks::{hooks, stop_after_first_reasoning};
+use crate::support::recorded::kinds;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, rows, user};
+use agentscope::InMemoryMemory;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, HookFn};
-use agentscope::{ConversationError, InMemoryMemory};
 use agentscope_test::tools::{Calculator, SuspendingTool};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
@@ -65,10 +67,7 @@ fn stopping_agent(model: &ScriptedModel) -> (ReActAgent, Calculator, RecordingHo
         model,
         Toolkit::new().tool(calc.clone()),
         10,
-        vec![
-            BoxedHook::new(stop_after_first_reasoning()),
-            BoxedHook::new(rec.clone()),
-        ],
+        hooks![stop_after_first_reasoning(), rec.clone()],
     );
     (agent, calc, rec)
 }
@@ -116,12 +115,7 @@ async fn stop_after_reasoning_returns_the_stored_message_and_leaves_calls_pendin
     assert_eq!(model.request_count(), 1);
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PostCall,
-        ]
+        kinds("PreCall PreReasoning PostReasoning PostCall")
     );
 }
 
@@ -136,16 +130,10 @@ async fn resume_with_no_input_runs_the_pending_tools_exactly_once_then_reasons()
     assert_eq!(calc.log().calls(), [expr("6*7"), expr("1+1")]);
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreActing,
-            HookEventType::PreActing,
-            HookEventType::PostActing,
-            HookEventType::PostActing,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PostCall,
-        ]
+        kinds(
+            "PreCall PreActing PreActing PostActing PostActing PreReasoning PostReasoning \
+             PostCall"
+        )
     );
     let HookEvent::PreCall(pre_call) = &rec.events()[0] else {
         panic!("first event is not PreCall");
@@ -199,12 +187,7 @@ async fn resume_with_all_tool_results_stores_them_and_reasons_without_running_to
     assert_eq!(calc.log().count(), 0);
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PostCall,
-        ]
+        kinds("PreCall PreReasoning PostReasoning PostCall")
     );
     let expected = vec![
         user("q"),
@@ -225,10 +208,7 @@ async fn assert_invalid_resume(input: Vec<Msg>, message: &str) {
 
     let err = agent.call(input).await.unwrap_err();
 
-    match &err {
-        AgentError::Conversation(error) => assert_eq!(error.to_string(), message),
-        other => panic!("expected a conversation error, got {other:?}"),
-    }
+    assert_eq!(conversation_error(&err).to_string(), message);
     assert_eq!(agent.memory().messages(), before, "memory is unchanged");
     assert_eq!(calc.log().count(), 0);
     assert_eq!(model.request_count(), 1);
@@ -283,12 +263,7 @@ async fn new_text_while_calls_are_pending_fails_naming_the_pending_ids() {
 
     let err = agent.call(Msg::user("something else")).await.unwrap_err();
 
-    match &err {
-        AgentError::Conversation(ConversationError::PendingToolCalls { ids }) => {
-            assert_eq!(ids, &["c1", "c2"])
-        }
-        other => panic!("expected PendingToolCalls, got {other:?}"),
-    }
+    assert_eq!(pending_calls(&err), ["c1", "c2"]);
     assert!(err.to_string().contains("[c1, c2]"), "{err}");
     assert_eq!(agent.memory().messages(), before);
     assert_eq!(calc.log().count(), 0);
@@ -313,14 +288,7 @@ async fn partial_results_alone_store_them_and_run_the_remaining_calls() {
     assert_eq!(calc.log().calls(), [expr("1+1")], "only c2 ran");
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreActing,
-            HookEventType::PostActing,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PostCall,
-        ]
+        kinds("PreCall PreActing PostActing PreReasoning PostReasoning PostCall")
     );
     let pre_acting: Vec<String> = rec
         .events()
@@ -362,7 +330,7 @@ async fn stop_after_acting_at(stop_at: &'static str) {
         &model,
         Toolkit::new().tool(calc.clone()),
         10,
-        vec![BoxedHook::new(stopper), BoxedHook::new(rec.clone())],
+        hooks![stopper, rec.clone()],
     );
 
     let reply = agent.call(Msg::user("q")).await.unwrap();
@@ -402,18 +370,10 @@ async fn stop_after_acting_at(stop_at: &'static str) {
     assert_eq!(model.request_count(), 1, "no reasoning after the stop");
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PreActing,
-            HookEventType::PreActing,
-            HookEventType::PreActing,
-            HookEventType::PostActing,
-            HookEventType::PostActing,
-            HookEventType::PostActing,
-            HookEventType::PostCall,
-        ],
+        kinds(
+            "PreCall PreReasoning PostReasoning PreActing PreActing PreActing PostActing \
+             PostActing PostActing PostCall"
+        ),
         "stop at {stop_at}"
     );
 }
@@ -449,7 +409,7 @@ async fn suspended_tool_returns_tool_suspended_and_resumes_with_its_result() {
         &model,
         Toolkit::new().tool(calc.clone()).tool(external.clone()),
         10,
-        vec![BoxedHook::new(rec.clone())],
+        hooks![rec.clone()],
     );
 
     let reply = agent.call(Msg::user("q")).await.unwrap();
@@ -476,26 +436,12 @@ async fn suspended_tool_returns_tool_suspended_and_resumes_with_its_result() {
     assert_eq!(calc.log().count(), 1);
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PreActing,
-            HookEventType::PreActing,
-            HookEventType::PostActing,
-            HookEventType::PostCall,
-        ]
+        kinds("PreCall PreReasoning PostReasoning PreActing PreActing PostActing PostCall")
     );
 
     // New text is refused while the suspended call is pending.
     let err = agent.call("hello?").await.unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            AgentError::Conversation(ConversationError::PendingToolCalls { ids }) if ids == &["c2"]
-        ),
-        "{err:?}"
-    );
+    assert_eq!(pending_calls(&err), ["c2"]);
 
     let reply = agent
         .call(Msg::tool_result(ToolResultBlock::text(
@@ -546,7 +492,7 @@ async fn every_call_restarts_the_iteration_count_at_zero() {
         &model,
         Toolkit::new().tool(Calculator::new()),
         10,
-        vec![BoxedHook::new(iteration_recorder(&iterations))],
+        hooks![iteration_recorder(&iterations)],
     );
     assert_eq!(agent.call("first").await.unwrap().text(), "two");
     assert_eq!(*iterations.lock().unwrap(), [0, 1]);
@@ -577,10 +523,7 @@ async fn a_resume_restarts_the_iteration_count_at_zero() {
         &model,
         Toolkit::new().tool(calc.clone()),
         2,
-        vec![
-            BoxedHook::new(iteration_recorder(&iterations)),
-            BoxedHook::new(stop_at_iteration_one),
-        ],
+        hooks![iteration_recorder(&iterations), stop_at_iteration_one],
     );
     let stopped = agent.call("q").await.unwrap();
     assert_eq!(

@@ -4,9 +4,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::support::fixtures::{CANCELLED, recorded_agent};
-use crate::support::hooks::counting;
+use crate::support::fixtures::{
+    CANCELLED, build_agent, calc_call, cut_after, recorded_agent, text_and_progress_call,
+};
+use crate::support::hooks::{counting, hooks};
 use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::recorded::assert_chunks;
 use crate::support::rows::{Row, rows, text};
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, ModelError};
@@ -162,37 +165,20 @@ async fn hooks_and_the_stream_see_each_chunk_as_it_came_while_the_message_grows(
             .map(|e| e.message.text())
             .collect()
     };
-    let hook_chunks = |rec: &RecordingHook| -> Vec<(String, String)> {
-        rec.events()
-            .iter()
-            .filter_map(|event| match event {
-                HookEvent::ReasoningChunk(e) => {
-                    Some((e.incremental_chunk().text(), e.accumulated().text()))
-                }
-                _ => None,
-            })
-            .collect()
-    };
 
     let events = collect_ok(agent.stream("q", StreamOptions::default())).await;
     assert_eq!(deltas(&events), ["Hel", "lo", "!"]);
-    assert_eq!(
-        hook_chunks(&rec),
-        [
-            ("Hel".to_owned(), "Hel".to_owned()),
-            ("lo".to_owned(), "Hello".to_owned()),
-            ("!".to_owned(), "Hello!".to_owned()),
-        ]
+    assert_chunks(
+        &rec,
+        HookEventType::ReasoningChunk,
+        &[("Hel", "Hel"), ("lo", "Hello"), ("!", "Hello!")],
     );
     assert_eq!(events.last().unwrap().message.text(), "Hello!");
 
     rec.clear();
     let events = collect_ok(agent.stream("q2", StreamOptions::default())).await;
     assert_eq!(deltas(&events), ["again"]);
-    assert_eq!(
-        hook_chunks(&rec),
-        [("again".to_owned(), "again".to_owned())]
-    );
+    assert_chunks(&rec, HookEventType::ReasoningChunk, &[("again", "again")]);
     let memory = agent.memory().messages();
     assert_eq!(memory.last().unwrap().text(), "again");
     assert_eq!(memory[1].text(), "Hello!");
@@ -228,10 +214,7 @@ async fn non_incremental_chunks_carry_the_accumulated_message() {
 async fn every_kind(options: StreamOptions) -> Vec<(EventType, bool, String)> {
     let model = ScriptedModel::new([
         ScriptedResponse::text("draft"),
-        ScriptedResponse::chunks([
-            ScriptedChunk::text("Working"),
-            ScriptedChunk::tool_call("c1", "progress", json!({"steps": 2})),
-        ]),
+        text_and_progress_call("Working", 2),
         ScriptedResponse::chunks([ScriptedChunk::text("Sum"), ScriptedChunk::text("mary")]),
     ]);
     let goto_once = hook_fn(|event| {
@@ -253,20 +236,23 @@ async fn every_kind(options: StreamOptions) -> Vec<(EventType, bool, String)> {
 }
 
 fn all_kinds() -> Vec<(EventType, bool, String)> {
+    use EventType::{AgentResult, Hint, Reasoning, Summary, ToolResult};
+    let chunk = |event_type, description| key(event_type, false, description);
+    let last = |event_type, description| key(event_type, true, description);
     vec![
-        key(EventType::Reasoning, false, "draft"),
-        key(EventType::Reasoning, true, "draft"),
-        key(EventType::Hint, true, "hint"),
-        key(EventType::Reasoning, false, "Working"),
-        key(EventType::Reasoning, false, "use:c1"),
-        key(EventType::Reasoning, true, "Working|use:c1"),
-        key(EventType::ToolResult, false, "result:c1=step 1/2"),
-        key(EventType::ToolResult, false, "result:c1=step 2/2"),
-        key(EventType::ToolResult, true, "result:c1=done"),
-        key(EventType::Summary, false, "Sum"),
-        key(EventType::Summary, false, "mary"),
-        key(EventType::Summary, true, "Summary"),
-        key(EventType::AgentResult, true, "Summary"),
+        chunk(Reasoning, "draft"),
+        last(Reasoning, "draft"),
+        last(Hint, "hint"),
+        chunk(Reasoning, "Working"),
+        chunk(Reasoning, "use:c1"),
+        last(Reasoning, "Working|use:c1"),
+        chunk(ToolResult, "result:c1=step 1/2"),
+        chunk(ToolResult, "result:c1=step 2/2"),
+        last(ToolResult, "result:c1=done"),
+        chunk(Summary, "Sum"),
+        chunk(Summary, "mary"),
+        last(Summary, "Summary"),
+        last(AgentResult, "Summary"),
     ]
 }
 
@@ -301,49 +287,29 @@ async fn event_types_filter_keeps_only_the_named_types() {
     }
 }
 
-#[tokio::test]
-async fn include_reasoning_chunk_false_drops_only_reasoning_chunks() {
-    let got = every_kind(StreamOptions::default().include_reasoning_chunk(false)).await;
-    assert_eq!(
-        got,
-        all_kinds_without(|t, last| t == EventType::Reasoning && !last)
-    );
+/// One test per `include_*` option: set to `false` on the every-kind scenario, it drops
+/// exactly the events `drop` names (by type and `is_last`) and keeps all others.
+macro_rules! include_false_drops_only {
+    ($($name:ident: $option:ident drops $drop:expr;)*) => {$(
+        #[tokio::test]
+        async fn $name() {
+            let got = every_kind(StreamOptions::default().$option(false)).await;
+            assert_eq!(got, all_kinds_without($drop));
+        }
+    )*};
 }
 
-#[tokio::test]
-async fn include_reasoning_result_false_drops_only_reasoning_results() {
-    let got = every_kind(StreamOptions::default().include_reasoning_result(false)).await;
-    assert_eq!(
-        got,
-        all_kinds_without(|t, last| t == EventType::Reasoning && last)
-    );
-}
-
-#[tokio::test]
-async fn include_acting_chunk_false_drops_only_tool_progress() {
-    let got = every_kind(StreamOptions::default().include_acting_chunk(false)).await;
-    assert_eq!(
-        got,
-        all_kinds_without(|t, last| t == EventType::ToolResult && !last)
-    );
-}
-
-#[tokio::test]
-async fn include_summary_chunk_false_drops_only_summary_chunks() {
-    let got = every_kind(StreamOptions::default().include_summary_chunk(false)).await;
-    assert_eq!(
-        got,
-        all_kinds_without(|t, last| t == EventType::Summary && !last)
-    );
-}
-
-#[tokio::test]
-async fn include_summary_result_false_drops_only_the_summary_result() {
-    let got = every_kind(StreamOptions::default().include_summary_result(false)).await;
-    assert_eq!(
-        got,
-        all_kinds_without(|t, last| t == EventType::Summary && last)
-    );
+include_false_drops_only! {
+    include_reasoning_chunk_false_drops_only_reasoning_chunks:
+        include_reasoning_chunk drops |t, last| t == EventType::Reasoning && !last;
+    include_reasoning_result_false_drops_only_reasoning_results:
+        include_reasoning_result drops |t, last| t == EventType::Reasoning && last;
+    include_acting_chunk_false_drops_only_tool_progress:
+        include_acting_chunk drops |t, last| t == EventType::ToolResult && !last;
+    include_summary_chunk_false_drops_only_summary_chunks:
+        include_summary_chunk drops |t, last| t == EventType::Summary && !last;
+    include_summary_result_false_drops_only_the_summary_result:
+        include_summary_result drops |t, last| t == EventType::Summary && last;
 }
 
 #[tokio::test]
@@ -431,12 +397,12 @@ async fn streamed_values_are_the_values_after_every_hook_ran() {
     });
     let agent = calc_agent(
         &model,
-        vec![
-            BoxedHook::new(mark_reasoning("[second]", 20)),
-            BoxedHook::new(mark_reasoning("[first]", 10)),
-            BoxedHook::new(redact("+a", 10)),
-            BoxedHook::new(redact("+b", 20)),
-            BoxedHook::new(for_caller),
+        hooks![
+            mark_reasoning("[second]", 20),
+            mark_reasoning("[first]", 10),
+            redact("+a", 10),
+            redact("+b", 20),
+            for_caller
         ],
     );
 
@@ -475,10 +441,7 @@ async fn streamed_values_are_the_values_after_every_hook_ran() {
 
 #[tokio::test]
 async fn an_error_ends_the_stream_after_error_hooks_and_the_stream_stays_fused() {
-    let model = ScriptedModel::new([ScriptedResponse::chunks([
-        ScriptedChunk::text("par"),
-        ScriptedChunk::error("cut"),
-    ])]);
+    let model = ScriptedModel::new([cut_after("par", "cut")]);
     let (agent, rec) = recorded_agent(&model, Toolkit::new());
 
     let mut stream = agent.stream("q", StreamOptions::default());
@@ -536,10 +499,7 @@ fn parity_agent(scenario: usize) -> (ReActAgent, RecordingHook, ScriptedModel) {
             ]),
             ScriptedResponse::chunks([ScriptedChunk::text("Sum"), ScriptedChunk::text("mary")]),
         ]),
-        _ => ScriptedModel::new([
-            ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "1/0"})),
-            ScriptedResponse::chunks([ScriptedChunk::text("x"), ScriptedChunk::error("cut")]),
-        ]),
+        _ => ScriptedModel::new([calc_call("c1", "1/0"), cut_after("x", "cut")]),
     };
     let rec = RecordingHook::new(100);
     let agent = ReActAgent::builder()
@@ -754,11 +714,7 @@ async fn a_slow_consumer_holds_the_engine_back() {
         (0..CHUNKS).map(|_| ScriptedChunk::text("x")),
     )]);
     let (counter, produced) = counting(HookEventType::ReasoningChunk);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .hook(counter)
-        .build()
-        .unwrap();
+    let agent = build_agent(&model, Toolkit::new(), hooks![counter]);
 
     let mut stream = agent.stream("q", StreamOptions::default());
     let mut consumed = 0;

@@ -2,10 +2,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::support::fixtures::expr;
+use crate::support::fixtures::{cut_after, expr};
+use crate::support::hooks::hooks;
+use crate::support::recorded::{assert_chunks, events_of, kinds};
 use crate::support::rows::{Row, row, rows};
 use agentscope::prelude::*;
-use agentscope::{BoxedHook, HookFn};
+use agentscope::{BoxedHook, HookFn, PostSummaryEvent};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 
@@ -76,7 +78,7 @@ async fn max_iters_sends_memory_plus_hint_without_tools_and_a_fresh_system_messa
         ScriptedChunk::text("Sum"),
         ScriptedChunk::text("mary"),
     ]));
-    let agent = build(&model, vec![BoxedHook::new(per_iteration_append())]);
+    let agent = build(&model, hooks![per_iteration_append()]);
 
     agent.call("q").await.unwrap();
 
@@ -111,7 +113,7 @@ async fn summary_events_come_in_order_and_the_reply_is_stored_without_the_hint()
         ScriptedChunk::text("mary"),
     ]));
     let rec = RecordingHook::new(100);
-    let agent = build(&model, vec![BoxedHook::new(rec.clone())]);
+    let agent = build(&model, hooks![rec.clone()]);
 
     let reply = agent.call("q").await.unwrap();
 
@@ -130,61 +132,28 @@ async fn summary_events_come_in_order_and_the_reply_is_stored_without_the_hint()
     assert_eq!(rows(&memory), expected, "the hint is not stored");
     assert_eq!(memory[5].id, reply.id);
 
-    use HookEventType as T;
     assert_eq!(
         rec.types(),
-        [
-            T::PreCall,
-            T::PreReasoning,
-            T::ReasoningChunk,
-            T::PostReasoning,
-            T::PreActing,
-            T::PostActing,
-            T::PreReasoning,
-            T::ReasoningChunk,
-            T::PostReasoning,
-            T::PreActing,
-            T::PostActing,
-            T::PreSummary,
-            T::SummaryChunk,
-            T::SummaryChunk,
-            T::PostSummary,
-            T::PostCall,
-        ]
+        kinds(
+            "PreCall PreReasoning ReasoningChunk PostReasoning PreActing PostActing \
+             PreReasoning ReasoningChunk PostReasoning PreActing PostActing PreSummary \
+             SummaryChunk SummaryChunk PostSummary PostCall"
+        )
     );
-    let chunks: Vec<(String, String)> = rec
-        .events()
-        .iter()
-        .filter_map(|e| match e {
-            HookEvent::SummaryChunk(e) => {
-                Some((e.incremental_chunk().text(), e.accumulated().text()))
-            }
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        chunks,
-        [
-            ("Sum".to_owned(), "Sum".to_owned()),
-            ("mary".to_owned(), "Summary".to_owned())
-        ]
+    assert_chunks(
+        &rec,
+        HookEventType::SummaryChunk,
+        &[("Sum", "Sum"), ("mary", "Summary")],
     );
-    let post_summary = rec
-        .events()
-        .into_iter()
-        .find_map(|e| match e {
-            HookEvent::PostSummary(e) => Some(e.summary_message().text()),
-            _ => None,
-        })
-        .unwrap();
-    assert_eq!(post_summary, "Summary");
+    let post_summary = &events_of::<PostSummaryEvent>(&rec)[0];
+    assert_eq!(post_summary.summary_message().text(), "Summary");
 }
 
 #[tokio::test]
 async fn summary_model_failure_becomes_the_stored_reply() {
     let model = two_iterations_then(ScriptedResponse::error("model overloaded"));
     let rec = RecordingHook::new(100);
-    let agent = build(&model, vec![BoxedHook::new(rec.clone())]);
+    let agent = build(&model, hooks![rec.clone()]);
 
     let reply = agent.call("q").await.unwrap();
 
@@ -210,10 +179,7 @@ async fn summary_model_failure_becomes_the_stored_reply() {
 
 #[tokio::test]
 async fn summary_mid_stream_failure_becomes_the_stored_reply() {
-    let model = two_iterations_then(ScriptedResponse::chunks([
-        ScriptedChunk::text("Sum"),
-        ScriptedChunk::error("connection reset"),
-    ]));
+    let model = two_iterations_then(cut_after("Sum", "connection reset"));
     let agent = build(&model, vec![]);
 
     let reply = agent.call("q").await.unwrap();
@@ -245,7 +211,7 @@ async fn pre_summary_reports_the_limit_and_the_iterations_done() {
         }
         Ok(())
     });
-    let agent = build(&model, vec![BoxedHook::new(probe)]);
+    let agent = build(&model, hooks![probe]);
 
     agent.call("q").await.unwrap();
 
@@ -267,7 +233,7 @@ async fn pre_summary_changes_apply_to_the_summary_request_only() {
         }
         Ok(())
     });
-    let agent = build(&model, vec![BoxedHook::new(change)]);
+    let agent = build(&model, hooks![change]);
 
     agent.call("q").await.unwrap();
 

@@ -5,13 +5,14 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::describe::line;
 use crate::support::describe::parsed::{describe, memory_of};
 use crate::support::failures::{hook_error, invalid_goto};
 use crate::support::fixtures::calc_call;
-use crate::support::hooks::on;
+use crate::support::hooks::{first_time, on_event};
 use agentscope::ConversationError;
 use agentscope::prelude::*;
-use agentscope::{AgentError, BoxedHook, CallInput, InMemoryMemory};
+use agentscope::{AgentError, BoxedHook, CallInput, InMemoryMemory, ReActAgentBuilder};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 
@@ -23,15 +24,20 @@ fn injection_error(place: &str) -> String {
     format!("Hooks must not inject SYSTEM messages into {place}. {HINT}")
 }
 
+/// A builder with `sys_prompt`, `model` and a calculator.
+fn calculator_builder(sys_prompt: &str, model: &ScriptedModel) -> ReActAgentBuilder {
+    ReActAgent::builder()
+        .sys_prompt(sys_prompt)
+        .model(model.clone())
+        .toolkit(Toolkit::new().tool(Calculator::new()))
+}
+
 fn agent(
     sys_prompt: &str,
     model: &ScriptedModel,
     hooks: impl IntoIterator<Item = BoxedHook>,
 ) -> ReActAgent {
-    ReActAgent::builder()
-        .sys_prompt(sys_prompt)
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
+    calculator_builder(sys_prompt, model)
         .hooks(hooks)
         .build()
         .unwrap()
@@ -42,10 +48,7 @@ fn summarising_agent(
     model: &ScriptedModel,
     hooks: impl IntoIterator<Item = BoxedHook>,
 ) -> ReActAgent {
-    ReActAgent::builder()
-        .sys_prompt("seed")
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
+    calculator_builder("seed", model)
         .max_iters(1)
         .hooks(hooks)
         .build()
@@ -229,18 +232,10 @@ async fn pre_call_changes_freeze_the_base_and_pre_reasoning_appends_never_accumu
         ScriptedResponse::text("done"),
     ]);
     let at_entry = RecordingHook::new(5).with_interests(K::PreReasoning);
-    let pre_call = on(K::PreCall, 10, |event| {
-        if let HookEvent::PreCall(e) = event {
-            e.append_system_content("from PreCall");
-        }
-        Ok(())
-    });
-    let per_iteration = on(K::PreReasoning, 10, |event| {
-        if let HookEvent::PreReasoning(e) = event {
-            let note = format!("iteration {}", e.iteration());
-            e.append_system_content(note);
-        }
-        Ok(())
+    let pre_call = on_event!(PreCall, 10, |e| e.append_system_content("from PreCall"));
+    let per_iteration = on_event!(PreReasoning, 10, |e| {
+        let note = format!("iteration {}", e.iteration());
+        e.append_system_content(note);
     });
     let agent = agent(
         "seed",
@@ -277,13 +272,10 @@ async fn pre_call_changes_freeze_the_base_and_pre_reasoning_appends_never_accumu
 #[tokio::test]
 async fn pre_reasoning_replacement_does_not_leak_into_later_iterations() {
     let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("done")]);
-    let hook = on(K::PreReasoning, 10, |event| {
-        if let HookEvent::PreReasoning(e) = event
-            && e.iteration() == 0
-        {
+    let hook = on_event!(PreReasoning, 10, |e| {
+        if e.iteration() == 0 {
             e.set_system_message(Some(Msg::system("temporary")));
         }
-        Ok(())
     });
     let agent = agent("seed", &model, [hook]);
 
@@ -298,18 +290,12 @@ async fn pre_reasoning_replacement_does_not_leak_into_later_iterations() {
 #[tokio::test]
 async fn each_call_reseeds_from_sys_prompt() {
     let model = ScriptedModel::new([ScriptedResponse::text("one"), ScriptedResponse::text("two")]);
-    let first_call_only = Arc::new(Mutex::new(true));
-    let hook = {
-        let first_call_only = Arc::clone(&first_call_only);
-        on(K::PreCall, 10, move |event| {
-            if let HookEvent::PreCall(e) = event
-                && std::mem::replace(&mut *first_call_only.lock().unwrap(), false)
-            {
-                e.append_system_content("first call");
-            }
-            Ok(())
-        })
-    };
+    let first_call = first_time();
+    let hook = on_event!(PreCall, 10, |e| {
+        if first_call() {
+            e.append_system_content("first call");
+        }
+    });
     let agent = agent("seed", &model, [hook]);
 
     agent.call(Msg::user("a")).await.unwrap();
@@ -325,26 +311,15 @@ async fn each_call_reseeds_from_sys_prompt() {
 async fn pre_summary_gets_a_fresh_copy_of_the_frozen_base() {
     let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("summary")]);
     let seen_in_summary = Arc::new(Mutex::new(None));
-    let pre_call = on(K::PreCall, 10, |event| {
-        if let HookEvent::PreCall(e) = event {
-            e.append_system_content("base");
-        }
-        Ok(())
-    });
-    let reasoning = on(K::PreReasoning, 10, |event| {
-        if let HookEvent::PreReasoning(e) = event {
-            e.append_system_content("reasoning only");
-        }
-        Ok(())
+    let pre_call = on_event!(PreCall, 10, |e| e.append_system_content("base"));
+    let reasoning = on_event!(PreReasoning, 10, |e| {
+        e.append_system_content("reasoning only");
     });
     let summary = {
         let seen = Arc::clone(&seen_in_summary);
-        on(K::PreSummary, 10, move |event| {
-            if let HookEvent::PreSummary(e) = event {
-                *seen.lock().unwrap() = e.system_message().map(describe);
-                e.append_system_content("summary only");
-            }
-            Ok(())
+        on_event!(PreSummary, 10, |e| {
+            *seen.lock().unwrap() = e.system_message().map(describe);
+            e.append_system_content("summary only");
         })
     };
     let agent = summarising_agent(&model, [pre_call, reasoning, summary]);
@@ -387,12 +362,7 @@ async fn system_message_is_prepended_to_exactly_the_memory_copy() {
     assert_eq!(requests[1].messages[1..], memory[..3]);
     assert_eq!(
         memory_of(&agent),
-        [
-            r#"user/user: text "3*3?""#,
-            r#"assistant/assistant: tool_use c1 calculator {"expression":"3*3"}"#,
-            r#"tool/calculator: tool_result c1 calculator "9""#,
-            r#"assistant/assistant: text "9" <ModelStop>"#,
-        ]
+        line::calc_round_trip("3*3?", ("c1", "3*3", "9"), "9")
     );
 }
 
@@ -421,19 +391,13 @@ async fn system_message_in_call_input_is_rejected_without_any_hook() {
 /// PreReasoning check: it must be rejected like every other injection.
 #[tokio::test]
 async fn system_role_reasoning_message_set_by_a_hook_never_reaches_memory() {
+    let first = first_time();
+    let inject = on_event!(PostReasoning, 10, |e| {
+        if first() {
+            e.set_reasoning_message(Msg::system("injected"));
+        }
+    });
     let model = ScriptedModel::new([ScriptedResponse::text("x"), ScriptedResponse::text("next")]);
-    let armed = Arc::new(Mutex::new(true));
-    let inject = {
-        let armed = Arc::clone(&armed);
-        on(K::PostReasoning, 10, move |event| {
-            if let HookEvent::PostReasoning(e) = event
-                && std::mem::replace(&mut *armed.lock().unwrap(), false)
-            {
-                e.set_reasoning_message(Msg::system("injected"));
-            }
-            Ok(())
-        })
-    };
     let (agent, _memory) = agent_with_history(&model, [inject]);
     let before = memory_of(&agent);
 
@@ -456,11 +420,8 @@ async fn system_role_summary_message_set_by_a_hook_never_reaches_memory() {
         ScriptedResponse::text("summary"),
         ScriptedResponse::text("next"),
     ]);
-    let inject = on(K::PostSummary, 10, |event| {
-        if let HookEvent::PostSummary(e) = event {
-            e.set_summary_message(Msg::system("injected"));
-        }
-        Ok(())
+    let inject = on_event!(PostSummary, 10, |e| {
+        e.set_summary_message(Msg::system("injected"));
     });
     let agent = summarising_agent(&model, [inject]);
 
@@ -471,9 +432,9 @@ async fn system_role_summary_message_set_by_a_hook_never_reaches_memory() {
     assert_eq!(
         memory_of(&agent),
         [
-            r#"user/user: text "q""#,
-            r#"assistant/assistant: tool_use c1 calculator {"expression":"1+1"}"#,
-            r#"tool/calculator: tool_result c1 calculator "2""#,
+            line::user("q"),
+            line::calc_use("c1", "1+1"),
+            line::calc_result("c1", "2"),
         ]
     );
     let reply = agent.call(Msg::user("again")).await.unwrap();
@@ -482,13 +443,10 @@ async fn system_role_summary_message_set_by_a_hook_never_reaches_memory() {
 
 #[tokio::test]
 async fn system_message_set_by_pre_call_hook_is_rejected_and_memory_is_unchanged() {
-    let inject = on(K::PreCall, 10, |event| {
-        if let HookEvent::PreCall(e) = event {
-            let mut input = e.input_messages().to_vec();
-            input.push(Msg::system("injected"));
-            e.set_input_messages(input);
-        }
-        Ok(())
+    let inject = on_event!(PreCall, 10, |e| {
+        let mut input = e.input_messages().to_vec();
+        input.push(Msg::system("injected"));
+        e.set_input_messages(input);
     });
     assert_rejected_at_pre_call([inject], Msg::user("q")).await;
 }
@@ -496,13 +454,10 @@ async fn system_message_set_by_pre_call_hook_is_rejected_and_memory_is_unchanged
 #[tokio::test]
 async fn system_message_set_by_pre_reasoning_hook_is_rejected_before_the_model_is_called() {
     let model = ScriptedModel::new([ScriptedResponse::text("never")]);
-    let inject = on(K::PreReasoning, 10, |event| {
-        if let HookEvent::PreReasoning(e) = event {
-            let mut input = vec![Msg::system("injected")];
-            input.extend(e.input_messages().iter().cloned());
-            e.set_input_messages(input);
-        }
-        Ok(())
+    let inject = on_event!(PreReasoning, 10, |e| {
+        let mut input = vec![Msg::system("injected")];
+        input.extend(e.input_messages().iter().cloned());
+        e.set_input_messages(input);
     });
     let (agent, _memory) = agent_with_history(&model, [inject]);
     let before = memory_of(&agent);
@@ -518,13 +473,10 @@ async fn system_message_set_by_pre_reasoning_hook_is_rejected_before_the_model_i
 #[tokio::test]
 async fn system_message_set_by_pre_summary_hook_is_rejected() {
     let model = ScriptedModel::new([calc_call("c1", "1+1"), ScriptedResponse::text("never")]);
-    let inject = on(K::PreSummary, 10, |event| {
-        if let HookEvent::PreSummary(e) = event {
-            let mut input = e.input_messages().to_vec();
-            input.push(Msg::system("injected"));
-            e.set_input_messages(input);
-        }
-        Ok(())
+    let inject = on_event!(PreSummary, 10, |e| {
+        let mut input = e.input_messages().to_vec();
+        input.push(Msg::system("injected"));
+        e.set_input_messages(input);
     });
     let agent = summarising_agent(&model, [inject]);
 
@@ -535,9 +487,9 @@ async fn system_message_set_by_pre_summary_hook_is_rejected() {
     assert_eq!(
         memory_of(&agent),
         [
-            r#"user/user: text "q""#,
-            r#"assistant/assistant: tool_use c1 calculator {"expression":"1+1"}"#,
-            r#"tool/calculator: tool_result c1 calculator "2""#,
+            line::user("q"),
+            line::calc_use("c1", "1+1"),
+            line::calc_result("c1", "2"),
         ]
     );
 }
@@ -584,11 +536,8 @@ async fn system_message_in_goto_messages_is_rejected_at_once() {
 #[tokio::test]
 async fn rejected_goto_with_system_message_can_be_ignored_by_the_hook() {
     let model = ScriptedModel::new([ScriptedResponse::text("answer")]);
-    let goto = on(K::PostReasoning, 10, |event| {
-        if let HookEvent::PostReasoning(e) = event {
-            assert!(e.goto_reasoning(vec![Msg::system("injected")]).is_err());
-        }
-        Ok(())
+    let goto = on_event!(PostReasoning, 10, |e| {
+        assert!(e.goto_reasoning(vec![Msg::system("injected")]).is_err());
     });
     let agent = agent("seed", &model, [goto]);
 
@@ -596,13 +545,7 @@ async fn rejected_goto_with_system_message_can_be_ignored_by_the_hook() {
 
     assert_eq!(reply.text(), "answer");
     assert_eq!(model.request_count(), 1);
-    assert_eq!(
-        memory_of(&agent),
-        [
-            r#"user/user: text "q""#,
-            r#"assistant/assistant: text "answer" <ModelStop>"#
-        ]
-    );
+    assert_eq!(memory_of(&agent), [line::user("q"), line::answer("answer")]);
 }
 
 #[tokio::test]

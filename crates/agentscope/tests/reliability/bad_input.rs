@@ -3,13 +3,14 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::support::describe::memory_of;
-use crate::support::failures::invalid_goto;
-use crate::support::fixtures::{CANCELLED, SwapModel};
+use crate::support::describe::{line, memory_of};
+use crate::support::failures::{conversation_error, invalid_goto};
+use crate::support::fixtures::{CANCELLED, SwapModel, build_agent, calc_call};
+use crate::support::hooks::hooks;
 use crate::support::invariants::{Pending, assert_follow_up_call, assert_invariants};
 use agentscope::ConversationError;
 use agentscope::prelude::*;
-use agentscope::{HookFn, ToolkitError};
+use agentscope::{HookFn, PreActingEvent, ToolkitError};
 use agentscope_core::plumbing::{CallContext, events};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedResponse};
@@ -260,22 +261,30 @@ fn rejection(outcome: Result<(), HookError>) -> String {
     invalid_goto(&error).to_string()
 }
 
-/// Expects the goto to be rejected as invalid with an error naming `id`.
-fn rejected_naming(id: &'static str) -> impl FnOnce(Result<(), HookError>) {
-    move |outcome| {
+/// Runs [`goto_with`] with a goto carrying a calculator result for each of `result_ids`, and
+/// expects the goto to be rejected as invalid with an error naming `id`.
+async fn goto_with_results_rejected(
+    first: ScriptedResponse,
+    result_ids: &'static [&'static str],
+    id: &'static str,
+) {
+    let goto = move || result_ids.iter().map(|id| result_msg(id)).collect();
+    goto_with(first, goto, move |outcome| {
         let message = rejection(outcome);
         assert!(message.contains(id), "{message}");
-    }
+    })
+    .await;
 }
 
-fn calc_call() -> ScriptedResponse {
-    ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"}))
+/// The model's call of the calculator on "6*7" (call "c1").
+fn six_times_seven() -> ScriptedResponse {
+    calc_call("c1", "6*7")
 }
 
 #[tokio::test]
 async fn goto_with_a_wrong_result_id_is_rejected_naming_the_missing_one() {
     let agent = goto_with(
-        calc_call(),
+        six_times_seven(),
         || vec![result_msg("zz")],
         |outcome| {
             assert_eq!(
@@ -288,12 +297,7 @@ async fn goto_with_a_wrong_result_id_is_rejected_naming_the_missing_one() {
     // The rejected goto changed nothing: the tool ran.
     assert_eq!(
         memory_of(&agent)[..4],
-        [
-            r#"user/user: text "q""#,
-            r#"assistant/assistant: tool_use c1 calculator {"expression":"6*7"}"#,
-            r#"tool/calculator: tool_result c1 calculator "42""#,
-            r#"assistant/assistant: text "answer" <ModelStop>"#,
-        ]
+        line::calc_round_trip("q", ("c1", "6*7", "42"), "answer")
     );
 }
 
@@ -302,35 +306,20 @@ async fn goto_with_a_wrong_result_id_is_rejected_naming_the_missing_one() {
 /// already an error ("Tool result id 'x' does not match any pending tool call").
 #[tokio::test]
 async fn goto_with_an_extra_unknown_result_id_is_rejected() {
-    goto_with(
-        calc_call(),
-        || vec![result_msg("c1"), result_msg("zz")],
-        rejected_naming("zz"),
-    )
-    .await;
+    goto_with_results_rejected(six_times_seven(), &["c1", "zz"], "zz").await;
 }
 
 /// Two results for one call: the resume path rejects this ("Duplicate tool result for tool
 /// call id"); goto must too.
 #[tokio::test]
 async fn goto_with_a_duplicate_result_id_is_rejected() {
-    goto_with(
-        calc_call(),
-        || vec![result_msg("c1"), result_msg("c1")],
-        rejected_naming("c1"),
-    )
-    .await;
+    goto_with_results_rejected(six_times_seven(), &["c1", "c1"], "c1").await;
 }
 
 /// With no tool call pending, a tool result in the goto messages answers nothing.
 #[tokio::test]
 async fn goto_with_a_tool_result_when_no_call_is_pending_is_rejected() {
-    goto_with(
-        ScriptedResponse::text("first"),
-        || vec![result_msg("zz")],
-        rejected_naming("zz"),
-    )
-    .await;
+    goto_with_results_rejected(ScriptedResponse::text("first"), &["zz"], "zz").await;
 }
 
 /// The caller's side of the same rule: while calls are pending, a result with an unknown id
@@ -341,11 +330,7 @@ async fn goto_with_a_tool_result_when_no_call_is_pending_is_rejected() {
 async fn input_with_a_tool_result_when_no_call_is_pending_is_rejected() {
     let model = SwapModel::new([ScriptedResponse::text("unused")]);
     let rec = RecordingHook::new(1000);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let agent = build_agent(&model, Toolkit::new(), hooks![rec.clone()]);
 
     let called = agent.call(result_msg("zz")).await;
     let observed = agent.observe(result_msg("yy")).await;
@@ -411,11 +396,9 @@ async fn a_goto_made_invalid_by_a_later_change_of_the_reasoning_message_fails_th
 
     let err = agent.call("q").await.unwrap_err();
 
+    let rule = conversation_error(&err);
     assert!(
-        matches!(
-            &err,
-            AgentError::Conversation(ConversationError::GotoMissingToolResults { ids }) if ids == &["c9"]
-        ),
+        matches!(rule, ConversationError::GotoMissingToolResults { ids } if ids == &["c9"]),
         "{err:?}"
     );
     assert_eq!(
@@ -434,29 +417,40 @@ async fn a_goto_made_invalid_by_a_later_change_of_the_reasoning_message_fails_th
 // Hooks that replace events
 // ---------------------------------------------------------------------------------------
 
-#[tokio::test]
-async fn replacing_the_pre_acting_event_with_another_tool_call_id_fails_the_call() {
-    let model = SwapModel::new([calc_call(), ScriptedResponse::text("never")]);
+/// An agent whose model calls the calculator (see [`six_times_seven`]) and whose hook
+/// `name` replaces the PreActing event with what `replace` makes of it; with its model,
+/// calculator and recorder (priority 1000).
+fn replacing_pre_acting(
+    name: &'static str,
+    replace: impl Fn(&PreActingEvent) -> HookEvent + Send + Sync + 'static,
+) -> (ReActAgent, SwapModel, Calculator, RecordingHook) {
+    let model = SwapModel::new([six_times_seven(), ScriptedResponse::text("never")]);
     let calc = Calculator::new();
     let rec = RecordingHook::new(1000);
+    let replacer = hook_fn(move |event| {
+        if let HookEvent::PreActing(e) = event {
+            *event = replace(e);
+        }
+        Ok(())
+    });
     let agent = ReActAgent::builder()
         .model(model.clone())
         .toolkit(Toolkit::new().tool(calc.clone()))
-        .hook(
-            hook_fn(|event| {
-                if let HookEvent::PreActing(e) = event {
-                    let forged = CallContext::new(Arc::new(e.agent().clone()));
-                    let mut call = e.tool_use().clone();
-                    call.id = "forged".into();
-                    *event = HookEvent::PreActing(events::pre_acting(forged.info(), call));
-                }
-                Ok(())
-            })
-            .with_name("forger"),
-        )
+        .hook(replacer.with_name(name))
         .hook(rec.clone())
         .build()
         .unwrap();
+    (agent, model, calc, rec)
+}
+
+#[tokio::test]
+async fn replacing_the_pre_acting_event_with_another_tool_call_id_fails_the_call() {
+    let (agent, model, calc, rec) = replacing_pre_acting("forger", |e| {
+        let forged = CallContext::new(Arc::new(e.agent().clone()));
+        let mut call = e.tool_use().clone();
+        call.id = "forged".into();
+        HookEvent::PreActing(events::pre_acting(forged.info(), call))
+    });
 
     let err = agent.call("q").await.unwrap_err();
 
@@ -483,25 +477,10 @@ async fn replacing_the_pre_acting_event_with_another_tool_call_id_fails_the_call
 
 #[tokio::test]
 async fn replacing_an_event_with_one_of_another_kind_fails_the_call() {
-    let model = SwapModel::new([calc_call(), ScriptedResponse::text("never")]);
-    let rec = RecordingHook::new(1000);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .hook(
-            hook_fn(|event| {
-                if let HookEvent::PreActing(e) = event {
-                    let forged = CallContext::new(Arc::new(e.agent().clone()));
-                    let fake = events::post_call(forged.info(), Msg::assistant("fake"));
-                    *event = HookEvent::PostCall(fake);
-                }
-                Ok(())
-            })
-            .with_name("swapper"),
-        )
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, model, _, rec) = replacing_pre_acting("swapper", |e| {
+        let forged = CallContext::new(Arc::new(e.agent().clone()));
+        HookEvent::PostCall(events::post_call(forged.info(), Msg::assistant("fake")))
+    });
 
     let err = agent.call("q").await.unwrap_err();
 
@@ -555,8 +534,8 @@ async fn skip_and_result_changes_with_other_ids_are_normalised_to_the_call() {
     assert_eq!(
         memory_of(&agent)[2..4],
         [
-            r#"tool/calculator: tool_result c1 calculator "cached""#,
-            r#"tool/calculator: tool_result c2 calculator "edited""#,
+            line::calc_result("c1", "cached"),
+            line::calc_result("c2", "edited"),
         ]
     );
     assert_invariants(&agent, &[&rec], Pending::None);
@@ -655,6 +634,16 @@ fn msg_json_with_unknown_or_malformed_parts_is_an_error_naming_the_problem() {
     assert_eq!(msg.generate_reason(), None);
 }
 
+/// One of `words`, or a string matching the regex `other`: each of the `words.len() + 1`
+/// choices as likely as the others.
+fn word_or(words: &'static [&'static str], other: &'static str) -> impl Strategy<Value = String> {
+    let weight = u32::try_from(words.len()).unwrap();
+    prop_oneof![
+        weight => prop::sample::select(words).prop_map(str::to_owned),
+        1 => other,
+    ]
+}
+
 /// Arbitrary JSON, up to a few levels deep.
 fn any_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -662,33 +651,30 @@ fn any_json() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(|n| json!(n)),
         any::<f64>().prop_map(|f| json!(f)),
-        prop_oneof![
-            Just("text".to_owned()),
-            Just("tool_use".to_owned()),
-            Just("tool_result".to_owned()),
-            Just("thinking".to_owned()),
-            Just("image".to_owned()),
-            Just("assistant".to_owned()),
-            ".{0,8}",
-        ]
+        word_or(
+            &[
+                "text",
+                "tool_use",
+                "tool_result",
+                "thinking",
+                "image",
+                "assistant"
+            ],
+            ".{0,8}"
+        )
         .prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
             prop::collection::btree_map(
-                prop_oneof![
-                    Just("type".to_owned()),
-                    Just("text".to_owned()),
-                    Just("id".to_owned()),
-                    Just("name".to_owned()),
-                    Just("input".to_owned()),
-                    Just("output".to_owned()),
-                    Just("is_error".to_owned()),
-                    Just("thinking".to_owned()),
-                    Just("url".to_owned()),
-                    "[a-z]{1,6}",
-                ],
+                word_or(
+                    &[
+                        "type", "text", "id", "name", "input", "output", "is_error", "thinking",
+                        "url",
+                    ],
+                    "[a-z]{1,6}"
+                ),
                 inner,
                 0..6,
             )

@@ -5,15 +5,17 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::describe::memory_of;
 use crate::support::fixtures::{
-    ELEVEN_KINDS_EVENTS, INTERRUPTED, REPLY, SwapModel, YieldingHook, eleven_kinds_memory,
-    eleven_kinds_script, poll_stream_times, poll_times, run_counting, work_tool, yield_once,
+    ELEVEN_KINDS_EVENTS, INTERRUPTED, REPLY, SwapModel, YieldingHook, cut_after,
+    eleven_kinds_builder, eleven_kinds_memory, eleven_kinds_model, poll_stream_times, poll_times,
+    run_counting, work_tool, yield_once,
 };
 use crate::support::invariants::{
     Ending, Pending, assert_follow_up_call, assert_invariants, assert_invariants_after_drops,
     endings,
 };
+use crate::support::recorded::kinds;
 use agentscope::prelude::*;
-use agentscope_test::tools::{FailingTool, PanickingTool, ProgressTool, SuspendingTool};
+use agentscope_test::tools::{FailingTool, PanickingTool, SuspendingTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedResponse};
 use futures::StreamExt;
 use proptest::prelude::*;
@@ -196,10 +198,7 @@ fn script(steps: &[Step]) -> Vec<ScriptedResponse> {
                 ScriptedResponse::chunks(parts)
             }
             Step::ErrorBefore => ScriptedResponse::error("model down"),
-            Step::ErrorMidStream => ScriptedResponse::chunks([
-                ScriptedChunk::text("partial"),
-                ScriptedChunk::error("connection reset"),
-            ]),
+            Step::ErrorMidStream => cut_after("partial", "connection reset"),
             Step::Empty => ScriptedResponse::empty(),
         })
         .collect()
@@ -459,14 +458,8 @@ fn interrupted_reply() -> String {
 /// events a recorder after the interrupting hook saw (chunks included).
 fn expected_after_interrupt_at(kind: HookEventType) -> (String, Vec<String>, Vec<HookEventType>) {
     let interrupted_call = format!("tool/progress: tool_result c1 progress error {INTERRUPTED:?}");
-    let reasoning = [
-        K::PreCall,
-        K::PreReasoning,
-        K::ReasoningChunk,
-        K::ReasoningChunk,
-        K::ReasoningChunk,
-        K::PostReasoning,
-    ];
+    let reasoning =
+        kinds("PreCall PreReasoning ReasoningChunk ReasoningChunk ReasoningChunk PostReasoning");
     let with = |tail: &[HookEventType]| -> Vec<HookEventType> {
         let mut all = reasoning.to_vec();
         all.extend_from_slice(tail);
@@ -514,39 +507,25 @@ fn expected_after_interrupt_at(kind: HookEventType) -> (String, Vec<String>, Vec
         K::PostActing => (
             REPLY.to_owned(),
             vec![USER.to_owned(), CALL.to_owned(), DONE.to_owned(), reply],
-            with(&[
-                K::PreActing,
-                K::ActingChunk,
-                K::ActingChunk,
-                K::PostActing,
-                K::PostCall,
-            ]),
+            with(&kinds(
+                "PreActing ActingChunk ActingChunk PostActing PostCall",
+            )),
         ),
         K::PreSummary => (
             REPLY.to_owned(),
             vec![USER.to_owned(), CALL.to_owned(), DONE.to_owned(), reply],
-            with(&[
-                K::PreActing,
-                K::ActingChunk,
-                K::ActingChunk,
-                K::PostActing,
-                K::PreSummary,
-                K::PostCall,
-            ]),
+            with(&kinds(
+                "PreActing ActingChunk ActingChunk PostActing PreSummary PostCall",
+            )),
         ),
         // A partial summary is dropped.
         K::SummaryChunk => (
             REPLY.to_owned(),
             vec![USER.to_owned(), CALL.to_owned(), DONE.to_owned(), reply],
-            with(&[
-                K::PreActing,
-                K::ActingChunk,
-                K::ActingChunk,
-                K::PostActing,
-                K::PreSummary,
-                K::SummaryChunk,
-                K::PostCall,
-            ]),
+            with(&kinds(
+                "PreActing ActingChunk ActingChunk PostActing PreSummary SummaryChunk \
+                 PostCall",
+            )),
         ),
         // The summary is complete: nothing is left to interrupt.
         K::PostSummary | K::PostCall => (
@@ -561,18 +540,11 @@ fn expected_after_interrupt_at(kind: HookEventType) -> (String, Vec<String>, Vec
 async fn assert_interrupt_at(kind: HookEventType) {
     for stream in [false, true] {
         let case = format!("interrupt at {kind} (stream: {stream})");
-        let model = if kind == K::Error {
-            SwapModel::new([ScriptedResponse::error("model down")])
-        } else {
-            SwapModel::new(eleven_kinds_script())
-        };
+        let model = eleven_kinds_model(kind);
         let early = RecordingHook::new(0).with_name("early");
         let late = RecordingHook::new(1000).with_name("late");
-        let agent = ReActAgent::builder()
+        let agent = eleven_kinds_builder(&model)
             .sys_prompt("You are tested.")
-            .model(model.clone())
-            .toolkit(Toolkit::new().tool(ProgressTool::new()))
-            .max_iters(1)
             .hook(early.clone())
             .hook(late.clone())
             .build()

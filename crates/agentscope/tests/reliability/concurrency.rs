@@ -4,37 +4,19 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::support::fixtures::{CANCELLED, recorded_agent};
-use crate::support::hooks::counting;
+use crate::support::fixtures::{
+    CANCELLED, Gate, build_agent, numbered_echo_script, recorded, recorded_agent,
+};
+use crate::support::hooks::{counting, hooks};
 use crate::support::invariants::assert_no_orphan_tool_use;
+use crate::support::recorded::kinds;
 use crate::support::rows::{Row, calls_row, result_row, row, rows, user};
 use agentscope::prelude::*;
 use agentscope_test::tools::SlowTool;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
-use tokio::sync::{Barrier, Notify};
-
-/// A tool `gate` that signals `entered` when it starts, then waits for `release` (forever
-/// when nobody releases it).
-fn gate_tool(entered: &Arc<Notify>, release: &Arc<Notify>) -> impl Tool {
-    let entered = Arc::clone(entered);
-    let release = Arc::clone(release);
-    tool_fn(
-        "gate",
-        "Waits to be released.",
-        json!({"type": "object", "properties": {}}),
-        move |_input, _ctx| {
-            let entered = Arc::clone(&entered);
-            let release = Arc::clone(&release);
-            async move {
-                entered.notify_one();
-                release.notified().await;
-                Ok("released")
-            }
-        },
-    )
-}
+use tokio::sync::Barrier;
 
 fn gate_call() -> ScriptedResponse {
     ScriptedResponse::tool_call("c1", "gate", json!({}))
@@ -46,24 +28,21 @@ fn gate_call_row() -> Row {
 
 #[tokio::test]
 async fn a_second_concurrent_call_is_busy_at_once_and_no_hook_sees_it() {
-    let entered = Arc::new(Notify::new());
-    let release = Arc::new(Notify::new());
+    let gate = Gate::new();
     let model = ScriptedModel::new([
         gate_call(),
         ScriptedResponse::text("first done"),
         ScriptedResponse::text("third done"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .name("worker")
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(gate_tool(&entered, &release)))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .name("worker")
+            .model(model.clone())
+            .toolkit(Toolkit::new().tool(gate.tool())),
+    );
 
     let first = tokio::spawn(agent.call("first"));
-    entered.notified().await;
+    gate.entered.notified().await;
     assert!(agent.is_running());
     let events_before = rec.types().len();
     let memory_before = agent.memory().messages();
@@ -84,7 +63,7 @@ async fn a_second_concurrent_call_is_busy_at_once_and_no_hook_sees_it() {
     assert_eq!(agent.memory().messages(), memory_before);
     assert_eq!(model.request_count(), 1);
 
-    release.notify_one();
+    gate.release.notify_one();
     assert_eq!(first.await.unwrap().unwrap().text(), "first done");
     assert_eq!(agent.call("third").await.unwrap().text(), "third done");
     let memory = agent.memory().messages();
@@ -98,11 +77,7 @@ async fn back_to_back_calls_never_trip_the_busy_check() {
         .cycling()
         .without_recording();
     let (counter, calls) = counting(HookEventType::PostCall);
-    let agent = ReActAgent::builder()
-        .model(model)
-        .hook(counter)
-        .build()
-        .unwrap();
+    let agent = build_agent(&model, Toolkit::new(), hooks![counter]);
 
     for i in 0..1000 {
         let reply = agent.call(format!("q{i}")).await.unwrap();
@@ -164,14 +139,7 @@ async fn two_hundred_agents_called_concurrently_lose_and_duplicate_nothing() {
         RecordingHook::new(100).with_interests(HookEventType::PreCall | HookEventType::PostCall);
     let agents: Vec<ReActAgent> = (0..200)
         .map(|i| {
-            let model = ScriptedModel::new([
-                ScriptedResponse::tool_call(
-                    format!("c{i}"),
-                    "echo",
-                    json!({ "text": format!("agent {i}") }),
-                ),
-                ScriptedResponse::text(format!("done {i}")),
-            ]);
+            let model = numbered_echo_script(i);
             ReActAgent::builder()
                 .name(format!("agent-{i}"))
                 .model(model)
@@ -245,14 +213,14 @@ async fn two_hundred_agents_called_concurrently_lose_and_duplicate_nothing() {
 
 #[tokio::test]
 async fn dropping_the_call_future_mid_tool_frees_the_agent_and_closes_the_call() {
-    let entered = Arc::new(Notify::new());
-    let never = Arc::new(Notify::new());
+    // Nobody releases the gate.
+    let gate = Gate::new();
     let model = ScriptedModel::new([gate_call(), ScriptedResponse::text("fresh")]);
-    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(gate_tool(&entered, &never)));
+    let (agent, rec) = recorded_agent(&model, Toolkit::new().tool(gate.tool()));
 
     tokio::select! {
         result = agent.call("q") => panic!("the gated call finished: {result:?}"),
-        () = entered.notified() => {}
+        () = gate.entered.notified() => {}
     }
     // The call future is dropped here, with the tool still running.
 
@@ -269,12 +237,7 @@ async fn dropping_the_call_future_mid_tool_frees_the_agent_and_closes_the_call()
     assert_no_orphan_tool_use(&memory);
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            HookEventType::PreCall,
-            HookEventType::PreReasoning,
-            HookEventType::PostReasoning,
-            HookEventType::PreActing,
-        ],
+        kinds("PreCall PreReasoning PostReasoning PreActing"),
         "a dropped call sees neither PostCall nor Error"
     );
 

@@ -6,17 +6,18 @@ use std::time::Duration;
 
 use crate::support::describe::{describe, memory_of};
 use crate::support::fixtures::{
-    CANCELLED, ELEVEN_KINDS_EVENTS, SwapModel, WITHHELD, eleven_kinds_memory, eleven_kinds_script,
-    hang_tool, recorded_agent,
+    CANCELLED, ELEVEN_KINDS_EVENTS, SwapModel, WITHHELD, eleven_kinds_builder, eleven_kinds_memory,
+    eleven_kinds_model, hang_tool, recorded, recorded_agent,
 };
 use crate::support::invariants::{
     Ending, Pending, assert_follow_up_call, assert_invariants, endings,
 };
+use crate::support::recorded::kinds;
 use agentscope::prelude::*;
 use agentscope::{HookFn, ModelError};
-use agentscope_test::tools::{EchoTool, FailingTool, PanickingTool, ProgressTool};
+use agentscope_test::tools::{EchoTool, FailingTool, PanickingTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedResponse};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 
 type K = HookEventType;
@@ -126,17 +127,9 @@ async fn assert_hook_fault(kind: HookEventType) {
             let hits = Arc::new(AtomicUsize::new(0));
             let early = RecordingHook::new(0).with_name("early");
             let late = RecordingHook::new(1000).with_name("late");
-            let error_script = kind == K::Error;
-            let model = if error_script {
-                SwapModel::new([ScriptedResponse::error("model down")])
-            } else {
-                SwapModel::new(eleven_kinds_script())
-            };
-            let agent = ReActAgent::builder()
+            let model = eleven_kinds_model(kind);
+            let agent = eleven_kinds_builder(&model)
                 .sys_prompt("You are careful.")
-                .model(model.clone())
-                .toolkit(Toolkit::new().tool(ProgressTool::new()))
-                .max_iters(1)
                 .hook(late.clone())
                 .hook(faulty(kind, fault, &armed, &hits))
                 .hook(early.clone())
@@ -322,14 +315,12 @@ async fn assert_batch_results(calls: Vec<(&str, &str, Value)>, toolkit: Toolkit,
         ScriptedResponse::tool_calls(calls),
         ScriptedResponse::text("seen"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .sys_prompt("You use tools.")
-        .model(model.clone())
-        .toolkit(toolkit)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .sys_prompt("You use tools.")
+            .model(model.clone())
+            .toolkit(toolkit),
+    );
     let reply = tokio::time::timeout(HANG_GUARD, agent.call("q"))
         .await
         .expect("the call hung")
@@ -404,15 +395,9 @@ async fn failing_tools_become_error_results() {
 
 /// A tool that sleeps `ms` on the tokio timer, then answers "woke".
 fn sleepy_tool(name: &'static str, ms: u64) -> impl Tool {
-    tool_fn(
-        name,
-        "Sleeps.",
-        json!({"type": "object"}),
-        move |_, _| async move {
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            Ok("woke")
-        },
-    )
+    tool_fn(name, "Sleeps.", json!({"type": "object"}), move |_, _| {
+        tokio::time::sleep(Duration::from_millis(ms)).map(|()| Ok("woke"))
+    })
 }
 
 async fn assert_toolkit_timeout() {
@@ -614,14 +599,12 @@ async fn assert_model_fault(
 ) {
     for via in [Via::Call, Via::Stream] {
         let model = SwapModel::new(script.clone());
-        let rec = RecordingHook::new(100);
-        let agent = ReActAgent::builder()
-            .sys_prompt("You are careful.")
-            .model(model.clone())
-            .toolkit(Toolkit::new().tool(EchoTool::new()))
-            .hook(rec.clone())
-            .build()
-            .unwrap();
+        let (agent, rec) = recorded(
+            ReActAgent::builder()
+                .sys_prompt("You are careful.")
+                .model(model.clone())
+                .toolkit(Toolkit::new().tool(EchoTool::new())),
+        );
 
         let (outcome, _) = run(&agent, via, "q").await;
 
@@ -641,9 +624,19 @@ async fn assert_model_fault(
     }
 }
 
+/// [`assert_model_fault`] for a fault before the model answered: nothing answered the input,
+/// so it is taken back (memory ends empty), and the recorder saw PreCall and PreReasoning.
+async fn assert_model_fault_before_an_answer(
+    script: Vec<ScriptedResponse>,
+    check: impl Fn(&AgentError) -> bool,
+    error: &str,
+) {
+    assert_model_fault(script, check, error, &[], &[K::PreCall, K::PreReasoning]).await;
+}
+
 #[tokio::test]
 async fn a_model_error_before_any_output_fails_the_call() {
-    assert_model_fault(
+    assert_model_fault_before_an_answer(
         vec![ScriptedResponse::failure(ModelError::Status {
             status: 503,
             message: "overloaded".into(),
@@ -656,16 +649,13 @@ async fn a_model_error_before_any_output_fails_the_call() {
             )
         },
         "model error: HTTP 503: overloaded",
-        // Nothing answered the input: it is taken back.
-        &[],
-        &[K::PreCall, K::PreReasoning],
     )
     .await;
 }
 
 #[tokio::test]
 async fn a_model_error_mid_stream_stores_nothing_partial() {
-    assert_model_fault(
+    assert_model_fault_before_an_answer(
         vec![ScriptedResponse::chunks([
             ScriptedChunk::thinking("Hmm"),
             ScriptedChunk::text("Half an ans"),
@@ -673,25 +663,6 @@ async fn a_model_error_mid_stream_stores_nothing_partial() {
         ])],
         |err| matches!(err.model_error(), Some(ModelError::Stream { message }) if message == "connection reset"),
         "model error: model stream error: connection reset",
-        // Nothing answered the input: it is taken back.
-        &[],
-        &[K::PreCall, K::PreReasoning],
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn a_model_error_after_a_streamed_tool_call_leaves_no_orphan_tool_use() {
-    assert_model_fault(
-        vec![ScriptedResponse::chunks([
-            ScriptedChunk::tool_call("c1", "echo", json!({"text": "hi"})),
-            ScriptedChunk::error("connection reset"),
-        ])],
-        |err| matches!(err.model_error(), Some(ModelError::Stream { .. })),
-        "model error: model stream error: connection reset",
-        // Nothing answered the input: it is taken back.
-        &[],
-        &[K::PreCall, K::PreReasoning],
     )
     .await;
 }
@@ -710,14 +681,20 @@ async fn a_model_error_after_tools_ran_keeps_their_results() {
             r#"assistant/assistant: tool_use c1 echo {"text":"hi"}"#,
             r#"tool/echo: tool_result c1 echo "hi""#,
         ],
-        &[
-            K::PreCall,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PreActing,
-            K::PostActing,
-            K::PreReasoning,
-        ],
+        &kinds("PreCall PreReasoning PostReasoning PreActing PostActing PreReasoning"),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_model_error_after_a_streamed_tool_call_leaves_no_orphan_tool_use() {
+    assert_model_fault_before_an_answer(
+        vec![ScriptedResponse::chunks([
+            ScriptedChunk::tool_call("c1", "echo", json!({"text": "hi"})),
+            ScriptedChunk::error("connection reset"),
+        ])],
+        |err| matches!(err.model_error(), Some(ModelError::Stream { .. })),
+        "model error: model stream error: connection reset",
     )
     .await;
 }
@@ -729,31 +706,34 @@ async fn empty_model_responses_are_errors_not_hangs() {
         ScriptedResponse::empty().with_usage(12, 0),
         ScriptedResponse::chunks([ScriptedChunk::text(""), ScriptedChunk::thinking("")]),
     ] {
-        assert_model_fault(
+        assert_model_fault_before_an_answer(
             vec![script],
             |err| matches!(err.model_error(), Some(ModelError::EmptyResponse { model }) if model == "scripted-model"),
             "model error: model 'scripted-model' returned an empty response",
-            &[],
-            &[K::PreCall, K::PreReasoning],
         )
         .await;
     }
 }
 
-#[tokio::test]
-async fn a_model_failure_in_the_summary_becomes_the_reply() {
+/// An echo agent that may reason once, and its recorder: its model calls echo (call "c1"), so
+/// the call ends with the summary, for which the model gives `summary`.
+fn summarising(summary: ScriptedResponse) -> (ReActAgent, SwapModel, RecordingHook) {
     let model = SwapModel::new([
         ScriptedResponse::tool_call("c1", "echo", json!({"text": "hi"})),
-        ScriptedResponse::error("model down"),
+        summary,
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(EchoTool::new()))
-        .max_iters(1)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .model(model.clone())
+            .toolkit(Toolkit::new().tool(EchoTool::new()))
+            .max_iters(1),
+    );
+    (agent, model, rec)
+}
+
+#[tokio::test]
+async fn a_model_failure_in_the_summary_becomes_the_reply() {
+    let (agent, model, rec) = summarising(ScriptedResponse::error("model down"));
 
     let reply = agent.call("q").await.unwrap();
 
@@ -766,15 +746,7 @@ async fn a_model_failure_in_the_summary_becomes_the_reply() {
     );
     assert_eq!(
         rec.types_without_chunks(),
-        [
-            K::PreCall,
-            K::PreReasoning,
-            K::PostReasoning,
-            K::PreActing,
-            K::PostActing,
-            K::PreSummary,
-            K::PostCall
-        ]
+        kinds("PreCall PreReasoning PostReasoning PreActing PostActing PreSummary PostCall")
     );
     assert_invariants(&agent, &[&rec], Pending::None);
     assert_follow_up_call(&agent, &model, &[&rec]).await;
@@ -784,7 +756,6 @@ async fn a_model_failure_in_the_summary_becomes_the_reply() {
 async fn tool_arguments_that_are_not_json_become_an_error_result_the_model_sees() {
     let raw = "{\"text\": \"hi\", oops}";
     let json_error = serde_json::from_str::<Value>(raw).unwrap_err();
-    let echo = EchoTool::new();
     let model = SwapModel::new([
         ScriptedResponse::chunks([
             ScriptedChunk::tool_call_start("c1", "echo"),
@@ -796,14 +767,13 @@ async fn tool_arguments_that_are_not_json_become_an_error_result_the_model_sees(
         ]),
         ScriptedResponse::text("seen"),
     ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .sys_prompt("You use tools.")
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(echo.clone()))
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let echo = EchoTool::new();
+    let (agent, rec) = recorded(
+        ReActAgent::builder()
+            .sys_prompt("You use tools.")
+            .model(model.clone())
+            .toolkit(Toolkit::new().tool(echo.clone())),
+    );
 
     let reply = agent.call("q").await.unwrap();
 
@@ -844,23 +814,12 @@ async fn tool_arguments_that_are_not_json_become_an_error_result_the_model_sees(
 /// a result: the next call would be refused (pending tool calls) or rejected by providers.
 #[tokio::test]
 async fn a_tool_call_in_the_summary_leaves_no_orphan_tool_use() {
-    let model = SwapModel::new([
-        ScriptedResponse::tool_call("c1", "echo", json!({"text": "hi"})),
-        ScriptedResponse::text_and_tool_call(
-            "Summary so far.",
-            "c2",
-            "echo",
-            json!({"text": "again"}),
-        ),
-    ]);
-    let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(Toolkit::new().tool(EchoTool::new()))
-        .max_iters(1)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let (agent, model, rec) = summarising(ScriptedResponse::text_and_tool_call(
+        "Summary so far.",
+        "c2",
+        "echo",
+        json!({"text": "again"}),
+    ));
 
     let reply = agent.call("q").await.unwrap();
 

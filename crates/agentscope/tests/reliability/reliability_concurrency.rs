@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::describe::{describe, memory_of};
-use crate::support::fixtures::SwapModel;
+use crate::support::fixtures::{Gate, SwapModel, numbered_echo_script};
 use crate::support::hooks::counting;
 use crate::support::invariants::{Ending, Pending, assert_invariants, endings_for, parse_endings};
 use agentscope::prelude::*;
@@ -14,7 +14,7 @@ use agentscope_test::tools::EchoTool;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
-use tokio::sync::{Barrier, Notify, mpsc};
+use tokio::sync::{Barrier, mpsc};
 
 type K = HookEventType;
 
@@ -28,14 +28,7 @@ async fn a_thousand_agents_called_concurrently_lose_and_duplicate_nothing() {
     let mut models = Vec::with_capacity(AGENTS);
     let agents: Vec<ReActAgent> = (0..AGENTS)
         .map(|i| {
-            let model = ScriptedModel::new([
-                ScriptedResponse::tool_call(
-                    format!("c{i}"),
-                    "echo",
-                    json!({"text": format!("agent {i}")}),
-                ),
-                ScriptedResponse::text(format!("done {i}")),
-            ]);
+            let model = numbered_echo_script(i);
             models.push(model.clone());
             ReActAgent::builder()
                 .name(format!("agent-{i}"))
@@ -236,44 +229,18 @@ async fn a_thousand_back_to_back_calls_never_trip_the_busy_check() {
     assert_invariants(&agent, &[], Pending::None);
 }
 
-/// A tool `gate` that signals `entered`, then waits for `release`.
-struct Gate {
-    entered: Notify,
-    release: Notify,
-}
-
-fn gate_tool(gate: &Arc<Gate>) -> impl Tool {
-    let gate = Arc::clone(gate);
-    tool_fn(
-        "gate",
-        "Waits to be released.",
-        json!({"type": "object"}),
-        move |_, _| {
-            let gate = Arc::clone(&gate);
-            async move {
-                gate.entered.notify_one();
-                gate.release.notified().await;
-                Ok("released")
-            }
-        },
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn overlapping_calls_on_one_agent_yield_one_success_per_window_and_busy_for_the_rest() {
     const WINDOWS: usize = 20;
     const N: usize = 16;
-    let gate = Arc::new(Gate {
-        entered: Notify::new(),
-        release: Notify::new(),
-    });
+    let gate = Gate::new();
     let model = SwapModel::new([]);
     let early = RecordingHook::new(0).with_name("early");
     let late = RecordingHook::new(1000).with_name("late");
     let agent = ReActAgent::builder()
         .name("worker")
         .model(model.clone())
-        .toolkit(Toolkit::new().tool(gate_tool(&gate)))
+        .toolkit(Toolkit::new().tool(gate.tool()))
         .hook(early.clone())
         .hook(late.clone())
         .build()

@@ -1,6 +1,6 @@
 //! Compact text forms to compare whole memories and model requests: messages as one line
-//! each (in three variants, see below), the system texts and tool names of model requests,
-//! and an agent's hook order.
+//! each (in four forms, and the lines of common messages, see below), the system texts and
+//! tool names of model requests, and an agent's hook order (names, and priorities).
 //!
 //! - [`describe`] / [`memory_of`]: `role/name: blocks <generate reason>`, a tool-use with
 //!   unparsed arguments shown by its `raw_input`;
@@ -9,7 +9,9 @@
 //! - [`without_reason::describe`] / [`without_reason::memory_of`]: `role/name: blocks` with a
 //!   tool-use's parsed `input`, without the generate reason;
 //! - [`brief::describe`] / [`brief::memory_of`]: `role: blocks`, without the name, the error
-//!   flag of tool results, or the generate reason.
+//!   flag of tool results, or the generate reason;
+//! - [`line`]: the [`describe`] lines of common messages (a user's question, a calculator call
+//!   and result, a final answer, and a whole calculator round trip).
 
 use agentscope::ModelRequest;
 use agentscope::prelude::*;
@@ -115,6 +117,48 @@ pub(crate) mod brief {
     }
 }
 
+/// The [`describe`] lines of common messages, to write expected memories and model inputs
+/// compactly.
+pub(crate) mod line {
+    use serde_json::json;
+
+    /// The user's message (named "user") with the text `text`.
+    pub(crate) fn user(text: &str) -> String {
+        format!("user/user: text {text:?}")
+    }
+
+    /// The assistant's final answer `text` (the model stopped).
+    pub(crate) fn answer(text: &str) -> String {
+        format!("assistant/assistant: text {text:?} <ModelStop>")
+    }
+
+    /// The assistant's message calling the calculator (call `id`) on `expression`.
+    pub(crate) fn calc_use(id: &str, expression: &str) -> String {
+        let input = json!({ "expression": expression });
+        format!("assistant/assistant: tool_use {id} calculator {input}")
+    }
+
+    /// The calculator's result `output` for call `id`.
+    pub(crate) fn calc_result(id: &str, output: &str) -> String {
+        format!("tool/calculator: tool_result {id} calculator {output:?}")
+    }
+
+    /// A whole calculator round trip: the user's `question`, the assistant's call `(id,
+    /// expression, output)` and its result, then the final answer `answer`.
+    pub(crate) fn calc_round_trip(
+        question: &str,
+        (id, expression, output): (&str, &str, &str),
+        answer: &str,
+    ) -> [String; 4] {
+        [
+            user(question),
+            calc_use(id, expression),
+            calc_result(id, output),
+            self::answer(answer),
+        ]
+    }
+}
+
 /// The text of every message.
 pub(crate) fn texts(messages: &[Msg]) -> Vec<String> {
     messages.iter().map(Msg::text).collect()
@@ -140,6 +184,15 @@ pub(crate) fn system_texts(model: &ScriptedModel) -> Vec<Vec<String>> {
 /// The names of the tools offered in `request`.
 pub(crate) fn tool_names(request: &ModelRequest) -> Vec<String> {
     request.tools.iter().map(|t| t.name.clone()).collect()
+}
+
+/// The names and priorities of the agent's hooks, in the order they run.
+pub(crate) fn hook_priorities(agent: &ReActAgent) -> Vec<(String, i32)> {
+    agent
+        .hook_order()
+        .into_iter()
+        .map(|info| (info.name, info.priority))
+        .collect()
 }
 
 /// The names of the agent's hooks, in the order they run.

@@ -1,4 +1,5 @@
-//! How a call failed: which hook failed it, at which event, and with what.
+//! How a call failed: which hook failed it, at which event, and with what; which conversation
+//! rule it broke.
 
 use agentscope::ConversationError;
 use agentscope::prelude::*;
@@ -54,6 +55,26 @@ pub(crate) fn assert_hook_panicked(
     match hook_error(err, hook, event) {
         HookError::Panicked { message: said } => assert_eq!(said, message, "{err:?}"),
         other => panic!("expected hook '{hook}' to panic with {message:?}, got {other:?}"),
+    }
+}
+
+/// The conversation rule a failed call broke. Panics unless `err` is an
+/// [`AgentError::Conversation`].
+#[track_caller]
+pub(crate) fn conversation_error(err: &AgentError) -> &ConversationError {
+    let AgentError::Conversation(rule) = err else {
+        panic!("expected a conversation error, got {err:?}");
+    };
+    rule
+}
+
+/// The ids of the pending tool calls that failed a call. Panics unless `err` is a
+/// [`ConversationError::PendingToolCalls`].
+#[track_caller]
+pub(crate) fn pending_calls(err: &AgentError) -> &[String] {
+    match conversation_error(err) {
+        ConversationError::PendingToolCalls { ids } => ids,
+        other => panic!("expected pending tool calls, got {other:?}"),
     }
 }
 

@@ -1,7 +1,8 @@
 //! Deterministic fixtures: a model whose script can be swapped (and that can yield before
-//! every chunk), a runtime-free "yield once" future, hooks and tools that yield or hang,
-//! manual polling with a no-op waker, shared scripts and agents, and the texts the engine
-//! writes for cancelled and interrupted calls.
+//! every chunk), a runtime-free "yield once" future, hooks and tools that yield, wait at a
+//! gate or hang,
+//! manual polling with a no-op waker, shared scripts, responses and agents (recorded ones
+//! included), and the texts the engine writes for cancelled and interrupted calls.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -9,10 +10,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use agentscope::prelude::*;
-use agentscope::{BoxedHook, ChatStream, ModelError, ModelRequest};
+use agentscope::{BoxedHook, ChatStream, ModelError, ModelRequest, ReActAgentBuilder};
+use agentscope_test::tools::ProgressTool;
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 
 /// The result of a tool call that was still running when its agent call ended.
 pub(crate) const CANCELLED: &str =
@@ -243,6 +246,38 @@ pub(crate) fn poll_stream_times<S: Stream + Unpin>(
     (items, false)
 }
 
+/// A gate for a tool call: the tool [`Gate::tool`] signals `entered` when it starts, then
+/// waits until `release` is notified (forever when nobody releases it).
+#[derive(Default)]
+pub(crate) struct Gate {
+    pub(crate) entered: Notify,
+    pub(crate) release: Notify,
+}
+
+impl Gate {
+    /// A new gate, to share with its tool.
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    /// The tool `gate` that waits at this gate.
+    pub(crate) fn tool(self: &Arc<Self>) -> impl Tool {
+        let gate = Arc::clone(self);
+        tool_fn(
+            "gate",
+            "Waits to be released.",
+            json!({"type": "object"}),
+            move |_, _| Arc::clone(&gate).pass(),
+        )
+    }
+
+    async fn pass(self: Arc<Self>) -> Result<&'static str, ToolError> {
+        self.entered.notify_one();
+        self.release.notified().await;
+        Ok("released")
+    }
+}
+
 /// A tool named `name` that never finishes.
 pub(crate) fn hang_tool(name: &'static str) -> impl Tool {
     tool_fn(
@@ -266,6 +301,28 @@ pub(crate) fn calc_call(id: &str, expression: &str) -> ScriptedResponse {
     ScriptedResponse::tool_call(id, "calculator", json!({ "expression": expression }))
 }
 
+/// The script of agent `i` of many: one echo call `c{i}` of "agent {i}", then the answer
+/// "done {i}".
+pub(crate) fn numbered_echo_script(i: usize) -> ScriptedModel {
+    ScriptedModel::new([
+        ScriptedResponse::tool_call(
+            format!("c{i}"),
+            "echo",
+            json!({ "text": format!("agent {i}") }),
+        ),
+        ScriptedResponse::text(format!("done {i}")),
+    ])
+}
+
+/// A response that streams `text`, then a call of the `progress` tool (call "c1") of `steps`
+/// steps.
+pub(crate) fn text_and_progress_call(text: &str, steps: u64) -> ScriptedResponse {
+    ScriptedResponse::chunks([
+        ScriptedChunk::text(text),
+        ScriptedChunk::tool_call("c1", "progress", json!({ "steps": steps })),
+    ])
+}
+
 /// A scenario that fires the eleven non-error kinds in one call (max_iters 1): a streamed
 /// reasoning with a progress tool call, the tool's two progress chunks, and a streamed
 /// summary.
@@ -278,6 +335,25 @@ pub(crate) fn eleven_kinds_script() -> Vec<ScriptedResponse> {
         ]),
         ScriptedResponse::chunks([ScriptedChunk::text("sum"), ScriptedChunk::text("mary")]),
     ]
+}
+
+/// A builder for the eleven-kinds scenario ([`eleven_kinds_script`]): `model`, the `progress`
+/// tool, and one iteration (so the tool call leads to the summary).
+pub(crate) fn eleven_kinds_builder(model: &SwapModel) -> ReActAgentBuilder {
+    ReActAgent::builder()
+        .model(model.clone())
+        .toolkit(Toolkit::new().tool(ProgressTool::new()))
+        .max_iters(1)
+}
+
+/// The model of the eleven-kinds scenario, or, to provoke an Error event (`kind` Error), a
+/// model that fails at once with "model down".
+pub(crate) fn eleven_kinds_model(kind: HookEventType) -> SwapModel {
+    if kind == HookEventType::Error {
+        SwapModel::new([ScriptedResponse::error("model down")])
+    } else {
+        SwapModel::new(eleven_kinds_script())
+    }
 }
 
 /// Every event of the eleven-kinds scenario ([`eleven_kinds_script`]) run to its end, chunks
@@ -314,8 +390,8 @@ pub(crate) fn eleven_kinds_memory() -> Vec<String> {
 
 /// An agent with `model`, `toolkit` and `hooks`, and otherwise the defaults (no system
 /// prompt).
-pub(crate) fn build_agent(
-    model: &ScriptedModel,
+pub(crate) fn build_agent<M: Model + Clone>(
+    model: &M,
     toolkit: Toolkit,
     hooks: Vec<BoxedHook>,
 ) -> ReActAgent {
@@ -333,12 +409,18 @@ pub(crate) fn recorded_agent<M: Model + Clone>(
     model: &M,
     toolkit: Toolkit,
 ) -> (ReActAgent, RecordingHook) {
+    recorded(ReActAgent::builder().model(model.clone()).toolkit(toolkit))
+}
+
+/// Builds `builder` with a [`RecordingHook`] (priority 100, registered after the builder's
+/// hooks) that sees the agent's every event.
+pub(crate) fn recorded(builder: ReActAgentBuilder) -> (ReActAgent, RecordingHook) {
     let rec = RecordingHook::new(100);
-    let agent = ReActAgent::builder()
-        .model(model.clone())
-        .toolkit(toolkit)
-        .hook(rec.clone())
-        .build()
-        .unwrap();
+    let agent = builder.hook(rec.clone()).build().unwrap();
     (agent, rec)
+}
+
+/// A response that streams `text`, then fails with the stream error `error`.
+pub(crate) fn cut_after(text: &str, error: &str) -> ScriptedResponse {
+    ScriptedResponse::chunks([ScriptedChunk::text(text), ScriptedChunk::error(error)])
 }

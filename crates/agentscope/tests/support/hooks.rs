@@ -1,4 +1,6 @@
-//! Small hooks and a shared log for hooks and tools to write to.
+//! Small hooks, the macros that write them (`on_event!` for a hook on one kind of event,
+//! `hooks!` to box a list of hooks), a first-time flag for hooks that act once, and a shared
+//! log for hooks and tools to write to.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -46,12 +48,52 @@ where
     )
 }
 
+/// The hooks given, each boxed: `hooks![gate, rec.clone()]` is
+/// `vec![BoxedHook::new(gate), BoxedHook::new(rec.clone())]`.
+#[allow(unused_macros)] // Not every test binary that includes the support module uses it.
+macro_rules! hooks {
+    ($($hook:expr),* $(,)?) => {
+        vec![$(::agentscope::BoxedHook::new($hook)),*]
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use hooks;
+
+/// [`on`] for one kind, running `$body` on the typed event (`?` works in the body); named
+/// `"{kind}@{priority}"`. For example,
+/// `on_event!(PreCall, 10, |e| e.set_system_message(None))` runs the body on every PreCall,
+/// with `e` the `&mut PreCallEvent`.
+#[allow(unused_macros)] // Not every test binary that includes the support module uses it.
+macro_rules! on_event {
+    ($kind:ident, $priority:expr, |$e:ident| $body:expr) => {
+        $crate::support::hooks::on(
+            ::agentscope::prelude::HookEventType::$kind,
+            $priority,
+            move |event| {
+                if let ::agentscope::prelude::HookEvent::$kind($e) = event {
+                    $body;
+                }
+                Ok(())
+            },
+        )
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use on_event;
+
+/// True the first time it is asked and false ever after: for hooks that act on the first
+/// event they see only.
+pub(crate) fn first_time() -> impl Fn() -> bool + Send + Sync + 'static {
+    let armed = AtomicBool::new(true);
+    move || armed.swap(false, Ordering::SeqCst)
+}
+
 /// Calls `stop_agent()` at the first PostReasoning it sees (only once); named "stopper".
 pub(crate) fn stop_after_first_reasoning() -> HookFn {
-    let done = AtomicBool::new(false);
+    let first = first_time();
     hook_fn(move |event| {
         if let HookEvent::PostReasoning(e) = event
-            && !done.swap(true, Ordering::SeqCst)
+            && first()
         {
             e.stop_agent();
         }

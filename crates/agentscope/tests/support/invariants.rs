@@ -170,24 +170,26 @@ pub(crate) fn assert_memory_well_formed(memory: &[Msg], pending: Pending<'_>) {
         for block in &msg.content {
             match block {
                 ContentBlock::ToolUse(call) => {
+                    let first_use = called.insert(call.id.as_str());
                     assert!(
-                        called.insert(call.id.as_str()),
+                        first_use,
                         "tool call id {} used twice: {:#?}",
                         call.id,
                         shown()
                     );
                 }
                 ContentBlock::ToolResult(result) => {
+                    let id = result.id.as_str();
+                    let answers_a_call = called.contains(id);
                     assert!(
-                        called.contains(result.id.as_str()),
-                        "tool result {} answers no earlier tool call: {:#?}",
-                        result.id,
+                        answers_a_call,
+                        "tool result {id} answers no earlier tool call: {:#?}",
                         shown()
                     );
+                    let first_answer = answered.insert(id);
                     assert!(
-                        answered.insert(result.id.as_str()),
-                        "tool call {} answered twice: {:#?}",
-                        result.id,
+                        first_answer,
+                        "tool call {id} answered twice: {:#?}",
                         shown()
                     );
                 }
@@ -257,16 +259,17 @@ pub(crate) fn pending_ids(memory: &[Msg]) -> Vec<String> {
     let Some(at) = memory.iter().rposition(Msg::has_tool_uses) else {
         return Vec::new();
     };
-    let answered: HashSet<&str> = memory[at + 1..]
-        .iter()
-        .flat_map(|m| m.tool_results())
-        .map(|r| r.id.as_str())
-        .collect();
+    let answered = |id: &str| {
+        memory[at + 1..]
+            .iter()
+            .flat_map(|m| m.tool_results())
+            .any(|r| r.id == id)
+    };
     memory[at]
         .tool_uses()
         .into_iter()
-        .filter(|c| !answered.contains(c.id.as_str()))
         .map(|c| c.id.to_string())
+        .filter(|id| !answered(id))
         .collect()
 }
 
