@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::block::{ToolResultBlock, ToolUseBlock};
 use crate::error::HookError;
-use crate::hook::meta::{Meta, event_meta_accessors};
+use crate::hook::meta::Meta;
 
 /// Fired for each pending tool call before any tool of the batch runs.
 #[derive(Debug, Clone)]
@@ -16,8 +16,6 @@ pub struct PreActingEvent {
 }
 
 impl PreActingEvent {
-    event_meta_accessors!();
-
     /// The tool call about to run.
     pub fn tool_use(&self) -> &ToolUseBlock {
         &self.tool_use
@@ -69,8 +67,6 @@ pub struct PostActingEvent {
 }
 
 impl PostActingEvent {
-    event_meta_accessors!();
-
     /// The tool call that ran.
     pub fn tool_use(&self) -> &ToolUseBlock {
         &self.tool_use
@@ -108,8 +104,6 @@ pub struct ActingChunkEvent {
 }
 
 impl ActingChunkEvent {
-    event_meta_accessors!();
-
     /// The running tool call.
     pub fn tool_use(&self) -> &ToolUseBlock {
         &self.tool_use

@@ -1,9 +1,7 @@
 //! The call events: [`PreCallEvent`] (before anything is stored) and [`PostCallEvent`] (the
 //! reply the caller gets).
 
-use crate::hook::meta::{
-    Meta, SystemSlot, event_meta_accessors, input_messages_accessors, system_message_accessors,
-};
+use crate::hook::meta::{Meta, SystemSlot, input_messages_accessors, system_message_accessors};
 use crate::message::Msg;
 
 /// Fired once at the start of a call, before anything is stored.
@@ -33,7 +31,6 @@ impl PreCallEvent {
         self.observation
     }
 
-    event_meta_accessors!();
     system_message_accessors!();
 
     input_messages_accessors!(
@@ -57,8 +54,6 @@ pub struct PostCallEvent {
 }
 
 impl PostCallEvent {
-    event_meta_accessors!();
-
     /// The reply.
     pub fn final_message(&self) -> &Msg {
         &self.final_message

@@ -1,7 +1,7 @@
 //! [`ErrorEvent`]: a call failed.
 
 use crate::error::AgentError;
-use crate::hook::meta::{Meta, event_meta_accessors};
+use crate::hook::meta::Meta;
 
 /// Fired when a call failed, before the error reaches the caller (a notification: a hook's
 /// `Err` here is logged and never replaces the original error).
@@ -12,8 +12,6 @@ pub struct ErrorEvent {
 }
 
 impl ErrorEvent {
-    event_meta_accessors!();
-
     /// The error the caller will get.
     pub fn error(&self) -> &AgentError {
         &self.error

@@ -31,7 +31,7 @@ use crate::hook::call::{PostCallEvent, PreCallEvent};
 use crate::hook::context::{AgentInfo, CallId, CallInfo, Extensions};
 use crate::hook::error::ErrorEvent;
 use crate::hook::kinds::HookEventType;
-use crate::hook::meta::Meta;
+use crate::hook::meta::{Meta, event_meta_accessors};
 use crate::hook::reasoning::{PostReasoningEvent, PreReasoningEvent, ReasoningChunkEvent};
 use crate::hook::summary::{PostSummaryEvent, PreSummaryEvent, SummaryChunkEvent};
 
@@ -168,7 +168,11 @@ macro_rules! hook_events {
             $variant($ty),)*
         }
 
-        $(impl From<$ty> for HookEvent {
+        $(impl $ty {
+            event_meta_accessors!();
+        }
+
+        impl From<$ty> for HookEvent {
             fn from(event: $ty) -> Self {
                 HookEvent::$variant(event)
             }

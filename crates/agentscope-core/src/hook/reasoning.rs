@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::conversation::check_goto;
 use crate::error::HookError;
 use crate::hook::meta::{
-    Meta, SystemSlot, event_meta_accessors, generate_options_accessors, input_messages_accessors,
+    Meta, SystemSlot, generate_options_accessors, input_messages_accessors,
     system_message_accessors,
 };
 use crate::message::Msg;
@@ -40,7 +40,6 @@ impl PreReasoningEvent {
         self.context_exceeded
     }
 
-    event_meta_accessors!();
     system_message_accessors!();
 
     input_messages_accessors!(
@@ -81,8 +80,6 @@ pub struct PostReasoningEvent {
 }
 
 impl PostReasoningEvent {
-    event_meta_accessors!();
-
     /// The model's message.
     pub fn reasoning_message(&self) -> &Msg {
         &self.message
@@ -179,8 +176,6 @@ pub struct ReasoningChunkEvent {
 }
 
 impl ReasoningChunkEvent {
-    event_meta_accessors!();
-
     /// What this chunk added (text, thinking or tool-call fragments).
     pub fn incremental_chunk(&self) -> &Msg {
         &self.chunk

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::hook::meta::{
-    Meta, SystemSlot, event_meta_accessors, generate_options_accessors, input_messages_accessors,
+    Meta, SystemSlot, generate_options_accessors, input_messages_accessors,
     system_message_accessors,
 };
 use crate::message::Msg;
@@ -24,7 +24,6 @@ pub struct PreSummaryEvent {
 }
 
 impl PreSummaryEvent {
-    event_meta_accessors!();
     system_message_accessors!();
 
     input_messages_accessors!(
@@ -53,8 +52,6 @@ pub struct PostSummaryEvent {
 }
 
 impl PostSummaryEvent {
-    event_meta_accessors!();
-
     /// The summary.
     pub fn summary_message(&self) -> &Msg {
         &self.message
@@ -75,8 +72,6 @@ pub struct SummaryChunkEvent {
 }
 
 impl SummaryChunkEvent {
-    event_meta_accessors!();
-
     /// What this chunk added.
     pub fn incremental_chunk(&self) -> &Msg {
         &self.chunk
