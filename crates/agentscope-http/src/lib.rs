@@ -16,14 +16,17 @@
 //!   [`redact`](agentscope_core::plumbing::redact);
 //! - [`ProviderConfig`] holds what every provider's client builder holds (API key, base
 //!   URL, model, [`HttpOptions`]), reads it from the provider's environment variables, and
-//!   checks it into a [`TransportBuilder`];
+//!   checks it into a [`TransportBuilder`]; [`provider_builder_methods!`] writes the builder
+//!   methods that only forward to it;
 //! - [`sse`] parses server-sent events from pieces of any size;
 //! - [`lenient`] reads provider JSON field by field, so one odd field does not fail a
 //!   response, and extracts the message of an HTTP error body;
 //! - [`endpoint_url`] checks a base URL and completes it with the protocol's path;
-//! - `testing` (feature `testing`, for a client's tests) decodes bodies in pieces.
+//! - `testing` (feature `testing`, for a client's tests) decodes bodies in pieces, and
+//!   `fixture_split_tests!` declares the split tests every decoder runs over its fixtures.
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod builder_methods;
 mod endpoint;
 pub mod lenient;
 mod provider;
