@@ -1,9 +1,6 @@
 //! [`AnthropicModelBuilder`]: settings, defaults, the environment, and the checks that turn
 //! them into an [`AnthropicModel`].
 
-use std::fmt;
-use std::time::Duration;
-
 use agentscope_core::ModelError;
 use agentscope_http::{ApiKeyHeader, ProviderConfig, ProviderSpec};
 
@@ -83,8 +80,9 @@ impl AnthropicModel {
 ///
 /// Setters never fail; [`build`](Self::build) checks everything and reports the first
 /// problem as [`ModelError::Config`].
+// `Debug` is derived: the configuration's own `Debug` keeps the secrets out.
 #[must_use]
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct AnthropicModelBuilder {
     config: ProviderConfig,
     version: String,
@@ -115,66 +113,45 @@ impl AnthropicModelBuilder {
         }
     }
 
-    /// A builder filled from the environment: `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` and
-    /// `AGENTSCOPE_MODEL` (each only when set and not empty).
-    ///
-    /// ```no_run
-    /// use agentscope_anthropic::AnthropicModelBuilder;
-    ///
-    /// let model = AnthropicModelBuilder::from_env().prompt_caching(true).build()?;
-    /// # Ok::<(), agentscope_core::ModelError>(())
-    /// ```
-    pub fn from_env() -> Self {
-        Self {
-            config: ProviderConfig::from_env(&ANTHROPIC),
-            ..Self::new()
-        }
-    }
-
-    /// A builder filled by `lookup` (called with the names of the environment variables
-    /// [`from_env`](Self::from_env) reads): for configuration that comes from elsewhere, and
-    /// for tests.
-    ///
-    /// ```
-    /// use agentscope_anthropic::AnthropicModelBuilder;
-    ///
-    /// let model = AnthropicModelBuilder::from_lookup(|name| match name {
-    ///     "ANTHROPIC_API_KEY" => Some("sk-ant-...".into()),
-    ///     "AGENTSCOPE_MODEL" => Some("claude-haiku-4-5".into()),
-    ///     _ => None,
-    /// })
-    /// .build()?;
-    /// assert_eq!(model.model(), "claude-haiku-4-5");
-    /// # Ok::<(), agentscope_core::ModelError>(())
-    /// ```
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        Self {
-            config: ProviderConfig::from_lookup(&ANTHROPIC, lookup),
-            ..Self::new()
-        }
-    }
-
-    /// Sets the API key, sent as the `x-api-key` header. Required for Anthropic's own base
-    /// URL; optional for gateways that authenticate otherwise (see
-    /// [`header`](Self::header)).
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.config = self.config.api_key(key);
-        self
-    }
-
-    /// Sets the base URL (default `https://api.anthropic.com`); requests go to
-    /// `<base_url>/v1/messages`. A base URL that already ends with `/v1` gets `/messages`
-    /// appended, one that ends with `/v1/messages` is used as it is, and a query string is
-    /// kept.
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.config = self.config.base_url(url);
-        self
-    }
-
-    /// Sets the model name sent with every request (required), e.g. `claude-sonnet-4-5`.
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.config = self.config.model(model);
-        self
+    agentscope_http::provider_builder_methods! { ANTHROPIC;
+        /// A builder filled from the environment: `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` and
+        /// `AGENTSCOPE_MODEL` (each only when set and not empty).
+        ///
+        /// ```no_run
+        /// use agentscope_anthropic::AnthropicModelBuilder;
+        ///
+        /// let model = AnthropicModelBuilder::from_env().prompt_caching(true).build()?;
+        /// # Ok::<(), agentscope_core::ModelError>(())
+        /// ```
+        from_env;
+        /// A builder filled by `lookup` (called with the names of the environment variables
+        /// [`from_env`](Self::from_env) reads): for configuration that comes from elsewhere, and
+        /// for tests.
+        ///
+        /// ```
+        /// use agentscope_anthropic::AnthropicModelBuilder;
+        ///
+        /// let model = AnthropicModelBuilder::from_lookup(|name| match name {
+        ///     "ANTHROPIC_API_KEY" => Some("sk-ant-...".into()),
+        ///     "AGENTSCOPE_MODEL" => Some("claude-haiku-4-5".into()),
+        ///     _ => None,
+        /// })
+        /// .build()?;
+        /// assert_eq!(model.model(), "claude-haiku-4-5");
+        /// # Ok::<(), agentscope_core::ModelError>(())
+        /// ```
+        from_lookup;
+        /// Sets the API key, sent as the `x-api-key` header. Required for Anthropic's own base
+        /// URL; optional for gateways that authenticate otherwise (see
+        /// [`header`](Self::header)).
+        api_key;
+        /// Sets the base URL (default `https://api.anthropic.com`); requests go to
+        /// `<base_url>/v1/messages`. A base URL that already ends with `/v1` gets `/messages`
+        /// appended, one that ends with `/v1/messages` is used as it is, and a query string is
+        /// kept.
+        base_url;
+        /// Sets the model name sent with every request (required), e.g. `claude-sonnet-4-5`.
+        model;
     }
 
     /// The `max_tokens` sent when a request's
@@ -225,44 +202,21 @@ impl AnthropicModelBuilder {
         self
     }
 
-    /// How long to wait for the server: for the response to start, and between two pieces
-    /// of a streamed response (default 600 s). A long generation never times out while
-    /// the server keeps sending (Anthropic sends `ping` events); a stalled one fails with
-    /// [`ModelError::Timeout`].
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.config = self.config.map_http(|http| http.timeout(timeout));
-        self
-    }
-
-    /// How long to wait for a TCP (and TLS) connection (default 10 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.config = self.config.map_http(|http| http.connect_timeout(timeout));
-        self
-    }
-
-    /// How many times a failed request is retried (default 2; 0 disables retries).
-    /// Connection failures and the statuses 408, 429 and 5xx (Anthropic's 529
-    /// `overloaded_error` included) are retried.
-    pub fn max_retries(mut self, retries: u32) -> Self {
-        self.config = self.config.map_http(|http| http.max_retries(retries));
-        self
-    }
-
-    /// The backoff between retries: the first wait is about `initial`, each next one doubles,
-    /// never above `max` (defaults 500 ms and 8 s). Each wait is jittered down by up to half.
-    /// A server's `Retry-After` takes precedence.
-    pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.config = self
-            .config
-            .map_http(|http| http.retry_backoff(initial, max));
-        self
-    }
-
-    /// Adds a header to every request (e.g. a gateway's own authentication). Header values
-    /// are treated as secrets: never in `Debug` output, and scrubbed from every error.
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.config = self.config.map_http(|http| http.header(name, value));
-        self
+    agentscope_http::provider_builder_methods! { ANTHROPIC;
+        /// How long to wait for the server: for the response to start, and between two pieces
+        /// of a streamed response (default 600 s). A long generation never times out while
+        /// the server keeps sending (Anthropic sends `ping` events); a stalled one fails with
+        /// [`ModelError::Timeout`].
+        timeout;
+        connect_timeout;
+        /// How many times a failed request is retried (default 2; 0 disables retries).
+        /// Connection failures and the statuses 408, 429 and 5xx (Anthropic's 529
+        /// `overloaded_error` included) are retried.
+        max_retries;
+        retry_backoff;
+        /// Adds a header to every request (e.g. a gateway's own authentication). Header values
+        /// are treated as secrets: never in `Debug` output, and scrubbed from every error.
+        header;
     }
 
     /// Builds the model.
@@ -285,17 +239,6 @@ impl AnthropicModelBuilder {
             transport = transport.header("anthropic-beta", self.betas.join(","));
         }
         Ok(AnthropicModel::new(transport.build()?, self.settings))
-    }
-}
-
-impl fmt::Debug for AnthropicModelBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AnthropicModelBuilder")
-            .field("config", &self.config)
-            .field("version", &self.version)
-            .field("betas", &self.betas)
-            .field("settings", &self.settings)
-            .finish()
     }
 }
 

@@ -24,7 +24,7 @@ use agentscope_core::{
 };
 use agentscope_http::Decode;
 use agentscope_http::lenient::{error_text, from_object, non_empty, not_json, snippet};
-use agentscope_http::sse::{SseEvent, SseParser};
+use agentscope_http::sse::{self, SseBody, SseEvent};
 use serde_json::Value;
 
 use crate::response::{Block, Delta, Event, Message, Usage};
@@ -32,8 +32,7 @@ use crate::response::{Block, Delta, Event, Message, Usage};
 /// Decodes one streamed response.
 #[derive(Debug, Default)]
 pub(crate) struct Decoder {
-    sse: SseParser,
-    events: Vec<SseEvent>,
+    body: SseBody,
     /// The message id (`message_start`).
     id: String,
     /// The latest usage counts.
@@ -46,11 +45,7 @@ pub(crate) struct Decoder {
     live_tool: Option<u64>,
     /// Set at `message_stop`, an error, or the end of the body.
     done: bool,
-    /// The first bytes of the body, to report a body that is not an event stream.
-    head: Vec<u8>,
 }
-
-const HEAD_LEN: usize = 200;
 
 #[derive(Debug)]
 struct BlockState {
@@ -86,11 +81,7 @@ impl Decode for Decoder {
         if self.done {
             return Vec::new();
         }
-        if self.head.len() < HEAD_LEN {
-            let take = bytes.len().min(HEAD_LEN - self.head.len());
-            self.head.extend_from_slice(&bytes[..take]);
-        }
-        self.sse.feed(bytes, &mut self.events);
+        self.body.feed(bytes);
         self.drain_events()
     }
 
@@ -100,29 +91,19 @@ impl Decode for Decoder {
         if self.done {
             return Vec::new();
         }
-        self.sse.finish(&mut self.events);
+        self.body.finish();
         let mut out = self.drain_events();
         if self.done {
             return out;
         }
         self.done = true;
-        if !self.sse.recognised() && !self.head.trim_ascii().is_empty() {
+        if let Some(error) = self.body.not_an_event_stream() {
             // Something else answered (an HTML error page from a proxy, ...).
-            out.push(Err(ModelError::InvalidResponse {
-                message: format!(
-                    "the response is not an event stream: {}",
-                    snippet(&String::from_utf8_lossy(&self.head))
-                ),
-            }));
-        } else if self.sse.recognised() && self.stop_reason.is_none() {
+            out.push(Err(error));
+        } else if self.body.recognised() && self.stop_reason.is_none() {
             // Neither `message_stop` nor a stop reason: the connection was cut mid-answer.
             // What arrived is not an answer; the caller may retry.
-            out.push(Err(ModelError::Stream {
-                message: "the response stream ended before the model finished (no \
-                          message_stop and no stop_reason): the connection was cut; the \
-                          partial answer is discarded"
-                    .to_owned(),
-            }));
+            out.push(Err(sse::cut_off("message_stop and no stop_reason")));
         } else {
             // A stop reason without `message_stop` is a finished answer.
             out.extend(self.final_chunk().map(Ok));
@@ -176,7 +157,7 @@ impl Decode for Decoder {
 impl Decoder {
     fn drain_events(&mut self) -> Items {
         let mut out = Vec::new();
-        for event in std::mem::take(&mut self.events) {
+        for event in self.body.take_events() {
             if self.done {
                 break;
             }
@@ -501,7 +482,6 @@ mod tests {
     use super::*;
     use agentscope_http::testing::{self, assemble};
     use agentscope_test::model_conformance::{Scenario, Stop, scenarios};
-    use proptest::prelude::*;
     use serde_json::json;
 
     const THINKING: &str = include_str!("../tests/fixtures/thinking_text.sse");
@@ -557,20 +537,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn every_fixture_decodes_identically_however_it_is_split() {
-        testing::check_every_fixture::<Decoder, _, _>(&fixtures());
-    }
-
-    proptest! {
-        #[test]
-        fn any_split_assembles_the_same_message(
-            which in 0usize..14,
-            cuts in proptest::collection::vec(any::<usize>(), 0..40),
-        ) {
-            testing::assert_fixture_same_when_split::<Decoder, _, _>(&fixtures(), which, &cuts);
-        }
-    }
+    agentscope_http::fixture_split_tests!(Decoder, fixtures());
 
     #[test]
     fn tool_calls_stream_live_start_fragment_then_pieces_with_empty_ids() {
@@ -653,6 +620,16 @@ mod tests {
         )
     }
 
+    /// The start of message `id` (3 input tokens) whose first block is text, begun with
+    /// `text`.
+    fn text_begun(id: &str, text: &str) -> Vec<(&'static str, Value)> {
+        vec![
+            start(id, 3),
+            block_start(0, json!({"type": "text", "text": ""})),
+            text_delta(0, text),
+        ]
+    }
+
     fn block_start(index: u64, block: Value) -> (&'static str, Value) {
         (
             "content_block_start",
@@ -707,16 +684,15 @@ mod tests {
 
     #[test]
     fn error_events_end_the_stream_with_the_providers_message() {
-        let body = sse(&[
-            start("msg_e", 3),
-            block_start(0, json!({"type": "text", "text": ""})),
-            text_delta(0, "Partial"),
+        let mut events = text_begun("msg_e", "Partial");
+        events.extend([
             (
                 "error",
                 json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
             ),
             text_delta(0, " never seen"),
         ]);
+        let body = sse(&events);
         let (chunks, err) = decode(&[body.as_bytes()]);
         assert_eq!(chunks.len(), 1);
         assert_eq!(chunks[0].content, vec![ContentBlock::text("Partial")]);
@@ -759,33 +735,25 @@ mod tests {
 
     #[test]
     fn a_cut_off_body_is_a_stream_error_and_a_stop_reason_is_enough_to_finish() {
-        let cut = sse(&[
-            start("msg_c", 3),
-            block_start(0, json!({"type": "text", "text": ""})),
-            text_delta(0, "Partial answer before "),
-        ]);
-        let (chunks, err) = decode(&[cut.as_bytes()]);
-        assert_eq!(chunks.len(), 1);
-        assert_eq!(
-            err.map(|e| e.to_string()).as_deref(),
-            Some(
-                "model stream error: the response stream ended before the model finished (no \
-                 message_stop and no stop_reason): the connection was cut; the partial answer \
-                 is discarded"
-            )
+        let cut = sse(&text_begun("msg_c", "Partial answer before "));
+        testing::assert_chunks_then_error::<Decoder>(
+            cut.as_bytes(),
+            1,
+            "model stream error: the response stream ended before the model finished (no \
+             message_stop and no stop_reason): the connection was cut; the partial answer \
+             is discarded",
         );
         // Only keep-alives, then the end: cut before any answer.
         let (chunks, err) = decode(&[b": ping\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n"]);
         assert!(chunks.is_empty());
         assert!(matches!(err, Some(ModelError::Stream { .. })), "{err:?}");
         // A stop reason without message_stop (a proxy dropped the last event).
-        let body = sse(&[
-            start("msg_s", 3),
-            block_start(0, json!({"type": "text", "text": ""})),
-            text_delta(0, "Done."),
+        let mut events = text_begun("msg_s", "Done.");
+        events.extend([
             block_stop(0),
             message_delta("end_turn", json!({"output_tokens": 2})),
         ]);
+        let body = sse(&events);
         let chunks = decode_ok(&body);
         assert_eq!(
             chunks.last().unwrap(),
@@ -806,13 +774,7 @@ mod tests {
 
     #[test]
     fn a_body_that_is_not_an_event_stream_is_reported() {
-        let (chunks, err) = decode(&[b"<html><body>502 Bad Gateway</body></html>\n"]);
-        assert!(chunks.is_empty());
-        assert!(
-            matches!(err, Some(ModelError::InvalidResponse { ref message })
-                if message == "the response is not an event stream: <html><body>502 Bad Gateway</body></html>\n"),
-            "{err:?}"
-        );
+        testing::assert_html_is_not_an_event_stream::<Decoder>();
     }
 
     #[test]
@@ -957,11 +919,8 @@ mod tests {
             "stop_reason": "tool_use", "stop_sequence": null,
             "usage": {"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 20}
         });
-        let chunks: Vec<ChatResponse> = Decoder::default()
-            .decode_json(body.to_string().as_bytes())
-            .into_iter()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let (chunks, err) = testing::decode_json::<Decoder>(body.to_string().as_bytes());
+        assert!(err.is_none(), "{err:?}");
         assert_eq!(chunks.len(), 2);
         assert!(chunks.iter().all(|c| c.id == "msg_01Whole"));
         assert_eq!(chunks[1].finish_reason.as_deref(), Some("tool_use"));

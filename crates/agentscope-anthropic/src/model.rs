@@ -6,10 +6,9 @@
 //! ([`AnthropicModel::builder`], [`AnthropicModel::from_env`]) live with the builder in
 //! `builder.rs`, so that this module does not depend on it.
 
-use std::fmt;
 use std::sync::Arc;
 
-use agentscope_core::{ChatStream, ErrorSource, Model, ModelError, ModelRequest};
+use agentscope_core::{ChatStream, Model, ModelError, ModelRequest};
 use agentscope_http::Transport;
 
 use crate::decode::Decoder;
@@ -64,7 +63,9 @@ use crate::request::{Settings, build_body};
 ///
 /// The API key is sent as the `x-api-key` header and never appears in `Debug` output, logs
 /// or error messages.
-#[derive(Clone)]
+// `Debug` is derived: the transport's own `Debug` keeps the secrets out (the settings hold
+// none).
+#[derive(Clone, Debug)]
 pub struct AnthropicModel {
     transport: Arc<Transport>,
     settings: Settings,
@@ -99,15 +100,6 @@ impl AnthropicModel {
     }
 }
 
-impl fmt::Debug for AnthropicModel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AnthropicModel")
-            .field("transport", &self.transport)
-            .field("settings", &self.settings)
-            .finish()
-    }
-}
-
 impl Model for AnthropicModel {
     fn model_name(&self) -> &str {
         self.transport.model()
@@ -119,12 +111,7 @@ impl Model for AnthropicModel {
     ///
     /// Dropping the future or the returned stream closes the HTTP request.
     async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
-        let body = build_body(self.transport.model(), &request, &self.settings)
-            .and_then(|body| serde_json::to_vec(&body))
-            .map_err(|err| ModelError::Other {
-                message: format!("cannot serialise the request: {err}"),
-                source: Some(ErrorSource::new(err)),
-            })?;
-        self.transport.stream::<Decoder>(body.into()).await
+        let body = build_body(self.transport.model(), &request, &self.settings);
+        self.transport.stream_json::<Decoder>(body).await
     }
 }

@@ -6,6 +6,14 @@
 //! (keep-alives); one space after the colon is dropped; a leading byte-order mark is ignored.
 //! Unlike a browser it also dispatches an unterminated last event at end of input, because
 //! some servers close the stream without the final blank line.
+//!
+//! [`SseBody`] reads a response body through the parser and keeps the body's first bytes,
+//! to say what answered when it was not an event stream; [`cut_off`] is the error for a
+//! stream that ended before the protocol's end of the response.
+
+use agentscope_core::ModelError;
+
+use crate::lenient::snippet;
 
 /// One dispatched event.
 ///
@@ -44,6 +52,75 @@ pub struct SseParser {
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// How many of a body's first bytes [`SseBody`] keeps.
+const HEAD_LEN: usize = 200;
+
+/// [`ModelError::Stream`] for an event stream that ended before the protocol's end of the
+/// response (`missing` names what did not come, e.g. `[DONE] and no finish_reason`): the
+/// connection was cut, and what arrived is not an answer (the caller may retry).
+pub fn cut_off(missing: &str) -> ModelError {
+    ModelError::Stream {
+        message: format!(
+            "the response stream ended before the model finished (no {missing}): the \
+             connection was cut; the partial answer is discarded"
+        ),
+    }
+}
+
+/// A response body read as an event stream: the events parsed and not yet taken, and the
+/// body's first bytes, so that a body that is not an event stream (an HTML error page from
+/// a proxy, ...) is reported quoting what it was.
+#[derive(Debug, Default)]
+pub struct SseBody {
+    parser: SseParser,
+    events: Vec<SseEvent>,
+    head: Vec<u8>,
+}
+
+impl SseBody {
+    /// A body at its start.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses a piece of the body.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        if self.head.len() < HEAD_LEN {
+            let take = bytes.len().min(HEAD_LEN - self.head.len());
+            self.head.extend_from_slice(&bytes[..take]);
+        }
+        self.parser.feed(bytes, &mut self.events);
+    }
+
+    /// The body ended: an unterminated last event is dispatched.
+    pub fn finish(&mut self) {
+        self.parser.finish(&mut self.events);
+    }
+
+    /// The events parsed since the last call, in order.
+    pub fn take_events(&mut self) -> Vec<SseEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Whether the body so far looked like an event stream (see [`SseParser::recognised`]).
+    pub fn recognised(&self) -> bool {
+        self.parser.recognised()
+    }
+
+    /// [`ModelError::InvalidResponse`] quoting the body's start when nothing of it looked
+    /// like an event stream and it was not blank; `None` otherwise.
+    pub fn not_an_event_stream(&self) -> Option<ModelError> {
+        (!self.recognised() && !self.head.trim_ascii().is_empty()).then(|| {
+            ModelError::InvalidResponse {
+                message: format!(
+                    "the response is not an event stream: {}",
+                    snippet(&String::from_utf8_lossy(&self.head))
+                ),
+            }
+        })
+    }
+}
 
 impl SseParser {
     /// A parser at the start of a stream.

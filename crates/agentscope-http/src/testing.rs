@@ -1,7 +1,8 @@
 //! Checks for a [`Decode`] implementation, for a client's own tests (feature `testing`):
 //! decode a body in pieces, split it anywhere, assemble the result; and the checks every
 //! decoder runs over its fixtures ([`check_every_fixture`], and
-//! [`assert_fixture_same_when_split`] for a property test over random cuts).
+//! [`assert_fixture_same_when_split`] for a property test over random cuts), declared in a
+//! client's tests by [`fixture_split_tests!`](crate::fixture_split_tests).
 //!
 //! ```
 //! use agentscope_http::testing::{assemble, decode, split_at};
@@ -43,6 +44,51 @@ pub fn decode<D: Decode>(pieces: &[&[u8]]) -> (Vec<ChatResponse>, Option<ModelEr
     if !decoder.is_done() {
         panic!("the decoder is not done after finish()");
     }
+    chunks_and_error(items)
+}
+
+/// Decodes a whole JSON body (a server that did not stream) with a new `D`: the chunks, and
+/// the error that ended them, if any.
+///
+/// # Panics
+///
+/// When an error is not the last item: that breaks the [`Decode`] contract.
+pub fn decode_json<D: Decode>(body: &[u8]) -> (Vec<ChatResponse>, Option<ModelError>) {
+    chunks_and_error(D::default().decode_json(body))
+}
+
+/// Checks that `D` reports a body that is not an event stream (a proxy's HTML error page)
+/// as [`ModelError::InvalidResponse`] quoting it, and decodes no chunk from it.
+///
+/// # Panics
+///
+/// When it does not.
+pub fn assert_html_is_not_an_event_stream<D: Decode>() {
+    let (chunks, error) = decode::<D>(&[b"<html><body>502 Bad Gateway</body></html>\n"]);
+    assert!(chunks.is_empty());
+    assert!(
+        matches!(error, Some(ModelError::InvalidResponse { ref message })
+            if message == "the response is not an event stream: <html><body>502 Bad Gateway</body></html>\n"),
+        "{error:?}"
+    );
+}
+
+/// Checks that `body` decodes to `chunks` chunks, then the error whose text is `message`.
+///
+/// # Panics
+///
+/// When it does not.
+pub fn assert_chunks_then_error<D: Decode>(body: &[u8], chunks: usize, message: &str) {
+    let (decoded, error) = decode::<D>(&[body]);
+    assert_eq!(decoded.len(), chunks, "{decoded:?}");
+    assert_eq!(error.map(|e| e.to_string()).as_deref(), Some(message));
+}
+
+/// The chunks before the first error, and that error, which must be the last item.
+#[allow(clippy::panic)]
+fn chunks_and_error(
+    items: Vec<Result<ChatResponse, ModelError>>,
+) -> (Vec<ChatResponse>, Option<ModelError>) {
     let mut chunks = Vec::new();
     let mut items = items.into_iter();
     while let Some(item) = items.next() {
@@ -226,4 +272,36 @@ pub fn assert_fixture_same_when_split<D: Decode, N: AsRef<str>, B: AsRef<str>>(
     let bodies = with_crlf(fixtures);
     assert!(!bodies.is_empty(), "no fixture");
     assert_same_when_split::<D>(bodies[which % bodies.len()].as_bytes(), cuts);
+}
+
+/// Declares, in a client's decoder tests, the two tests every decoder runs over its
+/// fixtures: `every_fixture_decodes_identically_however_it_is_split`
+/// ([`check_every_fixture`]) and `any_split_assembles_the_same_message`, a property test of
+/// [`assert_fixture_same_when_split`] over random cuts. `$decoder` is the client's
+/// [`Decode`] type, `$fixtures` an expression giving its fixtures (name and body, as
+/// [`sse_fixtures`] reads them), evaluated by each test: in a client,
+/// `agentscope_http::fixture_split_tests!(Decoder, fixtures());` inside the decoder's test
+/// module. The calling crate needs `proptest` among its dev-dependencies.
+#[macro_export]
+macro_rules! fixture_split_tests {
+    ($decoder:ty, $fixtures:expr) => {
+        #[test]
+        fn every_fixture_decodes_identically_however_it_is_split() {
+            $crate::testing::check_every_fixture::<$decoder, _, _>(&$fixtures);
+        }
+
+        ::proptest::proptest! {
+            #[test]
+            fn any_split_assembles_the_same_message(
+                which in 0usize..14,
+                cuts in ::proptest::collection::vec(::proptest::prelude::any::<usize>(), 0..40),
+            ) {
+                $crate::testing::assert_fixture_same_when_split::<$decoder, _, _>(
+                    &$fixtures,
+                    which,
+                    &cuts,
+                );
+            }
+        }
+    };
 }

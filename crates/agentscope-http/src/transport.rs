@@ -262,6 +262,30 @@ impl Transport {
             .boxed())
     }
 
+    /// [`stream`](Self::stream) for a body as a protocol builds it, a JSON value: a body
+    /// that could not be built or serialised fails with [`ModelError::Other`] before
+    /// anything is sent.
+    ///
+    /// # Errors
+    ///
+    /// As [`stream`](Self::stream).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future or the returned stream closes the HTTP request.
+    pub async fn stream_json<D: Decode>(
+        self: &Arc<Self>,
+        body: serde_json::Result<serde_json::Value>,
+    ) -> Result<ChatStream, ModelError> {
+        let body = body
+            .and_then(|body| serde_json::to_vec(&body))
+            .map_err(|err| ModelError::Other {
+                message: format!("cannot serialise the request: {err}"),
+                source: Some(ErrorSource::new(err)),
+            })?;
+        self.stream::<D>(body.into()).await
+    }
+
     async fn send_with_retries(&self, body: bytes::Bytes) -> Result<reqwest::Response, ModelError> {
         let mut attempt: u32 = 0;
         loop {

@@ -1,9 +1,6 @@
 //! [`OpenAIChatModelBuilder`]: settings, defaults, the environment, and the checks that turn
 //! them into an [`OpenAIChatModel`].
 
-use std::fmt;
-use std::time::Duration;
-
 use agentscope_core::ModelError;
 use agentscope_http::{ApiKeyHeader, ProviderConfig, ProviderSpec};
 
@@ -90,8 +87,9 @@ impl OpenAIChatModel {
 ///
 /// Setters never fail; [`build`](Self::build) checks everything and reports the first
 /// problem as [`ModelError::Config`].
+// `Debug` is derived: the configuration's own `Debug` keeps the secrets out.
 #[must_use]
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct OpenAIChatModelBuilder {
     config: ProviderConfig,
     include_usage: bool,
@@ -113,102 +111,58 @@ impl OpenAIChatModelBuilder {
         }
     }
 
-    /// A builder filled from the environment: `OPENAI_API_KEY`, `OPENAI_BASE_URL` and
-    /// `AGENTSCOPE_MODEL` (each only when set and not empty).
-    ///
-    /// ```no_run
-    /// use agentscope_openai::OpenAIChatModelBuilder;
-    ///
-    /// let model = OpenAIChatModelBuilder::from_env().max_retries(5).build()?;
-    /// # Ok::<(), agentscope_core::ModelError>(())
-    /// ```
-    pub fn from_env() -> Self {
-        Self {
-            config: ProviderConfig::from_env(&OPENAI),
-            ..Self::new()
-        }
+    agentscope_http::provider_builder_methods! { OPENAI;
+        /// A builder filled from the environment: `OPENAI_API_KEY`, `OPENAI_BASE_URL` and
+        /// `AGENTSCOPE_MODEL` (each only when set and not empty).
+        ///
+        /// ```no_run
+        /// use agentscope_openai::OpenAIChatModelBuilder;
+        ///
+        /// let model = OpenAIChatModelBuilder::from_env().max_retries(5).build()?;
+        /// # Ok::<(), agentscope_core::ModelError>(())
+        /// ```
+        from_env;
+        /// A builder filled by `lookup` (called with the names of the environment variables
+        /// [`from_env`](Self::from_env) reads): for configuration that comes from elsewhere, and
+        /// for tests.
+        ///
+        /// ```
+        /// use agentscope_openai::OpenAIChatModelBuilder;
+        ///
+        /// let model = OpenAIChatModelBuilder::from_lookup(|name| match name {
+        ///     "OPENAI_BASE_URL" => Some("http://127.0.0.1:8000/v1".into()),
+        ///     "AGENTSCOPE_MODEL" => Some("Qwen/Qwen3-8B".into()),
+        ///     _ => None,
+        /// })
+        /// .build()?;
+        /// assert_eq!(model.model(), "Qwen/Qwen3-8B");
+        /// # Ok::<(), agentscope_core::ModelError>(())
+        /// ```
+        from_lookup;
+        /// Sets the API key, sent as `Authorization: Bearer <key>`. Optional for servers that
+        /// need none (local ones); required for OpenAI's base URL.
+        api_key;
+        /// Sets the base URL (default `https://api.openai.com/v1`); requests go to
+        /// `<base_url>/chat/completions`. A URL that already ends with `/chat/completions` is
+        /// used as it is, and a query string (e.g. `?api-version=...`) is kept.
+        base_url;
+        /// Sets the model name sent with every request. Required for OpenAI's base URL; for
+        /// another server, [`DEFAULT_LOCAL_MODEL`] is sent when none is set.
+        model;
     }
 
-    /// A builder filled by `lookup` (called with the names of the environment variables
-    /// [`from_env`](Self::from_env) reads): for configuration that comes from elsewhere, and
-    /// for tests.
-    ///
-    /// ```
-    /// use agentscope_openai::OpenAIChatModelBuilder;
-    ///
-    /// let model = OpenAIChatModelBuilder::from_lookup(|name| match name {
-    ///     "OPENAI_BASE_URL" => Some("http://127.0.0.1:8000/v1".into()),
-    ///     "AGENTSCOPE_MODEL" => Some("Qwen/Qwen3-8B".into()),
-    ///     _ => None,
-    /// })
-    /// .build()?;
-    /// assert_eq!(model.model(), "Qwen/Qwen3-8B");
-    /// # Ok::<(), agentscope_core::ModelError>(())
-    /// ```
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        Self {
-            config: ProviderConfig::from_lookup(&OPENAI, lookup),
-            ..Self::new()
-        }
-    }
-
-    /// Sets the API key, sent as `Authorization: Bearer <key>`. Optional for servers that
-    /// need none (local ones); required for OpenAI's base URL.
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.config = self.config.api_key(key);
-        self
-    }
-
-    /// Sets the base URL (default `https://api.openai.com/v1`); requests go to
-    /// `<base_url>/chat/completions`. A URL that already ends with `/chat/completions` is
-    /// used as it is, and a query string (e.g. `?api-version=...`) is kept.
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.config = self.config.base_url(url);
-        self
-    }
-
-    /// Sets the model name sent with every request. Required for OpenAI's base URL; for
-    /// another server, [`DEFAULT_LOCAL_MODEL`] is sent when none is set.
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.config = self.config.model(model);
-        self
-    }
-
-    /// How long to wait for the server: for the response to start, and between two pieces
-    /// of a streamed response (default 600 s). A long generation never times out while
-    /// the server keeps sending; a stalled one fails with [`ModelError::Timeout`].
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.config = self.config.map_http(|http| http.timeout(timeout));
-        self
-    }
-
-    /// How long to wait for a TCP (and TLS) connection (default 10 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.config = self.config.map_http(|http| http.connect_timeout(timeout));
-        self
-    }
-
-    /// How many times a failed request is retried (default 2; 0 disables retries).
-    pub fn max_retries(mut self, retries: u32) -> Self {
-        self.config = self.config.map_http(|http| http.max_retries(retries));
-        self
-    }
-
-    /// The backoff between retries: the first wait is about `initial`, each next one doubles,
-    /// never above `max` (defaults 500 ms and 8 s). Each wait is jittered down by up to half.
-    /// A server's `Retry-After` takes precedence.
-    pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.config = self
-            .config
-            .map_http(|http| http.retry_backoff(initial, max));
-        self
-    }
-
-    /// Adds a header to every request (e.g. `api-key` for Azure, `HTTP-Referer` for
-    /// OpenRouter). Header values never appear in `Debug` output.
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.config = self.config.map_http(|http| http.header(name, value));
-        self
+    agentscope_http::provider_builder_methods! { OPENAI;
+        /// How long to wait for the server: for the response to start, and between two pieces
+        /// of a streamed response (default 600 s). A long generation never times out while
+        /// the server keeps sending; a stalled one fails with [`ModelError::Timeout`].
+        timeout;
+        connect_timeout;
+        /// How many times a failed request is retried (default 2; 0 disables retries).
+        max_retries;
+        retry_backoff;
+        /// Adds a header to every request (e.g. `api-key` for Azure, `HTTP-Referer` for
+        /// OpenRouter). Header values never appear in `Debug` output.
+        header;
     }
 
     /// Whether to ask for token usage at the end of the stream
@@ -229,15 +183,6 @@ impl OpenAIChatModelBuilder {
     pub fn build(self) -> Result<OpenAIChatModel, ModelError> {
         let transport = self.config.transport(&OPENAI)?.build()?;
         Ok(OpenAIChatModel::new(transport, self.include_usage))
-    }
-}
-
-impl fmt::Debug for OpenAIChatModelBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAIChatModelBuilder")
-            .field("config", &self.config)
-            .field("include_usage", &self.include_usage)
-            .finish()
     }
 }
 

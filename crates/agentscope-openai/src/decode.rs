@@ -19,15 +19,14 @@ use serde_json::Value;
 
 use agentscope_http::Decode;
 use agentscope_http::lenient::{error_text, from_object, non_empty, not_json, snippet};
-use agentscope_http::sse::{SseEvent, SseParser};
+use agentscope_http::sse::{self, SseBody};
 
 use crate::response::{Chunk, Content, Delta, ToolCallDelta};
 
 /// Decodes one streamed response.
 #[derive(Debug, Default)]
 pub(crate) struct Decoder {
-    sse: SseParser,
-    events: Vec<SseEvent>,
+    body: SseBody,
     id: String,
     calls: Vec<CallState>,
     /// The position in `calls` of the call that is streamed live.
@@ -37,11 +36,7 @@ pub(crate) struct Decoder {
     /// Whether a choice said why it finished (`finish_reason`): a body that ends without
     /// `[DONE]` and without one was cut off.
     finished: bool,
-    /// The first bytes of the body, to report a body that is not an event stream.
-    head: Vec<u8>,
 }
-
-const HEAD_LEN: usize = 200;
 
 #[derive(Debug)]
 struct CallState {
@@ -68,11 +63,7 @@ impl Decode for Decoder {
         if self.done {
             return Vec::new();
         }
-        if self.head.len() < HEAD_LEN {
-            let take = bytes.len().min(HEAD_LEN - self.head.len());
-            self.head.extend_from_slice(&bytes[..take]);
-        }
-        self.sse.feed(bytes, &mut self.events);
+        self.body.feed(bytes);
         self.drain_events()
     }
 
@@ -82,28 +73,20 @@ impl Decode for Decoder {
         if self.done {
             return Vec::new();
         }
-        self.sse.finish(&mut self.events);
+        self.body.finish();
         let mut out = self.drain_events();
-        if !self.done && !self.sse.recognised() && !self.head.trim_ascii().is_empty() {
+        if !self.done
+            && let Some(error) = self.body.not_an_event_stream()
+        {
             // Something else answered (an HTML error page from a proxy, ...).
             self.done = true;
-            out.push(Err(ModelError::InvalidResponse {
-                message: format!(
-                    "the response is not an event stream: {}",
-                    snippet(&String::from_utf8_lossy(&self.head))
-                ),
-            }));
+            out.push(Err(error));
         }
-        if !self.done && !self.finished && self.sse.recognised() {
+        if !self.done && !self.finished && self.body.recognised() {
             // Neither `[DONE]` nor a finish reason: the connection was cut mid-answer. What
             // arrived is not an answer; the caller may retry.
             self.done = true;
-            out.push(Err(ModelError::Stream {
-                message: "the response stream ended before the model finished (no [DONE] \
-                          and no finish_reason): the connection was cut; the partial answer \
-                          is discarded"
-                    .to_owned(),
-            }));
+            out.push(Err(sse::cut_off("[DONE] and no finish_reason")));
         }
         if !self.done {
             self.done = true;
@@ -133,7 +116,7 @@ impl Decode for Decoder {
 impl Decoder {
     fn drain_events(&mut self) -> Vec<Result<ChatResponse, ModelError>> {
         let mut out = Vec::new();
-        let events = std::mem::take(&mut self.events);
+        let events = self.body.take_events();
         for event in events {
             let data = event.data.trim();
             if data == "[DONE]" {
@@ -388,7 +371,6 @@ fn generated_call_id() -> String {
 mod tests {
     use super::*;
     use agentscope_http::testing::{self, assemble};
-    use proptest::prelude::*;
     use serde_json::json;
 
     const PARALLEL: &str = include_str!("../tests/fixtures/parallel_tool_calls.sse");
@@ -402,20 +384,7 @@ mod tests {
         testing::decode::<Decoder>(pieces)
     }
 
-    #[test]
-    fn every_fixture_decodes_identically_however_it_is_split() {
-        testing::check_every_fixture::<Decoder, _, _>(&fixtures());
-    }
-
-    proptest! {
-        #[test]
-        fn any_split_assembles_the_same_message(
-            which in 0usize..14,
-            cuts in proptest::collection::vec(any::<usize>(), 0..40),
-        ) {
-            testing::assert_fixture_same_when_split::<Decoder, _, _>(&fixtures(), which, &cuts);
-        }
-    }
+    agentscope_http::fixture_split_tests!(Decoder, fixtures());
 
     #[test]
     fn first_tool_call_streams_live_with_continuations_and_others_are_buffered() {
@@ -574,12 +543,7 @@ mod tests {
 
     #[test]
     fn a_body_that_is_not_an_event_stream_is_reported() {
-        let (chunks, err) = decode(&[b"<html><body>502 Bad Gateway</body></html>\n"]);
-        assert!(chunks.is_empty());
-        assert!(
-            matches!(err, Some(ModelError::InvalidResponse { ref message })
-            if message == "the response is not an event stream: <html><body>502 Bad Gateway</body></html>\n")
-        );
+        testing::assert_html_is_not_an_event_stream::<Decoder>();
         // Only keep-alives, then the end: the connection was cut before any answer.
         let (chunks, err) = decode(&[b": ping\n\n", b""]);
         assert!(chunks.is_empty());
@@ -595,15 +559,12 @@ mod tests {
         // Cut off mid-answer: no [DONE], no finish_reason. The text that came is not an
         // answer.
         let cut = "data: {\"id\":\"r\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Partial answer before \"}}]}\n\n";
-        let (chunks, err) = decode(&[cut.as_bytes()]);
-        assert_eq!(chunks.len(), 1);
-        assert_eq!(
-            err.map(|e| e.to_string()).as_deref(),
-            Some(
-                "model stream error: the response stream ended before the model finished (no \
-                 [DONE] and no finish_reason): the connection was cut; the partial answer is \
-                 discarded"
-            )
+        testing::assert_chunks_then_error::<Decoder>(
+            cut.as_bytes(),
+            1,
+            "model stream error: the response stream ended before the model finished (no \
+             [DONE] and no finish_reason): the connection was cut; the partial answer is \
+             discarded",
         );
         // A finish reason without [DONE] (some servers omit it) is a finished answer.
         let body = "data: {\"id\":\"r\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}";
@@ -631,11 +592,8 @@ mod tests {
                 ]}}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}
         });
-        let chunks: Vec<ChatResponse> = Decoder::default()
-            .decode_json(body.to_string().as_bytes())
-            .into_iter()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let (chunks, err) = testing::decode_json::<Decoder>(body.to_string().as_bytes());
+        assert!(err.is_none(), "{err:?}");
         assert_eq!(chunks[0].finish_reason.as_deref(), Some("tool_calls"));
         let msg = assemble(&chunks);
         assert_eq!(msg.thinking(), "Need weather.");

@@ -6,7 +6,6 @@
 //! constructors ([`OpenAIChatModel::builder`], [`OpenAIChatModel::from_env`]) live with the
 //! builder in `builder.rs`, so that this module does not depend on it.
 
-use std::fmt;
 use std::sync::Arc;
 
 use agentscope_core::{ChatStream, Model, ModelError, ModelRequest};
@@ -64,7 +63,8 @@ use crate::request::build_body;
 ///
 /// The API key is sent as a bearer token and never appears in `Debug` output, logs or error
 /// messages.
-#[derive(Clone)]
+// `Debug` is derived: the transport's own `Debug` keeps the secrets out.
+#[derive(Clone, Debug)]
 pub struct OpenAIChatModel {
     transport: Arc<Transport>,
     /// Whether to ask for `stream_options.include_usage`.
@@ -90,15 +90,6 @@ impl OpenAIChatModel {
     }
 }
 
-impl fmt::Debug for OpenAIChatModel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAIChatModel")
-            .field("transport", &self.transport)
-            .field("include_usage", &self.include_usage)
-            .finish()
-    }
-}
-
 impl Model for OpenAIChatModel {
     fn model_name(&self) -> &str {
         self.transport.model()
@@ -110,12 +101,7 @@ impl Model for OpenAIChatModel {
     ///
     /// Dropping the future or the returned stream closes the HTTP request.
     async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
-        let body = build_body(self.transport.model(), &request, self.include_usage)
-            .and_then(|body| serde_json::to_vec(&body))
-            .map_err(|err| ModelError::Other {
-                message: format!("cannot serialise the request: {err}"),
-                source: Some(agentscope_core::ErrorSource::new(err)),
-            })?;
-        self.transport.stream::<Decoder>(body.into()).await
+        let body = build_body(self.transport.model(), &request, self.include_usage);
+        self.transport.stream_json::<Decoder>(body).await
     }
 }

@@ -339,6 +339,13 @@
     call.argsEl.textContent = prettyJson(call.args);
   }
 
+  // The content of a tool-progress activity ({toolCallId, text}), whether it comes as a
+  // message of a snapshot or as an event; null for any other activity.
+  function toolProgress(activity) {
+    const content = activity.content;
+    return activity.activityType === "tool_progress" && content && content.toolCallId ? content : null;
+  }
+
   function setToolProgress(id, text) {
     const call = upsertToolCall(id);
     touched(() => {
@@ -400,12 +407,12 @@
       case "tool":
         setToolResult(msg.toolCallId, msg.content, !!msg.error);
         break;
-      case "activity":
-        if (msg.activityType === "tool_progress" && msg.content && msg.content.toolCallId) {
-          const call = state.toolCalls.get(msg.content.toolCallId);
-          if (!call || !call.hasResult) setToolProgress(msg.content.toolCallId, msg.content.text);
-        }
+      case "activity": {
+        const progress = toolProgress(msg);
+        const call = progress && state.toolCalls.get(progress.toolCallId);
+        if (progress && (!call || !call.hasResult)) setToolProgress(progress.toolCallId, progress.text);
         break;
+      }
       default:
         break; // system / developer messages are not shown
     }
@@ -494,11 +501,11 @@
       case "TOOL_CALL_RESULT":
         setToolResult(ev.toolCallId, ev.content, !!ev.error);
         break;
-      case "ACTIVITY_SNAPSHOT":
-        if (ev.activityType === "tool_progress" && ev.content && ev.content.toolCallId) {
-          setToolProgress(ev.content.toolCallId, ev.content.text);
-        }
+      case "ACTIVITY_SNAPSHOT": {
+        const progress = toolProgress(ev);
+        if (progress) setToolProgress(progress.toolCallId, progress.text);
         break;
+      }
       case "STEP_STARTED":
         setStatus(`Running: ${ev.stepName || "step"}…`);
         break;
@@ -799,6 +806,21 @@
     for (const b of panel.parentElement.querySelectorAll("[aria-expanded]")) b.setAttribute("aria-expanded", "false");
   }
 
+  // Closes an approval's edit or reject panel; the call's arguments show again (editing hid
+  // them).
+  function cancelButton(panel, button, argsEl) {
+    return el("button", {
+      type: "button",
+      class: "secondary",
+      text: "Cancel",
+      onclick: () => {
+        panel.replaceChildren();
+        argsEl.hidden = false;
+        button.setAttribute("aria-expanded", "false");
+      },
+    });
+  }
+
   function openEdit(interrupt, call, panel, button, argsEl) {
     collapseOthers(panel);
     button.setAttribute("aria-expanded", "true");
@@ -839,16 +861,7 @@
         decide(interrupt, { interruptId: interrupt.id, status: "resolved", payload: { approved: true, arguments: args } });
       },
     });
-    const cancel = el("button", {
-      type: "button",
-      class: "secondary",
-      text: "Cancel",
-      onclick: () => {
-        panel.replaceChildren();
-        argsEl.hidden = false;
-        button.setAttribute("aria-expanded", "false");
-      },
-    });
+    const cancel = cancelButton(panel, button, argsEl);
     panel.replaceChildren(
       el("label", { for: textareaId, text: "Arguments (JSON)" }),
       textarea,
@@ -888,15 +901,7 @@
         confirm.click();
       }
     });
-    const cancel = el("button", {
-      type: "button",
-      class: "secondary",
-      text: "Cancel",
-      onclick: () => {
-        panel.replaceChildren();
-        button.setAttribute("aria-expanded", "false");
-      },
-    });
+    const cancel = cancelButton(panel, button, argsEl);
     panel.replaceChildren(
       el("label", { for: inputId, text: "Reason for rejecting (optional)" }),
       input,

@@ -326,6 +326,22 @@ impl SqliteSessionStore {
         self.inner.max_readers
     }
 
+    /// Runs `job` on session `session`, its id checked first, on the connection `side` says.
+    async fn on_session<T: Send + 'static>(
+        &self,
+        session: &str,
+        side: Side,
+        job: fn(&mut Connection, &str, bool) -> Result<T, SessionError>,
+    ) -> Result<T, SessionError> {
+        validate_session_id(session)?;
+        let id = session.to_owned();
+        let work = move |connection: &mut Connection, legacy| job(connection, &id, legacy);
+        match side {
+            Side::Reader => self.read(Some(session), work).await,
+            Side::Writer => self.write(Some(session), work).await,
+        }
+    }
+
     /// Runs `work` on the writer connection, after the writes queued before it.
     async fn write<T, F>(&self, session: Option<&str>, work: F) -> Result<T, SessionError>
     where
@@ -371,6 +387,15 @@ impl SqliteSessionStore {
     }
 }
 
+/// Which connection a job runs on.
+#[derive(Clone, Copy)]
+enum Side {
+    /// A reader, one of several at once.
+    Reader,
+    /// The writer, after the writes queued before.
+    Writer,
+}
+
 impl Inner {
     fn idle(&self) -> MutexGuard<'_, Vec<Connection>> {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner)
@@ -413,25 +438,11 @@ impl SessionStore for SqliteSessionStore {
         &'a self,
         session: &'a str,
     ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
-        Box::pin(async move {
-            validate_session_id(session)?;
-            let id = session.to_owned();
-            self.read(Some(session), move |connection, legacy| {
-                db::load(connection, &id, legacy)
-            })
-            .await
-        })
+        Box::pin(self.on_session(session, Side::Reader, db::load))
     }
 
     fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
-        Box::pin(async move {
-            validate_session_id(session)?;
-            let id = session.to_owned();
-            self.write(Some(session), move |connection, legacy| {
-                db::delete(connection, &id, legacy)
-            })
-            .await
-        })
+        Box::pin(self.on_session(session, Side::Writer, db::delete))
     }
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {

@@ -1,10 +1,14 @@
 //! [`SelfProcess`]: a copy of the running test binary as a worker process, for tests where
-//! processes are the point (two writers, a holder killed with SIGKILL).
+//! processes are the point (two writers, a holder killed with SIGKILL); its settings travel
+//! as JSON in an environment variable ([`SelfProcess::spawn_json`], [`json_settings`]).
 
 #![allow(clippy::expect_used)] // test support: a worker that cannot start fails the test
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 /// A copy of this test binary running one ignored test (the worker's entry point) in a
 /// process of its own, with its settings in an environment variable. The test talks to it
@@ -61,6 +65,17 @@ impl SelfProcess {
         }
     }
 
+    /// [`spawn`](Self::spawn) with `settings` as JSON; the worker reads them with
+    /// [`json_settings`].
+    ///
+    /// # Panics
+    ///
+    /// When the settings cannot be serialised or the process cannot be started.
+    pub fn spawn_json(test: &str, env: &str, settings: &impl Serialize) -> Self {
+        let settings = serde_json::to_string(settings).expect("serialising the worker's settings");
+        Self::spawn(test, env, &settings)
+    }
+
     /// Writes `line` (and a newline) to the worker's stdin.
     ///
     /// # Panics
@@ -107,6 +122,16 @@ impl SelfProcess {
         self.child.kill().expect("killing the worker");
         self.child.wait().expect("reaping the worker");
     }
+}
+
+/// In a worker started by [`SelfProcess::spawn_json`]: its settings, read from `env`.
+///
+/// # Panics
+///
+/// When `env` is not set or does not hold the settings as JSON.
+pub fn json_settings<T: DeserializeOwned>(env: &str) -> T {
+    let json = std::env::var(env).expect("the worker's settings");
+    serde_json::from_str(&json).expect("the worker's settings, as JSON")
 }
 
 impl Drop for SelfProcess {

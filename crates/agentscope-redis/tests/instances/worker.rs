@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agentscope::prelude::*;
 use agentscope_redis::RedisSessionStore;
-use agentscope_test::process::SelfProcess;
+use agentscope_test::process::{self, SelfProcess};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -125,8 +125,7 @@ pub(crate) struct Worker {
 impl Worker {
     /// Starts a worker with `settings`.
     pub(crate) fn spawn(settings: &Settings) -> Self {
-        let settings = serde_json::to_string(settings).unwrap();
-        let mut process = SelfProcess::spawn("worker::run", SETTINGS, &settings);
+        let mut process = SelfProcess::spawn_json("worker::run", SETTINGS, settings);
         process.expect("READY");
         Self { process }
     }
@@ -165,8 +164,7 @@ impl Worker {
 #[test]
 #[ignore = "started by the instance tests in child processes"]
 fn run() {
-    let settings: Settings =
-        serde_json::from_str(&std::env::var(SETTINGS).expect("worker settings")).unwrap();
+    let settings: Settings = process::json_settings(SETTINGS);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async move {
         let store = RedisSessionStore::builder(&settings.url)
