@@ -37,42 +37,40 @@ const ANTHROPIC: ProviderSpec = ProviderSpec {
 // The model's constructors are here rather than in model.rs: they only start a builder, and
 // keeping them next to it lets model.rs not depend on this module.
 impl AnthropicModel {
-    /// Starts a builder.
-    ///
-    /// ```
-    /// use agentscope_anthropic::AnthropicModel;
-    /// use std::time::Duration;
-    ///
-    /// let model = AnthropicModel::builder()
-    ///     .api_key("sk-ant-...")
-    ///     .model("claude-sonnet-4-5")
-    ///     .max_tokens(8192)
-    ///     .thinking(4096)
-    ///     .timeout(Duration::from_secs(120))
-    ///     .build()?;
-    /// assert_eq!(model.endpoint(), "https://api.anthropic.com/v1/messages");
-    /// # Ok::<(), agentscope_core::ModelError>(())
-    /// ```
-    pub fn builder() -> AnthropicModelBuilder {
-        AnthropicModelBuilder::new()
-    }
+    agentscope_http::provider_builder_methods! { AnthropicModelBuilder;
+        /// Starts a builder.
+        ///
+        /// ```
+        /// use agentscope_anthropic::AnthropicModel;
+        /// use std::time::Duration;
+        ///
+        /// let model = AnthropicModel::builder()
+        ///     .api_key("sk-ant-...")
+        ///     .model("claude-sonnet-4-5")
+        ///     .max_tokens(8192)
+        ///     .thinking(4096)
+        ///     .timeout(Duration::from_secs(120))
+        ///     .build()?;
+        /// assert_eq!(model.endpoint(), "https://api.anthropic.com/v1/messages");
+        /// # Ok::<(), agentscope_core::ModelError>(())
+        /// ```
+        builder;
 
-    /// Builds a model from the environment: `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`
-    /// (optional, default Anthropic) and `AGENTSCOPE_MODEL`.
-    ///
-    /// Use [`AnthropicModelBuilder::from_env`] to adjust more settings before building.
-    ///
-    /// # Errors
-    ///
-    /// [`ModelError::Config`] when `AGENTSCOPE_MODEL` is not set, or when
-    /// `ANTHROPIC_API_KEY` is not set and the base URL is Anthropic's.
-    ///
-    /// ```no_run
-    /// let model = agentscope_anthropic::AnthropicModel::from_env()?;
-    /// # Ok::<(), agentscope_core::ModelError>(())
-    /// ```
-    pub fn from_env() -> Result<Self, ModelError> {
-        AnthropicModelBuilder::from_env().build()
+        /// Builds a model from the environment: `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`
+        /// (optional, default Anthropic) and `AGENTSCOPE_MODEL`.
+        ///
+        /// Use [`AnthropicModelBuilder::from_env`] to adjust more settings before building.
+        ///
+        /// # Errors
+        ///
+        /// [`ModelError::Config`] when `AGENTSCOPE_MODEL` is not set, or when
+        /// `ANTHROPIC_API_KEY` is not set and the base URL is Anthropic's.
+        ///
+        /// ```no_run
+        /// let model = agentscope_anthropic::AnthropicModel::from_env()?;
+        /// # Ok::<(), agentscope_core::ModelError>(())
+        /// ```
+        from_env;
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`provider_builder_methods!`](crate::provider_builder_methods): the methods of a client
-//! builder that only forward to its [`ProviderConfig`](crate::ProviderConfig), written once
-//! for every client.
+//! builder that only forward to its [`ProviderConfig`](crate::ProviderConfig), and the
+//! client's own `builder()` and `from_env()`, written once for every client.
 
 /// Writes, inside a client builder's `impl` block, the methods that only forward to the
 /// builder's [`ProviderConfig`](crate::ProviderConfig): `from_env`, `from_lookup`,
@@ -15,6 +15,10 @@
 /// `retry_backoff`, `header`). `connect_timeout` and `retry_backoff` take no rustdoc: theirs
 /// says the same for every provider, and is written here. A builder with methods of its own
 /// between the groups invokes the macro once per group.
+///
+/// Inside the client's own `impl` block, a third form writes its two constructors from the
+/// builder's type: `builder()` (the builder's defaults) and `from_env()` (the builder from
+/// the environment, built), each with the client's rustdoc; `ModelError` must be in scope.
 ///
 /// ```
 /// use std::time::Duration;
@@ -167,6 +171,21 @@ macro_rules! provider_builder_methods {
         ) -> Self {
             self.config = self.config.map_http(|http| http.header(name, value));
             self
+        }
+    };
+    (
+        $builder:ty;
+        $(#[$builder_doc:meta])* builder;
+        $(#[$from_env:meta])* from_env;
+    ) => {
+        $(#[$builder_doc])*
+        pub fn builder() -> $builder {
+            <$builder>::new()
+        }
+
+        $(#[$from_env])*
+        pub fn from_env() -> ::core::result::Result<Self, ModelError> {
+            <$builder>::from_env().build()
         }
     };
 }

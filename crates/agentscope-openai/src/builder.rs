@@ -36,50 +36,48 @@ const OPENAI: ProviderSpec = ProviderSpec {
 // The model's constructors are here rather than in model.rs: they only start a builder, and
 // keeping them next to it lets model.rs not depend on this module.
 impl OpenAIChatModel {
-    /// Starts a builder.
-    ///
-    /// ```
-    /// use agentscope_openai::OpenAIChatModel;
-    /// use std::time::Duration;
-    ///
-    /// let model = OpenAIChatModel::builder()
-    ///     .base_url("http://localhost:11434/v1") // Ollama: no key needed
-    ///     .model("qwen3:8b")
-    ///     .timeout(Duration::from_secs(120))
-    ///     .max_retries(3)
-    ///     .build()?;
-    /// assert_eq!(model.endpoint(), "http://localhost:11434/v1/chat/completions");
-    /// # Ok::<(), agentscope_core::ModelError>(())
-    /// ```
-    pub fn builder() -> OpenAIChatModelBuilder {
-        OpenAIChatModelBuilder::new()
-    }
+    agentscope_http::provider_builder_methods! { OpenAIChatModelBuilder;
+        /// Starts a builder.
+        ///
+        /// ```
+        /// use agentscope_openai::OpenAIChatModel;
+        /// use std::time::Duration;
+        ///
+        /// let model = OpenAIChatModel::builder()
+        ///     .base_url("http://localhost:11434/v1") // Ollama: no key needed
+        ///     .model("qwen3:8b")
+        ///     .timeout(Duration::from_secs(120))
+        ///     .max_retries(3)
+        ///     .build()?;
+        /// assert_eq!(model.endpoint(), "http://localhost:11434/v1/chat/completions");
+        /// # Ok::<(), agentscope_core::ModelError>(())
+        /// ```
+        builder;
 
-    /// Builds a model from the environment. It reads exactly three variables, each only
-    /// when set and not empty:
-    ///
-    /// - `OPENAI_API_KEY`: sent as `Authorization: Bearer <key>`; without it no
-    ///   `Authorization` header is sent (keyless local servers: llama.cpp, Ollama, vLLM);
-    /// - `OPENAI_BASE_URL`: default `https://api.openai.com/v1`;
-    /// - `AGENTSCOPE_MODEL`: the model name; for a server other than OpenAI's,
-    ///   [`DEFAULT_LOCAL_MODEL`] when unset.
-    ///
-    /// So `OPENAI_BASE_URL=http://127.0.0.1:8080/v1` alone is enough for a local
-    /// llama.cpp server.
-    ///
-    /// Use [`OpenAIChatModelBuilder::from_env`] to adjust more settings before building.
-    ///
-    /// # Errors
-    ///
-    /// [`ModelError::Config`] when the base URL is OpenAI's and `OPENAI_API_KEY` or
-    /// `AGENTSCOPE_MODEL` is not set, or when the base URL is not an `http(s)` URL.
-    ///
-    /// ```no_run
-    /// let model = agentscope_openai::OpenAIChatModel::from_env()?;
-    /// # Ok::<(), agentscope_core::ModelError>(())
-    /// ```
-    pub fn from_env() -> Result<Self, ModelError> {
-        OpenAIChatModelBuilder::from_env().build()
+        /// Builds a model from the environment. It reads exactly three variables, each only
+        /// when set and not empty:
+        ///
+        /// - `OPENAI_API_KEY`: sent as `Authorization: Bearer <key>`; without it no
+        ///   `Authorization` header is sent (keyless local servers: llama.cpp, Ollama, vLLM);
+        /// - `OPENAI_BASE_URL`: default `https://api.openai.com/v1`;
+        /// - `AGENTSCOPE_MODEL`: the model name; for a server other than OpenAI's,
+        ///   [`DEFAULT_LOCAL_MODEL`] when unset.
+        ///
+        /// So `OPENAI_BASE_URL=http://127.0.0.1:8080/v1` alone is enough for a local
+        /// llama.cpp server.
+        ///
+        /// Use [`OpenAIChatModelBuilder::from_env`] to adjust more settings before building.
+        ///
+        /// # Errors
+        ///
+        /// [`ModelError::Config`] when the base URL is OpenAI's and `OPENAI_API_KEY` or
+        /// `AGENTSCOPE_MODEL` is not set, or when the base URL is not an `http(s)` URL.
+        ///
+        /// ```no_run
+        /// let model = agentscope_openai::OpenAIChatModel::from_env()?;
+        /// # Ok::<(), agentscope_core::ModelError>(())
+        /// ```
+        from_env;
     }
 }
 

@@ -147,15 +147,40 @@ impl HookFn {
     }
 }
 
-impl fmt::Debug for HookFn {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HookFn")
-            .field("name", &self.name)
-            .field("priority", &self.priority)
-            .field("interests", &self.interests)
-            .finish_non_exhaustive()
-    }
+/// A hook shows its name, priority and interests (not its closure or its boxed hook).
+macro_rules! debug_hook_meta {
+    ($ty:ident) => {
+        impl fmt::Debug for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    .field("name", &self.name)
+                    .field("priority", &self.priority)
+                    .field("interests", &self.interests)
+                    .finish_non_exhaustive()
+            }
+        }
+    };
 }
+
+/// The `priority`, `interests` and `name` of a `Hook` impl for a type that keeps them in
+/// fields of those names ([`HookFn`], [`BoxedHook`]).
+macro_rules! hook_meta_from_fields {
+    () => {
+        fn priority(&self) -> i32 {
+            self.priority
+        }
+
+        fn interests(&self) -> HookEventTypes {
+            self.interests
+        }
+
+        fn name(&self) -> &str {
+            &self.name
+        }
+    };
+}
+
+debug_hook_meta!(HookFn);
 
 impl Hook for HookFn {
     fn on_event(
@@ -165,17 +190,7 @@ impl Hook for HookFn {
         std::future::ready((self.f)(event))
     }
 
-    fn priority(&self) -> i32 {
-        self.priority
-    }
-
-    fn interests(&self) -> HookEventTypes {
-        self.interests
-    }
-
-    fn name(&self) -> &str {
-        &self.name
-    }
+    hook_meta_from_fields!();
 }
 
 /// A type-erased, cheaply clonable [`Hook`], for keeping hooks of different types together.
@@ -240,15 +255,7 @@ pub(crate) fn invoke_sync(f: &SyncHookFn, event: &mut HookEvent) -> Result<(), H
         .unwrap_or_else(|payload| Err(HookError::panicked(&*payload)))
 }
 
-impl fmt::Debug for BoxedHook {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BoxedHook")
-            .field("name", &self.name)
-            .field("priority", &self.priority)
-            .field("interests", &self.interests)
-            .finish_non_exhaustive()
-    }
-}
+debug_hook_meta!(BoxedHook);
 
 impl Hook for BoxedHook {
     async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
@@ -258,17 +265,7 @@ impl Hook for BoxedHook {
         }
     }
 
-    fn priority(&self) -> i32 {
-        self.priority
-    }
-
-    fn interests(&self) -> HookEventTypes {
-        self.interests
-    }
-
-    fn name(&self) -> &str {
-        &self.name
-    }
+    hook_meta_from_fields!();
 }
 
 #[cfg(test)]
