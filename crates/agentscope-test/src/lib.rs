@@ -6,7 +6,8 @@
 //! - [`tools`]: small real tools (a calculator, echo, failing, panicking, slow, progress and
 //!   suspending tools) that record their calls;
 //! - [`session_store`]: a conformance suite every `SessionStore` implementation must pass,
-//!   and scenarios with real agents that stores shared by several instances run;
+//!   and (feature `agents`) scenarios with real agents that stores shared by several
+//!   instances run;
 //! - [`messages`]: messages reduced to what tests compare (rows, texts, speakers);
 //! - [`conversation`]: realistic conversation messages for session-store benchmarks;
 //! - [`http`]: a local HTTP server that plays scripted replies, for testing model clients;
@@ -26,7 +27,7 @@
 //! // ReActAgent::builder().model(model.clone()).hook(hook.clone()).build()?
 //! assert_eq!(model.remaining(), 1);
 //! assert!(hook.events().is_empty());
-//! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 pub mod components;

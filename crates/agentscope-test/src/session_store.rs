@@ -105,6 +105,8 @@ use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use serde_json::{Map, Value, json};
 
+#[cfg(feature = "agents")]
+#[cfg_attr(docsrs, doc(cfg(feature = "agents")))]
 pub mod agents;
 
 /// Runs every [`Check`] against stores made by `make`, and panics listing every check that
