@@ -295,7 +295,7 @@ async fn run_session(args: SessionArgs) -> Result<(), Box<dyn std::error::Error>
     // A new process knows nothing: rebuild the awaiting list from the stored session (its
     // stored decisions and started calls await nothing).
     if let Some(stored) = store.load(&args.session).await? {
-        approvals.restore_state(&stored);
+        approvals.restore_state(&stored)?;
     }
     let pending = approvals.pending();
 

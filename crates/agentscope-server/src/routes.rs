@@ -153,7 +153,7 @@ async fn thread_history(
     let state = inner.load_state(&session).await?;
     let interrupts = match (spec.approvals(), &state) {
         (Some(approvals), Some(state)) => {
-            approvals.restore_state(state);
+            approvals.restore_state(state).map_err(unreadable_state)?;
             mapping::interrupts(&approvals)
         }
         _ => Vec::new(),
@@ -164,4 +164,10 @@ async fn thread_history(
         "messages": to_messages(&messages),
         "interrupts": interrupts,
     })))
+}
+
+/// The approval hook's stored state cannot be read (another version of the server wrote it):
+/// refused, with the state left as stored.
+pub(crate) fn unreadable_state(error: agentscope::HookError) -> ApiError {
+    ApiError::internal("unreadable_state", error.to_string())
 }

@@ -63,7 +63,9 @@ pub(crate) async fn run(
     let guard = inner.start_run(&session, &agent_handle)?;
     let stored = inner.load_state(&session).await?;
     if let (Some(approvals), Some(stored)) = (&approvals, &stored) {
-        approvals.restore_state(stored);
+        approvals
+            .restore_state(stored)
+            .map_err(crate::routes::unreadable_state)?;
         // The tools of the toolkit's live sources too; a source that fails to resolve fails
         // the call at its start, with the error.
         match agent_handle.toolkit().resolve() {

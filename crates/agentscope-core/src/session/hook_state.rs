@@ -4,6 +4,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::error::HookError;
+
 /// State hooks keep with the agent's session, as JSON by hook name: saved with the
 /// conversation at every step and loaded with it, so it survives a restart and follows the
 /// session to another process.
@@ -22,7 +24,7 @@ use serde_json::{Map, Value};
 ///     if let HookEvent::PreCall(e) = event
 ///         && let Some(state) = e.extensions_mut().get_mut::<HookState>()
 ///     {
-///         let calls: u64 = state.get("call_counter").unwrap_or(0);
+///         let calls: u64 = state.get("call_counter")?.unwrap_or(0);
 ///         state.set("call_counter", &(calls + 1));
 ///     }
 ///     Ok(())
@@ -41,12 +43,25 @@ impl HookState {
         Self { entries }
     }
 
-    /// The entry of hook `name`, deserialised; `None` when there is none or it does not
-    /// deserialise as `T` (a hook treats that as "nothing stored").
-    pub fn get<T: DeserializeOwned>(&self, name: &str) -> Option<T> {
-        self.entries
-            .get(name)
-            .and_then(|value| serde_json::from_value(value.clone()).ok())
+    /// The entry of hook `name`, deserialised; `None` when there is none.
+    ///
+    /// # Errors
+    ///
+    /// The entry does not deserialise as `T` (written by another version of the hook, or
+    /// edited by hand). A hook returns the error (`?`): the call fails before anything runs,
+    /// and the entry stays stored as it is. Treating it as "nothing stored" would make the
+    /// next save erase what the other version stored (a decision, a summary).
+    pub fn get<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, HookError> {
+        let Some(value) = self.entries.get(name) else {
+            return Ok(None);
+        };
+        T::deserialize(value).map(Some).map_err(|error| {
+            HookError::msg(format!(
+                "the session's state of hook '{name}' cannot be read ({error}); it was \
+                 written by another version of the hook or changed by hand, and is left \
+                 as stored"
+            ))
+        })
     }
 
     /// The raw entry of hook `name`.
@@ -90,10 +105,17 @@ mod tests {
     #[test]
     fn entries_round_trip_by_name() {
         let mut state = HookState::default();
-        assert_eq!(state.get::<u32>("a"), None);
+        assert_eq!(state.get::<u32>("a").unwrap(), None);
         state.set("a", &vec![1, 2]);
-        assert_eq!(state.get::<Vec<u32>>("a"), Some(vec![1, 2]));
-        assert_eq!(state.get::<String>("a"), None);
+        assert_eq!(state.get::<Vec<u32>>("a").unwrap(), Some(vec![1, 2]));
+        let error = state.get::<String>("a").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the session's state of hook 'a' cannot be read (invalid type: sequence, expected \
+             a string); it was written by another version of the hook or changed by hand, and \
+             is left as stored"
+        );
+        assert_eq!(state.get_value("a"), Some(&serde_json::json!([1, 2])));
         let copy = HookState::new(state.entries().clone());
         assert_eq!(copy, state);
         assert!(state.remove("a"));

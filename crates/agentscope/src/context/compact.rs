@@ -38,7 +38,7 @@ pub(super) async fn compact(
         return Ok(());
     }
     let system = target.system().cloned();
-    let mut persisted = shared.conversations.load(target.extensions(), &agent);
+    let mut persisted = shared.conversations.load(target.extensions(), &agent)?;
     let (counter, counter_key) = config.counter_for(&model);
     let wants_report = config.reports || target.extensions().contains::<CollectCompactionReports>();
 

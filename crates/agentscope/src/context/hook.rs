@@ -258,10 +258,13 @@ impl Hook for ContextWindowHook {
                     stash_all(e.history(), &self.shared.stash, limit);
                     stash_all(e.input_messages(), &self.shared.stash, limit);
                 }
-                let merged = e.extensions().get::<HookState>().and_then(|state| {
-                    let conversations = &self.shared.conversations;
-                    conversations.caught_up(state, e.agent().id(), e.history())
-                });
+                let merged = match e.extensions().get::<HookState>() {
+                    Some(state) => {
+                        let conversations = &self.shared.conversations;
+                        conversations.caught_up(state, e.agent().id(), e.history())?
+                    }
+                    None => None,
+                };
                 if let Some(merged) = merged
                     && let Some(state) = e.extensions_mut().get_mut::<HookState>()
                 {

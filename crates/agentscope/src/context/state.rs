@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use agentscope_core::session::HookState;
-use agentscope_core::{Extensions, Msg};
+use agentscope_core::{Extensions, HookError, Msg};
 use serde::{Deserialize, Serialize};
 
 use super::counts::CountCache;
@@ -80,11 +80,19 @@ impl Conversations {
     }
 
     /// The state of `agent`'s conversation: the session's when the call has one.
-    pub(super) fn load(&self, extensions: &Extensions, agent: &str) -> Persisted {
-        match extensions.get::<HookState>() {
-            Some(state) => state.get(HOOK_NAME).unwrap_or_default(),
+    ///
+    /// # Errors
+    ///
+    /// The session's entry cannot be read (see [`HookState::get`]).
+    pub(super) fn load(
+        &self,
+        extensions: &Extensions,
+        agent: &str,
+    ) -> Result<Persisted, HookError> {
+        Ok(match extensions.get::<HookState>() {
+            Some(state) => state.get(HOOK_NAME)?.unwrap_or_default(),
             None => self.lock().get(agent).cloned().unwrap_or_default(),
-        }
+        })
     }
 
     /// Keeps `persisted` as the state of `agent`'s conversation: in the session (when the
@@ -106,14 +114,20 @@ impl Conversations {
     /// the session saves without the hooks' state) goes into the session's `HookState`; the
     /// engine saves it after PreCall. The more advanced of the two summaries applicable to
     /// the conversation wins, and the smaller learned window. `None`: nothing to change.
+    ///
+    /// # Errors
+    ///
+    /// The session's entry cannot be read (see [`HookState::get`]).
     pub(super) fn caught_up(
         &self,
         state: &HookState,
         agent: &str,
         history: &[Msg],
-    ) -> Option<Persisted> {
-        let known = self.lock().get(agent).cloned()?;
-        let stored: Persisted = state.get(HOOK_NAME).unwrap_or_default();
+    ) -> Result<Option<Persisted>, HookError> {
+        let Some(known) = self.lock().get(agent).cloned() else {
+            return Ok(None);
+        };
+        let stored: Persisted = state.get(HOOK_NAME)?.unwrap_or_default();
         let reach = |record: &Option<SummaryRecord>| {
             record.as_ref().and_then(|record| {
                 history
@@ -134,6 +148,6 @@ impl Conversations {
                 (a, b) => a.or(b),
             },
         };
-        (merged != stored).then_some(merged)
+        Ok((merged != stored).then_some(merged))
     }
 }

@@ -461,17 +461,24 @@ impl ToolApprovalHook {
     ///     vec![Msg::user("Remove both"), asked]);
     /// state.running_tools = vec!["c1".into()]; // approved and started elsewhere
     /// let approvals = ToolApprovalHook::new(ApprovalPolicy::all());
-    /// approvals.restore_state(&state);
+    /// approvals.restore_state(&state)?;
     /// let pending: Vec<String> = approvals.pending().into_iter().map(|c| c.id.to_string()).collect();
     /// assert_eq!(pending, ["c2"]);
+    /// # Ok::<(), agentscope::HookError>(())
     /// ```
-    pub fn restore_state(&self, stored: &AgentState) {
+    ///
+    /// # Errors
+    ///
+    /// The hook's entry in the stored state cannot be read (written by another version of
+    /// the hook): nothing changes, and the entry stays stored.
+    pub fn restore_state(&self, stored: &AgentState) -> Result<(), HookError> {
         let hooks = HookState::new(stored.hooks.clone());
-        Self::merge_stored(&mut self.state(), Some(&hooks));
+        Self::merge_stored(&mut self.state(), Some(&hooks))?;
         self.restore(&stored.messages);
         self.state()
             .awaiting
             .retain(|call| !stored.running_tools.iter().any(|id| call.id == *id));
+        Ok(())
     }
 
     /// Gives the hook the parameter schemas of `toolkit`'s tools, so that
@@ -528,6 +535,8 @@ impl ToolApprovalHook {
             event.event_type(),
             HookEventType::PreCall | HookEventType::PreActing
         ) && let Some(stored) = event.extensions_mut().get_mut::<HookState>()
+            // An entry this version cannot read is left as stored, never overwritten.
+            && stored.get::<Persisted>(Self::NAME).is_ok()
         {
             let state = self.state();
             let persisted = Persisted {
@@ -545,10 +554,19 @@ impl ToolApprovalHook {
 
     /// Takes in what the session stored: decisions made in another process (or before a
     /// restart) and remembered rejections; decisions made here since win.
-    fn merge_stored(state: &mut State, stored: Option<&HookState>) {
-        let Some(stored) = stored.and_then(|stored| stored.get::<Persisted>(Self::NAME)) else {
+    ///
+    /// # Errors
+    ///
+    /// The stored entry cannot be read (another version of the hook wrote it): nothing is
+    /// taken in, and the entry stays stored.
+    fn merge_stored(state: &mut State, stored: Option<&HookState>) -> Result<(), HookError> {
+        let stored = match stored {
+            Some(stored) => stored.get::<Persisted>(Self::NAME)?,
+            None => None,
+        };
+        let Some(stored) = stored else {
             state.rejections_cleared = false;
-            return;
+            return Ok(());
         };
         for (id, decision) in stored.decisions {
             state.decisions.entry(id).or_insert(decision);
@@ -560,6 +578,7 @@ impl ToolApprovalHook {
                 }
             }
         }
+        Ok(())
     }
 
     fn apply(&self, event: &mut HookEvent) -> Result<(), HookError> {
@@ -568,7 +587,7 @@ impl ToolApprovalHook {
             // Observing runs no tool: nothing to approve.
             HookEvent::PreCall(e) if e.is_observation() => Ok(()),
             HookEvent::PreCall(e) => {
-                Self::merge_stored(&mut self.state(), e.extensions().get::<HookState>());
+                Self::merge_stored(&mut self.state(), e.extensions().get::<HookState>())?;
                 let pending = pending_tool_uses(e.history());
                 // A guarded call in doubt (a person decided, it started, its result was
                 // never stored) stops for the application unless its tool says otherwise.

@@ -17,7 +17,7 @@ fn post_call_counter() -> HookFn {
         if let HookEvent::PostCall(e) = event
             && let Some(state) = e.extensions_mut().get_mut::<HookState>()
         {
-            let calls: u64 = state.get("counter").unwrap_or(0);
+            let calls: u64 = state.get("counter")?.unwrap_or(0);
             state.set("counter", &(calls + 1));
         }
         Ok(())

@@ -288,7 +288,7 @@ fn run() {
                 let model = ScriptedModel::new([ScriptedResponse::text("Sent.")]);
                 let (agent, approvals) = approval_agent(store, &session, model, effects);
                 if approve {
-                    approvals.restore_state(&stored);
+                    approvals.restore_state(&stored).unwrap();
                     approvals.approve("t1").unwrap();
                 }
                 let input = match resolve {
