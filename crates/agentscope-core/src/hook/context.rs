@@ -300,6 +300,14 @@ impl CallContext {
         self
     }
 
+    /// Lets every hook receive the call's ErrorEvent, also those that received its PostCall
+    /// (which otherwise don't get it): for a call that fails after PostCall, when its final
+    /// save fails, so that a hook that recorded the turn at PostCall learns that it was
+    /// neither returned nor stored.
+    pub fn failed_after_post_call(&mut self) {
+        self.saw_post_call.clear();
+    }
+
     /// What the call's events share; event constructors take it.
     pub fn info(&self) -> &Arc<CallInfo> {
         &self.info

@@ -194,18 +194,28 @@ pub(crate) async fn run(
     let hook_entries = session
         .as_ref()
         .and_then(|_| hook_state(call.context.as_ref()).cloned());
+    // Kept for the ErrorEvent of a final save that fails.
+    let errors_seen = session.is_some() && hooks.is_interested(HookEventType::Error);
+    let context = errors_seen.then(|| call.context.take().unwrap_or_else(|| call.new_context()));
     drop(call);
     drop(finish);
     let result = match session {
         Some(synced) => {
-            Box::pin(save_session(
+            let returned = result.is_ok();
+            let result = Box::pin(save_session(
                 config,
                 runtime,
                 synced,
                 result,
                 hook_entries.as_ref(),
             ))
-            .await
+            .await;
+            match (result, context) {
+                (Err(error), Some(context)) if returned => {
+                    Err(Box::pin(failed_after_post_call(&hooks, context, error)).await)
+                }
+                (result, _) => result,
+            }
         }
         None => result,
     };
@@ -240,6 +250,21 @@ async fn save_session(
             Err(error)
         }
     }
+}
+
+/// Notifies the ErrorEvent of a call whose final save failed after PostCall, to every hook
+/// interested, also those that saw PostCall: the turn they saw was neither returned nor
+/// stored.
+#[cold]
+async fn failed_after_post_call(
+    hooks: &HookChain,
+    mut context: CallContext,
+    error: AgentError,
+) -> AgentError {
+    context.failed_after_post_call();
+    let mut event = events::error(context.info(), error.clone()).into();
+    plumbing::notify(hooks, &mut event, &mut context).await;
+    error
 }
 
 /// Why the loop stopped early.

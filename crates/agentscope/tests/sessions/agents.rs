@@ -484,6 +484,51 @@ async fn a_failed_save_fails_the_call_and_the_next_call_starts_from_the_stored_s
     );
 }
 
+/// An audit hook that records turns at PostCall learns, by an ErrorEvent, that the turn it
+/// recorded was neither returned nor stored when the call's final save fails after PostCall;
+/// a call whose save succeeds sends it no ErrorEvent.
+#[tokio::test]
+async fn a_final_save_that_fails_after_post_call_reaches_the_hooks_that_saw_post_call() {
+    let (_dir, files) = temp_store();
+    let store = CountingStore::new(files);
+    let audit: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let log = Arc::clone(&audit);
+    let hook = hook_fn(move |event: &mut HookEvent| {
+        let entry = match event {
+            HookEvent::PostCall(e) => format!("turn: {}", e.final_message().text()),
+            HookEvent::Error(e) => format!("failed: {}", e.error()),
+            _ => return Ok(()),
+        };
+        log.lock().unwrap().push(entry);
+        Ok(())
+    })
+    .with_interests(HookEventTypes::only(HookEventType::PostCall).with(HookEventType::Error));
+    let model = ScriptedModel::new([ScriptedResponse::text("one"), ScriptedResponse::text("two")]);
+    let agent = ReActAgent::builder()
+        .model(model)
+        .hook(hook)
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    agent.call("1").await.unwrap();
+    // Every save of the second call fails: it has no step boundary before its end, so its
+    // final save (after PostCall) is the one that fails.
+    store.fail_saves(true);
+    let err = agent.call("2").await.unwrap_err();
+    assert_eq!(
+        *audit.lock().unwrap(),
+        [
+            "turn: one".to_owned(),
+            "turn: two".to_owned(),
+            format!("failed: {err}"),
+        ]
+    );
+    assert_eq!(
+        err.to_string(),
+        "session error: session 's': storage backend error: saving: disk full"
+    );
+}
+
 /// A dropped call cannot save: the session keeps its state from before the call, and the
 /// next call's load brings memory back to it.
 #[tokio::test]

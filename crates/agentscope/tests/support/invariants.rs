@@ -7,7 +7,9 @@
 //!   twice;
 //! - (c) no SYSTEM message is in memory;
 //! - (d) every hook that saw PreCall saw exactly one of PostCall or Error (a dropped call
-//!   fires neither; a busy rejection is seen by no hook).
+//!   fires neither; a busy rejection is seen by no hook). The one exception, which these
+//!   agents (no session) never meet: a session's final save that fails after PostCall sends
+//!   Error to every hook, also those that saw PostCall.
 
 use std::collections::HashSet;
 
