@@ -140,9 +140,10 @@ mod tests {
                 "postgresql://app:s3cret-pw@127.0.0.1:5432/sessions",
                 "postgresql://app:<redacted>@127.0.0.1:5432/sessions",
             ),
+            // The workspace's rule: user information without `:` may be a password.
             (
                 "postgres://app@db.internal/sessions?sslmode=require",
-                "postgres://app@db.internal/sessions?sslmode=<redacted>",
+                "postgres://<redacted>@db.internal/sessions?sslmode=<redacted>",
             ),
             (
                 "host=db.internal port=6432 user=app password='s3cret pw' dbname=sessions",
