@@ -45,6 +45,7 @@
 
 pub mod postgres;
 mod probe;
+pub mod tls;
 
 pub use probe::{chromium, in_ci, postgres_bin, runs};
 
