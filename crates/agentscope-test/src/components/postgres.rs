@@ -1,6 +1,7 @@
 //! [`PostgresServer`]: a real PostgreSQL server of a test's own: `initdb` in a temporary
 //! directory, `postgres` on a free port of 127.0.0.1 (its Unix socket in that directory),
-//! stopped and removed on drop, restartable on the same port and data.
+//! stopped and removed on drop; [`stop`](PostgresServer::stop) and
+//! [`start_again`](PostgresServer::start_again) restart it on the same port and data.
 //!
 //! Run as root, the server runs as the `postgres` OS user (PostgreSQL refuses to run as
 //! root), which Debian's `postgresql` package creates; the directory is handed to it.
@@ -327,19 +328,6 @@ impl PostgresServer {
             let _ = child.kill();
         }
         let _ = child.wait();
-    }
-
-    /// Stops the server at once (as [`stop`](Self::stop)) and starts it again on the same
-    /// port and data.
-    ///
-    /// # Panics
-    ///
-    /// When it does not start again.
-    pub fn restart(&mut self) {
-        self.stop();
-        if let Err(error) = self.launch() {
-            panic!("postgres did not restart: {error}");
-        }
     }
 
     /// Starts a stopped server again on the same port and data.
