@@ -19,8 +19,9 @@
 //!
 //! Options: `--store DIR` (default: `agentscope-hitl-sessions` in the temp directory),
 //! `--ask TEXT` (the question of run 1; default "Please delete the old log files."). Run 2
-//! rebuilds the approval hook's awaiting list from the stored conversation
-//! (`ToolApprovalHook::restore`), records the decision and resumes with `agent.call(())`;
+//! rebuilds the approval hook's awaiting list from the stored session
+//! (`ToolApprovalHook::restore_state`: decisions already stored and calls already started
+//! are not asked for again), records the decision and resumes with `agent.call(())`;
 //! the tool runs exactly once. A run with nothing awaiting approval asks again, continuing
 //! the same conversation.
 //!
@@ -291,9 +292,11 @@ async fn run_session(args: SessionArgs) -> Result<(), Box<dyn std::error::Error>
         .session(store.clone(), args.session.clone())
         .build()?;
 
-    // A new process knows nothing: rebuild the awaiting list from the stored conversation.
-    let stored = store.load(&args.session).await?;
-    approvals.restore(&stored.map(|state| state.messages).unwrap_or_default());
+    // A new process knows nothing: rebuild the awaiting list from the stored session (its
+    // stored decisions and started calls await nothing).
+    if let Some(stored) = store.load(&args.session).await? {
+        approvals.restore_state(&stored);
+    }
     let pending = approvals.pending();
 
     let reply = if pending.is_empty() {

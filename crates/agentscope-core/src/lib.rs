@@ -69,5 +69,5 @@ pub use model::{
 };
 pub use retry::RetryPolicy;
 pub use text::SharedString;
-pub use tool::{BoxedTool, Tool, ToolContext, ToolKind, ToolOutput, ToolSource};
+pub use tool::{BoxedTool, InDoubt, Tool, ToolContext, ToolKind, ToolOutput, ToolSource};
 pub use tool_input::ToolInput;

@@ -91,6 +91,10 @@ pub enum GenerateReason {
     ContentFiltered,
     /// A tool suspended for external execution; its call stays pending.
     ToolSuspended,
+    /// Tool calls were found in doubt (started in an earlier call, their result never
+    /// stored) and their policy is [`InDoubt::Stop`](crate::InDoubt::Stop): the reply holds
+    /// those calls, and they stay pending until the application resolves them.
+    ToolInDoubt,
     /// A `PostReasoning` hook called `stop_agent()`.
     ReasoningStopRequested,
     /// A `PostActing` hook called `stop_agent()`.

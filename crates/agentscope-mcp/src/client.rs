@@ -9,7 +9,7 @@ use agentscope_core::ToolContext;
 use futures::StreamExt;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, Implementation, RequestId, ServerResult,
+    ClientConfig, ClientRequest, Implementation, RequestId, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RunningService};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
@@ -324,6 +324,11 @@ impl From<McpError> for CallError {
 }
 
 /// The reason sent with `notifications/cancelled` when the agent call was interrupted.
+/// The `_meta` key of a `tools/call` request that carries the agent's tool call's
+/// [idempotency key](agentscope_core::ToolContext::idempotency_key): the same in every process
+/// and every retry of the call, so a server can do the call's work once.
+pub const IDEMPOTENCY_KEY_META: &str = "io.agentscope/idempotency-key";
+
 const INTERRUPTED: &str = "the agent call was interrupted";
 /// The reason sent when the call's future was dropped (a tool time limit, a dropped agent
 /// call or stream).
@@ -524,7 +529,17 @@ impl Inner {
         if ctx.is_some_and(ToolContext::is_cancelled) {
             return Err(CallError::Cancelled);
         }
-        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        if let Some(ctx) = ctx {
+            // The call's idempotency key, for a server that deduplicates (the same in every
+            // process and every retry of the call).
+            let mut meta = RequestMetaObject::new();
+            meta.0.0.insert(
+                IDEMPOTENCY_KEY_META.to_owned(),
+                ctx.idempotency_key().into(),
+            );
+            params.meta = Some(meta);
+        }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle: RequestHandle<RoleClient> = connection
             .peer

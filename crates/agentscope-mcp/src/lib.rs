@@ -70,7 +70,7 @@ mod error;
 mod tool;
 mod transport;
 
-pub use client::McpClient;
+pub use client::{IDEMPOTENCY_KEY_META, McpClient};
 pub use config::{DEFAULT_CONNECT_TIMEOUT, McpServerConfig, ReconnectPolicy};
 pub use content::McpToolResult;
 pub use error::McpError;

@@ -27,59 +27,102 @@ use crate::session::{AgentState, SessionBinding, check_sessionless};
 use crate::stream::{AgentStream, StreamOptions};
 use crate::toolkit::Toolkit;
 
-/// The input of one call: the new messages (empty to resume pending tool calls).
+/// The input of one call: the new messages (empty to resume pending tool calls), and the
+/// tool calls in doubt to run again.
 ///
 /// Converts from a [`Msg`], a `Vec<Msg>`, an array of messages, a string (a user message)
 /// and `()` (no input).
+///
+/// ```
+/// use agentscope::{CallInput, Msg, ToolResultBlock};
+///
+/// // Resolve two calls found in doubt after a crash: one with a result the application
+/// // verified, the other by running it again with the same idempotency key.
+/// let verified = Msg::tool_result(ToolResultBlock::text("c1", "pay", "paid: receipt 42"));
+/// let input = CallInput::from(verified).retry(["c2"]);
+/// assert_eq!(input.retried(), ["c2"]);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct CallInput(Vec<Msg>);
+pub struct CallInput {
+    messages: Vec<Msg>,
+    retry: Vec<String>,
+}
 
 impl CallInput {
     /// The messages.
     pub fn into_messages(self) -> Vec<Msg> {
-        self.0
+        self.messages
+    }
+
+    /// Runs the tool calls `ids` again, in this call: each must be **in doubt** (pending,
+    /// and recorded as started by an earlier call whose result was never stored; see
+    /// [`InDoubt`](crate::InDoubt)). They run with the same
+    /// [idempotency key](crate::ToolContext::idempotency_key) as their first attempt,
+    /// whatever their tool's policy, after PreActing hooks (a decision taken before they
+    /// started is not asked for again). A call given an id that is not in doubt fails with
+    /// [`AgentError::InvalidInput`](crate::AgentError::InvalidInput) before anything runs.
+    #[must_use]
+    pub fn retry<I, S>(mut self, ids: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.retry.extend(ids.into_iter().map(Into::into));
+        self
+    }
+
+    /// The ids passed to [`retry`](Self::retry).
+    pub fn retried(&self) -> &[String] {
+        &self.retry
+    }
+
+    fn into_parts(self) -> (Vec<Msg>, Vec<String>) {
+        (self.messages, self.retry)
+    }
+}
+
+impl From<Vec<Msg>> for CallInput {
+    fn from(messages: Vec<Msg>) -> Self {
+        CallInput {
+            messages,
+            retry: Vec::new(),
+        }
     }
 }
 
 impl From<Msg> for CallInput {
     fn from(msg: Msg) -> Self {
-        CallInput(vec![msg])
-    }
-}
-
-impl From<Vec<Msg>> for CallInput {
-    fn from(msgs: Vec<Msg>) -> Self {
-        CallInput(msgs)
+        vec![msg].into()
     }
 }
 
 impl<const N: usize> From<[Msg; N]> for CallInput {
     fn from(msgs: [Msg; N]) -> Self {
-        CallInput(msgs.into())
+        Vec::from(msgs).into()
     }
 }
 
 impl From<Option<Msg>> for CallInput {
     fn from(msg: Option<Msg>) -> Self {
-        CallInput(msg.into_iter().collect())
+        msg.into_iter().collect::<Vec<_>>().into()
     }
 }
 
 impl From<&str> for CallInput {
     fn from(text: &str) -> Self {
-        CallInput(vec![Msg::user(text)])
+        vec![Msg::user(text)].into()
     }
 }
 
 impl From<String> for CallInput {
     fn from(text: String) -> Self {
-        CallInput(vec![Msg::user(text)])
+        vec![Msg::user(text)].into()
     }
 }
 
 impl From<()> for CallInput {
     fn from((): ()) -> Self {
-        CallInput(Vec::new())
+        Vec::new().into()
     }
 }
 
@@ -153,7 +196,12 @@ impl ReActAgent {
         &self,
         input: impl Into<CallInput>,
     ) -> impl Future<Output = Result<Msg, AgentError>> + Send + 'static {
-        self.call_with(input.into().into_messages(), CallExtras::default())
+        let (messages, retry) = input.into().into_parts();
+        let extras = CallExtras {
+            retry,
+            ..CallExtras::default()
+        };
+        self.call_with(messages, extras)
     }
 
     /// [`call`](Self::call) with hooks and tools that exist for this call only.
@@ -258,12 +306,14 @@ impl ReActAgent {
         let finish: Finish = Box::new(move |memory, start, outcome| {
             finisher.finish(memory, start, outcome, &agent_name)
         });
+        let (messages, retry) = input.into().into_parts();
         let extras = CallExtras {
             hooks: vec![BoxedHook::new(hook.clone())],
             tools: vec![BoxedTool::new(StructuredOutputHook::tool::<T>())],
             finish: Some(finish),
+            retry,
         };
-        let call = self.call_with(input.into().into_messages(), extras);
+        let call = self.call_with(messages, extras);
         async move {
             let reply = call.await?;
             let value = hook
@@ -320,10 +370,14 @@ impl ReActAgent {
     /// [`AgentStream`].
     pub fn stream(&self, input: impl Into<CallInput>, options: StreamOptions) -> AgentStream {
         let inner = Arc::clone(&self.inner);
-        let input = input.into().into_messages();
+        let (input, retry) = input.into().into_parts();
         AgentStream::new(options, move |sink| async move {
             let AgentInner { config, runtime } = &*inner;
-            engine::run(config, runtime, input, Some(&sink), CallExtras::default()).await
+            let extras = CallExtras {
+                retry,
+                ..CallExtras::default()
+            };
+            engine::run(config, runtime, input, Some(&sink), extras).await
         })
     }
 

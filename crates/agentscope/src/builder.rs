@@ -200,14 +200,16 @@ impl ReActAgentBuilder {
     ///   fails the call with [`AgentError::Session`](agentscope_core::AgentError::Session)
     ///   before any hook runs and without storing or overwriting anything;
     /// - the call saves what changed at every step: after a reasoning message with tool
-    ///   calls, before tools run (recording them as running), after each tool result
-    ///   (before the stream shows it), and when it ends, however it ends. Saves are
+    ///   calls, before each tool runs (recording it as running; a parallel batch records its
+    ///   calls together, as they start together), after each tool result (before the stream
+    ///   shows it), and when it ends, however it ends. Saves are
     ///   compare-and-swap: when another writer saved the session meanwhile, the call fails
     ///   with a [`SessionError::Conflict`](crate::session::SessionError::Conflict); a failed
     ///   save fails the call;
     /// - a dropped (cancelled) call or a killed process leaves the session as of its last
-    ///   step; a tool recorded as running without a result is not run again on resume
-    ///   unless it is [idempotent](agentscope_core::Tool::idempotent).
+    ///   step; a tool call recorded as running without a result is **in doubt** on resume,
+    ///   and handled as its tool's [`InDoubt`](agentscope_core::InDoubt) policy says (tell
+    ///   the model, stop for the application, or run again with the same idempotency key).
     ///
     /// With a session the store is the source of truth: change memory through calls,
     /// [`observe`](ReActAgent::observe) and [`load_state`](ReActAgent::load_state), not with

@@ -56,7 +56,9 @@ pub use agentscope_core::{
 };
 
 // Tools.
-pub use agentscope_core::{BoxedTool, Tool, ToolContext, ToolKind, ToolOutput, ToolSource};
+pub use agentscope_core::{
+    BoxedTool, InDoubt, Tool, ToolContext, ToolKind, ToolOutput, ToolSource,
+};
 pub use error::ToolkitError;
 pub use toolkit::{ToolFn, Toolkit, tool_fn};
 #[cfg(feature = "schema")]

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentscope_core::{
-    BoxedTool, CancellationToken, Tool, ToolContext, ToolError, ToolOutput, ToolResultBlock,
-    ToolSchema, ToolSource, ToolUseBlock,
+    BoxedTool, CancellationToken, InDoubt, Tool, ToolContext, ToolError, ToolOutput,
+    ToolResultBlock, ToolSchema, ToolSource, ToolUseBlock,
 };
 use futures::FutureExt;
 use serde_json::Value;
@@ -373,12 +373,13 @@ impl Toolkit {
             .filter(|tool| tool.kind() != agentscope_core::ToolKind::Action)
     }
 
-    /// Whether the tool named `name` declared itself idempotent
-    /// ([`Tool::idempotent`](agentscope_core::Tool::idempotent)); `false` for unknown names.
-    pub(crate) fn is_idempotent(&self, name: &str) -> bool {
+    /// The in-doubt policy the tool named `name` declared
+    /// ([`Tool::in_doubt`](agentscope_core::Tool::in_doubt)); `None` for tools that declare
+    /// none and for unknown names.
+    pub(crate) fn in_doubt(&self, name: &str) -> Option<InDoubt> {
         self.index
             .get(name)
-            .is_some_and(|&index| self.tools[index].tool.idempotent())
+            .and_then(|&index| self.tools[index].tool.in_doubt())
     }
 
     /// The schemas the model sees, in registration order.
@@ -515,28 +516,28 @@ pub struct ToolFn<F> {
     name: String,
     description: String,
     parameters: Value,
-    idempotent: bool,
+    in_doubt: Option<InDoubt>,
     f: F,
 }
 
 impl<F> ToolFn<F> {
-    /// Declares the tool idempotent: running a call twice has the effect of running it once
-    /// (see [`Tool::idempotent`]). A session resumed after a crash mid-tool then runs the
-    /// call again instead of giving it an "interrupted while running" error result.
+    /// Declares what a resumed session does with a call of this tool found in doubt (started,
+    /// its result never stored: a crash mid-tool); see [`InDoubt`] and [`Tool::in_doubt`].
     ///
     /// ```
-    /// use agentscope::{Tool, tool_fn};
+    /// use agentscope::{InDoubt, Tool, tool_fn};
     /// use serde_json::json;
     ///
+    /// // A read can simply run again.
     /// let lookup = tool_fn("lookup", "Reads an order.", json!({"type": "object"}), |_input, _ctx| async {
     ///     Ok("order 42: shipped")
     /// })
-    /// .idempotent();
-    /// assert!(Tool::idempotent(&lookup));
+    /// .in_doubt(InDoubt::RunAgain);
+    /// assert_eq!(Tool::in_doubt(&lookup), Some(InDoubt::RunAgain));
     /// ```
     #[must_use]
-    pub fn idempotent(mut self) -> Self {
-        self.idempotent = true;
+    pub fn in_doubt(mut self, policy: InDoubt) -> Self {
+        self.in_doubt = Some(policy);
         self
     }
 }
@@ -561,7 +562,7 @@ where
         name: name.into(),
         description: description.into(),
         parameters,
-        idempotent: false,
+        in_doubt: None,
         f,
     }
 }
@@ -593,8 +594,8 @@ where
         async move { future.await.map(Into::into) }
     }
 
-    fn idempotent(&self) -> bool {
-        self.idempotent
+    fn in_doubt(&self) -> Option<InDoubt> {
+        self.in_doubt
     }
 }
 

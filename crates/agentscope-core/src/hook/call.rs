@@ -3,6 +3,7 @@
 
 use crate::hook::meta::{Meta, SystemSlot, input_messages_accessors, system_message_accessors};
 use crate::message::Msg;
+use crate::tool::InDoubt;
 
 /// Fired once at the start of a call, before anything is stored.
 ///
@@ -42,7 +43,50 @@ impl PreCallEvent {
     pub fn history(&self) -> &[Msg] {
         &self.history
     }
+
+    /// Chooses what happens to tool call `id` if it is in doubt in this call (it started in
+    /// an earlier call and its result was never stored: [`CallInfo::was_started`]), when its
+    /// tool declares no policy of its own ([`Tool::in_doubt`]). The `ToolApprovalHook`
+    /// chooses [`InDoubt::Stop`] this way for the calls its policy guards. A later choice for
+    /// the same id replaces an earlier one.
+    ///
+    /// [`CallInfo::was_started`]: crate::CallInfo::was_started
+    /// [`Tool::in_doubt`]: crate::Tool::in_doubt
+    ///
+    /// ```
+    /// use agentscope_core::{HookEvent, InDoubt, hook_fn};
+    ///
+    /// // Stop for every call in doubt whose tool does not say otherwise.
+    /// let careful = hook_fn(|event: &mut HookEvent| {
+    ///     if let HookEvent::PreCall(e) = event {
+    ///         let started: Vec<String> = agentscope_core::plumbing::conversation::pending_tool_uses(e.history())
+    ///             .into_iter()
+    ///             .filter(|call| e.call().was_started(&call.id))
+    ///             .map(|call| call.id.to_string())
+    ///             .collect();
+    ///         for id in started {
+    ///             e.set_in_doubt(id, InDoubt::Stop);
+    ///         }
+    ///     }
+    ///     Ok(())
+    /// });
+    /// # let _ = careful;
+    /// ```
+    pub fn set_in_doubt(&mut self, id: impl Into<String>, policy: InDoubt) {
+        let id = id.into();
+        let choices = &mut self
+            .extensions_mut()
+            .get_or_insert_with(InDoubtChoices::default)
+            .0;
+        choices.retain(|(chosen, _)| *chosen != id);
+        choices.push((id, policy));
+    }
 }
+
+/// The in-doubt policies hooks chose at PreCall, by tool call id (in the call's extensions;
+/// the engine reads them with `plumbing::in_doubt_choice`).
+#[derive(Debug, Default)]
+pub(crate) struct InDoubtChoices(pub(crate) Vec<(String, InDoubt)>);
 
 /// Fired once when a call completed; the final message is what the caller gets.
 ///

@@ -188,8 +188,8 @@ impl CallInfo {
 
     /// Whether the tool call `id` started running in an earlier call whose result was never
     /// stored (the process stopped, the call was dropped), by the agent's session (see
-    /// `AgentState::running_tools`). Such a call is not run again unless its tool is
-    /// idempotent, and a decision about it (an approval) was already taken.
+    /// `AgentState::running_tools`). Such a call is in doubt (see
+    /// [`InDoubt`](crate::InDoubt)), and a decision about it (an approval) was already taken.
     pub fn was_started(&self, id: &str) -> bool {
         self.running_tools.iter().any(|running| running == id)
     }

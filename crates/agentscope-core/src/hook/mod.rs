@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use acting::{ActingChunkEvent, PostActingEvent, PreActingEvent};
+pub(crate) use call::InDoubtChoices;
 pub use call::{PostCallEvent, PreCallEvent};
 pub use chain::{HookChain, HookInfo};
 pub use context::{AgentInfo, CallContext, CallId, CallInfo, Extensions, ParseCallIdError};

@@ -35,8 +35,19 @@ pub use crate::tool::{ProgressReceiver, ProgressSender, ToolProgress, progress_c
 pub use events::EventParts;
 
 use crate::error::AgentError;
-use crate::hook::{HookChain, HookEvent};
-use crate::tool::ToolContext;
+use crate::hook::{HookChain, HookEvent, InDoubtChoices};
+use crate::tool::{InDoubt, ToolContext};
+
+/// The in-doubt policy a hook chose for tool call `id` at `call`'s PreCall
+/// ([`PreCallEvent::set_in_doubt`](crate::PreCallEvent::set_in_doubt)), if any.
+pub fn in_doubt_choice(call: &CallContext, id: &str) -> Option<InDoubt> {
+    call.extensions()
+        .get::<InDoubtChoices>()?
+        .0
+        .iter()
+        .find(|(chosen, _)| chosen == id)
+        .map(|(_, policy)| *policy)
+}
 
 /// Runs a chained event (Pre*/Post*) of `call` through the hooks of `hooks` interested in its
 /// kind, in order, and gives the event back as the last hook left it.

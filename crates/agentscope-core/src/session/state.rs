@@ -75,7 +75,7 @@ pub struct AgentState {
     /// Tool calls (by id) that started running and have no stored result yet. The engine
     /// records a call here before its tool runs and removes it with the stored result, so a
     /// call found here after a crash or a dropped call ran at most partly: on resume it is
-    /// not re-run unless its tool is idempotent ([`Tool::idempotent`](crate::Tool::idempotent)).
+    /// in doubt, and handled as its [`InDoubt`](crate::InDoubt) policy says.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub running_tools: Vec<String>,
     /// State hooks keep with the session, by hook name (a [`HookState`](super::HookState)

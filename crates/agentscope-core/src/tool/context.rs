@@ -7,8 +7,8 @@ use crate::cancel::{CancellationToken, Cancelled};
 use crate::tool::ProgressSender;
 use std::sync::Arc;
 
-/// What a running tool gets besides its arguments: its call, a way to report progress, and
-/// a way to notice that the call was interrupted.
+/// What a running tool gets besides its arguments: its call, its idempotency key, a way to
+/// report progress, and a way to notice that the call was interrupted.
 ///
 /// ```
 /// use agentscope_core::{ToolContext, ToolUseBlock};
@@ -24,6 +24,9 @@ pub struct ToolContext {
     tool_use: Arc<ToolUseBlock>,
     progress: Option<ProgressSender>,
     cancellation: Option<CancellationToken>,
+    /// The conversation the call belongs to (the session id, else the agent's id): with the
+    /// call id, it makes the idempotency key.
+    scope: Option<Arc<str>>,
 }
 
 impl ToolContext {
@@ -33,6 +36,7 @@ impl ToolContext {
             tool_use: tool_use.into(),
             progress: None,
             cancellation: None,
+            scope: None,
         }
     }
 
@@ -50,9 +54,40 @@ impl ToolContext {
         self
     }
 
+    /// Places the call in conversation `scope` (the engine passes the session id, or the
+    /// agent's id for an agent without a session); see
+    /// [`idempotency_key`](Self::idempotency_key).
+    #[must_use]
+    pub fn with_scope(mut self, scope: impl Into<Arc<str>>) -> Self {
+        self.scope = Some(scope.into());
+        self
+    }
+
     /// The call being executed.
     pub fn tool_use(&self) -> &ToolUseBlock {
         &self.tool_use
+    }
+
+    /// A key that is the same for this call in every process and every retry of it, and
+    /// different for every other call: a UUID made from the conversation (the session id,
+    /// else the agent's id) and the call id. Pass it to the service the tool calls (an
+    /// `Idempotency-Key` header, a unique column) so that a call run again after a crash
+    /// ([`InDoubt::RunAgain`](crate::InDoubt::RunAgain), a retry the application asked for)
+    /// does its work once. MCP tools forward it in the request's `_meta`.
+    ///
+    /// ```
+    /// use agentscope_core::{ToolContext, ToolUseBlock};
+    /// use serde_json::json;
+    ///
+    /// let call = ToolUseBlock::new("call_7", "pay", json!({"cents": 500}));
+    /// let first = ToolContext::new(call.clone()).with_scope("chat-1");
+    /// let retry = ToolContext::new(call.clone()).with_scope("chat-1"); // another process
+    /// assert_eq!(first.idempotency_key(), retry.idempotency_key());
+    /// let elsewhere = ToolContext::new(call).with_scope("chat-2");
+    /// assert_ne!(first.idempotency_key(), elsewhere.idempotency_key());
+    /// ```
+    pub fn idempotency_key(&self) -> String {
+        super::in_doubt::idempotency_key(self.scope.as_deref().unwrap_or(""), &self.tool_use.id)
     }
 
     /// Whether anyone receives progress chunks (when not, [`emit`](Self::emit) is free).
@@ -94,6 +129,7 @@ impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
             .field("tool_use", &self.tool_use)
+            .field("scope", &self.scope)
             .field("cancelled", &self.is_cancelled())
             .finish_non_exhaustive()
     }

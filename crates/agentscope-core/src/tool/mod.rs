@@ -4,6 +4,7 @@
 //! ([`ToolSource`]) in `source.rs`.
 
 mod context;
+mod in_doubt;
 mod progress;
 mod source;
 
@@ -15,6 +16,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 pub use context::ToolContext;
+pub use in_doubt::InDoubt;
 pub use progress::{ProgressReceiver, ProgressSender, ToolProgress, progress_channel};
 pub use source::ToolSource;
 
@@ -68,16 +70,13 @@ pub trait Tool: Send + Sync + 'static {
         ToolKind::Action
     }
 
-    /// Whether running a call of this tool twice has the effect of running it once (a
-    /// lookup, a read, an upsert keyed by the call). Read once, at registration.
-    ///
-    /// It decides what a resumed session does with a call whose tool started but whose
-    /// result was never stored (the process was killed, the call dropped mid-tool): an
-    /// idempotent tool runs again; any other (the default, `false`) is not re-run, and the
-    /// call gets an error result saying it was interrupted while running. Either way a call
-    /// whose result was stored never runs again.
-    fn idempotent(&self) -> bool {
-        false
+    /// What a resumed session does with a call of this tool that is in doubt: it started,
+    /// but its result was never stored (the process was killed, the call dropped mid-tool).
+    /// Read once, at registration. `None` (the default) leaves it to the agent: what a hook
+    /// chose at PreCall (the `ToolApprovalHook` stops for the calls it guards), else
+    /// [`InDoubt::Tell`]. See [`InDoubt`]. A call whose result was stored never runs again.
+    fn in_doubt(&self) -> Option<InDoubt> {
+        None
     }
 }
 
@@ -119,8 +118,8 @@ impl<T: Tool> Tool for Arc<T> {
         (**self).kind()
     }
 
-    fn idempotent(&self) -> bool {
-        (**self).idempotent()
+    fn in_doubt(&self) -> Option<InDoubt> {
+        (**self).in_doubt()
     }
 }
 
@@ -148,7 +147,7 @@ pub struct BoxedTool {
     tool: Arc<dyn DynTool>,
     schema: Arc<ToolSchema>,
     kind: ToolKind,
-    idempotent: bool,
+    in_doubt: Option<InDoubt>,
 }
 
 impl BoxedTool {
@@ -159,12 +158,12 @@ impl BoxedTool {
         }
         let schema = ToolSchema::new(tool.name(), tool.description(), tool.parameters());
         let kind = tool.kind();
-        let idempotent = tool.idempotent();
+        let in_doubt = tool.in_doubt();
         Self {
             tool: Arc::new(tool),
             schema: Arc::new(schema),
             kind,
-            idempotent,
+            in_doubt,
         }
     }
 
@@ -205,8 +204,8 @@ impl Tool for BoxedTool {
         self.kind
     }
 
-    fn idempotent(&self) -> bool {
-        self.idempotent
+    fn in_doubt(&self) -> Option<InDoubt> {
+        self.in_doubt
     }
 }
 

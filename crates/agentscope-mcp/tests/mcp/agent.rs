@@ -1,6 +1,7 @@
 //! MCP tools in a ReAct agent: a full run where a scripted model calls an MCP tool and
 //! answers from its result, PreActing hooks that edit and deny MCP calls, and the
-//! `ToolApprovalHook` holding MCP calls by tool name and by server.
+//! `ToolApprovalHook` holding MCP calls by tool name and by server, and the call's
+//! idempotency key reaching the server in the request's `_meta`.
 
 use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 use agentscope::prelude::*;
@@ -211,5 +212,38 @@ async fn approval_by_server_holds_every_tool_of_that_server_only() {
         ],
     );
     client.close().await;
+    fixture.close().await;
+}
+
+/// The server receives the tool call's idempotency key in `_meta`
+/// (`io.agentscope/idempotency-key`): the key the agent's tool context gives that call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
+async fn the_server_receives_the_calls_idempotency_key() {
+    let Some(fixture) = support::fixture("fx_").await else {
+        return;
+    };
+    let model = calls_then_answers("k1", "fx_idempotency-key", json!({}), "ok");
+    let agent = agent_on(&model, tools_of(&fixture))
+        .id("agent-7")
+        .build()
+        .unwrap();
+    assert_eq!(reply(&agent, "go").await.text(), "ok");
+    let call = ToolUseBlock::new("k1", "fx_idempotency-key", json!({}));
+    let key = agentscope::ToolContext::new(call)
+        .with_scope("agent-7")
+        .idempotency_key();
+    assert_eq!(
+        agentscope_mcp::IDEMPOTENCY_KEY_META,
+        "io.agentscope/idempotency-key"
+    );
+    assert_read(
+        &model,
+        1,
+        &[ToolResultBlock::text("k1", "fx_idempotency-key", key)],
+    );
     fixture.close().await;
 }

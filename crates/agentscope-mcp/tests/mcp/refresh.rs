@@ -13,9 +13,10 @@ use crate::support::{
     offered, offered_names, prefixed, reply, within,
 };
 
-const FIXTURE_TOOLS: [&str; 5] = [
+const FIXTURE_TOOLS: [&str; 6] = [
     "add-tool",
     "wait-for-cancel",
+    "idempotency-key",
     "cancellations",
     "mixed-content",
     "fail",
@@ -54,7 +55,7 @@ async fn the_tool_list_refreshes_when_the_server_says_it_changed() {
     // The approval policy made before the change covers the new tool too.
     assert!(policy.requires_approval(&ToolUseBlock::new("x", "fx_greet", json!({}))));
     // The agent built before keeps its toolkit; a new one has the tool.
-    assert_eq!(before.toolkit().len(), 5);
+    assert_eq!(before.toolkit().len(), FIXTURE_TOOLS.len());
     let model = calls_then_answers("c1", "fx_greet", json!({"who": "Ada"}), "greeted");
     let after = agent_with_tools(&model, &client);
     assert_eq!(reply(&after, "greet Ada").await.text(), "greeted");

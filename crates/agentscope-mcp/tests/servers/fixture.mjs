@@ -60,6 +60,17 @@ server.registerTool(
 );
 
 server.registerTool(
+  "idempotency-key",
+  {
+    description: "Returns the idempotency key the client sent in the request's _meta.",
+    inputSchema: {},
+  },
+  async (_args, extra) => ({
+    content: [{ type: "text", text: String(extra._meta?.["io.agentscope/idempotency-key"] ?? "none") }],
+  }),
+);
+
+server.registerTool(
   "cancellations",
   { description: "Lists the wait-for-cancel calls that were cancelled.", inputSchema: {} },
   async () => ({ content: [{ type: "text", text: JSON.stringify(cancellations) }] }),

@@ -481,8 +481,9 @@ impl Tool for RetrieveStashedTool {
             .map_err(ToolError::msg)
     }
 
-    fn idempotent(&self) -> bool {
-        true
+    fn in_doubt(&self) -> Option<agentscope_core::InDoubt> {
+        // A read of the stash: running it again changes nothing.
+        Some(agentscope_core::InDoubt::RunAgain)
     }
 }
 

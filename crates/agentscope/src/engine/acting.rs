@@ -1,5 +1,7 @@
-//! Acting (step 6 of the lifecycle): PreActing for the whole batch, execution (sequential or
-//! concurrent) with progress chunks, then PostActing and storage in call order.
+//! Acting (step 6 of the lifecycle): calls in doubt first (their policy may stop the agent),
+//! PreActing for the whole batch, then execution with progress chunks: a sequential batch
+//! records, runs, passes through PostActing and stores one call at a time; a parallel batch
+//! records and runs its calls together, then PostActing and storage in call order.
 
 use std::pin::pin;
 use std::sync::Arc;
@@ -9,8 +11,8 @@ use agentscope_core::plumbing::{
     self, EventParts, ProgressSender, ToolProgress, attach_progress, events, progress_channel,
 };
 use agentscope_core::{
-    AgentError, CancellationToken, ContentBlock, GenerateReason, HookError, HookEventType, Msg,
-    Role, ToolContext, ToolResultBlock, ToolUseBlock,
+    AgentError, CancellationToken, ContentBlock, GenerateReason, HookError, HookEventType, InDoubt,
+    Msg, Role, ToolContext, ToolResultBlock, ToolUseBlock,
 };
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
@@ -29,6 +31,23 @@ pub(super) enum Acted {
     Continue,
 }
 
+/// Whether a policy lets a call in doubt go on within the batch (told or run again) rather
+/// than stop the agent; a policy this engine does not know stops it, the safe side.
+fn tells_or_reruns(policy: InDoubt) -> bool {
+    matches!(policy, InDoubt::Tell | InDoubt::RunAgain)
+}
+
+/// What the settled jobs of a batch leave for its end.
+#[derive(Default)]
+struct Settled {
+    /// A PostActing hook asked to stop.
+    stop: bool,
+    /// The batch's last tool message, when a PostActing hook asked to stop.
+    last: Option<Msg>,
+    /// The calls a tool suspended, in call order.
+    suspended: Vec<ContentBlock>,
+}
+
 /// One call of the batch after PreActing: what executes, and its result when a hook
 /// skipped it.
 struct Job {
@@ -43,12 +62,38 @@ impl Call<'_> {
         // Tools run: a goto loop the cap ends later is only what follows this round.
         self.progress.goto_mark = None;
 
+        // Calls in doubt whose policy is to stop: nothing of the batch runs, and the calls
+        // stay pending for the application to resolve.
+        let stopped: Vec<ContentBlock> = calls
+            .iter()
+            .filter(|call| {
+                self.in_doubt(call)
+                    .is_some_and(|policy| !tells_or_reruns(policy))
+            })
+            .map(|call| ContentBlock::ToolUse(call.clone()))
+            .collect();
+        if !stopped.is_empty() {
+            for call in &calls {
+                self.open.settle(&call.id);
+            }
+            self.progress.left_pending = true;
+            let reply = Msg::new(
+                Role::Assistant,
+                self.setup.config.info.shared_name(),
+                stopped,
+            )
+            .with_generate_reason(GenerateReason::ToolInDoubt);
+            return Ok(Acted::Done(reply));
+        }
+
         // PreActing for every call, in order, before any tool runs.
         let mut jobs = Vec::with_capacity(calls.len());
         for call in calls {
-            if let Some(result) = self.interrupted_while_running(&call) {
-                // Its tool started in an earlier call whose result was never stored: it
-                // does not run again (see `Tool::idempotent`); PostActing sees the result.
+            if self.in_doubt(&call) == Some(InDoubt::Tell) {
+                // Its tool started in an earlier call whose result was never stored: it does
+                // not run again; PostActing sees the result.
+                let result =
+                    ToolResultBlock::error(&call.id, &call.name, super::INTERRUPTED_WHILE_RUNNING);
                 jobs.push(Job {
                     tool_use: Arc::new(call),
                     run: Some(ToolRun::Done(result)),
@@ -79,7 +124,60 @@ impl Call<'_> {
             });
         }
 
-        // The calls about to run are recorded as running before any of them starts.
+        // Each call is recorded as running (and saved) before its tool starts, and its
+        // result is stored (and saved) as it settles: a crash keeps every finished result
+        // and leaves only the calls that really started in doubt. A parallel batch starts
+        // its calls together, so they are recorded together.
+        let mut settled = Settled::default();
+        let count = jobs.len();
+        if self.setup.toolkit.is_parallel() {
+            self.record_running(&jobs).await?;
+            self.run_tools(&mut jobs).await?;
+            for (position, job) in jobs.into_iter().enumerate() {
+                self.settle(job, position + 1 == count, &mut settled)
+                    .await?;
+            }
+        } else {
+            let mut jobs = jobs.into_iter().enumerate();
+            while let Some((position, mut job)) = jobs.next() {
+                if job.run.is_none() {
+                    let one = std::slice::from_mut(&mut job);
+                    self.record_running(one).await?;
+                    if let Err(halt) = self.run_tools(one).await {
+                        // What hooks decided for the calls after it still stands.
+                        for (_, job) in jobs {
+                            if let Some(ToolRun::Done(result)) = job.run {
+                                self.open.computed(result);
+                            }
+                        }
+                        return Err(halt);
+                    }
+                }
+                self.settle(job, position + 1 == count, &mut settled)
+                    .await?;
+            }
+        }
+
+        if !settled.suspended.is_empty() {
+            self.progress.left_pending = true;
+            let reply = Msg::new(
+                Role::Assistant,
+                self.setup.config.info.shared_name(),
+                settled.suspended,
+            )
+            .with_generate_reason(GenerateReason::ToolSuspended);
+            return Ok(Acted::Done(reply));
+        }
+        match settled.last {
+            Some(message) => Ok(Acted::Done(
+                message.with_generate_reason(GenerateReason::ActingStopRequested),
+            )),
+            None => Ok(Acted::Continue),
+        }
+    }
+
+    /// Records the jobs that are about to run as running, and saves that before they start.
+    async fn record_running(&mut self, jobs: &[Job]) -> Step<()> {
         if let Some(synced) = &mut self.session {
             synced.start(
                 jobs.iter()
@@ -90,83 +188,80 @@ impl Call<'_> {
         if let Some(save) = self.checkpoint() {
             save.await?;
         }
-        self.run_tools(&mut jobs).await?;
-
-        // PostActing for each result, in call order; each result is stored as it settles.
-        let mut stop = false;
-        let mut last = None;
-        let mut suspended = Vec::new();
-        let count = jobs.len();
-        for (position, job) in jobs.into_iter().enumerate() {
-            let tool_use = Arc::unwrap_or_clone(job.tool_use);
-            let result = match job.run {
-                Some(ToolRun::Done(result)) => result,
-                Some(ToolRun::Suspended) => {
-                    // Stays pending on purpose: the caller resumes it with its result.
-                    self.open.settle(&tool_use.id);
-                    suspended.push(ContentBlock::ToolUse(tool_use));
-                    continue;
-                }
-                Some(ToolRun::Interrupted) => {
-                    ToolResultBlock::error(&tool_use.id, &tool_use.name, super::INTERRUPTED_RESULT)
-                }
-                None => {
-                    ToolResultBlock::error(&tool_use.id, &tool_use.name, super::CANCELLED_RESULT)
-                }
-            };
-            let (result, stop_here) = if self.setup.hooks.is_interested(HookEventType::PostActing) {
-                chain!(
-                    self,
-                    events::post_acting(self.context().info(), tool_use, result)
-                )
-                .into_parts()
-            } else {
-                (result, false)
-            };
-            stop |= stop_here;
-            self.open.settle(&result.id);
-            let message = Msg::tool_result(result);
-            let streamed = self
-                .wants(EventType::ToolResult, true)
-                .then(|| message.clone());
-            // The reply of a stopped batch is its last tool message.
-            if stop && position + 1 == count {
-                last = Some(message.clone());
-            }
-            self.setup.config.memory.add(message);
-            if let Some(save) = self.checkpoint() {
-                save.await?;
-            }
-            if let Some(message) = streamed {
-                self.emit(EventType::ToolResult, true, || message).await;
-            }
-        }
-
-        if !suspended.is_empty() {
-            self.progress.left_pending = true;
-            let reply = Msg::new(
-                Role::Assistant,
-                self.setup.config.info.shared_name(),
-                suspended,
-            )
-            .with_generate_reason(GenerateReason::ToolSuspended);
-            return Ok(Acted::Done(reply));
-        }
-        match last {
-            Some(message) => Ok(Acted::Done(
-                message.with_generate_reason(GenerateReason::ActingStopRequested),
-            )),
-            None => Ok(Acted::Continue),
-        }
+        Ok(())
     }
 
-    /// The result of a call whose tool started in an earlier call and never stored a
-    /// result (a crash, a dropped call), unless its tool is idempotent and may run again.
-    fn interrupted_while_running(&self, call: &ToolUseBlock) -> Option<ToolResultBlock> {
+    /// PostActing for one settled job, then its result is stored (and saved) or, for a
+    /// suspended call, left pending. `last`: the batch's last job, whose result is the reply
+    /// of a batch a PostActing hook stopped.
+    async fn settle(&mut self, job: Job, last: bool, settled: &mut Settled) -> Step<()> {
+        let tool_use = Arc::unwrap_or_clone(job.tool_use);
+        let result = match job.run {
+            Some(ToolRun::Done(result)) => result,
+            Some(ToolRun::Suspended) => {
+                // Stays pending on purpose: the caller resumes it with its result.
+                self.open.settle(&tool_use.id);
+                settled.suspended.push(ContentBlock::ToolUse(tool_use));
+                return Ok(());
+            }
+            Some(ToolRun::Interrupted) => {
+                ToolResultBlock::error(&tool_use.id, &tool_use.name, super::INTERRUPTED_RESULT)
+            }
+            None => ToolResultBlock::error(&tool_use.id, &tool_use.name, super::CANCELLED_RESULT),
+        };
+        let (result, stop_here) = if self.setup.hooks.is_interested(HookEventType::PostActing) {
+            chain!(
+                self,
+                events::post_acting(self.context().info(), tool_use, result)
+            )
+            .into_parts()
+        } else {
+            (result, false)
+        };
+        settled.stop |= stop_here;
+        self.open.settle(&result.id);
+        let message = Msg::tool_result(result);
+        let streamed = self
+            .wants(EventType::ToolResult, true)
+            .then(|| message.clone());
+        // The reply of a stopped batch is its last tool message.
+        if settled.stop && last {
+            settled.last = Some(message.clone());
+        }
+        self.setup.config.memory.add(message);
+        if let Some(save) = self.checkpoint() {
+            save.await?;
+        }
+        if let Some(message) = streamed {
+            self.emit(EventType::ToolResult, true, || message).await;
+        }
+        Ok(())
+    }
+
+    /// How a call in doubt (its tool started in an earlier call and its result was never
+    /// stored: a crash, a dropped call) is handled, `None` for a call that is not in doubt.
+    /// The caller's retry comes first, then the tool's own policy, then a hook's choice at
+    /// PreCall, then [`InDoubt::Tell`].
+    fn in_doubt(&self, call: &ToolUseBlock) -> Option<InDoubt> {
         let synced = self.session.as_ref()?;
-        let started = synced.running().iter().any(|id| call.id == *id);
-        (started && !self.setup.toolkit.is_idempotent(&call.name))
-            .then(|| ToolResultBlock::error(&call.id, &call.name, super::INTERRUPTED_WHILE_RUNNING))
+        if !synced.running().iter().any(|id| call.id == *id) {
+            return None;
+        }
+        if self.setup.retry.iter().any(|id| call.id == *id) {
+            return Some(InDoubt::RunAgain);
+        }
+        let chosen = || {
+            self.context
+                .as_ref()
+                .and_then(|context| plumbing::in_doubt_choice(context, &call.id))
+        };
+        Some(
+            self.setup
+                .toolkit
+                .in_doubt(&call.name)
+                .or_else(chosen)
+                .unwrap_or(InDoubt::Tell),
+        )
     }
 
     /// Runs the jobs that have no result yet, delivering their progress chunks as
@@ -193,13 +288,21 @@ impl Call<'_> {
         // loop below reads a call for each progress chunk.
         let tool_uses: Vec<Arc<ToolUseBlock>> =
             jobs.iter().map(|job| Arc::clone(&job.tool_use)).collect();
+        // The conversation the calls belong to, for their idempotency keys.
+        let scope: Arc<str> = match &self.setup.config.session {
+            Some(session) => session.id().into(),
+            None => self.setup.config.info.id().into(),
+        };
         let interrupted = {
             let mut batch = pin!(run_batch(
                 toolkit,
                 &tool_uses,
                 jobs,
-                progress,
-                cancel,
+                Tooling {
+                    scope: &scope,
+                    progress,
+                    cancel,
+                },
                 toolkit.is_parallel()
             ));
             let mut cancelled = pin!(cancel.cancelled());
@@ -279,19 +382,33 @@ enum Wake {
     Interrupted,
 }
 
+/// What every tool of a batch gets in its context.
+struct Tooling<'a> {
+    /// The conversation (session id, else agent id): idempotency keys are made from it.
+    scope: &'a Arc<str>,
+    /// Dropped when the batch ends, so the receiver ends with the tools.
+    progress: Option<ProgressSender>,
+    cancel: &'a CancellationToken,
+}
+
 /// Runs every job that has no result yet, writing each result into its job as it finishes.
-/// Each tool gets its context (and its own progress sender) as it starts; `progress` is
-/// dropped when the batch ends, so the receiver ends with the tools.
+/// Each tool gets its context (and its own progress sender) as it starts.
 async fn run_batch(
     toolkit: &Toolkit,
     tool_uses: &[Arc<ToolUseBlock>],
     jobs: &mut [Job],
-    progress: Option<ProgressSender>,
-    cancel: &CancellationToken,
+    tooling: Tooling<'_>,
     parallel: bool,
 ) {
+    let Tooling {
+        scope,
+        progress,
+        cancel,
+    } = tooling;
     let context = |index: usize| {
-        let ctx = ToolContext::new(Arc::clone(&tool_uses[index])).with_cancellation(cancel.clone());
+        let ctx = ToolContext::new(Arc::clone(&tool_uses[index]))
+            .with_scope(Arc::clone(scope))
+            .with_cancellation(cancel.clone());
         match &progress {
             Some(sender) => attach_progress(ctx, sender.with_index(index)),
             None => ctx,

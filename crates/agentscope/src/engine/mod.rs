@@ -81,6 +81,8 @@ pub(crate) struct CallExtras {
     /// Runs after the loop and before PostCall (and when the call is dropped), while the
     /// call still holds the agent.
     pub(crate) finish: Option<Finish>,
+    /// Tool calls in doubt the caller asked to run again (`CallInput::retry`).
+    pub(crate) retry: Vec<String>,
 }
 
 /// The end of the conversation in `memory`, from its last assistant message on (all of it
@@ -145,6 +147,7 @@ pub(crate) async fn run(
         }
         Cow::Owned(toolkit)
     };
+    let retry = extras.retry;
     let mut call = Call {
         setup: Setup {
             config,
@@ -154,6 +157,7 @@ pub(crate) async fn run(
             sink,
             cancel: guard.token(),
             resumes: guard.stopped_call(),
+            retry: &retry,
         },
         context: None,
         progress: Progress::default(),
@@ -309,6 +313,8 @@ struct Setup<'a> {
     cancel: &'a CancellationToken,
     /// The call this one resumes (see `CallInfo::resumed_from`).
     resumes: Option<CallId>,
+    /// Tool calls in doubt the caller asked to run again.
+    retry: &'a [String],
 }
 
 /// Where a call's loop stands.
@@ -447,7 +453,9 @@ impl Call<'_> {
         let memory = &self.setup.config.memory;
         let (offset, messages) = conversation_end(&**memory);
         let pending = pending_tool_uses(&messages);
-        if !input.is_empty() {
+        self.check_retry(&pending)?;
+        // Input that only answers pending calls resolves them; any other moves on.
+        if input.iter().any(|msg| msg.tool_results().is_empty()) {
             self.close_interrupted_for_new_input(&pending, &mut input);
         }
         if input.is_empty() {
@@ -471,6 +479,30 @@ impl Call<'_> {
         Ok((!still_pending.is_empty()).then_some(still_pending))
     }
 
+    /// Refuses a retry (`CallInput::retry`) of a call that is not in doubt: not pending, or
+    /// not recorded as running.
+    fn check_retry(&self, pending: &[ToolUseBlock]) -> Result<(), AgentError> {
+        let running = self
+            .session
+            .as_ref()
+            .map_or(&[][..], |synced| synced.running());
+        let in_doubt = |id: &String| {
+            pending.iter().any(|call| call.id == *id) && running.iter().any(|run| run == id)
+        };
+        match self.setup.retry.iter().find(|id| !in_doubt(id)) {
+            None => Ok(()),
+            Some(id) => Err(AgentError::invalid_input(format!(
+                "tool call '{id}' cannot be retried: it is not in doubt (in doubt: [{}])",
+                pending
+                    .iter()
+                    .filter(|call| running.iter().any(|run| call.id == *run))
+                    .map(|call| call.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
     /// New input moves on past pending calls that were recorded as running (their tool
     /// started in a call that was dropped or whose process stopped): each such call the
     /// input does not answer gets the "interrupted while running" result, placed before the
@@ -488,7 +520,11 @@ impl Call<'_> {
             .collect();
         let closed: Vec<Msg> = pending
             .iter()
-            .filter(|call| running.iter().any(|id| call.id == *id) && !answered.contains(&call.id))
+            .filter(|call| {
+                running.iter().any(|id| call.id == *id)
+                    && !answered.contains(&call.id)
+                    && !self.setup.retry.iter().any(|id| call.id == *id)
+            })
             .map(|call| {
                 Msg::tool_result(ToolResultBlock::error(
                     &call.id,

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use agentscope_core::plumbing::conversation::pending_tool_uses;
 use agentscope_core::session::{AgentState, HookState};
 use agentscope_core::{
-    CallInfo, ContentBlock, Hook, HookError, HookEvent, HookEventType, Msg, ToolKind,
+    CallInfo, ContentBlock, Hook, HookError, HookEvent, HookEventType, InDoubt, Msg, ToolKind,
     ToolResultBlock, ToolUseBlock,
 };
 use serde::{Deserialize, Serialize};
@@ -189,8 +189,12 @@ pub enum ApprovalError {
 /// its remembered rejections in the session's [`HookState`] (under
 /// [`ToolApprovalHook::NAME`]): they are stored once the resume passes PreCall and follow
 /// the conversation to another process or a restart. A call the engine recorded as started
-/// ([`CallInfo::was_started`]) is never held for approval again. See `docs/hitl.md` for the
-/// guarantee.
+/// ([`CallInfo::was_started`]) is never held for approval again; if its result was never
+/// stored (a crash mid-tool), it is in doubt, and the hook makes it stop the agent
+/// ([`InDoubt::Stop`], with
+/// [`GenerateReason::ToolInDoubt`](agentscope_core::GenerateReason::ToolInDoubt)) unless its
+/// tool declares another policy: a person approved it, so the application, not the model,
+/// decides whether it happened. See `docs/hitl.md` for the guarantee.
 ///
 /// # No retry loops
 ///
@@ -566,6 +570,13 @@ impl ToolApprovalHook {
             HookEvent::PreCall(e) => {
                 Self::merge_stored(&mut self.state(), e.extensions().get::<HookState>());
                 let pending = pending_tool_uses(e.history());
+                // A guarded call in doubt (a person decided, it started, its result was
+                // never stored) stops for the application unless its tool says otherwise.
+                for call in &pending {
+                    if e.call().was_started(&call.id) && guarded(policy, call, Some(e.call())) {
+                        e.set_in_doubt(call.id.to_string(), InDoubt::Stop);
+                    }
+                }
                 let input = e.input_messages();
                 let answered: HashSet<&str> = input
                     .iter()
@@ -653,8 +664,8 @@ impl ToolApprovalHook {
                         ));
                         e.skip_with(ToolResultBlock::error(call.id, call.name, text));
                     }
-                    // Started (and so decided) in an earlier call: an idempotent tool
-                    // runs again.
+                    // Started (and so decided) in an earlier call, and run again (its
+                    // policy, or the caller's retry): the decision stands.
                     None if e.call().was_started(&call.id) => {}
                     None if guarded(policy, &call, Some(e.call())) => {
                         let text = match state.rejection_of(&call) {

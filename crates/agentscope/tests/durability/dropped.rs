@@ -39,7 +39,7 @@ async fn dropped_after_tool_result(kind: StoreKind) {
         std::fs::read_to_string(&effects)
             .unwrap()
             .lines()
-            .filter(|line| *line == "done")
+            .filter(|line| line.starts_with("done "))
             .count()
     };
     assert_eq!(done(), 1);

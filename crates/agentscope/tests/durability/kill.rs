@@ -1,4 +1,8 @@
-//! Kill -9 at random instants while a worker resumes an approved tool.
+//! Kill -9 at random instants while a worker resumes an approved tool: the tool never runs
+//! without a decision, an approved call found in doubt stops for the application (the
+//! default for a tool that needs approval), and the application's resolution holds: a
+//! verified result is what the model reads, a retry reaches the tool with the key of the
+//! first attempt, and the transfer happens once.
 
 use std::path::Path;
 
@@ -7,7 +11,8 @@ use agentscope::session::SessionStore;
 use serde_json::Value;
 
 use crate::worker::{
-    Outcome, StoreKind, Task, approval_agent, finish, open_store, spawn, transfer_model,
+    Outcome, Resolve, StoreKind, Task, VERIFIED, approval_agent, finish, open_store, spawn,
+    transfer_model,
 };
 
 const TRIALS: usize = 30;
@@ -19,18 +24,27 @@ struct Tally {
     completed_before_kill: usize,
     /// The approval was stored; a resume ran the tool to completion.
     completed_on_resume: usize,
-    /// The tool was recorded as started and its result never stored: the resume gave the
-    /// "interrupted while running" result instead of running it again.
-    interrupted_while_running: usize,
+    /// The tool was recorded as started and its result never stored: the resume stopped
+    /// with it in doubt, and the application ran it again with the same key.
+    in_doubt_retried: usize,
+    /// The same, and the application answered it with a result it verified.
+    in_doubt_verified: usize,
     /// Killed before the approval was stored: the session still awaited it, nothing ran,
     /// and it was approved again.
     approval_not_yet_stored: usize,
 }
 
-fn lines(path: &Path, line: &str) -> usize {
+/// The keys of the `<what> <key>` lines of `path`, in order.
+fn keys(path: &Path, what: &str) -> Vec<String> {
     std::fs::read_to_string(path)
-        .map(|text| text.lines().filter(|l| *l == line).count())
-        .unwrap_or(0)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            line.strip_prefix(what)?
+                .strip_prefix(' ')
+                .map(str::to_owned)
+        })
+        .collect()
 }
 
 /// The text of t1's stored result, if there is one.
@@ -65,6 +79,7 @@ async fn trials(kind: StoreKind) {
             session: "calibration".into(),
             effects,
             approve: true,
+            resolve: Resolve::Nothing,
         }));
         assert!(
             matches!(outcomes.as_slice(), [Outcome::Ok(_)]),
@@ -85,22 +100,25 @@ async fn trials(kind: StoreKind) {
         drop(agent);
 
         // A worker approves and resumes; it is killed at a random instant.
-        let task = |approve| Task::Resume {
+        let task = |approve, resolve| Task::Resume {
             store: kind,
             path: path.clone(),
             session: session.clone(),
             effects: effects.clone(),
             approve,
+            resolve,
         };
-        let mut child = spawn(&task(true));
+        let mut child = spawn(&task(true, Resolve::Nothing));
         tokio::time::sleep(lifetime.mul_f64(trial as f64 / TRIALS as f64)).await;
         let _ = child.kill();
         let _ = child.wait();
 
         // Resume until the conversation is whole, approving only when the session does not
-        // hold the approval (or the started record) already.
+        // hold the approval (or the started record) already; a call in doubt is resolved by
+        // a retry in even trials and by a verified result in odd ones.
         let mut resumes = 0;
         let mut classified = false;
+        let mut resolve = Resolve::Nothing;
         loop {
             let state = store.load(&session).await.unwrap().unwrap();
             let result = t1_result(&state.messages);
@@ -108,21 +126,20 @@ async fn trials(kind: StoreKind) {
                 && !classified
             {
                 classified = true;
-                match text.as_str() {
-                    t if t.starts_with("transferred") && resumes == 0 => {
+                match (text.as_str(), resolve) {
+                    ("transferred", Resolve::Nothing) if resumes == 0 => {
                         tally.completed_before_kill += 1;
                     }
-                    t if t.starts_with("transferred") => tally.completed_on_resume += 1,
-                    t if t.contains("interrupted while running") => {
-                        tally.interrupted_while_running += 1;
-                    }
+                    ("transferred", Resolve::Nothing) => tally.completed_on_resume += 1,
+                    ("transferred", Resolve::Retry) => tally.in_doubt_retried += 1,
+                    (VERIFIED, Resolve::Verified) => tally.in_doubt_verified += 1,
                     other => panic!("trial {trial}: unexpected result {other:?}"),
                 }
             }
             let answered = state
                 .messages
                 .last()
-                .is_some_and(|msg| msg.role == Role::Assistant);
+                .is_some_and(|msg| msg.role == Role::Assistant && !msg.has_tool_uses());
             if result.is_some() && answered {
                 break;
             }
@@ -137,19 +154,37 @@ async fn trials(kind: StoreKind) {
             if !decided {
                 tally.approval_not_yet_stored += 1;
             }
-            let outcomes = finish(spawn(&task(!decided)));
-            assert!(
-                matches!(outcomes.as_slice(), [Outcome::Ok(_)]),
-                "trial {trial}: a resume failed (a stored approval asked for again?): {outcomes:?}"
-            );
+            let outcomes = finish(spawn(&task(!decided, resolve)));
             resumes += 1;
-            assert!(resumes <= 2, "trial {trial}: not whole after two resumes");
+            match outcomes.as_slice() {
+                [Outcome::Ok(_)] => {}
+                // Started, never finished: it stops for the application, once.
+                [Outcome::InDoubt(ids)] if resolve == Resolve::Nothing => {
+                    assert_eq!(ids, &["t1"], "trial {trial}");
+                    resolve = if trial % 2 == 0 {
+                        Resolve::Retry
+                    } else {
+                        Resolve::Verified
+                    };
+                }
+                other => panic!(
+                    "trial {trial}: resume {resumes} ended {other:?} (a stored approval asked \
+                     for again, or a resolution not taken?)"
+                ),
+            }
+            assert!(resumes <= 3, "trial {trial}: not whole after three resumes");
         }
-        // At most once to completion, never started twice.
-        let (starts, dones) = (lines(&effects, "start"), lines(&effects, "done"));
+        // The transfer happened at most once, never without a decision: one start, or two
+        // when the application retried, both with the same idempotency key.
+        let (starts, dones) = (keys(&effects, "start"), keys(&effects, "done"));
+        let most = if resolve == Resolve::Retry { 2 } else { 1 };
         assert!(
-            starts <= 1 && dones <= 1,
-            "trial {trial}: {starts} starts, {dones} completions"
+            starts.len() <= most && dones.len() <= 1,
+            "trial {trial}: {starts:?} starts, {dones:?} done"
+        );
+        assert!(
+            starts.iter().chain(&dones).all(|key| *key == starts[0]),
+            "trial {trial}: a retry used another key: {starts:?} {dones:?}"
         );
         // The conversation is whole: nothing pending, the answer stored last.
         let state = store.load(&session).await.unwrap().unwrap();
@@ -162,7 +197,10 @@ async fn trials(kind: StoreKind) {
     }
     println!("{kind:?}: {TRIALS} trials, kills spread over {lifetime:?}: {tally:?}");
     assert_eq!(
-        tally.completed_before_kill + tally.completed_on_resume + tally.interrupted_while_running,
+        tally.completed_before_kill
+            + tally.completed_on_resume
+            + tally.in_doubt_retried
+            + tally.in_doubt_verified,
         TRIALS
     );
 }

@@ -6,6 +6,9 @@
 //! - `kill`: a worker resuming an approved tool is killed at random instants (JSON file and
 //!   SQLite stores): the tool never runs twice to completion, no approval recorded in the
 //!   session is asked for again, and every call ends with a result once resumed.
+//! - `batch`: a worker running a sequential batch of three tools is killed at random
+//!   instants: completed results are kept, unstarted calls run on resume, at most the call
+//!   running at the kill is in doubt, and no call runs twice.
 //! - `writers`: two worker processes make 100 calls each on one session: every call that
 //!   returned `Ok` has its turn stored; every other call returned a conflict (SQLite) or was
 //!   refused as busy by the session's lease (JSON file store), with nothing stored.
@@ -29,6 +32,7 @@ macro_rules! on_both_stores {
     };
 }
 
+mod batch;
 mod dropped;
 mod hook_state;
 mod kill;

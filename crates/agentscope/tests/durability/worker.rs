@@ -6,6 +6,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentscope::CallInput;
 use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 use agentscope::prelude::*;
 use agentscope::session::{JsonFileSessionStore, SessionError, SessionStore};
@@ -28,14 +29,25 @@ pub(crate) enum StoreKind {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) enum Task {
     /// Resume session `session`, whose `transfer` call `t1` awaits approval: approve it
-    /// unless the session already holds the decision (or the call started), then
-    /// `call(())`. The tool appends `start` and `done` lines to `effects`.
+    /// unless the session already holds the decision (or the call started), then call with
+    /// `resolve`'s input. The tool appends `start <key>` and `done <key>` lines to `effects`.
     Resume {
         store: StoreKind,
         path: PathBuf,
         session: String,
         effects: PathBuf,
         approve: bool,
+        resolve: Resolve,
+    },
+    /// On session `session`: with `first`, ask for a sequential batch of three `step` calls
+    /// (`s1`, `s2`, `s3`) and their answer; else resume with `call(())`. The tool appends
+    /// `start <id>` and `done <id>` lines to `effects`.
+    Batch {
+        store: StoreKind,
+        path: PathBuf,
+        session: String,
+        effects: PathBuf,
+        first: bool,
     },
     /// Make `calls` calls `"{tag}-{i}"` on session `session`; print the outcomes.
     Write {
@@ -47,10 +59,26 @@ pub(crate) enum Task {
     },
 }
 
+/// The input of a resume: how the application resolves `t1` if it is in doubt.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) enum Resolve {
+    /// `call(())`: nothing to resolve (yet).
+    Nothing,
+    /// Run `t1` again, with the same idempotency key (`CallInput::retry`).
+    Retry,
+    /// Answer `t1` with the result the application verified with the payment service.
+    Verified,
+}
+
+/// The result the application gives a call in doubt it verified.
+pub(crate) const VERIFIED: &str = "transferred (verified by the application)";
+
 /// How one worker call ended, printed as `OUTCOME <json>`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) enum Outcome {
     Ok(String),
+    /// The call stopped with these tool calls in doubt (`GenerateReason::ToolInDoubt`).
+    InDoubt(Vec<String>),
     Conflict(String),
     Busy(String),
     Other(String),
@@ -73,19 +101,29 @@ pub(crate) fn open_store(kind: StoreKind, path: &Path) -> Arc<dyn SessionStore> 
     }
 }
 
-/// The tool whose runs the kill test counts: `start` when it begins, `done` (synced) when
-/// it completes, with a random pause between so kills land inside it too.
+/// The tool whose runs the kill test counts: `start <key>` when it begins, `done <key>`
+/// (synced) when the transfer happens, with a random pause between so kills land inside it
+/// too. Like a payment service, it does a transfer once per idempotency key: a call whose
+/// key is done already returns without transferring again.
 pub(crate) fn transfer_tool(effects: PathBuf) -> impl Tool {
     tool_fn(
         "transfer",
         "Transfers money.",
         json!({"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}),
-        move |_input, _ctx| {
+        move |_input, ctx| {
             let effects = effects.clone();
             async move {
-                append(&effects, "start");
+                let key = ctx.idempotency_key();
+                append(&effects, &format!("start {key}"));
                 tokio::time::sleep(Duration::from_millis(fastrand_ms(5, 40))).await;
-                append(&effects, "done");
+                let done = format!("done {key}");
+                let already = std::fs::read_to_string(&effects)
+                    .unwrap_or_default()
+                    .lines()
+                    .any(|line| line == done);
+                if !already {
+                    append(&effects, &done);
+                }
                 Ok("transferred".to_owned())
             }
         },
@@ -108,6 +146,43 @@ fn append(path: &Path, line: &str) {
         .unwrap();
     file.write_all(format!("{line}\n").as_bytes()).unwrap();
     file.sync_data().unwrap();
+}
+
+/// An agent on `session` of `store` whose model asks for the sequential batch `s1`, `s2`,
+/// `s3` of the `step` tool (on the first call) and then answers "Done.".
+pub(crate) fn batch_agent(
+    store: Arc<dyn SessionStore>,
+    session: &str,
+    first: bool,
+    effects: PathBuf,
+) -> ReActAgent {
+    let batch = ScriptedResponse::tool_calls(["s1", "s2", "s3"].map(|id| (id, "step", json!({}))));
+    let done = ScriptedResponse::text("Done.");
+    let model = match first {
+        true => ScriptedModel::new([batch, done]),
+        false => ScriptedModel::new([done]),
+    };
+    let step = tool_fn(
+        "step",
+        "Does one step.",
+        json!({"type": "object"}),
+        move |_input, ctx| {
+            let effects = effects.clone();
+            async move {
+                let id = ctx.tool_use().id.to_string();
+                append(&effects, &format!("start {id}"));
+                tokio::time::sleep(Duration::from_millis(fastrand_ms(5, 40))).await;
+                append(&effects, &format!("done {id}"));
+                Ok(format!("{id} done"))
+            }
+        },
+    );
+    ReActAgent::builder()
+        .model(model)
+        .toolkit(Toolkit::new().tool(step))
+        .session(store, session)
+        .build()
+        .unwrap()
 }
 
 /// The model of the kill test: one `transfer` call, then the answer.
@@ -138,6 +213,15 @@ pub(crate) fn approval_agent(
 
 pub(crate) fn classify(result: Result<Msg, AgentError>) -> Outcome {
     match result {
+        Ok(reply) if reply.generate_reason() == Some(GenerateReason::ToolInDoubt) => {
+            Outcome::InDoubt(
+                reply
+                    .tool_uses()
+                    .iter()
+                    .map(|call| call.id.to_string())
+                    .collect(),
+            )
+        }
         Ok(reply) => Outcome::Ok(reply.text()),
         Err(AgentError::Session(error @ SessionError::Conflict { .. })) => {
             Outcome::Conflict(error.to_string())
@@ -196,6 +280,7 @@ fn run() {
                 session,
                 effects,
                 approve,
+                resolve,
             } => {
                 let store = open_store(store, &path);
                 let stored = store.load(&session).await.unwrap().unwrap();
@@ -203,12 +288,37 @@ fn run() {
                 let model = ScriptedModel::new([ScriptedResponse::text("Sent.")]);
                 let (agent, approvals) = approval_agent(store, &session, model, effects);
                 if approve {
-                    approvals.restore(&stored.messages);
+                    approvals.restore_state(&stored);
                     approvals.approve("t1").unwrap();
                 }
+                let input = match resolve {
+                    Resolve::Nothing => CallInput::default(),
+                    Resolve::Retry => CallInput::default().retry(["t1"]),
+                    Resolve::Verified => CallInput::from(Msg::tool_result(ToolResultBlock::text(
+                        "t1", "transfer", VERIFIED,
+                    ))),
+                };
                 println!(
                     "OUTCOME {}",
-                    serde_json::to_string(&classify(agent.call(()).await)).unwrap()
+                    serde_json::to_string(&classify(agent.call(input).await)).unwrap()
+                );
+            }
+            Task::Batch {
+                store,
+                path,
+                session,
+                effects,
+                first,
+            } => {
+                let store = open_store(store, &path);
+                let agent = batch_agent(store, &session, first, effects);
+                let input = match first {
+                    true => CallInput::from("Do three steps."),
+                    false => CallInput::default(),
+                };
+                println!(
+                    "OUTCOME {}",
+                    serde_json::to_string(&classify(agent.call(input).await)).unwrap()
                 );
             }
             Task::Write {

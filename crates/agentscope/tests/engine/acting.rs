@@ -139,7 +139,7 @@ async fn sequential_batches_run_one_tool_after_the_other() {
     assert_eq!(
         entries(&log),
         [
-            "pre:c1", "pre:c2", "a:start", "a:end", "b:start", "b:end", "post:c1", "post:c2"
+            "pre:c1", "pre:c2", "a:start", "a:end", "post:c1", "b:start", "b:end", "post:c2"
         ]
     );
     assert_a_and_b_results_stored(&agent);

@@ -248,8 +248,11 @@ async fn interrupt_from_another_task_cancels_a_running_tool() {
     assert_eq!(calc.log().count(), 1, "c3 never started");
     assert_eq!(
         rec.types_without_chunks(),
-        kinds("PreCall PreReasoning PostReasoning PreActing PreActing PreActing PostCall"),
-        "no PostActing for an interrupted batch"
+        kinds(
+            "PreCall PreReasoning PostReasoning PreActing PreActing PreActing PostActing PostCall"
+        ),
+        "c1 settled (PostActing, stored) before c2 started; no PostActing for the interrupted \
+         and the unstarted call"
     );
     assert_works_normally_afterwards(&agent, &model).await;
 }

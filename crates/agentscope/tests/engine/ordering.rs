@@ -293,8 +293,8 @@ async fn sequential_batch_fires_every_pre_acting_before_any_tool_runs() {
     assert_eq!(
         entries(&log),
         [
-            "pre c1", "pre c2", "pre c3", "start c1", "end c1", "start c2", "end c2", "start c3",
-            "end c3", "post c1", "post c2", "post c3",
+            "pre c1", "pre c2", "pre c3", "start c1", "end c1", "post c1", "start c2", "end c2",
+            "post c2", "start c3", "end c3", "post c3",
         ]
     );
 }

@@ -10,6 +10,8 @@ use serde_json::json;
 
 const WITHHELD: &str = "Error: The tool ran, but its result was withheld because the agent \
     call ended before the result passed the PostActing hooks.";
+const CANCELLED: &str =
+    "Error: Tool execution was cancelled because the agent call ended before it finished.";
 
 fn secret_tool(name: &'static str) -> impl Tool {
     tool_fn(
@@ -20,8 +22,9 @@ fn secret_tool(name: &'static str) -> impl Tool {
     )
 }
 
-/// A redaction hook fails on the first result: neither that result nor the second one
-/// (which no PostActing hook saw) reaches memory or a later model request raw.
+/// A redaction hook fails on the first result: that result does not reach memory or a later
+/// model request raw, and the second call never starts (a sequential batch settles each
+/// call before the next starts, and the failure ends the call).
 #[tokio::test]
 async fn a_failed_post_acting_chain_never_stores_raw_results() {
     let model = ScriptedModel::new([
@@ -59,7 +62,7 @@ async fn a_failed_post_acting_chain_never_stores_raw_results() {
         results,
         [
             ("a".to_owned(), true, WITHHELD.to_owned()),
-            ("b".to_owned(), true, WITHHELD.to_owned()),
+            ("b".to_owned(), true, CANCELLED.to_owned()),
         ]
     );
     assert!(memory.iter().all(|msg| !msg.text().contains("hunter2")));

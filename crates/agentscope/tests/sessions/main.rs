@@ -9,6 +9,7 @@
 mod support;
 
 mod agents;
+mod in_doubt;
 mod json_file_conformance;
 mod leases;
 mod processes;

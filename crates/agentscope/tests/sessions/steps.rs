@@ -5,10 +5,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use agentscope::ReActAgentBuilder;
 use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 use agentscope::prelude::*;
 use agentscope::session::{JsonFileSessionStore, SessionError, SessionStore, StateChange};
+use agentscope::{InDoubt, ReActAgentBuilder};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
@@ -309,7 +309,11 @@ fn act_hanging_once(
                 }
             },
         );
-        if idempotent { tool.idempotent() } else { tool }
+        if idempotent {
+            tool.in_doubt(InDoubt::RunAgain)
+        } else {
+            tool
+        }
     };
     (tool, started, runs)
 }

@@ -1,0 +1,135 @@
+//! Kill -9 at random instants in the middle of a sequential batch of three tools: each call
+//! is recorded as running when it starts and its result stored as it settles, so a resume
+//! keeps every completed result, runs the calls that never started, and finds at most one
+//! call in doubt (the one running at the kill), which it does not run again.
+
+use std::path::Path;
+
+use agentscope::prelude::*;
+
+use crate::worker::{Outcome, StoreKind, Task, finish, open_store, spawn};
+
+const TRIALS: usize = 30;
+const IDS: [&str; 3] = ["s1", "s2", "s3"];
+/// What the model reads for a call in doubt (the `step` tool declares no policy: `Tell`).
+const IN_DOUBT: &str = "Error: Tool execution was interrupted while running (the agent \
+     stopped before its result was stored), so it was not run again; its effects may or may \
+     not have happened.";
+
+/// How many `<what> <id>` lines `path` holds.
+fn count(path: &Path, what: &str, id: &str) -> usize {
+    let line = format!("{what} {id}");
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| *l == line)
+        .count()
+}
+
+async fn trials(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = kind.path_in(dir.path());
+    let store = open_store(kind, &path);
+    let task = |session: &str, effects: &Path, first| Task::Batch {
+        store: kind,
+        path: path.clone(),
+        session: session.to_owned(),
+        effects: effects.to_owned(),
+        first,
+    };
+    // How long the whole call takes unkilled: the kills are spread over it.
+    let lifetime = {
+        let effects = dir.path().join("effects-calibration");
+        let started = std::time::Instant::now();
+        let outcomes = finish(spawn(&task("calibration", &effects, true)));
+        assert_eq!(outcomes, [Outcome::Ok("Done.".into())]);
+        started.elapsed()
+    };
+    // Per trial: how many results were real before the resume, and whether one was in doubt.
+    let mut kept_before_resume = [0_usize; 4];
+    let mut in_doubt = 0;
+    let mut finished_before_kill = 0;
+    for trial in 0..TRIALS {
+        let session = format!("batch-{trial}");
+        let effects = dir.path().join(format!("effects-{trial}"));
+        let mut child = spawn(&task(&session, &effects, true));
+        tokio::time::sleep(lifetime.mul_f64(trial as f64 / TRIALS as f64)).await;
+        let _ = child.kill();
+        let _ = child.wait();
+
+        let before = store.load(&session).await.unwrap();
+        let stored_before: Vec<String> = before
+            .iter()
+            .flat_map(|state| state.messages.iter().flat_map(Msg::tool_results))
+            .map(ToolResultBlock::text_output)
+            .collect();
+        kept_before_resume[stored_before.len()] += 1;
+        let asked = before
+            .as_ref()
+            .is_some_and(|state| state.messages.iter().any(Msg::has_tool_uses));
+        let whole = before
+            .as_ref()
+            .is_some_and(|state| state.messages.last().map(Msg::text).as_deref() == Some("Done."));
+        if whole {
+            // The killed worker finished the call first.
+            kept_before_resume[3] -= 1;
+            finished_before_kill += 1;
+        } else if asked {
+            let outcomes = finish(spawn(&task(&session, &effects, false)));
+            assert_eq!(outcomes, [Outcome::Ok("Done.".into())], "trial {trial}");
+        } else {
+            // Killed before the batch was stored: nothing ran, nothing to resume.
+            assert!(IDS.iter().all(|id| count(&effects, "start", id) == 0));
+            continue;
+        }
+
+        let state = store.load(&session).await.unwrap().unwrap();
+        let results: Vec<(String, String)> = state
+            .messages
+            .iter()
+            .flat_map(Msg::tool_results)
+            .map(|result| (result.id.to_string(), result.text_output()))
+            .collect();
+        // Every result stored before the kill is kept, in call order.
+        for (stored, (_, now)) in stored_before.iter().zip(&results) {
+            assert_eq!(stored, now, "trial {trial}");
+        }
+        let mut doubted = 0;
+        for (id, (result_id, text)) in IDS.iter().zip(&results) {
+            assert_eq!(id, result_id, "trial {trial}: results in call order");
+            assert!(count(&effects, "done", id) <= 1, "trial {trial}: {id}");
+            if text == IN_DOUBT {
+                // Recorded as running, then killed: before, inside or after the tool.
+                assert!(count(&effects, "start", id) <= 1, "trial {trial}: {id}");
+                doubted += 1;
+            } else {
+                // Started exactly once: not run again, not left unrun.
+                assert_eq!(count(&effects, "start", id), 1, "trial {trial}: {id}");
+                assert_eq!(*text, format!("{id} done"), "trial {trial}");
+                assert_eq!(count(&effects, "done", id), 1, "trial {trial}: {id}");
+            }
+        }
+        assert_eq!(results.len(), 3, "trial {trial}: {results:?}");
+        // Only the call running at the kill can be in doubt.
+        assert!(doubted <= 1, "trial {trial}: {results:?}");
+        in_doubt += doubted;
+        assert!(state.running_tools.is_empty(), "trial {trial}");
+        assert_eq!(
+            state.messages.last().map(Msg::text).as_deref(),
+            Some("Done."),
+            "trial {trial}"
+        );
+    }
+    println!(
+        "{kind:?}: {TRIALS} trials over {lifetime:?}: results stored before the resume \
+         (0, 1, 2, 3): {kept_before_resume:?}; calls in doubt: {in_doubt}; whole before \
+         the kill: {finished_before_kill}"
+    );
+}
+
+on_both_stores! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    trials:
+    a_killed_sequential_batch_keeps_its_results_and_runs_the_rest_json,
+    a_killed_sequential_batch_keeps_its_results_and_runs_the_rest_sqlite,
+}
