@@ -48,6 +48,27 @@ pub(crate) fn chromium() -> Component {
     }
 }
 
+/// PostgreSQL's server programs, as the test fixture finds them (`initdb` on `PATH`, or
+/// under `/usr/lib/postgresql/*/bin`).
+#[allow(dead_code)] // Only the Postgres store's tests need it.
+pub(crate) fn postgres() -> Component {
+    let file = probe::postgres_bin().map(|bin| bin.join("initdb"));
+    if file.is_none() {
+        // Debian's package installs off `PATH`: watch where it would appear.
+        let root = ["/usr/lib/postgresql", "/usr/lib"]
+            .into_iter()
+            .find(|dir| std::path::Path::new(dir).is_dir());
+        if let Some(root) = root {
+            println!("cargo::rerun-if-changed={root}");
+        }
+    }
+    Component {
+        name: "PostgreSQL (initdb)",
+        found: file.is_some(),
+        file,
+    }
+}
+
 /// Sets `cfg` when every one of `components` was found, or under CI; warns about each
 /// missing one.
 pub(crate) fn cfg(cfg: &str, components: &[Component]) {

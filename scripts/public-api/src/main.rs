@@ -27,6 +27,7 @@ const CRATES: &[&str] = &[
     "agentscope-anthropic",
     "agentscope-sqlite",
     "agentscope-redis",
+    "agentscope-postgres",
     "agentscope-server",
     "agentscope-mcp",
     "agentscope-test",

@@ -1,5 +1,5 @@
 //! The real components some tests start (Node and its pinned packages, Chromium,
-//! redis-server, redis-cli, openssl): found, installed when that is cheap, or else the rule
+//! redis-server, redis-cli, openssl, PostgreSQL: [`postgres`] starts one): found, installed when that is cheap, or else the rule
 //! every such test follows.
 //!
 //! The rule: a test that needs a component says so with an attribute, and is **ignored**
@@ -20,9 +20,9 @@
 //! Two halves over one finder (`probe.rs`: whether a component is there):
 //!
 //! - **At build time**, the build script of each crate whose tests need a component
-//!   (`agentscope-redis`, `agentscope-server`, `agentscope-mcp`) sets a cfg for each one it
-//!   finds (`has_redis`, `has_redis_cli`, `has_openssl`, `has_node` for node and npm,
-//!   `has_chromium`; all of them under CI) and warns about each one it does not, through
+//!   (`agentscope-redis`, `agentscope-postgres`, `agentscope-server`, `agentscope-mcp`) sets a
+//!   cfg for each one it finds (`has_redis`, `has_redis_cli`, `has_openssl`, `has_postgres`,
+//!   `has_node` for node and npm, `has_chromium`; all of them under CI) and warns about each one it does not, through
 //!   `agentscope-test/build/components.rs`. The test carries
 //!   `#[cfg_attr(not(has_redis), ignore = "redis-server not installed: .ci/run installs it")]`.
 //!   The scripts run again when `PATH` or `AGENTSCOPE_CI` changes, and when a program appears
@@ -43,9 +43,11 @@
 //! # let _ = found;
 //! ```
 
+pub mod postgres;
 mod probe;
+pub mod tls;
 
-pub use probe::{chromium, in_ci, runs};
+pub use probe::{chromium, in_ci, postgres_bin, runs};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

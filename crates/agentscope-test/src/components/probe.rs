@@ -45,3 +45,26 @@ pub fn chromium() -> Option<PathBuf> {
             .find_map(on_path)
     })
 }
+
+/// The directory of PostgreSQL's server programs (`initdb`, `postgres`, `pg_ctl`, `psql`):
+/// where the `initdb` on `PATH` really is, else the newest `/usr/lib/postgresql/<major>/bin`
+/// (Debian installs them there, off `PATH`).
+pub fn postgres_bin() -> Option<PathBuf> {
+    if let Some(dir) = on_path("initdb")
+        .and_then(|initdb| initdb.canonicalize().ok())
+        .and_then(|initdb| initdb.parent().map(PathBuf::from))
+    {
+        return Some(dir);
+    }
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let major: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let bin = entry.path().join("bin");
+            bin.join("initdb").is_file().then_some((major, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, bin)| bin)
+}

@@ -1,0 +1,260 @@
+//! [`PostgresSessionStore`]: the handle, its operations (save, load, delete, list) and its
+//! [`SessionStore`] impl. Connecting is the builder's (`builder.rs`), leases are
+//! `lease.rs`'s, rows are `codec.rs`'s.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentscope_core::CancellationToken;
+use agentscope_core::session::{
+    AgentState, SessionError, SessionLease, SessionStore, StateChange, validate_session_id,
+};
+use deadpool_postgres::Transaction;
+use futures::future::BoxFuture;
+use tokio_postgres::types::ToSql;
+
+use crate::codec::{self, EncodedChange};
+use crate::db::Db;
+use crate::lease::Leases;
+
+/// A [`SessionStore`] keeping sessions in PostgreSQL.
+///
+/// See the [crate docs](crate) for the tables, the operations, leases and failures. A cheap
+/// `Clone` handle: clones share the connection pool. Connect once per process and give
+/// clones to every agent.
+#[derive(Clone)]
+pub struct PostgresSessionStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Arc<Db>,
+    leases: Leases,
+}
+
+impl PostgresSessionStore {
+    /// A store on `db` that has just been connected and migrated.
+    pub(crate) fn new(db: Db, leases: Leases) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                db: Arc::new(db),
+                leases,
+            }),
+        }
+    }
+
+    /// The PostgreSQL schema holding the store's tables.
+    pub fn schema(&self) -> &str {
+        &self.inner.db.schema
+    }
+
+    /// How long a lease lives without renewal (`None`: the store takes no leases); see
+    /// [`PostgresSessionStoreBuilder::lease_ttl`](crate::PostgresSessionStoreBuilder::lease_ttl).
+    pub fn lease_ttl(&self) -> Option<Duration> {
+        self.inner.leases.ttl()
+    }
+
+    /// The most connections the store's pool holds.
+    pub fn max_connections(&self) -> usize {
+        self.inner.db.pool.status().max_size
+    }
+
+    async fn save_change(&self, session: &str, change: &StateChange) -> Result<u64, SessionError> {
+        validate_session_id(session)?;
+        // Serialised before a connection is taken, so the connection only writes.
+        let encoded = EncodedChange::new(session, change)?;
+        let db = &self.inner.db;
+        let what = "saving";
+        let fail = |error: tokio_postgres::Error| db.fail(Some(session), what, &error);
+        let mut client = db.client(Some(session), what).await?;
+        let tx = client.transaction().await.map_err(fail)?;
+        if let Some(fence) = &change.fence {
+            let fence_statement = tx.prepare_cached(&db.sql.fence).await.map_err(fail)?;
+            let lease = tx
+                .query_opt(&fence_statement, &[&session, fence])
+                .await
+                .map_err(fail)?;
+            if let Some(row) = lease
+                && !row.try_get::<_, bool>(0).map_err(fail)?
+            {
+                return Err(SessionError::LeaseLost {
+                    session: session.to_owned(),
+                });
+            }
+        }
+        let head = tx.prepare_cached(&db.sql.head).await.map_err(fail)?;
+        let state: [&(dyn ToSql + Sync); 9] = [
+            &session,
+            &encoded.revision,
+            &i32::try_from(AgentState::CURRENT_VERSION).unwrap_or(i32::MAX),
+            &encoded.agent,
+            &encoded.metadata,
+            &encoded.running_tools,
+            &encoded.hooks,
+            &encoded.message_count,
+            &encoded.saved_at,
+        ];
+        match tx.query_opt(&head, &[&session]).await.map_err(fail)? {
+            Some(row) => {
+                let (revision, messages) = codec::head(session, &row)?;
+                change.check(session, revision, messages)?;
+                let delete = tx
+                    .prepare_cached(&db.sql.delete_messages_from)
+                    .await
+                    .map_err(fail)?;
+                // Always: it also clears rows a damaged table holds past the stored count.
+                tx.execute(&delete, &[&session, &encoded.kept])
+                    .await
+                    .map_err(fail)?;
+                append(&tx, db, session, &encoded).await?;
+                let update = tx
+                    .prepare_cached(&db.sql.update_state)
+                    .await
+                    .map_err(fail)?;
+                tx.execute(&update, &state).await.map_err(fail)?;
+            }
+            None => {
+                change.check(session, 0, 0)?;
+                let insert = tx
+                    .prepare_cached(&db.sql.insert_state)
+                    .await
+                    .map_err(fail)?;
+                if tx.query_opt(&insert, &state).await.map_err(fail)?.is_none() {
+                    // Another writer created the session since the row was read: its
+                    // revision says how this change conflicts.
+                    let found = match tx.query_opt(&head, &[&session]).await.map_err(fail)? {
+                        Some(row) => codec::head(session, &row)?,
+                        None => (0, 0),
+                    };
+                    change.check(session, found.0, found.1)?;
+                    return Err(SessionError::Backend {
+                        session: Some(session.to_owned()),
+                        message: "saving: the session was created and deleted by other writers \
+                                  during this save; nothing was written, try again"
+                            .to_owned(),
+                        source: None,
+                    });
+                }
+                append(&tx, db, session, &encoded).await?;
+            }
+        }
+        tx.commit().await.map_err(fail)?;
+        Ok(change.revision())
+    }
+
+    async fn load_state(&self, session: &str) -> Result<Option<AgentState>, SessionError> {
+        validate_session_id(session)?;
+        let db = &self.inner.db;
+        let what = "loading";
+        let client = db.client(Some(session), what).await?;
+        let statement = db
+            .prepare(&client, &db.sql.load, Some(session), what)
+            .await?;
+        let row = client
+            .query_opt(&statement, &[&session])
+            .await
+            .map_err(|error| db.fail(Some(session), what, &error))?;
+        row.map(|row| codec::state(session, &row)).transpose()
+    }
+
+    async fn delete_session(&self, session: &str) -> Result<bool, SessionError> {
+        validate_session_id(session)?;
+        let db = &self.inner.db;
+        let what = "deleting";
+        let client = db.client(Some(session), what).await?;
+        let statement = db
+            .prepare(&client, &db.sql.delete, Some(session), what)
+            .await?;
+        let deleted = client
+            .execute(&statement, &[&session])
+            .await
+            .map_err(|error| db.fail(Some(session), what, &error))?;
+        Ok(deleted > 0)
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<String>, SessionError> {
+        let db = &self.inner.db;
+        let what = "listing sessions";
+        let client = db.client(None, what).await?;
+        let statement = db.prepare(&client, &db.sql.list, None, what).await?;
+        let rows = client
+            .query(&statement, &[])
+            .await
+            .map_err(|error| db.fail(None, what, &error))?;
+        rows.iter()
+            .map(|row| row.try_get(0).map_err(|error| db.fail(None, what, &error)))
+            .collect()
+    }
+}
+
+/// Inserts the change's appended messages (one statement), after its kept ones.
+async fn append(
+    tx: &Transaction<'_>,
+    db: &Db,
+    session: &str,
+    encoded: &EncodedChange,
+) -> Result<(), SessionError> {
+    if encoded.appended.is_empty() {
+        return Ok(());
+    }
+    let fail = |error: tokio_postgres::Error| db.fail(Some(session), "saving", &error);
+    let insert = tx
+        .prepare_cached(&db.sql.insert_messages)
+        .await
+        .map_err(fail)?;
+    tx.execute(&insert, &[&session, &encoded.kept, &encoded.appended])
+        .await
+        .map_err(fail)?;
+    Ok(())
+}
+
+impl SessionStore for PostgresSessionStore {
+    fn save<'a>(
+        &'a self,
+        session: &'a str,
+        change: &'a StateChange,
+    ) -> BoxFuture<'a, Result<u64, SessionError>> {
+        Box::pin(self.save_change(session, change))
+    }
+
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
+        Box::pin(self.load_state(session))
+    }
+
+    fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+        Box::pin(self.delete_session(session))
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
+        Box::pin(self.list_sessions())
+    }
+
+    fn lease<'a>(
+        &'a self,
+        session: &'a str,
+        interrupt: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Option<SessionLease>, SessionError>> {
+        Box::pin(self.inner.leases.take(&self.inner.db, session, interrupt))
+    }
+
+    fn interrupt<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+        Box::pin(self.inner.leases.interrupt(&self.inner.db, session))
+    }
+}
+
+impl fmt::Debug for PostgresSessionStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let db = &self.inner.db;
+        f.debug_struct("PostgresSessionStore")
+            .field("server", &db.endpoint)
+            .field("schema", &db.schema)
+            .field("tls", &matches!(db.tls, crate::db::Tls::On(_)))
+            .field("max_connections", &self.max_connections())
+            .field("lease_ttl", &self.inner.leases.ttl())
+            .finish()
+    }
+}

@@ -1,0 +1,347 @@
+//! The lease and the interrupt between two instances of one process (two stores, each with
+//! its own pool and listener, as two processes have), and a holder cut off from the server.
+
+use std::time::{Duration, Instant};
+
+use agentscope::CancellationToken;
+use agentscope::prelude::*;
+use agentscope::session::{AgentIdentity, SessionError, SessionStore, StateChange};
+use agentscope_postgres::PostgresSessionStore;
+use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
+
+use crate::support::{PostgresServer, raw};
+use crate::worker::{Outcome, Request, agent, serve};
+use crate::{
+    INTERRUPTED_WHILE_RUNNING, all_said, assert_interrupted, store_with_lease_ttl, wait_running,
+};
+
+fn identity() -> AgentIdentity {
+    AgentIdentity::new("a", "1")
+}
+
+/// The lease row of `session`: its token, and how many ms it still lives (by the server's
+/// clock); `None` without a row.
+async fn lease_row(client: &tokio_postgres::Client, session: &str) -> Option<(String, f64)> {
+    client
+        .query_opt(
+            "SELECT token, (extract(epoch FROM expires_at - now()) * 1000)::float8 \
+             FROM agentscope_session_leases WHERE session_id = $1",
+            &[&session],
+        )
+        .await
+        .unwrap()
+        .map(|row| (row.get(0), row.get(1)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_postgres),
+    ignore = "PostgreSQL not installed: .ci/run installs it"
+)]
+async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_the_first() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let store_a = crate::support::store(&server).await;
+    let store_b = crate::support::store(&server).await;
+    let model_a = ScriptedModel::new([]);
+    let a = agent(store_a, "s", "a", model_a.clone());
+    let model_b = ScriptedModel::new([]);
+    let b = agent(store_b.clone(), "s", "b", model_b.clone());
+    let recorder = RecordingHook::new(0);
+    b.add_hook(recorder.clone());
+
+    let running =
+        tokio::spawn(async move { serve(&a, &model_a, &Request::until_interrupted("q1")).await });
+    wait_running(&store_b, "s").await;
+    let before = store_b.load("s").await.unwrap().unwrap();
+
+    // Instance B: busy at once; no hook ran, the model was not asked, nothing was stored.
+    let error = b.call("q2").await.unwrap_err();
+    assert!(matches!(error, AgentError::Busy), "{error:?}");
+    assert!(recorder.events().is_empty(), "{:?}", recorder.events());
+    assert_eq!(model_b.request_count(), 0);
+    assert_eq!(store_b.load("s").await.unwrap().unwrap(), before);
+    // Observing takes the lease too.
+    assert!(matches!(
+        b.observe(Msg::user("note")).await,
+        Err(AgentError::Busy)
+    ));
+
+    // B interrupts A's call: A ends as a local interrupt ends it.
+    let started = Instant::now();
+    assert!(b.interrupt_session().await.unwrap());
+    let outcome = running.await.unwrap();
+    println!("interrupt across instances: {:?}", started.elapsed());
+    assert_interrupted(outcome, &store_b, "s").await;
+    let stored = store_b.load("s").await.unwrap().unwrap();
+
+    // The lease was given back with the call: B runs now, on the whole conversation.
+    model_b.push(ScriptedResponse::text("a2"));
+    assert_eq!(b.call("q2").await.unwrap().text(), "a2");
+    let mut expected = all_said(&stored.messages);
+    expected.push("q2".into());
+    assert_eq!(all_said(&model_b.requests()[0].messages), expected);
+    assert_eq!(recorder.types().first(), Some(&HookEventType::PreCall));
+    // Nobody holds the session now: an interrupt finds no call.
+    assert!(!b.interrupt_session().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_postgres),
+    ignore = "PostgreSQL not installed: .ci/run installs it"
+)]
+async fn a_lease_taken_over_refuses_the_old_holders_saves_and_release() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    const TTL: Duration = Duration::from_millis(300);
+    let store = store_with_lease_ttl(&server, TTL).await;
+    let other = crate::support::store(&server).await;
+    let client = raw(&server).await;
+
+    let cancel = CancellationToken::new();
+    let lease = store.lease("s", &cancel).await.unwrap().unwrap();
+    let (token, left) = lease_row(&client, "s").await.unwrap();
+    assert_eq!(token, lease.fence());
+    assert!(left > 0.0 && left <= 300.0, "{left}");
+    // Held past its time to live: the holder renews it.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let (still, left) = lease_row(&client, "s").await.unwrap();
+    assert_eq!(still, lease.fence());
+    assert!(left > 0.0, "{left}");
+    assert!(!cancel.is_cancelled());
+    // Another instance is refused.
+    let error = other
+        .lease("s", &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, SessionError::Busy { session } if session == "s"),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "session 's' is busy: another call holds its lease"
+    );
+    assert!(matches!(AgentError::from(error), AgentError::Busy));
+
+    // Saves under the lease go through.
+    let first = StateChange::new(0, 0, vec![Msg::user("1")], identity()).with_fence(lease.fence());
+    assert_eq!(store.save("s", &first).await.unwrap(), 1);
+
+    // Another call takes the session over (as after the holder stalled past the TTL).
+    client
+        .execute(
+            "UPDATE agentscope_session_leases SET token = 'newer-holder', \
+             expires_at = now() + interval '1 hour' WHERE session_id = 's'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let stale =
+        StateChange::new(1, 1, vec![Msg::assistant("2")], identity()).with_fence(lease.fence());
+    let error = store.save("s", &stale).await.unwrap_err();
+    assert!(
+        matches!(&error, SessionError::LeaseLost { session } if session == "s"),
+        "{error:?}"
+    );
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert_eq!((stored.revision, stored.messages.len()), (1, 1));
+    // A save without a fence (not made under a lease) is still compare-and-swap only.
+    let unfenced = StateChange::new(1, 1, vec![Msg::assistant("2")], identity());
+    assert_eq!(store.save("s", &unfenced).await.unwrap(), 2);
+    // The old holder's renewal notices and stops its call.
+    tokio::time::timeout(Duration::from_secs(5), cancel.cancelled())
+        .await
+        .expect("the lost lease cancels the call");
+    // Giving the old lease back leaves the new holder's alone.
+    lease.release().await.unwrap();
+    assert_eq!(lease_row(&client, "s").await.unwrap().0, "newer-holder");
+
+    // The new holder releases: the session is free, and a lease given back leaves no row.
+    client
+        .execute("DELETE FROM agentscope_session_leases", &[])
+        .await
+        .unwrap();
+    let lease = other
+        .lease("s", &CancellationToken::new())
+        .await
+        .unwrap()
+        .unwrap();
+    lease.release().await.unwrap();
+    assert_eq!(lease_row(&client, "s").await, None);
+}
+
+/// A holder that missed the notification (its listener was reconnecting) reads the mark
+/// when it next renews.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_postgres),
+    ignore = "PostgreSQL not installed: .ci/run installs it"
+)]
+async fn an_interrupt_mark_reaches_a_holder_that_missed_the_notification() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let store = store_with_lease_ttl(&server, Duration::from_millis(300)).await;
+    let cancel = CancellationToken::new();
+    let lease = store.lease("s", &cancel).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert!(!cancel.is_cancelled());
+    // The mark alone, as the interrupt statement leaves it, without the notification.
+    let client = raw(&server).await;
+    client
+        .execute(
+            "UPDATE agentscope_session_leases SET interrupted = true WHERE session_id = 's'",
+            &[],
+        )
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), cancel.cancelled())
+        .await
+        .expect("the renewal reads the mark");
+    lease.release().await.unwrap();
+    assert_eq!(lease_row(&client, "s").await, None);
+    // A new lease starts without the mark.
+    let again = CancellationToken::new();
+    let lease = store.lease("s", &again).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!again.is_cancelled());
+    lease.release().await.unwrap();
+}
+
+/// A dropped call gives its lease back at once (in the background), and the next call on
+/// any instance settles the tool it left running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_postgres),
+    ignore = "PostgreSQL not installed: .ci/run installs it"
+)]
+async fn a_dropped_call_gives_its_lease_back() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let store_a = crate::support::store(&server).await;
+    let store_b = crate::support::store(&server).await;
+    let model_a = ScriptedModel::new([]);
+    let a = agent(store_a, "s", "a", model_a.clone());
+    let running =
+        tokio::spawn(async move { serve(&a, &model_a, &Request::until_interrupted("q1")).await });
+    wait_running(&store_b, "s").await;
+    running.abort();
+    assert!(running.await.unwrap_err().is_cancelled());
+    let client = raw(&server).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while lease_row(&client, "s").await.is_some() {
+        assert!(Instant::now() < deadline, "the dropped call's lease stayed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let model_b = ScriptedModel::new([ScriptedResponse::text("a2")]);
+    let b = agent(store_b.clone(), "s", "b", model_b.clone());
+    assert_eq!(b.call("q2").await.unwrap().text(), "a2");
+    assert_eq!(
+        all_said(&store_b.load("s").await.unwrap().unwrap().messages),
+        [
+            "q1",
+            "call wait",
+            &format!("result {INTERRUPTED_WHILE_RUNNING}"),
+            "q2",
+            "a2"
+        ]
+    );
+}
+
+/// A store built `without_leases` takes none (agents on it rely on the saves'
+/// compare-and-swap alone), and its interrupt still reaches a call that a leasing store
+/// runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_postgres),
+    ignore = "PostgreSQL not installed: .ci/run installs it"
+)]
+async fn without_leases_no_lease_is_taken() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let store = PostgresSessionStore::builder(server.url())
+        .without_leases()
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(store.lease_ttl(), None);
+    assert!(
+        store
+            .lease("s", &CancellationToken::new())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let model = ScriptedModel::new([ScriptedResponse::text("hi")]);
+    agent(store.clone(), "s", "a", model)
+        .call("hello")
+        .await
+        .unwrap();
+    let client = raw(&server).await;
+    assert_eq!(lease_row(&client, "s").await, None);
+    assert!(!store.interrupt("s").await.unwrap());
+
+    let leasing = crate::support::store(&server).await;
+    let model = ScriptedModel::new([]);
+    let runner = agent(leasing.clone(), "t", "b", model.clone());
+    let running =
+        tokio::spawn(
+            async move { serve(&runner, &model, &Request::until_interrupted("q1")).await },
+        );
+    wait_running(&leasing, "t").await;
+    assert!(store.interrupt("t").await.unwrap());
+    assert_interrupted(running.await.unwrap(), &leasing, "t").await;
+}
+
+/// The holder is cut off from the server mid-call (the server stops): its renewals fail,
+/// and it stops its own call before its lease would expire, so no other instance can take
+/// the session while it still runs. Renewals that succeed never stop it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_postgres),
+    ignore = "PostgreSQL not installed: .ci/run installs it"
+)]
+async fn a_holder_that_cannot_renew_stops_its_call_before_the_lease_expires() {
+    let Some(mut server) = PostgresServer::start() else {
+        return;
+    };
+    const TTL: Duration = Duration::from_millis(1_200);
+    let store = store_with_lease_ttl(&server, TTL).await;
+    let model = ScriptedModel::new([]);
+    let holder = agent(store.clone(), "s", "a", model.clone());
+    let running =
+        tokio::spawn(
+            async move { serve(&holder, &model, &Request::until_interrupted("q1")).await },
+        );
+    wait_running(&store, "s").await;
+    // Renewed for three lease lifetimes: the call goes on.
+    tokio::time::sleep(TTL * 3).await;
+    assert!(!running.is_finished());
+
+    server.stop();
+    let stopped = Instant::now();
+    // (A holder that only logged its failed renewals would run on for the tool's ten
+    // minutes: give up well before.)
+    let outcome = tokio::time::timeout(TTL * 3, running)
+        .await
+        .expect("the cut-off holder stopped its call")
+        .unwrap();
+    let ended = stopped.elapsed();
+    println!("holder cut off: its call ended {ended:?} after the server stopped (TTL {TTL:?})");
+    // Stopped before the lease (renewed at most a third of the TTL before) could expire.
+    assert!(ended < TTL, "{ended:?}");
+    // The interrupt ended the tool; the final save could not reach the server.
+    let Outcome::Failed(message) = &outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(
+        message.starts_with("session error: session 's': storage backend error: saving"),
+        "{message}"
+    );
+}
