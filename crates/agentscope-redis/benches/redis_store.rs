@@ -54,6 +54,7 @@ use agentscope_test::{ScriptedModel, ScriptedResponse};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use futures::future::{BoxFuture, FutureExt, join_all};
 use serde_json::json;
+use support::Connect;
 use tokio::runtime::Runtime;
 
 const SESSION: &str = "bench-session";

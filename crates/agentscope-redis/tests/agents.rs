@@ -6,7 +6,7 @@
 mod support;
 
 use agentscope_test::session_store::agents;
-use support::RedisServer;
+use support::{Connect, RedisServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(

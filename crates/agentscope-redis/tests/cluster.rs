@@ -13,7 +13,7 @@ use agentscope::session::{AgentIdentity, AgentState, SessionStore, StateChange};
 use agentscope_redis::RedisSessionStore;
 use agentscope_test::tools::SlowTool;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
-use support::RedisCluster;
+use support::{Connect, RedisCluster};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[cfg_attr(

@@ -4,7 +4,7 @@
 
 mod support;
 
-use support::RedisServer;
+use support::{Connect, RedisServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[cfg_attr(

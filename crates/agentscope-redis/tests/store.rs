@@ -14,7 +14,7 @@ use agentscope::session::{AgentIdentity, AgentState, SessionError, SessionStore,
 use agentscope_redis::{RedisFailure, RedisSessionStore};
 use agentscope_test::messages::texts;
 use redis::AsyncCommands;
-use support::RedisServer;
+use support::{Connect, RedisServer};
 use tokio::sync::Barrier;
 
 fn agent() -> AgentIdentity {

@@ -14,8 +14,9 @@
 //! - [`model_conformance`]: the scenarios every model client must decode as
 //!   [`ScriptedModel`] plays them;
 //! - [`process`]: a copy of the test binary as a worker process;
-//! - [`components`]: the real programs some tests start (redis-server, Node, Chromium) and
-//!   the rule when one is missing (ignored with the reason; under CI, a failure).
+//! - [`components`]: the real programs some tests start (redis-server, PostgreSQL, Node,
+//!   Chromium) and the rule when one is missing (ignored with the reason; under CI, a
+//!   failure).
 //!
 //! Use them to test your own hooks and tools against the real engine:
 //!

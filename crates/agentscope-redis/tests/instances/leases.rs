@@ -11,7 +11,7 @@ use agentscope_redis::RedisSessionStore;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use redis::AsyncCommands;
 
-use crate::support::RedisServer;
+use crate::support::{Connect, RedisServer};
 use crate::worker::{Request, agent, serve};
 use crate::{
     INTERRUPTED_WHILE_RUNNING, all_said, assert_interrupted, short_lease_store, wait_running,

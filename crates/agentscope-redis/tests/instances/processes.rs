@@ -10,7 +10,7 @@ use agentscope_redis::RedisSessionStore;
 use agentscope_test::messages::speakers;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 
-use crate::support::RedisServer;
+use crate::support::{Connect, RedisServer};
 use crate::worker::{Outcome, Request, Settings, Worker, agent};
 use crate::{INTERRUPTED_WHILE_RUNNING, all_said, assert_interrupted, wait_running};
 

@@ -1,6 +1,7 @@
 //! The real components some tests start (Node and its pinned packages, Chromium,
-//! redis-server, redis-cli, openssl, PostgreSQL: [`postgres`] starts one): found, installed when that is cheap, or else the rule
-//! every such test follows.
+//! redis-server and redis-cli: [`redis`] starts a server or a cluster; openssl: [`tls`]
+//! makes certificates; PostgreSQL: [`postgres`] starts one): found, installed when that is
+//! cheap, or else the rule every such test follows.
 //!
 //! The rule: a test that needs a component says so with an attribute, and is **ignored**
 //! (with the reason, in the test runner's own summary) on a machine without it; under CI
@@ -20,9 +21,10 @@
 //! Two halves over one finder (`probe.rs`: whether a component is there):
 //!
 //! - **At build time**, the build script of each crate whose tests need a component
-//!   (`agentscope-redis`, `agentscope-postgres`, `agentscope-server`, `agentscope-mcp`) sets a
-//!   cfg for each one it finds (`has_redis`, `has_redis_cli`, `has_openssl`, `has_postgres`,
-//!   `has_node` for node and npm, `has_chromium`; all of them under CI) and warns about each one it does not, through
+//!   (`agentscope`, `agentscope-redis`, `agentscope-postgres`, `agentscope-server`,
+//!   `agentscope-mcp`) sets a cfg for each one it finds (`has_redis`, `has_redis_cli`,
+//!   `has_openssl`, `has_postgres`, `has_node` for node and npm, `has_chromium`; all of them
+//!   under CI) and warns about each one it does not, through
 //!   `agentscope-test/build/components.rs`. The test carries
 //!   `#[cfg_attr(not(has_redis), ignore = "redis-server not installed: .ci/run installs it")]`.
 //!   The scripts run again when `PATH` or `AGENTSCOPE_CI` changes, and when a program appears
@@ -45,6 +47,7 @@
 
 pub mod postgres;
 mod probe;
+pub mod redis;
 pub mod tls;
 
 pub use probe::{chromium, in_ci, postgres_bin, runs};
@@ -72,6 +75,20 @@ pub fn available<T>(found: Result<T, String>) -> Option<T> {
             None
         }
     }
+}
+
+/// A port of 127.0.0.1 that was free a moment ago, for a server a test starts (it may be
+/// taken by the time the server binds it: the fixtures try again with another).
+///
+/// # Panics
+///
+/// When the system has no free port.
+#[allow(clippy::expect_used)] // test support: no port, no test
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free port")
 }
 
 /// `dir` with its Node packages installed: as found when `dir/<marker>` exists, else by

@@ -23,14 +23,13 @@
 #![allow(clippy::expect_used, clippy::panic)] // test support: a server that cannot start fails the test
 
 use std::fs::{self, File};
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{available, postgres_bin};
+use super::{available, free_port, postgres_bin};
 
 /// A PostgreSQL server of the test, stopped (and its files removed) on drop.
 #[derive(Debug)]
@@ -348,14 +347,6 @@ impl Drop for PostgresServer {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-/// A port of 127.0.0.1 that was free a moment ago.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free port")
 }
 
 /// Whether this process runs as root (PostgreSQL then runs as the `postgres` user).
