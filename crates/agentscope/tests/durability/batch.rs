@@ -1,13 +1,16 @@
 //! Kill -9 at random instants in the middle of a sequential batch of three tools: each call
 //! is recorded as running when it starts and its result stored as it settles, so a resume
 //! keeps every completed result, runs the calls that never started, and finds at most one
-//! call in doubt (the one running at the kill), which it does not run again.
+//! call in doubt (the one running at the kill), which it does not run again. On Redis and
+//! PostgreSQL, a resume refused as busy by the killed worker's lease is tried again.
 
 use std::path::Path;
+use std::time::Instant;
 
 use agentscope::prelude::*;
 
-use crate::worker::{Outcome, StoreKind, Task, finish, open_store, spawn};
+use crate::stores::{Place, finish_past_dead_lease};
+use crate::worker::{Outcome, StoreKind, Task, finish, spawn, spawn_ready};
 
 const TRIALS: usize = 30;
 const IDS: [&str; 3] = ["s1", "s2", "s3"];
@@ -27,9 +30,12 @@ fn count(path: &Path, what: &str, id: &str) -> usize {
 }
 
 async fn trials(kind: StoreKind) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = kind.path_in(dir.path());
-    let store = open_store(kind, &path);
+    let Some(place) = Place::new(kind) else {
+        return;
+    };
+    let (dir, path) = (&place.dir, &place.path);
+    let store = place.open();
+    let began = Instant::now();
     let task = |session: &str, effects: &Path, first| Task::Batch {
         store: kind,
         path: path.clone(),
@@ -37,11 +43,13 @@ async fn trials(kind: StoreKind) {
         effects: effects.to_owned(),
         first,
     };
-    // How long the whole call takes unkilled: the kills are spread over it.
+    // How long the whole call takes unkilled, from the worker's store being open to its
+    // exit: the kills are spread over it.
     let lifetime = {
         let effects = dir.path().join("effects-calibration");
-        let started = std::time::Instant::now();
-        let outcomes = finish(spawn(&task("calibration", &effects, true)));
+        let child = spawn_ready(&task("calibration", &effects, true));
+        let started = Instant::now();
+        let outcomes = finish(child);
         assert_eq!(outcomes, [Outcome::Ok("Done.".into())]);
         started.elapsed()
     };
@@ -49,13 +57,16 @@ async fn trials(kind: StoreKind) {
     let mut kept_before_resume = [0_usize; 4];
     let mut in_doubt = 0;
     let mut finished_before_kill = 0;
+    // Resumes refused as busy while a killed worker's lease lived on.
+    let mut busy_resumes = 0;
     for trial in 0..TRIALS {
         let session = format!("batch-{trial}");
         let effects = dir.path().join(format!("effects-{trial}"));
-        let mut child = spawn(&task(&session, &effects, true));
+        let mut child = spawn_ready(&task(&session, &effects, true));
         tokio::time::sleep(lifetime.mul_f64(trial as f64 / TRIALS as f64)).await;
         let _ = child.kill();
         let _ = child.wait();
+        let killed = Instant::now();
 
         let before = store.load(&session).await.unwrap();
         let stored_before: Vec<String> = before
@@ -75,8 +86,11 @@ async fn trials(kind: StoreKind) {
             kept_before_resume[3] -= 1;
             finished_before_kill += 1;
         } else if asked {
-            let outcomes = finish(spawn(&task(&session, &effects, false)));
+            let (outcomes, busy) =
+                finish_past_dead_lease(kind, killed, || spawn(&task(&session, &effects, false)))
+                    .await;
             assert_eq!(outcomes, [Outcome::Ok("Done.".into())], "trial {trial}");
+            busy_resumes += busy;
         } else {
             // Killed before the batch was stored: nothing ran, nothing to resume.
             assert!(IDS.iter().all(|id| count(&effects, "start", id) == 0));
@@ -121,15 +135,19 @@ async fn trials(kind: StoreKind) {
         );
     }
     println!(
-        "{kind:?}: {TRIALS} trials over {lifetime:?}: results stored before the resume \
-         (0, 1, 2, 3): {kept_before_resume:?}; calls in doubt: {in_doubt}; whole before \
-         the kill: {finished_before_kill}"
+        "{kind:?}: {TRIALS} trials in {:.1?}, kills spread over {lifetime:?}: results stored \
+         before the resume (0, 1, 2, 3): {kept_before_resume:?}; calls in doubt: {in_doubt}; \
+         whole before the kill: {finished_before_kill}; {busy_resumes} resumes busy until the \
+         killed worker's lease expired",
+        began.elapsed()
     );
 }
 
-on_both_stores! {
+on_every_store! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     trials:
     a_killed_sequential_batch_keeps_its_results_and_runs_the_rest_json,
     a_killed_sequential_batch_keeps_its_results_and_runs_the_rest_sqlite,
+    a_killed_sequential_batch_keeps_its_results_and_runs_the_rest_redis,
+    a_killed_sequential_batch_keeps_its_results_and_runs_the_rest_postgres,
 }

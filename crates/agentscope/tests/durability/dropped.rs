@@ -3,13 +3,15 @@
 use agentscope::prelude::*;
 use futures::StreamExt;
 
-use crate::worker::{StoreKind, approval_agent, open_store};
+use crate::stores::Place;
+use crate::worker::{StoreKind, approval_agent};
 
 async fn dropped_after_tool_result(kind: StoreKind) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = kind.path_in(dir.path());
-    let store = open_store(kind, &path);
-    let effects = dir.path().join("effects");
+    let Some(place) = Place::new(kind) else {
+        return;
+    };
+    let store = place.open();
+    let effects = place.dir.path().join("effects");
     // The model's answer after the tool never comes in time: the call is still running
     // when the consumer goes away, as with a real model.
     let model = agentscope_test::ScriptedModel::new([
@@ -45,11 +47,26 @@ async fn dropped_after_tool_result(kind: StoreKind) {
     assert_eq!(done(), 1);
 
     // A fresh agent (another process, after a restart) resumes: the result is stored, so
-    // the tool does not run again; the model reads the result and answers.
+    // the tool does not run again; the model reads the result and answers. A server store
+    // gives a dropped call's lease back in the background (`LeaseHandle`): until it has, the
+    // session is busy (refused before any hook or model request), for at most the lease's
+    // time to live.
     let model =
         agentscope_test::ScriptedModel::new([agentscope_test::ScriptedResponse::text("Sent.")]);
     let (fresh, _) = approval_agent(store.clone(), "s", model.clone(), effects.clone());
-    let reply = fresh.call(()).await.unwrap();
+    let dropped = std::time::Instant::now();
+    let reply = loop {
+        match fresh.call(()).await {
+            Err(AgentError::Busy)
+                if kind
+                    .lease_outlives_holder()
+                    .is_some_and(|ttl| dropped.elapsed() < ttl * 3) =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            other => break other.unwrap(),
+        }
+    };
     assert_eq!(reply.text(), "Sent.");
     assert_eq!(done(), 1);
     let sent = &model.requests()[0].messages;
@@ -64,9 +81,12 @@ async fn dropped_after_tool_result(kind: StoreKind) {
     assert!(stored.running_tools.is_empty());
 }
 
-on_both_stores! {
-    #[tokio::test]
+on_every_store! {
+    // Multi-threaded: opening a server store waits for it to connect (`worker::open_store`).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     dropped_after_tool_result:
     a_dropped_stream_never_runs_an_approved_tool_again_json,
     a_dropped_stream_never_runs_an_approved_tool_again_sqlite,
+    a_dropped_stream_never_runs_an_approved_tool_again_redis,
+    a_dropped_stream_never_runs_an_approved_tool_again_postgres,
 }

@@ -2,16 +2,20 @@
 //! without a decision, an approved call found in doubt stops for the application (the
 //! default for a tool that needs approval), and the application's resolution holds: a
 //! verified result is what the model reads, a retry reaches the tool with the key of the
-//! first attempt, and the transfer happens once.
+//! first attempt, and the transfer happens once. On Redis and PostgreSQL, a worker killed
+//! while it held the session's lease leaves the session busy until the lease expires: a
+//! resume refused as busy then is tried again.
 
 use std::path::Path;
+use std::time::Instant;
 
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use serde_json::Value;
 
+use crate::stores::{Place, finish_past_dead_lease};
 use crate::worker::{
-    Outcome, Resolve, StoreKind, Task, VERIFIED, approval_agent, finish, open_store, spawn,
+    Outcome, Resolve, StoreKind, Task, VERIFIED, approval_agent, finish, spawn, spawn_ready,
     transfer_model,
 };
 
@@ -57,12 +61,18 @@ fn t1_result(messages: &[Msg]) -> Option<String> {
 }
 
 async fn trials(kind: StoreKind) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = kind.path_in(dir.path());
-    let store = open_store(kind, &path);
+    let Some(place) = Place::new(kind) else {
+        return;
+    };
+    let (dir, path) = (&place.dir, &place.path);
+    let store = place.open();
+    let began = Instant::now();
     let mut tally = Tally::default();
-    // How long a resume takes unkilled, from spawning to exit: the kills are spread evenly
-    // over it, so they land before the approval is stored, while the tool runs, and after.
+    // Resumes refused as busy while a killed worker's lease lived on.
+    let mut busy_resumes = 0;
+    // How long a resume takes unkilled, from its store being open to its exit: the kills are
+    // spread evenly over it, so they land before the approval is stored, while the tool
+    // runs, and after.
     let lifetime = {
         let effects = dir.path().join("effects-calibration");
         let (agent, _) = approval_agent(
@@ -72,15 +82,16 @@ async fn trials(kind: StoreKind) {
             effects.clone(),
         );
         agent.call("Send 5.").await.unwrap();
-        let started = std::time::Instant::now();
-        let outcomes = finish(spawn(&Task::Resume {
+        let child = spawn_ready(&Task::Resume {
             store: kind,
             path: path.clone(),
             session: "calibration".into(),
             effects,
             approve: true,
             resolve: Resolve::Nothing,
-        }));
+        });
+        let started = Instant::now();
+        let outcomes = finish(child);
         assert!(
             matches!(outcomes.as_slice(), [Outcome::Ok(_)]),
             "{outcomes:?}"
@@ -108,10 +119,11 @@ async fn trials(kind: StoreKind) {
             approve,
             resolve,
         };
-        let mut child = spawn(&task(true, Resolve::Nothing));
+        let mut child = spawn_ready(&task(true, Resolve::Nothing));
         tokio::time::sleep(lifetime.mul_f64(trial as f64 / TRIALS as f64)).await;
         let _ = child.kill();
         let _ = child.wait();
+        let killed = Instant::now();
 
         // Resume until the conversation is whole, approving only when the session does not
         // hold the approval (or the started record) already; a call in doubt is resolved by
@@ -154,7 +166,15 @@ async fn trials(kind: StoreKind) {
             if !decided {
                 tally.approval_not_yet_stored += 1;
             }
-            let outcomes = finish(spawn(&task(!decided, resolve)));
+            let (outcomes, busy) =
+                finish_past_dead_lease(kind, killed, || spawn(&task(!decided, resolve))).await;
+            // Only the killed worker's lease can make a resume busy: the later ones start
+            // after a worker that exited normally.
+            assert!(
+                busy == 0 || resumes == 0,
+                "trial {trial}: resume {resumes} busy"
+            );
+            busy_resumes += busy;
             resumes += 1;
             match outcomes.as_slice() {
                 [Outcome::Ok(_)] => {}
@@ -195,7 +215,11 @@ async fn trials(kind: StoreKind) {
             "trial {trial}"
         );
     }
-    println!("{kind:?}: {TRIALS} trials, kills spread over {lifetime:?}: {tally:?}");
+    println!(
+        "{kind:?}: {TRIALS} trials in {:.1?}, kills spread over {lifetime:?}: {tally:?}; \
+         {busy_resumes} resumes busy until the killed worker's lease expired",
+        began.elapsed()
+    );
     assert_eq!(
         tally.completed_before_kill
             + tally.completed_on_resume
@@ -205,9 +229,11 @@ async fn trials(kind: StoreKind) {
     );
 }
 
-on_both_stores! {
+on_every_store! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     trials:
     killed_resumes_never_run_an_approved_tool_twice_json,
     killed_resumes_never_run_an_approved_tool_twice_sqlite,
+    killed_resumes_never_run_an_approved_tool_twice_redis,
+    killed_resumes_never_run_an_approved_tool_twice_postgres,
 }

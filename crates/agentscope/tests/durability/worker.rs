@@ -1,6 +1,6 @@
 //! The worker side: what a spawned copy of this binary does, and how the tests start one.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -10,6 +10,8 @@ use agentscope::CallInput;
 use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 use agentscope::prelude::*;
 use agentscope::session::{JsonFileSessionStore, SessionError, SessionStore};
+use agentscope_postgres::PostgresSessionStore;
+use agentscope_redis::RedisSessionStore;
 use agentscope_sqlite::SqliteSessionStore;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde::{Deserialize, Serialize};
@@ -18,12 +20,19 @@ use serde_json::json;
 /// The environment variable that carries a worker's task (JSON).
 const TASK: &str = "AGENTSCOPE_DURABILITY_TASK";
 
-/// Which store a worker uses, on a path the test owns.
+/// Which store a worker uses, on a path the test owns (for Redis and PostgreSQL, the URL of
+/// a server the test started: see `stores::Place`).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) enum StoreKind {
     Json,
     Sqlite,
+    Redis,
+    Postgres,
 }
+
+/// How long the Redis and PostgreSQL stores' session leases live in these tests (workers and
+/// tests alike): a killed worker keeps its session busy that long at most.
+pub(crate) const SERVER_LEASE_TTL: Duration = Duration::from_millis(500);
 
 /// What a worker does.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -90,6 +99,19 @@ impl StoreKind {
         match self {
             StoreKind::Json => dir.join("sessions"),
             StoreKind::Sqlite => dir.join("sessions.db"),
+            StoreKind::Redis | StoreKind::Postgres => {
+                panic!("{self:?} keeps sessions on a server: see `stores::Place`")
+            }
+        }
+    }
+
+    /// How long a worker killed while it held a session keeps it busy: `None` when the
+    /// store frees it at once (the kernel releases the JSON file store's lock with the
+    /// process) or takes no lease.
+    pub(crate) fn lease_outlives_holder(self) -> Option<Duration> {
+        match self {
+            StoreKind::Json | StoreKind::Sqlite => None,
+            StoreKind::Redis | StoreKind::Postgres => Some(SERVER_LEASE_TTL),
         }
     }
 }
@@ -98,7 +120,37 @@ pub(crate) fn open_store(kind: StoreKind, path: &Path) -> Arc<dyn SessionStore> 
     match kind {
         StoreKind::Json => Arc::new(JsonFileSessionStore::new(path)),
         StoreKind::Sqlite => Arc::new(SqliteSessionStore::open(path).unwrap()),
+        StoreKind::Redis => connect(async {
+            RedisSessionStore::builder(url(path))
+                .lease_ttl(SERVER_LEASE_TTL)
+                .connect()
+                .await
+                .map(|store| Arc::new(store) as Arc<dyn SessionStore>)
+        }),
+        StoreKind::Postgres => connect(async {
+            PostgresSessionStore::builder(url(path))
+                .lease_ttl(SERVER_LEASE_TTL)
+                .connect()
+                .await
+                .map(|store| Arc::new(store) as Arc<dyn SessionStore>)
+        }),
     }
+}
+
+/// The server URL a task carries in its `path` (it holds the password: never print it).
+fn url(path: &Path) -> String {
+    path.to_str().unwrap().to_owned()
+}
+
+/// Waits for a store to connect, on the runtime the store then runs its connections on:
+/// this blocks the calling thread, so it must be inside a multi-thread tokio runtime (the
+/// workers' runtime and the tests that open a server store are).
+fn connect(
+    connecting: impl std::future::Future<Output = Result<Arc<dyn SessionStore>, SessionError>>,
+) -> Arc<dyn SessionStore> {
+    let runtime = tokio::runtime::Handle::current();
+    // The error names the server without its password.
+    tokio::task::block_in_place(|| runtime.block_on(connecting)).unwrap()
 }
 
 /// The tool whose runs the kill test counts: `start <key>` when it begins, `done <key>`
@@ -248,6 +300,36 @@ pub(crate) fn spawn(task: &Task) -> Child {
         .unwrap()
 }
 
+/// What a worker prints once its store is open (see [`spawn_ready`]).
+const STORE_OPEN: &str = "STORE_OPEN";
+
+/// Says that the worker's store is open.
+fn store_open() {
+    println!("{STORE_OPEN}");
+}
+
+/// Starts a worker for `task` (a `Resume` or a `Batch`) and waits until its store is open,
+/// so that kills timed from then land in the worker's work, not in its start (the process,
+/// and for a server store its connection: tens of milliseconds with PostgreSQL). Blocks.
+pub(crate) fn spawn_ready(task: &Task) -> Child {
+    let mut child = spawn(task);
+    let mut stdout = child.stdout.take().unwrap();
+    // Byte by byte: what follows the marker stays in the pipe for `finish`.
+    let (mut line, mut byte) = (Vec::new(), [0_u8]);
+    loop {
+        let read = stdout.read(&mut byte).unwrap();
+        assert_eq!(read, 1, "the worker exited before its store was open");
+        match byte[0] {
+            // libtest may print "test worker::run ... " on the same line first.
+            b'\n' if String::from_utf8_lossy(&line).contains(STORE_OPEN) => break,
+            b'\n' => line.clear(),
+            other => line.push(other),
+        }
+    }
+    child.stdout = Some(stdout);
+    child
+}
+
 /// Waits for a worker and returns the outcomes it printed; panics if it failed.
 pub(crate) fn finish(child: Child) -> Vec<Outcome> {
     let output = child.wait_with_output().unwrap();
@@ -283,6 +365,7 @@ fn run() {
                 resolve,
             } => {
                 let store = open_store(store, &path);
+                store_open();
                 let stored = store.load(&session).await.unwrap().unwrap();
                 // This process's model only answers: the tool call is stored already.
                 let model = ScriptedModel::new([ScriptedResponse::text("Sent.")]);
@@ -311,6 +394,7 @@ fn run() {
                 first,
             } => {
                 let store = open_store(store, &path);
+                store_open();
                 let agent = batch_agent(store, &session, first, effects);
                 let input = match first {
                     true => CallInput::from("Do three steps."),
