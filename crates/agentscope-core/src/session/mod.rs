@@ -126,7 +126,11 @@ pub trait SessionStore: Send + Sync + 'static {
     ///
     /// An invalid id; [`SessionError::Conflict`] when another writer saved first;
     /// [`SessionError::InvalidChange`] (see [`StateChange::check`]); a failed write. In every
-    /// case nothing was written: the previous revision is still stored.
+    /// case nothing was written (the previous revision is still stored), except that an
+    /// [`Io`](SessionError::Io) or [`Backend`](SessionError::Backend) failure at the very end
+    /// may come after the write took effect (a commit whose acknowledgement was lost, an
+    /// error after a file's rename): an agent then loads the session and counts the save as
+    /// done if it holds the change ([`StateChange::is_applied_in`]).
     fn save<'a>(
         &'a self,
         session: &'a str,
