@@ -201,8 +201,8 @@ impl ReActAgentBuilder {
     ///   before any hook runs and without storing or overwriting anything;
     /// - the call saves what changed at every step: after a reasoning message with tool
     ///   calls, before each tool runs (recording it as running; a parallel batch records its
-    ///   calls together, as they start together), after each tool result (before the stream
-    ///   shows it), and when it ends, however it ends. Saves are
+    ///   calls together, as they start together), after each tool result as it settles
+    ///   (before the stream shows it), and when it ends, however it ends. Saves are
     ///   compare-and-swap: when another writer saved the session meanwhile, the call fails
     ///   with a [`SessionError::Conflict`](crate::session::SessionError::Conflict); a failed
     ///   save fails the call;

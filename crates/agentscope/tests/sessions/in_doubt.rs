@@ -309,3 +309,90 @@ async fn an_approved_call_in_doubt_stops_for_the_application() {
     assert_eq!(keys.len(), 2);
     assert_eq!(keys[0], keys[1]);
 }
+
+/// A parallel batch stores each result as soon as it and the results before it are in: a
+/// crash while the slower call runs keeps the faster one's result, and leaves only the
+/// slower call in doubt.
+#[tokio::test]
+async fn a_parallel_batch_stores_each_result_as_it_settles() {
+    let (_dir, store) = temp_store();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let quick = tool_fn(
+        "quick",
+        "Answers at once.",
+        json!({"type": "object"}),
+        |_input, _ctx| async { Ok("quick done") },
+    );
+    let slow = {
+        let started = started.clone();
+        tool_fn(
+            "slow",
+            "Never answers.",
+            json!({"type": "object"}),
+            move |_input, _ctx| {
+                let started = started.clone();
+                async move {
+                    started.notify_one();
+                    std::future::pending::<()>().await;
+                    Ok("never")
+                }
+            },
+        )
+    };
+    let model = ScriptedModel::new([ScriptedResponse::tool_calls([
+        ("q1", "quick", json!({})),
+        ("s1", "slow", json!({})),
+    ])]);
+    let agent = ReActAgent::builder()
+        .model(model)
+        .toolkit(Toolkit::new().tool(quick).tool(slow).parallel(true))
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    let mut call = Box::pin(agent.call("Do both."));
+    // Both started together; the quick one's result is stored while the slow one runs.
+    tokio::select! {
+        _ = &mut call => panic!("the call cannot finish"),
+        () = started.notified() => {}
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let stored = loop {
+        tokio::select! {
+            _ = &mut call => panic!("the call cannot finish"),
+            () = tokio::time::sleep(std::time::Duration::from_millis(5)) => {}
+        }
+        let stored = store.load("s").await.unwrap().unwrap();
+        if stored.messages.len() == 3 || std::time::Instant::now() > deadline {
+            break stored;
+        }
+    };
+    assert_eq!(
+        stored.messages[2].tool_results()[0].text_output(),
+        "quick done"
+    );
+    assert_eq!(stored.running_tools, ["s1"]);
+    drop(call);
+
+    let model = ScriptedModel::new([ScriptedResponse::text("Done.")]);
+    let fresh = ReActAgent::builder()
+        .model(model)
+        .toolkit(Toolkit::new().parallel(true))
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    assert_eq!(fresh.call(()).await.unwrap().text(), "Done.");
+    let stored = store.load("s").await.unwrap().unwrap();
+    let results: Vec<(String, String)> = stored
+        .messages
+        .iter()
+        .flat_map(Msg::tool_results)
+        .map(|result| (result.id.to_string(), result.text_output()))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("q1".to_owned(), "quick done".to_owned()),
+            ("s1".to_owned(), TOLD.to_owned())
+        ]
+    );
+}
