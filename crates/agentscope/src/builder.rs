@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use agentscope_core::SharedString;
 use agentscope_core::{
     AgentInfo, BoxedModel, GenerateOptions, Hook, HookChain, Memory, Model, Msg,
 };
@@ -318,6 +319,7 @@ impl ReActAgentBuilder {
         hooks.extend_from(&SystemHooks::snapshot());
         let id = self.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let model_name: Arc<str> = Arc::from(model.model_name());
+        let tool_scope = SharedString::from(session.as_ref().map_or(&*id, |session| session.id()));
         let config = AgentConfig {
             info: Arc::new(AgentInfo::new(self.name, id)),
             system_seed: self
@@ -328,6 +330,7 @@ impl ReActAgentBuilder {
             model_name,
             memory,
             session,
+            tool_scope,
             reply: self.reply,
             settings: self.settings,
         };

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
 
+use agentscope_core::SharedString;
 use agentscope_core::plumbing::{
     self, EventParts, ProgressSender, ToolProgress, attach_progress, events, progress_channel,
 };
@@ -319,11 +320,6 @@ impl Call<'_> {
         // loop below reads a call for each progress chunk.
         let tool_uses: Vec<Arc<ToolUseBlock>> =
             jobs.iter().map(|job| Arc::clone(&job.tool_use)).collect();
-        // The conversation the calls belong to, for their idempotency keys.
-        let scope: Arc<str> = match &self.setup.config.session {
-            Some(session) => session.id().into(),
-            None => self.setup.config.info.id().into(),
-        };
         let jobs = Mutex::new(jobs);
         // How many tools have finished, and how many of those the loop has seen.
         let finished = AtomicUsize::new(0);
@@ -338,7 +334,7 @@ impl Call<'_> {
                     finished: &finished,
                 },
                 Tooling {
-                    scope: &scope,
+                    scope: &self.setup.config.tool_scope,
                     progress,
                     cancel,
                 },
@@ -448,7 +444,7 @@ struct Batch<'a, 'j> {
 /// What every tool of a batch gets in its context.
 struct Tooling<'a> {
     /// The conversation (session id, else agent id): idempotency keys are made from it.
-    scope: &'a Arc<str>,
+    scope: &'a SharedString,
     /// Dropped when the batch ends, so the receiver ends with the tools.
     progress: Option<ProgressSender>,
     cancel: &'a CancellationToken,
@@ -470,7 +466,7 @@ async fn run_batch(
     } = tooling;
     let context = |index: usize| {
         let ctx = ToolContext::new(Arc::clone(&tool_uses[index]))
-            .with_scope(Arc::clone(scope))
+            .with_scope(scope.clone())
             .with_cancellation(cancel.clone());
         match &progress {
             Some(sender) => attach_progress(ctx, sender.with_index(index)),
@@ -481,15 +477,11 @@ async fn run_batch(
         lock(batch.jobs)[index].run = Some(run);
         batch.finished.fetch_add(1, Ordering::Relaxed);
     };
-    let waiting: Vec<usize> = lock(batch.jobs)
-        .iter()
-        .enumerate()
-        .filter(|(_, job)| job.run.is_none())
-        .map(|(index, _)| index)
-        .collect();
+    let count = tool_uses.len();
+    let waiting = |index: &usize| lock(batch.jobs)[*index].run.is_none();
     if parallel {
-        let mut running: FuturesUnordered<_> = waiting
-            .into_iter()
+        let mut running: FuturesUnordered<_> = (0..count)
+            .filter(waiting)
             .map(|index| {
                 toolkit
                     .run(&tool_uses[index], context(index))
@@ -502,7 +494,7 @@ async fn run_batch(
             finish(index, run);
         }
     } else {
-        for index in waiting {
+        for index in (0..count).filter(waiting) {
             // Once interrupted, the remaining tools don't start.
             if cancel.is_cancelled() {
                 break;
