@@ -1,14 +1,21 @@
-//! Kill -9 at random instants while a worker resumes an approved tool.
+//! Kill -9 at random instants while a worker resumes an approved tool. With SQLite, a
+//! worker killed while it held the session's lease leaves the session busy until the lease
+//! expires ([`SQLITE_LEASE_TTL`] here): a resume refused as busy then is tried again.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use serde_json::Value;
 
 use crate::worker::{
-    Outcome, StoreKind, Task, approval_agent, finish, open_store, spawn, transfer_model,
+    Outcome, SQLITE_LEASE_TTL, StoreKind, Task, approval_agent, finish, open_store, spawn,
+    transfer_model,
 };
+
+/// How a busy call is reported.
+const BUSY: &str = "the agent is busy with another call";
 
 const TRIALS: usize = 30;
 
@@ -47,6 +54,8 @@ async fn trials(kind: StoreKind) {
     let path = kind.path_in(dir.path());
     let store = open_store(kind, &path);
     let mut tally = Tally::default();
+    // Resumes refused as busy while a killed worker's SQLite lease lived on.
+    let mut busy_resumes = 0;
     // How long a resume takes unkilled, from spawning to exit: the kills are spread evenly
     // over it, so they land before the approval is stored, while the tool runs, and after.
     let lifetime = {
@@ -96,6 +105,7 @@ async fn trials(kind: StoreKind) {
         tokio::time::sleep(lifetime.mul_f64(trial as f64 / TRIALS as f64)).await;
         let _ = child.kill();
         let _ = child.wait();
+        let killed = Instant::now();
 
         // Resume until the conversation is whole, approving only when the session does not
         // hold the approval (or the started record) already.
@@ -134,10 +144,21 @@ async fn trials(kind: StoreKind) {
                     .and_then(Value::as_object)
                     .is_some_and(|decisions| decisions.contains_key("t1"))
                 || state.running_tools.iter().any(|id| id == "t1");
+            let outcomes = finish(spawn(&task(!decided)));
+            if kind == StoreKind::Sqlite && outcomes == [Outcome::Busy(BUSY.into())] {
+                // The killed worker's lease lives on until it expires.
+                let waited = killed.elapsed();
+                assert!(
+                    resumes == 0 && waited < SQLITE_LEASE_TTL * 3,
+                    "trial {trial}: busy {waited:?} after the kill ({resumes} resumes)"
+                );
+                busy_resumes += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
             if !decided {
                 tally.approval_not_yet_stored += 1;
             }
-            let outcomes = finish(spawn(&task(!decided)));
             assert!(
                 matches!(outcomes.as_slice(), [Outcome::Ok(_)]),
                 "trial {trial}: a resume failed (a stored approval asked for again?): {outcomes:?}"
@@ -160,7 +181,16 @@ async fn trials(kind: StoreKind) {
             "trial {trial}"
         );
     }
-    println!("{kind:?}: {TRIALS} trials, kills spread over {lifetime:?}: {tally:?}");
+    println!(
+        "{kind:?}: {TRIALS} trials, kills spread over {lifetime:?}: {tally:?}; \
+         {busy_resumes} resumes busy until the killed worker's lease expired"
+    );
+    if kind == StoreKind::Json {
+        assert_eq!(
+            busy_resumes, 0,
+            "the kernel frees a dead holder's lock at once"
+        );
+    }
     assert_eq!(
         tally.completed_before_kill + tally.completed_on_resume + tally.interrupted_while_running,
         TRIALS
