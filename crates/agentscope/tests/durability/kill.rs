@@ -1,19 +1,33 @@
+<<<<<<< HEAD
 //! Kill -9 at random instants while a worker resumes an approved tool: the tool never runs
 //! without a decision, an approved call found in doubt stops for the application (the
 //! default for a tool that needs approval), and the application's resolution holds: a
 //! verified result is what the model reads, a retry reaches the tool with the key of the
 //! first attempt, and the transfer happens once.
+=======
+//! Kill -9 at random instants while a worker resumes an approved tool. With SQLite, a
+//! worker killed while it held the session's lease leaves the session busy until the lease
+//! expires ([`SQLITE_LEASE_TTL`] here): a resume refused as busy then is tried again.
+>>>>>>> wt-lease
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use serde_json::Value;
 
 use crate::worker::{
+<<<<<<< HEAD
     Outcome, Resolve, StoreKind, Task, VERIFIED, approval_agent, finish, open_store, spawn,
+=======
+    Outcome, SQLITE_LEASE_TTL, StoreKind, Task, approval_agent, finish, open_store, spawn,
+>>>>>>> wt-lease
     transfer_model,
 };
+
+/// How a busy call is reported.
+const BUSY: &str = "the agent is busy with another call";
 
 const TRIALS: usize = 30;
 
@@ -61,6 +75,8 @@ async fn trials(kind: StoreKind) {
     let path = kind.path_in(dir.path());
     let store = open_store(kind, &path);
     let mut tally = Tally::default();
+    // Resumes refused as busy while a killed worker's SQLite lease lived on.
+    let mut busy_resumes = 0;
     // How long a resume takes unkilled, from spawning to exit: the kills are spread evenly
     // over it, so they land before the approval is stored, while the tool runs, and after.
     let lifetime = {
@@ -112,6 +128,7 @@ async fn trials(kind: StoreKind) {
         tokio::time::sleep(lifetime.mul_f64(trial as f64 / TRIALS as f64)).await;
         let _ = child.kill();
         let _ = child.wait();
+        let killed = Instant::now();
 
         // Resume until the conversation is whole, approving only when the session does not
         // hold the approval (or the started record) already; a call in doubt is resolved by
@@ -151,10 +168,29 @@ async fn trials(kind: StoreKind) {
                     .and_then(Value::as_object)
                     .is_some_and(|decisions| decisions.contains_key("t1"))
                 || state.running_tools.iter().any(|id| id == "t1");
+            let outcomes = finish(spawn(&task(!decided)));
+            if kind == StoreKind::Sqlite && outcomes == [Outcome::Busy(BUSY.into())] {
+                // The killed worker's lease lives on until it expires.
+                let waited = killed.elapsed();
+                assert!(
+                    resumes == 0 && waited < SQLITE_LEASE_TTL * 3,
+                    "trial {trial}: busy {waited:?} after the kill ({resumes} resumes)"
+                );
+                busy_resumes += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
             if !decided {
                 tally.approval_not_yet_stored += 1;
             }
+<<<<<<< HEAD
             let outcomes = finish(spawn(&task(!decided, resolve)));
+=======
+            assert!(
+                matches!(outcomes.as_slice(), [Outcome::Ok(_)]),
+                "trial {trial}: a resume failed (a stored approval asked for again?): {outcomes:?}"
+            );
+>>>>>>> wt-lease
             resumes += 1;
             match outcomes.as_slice() {
                 [Outcome::Ok(_)] => {}
@@ -195,7 +231,16 @@ async fn trials(kind: StoreKind) {
             "trial {trial}"
         );
     }
-    println!("{kind:?}: {TRIALS} trials, kills spread over {lifetime:?}: {tally:?}");
+    println!(
+        "{kind:?}: {TRIALS} trials, kills spread over {lifetime:?}: {tally:?}; \
+         {busy_resumes} resumes busy until the killed worker's lease expired"
+    );
+    if kind == StoreKind::Json {
+        assert_eq!(
+            busy_resumes, 0,
+            "the kernel frees a dead holder's lock at once"
+        );
+    }
     assert_eq!(
         tally.completed_before_kill
             + tally.completed_on_resume
