@@ -1,14 +1,10 @@
-<<<<<<< HEAD
 //! Kill -9 at random instants while a worker resumes an approved tool: the tool never runs
 //! without a decision, an approved call found in doubt stops for the application (the
 //! default for a tool that needs approval), and the application's resolution holds: a
 //! verified result is what the model reads, a retry reaches the tool with the key of the
-//! first attempt, and the transfer happens once.
-=======
-//! Kill -9 at random instants while a worker resumes an approved tool. With SQLite, a
-//! worker killed while it held the session's lease leaves the session busy until the lease
-//! expires ([`SQLITE_LEASE_TTL`] here): a resume refused as busy then is tried again.
->>>>>>> wt-lease
+//! first attempt, and the transfer happens once. With SQLite, a worker killed while it held
+//! the session's lease leaves the session busy until the lease expires
+//! ([`SQLITE_LEASE_TTL`] here): a resume refused as busy then is tried again.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -18,12 +14,8 @@ use agentscope::session::SessionStore;
 use serde_json::Value;
 
 use crate::worker::{
-<<<<<<< HEAD
-    Outcome, Resolve, StoreKind, Task, VERIFIED, approval_agent, finish, open_store, spawn,
-=======
-    Outcome, SQLITE_LEASE_TTL, StoreKind, Task, approval_agent, finish, open_store, spawn,
->>>>>>> wt-lease
-    transfer_model,
+    Outcome, Resolve, SQLITE_LEASE_TTL, StoreKind, Task, VERIFIED, approval_agent, finish,
+    open_store, spawn, transfer_model,
 };
 
 /// How a busy call is reported.
@@ -168,7 +160,7 @@ async fn trials(kind: StoreKind) {
                     .and_then(Value::as_object)
                     .is_some_and(|decisions| decisions.contains_key("t1"))
                 || state.running_tools.iter().any(|id| id == "t1");
-            let outcomes = finish(spawn(&task(!decided)));
+            let outcomes = finish(spawn(&task(!decided, resolve)));
             if kind == StoreKind::Sqlite && outcomes == [Outcome::Busy(BUSY.into())] {
                 // The killed worker's lease lives on until it expires.
                 let waited = killed.elapsed();
@@ -183,14 +175,6 @@ async fn trials(kind: StoreKind) {
             if !decided {
                 tally.approval_not_yet_stored += 1;
             }
-<<<<<<< HEAD
-            let outcomes = finish(spawn(&task(!decided, resolve)));
-=======
-            assert!(
-                matches!(outcomes.as_slice(), [Outcome::Ok(_)]),
-                "trial {trial}: a resume failed (a stored approval asked for again?): {outcomes:?}"
-            );
->>>>>>> wt-lease
             resumes += 1;
             match outcomes.as_slice() {
                 [Outcome::Ok(_)] => {}

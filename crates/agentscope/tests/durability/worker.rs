@@ -129,12 +129,6 @@ pub(crate) fn open_store(kind: StoreKind, path: &Path) -> Arc<dyn SessionStore> 
     }
 }
 
-<<<<<<< HEAD
-/// The tool whose runs the kill test counts: `start <key>` when it begins, `done <key>`
-/// (synced) when the transfer happens, with a random pause between so kills land inside it
-/// too. Like a payment service, it does a transfer once per idempotency key: a call whose
-/// key is done already returns without transferring again.
-=======
 /// The `wait` tool: prints `TOOL_STARTED`, then waits until its call is interrupted.
 fn wait_tool() -> impl Tool {
     tool_fn(
@@ -150,9 +144,10 @@ fn wait_tool() -> impl Tool {
     )
 }
 
-/// The tool whose runs the kill test counts: `start` when it begins, `done` (synced) when
-/// it completes, with a random pause between so kills land inside it too.
->>>>>>> wt-lease
+/// The tool whose runs the kill test counts: `start <key>` when it begins, `done <key>`
+/// (synced) when the transfer happens, with a random pause between so kills land inside it
+/// too. Like a payment service, it does a transfer once per idempotency key: a call whose
+/// key is done already returns without transferring again.
 pub(crate) fn transfer_tool(effects: PathBuf) -> impl Tool {
     tool_fn(
         "transfer",
