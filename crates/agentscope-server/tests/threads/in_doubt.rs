@@ -10,7 +10,9 @@ use crate::{
     Payments, answer, asks_to_pay, guarded, in_doubt_interrupt, input, leave_in_doubt, resume,
     server, stored,
 };
-use agentscope_test::{ScriptedModel, ScriptedResponse};
+use agentscope::Msg;
+use agentscope::hooks::ApprovalPolicy;
+use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 
 #[tokio::test]
 async fn a_call_in_doubt_is_listed_and_the_next_run_ends_with_its_interrupt() {
@@ -284,4 +286,75 @@ async fn an_approval_answer_without_a_boolean_approved_is_refused_and_not_taken_
         "paid invoice 7"
     );
     assert_eq!(payments.keys().len(), 1);
+}
+
+#[tokio::test]
+async fn one_resume_answers_a_call_in_doubt_and_an_approval_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let payments = Payments::default();
+    // A batch: `pay` (guarded), then `notify` (not guarded yet).
+    let model = ScriptedModel::new([ScriptedResponse::chunks([
+        ScriptedChunk::tool_call("p1", "pay", json!({"invoice": 7})),
+        ScriptedChunk::tool_call("n1", "notify", json!({"invoice": 7})),
+    ])]);
+    let before = server(dir.path(), &model, &payments, guarded(), Vec::new()).await;
+    leave_in_doubt(&before, &payments, "t1").await;
+    drop(before);
+    // Restarted with `notify` guarded too: the thread awaits an approval and an answer.
+    let model = ScriptedModel::new([ScriptedResponse::text("Invoice 7: not paid, notified.")]);
+    let policy = Some(ApprovalPolicy::tools(["pay", "notify"]));
+    let after = server(dir.path(), &model, &payments, policy, Vec::new()).await;
+    let history = thread(&after.base, "t1").await;
+    let reasons: Vec<(&Value, &Value)> = history["interrupts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (&i["id"], &i["reason"]))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            (&json!("n1"), &json!("tool_approval")),
+            (&json!("p1"), &json!("tool_in_doubt"))
+        ]
+    );
+    let fail = json!({"interruptId": "p1", "status": "resolved",
+                      "payload": {"action": "fail", "reason": "declined"}});
+    assert_refused(
+        &after.base,
+        &resume("t1", json!([fail])),
+        400,
+        "unanswered_interrupts",
+    )
+    .await;
+    let approve = json!({"interruptId": "n1", "status": "resolved", "payload": {"approved": true}});
+    let (status, events) = post(&after.base, &resume("t1", json!([fail, approve]))).await;
+    assert_eq!(status, 200, "{events:?}");
+    assert_eq!(types(&events), run_of(&[TOOL_RESULT_STEP, &text_step(1)]));
+    assert_eq!(
+        find(&events, "TOOL_CALL_RESULT")["content"],
+        "notified about invoice 7"
+    );
+    let sent = &model.requests()[0].messages;
+    let results: Vec<(String, String)> = sent[sent.len() - 2..]
+        .iter()
+        .flat_map(Msg::tool_results)
+        .map(|r| (r.id.to_string(), r.text_output()))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            (
+                "p1".to_owned(),
+                "Error: the call failed (checked by the user): declined".to_owned()
+            ),
+            ("n1".to_owned(), "notified about invoice 7".to_owned()),
+        ]
+    );
+    assert_eq!(payments.keys().len(), 1, "pay did not run again");
+    assert_eq!(
+        payments.notified.load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+    assert_eq!(thread(&after.base, "t1").await["awaits"], "message");
 }

@@ -2,8 +2,8 @@
 //!
 //! - `in_doubt`: a tool call that was running when its run was cut short is a
 //!   `tool_in_doubt` interrupt, in the thread's history and in the next run's outcome; the
-//!   answers done, retry, fail and cancel resolve it, and answers that do not fit are
-//!   refused before anything runs.
+//!   answers done, retry, fail and cancel resolve it (one resume also answers approvals
+//!   alongside), and answers that do not fit are refused before anything runs.
 //! - `stuck`: each way a thread used to get stuck for good (a decision stored before its
 //!   call started, a call the approval policy no longer guards, a call in doubt whose tool is
 //!   no longer guarded, a conversation cut after a tool result) continues.
@@ -19,7 +19,7 @@ mod in_doubt;
 mod killed;
 mod stuck;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agentscope::hooks::ApprovalPolicy;
@@ -32,13 +32,15 @@ use serde_json::{Value, json};
 use support::http::{find, go_away_mid_tool, post};
 use support::serve::{Served, serve, user};
 
-/// What the `pay` tool did, shared by the agents a server builds.
+/// What the `pay` and `notify` tools did, shared by the agents a server builds.
 #[derive(Clone, Default)]
 struct Payments {
-    /// The idempotency key of every run, in order.
+    /// The idempotency key of every run of `pay`, in order.
     keys: Arc<Mutex<Vec<String>>>,
-    /// The next run hangs (until its call is dropped) instead of paying.
+    /// The next run of `pay` hangs (until its call is dropped) instead of paying.
     hang_next: Arc<AtomicBool>,
+    /// How many times `notify` ran.
+    notified: Arc<AtomicUsize>,
 }
 
 impl Payments {
@@ -69,8 +71,23 @@ fn pay(payments: &Payments) -> impl Tool + use<> {
     )
 }
 
-/// A server for `assistant` on the threads in `dir`: `model`, the `pay` tool of `payments`,
-/// the approval policy `approval` and the extra `hooks`.
+/// `notify {"invoice": n}`: counts its runs and says it notified.
+fn notify(payments: &Payments) -> impl Tool + use<> {
+    let notified = payments.notified.clone();
+    tool_fn(
+        "notify",
+        "Tells the customer about an invoice.",
+        json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
+               "required": ["invoice"]}),
+        move |input: Value, _ctx: ToolContext| {
+            notified.fetch_add(1, Ordering::SeqCst);
+            async move { Ok::<_, ToolError>(format!("notified about invoice {}", input["invoice"])) }
+        },
+    )
+}
+
+/// A server for `assistant` on the threads in `dir`: `model`, the `pay` and `notify` tools
+/// of `payments`, the approval policy `approval` and the extra `hooks`.
 async fn server(
     dir: &std::path::Path,
     model: &ScriptedModel,
@@ -82,7 +99,7 @@ async fn server(
     let mut spec = AgentSpec::new(move || {
         let mut builder = ReActAgent::builder()
             .model(model.clone())
-            .toolkit(Toolkit::new().tool(pay(&payments)));
+            .toolkit(Toolkit::new().tool(pay(&payments)).tool(notify(&payments)));
         for hook in &hooks {
             builder = builder.hook(hook.clone());
         }
