@@ -23,6 +23,8 @@ pub(crate) struct Awaiting {
     pub(crate) in_doubt: Vec<ToolUseBlock>,
     /// Pending calls recorded as running while a call holds the thread: they are running.
     pub(crate) running: Vec<ToolUseBlock>,
+    /// A call holds the thread now: what its state shows is in progress.
+    pub(crate) held: bool,
     /// Pending calls that need no answer (no longer guarded, decided in a run that stopped
     /// before they started, or rejected before): a run without new messages runs them.
     pub(crate) ready: Vec<ToolUseBlock>,
@@ -31,13 +33,15 @@ pub(crate) struct Awaiting {
     pub(crate) unanswered: bool,
 }
 
-/// Whether the thread stored as `state` has pending calls recorded as running: in doubt, or
-/// running if a call holds the thread (the caller finds out before [`Awaiting::of`]).
-pub(crate) fn has_started_calls(state: Option<&AgentState>) -> bool {
+/// Whether the thread stored as `state` may be in the middle of a call: it has pending calls
+/// recorded as running (in doubt, or running), or it ends with a message the model has not
+/// answered. Only then does [`Awaiting::of`] need to know whether a call holds the thread.
+pub(crate) fn may_be_running(state: Option<&AgentState>) -> bool {
     state.is_some_and(|state| {
-        pending_tool_uses(&state.messages)
-            .iter()
-            .any(|call| state.running_tools.iter().any(|id| call.id == *id))
+        ends_unanswered(&state.messages)
+            || pending_tool_uses(&state.messages)
+                .iter()
+                .any(|call| state.running_tools.iter().any(|id| call.id == *id))
     })
 }
 
@@ -55,7 +59,10 @@ impl Awaiting {
             return Self::default();
         };
         let asked: Vec<ToolUseBlock> = approvals.map(ToolApprovalHook::pending).unwrap_or_default();
-        let mut awaiting = Self::default();
+        let mut awaiting = Self {
+            held,
+            ..Self::default()
+        };
         for call in pending_tool_uses(&state.messages) {
             if state.running_tools.iter().any(|id| call.id == *id) {
                 if held {
@@ -105,11 +112,11 @@ impl Awaiting {
     }
 
     /// What the thread awaits, as `GET /agents/{agent}/threads/{thread}` says it:
-    /// `"busy"` (the end of the run that is running its tool calls), `"resume"` (answers to
-    /// its interrupts), `"run"` (a run without new messages continues it) or `"message"` (a
-    /// new user message).
+    /// `"busy"` (the end of the call that holds it), `"resume"` (answers to its
+    /// interrupts), `"run"` (a run without new messages continues it) or `"message"` (a new
+    /// user message).
     pub(crate) fn label(&self) -> &'static str {
-        if !self.running.is_empty() {
+        if self.held {
             "busy"
         } else if self.has_interrupts() {
             "resume"
@@ -189,7 +196,7 @@ mod tests {
         assert_eq!(ids(&awaiting.in_doubt), ["c2"]);
 
         // While a call holds the thread, the call recorded as running is running.
-        assert!(has_started_calls(Some(&state)));
+        assert!(may_be_running(Some(&state)));
         let awaiting = Awaiting::of(Some(&state), Some(&approvals), true);
         assert_eq!(ids(&awaiting.running), ["c2"]);
         assert!(awaiting.in_doubt.is_empty());
@@ -201,7 +208,7 @@ mod tests {
     fn a_thread_awaits_a_run_a_message_or_nothing() {
         assert_eq!(Awaiting::of(None, None, false).label(), "message");
         let answered = state(vec![Msg::user("Hi"), Msg::assistant("Hello")], &[]);
-        assert!(!has_started_calls(Some(&answered)));
+        assert!(!may_be_running(Some(&answered)));
         assert_eq!(
             Awaiting::of(Some(&answered), None, false).label(),
             "message"
@@ -214,9 +221,11 @@ mod tests {
             ],
             &[],
         );
+        assert!(may_be_running(Some(&cut)));
         let awaiting = Awaiting::of(Some(&cut), None, false);
         assert!(awaiting.unanswered);
         assert_eq!(awaiting.label(), "run");
+        assert_eq!(Awaiting::of(Some(&cut), None, true).label(), "busy");
         let ready = state(vec![Msg::user("Search"), asked(&[("c1", "search")])], &[]);
         assert_eq!(Awaiting::of(Some(&ready), None, false).label(), "run");
     }

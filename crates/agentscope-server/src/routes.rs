@@ -157,8 +157,9 @@ async fn thread_history(
     if let (Some(approvals), Some(state)) = (&approvals, &state) {
         approvals.restore_state(state);
     }
-    // Calls recorded as running are in doubt unless a call holds the thread.
-    let held = awaiting::has_started_calls(state.as_ref())
+    // Calls recorded as running are in doubt, and an unanswered end awaits a run, unless a
+    // call holds the thread.
+    let held = awaiting::may_be_running(state.as_ref())
         && (inner.runs(&session) || inner.leased(&session).await?);
     let awaiting = Awaiting::of(state.as_ref(), approvals.as_ref(), held);
     let messages = state.map(|state| state.messages).unwrap_or_default();

@@ -73,9 +73,9 @@ pub(crate) async fn run(
             Err(_) => approvals.learn_tools(agent_handle.toolkit()),
         }
     }
-    // Calls recorded as running are in doubt unless a call (on another instance: this one
-    // holds the thread for this run) holds the thread's lease.
-    let held = awaiting::has_started_calls(stored.as_ref()) && inner.leased(&session).await?;
+    // Calls recorded as running are in doubt, and an unanswered end awaits a run, unless a
+    // call (on another instance: this one holds the thread for this run) holds its lease.
+    let held = awaiting::may_be_running(stored.as_ref()) && inner.leased(&session).await?;
     let awaiting = Awaiting::of(stored.as_ref(), approvals.as_ref(), held);
     let stored_messages = stored.map(|state| state.messages).unwrap_or_default();
     let call_input = call_input(&input, &stored_messages, &awaiting, approvals.as_ref())?;
@@ -137,14 +137,14 @@ fn call_input(
         }
         new.push(user_message(&message.id, message.content.as_ref())?);
     }
-    if awaiting.running.is_empty() {
+    if !awaiting.held {
         if let Some(input) = settled_input(input, &new, awaiting, approvals)? {
             return Ok(input);
         }
     } else if !input.resume.is_empty() {
-        // Another instance runs the thread's tool calls: there is nothing to answer. Other
-        // runs go on to the agent, whose session lease refuses them before anything is
-        // read or stored.
+        // Another instance runs the thread (its tool calls are running, not in doubt): there
+        // is nothing to answer. Other runs go on to the agent, whose session lease refuses
+        // them before anything is read or stored.
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "thread_busy",
