@@ -191,18 +191,21 @@ async fn a_conversation_cut_after_a_tool_result_continues_with_a_run_without_mes
         ScriptedResponse::text("Too late.").with_delay(std::time::Duration::from_secs(30)),
     ]);
     let before = server(dir.path(), &slow, &payments, None, Vec::new()).await;
+    let model = ScriptedModel::new([ScriptedResponse::text("Paid.")]);
+    let after = server(dir.path(), &model, &payments, None, Vec::new()).await;
     let running = run_until(
         &before.base,
         &input("t1", json!([user("u1", "Pay invoice 7.")])),
         "TOOL_CALL_RESULT",
     )
     .await;
+    // While the model answers on the first server, the other one sees a busy thread (the
+    // session's lease is held), not one to continue.
+    assert_eq!(thread(&after.base, "t1").await["awaits"], "busy");
     drop(running);
     eventually("the run was not cancelled", || before.agui.running() == 0).await;
     drop(before);
 
-    let model = ScriptedModel::new([ScriptedResponse::text("Paid.")]);
-    let after = server(dir.path(), &model, &payments, None, Vec::new()).await;
     let history = thread(&after.base, "t1").await;
     let (status, events) = post(&after.base, &input("t1", json!([]))).await;
     assert_eq!(status, 200, "{events:?}");
