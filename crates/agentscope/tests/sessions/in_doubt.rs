@@ -396,3 +396,76 @@ async fn a_parallel_batch_stores_each_result_as_it_settles() {
         ]
     );
 }
+
+/// Two approved calls in a sequential batch; the process dies while the first runs. The
+/// second one's decision is still stored: a new process does not ask for it again, and once
+/// the first is resolved, the second runs.
+#[tokio::test]
+async fn a_crash_in_an_approved_batch_keeps_the_decisions_of_the_calls_not_started() {
+    let (_dir, store) = temp_store();
+    let keys = Keys::default();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let approvals = ToolApprovalHook::new(ApprovalPolicy::tools(["pay"]));
+    let model = ScriptedModel::new([ScriptedResponse::tool_calls([
+        ("p1", "pay", json!({})),
+        ("p2", "pay", json!({})),
+    ])]);
+    let agent = agent_on(
+        &store,
+        pay(None, &keys, &started),
+        model,
+        vec![BoxedHook::new(approvals.clone())],
+    );
+    agent.call("Pay both invoices.").await.unwrap();
+    approvals.approve("p1").unwrap();
+    approvals.approve("p2").unwrap();
+    tokio::select! {
+        _ = agent.call(()) => panic!("the call cannot finish"),
+        () = started.notified() => {}
+    }
+    drop(agent);
+
+    // A new process: nothing awaits a person.
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert_eq!(stored.running_tools, ["p1"]);
+    let approvals = ToolApprovalHook::new(ApprovalPolicy::tools(["pay"]));
+    approvals.restore_state(&stored).unwrap();
+    assert!(approvals.pending().is_empty(), "{:?}", approvals.pending());
+    let model = ScriptedModel::new([ScriptedResponse::text("Both paid.")]);
+    let agent = fresh(
+        &store,
+        None,
+        &keys,
+        &model,
+        vec![BoxedHook::new(approvals.clone())],
+    );
+    let reply = agent.call(()).await.unwrap();
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::ToolInDoubt));
+    let ids: Vec<&str> = reply
+        .tool_uses()
+        .iter()
+        .map(|call| call.id.as_str())
+        .collect();
+    assert_eq!(ids, ["p1"]);
+
+    let verified = ToolResultBlock::text("p1", "pay", "paid (receipt 1)");
+    let reply = agent.call(Msg::tool_result(verified)).await.unwrap();
+    assert_eq!(reply.text(), "Both paid.");
+    assert_eq!(
+        keys.lock().unwrap().len(),
+        2,
+        "p1 once (before the crash), p2 once"
+    );
+    let stored = store.load("s").await.unwrap().unwrap();
+    let results: Vec<String> = stored
+        .messages
+        .iter()
+        .flat_map(Msg::tool_results)
+        .map(ToolResultBlock::text_output)
+        .collect();
+    assert_eq!(results, ["paid (receipt 1)", "paid"]);
+    assert!(
+        stored.hooks.get(ToolApprovalHook::NAME).is_none(),
+        "every decision spent"
+    );
+}
