@@ -3,7 +3,9 @@
 //!
 //! - A lease is a string key `P{<id>}:lease` holding a random token, set with `SET NX PX`,
 //!   renewed by a task every third of its time to live, deleted on release (only by its own
-//!   token: [`scripts::RELEASE`]), and checked by every fenced save ([`scripts::SAVE`]).
+//!   token: [`scripts::RELEASE`]), and checked by every fenced save ([`scripts::SAVE`]). A
+//!   holder that cannot renew it before it would expire stops its call
+//!   ([`RenewalDeadline`]).
 //! - An interrupt marks the lease holding the session (`P{<id>}:interrupt` = its token, for
 //!   as long as a lease lives) and publishes the session id on `P` + `interrupts`. Every
 //!   store subscribes to that channel (one RESP3 connection per connected store, resubscribed
@@ -12,9 +14,10 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use agentscope_core::CancellationToken;
+use agentscope_core::plumbing::lease::RenewalDeadline;
 use agentscope_core::session::{LeaseHandle, SessionError, SessionLease, validate_session_id};
 use futures::future::BoxFuture;
 use redis::aio::ConnectionManager;
@@ -154,6 +157,7 @@ impl Leases {
         };
         self.subscribe_interrupts(connection, prefix).await?;
         let token = uuid::Uuid::new_v4().simple().to_string();
+        let sent = Instant::now();
         // Registered first, so an interrupt published the moment the lease is taken is seen.
         self.holders.add(&key, &token, interrupt);
         let taken: Option<String> = match redis::cmd("SET")
@@ -188,7 +192,7 @@ impl Leases {
                 Arc::clone(prefix),
                 session.to_owned(),
                 token.clone(),
-                ttl,
+                RenewalDeadline::new(ttl, sent),
                 interrupt.clone(),
             ))
             .abort_handle();
@@ -292,30 +296,59 @@ async fn release(
 }
 
 /// Renews a lease every third of its time to live until it is released (the task is then
-/// aborted). An interrupt mark, or the lease lost to another holder, cancels the call.
+/// aborted). An interrupt mark, or the lease lost to another holder, cancels the call; so
+/// does a lease that could not be renewed before it would have expired (measured from the
+/// last renewal that succeeded: [`RenewalDeadline`]), after which renewing goes on quietly
+/// so the stopping call can still save and give the lease back.
 async fn renew(
     connection: Connection,
     prefix: Arc<str>,
     session: String,
     token: String,
-    ttl: Duration,
+    mut lease: RenewalDeadline,
     interrupt: CancellationToken,
 ) {
     let key = lease_key(&prefix, &session);
     let flag = flag_key(&prefix, &session);
+    let ttl = lease.ttl();
+    let period = ttl / 3;
+    let expired = |lease: &mut RenewalDeadline| {
+        if lease.stop_if_expired(Instant::now(), &interrupt) {
+            tracing::warn!(
+                target: "agentscope_redis",
+                session = %session,
+                ttl_ms = millis(ttl),
+                "the session's lease could not be renewed before it would have expired; \
+                 stopping this call (another call may take the session, and this call's \
+                 saves are refused once one does)"
+            );
+        }
+    };
     loop {
-        tokio::time::sleep(ttl / 3).await;
-        let renewed: Result<i64, _> = scripts::RENEW
-            .key(&key)
-            .key(&flag)
-            .arg(&token)
-            .arg(millis(ttl))
-            .invoke_async(&mut connection.clone())
-            .await;
-        match renewed {
-            Ok(1) => {}
-            Ok(2) => interrupt.cancel(),
-            Ok(_) => {
+        // Woken at the lease's expiry at the latest, to stop the call then.
+        let mut wake = lease.next_renewal(Instant::now());
+        if !lease.is_stopped() {
+            wake = wake.min(lease.deadline());
+        }
+        tokio::time::sleep_until(wake.into()).await;
+        expired(&mut lease);
+        let sent = Instant::now();
+        // Not waited for beyond the lease's expiry.
+        let wait = match lease.is_stopped() {
+            true => period,
+            false => lease.remaining(sent),
+        };
+        let mut invocation = scripts::RENEW.key(&key);
+        invocation.key(&flag).arg(&token).arg(millis(ttl));
+        let mut renewer = connection.clone();
+        let renewal = invocation.invoke_async::<i64>(&mut renewer);
+        match tokio::time::timeout(wait, renewal).await {
+            Ok(Ok(1)) => lease.renewed(sent),
+            Ok(Ok(2)) => {
+                lease.renewed(sent);
+                interrupt.cancel();
+            }
+            Ok(Ok(_)) => {
                 tracing::warn!(
                     target: "agentscope_redis",
                     session = %session,
@@ -325,7 +358,7 @@ async fn renew(
                 interrupt.cancel();
                 return;
             }
-            Err(error) => {
+            Ok(Err(error)) if !lease.is_stopped() => {
                 let what = "renewing the session's lease";
                 let error = connection.backend(&prefix, Some(&session), what, &error);
                 tracing::warn!(
@@ -335,7 +368,11 @@ async fn renew(
                     "renewing a session lease failed; trying again"
                 );
             }
+            // After the call was stopped, or no answer before the lease's expiry: checked
+            // below, retried at the next round.
+            Ok(Err(_)) | Err(_) => {}
         }
+        expired(&mut lease);
     }
 }
 

@@ -110,6 +110,13 @@
 //!   renewal notices the loss and cancels its call; its release leaves the new holder's
 //!   lease alone. (The saves' compare-and-swap on the revision protects the conversation
 //!   even without leases; the fence makes the loss explicit and stops the old call early.)
+//! - A holder that cannot renew its lease (Redis unreachable, a partition, a stalled
+//!   server) stops its call when the lease would have expired, measured from its last
+//!   renewal that succeeded: the call's interrupt token is cancelled (the call ends as an
+//!   interrupt ends it) and a warning is logged once. Renewing goes on meanwhile: if Redis
+//!   answers again and no other call took the session, the stopped call's last save and
+//!   release go through; if another call took it, they are refused
+//!   ([`SessionError::LeaseLost`]) and the new holder's lease is left alone.
 //!
 //! [`interrupt`](SessionStore::interrupt) (or `ReActAgent::interrupt_session`, on any
 //! instance) interrupts the call holding a session, wherever it runs: a script marks the

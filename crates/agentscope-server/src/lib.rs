@@ -12,6 +12,13 @@
 //!   interrupt outcome; the next run answers with `resume` (approve, approve with edited
 //!   arguments, reject) and the stopped call continues. A client that disconnects cancels
 //!   the run, and the engine's durability rules keep an approved tool from running twice.
+//! - **Calls in doubt**: a tool call that was running when the process died or the client
+//!   went away may or may not have happened. The thread lists it as a `tool_in_doubt`
+//!   interrupt, which a person (or the application) answers: done with the result they
+//!   checked, retry with the same idempotency key, or fail.
+//! - **No stuck threads**: every pending tool call is an interrupt that `resume` answers, or
+//!   needs no answer and runs on a run without new messages; `GET
+//!   /agents/{agent}/threads/{thread}` says which (`"awaits"`).
 //! - Production basics: an optional bearer token, CORS, a body size limit, JSON errors,
 //!   a `tracing` span per run, and a graceful shutdown that interrupts running calls.
 //!
@@ -41,21 +48,29 @@
 
 // One job per module; `use crate::` edges only point down the list (no cycles):
 //   builder  -> routes, spec, state          AgUiBuilder, BuildError: checks the options once
-//   routes   -> run, auth, assets, state, mapping, error   AgUi, the router, thread history
-//   run      -> state, mapping, protocol, error   one run: input, resume, the event stream
+//   routes   -> run, auth, assets, state, awaiting, mapping, error   AgUi, the router,
+//                                            thread history
+//   run      -> resume, awaiting, interrupts, state, mapping, protocol, error   one run:
+//                                            input, the event stream, its outcome
+//   resume   -> awaiting, protocol, error    a resume's answers: checked, then applied
+//   awaiting -> interrupts, protocol         what a thread awaits, from its stored state
+//   interrupts -> mapping, protocol          approval and in-doubt interrupts
 //   auth     -> error                        the bearer token on the `/agents` routes
 //   assets                                   the chat page's files and their routes
 //   state    -> spec, error                  agents, store, busy threads, shutdown, sessions
 //   spec     -> error                        AgentSpec: makes the agent of one run
-//   mapping  -> protocol                     agent events, messages, approvals -> AG-UI
+//   mapping  -> protocol                     agent events and messages -> AG-UI
 //   protocol                                 AG-UI 1.0 wire types
 //   error                                    ApiError: JSON errors before a stream starts
 mod assets;
 mod auth;
+mod awaiting;
 mod builder;
 mod error;
+mod interrupts;
 mod mapping;
 pub mod protocol;
+mod resume;
 mod routes;
 mod run;
 mod spec;

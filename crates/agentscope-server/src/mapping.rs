@@ -11,7 +11,7 @@
 //! | a tool result | `TOOL_CALL_RESULT` (message id `result-<call id>`) |
 //! | a hint injected by a hook | `CUSTOM "hint"` |
 //! | the summary at the iteration limit | a text message, then `CUSTOM "summary"` |
-//! | tool calls awaiting approval | the interrupts of an `interrupt` outcome (id = the call's id) |
+//! | tool calls awaiting approval, or in doubt | the interrupts of an `interrupt` outcome (id = the call's id; see `interrupts`) |
 //!
 //! Everything a step opened is closed when the step's final message arrives, and
 //! [`Mapper::close_all`] closes whatever a cut-short call left open, so `RUN_FINISHED` never
@@ -19,11 +19,10 @@
 
 use std::collections::HashMap;
 
-use agentscope::hooks::ToolApprovalHook;
 use agentscope::{ContentBlock, Event, EventType, Msg, Role, SharedString, ToolUseBlock};
 use serde_json::{Value, json};
 
-use crate::protocol::{AgUiEvent, FunctionCall, Interrupt, Message, ToolCall};
+use crate::protocol::{AgUiEvent, FunctionCall, Message, ToolCall};
 
 /// The id of the reasoning message of the model message `id`.
 pub(crate) fn reasoning_id(id: &str) -> String {
@@ -37,39 +36,11 @@ pub(crate) fn result_id(call_id: &str) -> String {
 
 /// A tool call's arguments as JSON text: the parsed arguments, or the raw text when they
 /// did not parse.
-fn arguments_text(call: &ToolUseBlock) -> String {
+pub(crate) fn arguments_text(call: &ToolUseBlock) -> String {
     match (&*call.input, &call.raw_input) {
         (Value::Null, Some(raw)) => raw.clone(),
         (input, _) => input.to_string(),
     }
-}
-
-/// The calls awaiting a decision, as AG-UI interrupts (id = the tool call's id).
-pub(crate) fn interrupts(approvals: &ToolApprovalHook) -> Vec<Interrupt> {
-    approvals
-        .pending()
-        .into_iter()
-        .map(|call| Interrupt {
-            message: format!(
-                "Approve calling {} with {}?",
-                call.name,
-                arguments_text(&call)
-            ),
-            id: call.id.to_string(),
-            reason: "tool_approval",
-            tool_call_id: call.id.to_string(),
-            response_schema: json!({
-                "type": "object",
-                "properties": {
-                    "approved": {"type": "boolean"},
-                    "arguments": {"type": "object",
-                                  "description": "new arguments (approve with edits)"},
-                    "reason": {"type": "string", "description": "why it is rejected"}
-                },
-                "required": ["approved"]
-            }),
-        })
-        .collect()
 }
 
 /// The model step being streamed.

@@ -68,7 +68,11 @@ pub struct ResumeEntry {
     pub interrupt_id: String,
     /// `resolved` or `cancelled`.
     pub status: ResumeStatus,
-    /// The answer: `{"approved": bool, "arguments"?: object, "reason"?: string}`.
+    /// The answer, as the interrupt's `responseSchema` describes it: for
+    /// [`tool_approval`](Interrupt::TOOL_APPROVAL) `{"approved": bool, "arguments"?: object,
+    /// "reason"?: string}`; for [`tool_in_doubt`](Interrupt::TOOL_IN_DOUBT) `{"action":
+    /// "done", "result": string}`, `{"action": "retry"}` or `{"action": "fail", "reason"?:
+    /// string}`.
     #[serde(default)]
     pub payload: Option<Value>,
 }
@@ -79,7 +83,8 @@ pub struct ResumeEntry {
 pub enum ResumeStatus {
     /// Answered; the payload says how.
     Resolved,
-    /// Dismissed: for an approval, a rejection.
+    /// Dismissed: for an approval, a rejection; for a call in doubt, the model is told that
+    /// nobody checked whether it happened.
     Cancelled,
 }
 
@@ -148,21 +153,35 @@ pub struct FunctionCall {
     pub arguments: String,
 }
 
-/// Something a run needs from outside before it can continue: here, a decision on a tool
-/// call that needs approval.
+/// Something a run needs from outside before it can continue: a decision on a tool call
+/// that needs approval ([`TOOL_APPROVAL`](Self::TOOL_APPROVAL)), or the outcome of a tool
+/// call that was running when the agent stopped ([`TOOL_IN_DOUBT`](Self::TOOL_IN_DOUBT)).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Interrupt {
     /// The interrupt id: the tool call's id.
     pub id: String,
-    /// Always `tool_approval`.
+    /// [`TOOL_APPROVAL`](Self::TOOL_APPROVAL) or [`TOOL_IN_DOUBT`](Self::TOOL_IN_DOUBT).
     pub reason: &'static str,
     /// What is asked, for a person.
     pub message: String,
-    /// The call awaiting the decision.
+    /// The call the interrupt is about.
     pub tool_call_id: String,
     /// The JSON schema of the expected resume payload.
     pub response_schema: Value,
+    /// For a call in doubt: `{"toolName", "arguments", "idempotencyKey"}`, what a person or
+    /// an application needs to find out whether the call happened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+impl Interrupt {
+    /// The reason of an interrupt for a tool call that awaits approval.
+    pub const TOOL_APPROVAL: &'static str = "tool_approval";
+    /// The reason of an interrupt for a tool call in doubt: it was recorded as running and
+    /// its result was never stored (the process died, the client went away mid-tool), so it
+    /// may or may not have happened.
+    pub const TOOL_IN_DOUBT: &'static str = "tool_in_doubt";
 }
 
 /// Why a run ended (`RUN_FINISHED.outcome`).
@@ -171,7 +190,8 @@ pub struct Interrupt {
 pub enum Outcome {
     /// The call completed.
     Success,
-    /// The call stopped for decisions: the next run answers them with `resume`.
+    /// The call stopped for answers (approvals, calls in doubt): the next run gives them
+    /// with `resume`.
     Interrupt {
         /// What is awaited.
         interrupts: Vec<Interrupt>,

@@ -13,8 +13,9 @@ use tower_http::cors::CorsLayer;
 
 use crate::assets::with_chat_page;
 use crate::auth::authenticate;
+use crate::awaiting::{self, Awaiting};
 use crate::error::ApiError;
-use crate::mapping::{self, to_messages};
+use crate::mapping::to_messages;
 use crate::run;
 use crate::state::{self, Inner, session_of};
 
@@ -87,7 +88,8 @@ impl AgUi {
     }
 
     /// The routes: `GET /agents`, `POST /agents/{agent}` (a run),
-    /// `GET /agents/{agent}/threads/{thread}` (a thread's messages and pending interrupts),
+    /// `GET /agents/{agent}/threads/{thread}` (a thread's messages, its pending interrupts,
+    /// and what it awaits: `"busy"`, `"resume"`, `"run"` or `"message"`),
     /// and the chat page at `/` with its assets under `/chat/`.
     pub fn router(&self) -> Router {
         let mut api = Router::new()
@@ -151,18 +153,21 @@ async fn thread_history(
     let spec = inner.spec(&agent)?;
     let session = session_of(&agent, &thread)?;
     let state = inner.load_state(&session).await?;
-    let interrupts = match (spec.approvals(), &state) {
-        (Some(approvals), Some(state)) => {
-            approvals.restore_state(state).map_err(unreadable_state)?;
-            mapping::interrupts(&approvals)
-        }
-        _ => Vec::new(),
-    };
+    let approvals = spec.approvals();
+    if let (Some(approvals), Some(state)) = (&approvals, &state) {
+        approvals.restore_state(state).map_err(unreadable_state)?;
+    }
+    // Calls recorded as running are in doubt, and an unanswered end awaits a run, unless a
+    // call holds the thread.
+    let held = awaiting::may_be_running(state.as_ref())
+        && (inner.runs(&session) || inner.leased(&session).await?);
+    let awaiting = Awaiting::of(state.as_ref(), approvals.as_ref(), held);
     let messages = state.map(|state| state.messages).unwrap_or_default();
     Ok(Json(json!({
         "threadId": thread,
         "messages": to_messages(&messages),
-        "interrupts": interrupts,
+        "interrupts": awaiting.interrupts(&session),
+        "awaits": awaiting.label(),
     })))
 }
 

@@ -20,10 +20,12 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tracing::Instrument;
 
+use crate::awaiting::{self, Awaiting};
 use crate::error::{ApiError, shorten};
-use crate::mapping::{Mapper, interrupts, to_messages};
-use crate::protocol::{AgUiEvent, Outcome, ResumeStatus, RunAgentInput};
+use crate::mapping::{Mapper, to_messages};
+use crate::protocol::{AgUiEvent, Outcome, RunAgentInput};
 use crate::state::{Inner, RunGuard, session_of};
+use crate::{interrupts, resume};
 
 /// The handler of `POST /agents/{agent}`.
 pub(crate) async fn run(
@@ -73,8 +75,12 @@ pub(crate) async fn run(
             Err(_) => approvals.learn_tools(agent_handle.toolkit()),
         }
     }
+    // Calls recorded as running are in doubt, and an unanswered end awaits a run, unless a
+    // call (on another instance: this one holds the thread for this run) holds its lease.
+    let held = awaiting::may_be_running(stored.as_ref()) && inner.leased(&session).await?;
+    let awaiting = Awaiting::of(stored.as_ref(), approvals.as_ref(), held);
     let stored_messages = stored.map(|state| state.messages).unwrap_or_default();
-    let call_input = call_input(&input, &stored_messages, approvals.as_ref())?;
+    let call_input = call_input(&input, &stored_messages, &awaiting, approvals.as_ref())?;
 
     let span = tracing::info_span!(
         "agui_run",
@@ -85,6 +91,7 @@ pub(crate) async fn run(
     span.in_scope(|| tracing::info!(resume = !input.resume.is_empty(), "run started"));
     let stream = agent_handle.stream(call_input, StreamOptions::default());
     let run = Run {
+        session,
         thread_id: input.thread_id,
         run_id: input.run_id,
         agent: agent_handle,
@@ -115,11 +122,13 @@ fn sse_event(event: &AgUiEvent) -> SseEvent {
     }
 }
 
-/// What the agent is called with: the decisions of `resume` applied (the call resumes),
-/// or the user messages the thread has not stored yet.
+/// What the agent is called with, given what the thread awaits: the answers of `resume`
+/// applied (the stopped call resumes), nothing (a run without new messages continues the
+/// thread's pending work), or the user messages the thread has not stored yet.
 fn call_input(
     input: &RunAgentInput,
     stored: &[Msg],
+    awaiting: &Awaiting,
     approvals: Option<&ToolApprovalHook>,
 ) -> Result<CallInput, ApiError> {
     let known: HashSet<&str> = stored.iter().map(|msg| msg.id.as_str()).collect();
@@ -130,46 +139,23 @@ fn call_input(
         }
         new.push(user_message(&message.id, message.content.as_ref())?);
     }
-    let pending: Vec<String> = approvals
-        .map(|approvals| {
-            approvals
-                .pending()
-                .into_iter()
-                .map(|call| call.id.to_string())
-                .collect()
-        })
-        .unwrap_or_default();
-    if !input.resume.is_empty() {
-        let Some(approvals) = approvals else {
-            return Err(ApiError::bad_request(
-                "nothing_to_resume",
-                "this agent asks for no approvals, so there is no interrupt to answer",
-            ));
-        };
-        if !new.is_empty() {
-            return Err(ApiError::bad_request(
-                "invalid_input",
-                "a run that answers interrupts cannot also bring new user messages",
-            ));
+    if !awaiting.held {
+        if let Some(input) = settled_input(input, &new, awaiting, approvals)? {
+            return Ok(input);
         }
-        apply_resume(input, approvals, &pending)?;
-        return Ok(CallInput::from(()));
-    }
-    if !pending.is_empty() {
+    } else if !input.resume.is_empty() {
+        // Another instance runs the thread (its tool calls are running, not in doubt): there
+        // is nothing to answer. Other runs go on to the agent, whose session lease refuses
+        // them before anything is read or stored.
         return Err(ApiError::new(
             StatusCode::CONFLICT,
-            "interrupts_pending",
-            format!(
-                "tool calls await a decision ({}): answer them with `resume` first",
-                pending.join(", ")
-            ),
+            "thread_busy",
+            "a run is active on this thread on another instance (its tool calls are running, \
+             not in doubt); wait for it to finish",
         ));
     }
     if new.is_empty() {
-        return Err(ApiError::bad_request(
-            "no_new_message",
-            "the run brings no new user message (every message id is already in the thread)",
-        ));
+        return Ok(CallInput::from(()));
     }
     if let Some(last) = new.last_mut() {
         for context in &input.context {
@@ -182,67 +168,71 @@ fn call_input(
     Ok(CallInput::from(new))
 }
 
-/// Applies every answer; every pending interrupt must be answered.
-fn apply_resume(
+/// The input decided by what the thread awaits (no call holds it): the answers of
+/// `resume`, a refusal while interrupts or calls are pending, or nothing to continue it;
+/// `None` when the run's new messages are the input.
+fn settled_input(
     input: &RunAgentInput,
-    approvals: &ToolApprovalHook,
-    pending: &[String],
-) -> Result<(), ApiError> {
-    let answered: HashSet<&str> = input
-        .resume
-        .iter()
-        .map(|entry| entry.interrupt_id.as_str())
-        .collect();
-    let missing: Vec<&str> = pending
-        .iter()
-        .map(String::as_str)
-        .filter(|id| !answered.contains(id))
-        .collect();
-    if !missing.is_empty() {
-        return Err(ApiError::bad_request(
-            "unanswered_interrupts",
+    new: &[Msg],
+    awaiting: &Awaiting,
+    approvals: Option<&ToolApprovalHook>,
+) -> Result<Option<CallInput>, ApiError> {
+    if !input.resume.is_empty() {
+        if approvals.is_none() && !awaiting.has_interrupts() {
+            return Err(ApiError::bad_request(
+                "nothing_to_resume",
+                "this agent asks for no approvals and no tool call is in doubt, so there is \
+                 no interrupt to answer",
+            ));
+        }
+        if !new.is_empty() {
+            return Err(ApiError::bad_request(
+                "invalid_input",
+                "a run that answers interrupts cannot also bring new user messages",
+            ));
+        }
+        return resume::check(&input.resume, awaiting)?
+            .apply(approvals)
+            .map(Some);
+    }
+    // A run without new messages on a thread with calls in doubt (and nothing awaiting
+    // approval) resumes them: each is handled as its policy says, and a call whose policy is
+    // to stop ends the run with its interrupt again.
+    let only_in_doubt = awaiting.approvals.is_empty() && !awaiting.in_doubt.is_empty();
+    if awaiting.has_interrupts() && !(new.is_empty() && only_in_doubt) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "interrupts_pending",
             format!(
-                "every pending interrupt must be answered; missing: {}",
-                missing.join(", ")
+                "the thread awaits answers to its interrupts ({}): answer them with `resume` \
+                 first",
+                awaiting.interrupt_ids().join(", ")
             ),
         ));
     }
-    for entry in &input.resume {
-        if !pending.contains(&entry.interrupt_id) {
-            return Err(ApiError::bad_request(
-                "unknown_interrupt",
+    if !new.is_empty() {
+        if !awaiting.ready.is_empty() {
+            let ids: Vec<&str> = awaiting.ready.iter().map(|call| call.id.as_str()).collect();
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "calls_pending",
                 format!(
-                    "no pending interrupt {:?} on this thread",
-                    shorten(&entry.interrupt_id)
+                    "tool calls of the thread have not run yet ({}): continue the thread with \
+                     a run that brings no new message first",
+                    ids.join(", ")
                 ),
             ));
         }
-        let payload = entry.payload.as_ref();
-        let approved = entry.status == ResumeStatus::Resolved
-            && payload
-                .and_then(|p| p.get("approved"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-        let id = entry.interrupt_id.clone();
-        let decided = if approved {
-            match payload.and_then(|p| p.get("arguments")) {
-                Some(arguments) => approvals.edit(id, arguments.clone()),
-                None => approvals.approve(id),
-            }
-        } else {
-            let reason = payload
-                .and_then(|p| p.get("reason"))
-                .and_then(Value::as_str)
-                .filter(|reason| !reason.trim().is_empty())
-                .unwrap_or(match entry.status {
-                    ResumeStatus::Cancelled => "cancelled",
-                    ResumeStatus::Resolved => "not approved",
-                });
-            approvals.reject(id, reason)
-        };
-        decided.map_err(|err| ApiError::bad_request("invalid_decision", err.to_string()))?;
+        return Ok(None);
     }
-    Ok(())
+    if awaiting.in_doubt.is_empty() && awaiting.ready.is_empty() && !awaiting.unanswered {
+        return Err(ApiError::bad_request(
+            "no_new_message",
+            "the run brings no new user message (every message id is already in the thread) \
+             and the thread has nothing to continue",
+        ));
+    }
+    Ok(Some(CallInput::from(())))
 }
 
 /// A user message from AG-UI content: a string, or text and image parts.
@@ -311,6 +301,8 @@ fn image_url(part: &Value) -> Option<String> {
 /// A run's stream: the agent's events mapped, framed by `RUN_STARTED` and
 /// `RUN_FINISHED` / `RUN_ERROR`.
 struct Run {
+    /// The thread's session id (the scope of its calls' idempotency keys).
+    session: String,
     thread_id: String,
     run_id: String,
     agent: agentscope::ReActAgent,
@@ -380,7 +372,24 @@ impl Run {
         out.push(AgUiEvent::MessagesSnapshot {
             messages: to_messages(&self.agent.memory().messages()),
         });
-        let interrupts = self.approvals.as_ref().map(interrupts).unwrap_or_default();
+        // Calls that await approval (the hook stopped the call), then calls in doubt whose
+        // policy stopped the call (its reply lists them).
+        let mut interrupts: Vec<_> = self
+            .approvals
+            .as_ref()
+            .map(ToolApprovalHook::pending)
+            .unwrap_or_default()
+            .iter()
+            .map(interrupts::approval)
+            .collect();
+        if reply.generate_reason() == Some(GenerateReason::ToolInDoubt) {
+            interrupts.extend(
+                reply
+                    .tool_uses()
+                    .into_iter()
+                    .map(|call| interrupts::in_doubt(call, &self.session)),
+            );
+        }
         let outcome = if !interrupts.is_empty() {
             Outcome::Interrupt { interrupts }
         } else if reply.generate_reason() == Some(GenerateReason::Interrupted) {

@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use agentscope::ReActAgent;
 use agentscope::session::validate_session_id;
-use agentscope::session::{AgentState, SessionStore};
+use agentscope::session::{AgentState, SessionError, SessionStore};
+use agentscope::{CancellationToken, ReActAgent};
 use axum::http::StatusCode;
 use tokio::sync::Notify;
 
@@ -87,6 +87,32 @@ impl Inner {
             Err(err) => Err(ApiError::internal(
                 "session_store",
                 format!("the thread cannot be loaded: {err}"),
+            )),
+        }
+    }
+
+    /// Whether this instance runs a call on `session`.
+    pub(crate) fn runs(&self, session: &str) -> bool {
+        self.lock_runs().contains_key(session)
+    }
+
+    /// Whether a call holds `session`'s lease in the store, on any instance: a probe that
+    /// takes the lease and gives it back at once (`false` for a store that does not lease).
+    /// It tells tool calls recorded as running that are running from calls in doubt, so ask
+    /// only when the thread has some.
+    pub(crate) async fn leased(&self, session: &str) -> Result<bool, ApiError> {
+        match self.store.lease(session, &CancellationToken::new()).await {
+            Ok(Some(lease)) => {
+                if let Err(error) = lease.release().await {
+                    tracing::warn!(%error, "giving back a probed session lease failed");
+                }
+                Ok(false)
+            }
+            Ok(None) => Ok(false),
+            Err(SessionError::Busy { .. }) => Ok(true),
+            Err(error) => Err(ApiError::internal(
+                "session_store",
+                format!("the thread's lease cannot be checked: {error}"),
             )),
         }
     }

@@ -2,7 +2,7 @@
 //
 // Routes (relative to the page, so the router may be mounted anywhere):
 //   GET  agents                               -> {"agents": [...]}
-//   GET  agents/{agent}/threads/{threadId}     -> {threadId, messages, interrupts}
+//   GET  agents/{agent}/threads/{threadId}     -> {threadId, messages, interrupts, awaits}
 //   POST agents/{agent}  (RunAgentInput)      -> text/event-stream of AG-UI events
 // No build step, no dependencies, nothing loaded from anywhere but this server.
 "use strict";
@@ -39,9 +39,13 @@
     // same elements instead of adding copies.
     messages: new Map(), // messageId -> {kind, el, body}
     toolCalls: new Map(), // toolCallId -> {card, name, args, nameEl, argsEl, progressEl, resultEl, done}
-    // Pending interrupts and the decisions taken on them (interruptId -> payload/status).
+    // Pending interrupts and the decisions taken on them (interruptId -> payload/status):
+    // approvals ("tool_approval") and tool calls in doubt ("tool_in_doubt").
     interrupts: [],
     decisions: new Map(),
+    // What the thread awaits when nothing is pending on screen: "run" means a run without
+    // a new message continues it (the Continue button).
+    awaits: "message",
     loadTicket: null,
   };
 
@@ -170,7 +174,11 @@
       return `Could not reach the server: ${error && error.message ? error.message : error}`;
     }
     const detail = [error.code, error.message].filter(Boolean).join(": ");
-    const friendly = {
+    const conflicts = {
+      interrupts_pending: "The agent is waiting for your answer above",
+      calls_pending: "This thread has tool calls that have not run yet: press Continue first",
+    };
+    const friendly = (error.status === 409 && conflicts[error.code]) || {
       400: "The server rejected the request",
       401: "Authorization needed: enter the access token above",
       404: "Not found",
@@ -200,7 +208,7 @@
     state.toolCalls.clear();
     ui.transcript.replaceChildren(ui.empty);
     ui.empty.hidden = false;
-    setInterrupts([]);
+    setInterrupts([], "message");
   }
 
   function nearBottom() {
@@ -522,7 +530,7 @@
         const outcome = ev.outcome || {};
         if (outcome.type === "interrupt") {
           setInterrupts(outcome.interrupts || []);
-          setStatus("Waiting for your approval.");
+          setStatus(waitingText());
         } else if (outcome.type === "cancelled") {
           note("hint", "The run was cancelled (the server interrupted it).", "cancelled");
           setStatus("");
@@ -610,7 +618,9 @@
 
   function updateComposerHint() {
     ui.message.placeholder = state.interrupts.length
-      ? "Answer the approval request above first."
+      ? state.interrupts.some(inDoubt)
+        ? "Answer the request above first."
+        : "Answer the approval request above first."
       : "Message the agent (Enter to send, Shift+Enter for a new line)";
   }
 
@@ -635,6 +645,7 @@
     setRunning(true);
     setStatus("Sending…");
     let accepted = false;
+    let stopped = false;
     try {
       const response = await api(agentPath(state.agent), {
         method: "POST",
@@ -645,10 +656,14 @@
       accepted = true;
       if (onAccepted) onAccepted();
       await readSse(response.body, (event) => handleEvent(event, run));
-      if (!run.finished) note("error", "The connection closed before the run finished.");
+      if (!run.finished) {
+        note("error", "The connection closed before the run finished.");
+        stopped = true;
+      }
     } catch (error) {
       if (controller.signal.aborted) {
         note("hint", "Stopped.", "stopped");
+        stopped = true;
       } else if (accepted) {
         note("error", `The stream broke: ${error && error.message ? error.message : error}`);
       } else {
@@ -661,6 +676,9 @@
       if (!state.interrupts.length) setStatus("");
       if (!state.interrupts.length) ui.message.focus();
     }
+    // A run cut short may have left a tool call in doubt, or work to continue: ask the
+    // thread what it awaits now.
+    if (stopped) await refreshPending();
     return accepted;
   }
 
@@ -685,7 +703,10 @@
     ui.message.value = "";
     const accepted = await startRun({
       messages: [{ id, role: "user", content: text }],
-      onAccepted: () => entry.el.classList.remove("pending"),
+      onAccepted: () => {
+        entry.el.classList.remove("pending");
+        setInterrupts([], "message");
+      },
     });
     if (!accepted) {
       // Not sent: take the bubble back and give the text back to edit or retry.
@@ -698,29 +719,88 @@
 
   // --------------------------------------------------------------- interrupts
 
-  function setInterrupts(list) {
+  const IN_DOUBT = "tool_in_doubt";
+
+  function inDoubt(interrupt) {
+    return interrupt.reason === IN_DOUBT;
+  }
+
+  // `awaits` (from the thread's history) says whether a run without a new message would
+  // continue the thread when no interrupt is pending.
+  function setInterrupts(list, awaits) {
     state.interrupts = list.filter((i) => i && i.id);
+    if (awaits !== undefined) state.awaits = awaits;
+    else if (state.interrupts.length) state.awaits = "resume";
     state.decisions.clear();
+    for (const interrupt of state.interrupts) {
+      const call = state.toolCalls.get(interrupt.toolCallId);
+      if (call && !call.hasResult && inDoubt(interrupt)) call.statusEl.textContent = "in doubt";
+    }
     renderInterrupts();
     ui.send.disabled = state.running || state.interrupts.length > 0 || !state.agent;
     updateComposerHint();
   }
 
+  function waitingText() {
+    return state.interrupts.some(inDoubt) ? "Waiting for your answer." : "Waiting for your approval.";
+  }
+
+  function interruptsTitle() {
+    const n = state.interrupts.length;
+    const doubts = state.interrupts.filter(inDoubt).length;
+    const together = "(answer each; they are sent together)";
+    if (doubts === 0) {
+      return n > 1 ? `The agent asks for approval of ${n} tool calls ${together}` : "The agent asks for approval";
+    }
+    if (doubts === n) {
+      return n > 1
+        ? `${n} tool calls were cut short and may or may not have happened ${together}`
+        : "A tool call was cut short: it may or may not have happened";
+    }
+    return `${n} tool calls need your answer ${together}`;
+  }
+
   function renderInterrupts() {
     const box = ui.interrupts;
     box.replaceChildren();
-    box.hidden = state.interrupts.length === 0;
+    const resumable = !state.interrupts.length && state.awaits === "run";
+    box.hidden = state.interrupts.length === 0 && !resumable;
+    if (resumable) {
+      box.append(continueCard());
+      return;
+    }
     if (!state.interrupts.length) return;
-    const many = state.interrupts.length > 1;
-    box.append(
-      el("h2", {
-        class: "interrupts-title",
-        text: many
-          ? `The agent asks for approval of ${state.interrupts.length} tool calls (answer each; they are sent together)`
-          : "The agent asks for approval",
+    box.append(el("h2", { class: "interrupts-title", text: interruptsTitle() }));
+    for (const interrupt of state.interrupts) {
+      box.append(inDoubt(interrupt) ? inDoubtCard(interrupt) : interruptCard(interrupt));
+    }
+  }
+
+  // A thread with work that needs no answer (tool calls that have not run, an answer the
+  // agent has not given): a run without a new message continues it.
+  function continueCard() {
+    return el(
+      "article",
+      { class: "interrupt", "data-testid": "continue-card" },
+      el("p", {
+        class: "interrupt-message",
+        text: "This thread has unfinished work: tool calls that have not run yet, or an answer the agent has not given.",
       }),
+      el(
+        "div",
+        { class: "interrupt-actions" },
+        el("button", {
+          type: "button",
+          class: "approve",
+          "data-testid": "continue",
+          text: "Continue",
+          onclick: async () => {
+            const accepted = await startRun({ messages: [], onAccepted: () => setInterrupts([], "message") });
+            if (!accepted) renderInterrupts();
+          },
+        }),
+      ),
     );
-    for (const interrupt of state.interrupts) box.append(interruptCard(interrupt));
   }
 
   function interruptCard(interrupt) {
@@ -746,22 +826,7 @@
     card.append(argsEl);
 
     if (decided) {
-      card.append(
-        el(
-          "div",
-          { class: "decision" },
-          el("span", { "data-testid": "decision", text: describeDecision(decided) }),
-          el("button", {
-            type: "button",
-            class: "link",
-            text: "Change",
-            onclick: () => {
-              state.decisions.delete(interrupt.id);
-              renderInterrupts();
-            },
-          }),
-        ),
-      );
+      card.append(decisionRow(interrupt, decided));
       return card;
     }
 
@@ -795,8 +860,180 @@
     return card;
   }
 
+  // A tool call in doubt: it was running when the agent stopped and its result was never
+  // stored. The person checks, then marks it done (with what it did), retries it (with the
+  // same idempotency key) or fails it.
+  function inDoubtCard(interrupt) {
+    const meta = interrupt.metadata || {};
+    const call = state.toolCalls.get(interrupt.toolCallId) || { name: "", args: "" };
+    const name = call.name || meta.toolName || interrupt.toolCallId || "tool call";
+    const card = el("article", {
+      class: "interrupt in-doubt",
+      "data-testid": "interrupt",
+      "data-reason": IN_DOUBT,
+      "data-interrupt-id": interrupt.id,
+      "aria-label": `Tool call in doubt: ${name}`,
+    });
+    card.append(
+      el(
+        "div",
+        { class: "interrupt-head" },
+        el("span", { class: "tool-name", "data-testid": "interrupt-tool", text: name }),
+        el("span", { class: "badge warn", text: "in doubt" }),
+      ),
+    );
+    const args = call.args || (meta.arguments === undefined ? "" : JSON.stringify(meta.arguments));
+    card.append(
+      el("pre", { class: "tool-args", "data-testid": "interrupt-args", text: prettyJson(args) || "{}" }),
+      el("p", {
+        class: "interrupt-message",
+        "data-testid": "in-doubt-message",
+        text: "This call was running when the agent stopped, and its result was never stored: it may or may not have happened. Check, then tell the agent.",
+      }),
+    );
+    if (meta.idempotencyKey) {
+      card.append(
+        el(
+          "p",
+          { class: "interrupt-message" },
+          "Idempotency key: ",
+          el("code", { "data-testid": "idempotency-key", text: meta.idempotencyKey }),
+        ),
+      );
+    }
+    const decided = state.decisions.get(interrupt.id);
+    if (decided) {
+      card.append(decisionRow(interrupt, decided));
+      return card;
+    }
+    const actions = el("div", { class: "interrupt-actions" });
+    const panel = el("div", { class: "interrupt-panel" });
+    const done = el("button", {
+      type: "button",
+      class: "approve",
+      "data-testid": "mark-done",
+      text: "Mark done",
+      "aria-expanded": "false",
+      onclick: () =>
+        openAnswer(panel, done, {
+          id: `done-${interrupt.id}`,
+          label: "What did the call do? (the agent reads it as the call's result)",
+          testid: "done-result",
+          multiline: true,
+          required: true,
+          confirm: { text: "Mark done", class: "approve", testid: "done-confirm" },
+          payload: (text) => ({ action: "done", result: text }),
+          interrupt,
+        }),
+    });
+    const retry = el("button", {
+      type: "button",
+      class: "secondary",
+      "data-testid": "retry",
+      text: "Retry",
+      onclick: () => decide(interrupt, { interruptId: interrupt.id, status: "resolved", payload: { action: "retry" } }),
+    });
+    const fail = el("button", {
+      type: "button",
+      class: "danger",
+      "data-testid": "fail",
+      text: "Fail",
+      "aria-expanded": "false",
+      onclick: () =>
+        openAnswer(panel, fail, {
+          id: `fail-${interrupt.id}`,
+          label: "Why did it fail? (optional, the agent reads it)",
+          testid: "fail-reason",
+          multiline: false,
+          required: false,
+          confirm: { text: "Fail", class: "danger", testid: "fail-confirm" },
+          payload: (text) => (text ? { action: "fail", reason: text } : { action: "fail" }),
+          interrupt,
+        }),
+    });
+    actions.append(done, retry, fail);
+    card.append(actions, panel);
+    return card;
+  }
+
+  // The text field of an in-doubt answer (Mark done's result, Fail's reason) and its
+  // confirm button.
+  function openAnswer(panel, button, spec) {
+    collapseOthers(panel);
+    button.setAttribute("aria-expanded", "true");
+    const field = el(spec.multiline ? "textarea" : "input", {
+      id: spec.id,
+      class: spec.multiline ? "edit-args" : "reason",
+      "data-testid": spec.testid,
+      rows: spec.multiline ? 3 : undefined,
+      type: spec.multiline ? undefined : "text",
+    });
+    const error = el("p", { class: "inline-error", role: "alert", hidden: true });
+    const confirm = el("button", {
+      type: "button",
+      class: spec.confirm.class,
+      "data-testid": spec.confirm.testid,
+      text: spec.confirm.text,
+      onclick: () => {
+        const text = field.value.trim();
+        if (spec.required && !text) {
+          error.textContent = "Say what the call did: the agent reads it as its result.";
+          error.hidden = false;
+          field.setAttribute("aria-invalid", "true");
+          field.focus();
+          return;
+        }
+        decide(spec.interrupt, { interruptId: spec.interrupt.id, status: "resolved", payload: spec.payload(text) });
+      },
+    });
+    if (!spec.multiline) {
+      field.addEventListener("keydown", (e) => {
+        if (e.key === "Enter") {
+          e.preventDefault();
+          confirm.click();
+        }
+      });
+    }
+    const cancel = el("button", {
+      type: "button",
+      class: "secondary",
+      text: "Cancel",
+      onclick: () => {
+        panel.replaceChildren();
+        button.setAttribute("aria-expanded", "false");
+      },
+    });
+    panel.replaceChildren(
+      el("label", { for: spec.id, text: spec.label }),
+      field,
+      error,
+      el("div", { class: "interrupt-actions" }, confirm, cancel),
+    );
+    field.focus();
+  }
+
+  function decisionRow(interrupt, decided) {
+    return el(
+      "div",
+      { class: "decision" },
+      el("span", { "data-testid": "decision", text: describeDecision(decided) }),
+      el("button", {
+        type: "button",
+        class: "link",
+        text: "Change",
+        onclick: () => {
+          state.decisions.delete(interrupt.id);
+          renderInterrupts();
+        },
+      }),
+    );
+  }
+
   function describeDecision(d) {
     const p = d.payload || {};
+    if (p.action === "done") return `Marked done: ${p.result}`;
+    if (p.action === "retry") return "Retry";
+    if (p.action === "fail") return p.reason ? `Failed: ${p.reason}` : "Failed";
     if (p.approved && p.arguments !== undefined) return "Approved with edited arguments";
     if (p.approved) return "Approved";
     return p.reason ? `Rejected: ${p.reason}` : "Rejected";
@@ -960,9 +1197,30 @@
     const data = await response.json();
     if (state.loadTicket !== ticket) return; // a newer load started
     for (const msg of data.messages || []) renderMessage(msg);
-    setInterrupts(data.interrupts || []);
-    if (state.interrupts.length) setStatus("Waiting for your approval.");
+    setInterrupts(data.interrupts || [], data.awaits || "message");
+    if (state.interrupts.length) setStatus(waitingText());
     scrollDown();
+  }
+
+  // What the thread awaits now (after a run that was cut short), without redrawing the
+  // conversation. Until the server has noticed that the run is gone, the thread is "busy"
+  // (its tool calls still count as running): ask again a few times.
+  async function refreshPending() {
+    try {
+      for (let attempt = 0; attempt < 10; attempt += 1) {
+        const response = await api(agentPath(state.agent, "threads", state.threadId));
+        const data = await response.json();
+        if (state.running) return;
+        if (data.awaits !== "busy" || attempt === 9) {
+          setInterrupts(data.interrupts || [], data.awaits || "message");
+          if (state.interrupts.length) setStatus(waitingText());
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
+    } catch (error) {
+      showBanner(describeError(error));
+    }
   }
 
   function safeGet(key) {

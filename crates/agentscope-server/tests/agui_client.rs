@@ -3,10 +3,12 @@
 //! parse of every event, its event-order verifier and its message reconstruction.
 //!
 //! The server runs in-process on 127.0.0.1 with a scripted model; `node
-//! tests/agui-client/client.test.mjs <url>` runs five scenarios with `HttpAgent` (a streamed
-//! answer, a tool call round trip, an approval stop then approve, a reject, a model failure)
-//! and prints one JSON report; this test asserts the exact events, values and messages the
-//! client saw, and what the agent side did (tool runs, model requests).
+//! tests/agui-client/client.test.mjs <url>` runs six scenarios with `HttpAgent` (a streamed
+//! answer, a tool call round trip, an approval stop then approve, a reject, a model failure,
+//! and a call in doubt: a new client gets its interrupt and answers it with a retry) and
+//! prints one JSON report; this test asserts the exact events, values and messages the
+//! client saw, and what the agent side did (tool runs, model requests). The call in doubt is
+//! prepared here first, over HTTP, on a second agent (`payments`).
 //!
 //! Needs Node 20+ and the client's packages (`npm ci` in `tests/agui-client`, which the
 //! test runs itself when npm is there). Under CI (`AGENTSCOPE_CI`, set by `.ci/run`, which
@@ -16,17 +18,21 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use agentscope::ToolError;
+use agentscope::hooks::ApprovalPolicy;
 use agentscope::prelude::*;
+use agentscope_server::{AgUi, AgentSpec};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
 use support::components::{node, node_packages, run_node};
 use support::events::{TOOL_CALL_STEP, TOOL_RESULT_STEP, run_of, text_step};
-use support::serve::{Served, guarded_assistant, serve};
+use support::expected::in_doubt_interrupt;
+use support::http::{find, go_away_mid_tool, post_to};
+use support::serve::{Served, guarded_assistant, input, serve, user};
 
 const CLIENT_DIR: &str = "tests/agui-client";
 
@@ -63,7 +69,76 @@ struct Server {
     served: Served,
     model: ScriptedModel,
     deletes: Arc<AtomicUsize>,
+    /// The idempotency key of every run of `pay` (agent `payments`), in order.
+    payments: Arc<Mutex<Vec<String>>>,
     _sessions: tempfile::TempDir,
+}
+
+/// The thread of `payments` whose `pay` call is left in doubt before the client runs.
+const IN_DOUBT_THREAD: &str = "agui-f-in-doubt";
+
+/// `payments`: a scripted model that calls `pay` then answers, and `pay` (approval needed),
+/// which records its idempotency key and never returns the first time (its run is cut short
+/// meanwhile).
+fn payments_agent(keys: Arc<Mutex<Vec<String>>>) -> AgentSpec {
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("call-pay", "pay", json!({"invoice": 7})),
+        ScriptedResponse::text("Invoice 7 is paid."),
+    ]);
+    AgentSpec::new(move || {
+        let keys = keys.clone();
+        let pay = tool_fn(
+            "pay",
+            "Pays an invoice.",
+            json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
+                   "required": ["invoice"]}),
+            move |input: Value, ctx: ToolContext| {
+                let keys = keys.clone();
+                async move {
+                    let run = {
+                        let mut keys = keys.lock().unwrap();
+                        keys.push(ctx.idempotency_key());
+                        keys.len()
+                    };
+                    if run == 1 {
+                        std::future::pending::<()>().await;
+                    }
+                    Ok::<_, ToolError>(format!("paid invoice {} (run {run})", input["invoice"]))
+                }
+            },
+        );
+        ReActAgent::builder()
+            .model(model.clone())
+            .toolkit(Toolkit::new().tool(pay))
+    })
+    .approval(ApprovalPolicy::tools(["pay"]))
+}
+
+/// Leaves `pay` in doubt on [`IN_DOUBT_THREAD`]: asked, approved, and cut short while it ran.
+async fn leave_pay_in_doubt(server: &Server) {
+    let url = format!("{}/agents/payments", server.served.base);
+    let (status, events) = post_to(
+        &url,
+        &input(
+            IN_DOUBT_THREAD,
+            "f-prepare-1",
+            json!([user("f-user-1", "Pay invoice 7.")]),
+        ),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{events:?}");
+    assert_eq!(
+        find(&events, "RUN_FINISHED")["outcome"]["interrupts"][0]["reason"],
+        "tool_approval"
+    );
+    let mut approve = input(IN_DOUBT_THREAD, "f-prepare-2", json!([]));
+    approve["resume"] =
+        json!([{"interruptId": "call-pay", "status": "resolved", "payload": {"approved": true}}]);
+    go_away_mid_tool(&url, &server.served.agui, &approve, || {
+        server.payments.lock().unwrap().len() == 1
+    })
+    .await;
 }
 
 async fn start_server() -> Server {
@@ -71,6 +146,7 @@ async fn start_server() -> Server {
     let deletes = Arc::new(AtomicUsize::new(0));
     let sessions = tempfile::tempdir().unwrap();
 
+    let payments = Arc::new(Mutex::new(Vec::new()));
     let spec_model = model.clone();
     let spec_deletes = deletes.clone();
     let agui = guarded_assistant(sessions.path(), move || {
@@ -94,12 +170,14 @@ async fn start_server() -> Server {
             .model(spec_model.clone())
             .toolkit(Toolkit::new().tool(Calculator::new()).tool(delete_files))
     })
+    .agent("payments", payments_agent(payments.clone()))
     .build()
     .unwrap();
     Server {
         served: serve(agui).await,
         model,
         deletes,
+        payments,
         _sessions: sessions,
     }
 }
@@ -196,6 +274,7 @@ async fn the_official_ag_ui_client_runs_every_scenario() {
         return;
     }
     let server = start_server().await;
+    leave_pay_in_doubt(&server).await;
     let report = run_client(&server.served.base).await;
     assert_eq!(report["failures"], json!([]), "{report:#}");
     assert_eq!(report["client"]["version"], json!("1.0.0"));
@@ -207,6 +286,11 @@ async fn the_official_ag_ui_client_runs_every_scenario() {
     check_approve(&report);
     check_reject(&report);
     check_error(&report);
+    check_in_doubt(&report);
+    // `pay` ran twice, the retry with the key of its first run.
+    let keys = server.payments.lock().unwrap().clone();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[0], keys[1]);
 
     // The agent side: delete_files ran once, for the approved call (its result says "run 1"),
     // and not for the rejected one; every scripted answer was asked for exactly once.
@@ -552,4 +636,77 @@ fn check_error(report: &Value) {
         scenario["messages"],
         json!([{"id": "e-user-1", "role": "user", "content": "Please fail."}])
     );
+}
+
+fn check_in_doubt(report: &Value) {
+    let scenario = "f_in_doubt";
+    let call = ToolUseBlock::new("call-pay", "pay", json!({"invoice": 7}));
+    let interrupt = in_doubt_interrupt(&call, &AgUi::session_id("payments", IN_DOUBT_THREAD));
+
+    // A client that knows nothing of the thread runs without messages: the server answers
+    // with the thread and the interrupt of the call in doubt, and nothing runs.
+    let first = clean_run(report, scenario, 0);
+    assert_eq!(first["wire"]["request"]["messages"], json!([]));
+    assert!(first["wire"]["request"].get("resume").is_none());
+    assert_eq!(types(first), run_of(&[]));
+    let outcome = json!({"type": "interrupt", "interrupts": [interrupt]});
+    assert_eq!(
+        summary(first, "runFinished"),
+        &json!({"threadId": IN_DOUBT_THREAD, "runId": "f-run-1", "result": null,
+                "outcome": outcome})
+    );
+    assert_eq!(summary(first, "outcome"), &outcome);
+    assert_eq!(
+        run_finished_subscriber(first),
+        json!({"outcome": "interrupt", "interrupts": [interrupt]})
+    );
+    assert_eq!(first["pendingInterrupts"], json!([interrupt]));
+    let snapshot = summary(first, "snapshotMessages")
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(snapshot.len(), 2, "{snapshot:?}");
+    assert_eq!(
+        snapshot[0],
+        json!({"id": "f-user-1", "role": "user", "content": "Pay invoice 7."})
+    );
+    let asked = snapshot[1]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        snapshot[1],
+        json!({"id": asked, "role": "assistant", "toolCalls": [{"id": "call-pay",
+            "type": "function", "function": {"name": "pay", "arguments": "{\"invoice\":7}"}}]})
+    );
+
+    // The client's own helper answers it with a retry: the call runs again, the model
+    // answers.
+    let resume = json!([{"interruptId": "call-pay", "status": "resolved",
+                         "payload": {"action": "retry"}}]);
+    assert_eq!(report["scenarios"][scenario]["resume"], resume);
+    let second = clean_run(report, scenario, 1);
+    assert_eq!(second["wire"]["request"]["resume"], resume);
+    assert_eq!(types(second), run_of(&[TOOL_RESULT_STEP, &text_step(1)]));
+    let (result, result_id) = only(second, "toolResults", "messageId");
+    assert_eq!(
+        result,
+        &json!({"messageId": result_id, "toolCallId": "call-pay",
+                "content": "paid invoice 7 (run 2)", "role": "tool"})
+    );
+    let answer = text_id(second);
+    assert_eq!(
+        summary(second, "runFinished"),
+        &json!({"threadId": IN_DOUBT_THREAD, "runId": "f-run-2",
+                "result": {"messageId": answer, "text": "Invoice 7 is paid.",
+                           "generateReason": "model_stop"},
+                "outcome": {"type": "success"}})
+    );
+    assert_eq!(second["pendingInterrupts"], json!([]));
+    let messages = json!([
+        snapshot[0],
+        snapshot[1],
+        {"id": result_id, "role": "tool", "content": "paid invoice 7 (run 2)",
+         "toolCallId": "call-pay"},
+        {"id": answer, "role": "assistant", "content": "Invoice 7 is paid."},
+    ]);
+    assert_eq!(summary(second, "snapshotMessages"), &messages);
+    assert_eq!(report["scenarios"][scenario]["messages"], messages);
 }

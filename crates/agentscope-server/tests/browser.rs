@@ -6,8 +6,12 @@
 //! `node tests/browser/chat.test.mjs <url>` loads the page, asks
 //! "What is 6*7?" and waits for the streamed answer, asks to delete the old log files, clicks
 //! Approve on the approval request and waits for the tool result and the final answer, then
-//! reloads the page and checks the same conversation is shown again. It prints one JSON line
-//! of what the page showed; this test asserts the exact texts, and that the tool ran once.
+//! reloads the page and checks the same conversation is shown again. Last it asks to pay an
+//! invoice, approves, and clicks Stop while `pay` runs (it never returns the first time): the
+//! page shows the call in doubt with Mark done, Retry and Fail; it clicks Mark done, types
+//! the result and waits for the agent's answer. It prints one JSON line of what the page
+//! showed; this test asserts the exact texts, that each tool ran once, and what the model
+//! read.
 //!
 //! Needs Node.js 20+, the system Chromium (`chromium` on `PATH`, Debian package `chromium`;
 //! `CHROMIUM` overrides) and the packages of `tests/browser` (the test runs `npm ci` there
@@ -22,11 +26,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentscope::ToolError;
+use agentscope::hooks::ApprovalPolicy;
 use agentscope::prelude::*;
+use agentscope::session::JsonFileSessionStore;
+use agentscope_server::{AgUi, AgentSpec};
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
 use support::components::{chromium, node, node_packages, run_node};
-use support::serve::guarded_assistant;
 
 const BROWSER_DIR: &str = "tests/browser";
 
@@ -38,6 +44,10 @@ const PREAMBLE_CHUNKS: [&str; 2] = ["I will delete ", "the old log files."];
 const TOOL_RESULT: &str = "deleted 3 files matching /var/log/app/*.log";
 const PROGRESS: &str = "deleting /var/log/app/*.log";
 const FINAL_ANSWER: &str = "Done: 3 old log files deleted.";
+const PAY_REQUEST: &str = "Pay invoice 7.";
+const PAY_PROGRESS: &str = "paying invoice 7";
+const CHECKED_RESULT: &str = "Paid invoice 7: receipt 42 (checked at the bank).";
+const IN_DOUBT_ANSWER: &str = "Invoice 7 is paid (receipt 42).";
 
 /// The model's answers, in the order the page asks for them.
 fn script() -> Vec<ScriptedResponse> {
@@ -57,7 +67,32 @@ fn script() -> Vec<ScriptedResponse> {
         ]),
         // 3. After the approval: the final answer.
         ScriptedResponse::text(FINAL_ANSWER),
+        // 4. The payment: a guarded `pay` call (approved, then stopped while it runs).
+        ScriptedResponse::tool_call("call-pay", "pay", json!({"invoice": 7})),
+        // 5. After the call in doubt is marked done: the answer.
+        ScriptedResponse::text(IN_DOUBT_ANSWER),
     ]
+}
+
+/// `pay`: counts its runs; the first reports progress and never returns (the page stops
+/// its run meanwhile).
+fn pay(runs: Arc<AtomicUsize>) -> impl Tool {
+    tool_fn(
+        "pay",
+        "Pays an invoice.",
+        json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
+               "required": ["invoice"]}),
+        move |input: Value, ctx: ToolContext| {
+            let runs = runs.clone();
+            async move {
+                if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+                    ctx.emit(PAY_PROGRESS).await;
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, ToolError>(format!("paid invoice {}", input["invoice"]))
+            }
+        },
+    )
 }
 
 fn delete_files(runs: Arc<AtomicUsize>) -> impl Tool {
@@ -89,21 +124,30 @@ async fn the_web_chat_streams_asks_for_approval_and_restores_the_thread_in_a_rea
         return;
     };
 
-    // The server: one agent, a scripted model, a tool that needs approval, JSON sessions.
+    // The server: one agent, a scripted model, two tools that need approval, JSON sessions.
     let model = ScriptedModel::new(script());
     let deletions = Arc::new(AtomicUsize::new(0));
+    let payments = Arc::new(AtomicUsize::new(0));
     let sessions = tempfile::tempdir().unwrap();
-    let spec_model = model.clone();
-    let spec_deletions = deletions.clone();
-    let agui = guarded_assistant(sessions.path(), move || {
+    let (spec_model, spec_deletions, spec_payments) =
+        (model.clone(), deletions.clone(), payments.clone());
+    let spec = AgentSpec::new(move || {
         ReActAgent::builder()
             .name("assistant")
             .sys_prompt("You are a careful operations assistant.")
             .model(spec_model.clone())
-            .toolkit(Toolkit::new().tool(delete_files(spec_deletions.clone())))
+            .toolkit(
+                Toolkit::new()
+                    .tool(delete_files(spec_deletions.clone()))
+                    .tool(pay(spec_payments.clone())),
+            )
     })
-    .build()
-    .unwrap();
+    .approval(ApprovalPolicy::tools(["delete_files", "pay"]));
+    let agui = AgUi::builder()
+        .agent("assistant", spec)
+        .store(JsonFileSessionStore::new(sessions.path()))
+        .build()
+        .unwrap();
     // Mounted under a prefix, as an application embeds it: the page is served at `/ui` and
     // must find its assets and the API relative to that.
     let app = axum::Router::new().nest("/ui", agui.router());
@@ -176,10 +220,46 @@ async fn the_web_chat_streams_asks_for_approval_and_restores_the_thread_in_a_rea
     );
     assert_eq!(seen["reloadedTranscriptMatches"], json!(true));
 
-    // The agent side: the approved tool ran exactly once; every scripted answer was used.
+    // 4. The call stopped while it ran: in doubt, its card, then the result typed under Mark
+    // done, and the answer.
+    let thread_id = seen["threadId"].as_str().unwrap();
+    let key = ToolContext::new(ToolUseBlock::new("call-pay", "pay", json!({"invoice": 7})))
+        .with_scope(AgUi::session_id("assistant", thread_id))
+        .idempotency_key();
+    assert_eq!(
+        seen["inDoubt"],
+        json!({
+            "progressBeforeStop": PAY_PROGRESS,
+            "interrupts": 1,
+            "reason": "tool_in_doubt",
+            "tool": "pay",
+            "arguments": {"invoice": 7},
+            "idempotencyKey": key,
+            "buttons": ["Mark done", "Retry", "Fail"],
+            "sendDisabledWhileAsking": true,
+            "toolResult": CHECKED_RESULT,
+            "finalAnswer": IN_DOUBT_ANSWER,
+            "interruptsAfter": 0,
+            "interruptsAfterReload": 0,
+        }),
+        "{seen:#}"
+    );
+
+    // The agent side: each approved tool ran exactly once (`pay` was not run again: the
+    // model read the result typed on the page); every scripted answer was used.
     assert_eq!(deletions.load(Ordering::SeqCst), 1, "delete_files runs");
+    assert_eq!(payments.load(Ordering::SeqCst), 1, "pay runs");
     assert_eq!(model.remaining(), 0, "unused scripted answers");
-    assert_eq!(model.request_count(), 3);
+    assert_eq!(model.request_count(), 5);
+    assert_eq!(
+        model.requests()[3].messages.last().unwrap().text(),
+        PAY_REQUEST
+    );
+    let read = model.requests()[4].messages.last().unwrap().tool_results()[0].clone();
+    assert_eq!(
+        (read.id.as_str(), read.text_output().as_str(), read.is_error),
+        ("call-pay", CHECKED_RESULT, false)
+    );
 
     let _ = stop.send(());
     tokio::time::timeout(Duration::from_secs(30), server)

@@ -243,6 +243,30 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
     // Only A runs the thread: B's own (per-instance) busy check has nothing to say.
     assert_eq!((a.served.agui.running(), b.served.agui.running()), (1, 0));
     assert!(b.hooks.types().is_empty());
+    // To B, the call recorded as running is running (A holds the lease), not in doubt: no
+    // interrupt to answer, and an answer is refused.
+    let history: Value = reqwest::get(format!("{}/agents/assistant/threads/t1", b.served.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&history["interrupts"], &history["awaits"]),
+        (&json!([]), &json!("busy"))
+    );
+    let mut answer = input("t1", "run-2a", json!([]));
+    answer["resume"] =
+        json!([{"interruptId": "w1", "status": "resolved", "payload": {"action": "retry"}}]);
+    let refused = reqwest::Client::new()
+        .post(format!("{}/agents/assistant", b.served.base))
+        .json(&answer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 409);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "thread_busy");
 
     // Run 2 on instance B, same thread: not a 409 (B runs nothing), but the session's lease
     // refuses the call: RUN_STARTED, RUN_ERROR busy, and nothing else.

@@ -15,6 +15,7 @@ use agentscope_server::{AgUi, AgentSpec};
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
 use support::events::{TOOL_CALL_STEP, TOOL_RESULT_STEP, run_of, text_step, types};
+use support::http::{assert_refused, find, post, post_with, run_until, thread};
 use support::serve::{guarded_assistant, serve, user};
 
 /// Added to the run counter when the tool starts: completed runs are `count % STARTED`.
@@ -70,45 +71,6 @@ fn agui_with(
 /// A run on `thread` with the run id `run-<thread>`.
 fn input(thread: &str, messages: Value) -> Value {
     support::serve::input(thread, &format!("run-{thread}"), messages)
-}
-
-/// Posts a run; returns the status and either the events or the JSON error body.
-async fn post(base: &str, body: &Value) -> (u16, Vec<Value>) {
-    post_with(base, body, None).await
-}
-
-async fn post_with(base: &str, body: &Value, token: Option<&str>) -> (u16, Vec<Value>) {
-    let mut request = reqwest::Client::new()
-        .post(format!("{base}/agents/assistant"))
-        .json(body);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    if status != 200 {
-        return (status, vec![serde_json::from_str(&text).unwrap()]);
-    }
-    let events = text
-        .split("\n\n")
-        .filter_map(|frame| frame.strip_prefix("data: "))
-        .map(|data| serde_json::from_str(data).unwrap())
-        .collect();
-    (status, events)
-}
-
-/// Posts a run and checks that the server refuses it with `status` and the error `code`.
-async fn assert_refused(base: &str, body: &Value, status: u16, code: &str) {
-    let (got, body) = post(base, body).await;
-    assert_eq!(
-        (got, body[0]["error"]["code"].as_str()),
-        (status, Some(code))
-    );
-}
-
-fn find<'a>(events: &'a [Value], kind: &str) -> &'a Value {
-    events.iter().find(|e| e["type"] == kind).unwrap()
 }
 
 #[tokio::test]
@@ -167,15 +129,11 @@ async fn a_streamed_answer_is_framed_by_the_run_and_reloads_from_the_thread() {
 
     // Another server on the same store (a reload on another instance) shows the thread.
     let other = serve(agui(ScriptedModel::new([]), dir.path(), Arc::default())).await;
-    let history: Value = reqwest::get(format!("{}/agents/assistant/threads/t1", other.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let history = thread(&other.base, "t1").await;
     assert_eq!(
         history,
-        json!({"threadId": "t1", "messages": expected_messages, "interrupts": []})
+        json!({"threadId": "t1", "messages": expected_messages, "interrupts": [],
+               "awaits": "message"})
     );
     // The client may send the whole history again: only the new message is input.
     let model = ScriptedModel::new([ScriptedResponse::text("Still here.")]);
@@ -415,33 +373,13 @@ async fn bad_requests_get_json_errors_and_start_nothing() {
     assert_eq!(page.status(), 200);
 }
 
-/// Starts a run and reads it until `until` arrives; returns the rest of the response.
-async fn run_until(base: &str, body: &Value, until: &str) -> reqwest::Response {
-    let mut response = reqwest::Client::new()
-        .post(format!("{base}/agents/assistant"))
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let mut seen = String::new();
-    while !seen.contains(until) {
-        let chunk = response
-            .chunk()
-            .await
-            .unwrap()
-            .expect("the run ended early");
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    response
-}
-
 #[tokio::test]
 async fn a_busy_thread_is_a_conflict_and_a_client_that_leaves_frees_it() {
     let dir = tempfile::tempdir().unwrap();
     let runs = Arc::new(AtomicUsize::new(0));
     let model = ScriptedModel::new([
         ScriptedResponse::tool_call("c1", "delete_files", json!({"glob": "*.log"})),
-        ScriptedResponse::text("Deleted."),
+        ScriptedResponse::text("The logs are still there."),
     ]);
     let server = serve(agui_with(
         model,
@@ -477,6 +415,12 @@ async fn a_busy_thread_is_a_conflict_and_a_client_that_leaves_frees_it() {
         "thread_busy",
     )
     .await;
+    // Meanwhile the call recorded as running is running, not in doubt.
+    let history = thread(&server.base, "t6").await;
+    assert_eq!(
+        (&history["interrupts"], &history["awaits"]),
+        (&json!([]), &json!("busy"))
+    );
     // The client goes away: the run is cancelled and the thread is free again.
     drop(running);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
@@ -488,34 +432,48 @@ async fn a_busy_thread_is_a_conflict_and_a_client_that_leaves_frees_it() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(completed(&runs), 0, "the dropped tool did not complete");
-    // The call was approved and started: nothing awaits a decision. The thread continues;
-    // the call is not run again, and the model reads why.
-    let history = |base: String| async move {
-        reqwest::get(format!("{base}/agents/assistant/threads/t6"))
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
-    };
-    assert_eq!(history(server.base.clone()).await["interrupts"], json!([]));
-    let (status, events) = post(&server.base, &input("t6", json!([user("u2", "Hurry")]))).await;
+    // The call was approved and started, and its result was never stored: it is in doubt,
+    // and the thread awaits an answer for it (a new message is refused), not a decision.
+    let history = thread(&server.base, "t6").await;
+    assert_eq!(history["awaits"], "resume");
+    let interrupts = history["interrupts"].as_array().unwrap();
+    assert_eq!(interrupts.len(), 1, "{interrupts:?}");
+    assert_eq!(
+        (&interrupts[0]["id"], &interrupts[0]["reason"]),
+        (&json!("c1"), &json!("tool_in_doubt"))
+    );
+    assert_refused(
+        &server.base,
+        &input("t6", json!([user("u2", "Hurry")])),
+        409,
+        "interrupts_pending",
+    )
+    .await;
+    // A person checks and fails it: the model reads why, and the tool does not run again.
+    let mut fail = input("t6", json!([]));
+    fail["resume"] = json!([{"interruptId": "c1", "status": "resolved",
+                             "payload": {"action": "fail", "reason": "the disk was gone"}}]);
+    let (status, events) = post(&server.base, &fail).await;
     assert_eq!(status, 200, "{events:?}");
-    assert_eq!(find(&events, "RUN_FINISHED")["result"]["text"], "Deleted.");
-    let messages = history(server.base.clone()).await["messages"].clone();
-    let tool_message = messages
+    assert_eq!(
+        find(&events, "RUN_FINISHED")["result"]["text"],
+        "The logs are still there."
+    );
+    let history = thread(&server.base, "t6").await;
+    let tool_message = history["messages"]
         .as_array()
         .unwrap()
         .iter()
         .find(|m| m["role"] == "tool")
-        .unwrap();
-    assert!(
-        tool_message["content"]
-            .as_str()
-            .unwrap()
-            .contains("interrupted while running"),
-        "{tool_message}"
+        .unwrap()
+        .clone();
+    let failed = "Error: the call failed (checked by the user): the disk was gone";
+    assert_eq!(
+        tool_message,
+        json!({"role": "tool", "id": "result-c1", "toolCallId": "c1", "content": failed,
+               "error": failed})
     );
+    assert_eq!(history["awaits"], "message");
     assert_eq!((started(&runs), completed(&runs)), (1, 0));
 }
 

@@ -1,5 +1,5 @@
 //! The SQL: the schema, and save, load, delete and list on one connection (blocking; the
-//! store runs them on tokio's blocking pool).
+//! store runs them on tokio's blocking pool). The lease rows' SQL is in `lease`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -11,8 +11,11 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
 use serde::de::DeserializeOwned;
 
+use crate::lease;
+
 /// The schema this version writes (see the crate docs). `IF NOT EXISTS`: opening a
-/// database twice, or from several processes, is harmless.
+/// database twice, or from several processes, is harmless, and opening a database of an
+/// earlier version adds what it lacks (the leases table).
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS agentscope_session_states (
     session_id    TEXT PRIMARY KEY NOT NULL,
@@ -30,6 +33,13 @@ CREATE TABLE IF NOT EXISTS agentscope_session_messages (
     position   INTEGER NOT NULL,
     message    TEXT NOT NULL,
     PRIMARY KEY (session_id, position)
+);
+CREATE TABLE IF NOT EXISTS agentscope_session_leases (
+    session_id  TEXT PRIMARY KEY NOT NULL,
+    token       TEXT NOT NULL,
+    holder      TEXT NOT NULL,
+    expires_at  INTEGER NOT NULL,
+    interrupted INTEGER NOT NULL DEFAULT 0
 );
 ";
 
@@ -157,8 +167,9 @@ fn encode(session: &str, value: &impl serde::Serialize) -> Result<String, Sessio
         .map_err(|error| SessionError::corrupt(session, format_args!("cannot serialise: {error}")))
 }
 
-/// Saves `change` as session `session` in one `BEGIN IMMEDIATE` transaction: checks it
-/// against the stored revision and message count, deletes the messages it does not keep,
+/// Saves `change` as session `session` in one `BEGIN IMMEDIATE` transaction: checks its
+/// fence against the session's lease (if it has one), checks it against the stored
+/// revision and message count, deletes the messages it does not keep,
 /// inserts the appended ones and writes the session row. With `legacy`, a session stored
 /// only in the previous version's table is moved into the new tables by the same
 /// transaction. Returns the new revision; on any error nothing is written.
@@ -173,6 +184,9 @@ pub(crate) fn save(
     let tx = connection
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(db)?;
+    if let Some(fence) = &change.fence {
+        lease::check_fence(&tx, session, fence)?;
+    }
     let head = tx
         .prepare_cached(SELECT_HEAD)
         .and_then(|mut statement| {

@@ -49,6 +49,13 @@
 //!     message    TEXT NOT NULL,                 -- JSON: one Msg
 //!     PRIMARY KEY (session_id, position)
 //! );
+//! CREATE TABLE agentscope_session_leases (      -- one row per running call
+//!     session_id  TEXT PRIMARY KEY NOT NULL,
+//!     token       TEXT NOT NULL,                -- the lease's random fence token
+//!     holder      TEXT NOT NULL,                -- who holds it, for people: "pid 4242"
+//!     expires_at  INTEGER NOT NULL,             -- Unix time in ms, unless renewed
+//!     interrupted INTEGER NOT NULL DEFAULT 0    -- 1: interrupt the holder's call
+//! );
 //! ```
 //!
 //! Columns hold the JSON of the matching [`AgentState`] fields, so sessions can be inspected
@@ -78,11 +85,65 @@
 //! Stop processes running the previous version before upgrading: they would keep writing
 //! the old table only.
 //!
+//! A database of the version before session leases (the first two tables only) gets the
+//! leases table when a store opens it, and everything stored in it stays as it was. Stop
+//! processes of that version before upgrading too: they take no leases, so their calls
+//! would run beside the leased ones (their saves' compare-and-swap still protects the
+//! conversation).
+//!
+//! # Leases and interrupts
+//!
+//! An agent bound to a session of this store takes the session's **lease** before its call
+//! loads anything ([`SessionStore::lease`]), and gives it back after the call's last save:
+//! one row of `agentscope_session_leases`, written in one `BEGIN IMMEDIATE` transaction
+//! that succeeds only when the session has no lease or its lease expired. So:
+//!
+//! - **One call at a time per session, across the processes on the database.** A call on a
+//!   session that another call (of this process or another) is running fails at once with
+//!   [`AgentError::Busy`](agentscope_core::AgentError::Busy), before any hook runs and
+//!   before the model is asked, without loading or storing anything.
+//! - **Renewal.** While the call runs, a thread of the store (one per store, running only
+//!   while it holds leases, on a connection of its own) renews the lease every third of its
+//!   time to live ([`lease_ttl`](SqliteSessionStoreBuilder::lease_ttl), default
+//!   [`DEFAULT_LEASE_TTL`], 30 s), all the leases due in one transaction. Expiries are
+//!   wall-clock times: every process on the database shares the host's clock.
+//! - **A killed holder** (SIGKILL, a crash) stops renewing: its session is free again once
+//!   the lease expires, at most the time to live later. The next call settles the tool
+//!   calls the dead call left running (their result says they were interrupted while
+//!   running; they are not run again). A call dropped in this process (its future or
+//!   stream dropped) gives its lease back at once, in the background; the next lease taken
+//!   through the same store deletes it first if it is still there.
+//! - **Fencing.** Every save of the call carries its lease's token ([`StateChange::fence`])
+//!   and the save's transaction checks it against the lease row: a save fenced by a lease
+//!   that is not the session's (given back, or expired and taken by another call) is
+//!   refused with [`SessionError::LeaseLost`] and writes nothing.
+//! - **A holder that cannot renew stops its call.** When the holder finds its lease taken
+//!   by another call, or cannot renew it before it would have expired, measured from its
+//!   last renewal that went through (the database locked by another process beyond that
+//!   moment, say: a renewal never waits for a lock longer), it cancels the call's interrupt
+//!   token, so the call ends as an interrupt ends it, and logs a warning once (`tracing`,
+//!   target `agentscope_sqlite`). It goes on renewing: if no other call took the session,
+//!   the stopped call's last save and its release go through once the database answers.
+//! - **Interrupts across processes.** [`interrupt`](SessionStore::interrupt) (or
+//!   `ReActAgent::interrupt_session`, through any store on the database) marks the lease
+//!   row; the holder's store reads the marks every [`INTERRUPT_POLL`] (100 ms) and cancels
+//!   the call, which ends exactly as a local `interrupt()` ends it. A holder using the same
+//!   store value is cancelled at once. It returns whether a lease that has not expired
+//!   holds the session.
+//!
+//! A leased call costs two more small write transactions (take and give back) than the
+//! same call without a lease, and each store holding leases makes one renewal transaction
+//! per third of the time to live and reads the interrupt marks ten times a second.
+//! [`without_leases`](SqliteSessionStoreBuilder::without_leases) turns leases off: calls
+//! on one session then run side by side, and the loser of a race fails with
+//! [`SessionError::Conflict`] at its first save (its tools not run).
+//!
 //! # Concurrency
 //!
 //! Share one store (clones are cheap handles) between every agent of a process; several
-//! processes on one host may open the same file. What the SQLite documentation recommends
-//! for that, and what the store does:
+//! processes on one host may open the same file. Calls on one session take turns through
+//! its [lease](#leases-and-interrupts); saves are compare-and-swap besides. What the SQLite
+//! documentation recommends for several writers, and what the store does:
 //!
 //! - **WAL mode** ([`journal_mode=WAL`](https://www.sqlite.org/wal.html)): readers do not
 //!   block the writer and the writer does not block readers, so loads run concurrently with
@@ -128,7 +189,7 @@
 //! # Configuration
 //!
 //! [`SqliteSessionStore::open`] uses the defaults; [`SqliteSessionStore::builder`] sets the
-//! busy timeout and the number of reader connections:
+//! busy timeout, the number of reader connections and the lease's time to live:
 //!
 //! ```
 //! use std::time::Duration;
@@ -138,7 +199,9 @@
 //! let store = SqliteSessionStore::builder(dir.path().join("sessions.db"))
 //!     .busy_timeout(Duration::from_secs(30)) // other processes write long transactions
 //!     .max_readers(16)
+//!     .lease_ttl(Duration::from_secs(10)) // a crashed process blocks its sessions 10 s at most
 //!     .open()?;
+//! assert_eq!(store.lease_ttl(), Some(Duration::from_secs(10)));
 //! # drop(store);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -148,14 +211,18 @@
 #![warn(missing_docs)]
 
 mod db;
+mod keeper;
+mod lease;
+mod leasing;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use agentscope_core::CancellationToken;
 use agentscope_core::session::{
-    AgentState, SessionError, SessionStore, StateChange, validate_session_id,
+    AgentState, SessionError, SessionLease, SessionStore, StateChange, validate_session_id,
 };
 use futures::future::BoxFuture;
 use rusqlite::Connection;
@@ -167,6 +234,9 @@ pub const STATES_TABLE: &str = "agentscope_session_states";
 /// The table holding one row per message.
 pub const MESSAGES_TABLE: &str = "agentscope_session_messages";
 
+/// The table holding one row per session lease (a call running on the session).
+pub const LEASES_TABLE: &str = "agentscope_session_leases";
+
 /// The table of the previous version (whole-state JSON per session), read and migrated
 /// when present.
 pub const LEGACY_TABLE: &str = "agentscope_sessions";
@@ -177,6 +247,17 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How many connections read at once, by default.
 pub const DEFAULT_MAX_READERS: usize = 8;
+
+/// How long a session lease lives without being renewed, by default: a call killed with
+/// its process keeps its session busy that long at most.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
+
+/// How often a process holding session leases looks for interrupts that another process
+/// marked (see [`SessionStore::interrupt`]).
+pub const INTERRUPT_POLL: Duration = Duration::from_millis(100);
+
+/// The shortest lease time to live: the holder renews every third of it.
+const MIN_LEASE_TTL: Duration = Duration::from_millis(3);
 
 /// A [`SessionStore`] keeping sessions in a SQLite database file.
 ///
@@ -200,6 +281,8 @@ struct Inner {
     readers: Arc<Semaphore>,
     /// Reader connections not in use.
     idle: Mutex<Vec<Connection>>,
+    /// The leases the store holds; `None`: it takes none.
+    leases: Option<Arc<keeper::Keeper>>,
 }
 
 /// Opens a [`SqliteSessionStore`] with settings other than the defaults; see
@@ -210,6 +293,7 @@ pub struct SqliteSessionStoreBuilder {
     path: PathBuf,
     busy_timeout: Duration,
     max_readers: usize,
+    lease_ttl: Option<Duration>,
 }
 
 impl SqliteSessionStoreBuilder {
@@ -229,6 +313,29 @@ impl SqliteSessionStoreBuilder {
         self
     }
 
+    /// How long a session lease lives without being renewed (default
+    /// [`DEFAULT_LEASE_TTL`], 30 s; rounded down to milliseconds, at least 3 ms, at most
+    /// a year: [`MAX_TTL`](agentscope_core::plumbing::lease::MAX_TTL)): how long
+    /// a call killed with its process keeps its session busy, at most. The holder renews
+    /// its leases every third of it, and stops its call when it could not renew one before
+    /// it would have expired (see [Leases and interrupts](crate#leases-and-interrupts)).
+    /// Every process on the database should use the same value.
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        let ttl = ttl.min(agentscope_core::plumbing::lease::MAX_TTL);
+        let millis = Duration::from_millis(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        self.lease_ttl = Some(millis.max(MIN_LEASE_TTL));
+        self
+    }
+
+    /// Takes no session leases: agents on the store then rely on the saves'
+    /// compare-and-swap alone (a second call on a session runs, and the loser of the race
+    /// fails with [`SessionError::Conflict`] at its first save), and
+    /// [`interrupt`](SessionStore::interrupt) reaches no call.
+    pub fn without_leases(mut self) -> Self {
+        self.lease_ttl = None;
+        self
+    }
+
     /// Opens (or creates) the database, switches it to WAL mode and creates the tables if
     /// needed. Blocking: call it at start-up (or in `spawn_blocking`).
     ///
@@ -242,6 +349,7 @@ impl SqliteSessionStoreBuilder {
             path,
             busy_timeout,
             max_readers,
+            lease_ttl,
         } = self;
         let store_error = |error: rusqlite::Error| {
             SessionError::backend(None, format_args!("opening {}", path.display()), error)
@@ -261,6 +369,7 @@ impl SqliteSessionStoreBuilder {
                 });
             }
         };
+        let leases = lease_ttl.map(|ttl| keeper::Keeper::new(path.clone(), busy_timeout, ttl));
         Ok(SqliteSessionStore {
             inner: Arc::new(Inner {
                 path,
@@ -270,6 +379,7 @@ impl SqliteSessionStoreBuilder {
                 writer: Arc::new(AsyncMutex::new(writer)),
                 readers: Arc::new(Semaphore::new(max_readers)),
                 idle: Mutex::new(Vec::new()),
+                leases,
             }),
         })
     }
@@ -308,6 +418,7 @@ impl SqliteSessionStore {
             path: path.as_ref().to_path_buf(),
             busy_timeout: BUSY_TIMEOUT,
             max_readers: DEFAULT_MAX_READERS,
+            lease_ttl: Some(DEFAULT_LEASE_TTL),
         }
     }
 
@@ -324,6 +435,12 @@ impl SqliteSessionStore {
     /// How many connections may read at once.
     pub fn max_readers(&self) -> usize {
         self.inner.max_readers
+    }
+
+    /// How long the store's session leases live without renewal; `None`: it takes none
+    /// ([`without_leases`](SqliteSessionStoreBuilder::without_leases)).
+    pub fn lease_ttl(&self) -> Option<Duration> {
+        self.inner.leases.as_ref().map(|keeper| keeper.ttl())
     }
 
     /// Runs `job` on session `session`, its id checked first, on the connection `side` says.
@@ -448,6 +565,34 @@ impl SessionStore for SqliteSessionStore {
     fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
         Box::pin(async move { self.read(None, db::list).await })
     }
+
+    /// Takes the session's lease (a row of [`LEASES_TABLE`]) for one call; see
+    /// [Leases and interrupts](crate#leases-and-interrupts).
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::Busy`] while another call (of any process on the database) holds a
+    /// lease on the session that has not expired; an invalid id; the database could not be
+    /// written (locked by another process beyond the busy timeout, say).
+    fn lease<'a>(
+        &'a self,
+        session: &'a str,
+        interrupt: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Option<SessionLease>, SessionError>> {
+        Box::pin(self.take_lease(session, interrupt))
+    }
+
+    /// Interrupts the call holding the session's lease, in any process on the database:
+    /// marks the lease, which its holder reads within [`INTERRUPT_POLL`] (a holder using
+    /// this store is cancelled at once). Returns whether a lease that has not expired holds
+    /// the session.
+    ///
+    /// # Errors
+    ///
+    /// An invalid id; the database could not be written.
+    fn interrupt<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+        Box::pin(self.interrupt_holder(session))
+    }
 }
 
 impl fmt::Debug for SqliteSessionStore {
@@ -458,6 +603,7 @@ impl fmt::Debug for SqliteSessionStore {
             .field("max_readers", &self.inner.max_readers)
             .field("idle_readers", &self.inner.idle().len())
             .field("legacy_table", &self.inner.legacy)
+            .field("lease_ttl", &self.lease_ttl())
             .finish()
     }
 }

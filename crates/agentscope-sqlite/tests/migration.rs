@@ -1,7 +1,9 @@
 //! Databases written by the previous version (one row of whole-state JSON per session in
 //! `agentscope_sessions`, created here by raw SQL in that shape): their sessions load, list
 //! and delete; the first save of one moves it into the new tables in the same transaction,
-//! and nothing stored before is lost.
+//! and nothing stored before is lost. And databases of the version before session leases
+//! (the two tables of today without `agentscope_session_leases`): opening one adds the
+//! leases table, and everything stored stays as it was.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
@@ -220,4 +222,114 @@ async fn unreadable_old_rows_fail_and_are_kept() {
     assert_eq!(store.list().await.unwrap(), ["newer", "truncated"]);
     assert!(store.delete("truncated").await.unwrap());
     assert_eq!(old_rows(&path), ["newer"]);
+}
+
+/// The schema of the version before session leases, as it created it.
+const PRE_LEASE_SCHEMA: &str = "
+PRAGMA journal_mode = WAL;
+CREATE TABLE IF NOT EXISTS agentscope_session_states (
+    session_id    TEXT PRIMARY KEY NOT NULL,
+    revision      INTEGER NOT NULL,
+    version       INTEGER NOT NULL,
+    agent         TEXT NOT NULL,
+    metadata      TEXT NOT NULL,
+    running_tools TEXT NOT NULL,
+    hooks         TEXT NOT NULL,
+    message_count INTEGER NOT NULL,
+    saved_at      TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agentscope_session_messages (
+    session_id TEXT NOT NULL,
+    position   INTEGER NOT NULL,
+    message    TEXT NOT NULL,
+    PRIMARY KEY (session_id, position)
+);
+INSERT INTO agentscope_session_states VALUES
+    ('chat', 3, 1, '{\"name\":\"assistant\",\"id\":\"agent-old\"}', '{\"user\":\"alice\"}',
+     '[]', '{}', 2, '2026-11-30T10:00:01+00:00');
+";
+
+fn tables(path: &Path) -> Vec<String> {
+    let connection = Connection::open(path).unwrap();
+    let mut statement = connection
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap();
+    statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// A database of the version before leases: opening it adds the leases table, its session
+/// loads as stored, and an agent continues it under a lease (taken and given back).
+#[tokio::test]
+async fn a_database_without_the_leases_table_gets_it_and_keeps_its_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let connection = Connection::open(&path).unwrap();
+    connection.execute_batch(PRE_LEASE_SCHEMA).unwrap();
+    let chat = chat();
+    for (position, msg) in chat.messages.iter().enumerate() {
+        connection
+            .execute(
+                "INSERT INTO agentscope_session_messages VALUES ('chat', ?1, ?2)",
+                rusqlite::params![
+                    i64::try_from(position).unwrap(),
+                    serde_json::to_string(msg).unwrap()
+                ],
+            )
+            .unwrap();
+    }
+    drop(connection);
+    assert_eq!(
+        tables(&path),
+        ["agentscope_session_messages", "agentscope_session_states"]
+    );
+
+    let store = SqliteSessionStore::open(&path).unwrap();
+    assert_eq!(
+        tables(&path),
+        [
+            "agentscope_session_leases",
+            "agentscope_session_messages",
+            "agentscope_session_states"
+        ]
+    );
+    let mut expected = chat;
+    expected.revision = 3;
+    expected.saved_at = "2026-11-30T10:00:01Z".parse().unwrap();
+    assert_eq!(store.load("chat").await.unwrap(), Some(expected.clone()));
+
+    let model = ScriptedModel::new([ScriptedResponse::text("You are Alice.")]);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .session(store.clone(), "chat")
+        .build()
+        .unwrap();
+    agent.call("Who am I?").await.unwrap();
+    assert_eq!(&model.requests()[0].messages[..2], &expected.messages[..]);
+    let stored = store.load("chat").await.unwrap().unwrap();
+    assert_eq!(stored.revision, 4);
+    assert_eq!(
+        stored.messages.iter().map(Msg::text).collect::<Vec<_>>(),
+        [
+            "Hi, I am Alice.",
+            "Hello Alice!",
+            "Who am I?",
+            "You are Alice."
+        ]
+    );
+    let leases: i64 = Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT COUNT(*) FROM agentscope_session_leases",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(leases, 0, "the call's lease was given back");
+    // Opening it again changes nothing.
+    drop(SqliteSessionStore::open(&path).unwrap());
+    assert_eq!(store.load("chat").await.unwrap(), Some(stored));
 }

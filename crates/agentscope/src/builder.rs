@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use agentscope_core::SharedString;
 use agentscope_core::{
     AgentInfo, BoxedModel, GenerateOptions, Hook, HookChain, Memory, Model, Msg,
 };
@@ -201,8 +202,8 @@ impl ReActAgentBuilder {
     ///   before any hook runs and without storing or overwriting anything;
     /// - the call saves what changed at every step: after a reasoning message with tool
     ///   calls, before each tool runs (recording it as running; a parallel batch records its
-    ///   calls together, as they start together), after each tool result (before the stream
-    ///   shows it), and when it ends, however it ends. Saves are
+    ///   calls together, as they start together), after each tool result as it settles
+    ///   (before the stream shows it), and when it ends, however it ends. Saves are
     ///   compare-and-swap: when another writer saved the session meanwhile, the call fails
     ///   with a [`SessionError::Conflict`](crate::session::SessionError::Conflict); a failed
     ///   save fails the call;
@@ -318,6 +319,7 @@ impl ReActAgentBuilder {
         hooks.extend_from(&SystemHooks::snapshot());
         let id = self.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let model_name: Arc<str> = Arc::from(model.model_name());
+        let tool_scope = SharedString::from(session.as_ref().map_or(&*id, |session| session.id()));
         let config = AgentConfig {
             info: Arc::new(AgentInfo::new(self.name, id)),
             system_seed: self
@@ -328,6 +330,7 @@ impl ReActAgentBuilder {
             model_name,
             memory,
             session,
+            tool_scope,
             reply: self.reply,
             settings: self.settings,
         };

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use agentscope_core::SharedString;
 use agentscope_core::{
     AgentError, AgentInfo, BoxedModel, CancellationToken, GenerateOptions, Memory, Msg,
 };
@@ -53,6 +54,9 @@ pub(crate) struct AgentConfig {
     pub(crate) memory: Arc<dyn Memory>,
     /// The session the agent is bound to (`builder.session(..)`).
     pub(crate) session: Option<SessionBinding>,
+    /// The conversation its tool calls belong to, for their idempotency keys: the session
+    /// id, else the agent's id (made once: every tool call gets a cheap clone).
+    pub(crate) tool_scope: SharedString,
     /// The custom reply that replaces the ReAct loop (`builder.reply(..)`).
     pub(crate) reply: Option<SharedReply>,
     pub(crate) settings: Settings,

@@ -21,9 +21,12 @@
 //! - **Timestamps** as every stored or sent message writes them: [`rfc3339`].
 //! - **Secrets** out of `Debug` output, logs and errors, the same way in every crate:
 //!   [`redact`].
+//! - **Leases** renewed in the background: when a holder that cannot renew one stops its
+//!   call, the same way in every store: [`lease`].
 
 pub mod conversation;
 pub mod events;
+pub mod lease;
 pub mod redact;
 pub mod rfc3339;
 

@@ -198,6 +198,36 @@ impl StateChange {
         state.saved_at = self.saved_at;
         Ok(state)
     }
+
+    /// Whether `stored` is what this change produced: its revision, its message count, the
+    /// appended messages (by id) at its end, and the same agent, metadata, running tools and
+    /// hooks' state. A writer whose save failed in a way that may have written it (a lost
+    /// acknowledgement, an error after a file's rename) loads the session and asks this.
+    ///
+    /// ```
+    /// use agentscope_core::session::{AgentIdentity, StateChange};
+    /// use agentscope_core::Msg;
+    ///
+    /// let change = StateChange::new(0, 0, vec![Msg::user("hi")], AgentIdentity::new("a", "1"));
+    /// let stored = change.apply("s", None)?;
+    /// assert!(change.is_applied_in(&stored));
+    /// let other = StateChange::new(0, 0, vec![Msg::user("hi")], AgentIdentity::new("a", "1"));
+    /// assert!(!other.is_applied_in(&stored)); // the same text, another message
+    /// # Ok::<(), agentscope_core::session::SessionError>(())
+    /// ```
+    pub fn is_applied_in(&self, stored: &AgentState) -> bool {
+        let len = self.kept + self.appended.len();
+        stored.revision == self.revision()
+            && stored.messages.len() == len
+            && stored.messages[self.kept..]
+                .iter()
+                .zip(&self.appended)
+                .all(|(stored, appended)| stored.id == appended.id)
+            && stored.agent == self.agent
+            && stored.metadata == self.metadata
+            && stored.running_tools == self.running_tools
+            && stored.hooks == self.hooks
+    }
 }
 
 #[cfg(test)]

@@ -18,8 +18,8 @@ use super::SessionError;
 ///
 /// The agent [`release`](Self::release)s the lease when its call ends. A lease dropped
 /// without being released (a dropped call) is given back by the store's handle as best it
-/// can (the Redis store releases it in the background); a lease whose holder died expires
-/// on its own.
+/// can (the Redis and SQLite stores give it back in the background); a lease whose holder
+/// died expires on its own.
 ///
 /// ```
 /// use agentscope_core::session::{LeaseHandle, SessionError, SessionLease};

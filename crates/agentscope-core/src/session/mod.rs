@@ -126,7 +126,11 @@ pub trait SessionStore: Send + Sync + 'static {
     ///
     /// An invalid id; [`SessionError::Conflict`] when another writer saved first;
     /// [`SessionError::InvalidChange`] (see [`StateChange::check`]); a failed write. In every
-    /// case nothing was written: the previous revision is still stored.
+    /// case nothing was written (the previous revision is still stored), except that an
+    /// [`Io`](SessionError::Io) or [`Backend`](SessionError::Backend) failure at the very end
+    /// may come after the write took effect (a commit whose acknowledgement was lost, an
+    /// error after a file's rename): an agent then loads the session and counts the save as
+    /// done if it holds the change ([`StateChange::is_applied_in`]).
     fn save<'a>(
         &'a self,
         session: &'a str,
@@ -170,8 +174,12 @@ pub trait SessionStore: Send + Sync + 'static {
     /// ([`SessionError::Busy`]); keep the lease while its holder lives (renewing it) and let it
     /// expire when the holder dies; refuse a save fenced by a lease that another holder has
     /// replaced ([`SessionError::LeaseLost`]); cancel `interrupt` when any instance calls
-    /// [`interrupt`](Self::interrupt) for the session while the lease is held (and may cancel
-    /// it when the lease is lost, so the call stops early).
+    /// [`interrupt`](Self::interrupt) for the session while the lease is held; and cancel it
+    /// when the holder loses the lease, so the call stops instead of running on while
+    /// another instance may hold the session: when it finds that another holder has it, and
+    /// when it could not renew it before it would have expired, measured from its last
+    /// successful renewal (a store that renews leases in the background follows
+    /// [`RenewalDeadline`](crate::plumbing::lease::RenewalDeadline)).
     ///
     /// # Errors
     ///

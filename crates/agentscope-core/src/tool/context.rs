@@ -4,6 +4,7 @@ use std::fmt;
 
 use crate::block::{ContentBlock, ToolUseBlock};
 use crate::cancel::{CancellationToken, Cancelled};
+use crate::text::SharedString;
 use crate::tool::ProgressSender;
 use std::sync::Arc;
 
@@ -26,7 +27,7 @@ pub struct ToolContext {
     cancellation: Option<CancellationToken>,
     /// The conversation the call belongs to (the session id, else the agent's id): with the
     /// call id, it makes the idempotency key.
-    scope: Option<Arc<str>>,
+    scope: Option<SharedString>,
 }
 
 impl ToolContext {
@@ -58,7 +59,7 @@ impl ToolContext {
     /// agent's id for an agent without a session); see
     /// [`idempotency_key`](Self::idempotency_key).
     #[must_use]
-    pub fn with_scope(mut self, scope: impl Into<Arc<str>>) -> Self {
+    pub fn with_scope(mut self, scope: impl Into<SharedString>) -> Self {
         self.scope = Some(scope.into());
         self
     }

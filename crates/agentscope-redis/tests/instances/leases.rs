@@ -151,6 +151,66 @@ async fn a_lease_taken_over_refuses_the_old_holders_saves_and_release() {
     assert_eq!(gone, None);
 }
 
+/// The rule every leasing store follows: a holder that cannot renew its lease before it
+/// would expire stops its call. Redis stops answering writes (`CLIENT PAUSE WRITE`, as a
+/// stalled or partitioned server) for longer than the lease's time to live: every renewal
+/// goes unanswered, so the holder interrupts its call when the lease would have expired
+/// (measured from its last renewal that went through). Once Redis answers again, no other
+/// call took the session, so the stopped call's last save goes through: it ends with the
+/// interrupt reply, and the conversation is stored as an interrupt leaves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
+async fn a_holder_that_cannot_renew_its_lease_stops_its_call() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    const TTL: Duration = Duration::from_millis(600);
+    let store = RedisSessionStore::builder(server.url())
+        .lease_ttl(TTL)
+        .connect()
+        .await
+        .unwrap();
+    let model = ScriptedModel::new([]);
+    let a = agent(store.clone(), "s", "a", model.clone());
+    let running =
+        tokio::spawn(async move { serve(&a, &model, &Request::until_interrupted("q1")).await });
+    wait_running(&store, "s").await;
+    // Renewed a while: the pause comes well after the lease was taken.
+    tokio::time::sleep(TTL).await;
+
+    let mut raw = server.raw().await;
+    let pause = TTL * 4;
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(pause.as_millis().to_string())
+        .arg("WRITE")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let paused = Instant::now();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("the call stops")
+        .unwrap();
+    let ended = paused.elapsed();
+    println!("renewals unanswered: the call ended {ended:?} after the pause began");
+    // It could not end before the pause did: its last save waited for Redis.
+    assert!(ended >= pause - Duration::from_millis(50), "{ended:?}");
+    assert_interrupted(outcome, &store, "s").await;
+    let mut raw = server.raw().await;
+    let keys: Vec<String> = raw.keys("agentscope:{s}:*").await.unwrap();
+    let mut keys = keys;
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["agentscope:{s}:messages", "agentscope:{s}:state"],
+        "the lease was given back with the call"
+    );
+}
+
 /// A holder that missed the interrupt message (its subscription was down) reads the mark
 /// when it next renews.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,6 +16,10 @@
 //   c_approve : the model calls `delete_files` (needs approval) -> interrupt; resume approving
 //   d_reject  : the same, resume rejecting with a reason
 //   e_error   : the model fails -> RUN_ERROR
+//   f_in_doubt: agent `payments`, thread agui-f-in-doubt, whose approved `pay` call the Rust
+//               side cut short while it ran: a new client runs without messages -> the
+//               call-in-doubt interrupt; resume with {"action": "retry"} -> the call runs
+//               again and the model answers
 //
 // Output: {"client": {...}, "scenarios": {name: {threadId, runs: [run...], messages}},
 // "failures": [...]}. Each run holds the event types in order, the events themselves (as the
@@ -42,6 +46,7 @@ if (!base || !/^https?:\/\//.test(base)) {
   process.exit(2);
 }
 const agentUrl = `${base.replace(/\/+$/, "")}/agents/assistant`;
+const paymentsUrl = `${base.replace(/\/+$/, "")}/agents/payments`;
 
 // ---------------------------------------------------------------------------------------
 // Console capture: the client reports stripped/unrecognised material and failed runs with
@@ -373,8 +378,8 @@ async function run(agent, label, params) {
   return rec;
 }
 
-function newAgent(threadId) {
-  return new HttpAgent({ url: agentUrl, threadId, fetch: recordingFetch(() => currentRun) });
+function newAgent(threadId, url = agentUrl) {
+  return new HttpAgent({ url, threadId, fetch: recordingFetch(() => currentRun) });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -457,6 +462,35 @@ async function scenarioError() {
   };
 }
 
+// A client that knows nothing of the thread (a new page, a new HttpAgent) runs without new
+// messages: the server answers with the interrupt of the call in doubt, which the client
+// then answers like any interrupt.
+async function scenarioInDoubt() {
+  const name = "f_in_doubt";
+  const threadId = "agui-f-in-doubt";
+  const agent = newAgent(threadId, paymentsUrl);
+  const r1 = await run(agent, "reconnect", { runId: "f-run-1" });
+  expectClean(name, r1);
+  const runs = [r1];
+  const pending = agent.pendingInterrupts ?? [];
+  if (pending.length === 0) {
+    failures.push(`${name}: the first run did not leave the client with pending interrupts (outcome: ${safeJson(r1.summary.outcome)})`);
+    return { threadId, runs, resume: null, messages: clone(agent.messages) };
+  }
+  let resume;
+  try {
+    const retry = { status: "resolved", payload: { action: "retry" } };
+    resume = buildResumeArray(pending, Object.fromEntries(pending.map((i) => [i.id, retry])));
+  } catch (error) {
+    failures.push(`${name}: buildResumeArray failed: ${error?.message ?? error}`);
+    return { threadId, runs, resume: null, messages: clone(agent.messages) };
+  }
+  const r2 = await run(agent, "retry", { runId: "f-run-2", resume });
+  expectClean(name, r2);
+  runs.push(r2);
+  return { threadId, runs, resume: clone(resume), messages: clone(agent.messages) };
+}
+
 let clientVersion = null;
 try {
   const pkg = JSON.parse(readFileSync(new URL("./node_modules/@ag-ui/client/package.json", import.meta.url), "utf8"));
@@ -472,6 +506,7 @@ const steps = [
   ["c_approve", () => scenarioApproval("c_approve", "agui-c-approve", "c", "Delete the old log files.", { status: "resolved", payload: { approved: true } })],
   ["d_reject", () => scenarioApproval("d_reject", "agui-d-reject", "d", "Delete the temp files.", { status: "resolved", payload: { approved: false, reason: "not now" } })],
   ["e_error", scenarioError],
+  ["f_in_doubt", scenarioInDoubt],
 ];
 for (const [name, fn] of steps) {
   try {

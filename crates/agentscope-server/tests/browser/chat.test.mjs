@@ -6,7 +6,10 @@
 //  1. loads the page, asks "What is 6*7?", waits for the streamed answer;
 //  2. asks to delete the log files, waits for the approval request, clicks Approve, waits
 //     for the tool result and the final answer;
-//  3. reloads the page and checks the same conversation is shown again.
+//  3. reloads the page and checks the same conversation is shown again;
+//  4. asks to pay an invoice, approves, and clicks Stop while `pay` runs; checks the card of
+//     the call in doubt (Mark done / Retry / Fail), clicks Mark done, types the result and
+//     waits for the agent's answer; reloads and checks nothing is asked any more.
 // Prints one JSON line of what it saw and exits 0; on a failure writes a screenshot to a
 // temp folder, prints its path and exits 1.
 
@@ -24,9 +27,11 @@ if (!base) {
 // The page's URL as the server serves it: "http://host:port/" for a router at the root,
 // "http://host:port/prefix" for one nested under /prefix.
 const pageUrl = new URL(base);
+const CHECKED_RESULT = "Paid invoice 7: receipt 42 (checked at the bank).";
 const executablePath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 
 const problems = []; // page errors, failed or foreign requests
+let stopping = false; // the Stop button was clicked: its aborted request is expected
 let browser;
 let page;
 
@@ -101,7 +106,13 @@ async function main() {
     }
   });
   page.on("requestfailed", (request) => {
-    problems.push(`request failed: ${request.method()} ${request.url()} ${request.failure()?.errorText}`);
+    const error = request.failure()?.errorText;
+    // Stop aborts the run's request: that one is expected.
+    if (stopping && request.method() === "POST" && error === "net::ERR_ABORTED") {
+      stopping = false;
+      return;
+    }
+    problems.push(`request failed: ${request.method()} ${request.url()} ${error}`);
   });
   // Counts the text nodes appended to assistant messages (one per streamed delta) and
   // records the tool progress texts shown (they are replaced by the result).
@@ -171,6 +182,59 @@ async function main() {
   check(interruptsAfter === 0, `${interruptsAfter} approval requests shown after the reload`);
   check(problems.length === 0, `problems:\n${problems.join("\n")}`);
 
+  // --- 4. a tool call stopped while it runs: in doubt; Mark done with the checked result --
+  await send("Pay invoice 7.");
+  await page.getByTestId("approve").waitFor({ state: "visible" });
+  await waitIdle();
+  await page.getByTestId("approve").click();
+  const payProgress = page.locator('[data-tool-call-id="call-pay"] [data-testid="tool-progress"]');
+  await payProgress.waitFor({ state: "visible" });
+  const progressBeforeStop = (await payProgress.textContent()) ?? "";
+  stopping = true;
+  await page.getByTestId("stop").click();
+  const markDone = page.getByTestId("mark-done");
+  await markDone.waitFor({ state: "visible" });
+  await waitIdle();
+  const doubtCard = page.locator('[data-testid="interrupt"][data-reason="tool_in_doubt"]');
+  const inDoubtInterrupts = await page.getByTestId("interrupt").count();
+  const doubtTool = (await doubtCard.getByTestId("interrupt-tool").textContent()) ?? "";
+  const doubtArgs = JSON.parse((await doubtCard.getByTestId("interrupt-args").textContent()) ?? "null");
+  const doubtKey = (await doubtCard.getByTestId("idempotency-key").textContent()) ?? "";
+  const buttons = await doubtCard.locator(".interrupt-actions > button").allTextContents();
+  const sendDisabledInDoubt = await page.getByTestId("send").isDisabled();
+  const doubtReason = await doubtCard.getAttribute("data-reason");
+
+  await markDone.click();
+  const result = page.getByTestId("done-result");
+  await result.waitFor({ state: "visible" });
+  await result.fill(CHECKED_RESULT);
+  await page.getByTestId("done-confirm").click();
+  await page.locator('[data-tool-call-id="call-pay"] [data-testid="tool-result"]').waitFor({ state: "visible" });
+  await waitIdle();
+  const doubtTranscript = await transcript();
+  check(!doubtTranscript.some((item) => item.error), `an error is shown: ${JSON.stringify(doubtTranscript)}`);
+  const payCall = doubtTranscript.find((item) => item.toolCall === "pay");
+  const doubtTexts = doubtTranscript.filter((i) => i.assistant !== undefined).map((i) => i.assistant);
+  const doubtInterruptsAfter = await page.getByTestId("interrupt").count();
+  await page.reload();
+  await page.waitForSelector('body[data-ready="true"]', { timeout: TIMEOUT });
+  await page.locator('[data-tool-call-id="call-pay"] [data-testid="tool-result"]').waitFor({ state: "visible" });
+  const inDoubt = {
+    progressBeforeStop,
+    interrupts: inDoubtInterrupts,
+    reason: doubtReason,
+    tool: doubtTool,
+    arguments: doubtArgs,
+    idempotencyKey: doubtKey,
+    buttons,
+    sendDisabledWhileAsking: sendDisabledInDoubt,
+    toolResult: payCall ? payCall.result : null,
+    finalAnswer: doubtTexts[doubtTexts.length - 1] ?? "",
+    interruptsAfter: doubtInterruptsAfter,
+    interruptsAfterReload: await page.getByTestId("interrupt").count(),
+  };
+  check(problems.length === 0, `problems:\n${problems.join("\n")}`);
+
   const assistantTexts = before.filter((i) => i.assistant !== undefined).map((i) => i.assistant);
   const seen = {
     ok: true,
@@ -184,6 +248,7 @@ async function main() {
     finalAnswer: assistantTexts[assistantTexts.length - 1] ?? "",
     transcript: before,
     reloadedTranscriptMatches: true,
+    inDoubt,
   };
   console.log(JSON.stringify(seen));
 }

@@ -3,4 +3,6 @@
 
 pub(crate) mod components;
 pub(crate) mod events;
+pub(crate) mod expected;
+pub(crate) mod http;
 pub(crate) mod serve;

@@ -1,12 +1,15 @@
 //! Acting (step 6 of the lifecycle): calls in doubt first (their policy may stop the agent),
 //! PreActing for the whole batch, then execution with progress chunks: a sequential batch
 //! records, runs, passes through PostActing and stores one call at a time; a parallel batch
-//! records and runs its calls together, then PostActing and storage in call order.
+//! records and runs its calls together, and passes each result through PostActing and stores
+//! it as soon as it and those before it are in (call order).
 
 use std::pin::pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
 
+use agentscope_core::SharedString;
 use agentscope_core::plumbing::{
     self, EventParts, ProgressSender, ToolProgress, attach_progress, events, progress_channel,
 };
@@ -18,6 +21,7 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 
 use super::{Call, Halt, Step};
+use crate::runtime::lock;
 use crate::stream::EventType;
 use crate::toolkit::{ToolRun, Toolkit};
 
@@ -132,18 +136,15 @@ impl Call<'_> {
         let count = jobs.len();
         if self.setup.toolkit.is_parallel() {
             self.record_running(&jobs).await?;
-            self.run_tools(&mut jobs).await?;
-            for (position, job) in jobs.into_iter().enumerate() {
-                self.settle(job, position + 1 == count, &mut settled)
-                    .await?;
-            }
+            // Results settle in call order, each as soon as it and those before it are in.
+            self.run_tools(&mut jobs, Some(&mut settled)).await?;
         } else {
             let mut jobs = jobs.into_iter().enumerate();
             while let Some((position, mut job)) = jobs.next() {
                 if job.run.is_none() {
                     let one = std::slice::from_mut(&mut job);
                     self.record_running(one).await?;
-                    if let Err(halt) = self.run_tools(one).await {
+                    if let Err(halt) = self.run_tools(one, None).await {
                         // What hooks decided for the calls after it still stands.
                         for (_, job) in jobs {
                             if let Some(ToolRun::Done(result)) = job.run {
@@ -264,10 +265,41 @@ impl Call<'_> {
         )
     }
 
+    /// Settles, in call order, the jobs from `*next` on whose result is in (see
+    /// [`settle`](Self::settle)); `*next` moves past them.
+    async fn settle_ready(
+        &mut self,
+        jobs: &Mutex<&mut [Job]>,
+        next: &mut usize,
+        settled: &mut Settled,
+    ) -> Step<()> {
+        loop {
+            let (job, last) = {
+                let mut jobs = lock(jobs);
+                let count = jobs.len();
+                match jobs.get_mut(*next) {
+                    Some(job) if job.run.is_some() => {
+                        let job = Job {
+                            tool_use: Arc::clone(&job.tool_use),
+                            run: job.run.take(),
+                        };
+                        *next += 1;
+                        (job, *next == count)
+                    }
+                    _ => return Ok(()),
+                }
+            };
+            self.settle(job, last, settled).await?;
+        }
+    }
+
     /// Runs the jobs that have no result yet, delivering their progress chunks as
     /// ActingChunk events and stream events while they run. On interrupt, the results that
     /// are ready are kept (as computed results of the open calls) and the rest are dropped.
-    async fn run_tools(&mut self, jobs: &mut [Job]) -> Step<()> {
+    ///
+    /// With `settled`, each result is settled (PostActing, stored, saved) as soon as it and
+    /// the results before it are in, while the other tools run on.
+    async fn run_tools(&mut self, jobs: &mut [Job], mut settled: Option<&mut Settled>) -> Step<()> {
         let cancel = self.setup.cancel;
         let toolkit = self.setup.toolkit;
         if cancel.is_cancelled() {
@@ -288,18 +320,21 @@ impl Call<'_> {
         // loop below reads a call for each progress chunk.
         let tool_uses: Vec<Arc<ToolUseBlock>> =
             jobs.iter().map(|job| Arc::clone(&job.tool_use)).collect();
-        // The conversation the calls belong to, for their idempotency keys.
-        let scope: Arc<str> = match &self.setup.config.session {
-            Some(session) => session.id().into(),
-            None => self.setup.config.info.id().into(),
-        };
+        let jobs = Mutex::new(jobs);
+        // How many tools have finished, and how many of those the loop has seen.
+        let finished = AtomicUsize::new(0);
+        let mut seen = 0;
+        let mut next = 0;
         let interrupted = {
             let mut batch = pin!(run_batch(
                 toolkit,
                 &tool_uses,
-                jobs,
+                Batch {
+                    jobs: &jobs,
+                    finished: &finished,
+                },
                 Tooling {
-                    scope: &scope,
+                    scope: &self.setup.config.tool_scope,
                     progress,
                     cancel,
                 },
@@ -320,6 +355,10 @@ impl Call<'_> {
                     {
                         return Poll::Ready(Wake::Progress(progress));
                     }
+                    if settled.is_some() && finished.load(Ordering::Relaxed) != seen {
+                        seen = finished.load(Ordering::Relaxed);
+                        return Poll::Ready(Wake::Settled);
+                    }
                     if batch_done {
                         return Poll::Ready(Wake::Done);
                     }
@@ -334,11 +373,17 @@ impl Call<'_> {
                         self.deliver_progress(hook_chunks, &tool_uses[progress.index], progress)
                             .await;
                     }
+                    Wake::Settled => {
+                        if let Some(settled) = settled.as_deref_mut() {
+                            self.settle_ready(&jobs, &mut next, settled).await?;
+                        }
+                    }
                     Wake::Done => break false,
                     Wake::Interrupted => break true,
                 }
             }
         };
+        let jobs = jobs.into_inner().unwrap_or_else(PoisonError::into_inner);
         // A tool may have finished because it saw the interrupt: the batch still counts as
         // interrupted, and results computed before it are kept.
         let interrupted = interrupted || cancel.is_cancelled();
@@ -349,6 +394,10 @@ impl Call<'_> {
         }
         if interrupted {
             return Err(Halt::Interrupted);
+        }
+        if let Some(settled) = settled {
+            self.settle_ready(&Mutex::new(jobs), &mut next, settled)
+                .await?;
         }
         Ok(())
     }
@@ -378,14 +427,24 @@ impl Call<'_> {
 
 enum Wake {
     Progress(ToolProgress),
+    /// A tool finished (only watched when results settle as they come in).
+    Settled,
     Done,
     Interrupted,
+}
+
+/// The jobs a batch runs, shared with the loop that drives it (the same task: the lock is
+/// never contended): each result is written into its job as it finishes, and `finished`
+/// counts them.
+struct Batch<'a, 'j> {
+    jobs: &'a Mutex<&'j mut [Job]>,
+    finished: &'a AtomicUsize,
 }
 
 /// What every tool of a batch gets in its context.
 struct Tooling<'a> {
     /// The conversation (session id, else agent id): idempotency keys are made from it.
-    scope: &'a Arc<str>,
+    scope: &'a SharedString,
     /// Dropped when the batch ends, so the receiver ends with the tools.
     progress: Option<ProgressSender>,
     cancel: &'a CancellationToken,
@@ -396,7 +455,7 @@ struct Tooling<'a> {
 async fn run_batch(
     toolkit: &Toolkit,
     tool_uses: &[Arc<ToolUseBlock>],
-    jobs: &mut [Job],
+    batch: Batch<'_, '_>,
     tooling: Tooling<'_>,
     parallel: bool,
 ) {
@@ -407,19 +466,23 @@ async fn run_batch(
     } = tooling;
     let context = |index: usize| {
         let ctx = ToolContext::new(Arc::clone(&tool_uses[index]))
-            .with_scope(Arc::clone(scope))
+            .with_scope(scope.clone())
             .with_cancellation(cancel.clone());
         match &progress {
             Some(sender) => attach_progress(ctx, sender.with_index(index)),
             None => ctx,
         }
     };
+    let finish = |index: usize, run: ToolRun| {
+        lock(batch.jobs)[index].run = Some(run);
+        batch.finished.fetch_add(1, Ordering::Relaxed);
+    };
+    let count = tool_uses.len();
+    let waiting = |index: &usize| lock(batch.jobs)[*index].run.is_none();
     if parallel {
-        let mut running: FuturesUnordered<_> = jobs
-            .iter()
-            .enumerate()
-            .filter(|(_, job)| job.run.is_none())
-            .map(|(index, _)| {
+        let mut running: FuturesUnordered<_> = (0..count)
+            .filter(waiting)
+            .map(|index| {
                 toolkit
                     .run(&tool_uses[index], context(index))
                     .map(move |run| (index, run))
@@ -428,18 +491,16 @@ async fn run_batch(
         // Only the contexts hold senders now, so the receiver ends when the tools are done.
         drop(progress);
         while let Some((index, run)) = running.next().await {
-            jobs[index].run = Some(run);
+            finish(index, run);
         }
     } else {
-        for (index, job) in jobs.iter_mut().enumerate() {
-            if job.run.is_some() {
-                continue;
-            }
+        for index in (0..count).filter(waiting) {
             // Once interrupted, the remaining tools don't start.
             if cancel.is_cancelled() {
                 break;
             }
-            job.run = Some(toolkit.run(&tool_uses[index], context(index)).await);
+            let run = toolkit.run(&tool_uses[index], context(index)).await;
+            finish(index, run);
         }
     }
 }

@@ -261,7 +261,7 @@ struct Inner {
 struct State {
     /// Calls held for approval, in call order (decided or not).
     awaiting: Vec<ToolUseBlock>,
-    /// Decisions by call id, until PreActing applies them.
+    /// Decisions by call id, until their call settles (PostActing); PreActing applies them.
     decisions: HashMap<String, ApprovalDecision>,
     /// Rejected (tool name, arguments) pairs and why.
     rejected: Vec<(String, Value, String)>,
@@ -533,7 +533,7 @@ impl ToolApprovalHook {
         // call's next step; a decision is stored before its tool is recorded as started.
         if matches!(
             event.event_type(),
-            HookEventType::PreCall | HookEventType::PreActing
+            HookEventType::PreCall | HookEventType::PreActing | HookEventType::PostActing
         ) && let Some(stored) = event.extensions_mut().get_mut::<HookState>()
             // An entry this version cannot read is left as stored, never overwritten.
             && stored.get::<Persisted>(Self::NAME).is_ok()
@@ -664,7 +664,9 @@ impl ToolApprovalHook {
                 let call = e.tool_use().clone();
                 let mut state = self.state();
                 state.awaiting.retain(|a| a.id != call.id);
-                match state.decisions.remove(call.id.as_str()) {
+                // The decision stays stored until its call settles (PostActing): a crash
+                // before this call starts must not make anyone decide again.
+                match state.decisions.get(call.id.as_str()).cloned() {
                     Some(ApprovalDecision::Approve) => {}
                     Some(ApprovalDecision::Edit(input)) => {
                         state.edited.insert(call.id.to_string(), input.clone());
@@ -676,11 +678,10 @@ impl ToolApprovalHook {
                     }
                     Some(ApprovalDecision::Reject(reason)) => {
                         let text = rejected_text(&reason);
-                        state.rejected.push((
-                            call.name.to_string(),
-                            call.input.clone().into(),
-                            reason,
-                        ));
+                        let rejection = (call.name.to_string(), call.input.clone().into(), reason);
+                        if !state.rejected.contains(&rejection) {
+                            state.rejected.push(rejection);
+                        }
                         e.skip_with(ToolResultBlock::error(call.id, call.name, text));
                     }
                     // Started (and so decided) in an earlier call, and run again (its
@@ -704,7 +705,12 @@ impl ToolApprovalHook {
                 Ok(())
             }
             HookEvent::PostActing(e) => {
-                let edited = self.state().edited.remove(e.tool_use().id.as_str());
+                let edited = {
+                    let mut state = self.state();
+                    // Settled: its decision is spent.
+                    state.decisions.remove(e.tool_use().id.as_str());
+                    state.edited.remove(e.tool_use().id.as_str())
+                };
                 if let Some(input) = edited {
                     let mut result = e.tool_result().clone();
                     result.output.push(ContentBlock::text(format!(

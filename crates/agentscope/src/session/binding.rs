@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use agentscope_core::session::SessionLease;
+use agentscope_core::session::{SessionError, SessionLease};
 use agentscope_core::{AgentError, CancellationToken, Memory, Msg, SharedString};
 use serde_json::{Map, Value};
 
@@ -250,7 +250,7 @@ impl SessionBinding {
             .with_running_tools(synced.running.clone())
             .with_hooks(hooks);
         change.fence = synced.lease.as_ref().map(|lease| lease.fence().to_owned());
-        let revision = self.store.save(&self.id, &change).await?;
+        let revision = self.save_change(&change).await?;
         synced.revision = revision;
         synced.stored = stored;
         synced.last_id = last_id;
@@ -259,6 +259,30 @@ impl SessionBinding {
         synced.running_changed = false;
         self.see(&synced.running, &synced.hooks);
         Ok(())
+    }
+
+    /// Saves `change`. A save that failed with an I/O or backend error may still have been
+    /// written (a lost acknowledgement, an error after a file's rename): the session is then
+    /// loaded, and the change counts as saved if the stored state is what it produced, so a
+    /// turn that is stored is never reported as failed (a caller retrying it would store it
+    /// twice).
+    async fn save_change(&self, change: &StateChange) -> Result<u64, SessionError> {
+        let error = match self.store.save(&self.id, change).await {
+            Ok(revision) => return Ok(revision),
+            Err(error @ (SessionError::Io { .. } | SessionError::Backend { .. })) => error,
+            Err(error) => return Err(error),
+        };
+        match self.store.load(&self.id).await {
+            Ok(Some(stored)) if change.is_applied_in(&stored) => {
+                tracing::warn!(
+                    session = %self.id,
+                    %error,
+                    "a save reported a failure, but the session holds what it wrote"
+                );
+                Ok(stored.revision)
+            }
+            _ => Err(error),
+        }
     }
 
     /// Replaces the session's whole state with `state`'s messages, metadata, running tools

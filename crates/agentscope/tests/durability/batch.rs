@@ -1,8 +1,9 @@
 //! Kill -9 at random instants in the middle of a sequential batch of three tools: each call
 //! is recorded as running when it starts and its result stored as it settles, so a resume
 //! keeps every completed result, runs the calls that never started, and finds at most one
-//! call in doubt (the one running at the kill), which it does not run again. On Redis and
-//! PostgreSQL, a resume refused as busy by the killed worker's lease is tried again.
+//! call in doubt (the one running at the kill), which it does not run again. On SQLite,
+//! Redis and PostgreSQL, a resume refused as busy by the killed worker's lease is tried
+//! again.
 
 use std::path::Path;
 use std::time::Instant;

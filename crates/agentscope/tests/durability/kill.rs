@@ -2,9 +2,9 @@
 //! without a decision, an approved call found in doubt stops for the application (the
 //! default for a tool that needs approval), and the application's resolution holds: a
 //! verified result is what the model reads, a retry reaches the tool with the key of the
-//! first attempt, and the transfer happens once. On Redis and PostgreSQL, a worker killed
-//! while it held the session's lease leaves the session busy until the lease expires: a
-//! resume refused as busy then is tried again.
+//! first attempt, and the transfer happens once. On SQLite, Redis and PostgreSQL, a worker
+//! killed while it held the session's lease leaves the session busy until the lease expires
+//! (`StoreKind::lease_outlives_holder`): a resume refused as busy then is tried again.
 
 use std::path::Path;
 use std::time::Instant;

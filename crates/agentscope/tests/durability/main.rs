@@ -12,8 +12,13 @@
 //!   instants (every store): completed results are kept, unstarted calls run on resume, at
 //!   most the call running at the kill is in doubt, and no call runs twice.
 //! - `writers`: two worker processes make 100 calls each on one session: every call that
-//!   returned `Ok` has its turn stored; every other call returned a conflict (SQLite) or was
-//!   refused as busy by the session's lease (JSON file store), with nothing stored.
+//!   returned `Ok` has its turn stored; every other call was refused as busy by the
+//!   session's lease (JSON file and SQLite stores alike) before any hook ran or the model
+//!   was asked, with nothing stored, and none failed with a conflict.
+//! - `lease`: the SQLite store's lease between processes: a second process is busy before
+//!   any hook or model request while a holder runs, a holder killed with SIGKILL frees the
+//!   session once its lease expires, and an interrupt from another process stops the
+//!   holder.
 //! - `dropped`: a stream dropped right after its first tool result; a fresh agent resumes
 //!   and the tool does not run again (every store).
 //!
@@ -69,6 +74,7 @@ mod batch;
 mod dropped;
 mod hook_state;
 mod kill;
+mod lease;
 mod stores;
 mod worker;
 mod writers;

@@ -4,6 +4,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentscope::CallInput;
@@ -18,7 +19,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 /// The environment variable that carries a worker's task (JSON).
-const TASK: &str = "AGENTSCOPE_DURABILITY_TASK";
+pub(crate) const TASK: &str = "AGENTSCOPE_DURABILITY_TASK";
+
+/// How long the SQLite store's session leases live in these tests (workers and tests
+/// alike): a killed worker keeps its session busy that long at most.
+pub(crate) const SQLITE_LEASE_TTL: Duration = Duration::from_secs(1);
 
 /// Which store a worker uses, on a path the test owns (for Redis and PostgreSQL, the URL of
 /// a server the test started: see `stores::Place`).
@@ -58,7 +63,8 @@ pub(crate) enum Task {
         effects: PathBuf,
         first: bool,
     },
-    /// Make `calls` calls `"{tag}-{i}"` on session `session`; print the outcomes.
+    /// Make `calls` calls `"{tag}-{i}"` on session `session`; print the outcomes, then
+    /// `COUNTS` (how many requests the model got and how many calls hooks saw).
     Write {
         store: StoreKind,
         path: PathBuf,
@@ -66,6 +72,23 @@ pub(crate) enum Task {
         tag: String,
         calls: usize,
     },
+    /// Make one call `input` on session `session` whose `wait` tool prints `TOOL_STARTED`
+    /// and waits until the call is interrupted; print the outcome.
+    Hold {
+        store: StoreKind,
+        path: PathBuf,
+        session: String,
+        input: String,
+    },
+}
+
+/// What a `Write` worker's agent saw over all its calls, printed as `COUNTS <json>`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct Counts {
+    /// Requests the model received.
+    pub(crate) model_requests: usize,
+    /// Calls that reached the hooks (PreCall events).
+    pub(crate) pre_calls: usize,
 }
 
 /// The input of a resume: how the application resolves `t1` if it is in doubt.
@@ -107,10 +130,11 @@ impl StoreKind {
 
     /// How long a worker killed while it held a session keeps it busy: `None` when the
     /// store frees it at once (the kernel releases the JSON file store's lock with the
-    /// process) or takes no lease.
+    /// process).
     pub(crate) fn lease_outlives_holder(self) -> Option<Duration> {
         match self {
-            StoreKind::Json | StoreKind::Sqlite => None,
+            StoreKind::Json => None,
+            StoreKind::Sqlite => Some(SQLITE_LEASE_TTL),
             StoreKind::Redis | StoreKind::Postgres => Some(SERVER_LEASE_TTL),
         }
     }
@@ -119,7 +143,12 @@ impl StoreKind {
 pub(crate) fn open_store(kind: StoreKind, path: &Path) -> Arc<dyn SessionStore> {
     match kind {
         StoreKind::Json => Arc::new(JsonFileSessionStore::new(path)),
-        StoreKind::Sqlite => Arc::new(SqliteSessionStore::open(path).unwrap()),
+        StoreKind::Sqlite => Arc::new(
+            SqliteSessionStore::builder(path)
+                .lease_ttl(SQLITE_LEASE_TTL)
+                .open()
+                .unwrap(),
+        ),
         StoreKind::Redis => connect(async {
             RedisSessionStore::builder(url(path))
                 .lease_ttl(SERVER_LEASE_TTL)
@@ -151,6 +180,21 @@ fn connect(
     let runtime = tokio::runtime::Handle::current();
     // The error names the server without its password.
     tokio::task::block_in_place(|| runtime.block_on(connecting)).unwrap()
+}
+
+/// The `wait` tool: prints `TOOL_STARTED`, then waits until its call is interrupted.
+fn wait_tool() -> impl Tool {
+    tool_fn(
+        "wait",
+        "Waits until interrupted.",
+        json!({"type": "object"}),
+        |_input, ctx| async move {
+            println!("TOOL_STARTED");
+            std::io::stdout().flush().unwrap();
+            ctx.cancelled().await;
+            Err::<String, _>(ToolError::Cancelled)
+        },
+    )
 }
 
 /// The tool whose runs the kill test counts: `start <key>` when it begins, `done <key>`
@@ -332,19 +376,32 @@ pub(crate) fn spawn_ready(task: &Task) -> Child {
 
 /// Waits for a worker and returns the outcomes it printed; panics if it failed.
 pub(crate) fn finish(child: Child) -> Vec<Outcome> {
+    finish_with_counts(child).0
+}
+
+/// Waits for a `Write` worker and returns the outcomes and the counts it printed; panics
+/// if it failed.
+pub(crate) fn finish_with_counts(child: Child) -> (Vec<Outcome>, Option<Counts>) {
     let output = child.wait_with_output().unwrap();
     assert!(
         output.status.success(),
         "worker failed: {:?}",
         output.status
     );
-    String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        // libtest may print "test worker::run ... " on the same line first.
-        .filter_map(|line| line.split_once("OUTCOME ").map(|(_, json)| json))
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    // libtest may print "test worker::run ... " on the same line first.
+    let after = |marker: &'static str| {
+        stdout
+            .lines()
+            .filter_map(move |line| line.split_once(marker).map(|(_, json)| json))
+    };
+    let outcomes = after("OUTCOME ")
         .map(|json| serde_json::from_str(json).unwrap())
-        .collect()
+        .collect();
+    let counts = after("COUNTS ")
+        .map(|json| serde_json::from_str(json).unwrap())
+        .next();
+    (outcomes, counts)
 }
 
 /// The worker entry point: runs the task in `AGENTSCOPE_DURABILITY_TASK`. Ignored, so a
@@ -414,8 +471,17 @@ fn run() {
             } => {
                 let store = open_store(store, &path);
                 let model = ScriptedModel::new([ScriptedResponse::text("noted")]).cycling();
+                let pre_calls = Arc::new(AtomicUsize::new(0));
+                let counter = Arc::clone(&pre_calls);
                 let agent = ReActAgent::builder()
-                    .model(model)
+                    .model(model.clone())
+                    .hook(
+                        hook_fn(move |_event| {
+                            counter.fetch_add(1, Ordering::SeqCst);
+                            Ok(())
+                        })
+                        .with_interests(HookEventType::PreCall),
+                    )
                     .session(store, session)
                     .build()
                     .unwrap();
@@ -423,6 +489,29 @@ fn run() {
                     let outcome = classify(agent.call(format!("{tag}-{i}")).await);
                     println!("OUTCOME {}", serde_json::to_string(&outcome).unwrap());
                 }
+                let counts = Counts {
+                    model_requests: model.request_count(),
+                    pre_calls: pre_calls.load(Ordering::SeqCst),
+                };
+                println!("COUNTS {}", serde_json::to_string(&counts).unwrap());
+            }
+            Task::Hold {
+                store,
+                path,
+                session,
+                input,
+            } => {
+                let store = open_store(store, &path);
+                let model =
+                    ScriptedModel::new([ScriptedResponse::tool_call("w1", "wait", json!({}))]);
+                let agent = ReActAgent::builder()
+                    .model(model)
+                    .toolkit(Toolkit::new().tool(wait_tool()))
+                    .session(store, session)
+                    .build()
+                    .unwrap();
+                let outcome = classify(agent.call(input).await);
+                println!("OUTCOME {}", serde_json::to_string(&outcome).unwrap());
             }
         }
     });

@@ -300,6 +300,8 @@ struct CountingInner {
     saves: AtomicUsize,
     loads: AtomicUsize,
     fail_saves: AtomicBool,
+    /// Saves are written, then reported as failed (a lost acknowledgement).
+    fail_after_write: AtomicBool,
 }
 
 impl CountingStore {
@@ -336,6 +338,16 @@ impl SessionStore for CountingStore {
         change: &'a StateChange,
     ) -> BoxFuture<'a, Result<u64, SessionError>> {
         self.inner.saves.fetch_add(1, Ordering::SeqCst);
+        if self.inner.fail_after_write.load(Ordering::SeqCst) {
+            return Box::pin(async move {
+                self.files().save(session, change).await?;
+                Err(SessionError::backend(
+                    Some(session),
+                    "saving",
+                    std::io::Error::other("connection reset before the reply"),
+                ))
+            });
+        }
         if self.inner.fail_saves.load(Ordering::SeqCst) {
             return Box::pin(async move {
                 Err(SessionError::backend(
@@ -482,6 +494,38 @@ async fn a_failed_save_fails_the_call_and_the_next_call_starts_from_the_stored_s
         texts(&store.files().load("s").await.unwrap().unwrap().messages),
         ["1", "one", "3", "three"]
     );
+}
+
+/// A save that is written but reported as failed (a lost acknowledgement) is checked by a
+/// load: the call succeeds, and the turn is stored once. A failure that wrote nothing still
+/// fails the call.
+#[tokio::test]
+async fn a_save_written_but_reported_as_failed_counts_as_saved() {
+    let (_dir, files) = temp_store();
+    let store = CountingStore::new(files);
+    let model = ScriptedModel::new([
+        ScriptedResponse::text("one"),
+        ScriptedResponse::text("two"),
+        ScriptedResponse::text("three"),
+    ]);
+    let agent = bound_agent(model.clone(), store.clone(), "s");
+    agent.call("1").await.unwrap();
+    store.inner.fail_after_write.store(true, Ordering::SeqCst);
+    let loads = store.loads();
+    assert_eq!(agent.call("2").await.unwrap().text(), "two");
+    assert_eq!(
+        store.loads(),
+        loads + 2,
+        "the call's load and the check after the save"
+    );
+    store.inner.fail_after_write.store(false, Ordering::SeqCst);
+    agent.call("3").await.unwrap();
+    let stored = store.files().load("s").await.unwrap().unwrap();
+    assert_eq!(
+        texts(&stored.messages),
+        ["1", "one", "2", "two", "3", "three"]
+    );
+    assert_eq!(stored.revision, 3);
 }
 
 /// An audit hook that records turns at PostCall learns, by an ErrorEvent, that the turn it

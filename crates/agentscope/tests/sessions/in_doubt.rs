@@ -309,3 +309,163 @@ async fn an_approved_call_in_doubt_stops_for_the_application() {
     assert_eq!(keys.len(), 2);
     assert_eq!(keys[0], keys[1]);
 }
+
+/// A parallel batch stores each result as soon as it and the results before it are in: a
+/// crash while the slower call runs keeps the faster one's result, and leaves only the
+/// slower call in doubt.
+#[tokio::test]
+async fn a_parallel_batch_stores_each_result_as_it_settles() {
+    let (_dir, store) = temp_store();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let quick = tool_fn(
+        "quick",
+        "Answers at once.",
+        json!({"type": "object"}),
+        |_input, _ctx| async { Ok("quick done") },
+    );
+    let slow = {
+        let started = started.clone();
+        tool_fn(
+            "slow",
+            "Never answers.",
+            json!({"type": "object"}),
+            move |_input, _ctx| {
+                let started = started.clone();
+                async move {
+                    started.notify_one();
+                    std::future::pending::<()>().await;
+                    Ok("never")
+                }
+            },
+        )
+    };
+    let model = ScriptedModel::new([ScriptedResponse::tool_calls([
+        ("q1", "quick", json!({})),
+        ("s1", "slow", json!({})),
+    ])]);
+    let agent = ReActAgent::builder()
+        .model(model)
+        .toolkit(Toolkit::new().tool(quick).tool(slow).parallel(true))
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    let mut call = Box::pin(agent.call("Do both."));
+    // Both started together; the quick one's result is stored while the slow one runs.
+    tokio::select! {
+        _ = &mut call => panic!("the call cannot finish"),
+        () = started.notified() => {}
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let stored = loop {
+        tokio::select! {
+            _ = &mut call => panic!("the call cannot finish"),
+            () = tokio::time::sleep(std::time::Duration::from_millis(5)) => {}
+        }
+        let stored = store.load("s").await.unwrap().unwrap();
+        if stored.messages.len() == 3 || std::time::Instant::now() > deadline {
+            break stored;
+        }
+    };
+    assert_eq!(
+        stored.messages[2].tool_results()[0].text_output(),
+        "quick done"
+    );
+    assert_eq!(stored.running_tools, ["s1"]);
+    drop(call);
+
+    let model = ScriptedModel::new([ScriptedResponse::text("Done.")]);
+    let fresh = ReActAgent::builder()
+        .model(model)
+        .toolkit(Toolkit::new().parallel(true))
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    assert_eq!(fresh.call(()).await.unwrap().text(), "Done.");
+    let stored = store.load("s").await.unwrap().unwrap();
+    let results: Vec<(String, String)> = stored
+        .messages
+        .iter()
+        .flat_map(Msg::tool_results)
+        .map(|result| (result.id.to_string(), result.text_output()))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("q1".to_owned(), "quick done".to_owned()),
+            ("s1".to_owned(), TOLD.to_owned())
+        ]
+    );
+}
+
+/// Two approved calls in a sequential batch; the process dies while the first runs. The
+/// second one's decision is still stored: a new process does not ask for it again, and once
+/// the first is resolved, the second runs.
+#[tokio::test]
+async fn a_crash_in_an_approved_batch_keeps_the_decisions_of_the_calls_not_started() {
+    let (_dir, store) = temp_store();
+    let keys = Keys::default();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let approvals = ToolApprovalHook::new(ApprovalPolicy::tools(["pay"]));
+    let model = ScriptedModel::new([ScriptedResponse::tool_calls([
+        ("p1", "pay", json!({})),
+        ("p2", "pay", json!({})),
+    ])]);
+    let agent = agent_on(
+        &store,
+        pay(None, &keys, &started),
+        model,
+        vec![BoxedHook::new(approvals.clone())],
+    );
+    agent.call("Pay both invoices.").await.unwrap();
+    approvals.approve("p1").unwrap();
+    approvals.approve("p2").unwrap();
+    tokio::select! {
+        _ = agent.call(()) => panic!("the call cannot finish"),
+        () = started.notified() => {}
+    }
+    drop(agent);
+
+    // A new process: nothing awaits a person.
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert_eq!(stored.running_tools, ["p1"]);
+    let approvals = ToolApprovalHook::new(ApprovalPolicy::tools(["pay"]));
+    approvals.restore_state(&stored).unwrap();
+    assert!(approvals.pending().is_empty(), "{:?}", approvals.pending());
+    let model = ScriptedModel::new([ScriptedResponse::text("Both paid.")]);
+    let agent = fresh(
+        &store,
+        None,
+        &keys,
+        &model,
+        vec![BoxedHook::new(approvals.clone())],
+    );
+    let reply = agent.call(()).await.unwrap();
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::ToolInDoubt));
+    let ids: Vec<&str> = reply
+        .tool_uses()
+        .iter()
+        .map(|call| call.id.as_str())
+        .collect();
+    assert_eq!(ids, ["p1"]);
+
+    let verified = ToolResultBlock::text("p1", "pay", "paid (receipt 1)");
+    let reply = agent.call(Msg::tool_result(verified)).await.unwrap();
+    assert_eq!(reply.text(), "Both paid.");
+    assert_eq!(
+        keys.lock().unwrap().len(),
+        2,
+        "p1 once (before the crash), p2 once"
+    );
+    let stored = store.load("s").await.unwrap().unwrap();
+    let results: Vec<String> = stored
+        .messages
+        .iter()
+        .flat_map(Msg::tool_results)
+        .map(ToolResultBlock::text_output)
+        .collect();
+    assert_eq!(results, ["paid (receipt 1)", "paid"]);
+    assert!(
+        stored.hooks.get(ToolApprovalHook::NAME).is_none(),
+        "every decision spent"
+    );
+}

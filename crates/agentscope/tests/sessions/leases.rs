@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use agentscope::prelude::*;
-use agentscope::session::{JsonFileSessionStore, SessionStore, StateChange};
+use agentscope::session::{JsonFileSessionStore, SessionError, SessionStore, StateChange};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
@@ -131,6 +131,69 @@ async fn a_second_agent_is_busy_and_its_interrupt_session_stops_the_first() {
     assert_eq!(recorder.types().first(), Some(&HookEventType::PreCall));
     // Nobody holds the session now.
     assert!(!second.interrupt_session().await.unwrap());
+}
+
+/// A call whose lease is lost stops: the JSON file store's lease cannot expire, but its
+/// lock file removed while the call runs lets another call lock a new one. The holder's
+/// watch stops the call (its tool sees the cancellation) and its last save is refused, so
+/// the call fails with `LeaseLost` and the session keeps what was stored before; the next
+/// call takes the session and settles the tool the stopped call left running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_lock_file_is_removed_stops_and_stores_nothing_more() {
+    let (dir, store) = temp_store();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let first = ReActAgent::builder()
+        .model(ScriptedModel::new([ScriptedResponse::tool_call(
+            "w1",
+            "wait",
+            json!({}),
+        )]))
+        .toolkit(Toolkit::new().tool(wait_tool(Arc::clone(&started))))
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    let running = tokio::spawn(async move { first.call("q1").await });
+    started.notified().await;
+    let before = store.load("s").await.unwrap().unwrap();
+    assert_eq!(all_said(&before.messages), ["q1", "call wait"]);
+
+    std::fs::remove_file(dir.path().join("sessions").join(".s.lock")).unwrap();
+    let error = tokio::time::timeout(std::time::Duration::from_secs(5), running)
+        .await
+        .expect("the call stops")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "session error: session 's': this call's lease expired and another call took the \
+         session, so the save was refused"
+    );
+    assert!(matches!(
+        error,
+        AgentError::Session(SessionError::LeaseLost { .. })
+    ));
+    assert_eq!(store.load("s").await.unwrap().unwrap(), before);
+
+    let model = ScriptedModel::new([ScriptedResponse::text("a2")]);
+    let next = ReActAgent::builder()
+        .model(model)
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    assert_eq!(next.call("q2").await.unwrap().text(), "a2");
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert_eq!(
+        all_said(&stored.messages),
+        [
+            "q1",
+            "call wait",
+            "result Error: Tool execution was interrupted while running (the agent stopped \
+             before its result was stored), so it was not run again; its effects may or may \
+             not have happened.",
+            "q2",
+            "a2"
+        ]
+    );
 }
 
 /// (base, kept, appended messages as rows, running tools, metadata, hooks) of each change.

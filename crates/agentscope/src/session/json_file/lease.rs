@@ -8,7 +8,15 @@
 //! (and, after the handle is gone, as long as a save that started under it), and its lock
 //! is released when it is dropped.
 //!
+//! The lock needs no renewal and cannot expire while its process lives. It is lost only
+//! when its lock file is removed or replaced while held (by hand, by a clean-up job): a
+//! process locking the file now at that path would hold the session too. A lease checks
+//! that its lock file is still the one it locked ([`LockCheck`]) at every fenced save
+//! (else [`SessionError::LeaseLost`]) and, through the `watch` thread, every
+//! [`watch::CHECK_INTERVAL`] while its call runs, stopping the call when it is not.
+//!
 //! [`SessionLease`]: agentscope_core::session::SessionLease
+//! [`SessionError::LeaseLost`]: agentscope_core::session::SessionError::LeaseLost
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -21,7 +29,9 @@ use agentscope_core::CancellationToken;
 use agentscope_core::session::{LeaseHandle, SessionError};
 use futures::future::BoxFuture;
 
+use super::lock::LockCheck;
 use super::replay::LogInfo;
+use super::watch;
 use crate::runtime::lock;
 
 /// The leases this process holds, by lock file path. Keyed by the path's bytes, which hash
@@ -42,6 +52,9 @@ pub(super) struct Held {
     released: AtomicBool,
     /// The locked lock file; closing it (dropping the lease) unlocks.
     lock_file: Option<File>,
+    /// Whether the lock file is still the one locked (shared with the `watch` thread,
+    /// which holds no reference to the lease itself, so it never delays an unlock).
+    check: Arc<LockCheck>,
     /// The log as the last save (or the lease) left it; `None`: look at the disk. Locked
     /// for the length of a save.
     pub(super) log: Mutex<Option<HeldLog>>,
@@ -77,12 +90,18 @@ impl Held {
         lock_file: File,
         log: Option<HeldLog>,
     ) -> Arc<Held> {
+        let check = Arc::new(LockCheck::new(
+            lock_path.clone(),
+            &lock_file,
+            interrupt.clone(),
+        ));
         let held = Arc::new(Held {
             lock_path,
             fence,
             interrupt,
             released: AtomicBool::new(false),
             lock_file: Some(lock_file),
+            check,
             log: Mutex::new(log),
         });
         // An entry already there belongs to a lease whose lock was released (else this one
@@ -92,12 +111,18 @@ impl Held {
             Arc::downgrade(&held),
         );
         drop(previous);
+        watch::add(&held.check);
         held
     }
 
     /// Whether the lease was given back.
     pub(super) fn is_released(&self) -> bool {
         self.released.load(Ordering::SeqCst)
+    }
+
+    /// Whether the lease still holds its session (see [`LockCheck::still_holds`]).
+    pub(super) fn still_holds(&self) -> bool {
+        self.check.still_holds()
     }
 }
 

@@ -10,6 +10,7 @@
 //! - `cache`: what the store knows of each log, its bounds, and when an entry is trusted;
 //! - `lock`: the session's lock file, locked waiting or without waiting;
 //! - `lease`: the leases this process holds, by lock file;
+//! - `watch`: the thread that checks the lock files of the leases while calls run;
 //! - `write`: saves, taking a lease and deletes, under the session's lock;
 //! - `read`: loads, which take no lock.
 //!
@@ -23,6 +24,7 @@ mod lease;
 mod lock;
 mod read;
 mod replay;
+mod watch;
 mod write;
 
 #[cfg(test)]
@@ -162,7 +164,7 @@ use lease::{Holder, JsonFileLease};
 ///   save does (a corrupt log fails the lease and leaves the session unlocked).
 /// - **Cheap steps.** A save fenced by the lease ([`StateChange::fence`]) appends through the
 ///   open log: one `write` and one [`File::sync_data`] (`fdatasync`), with no file opened,
-///   closed or locked. Everything else is as without a lease: the compare-and-swap, the
+///   closed or locked (and one `stat` of the lock file: see below). Everything else is as without a lease: the compare-and-swap, the
 ///   rewrites (after which the lease holds the new log), the crash safety. Every save is
 ///   still `fsync`ed before it returns.
 /// - **Fencing.** A save fenced by a lease this process does not hold (given back, dropped,
@@ -176,6 +178,16 @@ use lease::{Holder, JsonFileLease};
 ///   while one of its saves still runs (a call dropped in the middle of a save) unlocks when
 ///   that save returns; a new lease of this process waits for that instead of reporting
 ///   busy.
+/// - **No renewal, no expiry, but a lock file must stay.** The kernel's lock needs no
+///   renewal and holds as long as the holding process lives. It is lost only if the lock
+///   file is removed or replaced while held (by hand, by a clean-up job): a process that
+///   locks the file now at that path holds the session too. So a lease checks that its
+///   lock file is still the file it locked at every fenced save (else the save is refused
+///   with [`SessionError::LeaseLost`] and writes nothing) and every second while its call
+///   runs: the first time it finds the file removed or replaced, it stops the call (as an
+///   interrupt does: its last save is then refused) and logs a warning once (`tracing`).
+///   This is the JSON file store's form of the rule every leasing store follows: a holder
+///   that can no longer hold its lease stops its call.
 /// - **Interrupts.** [`interrupt`](SessionStore::interrupt) cancels the call of this
 ///   process that holds the session (the token its lease was given) and returns `true`.
 ///   There is no channel to another process: a call that another process runs is not

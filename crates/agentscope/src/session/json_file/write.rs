@@ -99,7 +99,7 @@ pub(super) fn save_leased(
     held: &Held,
 ) -> Result<u64, SessionError> {
     let mut held_log = lock(&held.log);
-    if held.is_released() {
+    if held.is_released() || !held.still_holds() {
         return Err(SessionError::LeaseLost {
             session: session.to_owned(),
         });

@@ -11,6 +11,7 @@ use crate::session::json_file::JsonFileSessionStore;
 use crate::session::json_file::format::RecordOut;
 use crate::session::json_file::lease;
 use crate::session::json_file::test_support::*;
+use crate::session::json_file::watch;
 
 /// The error of a lease of `store` on session `session` while another call holds it: busy,
 /// naming the session.
@@ -138,6 +139,86 @@ fn a_save_fenced_by_a_lease_not_held_is_lease_lost_and_writes_nothing() {
         assert_eq!(fs::read(&path).unwrap(), before);
         assert_eq!(must_load(&store, "s").await.revision, 2);
         drop(t);
+    });
+}
+
+/// A lease whose lock file is removed or replaced while held has lost the session: a
+/// process that locks the file now at that path holds it too. Fenced saves are refused at
+/// once (`LeaseLost`, nothing written), the watch thread stops the call (cancels its
+/// interrupt token) within a check interval or two, and the new lock file's lease is what
+/// holds the session. Giving the old lease back leaves the new one alone.
+#[test]
+fn a_lease_whose_lock_file_is_removed_or_replaced_stops_its_call() {
+    for replaced in [false, true] {
+        block_on(async {
+            let (dir, store) = started("lease-lock-file").await;
+            let lock_path = dir.join(".s.lock");
+            let interrupt = CancellationToken::new();
+            let lease = store.lease("s", &interrupt).await.unwrap().unwrap();
+            let path = store.path_of("s").unwrap();
+            let saved = store.save("s", &fenced(&lease, step(1, 1, &["a"]))).await;
+            assert_eq!(saved.unwrap(), 2);
+            // Held past a check: nothing happens while the lock file stays.
+            std::thread::sleep(watch::CHECK_INTERVAL + watch::CHECK_INTERVAL / 2);
+            assert!(!interrupt.is_cancelled());
+
+            fs::remove_file(&lock_path).unwrap();
+            let mut other = None;
+            if replaced {
+                // Another process locks a new lock file at the path.
+                let new_lock = fs::File::create(&lock_path).unwrap();
+                new_lock.try_lock().unwrap();
+                other = Some(new_lock);
+            }
+            let before = fs::read(&path).unwrap();
+            let error = store
+                .save("s", &fenced(&lease, step(2, 2, &["x"])))
+                .await
+                .unwrap_err();
+            assert_lease_lost(&error);
+            assert_eq!(fs::read(&path).unwrap(), before);
+            // The save noticed first; the call is stopped already.
+            assert!(interrupt.is_cancelled());
+            lease.release().await.unwrap();
+            match other {
+                Some(new_lock) => {
+                    assert!(!lockable(&lock_path), "the new holder's lock stays");
+                    drop(new_lock);
+                }
+                None => assert!(!lock_path.exists()),
+            }
+            // The session can be taken again, on a lock file at the path.
+            let next = leased(&store, "s").await;
+            assert!(!lockable(&lock_path));
+            drop(next);
+            assert_eq!(must_load(&store, "s").await.revision, 2);
+        });
+    }
+}
+
+/// The watch thread stops a call whose lock file was removed, without any save.
+#[test]
+fn the_watch_thread_stops_a_call_whose_lock_file_was_removed() {
+    block_on(async {
+        let (dir, store) = started("lease-watch").await;
+        let interrupt = CancellationToken::new();
+        let lease = store.lease("s", &interrupt).await.unwrap().unwrap();
+        fs::remove_file(dir.join(".s.lock")).unwrap();
+        let removed = std::time::Instant::now();
+        while !interrupt.is_cancelled() {
+            assert!(
+                removed.elapsed() < watch::CHECK_INTERVAL * 3,
+                "the call was not stopped"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(removed.elapsed() <= watch::CHECK_INTERVAL * 2);
+        let error = store
+            .save("s", &fenced(&lease, step(1, 1, &["a"])))
+            .await
+            .unwrap_err();
+        assert_lease_lost(&error);
+        drop(lease);
     });
 }
 

@@ -1,0 +1,177 @@
+//! The lease rows (`agentscope_session_leases`, see the crate docs, "Leases and
+//! interrupts"): taking, renewing and giving back a session's lease, marking it
+//! interrupted, and the fence check of a save, on one connection (blocking; the store and
+//! its keeper thread run them).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use agentscope_core::session::SessionError;
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
+
+const SELECT_EXPIRY: &str =
+    "SELECT expires_at FROM agentscope_session_leases WHERE session_id = ?1";
+
+const UPSERT_LEASE: &str = "INSERT INTO agentscope_session_leases
+        (session_id, token, holder, expires_at, interrupted)
+    VALUES (?1, ?2, ?3, ?4, 0)
+    ON CONFLICT (session_id) DO UPDATE SET
+        token = excluded.token,
+        holder = excluded.holder,
+        expires_at = excluded.expires_at,
+        interrupted = 0";
+
+const RENEW: &str = "UPDATE agentscope_session_leases SET expires_at = ?3
+    WHERE session_id = ?1 AND token = ?2 RETURNING interrupted";
+
+const RELEASE: &str = "DELETE FROM agentscope_session_leases WHERE session_id = ?1 AND token = ?2";
+
+const INTERRUPT: &str = "UPDATE agentscope_session_leases SET interrupted = 1
+    WHERE session_id = ?1 AND expires_at > ?2";
+
+const SELECT_INTERRUPTED: &str =
+    "SELECT token FROM agentscope_session_leases WHERE interrupted = 1";
+
+const SELECT_TOKEN: &str = "SELECT token FROM agentscope_session_leases WHERE session_id = ?1";
+
+/// Milliseconds since the Unix epoch: lease expiries are wall-clock times, which every
+/// process on the host (WAL needs them on one host) reads alike.
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+        })
+}
+
+fn ms(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// What this process writes as a lease's holder (informational, for whoever inspects the
+/// table).
+pub(crate) fn holder() -> String {
+    format!("pid {}", std::process::id())
+}
+
+/// Takes session `session`'s lease for `token`, living `ttl`, in one `BEGIN IMMEDIATE`
+/// transaction: only when no lease holds it or the one there expired (replacing it).
+/// The leases `dropped` (of this store's dropped calls, not given back yet) are deleted
+/// first. Returns whether it was taken.
+pub(crate) fn take(
+    connection: &mut Connection,
+    session: &str,
+    token: &str,
+    holder: &str,
+    ttl: Duration,
+    dropped: &[String],
+) -> Result<bool, SessionError> {
+    let mut run = || -> Result<bool, rusqlite::Error> {
+        let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for dropped in dropped {
+            tx.prepare_cached(RELEASE)?.execute([session, dropped])?;
+        }
+        let now = now_ms();
+        let expires: Option<i64> = tx
+            .prepare_cached(SELECT_EXPIRY)?
+            .query_row([session], |row| row.get(0))
+            .optional()?;
+        if expires.is_some_and(|expires| expires > now) {
+            return Ok(false);
+        }
+        tx.prepare_cached(UPSERT_LEASE)?.execute(rusqlite::params![
+            session,
+            token,
+            holder,
+            now.saturating_add(ms(ttl))
+        ])?;
+        tx.commit()?;
+        Ok(true)
+    };
+    run().map_err(|error| SessionError::backend(Some(session), "taking the session's lease", error))
+}
+
+/// Gives session `session`'s lease back if `token` still holds it (a lease another call
+/// took meanwhile is left alone).
+pub(crate) fn release(
+    connection: &mut Connection,
+    session: &str,
+    token: &str,
+) -> Result<(), SessionError> {
+    connection
+        .prepare_cached(RELEASE)
+        .and_then(|mut statement| statement.execute([session, token]))
+        .map(drop)
+        .map_err(|error| {
+            SessionError::backend(Some(session), "giving back the session's lease", error)
+        })
+}
+
+/// What renewing one lease found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Renewed {
+    /// Still held, now for another time to live; `interrupted`: an interrupt marked it.
+    Held { interrupted: bool },
+    /// Another lease holds the session, or none does: this one is lost.
+    Lost,
+}
+
+/// Renews the leases `held` (session id, token) for `ttl` each, in one `BEGIN IMMEDIATE`
+/// transaction; one answer per lease, in order.
+pub(crate) fn renew(
+    connection: &mut Connection,
+    held: &[(String, String)],
+    ttl: Duration,
+) -> Result<Vec<Renewed>, rusqlite::Error> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let expires = now_ms().saturating_add(ms(ttl));
+    let mut renewed = Vec::with_capacity(held.len());
+    {
+        let mut statement = tx.prepare_cached(RENEW)?;
+        for (session, token) in held {
+            let interrupted: Option<bool> = statement
+                .query_row(rusqlite::params![session, token, expires], |row| row.get(0))
+                .optional()?;
+            renewed.push(match interrupted {
+                Some(interrupted) => Renewed::Held { interrupted },
+                None => Renewed::Lost,
+            });
+        }
+    }
+    tx.commit()?;
+    Ok(renewed)
+}
+
+/// The tokens of the leases an interrupt marked.
+pub(crate) fn interrupted(connection: &mut Connection) -> Result<Vec<String>, rusqlite::Error> {
+    let mut statement = connection.prepare_cached(SELECT_INTERRUPTED)?;
+    let tokens = statement.query_map([], |row| row.get(0))?;
+    tokens.collect()
+}
+
+/// Marks the live lease on session `session` interrupted; returns whether there is one.
+pub(crate) fn interrupt(connection: &mut Connection, session: &str) -> Result<bool, SessionError> {
+    connection
+        .prepare_cached(INTERRUPT)
+        .and_then(|mut statement| statement.execute(rusqlite::params![session, now_ms()]))
+        .map(|marked| marked > 0)
+        .map_err(|error| SessionError::backend(Some(session), "interrupting", error))
+}
+
+/// Refuses a save fenced by `fence` unless that lease holds session `session`
+/// ([`SessionError::LeaseLost`]); runs in the save's transaction.
+pub(crate) fn check_fence(
+    tx: &Transaction<'_>,
+    session: &str,
+    fence: &str,
+) -> Result<(), SessionError> {
+    let holder: Option<String> = tx
+        .prepare_cached(SELECT_TOKEN)
+        .and_then(|mut statement| statement.query_row([session], |row| row.get(0)).optional())
+        .map_err(|error| SessionError::backend(Some(session), "saving", error))?;
+    match holder {
+        Some(token) if token == fence => Ok(()),
+        _ => Err(SessionError::LeaseLost {
+            session: session.to_owned(),
+        }),
+    }
+}
