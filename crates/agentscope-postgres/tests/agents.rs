@@ -6,14 +6,7 @@
 
 mod support;
 
-use std::time::Instant;
-
-use agentscope::prelude::*;
-use agentscope::session::SessionStore;
 use agentscope_test::session_store::agents;
-use agentscope_test::tools::Calculator;
-use agentscope_test::{ScriptedModel, ScriptedResponse};
-use serde_json::json;
 use support::{PostgresServer, store};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -58,69 +51,8 @@ async fn a_thousand_concurrent_sessions_all_succeed_through_one_pool() {
     };
     let store = store(&server).await;
     assert_eq!(store.max_connections(), 16);
-    let mut agents = Vec::with_capacity(AGENTS);
-    for i in 0..AGENTS {
-        let model = ScriptedModel::new([
-            ScriptedResponse::tool_call(
-                format!("call-{i}"),
-                "calculator",
-                json!({"expression": format!("{i}+1")}),
-            ),
-            ScriptedResponse::text(format!("The answer is {}.", i + 1)),
-        ]);
-        let agent = ReActAgent::builder()
-            .name(format!("agent-{i}"))
-            .model(model)
-            .toolkit(Toolkit::new().tool(Calculator::new()))
-            .session(store.clone(), format!("s{i:04}"))
-            .build()
-            .unwrap();
-        agents.push(agent);
-    }
-    let started = Instant::now();
-    let tasks: Vec<_> = agents
-        .into_iter()
-        .enumerate()
-        .map(|(i, agent)| {
-            tokio::spawn(async move {
-                let result = agent.call(format!("What is {i}+1?")).await;
-                (agent, result)
-            })
-        })
-        .collect();
-    let mut failures = Vec::new();
-    let mut finished = Vec::with_capacity(AGENTS);
-    for (i, task) in tasks.into_iter().enumerate() {
-        match task.await.unwrap() {
-            (agent, Ok(reply)) => finished.push((i, agent, reply)),
-            (_, Err(error)) => failures.push(format!("agent {i}: {error}")),
-        }
-    }
-    println!(
-        "{AGENTS} concurrent sessions: {} ok, {} failed in {:?}",
-        finished.len(),
-        failures.len(),
-        started.elapsed()
-    );
-    assert!(
-        failures.is_empty(),
-        "{} failed: {:?}",
-        failures.len(),
-        &failures[..failures.len().min(5)]
-    );
-    let ids: Vec<String> = (0..AGENTS).map(|i| format!("s{i:04}")).collect();
-    assert_eq!(store.list().await.unwrap(), ids);
-    for (i, agent, reply) in finished {
-        assert_eq!(reply.text(), format!("The answer is {}.", i + 1));
-        let stored = store.load(&format!("s{i:04}")).await.unwrap().unwrap();
-        assert_eq!(stored.messages, agent.memory().messages(), "session {i}");
-        assert_eq!(stored.messages.len(), 4);
-        assert_eq!(
-            stored.messages[2].tool_results()[0].text_output(),
-            (i + 1).to_string()
-        );
-        assert!(stored.running_tools.is_empty());
-    }
+    let elapsed = agents::many_sessions_at_once(store, AGENTS).await;
+    println!("{AGENTS} concurrent sessions: all succeeded in {elapsed:?}");
     // Every lease was given back.
     let held = server.psql("SELECT count(*) FROM agentscope_session_leases");
     assert_eq!(held, "0");

@@ -108,6 +108,9 @@ use serde_json::{Map, Value, json};
 #[cfg(feature = "agents")]
 #[cfg_attr(docsrs, doc(cfg(feature = "agents")))]
 pub mod agents;
+#[cfg(feature = "agents")]
+#[cfg_attr(docsrs, doc(cfg(feature = "agents")))]
+pub mod instances;
 
 /// Runs every [`Check`] against stores made by `make`, and panics listing every check that
 /// failed (with its message) if any did.

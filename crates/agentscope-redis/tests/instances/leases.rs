@@ -8,19 +8,20 @@ use agentscope::prelude::*;
 use agentscope::session::AgentIdentity;
 use agentscope::session::{SessionError, SessionStore, StateChange};
 use agentscope_redis::RedisSessionStore;
-use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
+use agentscope_test::session_store::instances::worker::{Request, agent, serve};
+use agentscope_test::session_store::instances::{assert_interrupted, scenarios, wait_running};
+use agentscope_test::{ScriptedModel, ScriptedResponse};
 use redis::AsyncCommands;
 
+use crate::short_lease_store;
 use crate::support::{Connect, RedisServer};
-use crate::worker::{Request, agent, serve};
-use crate::{
-    INTERRUPTED_WHILE_RUNNING, all_said, assert_interrupted, short_lease_store, wait_running,
-};
 
 fn identity() -> AgentIdentity {
     AgentIdentity::new("a", "1")
 }
 
+/// A second instance is busy at once, before any hook runs, and its interrupt stops the
+/// first instance's call (the shared scenario of the same name).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(has_redis),
@@ -31,47 +32,10 @@ async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_the_f
         return;
     };
     let (store_a, store_b) = (server.store().await, server.store().await);
-    let model_a = ScriptedModel::new([]);
-    let a = agent(store_a, "s", "a", model_a.clone());
-    let model_b = ScriptedModel::new([]);
-    let b = agent(store_b.clone(), "s", "b", model_b.clone());
-    let recorder = RecordingHook::new(0);
-    b.add_hook(recorder.clone());
-
-    let running =
-        tokio::spawn(async move { serve(&a, &model_a, &Request::until_interrupted("q1")).await });
-    wait_running(&store_b, "s").await;
-    let before = store_b.load("s").await.unwrap().unwrap();
-
-    // Instance B: busy at once; no hook ran, the model was not asked, nothing was stored.
-    let error = b.call("q2").await.unwrap_err();
-    assert!(matches!(error, AgentError::Busy), "{error:?}");
-    assert!(recorder.events().is_empty(), "{:?}", recorder.events());
-    assert_eq!(model_b.request_count(), 0);
-    assert_eq!(store_b.load("s").await.unwrap().unwrap(), before);
-    // Observing and changing metadata take the lease too.
-    assert!(matches!(
-        b.observe(Msg::user("note")).await,
-        Err(AgentError::Busy)
-    ));
-
-    // B interrupts A's call: A ends as a local interrupt ends it.
-    let started = Instant::now();
-    assert!(b.interrupt_session().await.unwrap());
-    let outcome = running.await.unwrap();
-    println!("interrupt across instances: {:?}", started.elapsed());
-    assert_interrupted(outcome, &store_b, "s").await;
-    let stored = store_b.load("s").await.unwrap().unwrap();
-
-    // The lease was given back with the call: B runs now, on the whole conversation.
-    model_b.push(ScriptedResponse::text("a2"));
-    assert_eq!(b.call("q2").await.unwrap().text(), "a2");
-    let mut expected = all_said(&stored.messages);
-    expected.push("q2".into());
-    assert_eq!(all_said(&model_b.requests()[0].messages), expected);
-    assert_eq!(recorder.types().first(), Some(&HookEventType::PreCall));
-    // Nobody holds the session now: an interrupt finds no call.
-    assert!(!b.interrupt_session().await.unwrap());
+    scenarios::a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_the_first(
+        store_a, store_b,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -257,36 +221,15 @@ async fn a_dropped_call_gives_its_lease_back() {
     };
     let (store_a, store_b) = (server.store().await, server.store().await);
     assert_eq!(store_a.lease_ttl(), Some(Duration::from_secs(30)));
-    let model_a = ScriptedModel::new([]);
-    let a = agent(store_a, "s", "a", model_a.clone());
-    let running =
-        tokio::spawn(async move { serve(&a, &model_a, &Request::until_interrupted("q1")).await });
-    wait_running(&store_b, "s").await;
-    running.abort();
-    assert!(running.await.unwrap_err().is_cancelled());
-    let mut raw = server.raw().await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let held: Option<String> = raw.get("agentscope:{s}:lease").await.unwrap();
-        if held.is_none() {
-            break;
+    let raw = server.raw().await;
+    scenarios::a_dropped_call_gives_its_lease_back(store_a, store_b, || {
+        let mut raw = raw.clone();
+        async move {
+            let held: Option<String> = raw.get("agentscope:{s}:lease").await.unwrap();
+            held.is_some()
         }
-        assert!(Instant::now() < deadline, "the dropped call's lease stayed");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let model_b = ScriptedModel::new([ScriptedResponse::text("a2")]);
-    let b = agent(store_b.clone(), "s", "b", model_b.clone());
-    assert_eq!(b.call("q2").await.unwrap().text(), "a2");
-    assert_eq!(
-        all_said(&store_b.load("s").await.unwrap().unwrap().messages),
-        [
-            "q1",
-            "call wait",
-            &format!("result {INTERRUPTED_WHILE_RUNNING}"),
-            "q2",
-            "a2"
-        ]
-    );
+    })
+    .await;
 }
 
 /// A store built `without_leases` takes none: agents on it rely on the saves'

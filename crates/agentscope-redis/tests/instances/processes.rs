@@ -1,40 +1,20 @@
 //! Instances in processes of their own (copies of this binary, see `worker`): alternating
-//! turns, racing calls, a holder killed with SIGKILL, an interrupt across processes, and
-//! Redis restarted mid-run.
+//! turns, racing calls, a holder killed with SIGKILL, an interrupt across processes (the
+//! shared scenarios of `agentscope_test::session_store::instances::scenarios`), and Redis
+//! restarted mid-run.
 
 use std::time::{Duration, Instant};
 
-use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use agentscope_redis::RedisSessionStore;
-use agentscope_test::messages::speakers;
+use agentscope_test::session_store::instances::worker::{Outcome, Request, agent};
+use agentscope_test::session_store::instances::{
+    INTERRUPTED_WHILE_RUNNING, all_said, scenarios, wait_running,
+};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 
 use crate::support::{Connect, RedisServer};
-use crate::worker::{Outcome, Request, Settings, Worker, agent};
-use crate::{INTERRUPTED_WHILE_RUNNING, all_said, assert_interrupted, wait_running};
-
-fn settings(server: &RedisServer, name: &str, lease_ttl_ms: u64) -> Settings {
-    Settings {
-        url: server.url(),
-        session: "shared".into(),
-        name: name.into(),
-        lease_ttl_ms,
-    }
-}
-
-/// Two worker processes, `a` and `b`, on session `shared` with 30 s leases.
-fn two_workers(server: &RedisServer) -> [Worker; 2] {
-    ["a", "b"].map(|name| Worker::spawn(&settings(server, name, 30_000)))
-}
-
-fn request(input: &str, reply: &str) -> Request {
-    Request {
-        input: input.into(),
-        reply: reply.into(),
-        wait_ms: None,
-    }
-}
+use crate::worker::spawn;
 
 /// Two processes take turns on one conversation: each sees every turn of the other, in
 /// order, and the stored conversation holds every turn once.
@@ -47,27 +27,8 @@ async fn two_processes_alternate_turns_of_one_conversation() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let mut workers = two_workers(&server);
-    let mut expected: Vec<String> = Vec::new();
-    for round in 0..10 {
-        let question = format!("question {round}");
-        let answer = format!("answer {round}");
-        expected.push(question.clone());
-        let outcome = workers[round % 2].call(&request(&question, &answer));
-        assert_eq!(
-            outcome,
-            Outcome::Ok {
-                reply: answer.clone(),
-                model_input: expected.clone(),
-            },
-            "round {round}"
-        );
-        expected.push(answer);
-    }
-    let stored = server.store().await.load("shared").await.unwrap().unwrap();
-    assert_eq!(all_said(&stored.messages), expected);
-    assert_eq!(speakers(&stored.messages), ["a", "b"].repeat(5));
-    assert_eq!(stored.revision, 10);
+    let reader = server.store().await;
+    scenarios::two_processes_alternate_turns(|name, ttl| spawn(&server, name, ttl), &reader).await;
 }
 
 /// Two processes get a call on one session at the same moment: exactly one runs, the other
@@ -81,45 +42,12 @@ async fn racing_calls_from_two_processes_one_runs_the_other_is_busy() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let mut workers = two_workers(&server);
-    let mut expected: Vec<String> = Vec::new();
-    let mut wins = [0, 0];
-    for round in 0..8 {
-        let requests: Vec<Request> = ["a", "b"]
-            .iter()
-            .map(|name| Request {
-                input: format!("{name} asks {round}"),
-                reply: format!("{name} answers {round}"),
-                wait_ms: Some(300),
-            })
-            .collect();
-        for (worker, request) in workers.iter_mut().zip(&requests) {
-            worker.send(request);
-        }
-        let outcomes: Vec<Outcome> = workers.iter_mut().map(Worker::outcome).collect();
-        let winners: Vec<usize> = (0..2)
-            .filter(|&i| matches!(outcomes[i], Outcome::Ok { .. }))
-            .collect();
-        assert_eq!(winners.len(), 1, "round {round}: {outcomes:?}");
-        let winner = winners[0];
-        assert_eq!(outcomes[1 - winner], Outcome::Busy, "round {round}");
-        wins[winner] += 1;
-        expected.push(requests[winner].input.clone());
-        let Outcome::Ok { model_input, reply } = &outcomes[winner] else {
-            unreachable!()
-        };
-        assert_eq!(model_input, &expected, "round {round}");
-        assert_eq!(reply, &requests[winner].reply);
-        expected.extend([
-            "call wait".to_owned(),
-            "result waited 300ms".to_owned(),
-            requests[winner].reply.clone(),
-        ]);
-    }
-    println!("racing calls: wins {wins:?}");
-    let stored = server.store().await.load("shared").await.unwrap().unwrap();
-    assert_eq!(all_said(&stored.messages), expected);
-    assert!(stored.running_tools.is_empty());
+    let reader = server.store().await;
+    scenarios::racing_calls_one_runs_the_other_is_busy(
+        |name, ttl| spawn(&server, name, ttl),
+        &reader,
+    )
+    .await;
 }
 
 /// The lease holder is killed with SIGKILL mid-tool: the session stays busy while its lease
@@ -134,53 +62,16 @@ async fn a_killed_holder_frees_the_session_after_the_lease_ttl() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    const TTL: Duration = Duration::from_secs(2);
-    let mut holder = Worker::spawn(&settings(&server, "a", 2_000));
-    holder.send(&Request::until_interrupted("q1"));
-    holder.expect("TOOL_STARTED");
     let store = RedisSessionStore::builder(server.url())
-        .lease_ttl(TTL)
+        .lease_ttl(Duration::from_secs(2))
         .connect()
         .await
         .unwrap();
-    let model = ScriptedModel::new([]);
-    let b = agent(store.clone(), "shared", "b", model.clone());
-    // Alive, the holder keeps the session however long its tool runs.
-    tokio::time::sleep(TTL + Duration::from_millis(500)).await;
-    assert!(matches!(b.call("q2").await, Err(AgentError::Busy)));
-
-    holder.kill();
-    let killed = Instant::now();
-    let mut busy = 0;
-    model.push(ScriptedResponse::text("a2"));
-    let reply = loop {
-        match b.call("q2").await {
-            Err(AgentError::Busy) => busy += 1,
-            other => break other.unwrap(),
-        }
-        assert!(killed.elapsed() < TTL * 5, "the session stayed busy");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    let freed = killed.elapsed();
-    println!(
-        "killed holder: session free after {freed:?} ({busy} busy attempts; lease TTL {TTL:?})"
-    );
-    assert!(busy > 0, "the dead holder's lease lived on for its TTL");
-    assert!(freed <= TTL + Duration::from_secs(1), "{freed:?}");
-    assert_eq!(reply.text(), "a2");
-    let stored = store.load("shared").await.unwrap().unwrap();
-    assert_eq!(
-        all_said(&stored.messages),
-        [
-            "q1",
-            "call wait",
-            &format!("result {INTERRUPTED_WHILE_RUNNING}"),
-            "q2",
-            "a2"
-        ]
-    );
-    assert!(stored.running_tools.is_empty());
-    assert_eq!(model.request_count(), 1);
+    scenarios::a_killed_holder_frees_the_session_after_the_lease_ttl(
+        |name, ttl| spawn(&server, name, ttl),
+        store,
+    )
+    .await;
 }
 
 /// An interrupt from this process stops the call another process runs, as a local
@@ -194,21 +85,12 @@ async fn an_interrupt_from_one_process_stops_a_call_in_another() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let mut runner = Worker::spawn(&settings(&server, "b", 30_000));
-    runner.send(&Request::until_interrupted("q1"));
-    runner.expect("TOOL_STARTED");
     let store = server.store().await;
-    let a = agent(store.clone(), "shared", "a", ScriptedModel::new([]));
-    let started = Instant::now();
-    assert!(a.interrupt_session().await.unwrap());
-    let outcome = runner.outcome();
-    println!("interrupt across processes: {:?}", started.elapsed());
-    assert_interrupted(outcome, &store, "shared").await;
-    // The runner serves the next turn as usual.
-    assert!(matches!(
-        runner.call(&request("q2", "a2")),
-        Outcome::Ok { .. }
-    ));
+    scenarios::an_interrupt_from_one_process_stops_a_call_in_another(
+        |name, ttl| spawn(&server, name, ttl),
+        store,
+    )
+    .await;
 }
 
 /// Redis goes away mid-call and comes back (with its append-only file): the call fails with
@@ -245,7 +127,7 @@ async fn redis_restarted_mid_run_fails_the_call_cleanly_then_recovers() {
                 reply: "a1".into(),
                 wait_ms: Some(1_500),
             };
-            crate::worker::serve(&a, &model, &request).await
+            agentscope_test::session_store::instances::worker::serve(&a, &model, &request).await
         })
     };
     wait_running(&store, "shared").await;

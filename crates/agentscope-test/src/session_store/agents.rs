@@ -12,6 +12,7 @@
 //! // In a store crate: `#[tokio::test(flavor = "multi_thread", worker_threads = 4)]`.
 //! agents::alternating_agents([open(), open()], open(), 10).await;
 //! agents::concurrent_agents([open(), open()], open(), 50, 3).await;
+//! agents::many_sessions_at_once(open(), 1_000).await;
 //! # }
 //! ```
 //!
@@ -161,6 +162,126 @@ pub async fn concurrent_agents<S: SessionStore + Clone>(
         );
         assert!(state.running_tools.is_empty());
     }
+}
+
+/// `agents` agents (`agent-0`, `agent-1`, ...) call at once on a multi-thread runtime, each
+/// on its own session (`s0000`, `s0001`, ...) of one `store`; each call makes a calculator
+/// call and then answers, so it saves at every step. Every call succeeds (a panicked task
+/// counts as a failure), every session loads back with exactly its agent's messages (the
+/// question, the tool call with its id, the result, the answer), no tool left running, the
+/// agent's name and at least three revisions; and `store` lists exactly those sessions.
+/// Returns how long the calls took, for the caller to print.
+///
+/// # Panics
+///
+/// When any of that does not hold (or `agents` exceeds 10,000).
+pub async fn many_sessions_at_once<S: SessionStore + Clone + 'static>(
+    store: S,
+    agents: usize,
+) -> std::time::Duration {
+    assert!(agents <= 10_000, "session ids have four digits");
+    let session = |i: usize| format!("s{i:04}");
+    let mut built = Vec::with_capacity(agents);
+    for i in 0..agents {
+        let model = ScriptedModel::new([
+            ScriptedResponse::tool_call(
+                format!("call-{i}"),
+                "calculator",
+                json!({"expression": format!("{i}+1")}),
+            ),
+            ScriptedResponse::text(format!("The answer is {}.", i + 1)),
+        ]);
+        let agent = ReActAgent::builder()
+            .name(format!("agent-{i}"))
+            .model(model)
+            .toolkit(Toolkit::new().tool(Calculator::new()))
+            .session(store.clone(), session(i))
+            .build()
+            .expect("the agent builds");
+        built.push(agent);
+    }
+    let started = std::time::Instant::now();
+    let tasks: Vec<_> = built
+        .into_iter()
+        .enumerate()
+        .map(|(i, agent)| {
+            tokio::spawn(async move {
+                let result = agent.call(format!("What is {i}+1?")).await;
+                (agent, result)
+            })
+        })
+        .collect();
+    let mut failures = Vec::new();
+    let mut finished = Vec::with_capacity(agents);
+    for (i, task) in tasks.into_iter().enumerate() {
+        match task.await {
+            Ok((agent, Ok(reply))) => finished.push((i, agent, reply)),
+            Ok((_, Err(error))) => failures.push(format!("agent {i}: {error}")),
+            Err(panic) => failures.push(format!("agent {i} panicked: {panic}")),
+        }
+    }
+    let elapsed = started.elapsed();
+    assert!(
+        failures.is_empty(),
+        "{} of {agents} calls failed, first: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    for (i, agent, reply) in finished {
+        assert_eq!(reply.text(), format!("The answer is {}.", i + 1));
+        let state = load(&store, &session(i)).await;
+        let rows: Vec<(Role, String, Vec<String>, Vec<String>)> = state
+            .messages
+            .iter()
+            .map(|m| {
+                (
+                    m.role,
+                    m.text(),
+                    m.tool_uses().iter().map(|c| c.id.to_string()).collect(),
+                    m.tool_results().iter().map(|r| r.text_output()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (Role::User, format!("What is {i}+1?"), vec![], vec![]),
+                (
+                    Role::Assistant,
+                    String::new(),
+                    vec![format!("call-{i}")],
+                    vec![]
+                ),
+                (Role::Tool, String::new(), vec![], vec![(i + 1).to_string()]),
+                (
+                    Role::Assistant,
+                    format!("The answer is {}.", i + 1),
+                    vec![],
+                    vec![]
+                ),
+            ],
+            "session {}",
+            session(i)
+        );
+        assert_eq!(
+            state.messages,
+            agent.memory().messages(),
+            "session {}",
+            session(i)
+        );
+        assert!(state.running_tools.is_empty(), "session {}", session(i));
+        assert_eq!(state.agent.name, format!("agent-{i}"));
+        // One revision per save: the engine saved at every step.
+        assert!(
+            state.revision >= 3,
+            "session {}: {} saves",
+            session(i),
+            state.revision
+        );
+    }
+    let ids: Vec<String> = (0..agents).map(session).collect();
+    assert_eq!(store.list().await.expect("the store lists"), ids);
+    elapsed
 }
 
 async fn load<S: SessionStore>(store: &S, session: &str) -> AgentState {

@@ -1,0 +1,303 @@
+//! The scenarios every store shared by several instances runs, with exact outcomes. The
+//! process scenarios start workers through `spawn(name, lease_ttl_ms)`, which a store crate
+//! writes with [`Worker::spawn_shared`] (session `shared` on its server); the others take
+//! store handles opened separately (as separate processes would have them).
+//!
+//! They must run inside a multi-threaded tokio runtime, on a new, empty store.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use agentscope::prelude::*;
+use agentscope::session::{AgentState, SessionStore};
+
+use super::worker::{Outcome, Request, Worker, agent, serve};
+use super::{INTERRUPTED_WHILE_RUNNING, all_said, assert_interrupted, wait_running};
+use crate::messages::speakers;
+use crate::{RecordingHook, ScriptedModel, ScriptedResponse};
+
+/// Loads `session` of `store`, which must be stored.
+async fn stored<S: SessionStore + ?Sized>(store: &S, session: &str) -> AgentState {
+    store
+        .load(session)
+        .await
+        .expect("the store loads")
+        .expect("the session is stored")
+}
+
+/// Two processes (`a` and `b`, 30 s leases) take turns on one conversation: each sees every
+/// turn of the other, in order, and `reader` holds every turn once, at revision 10.
+///
+/// # Panics
+///
+/// When any of that does not hold.
+pub async fn two_processes_alternate_turns<S: SessionStore + ?Sized>(
+    spawn: impl Fn(&str, u64) -> Worker,
+    reader: &S,
+) {
+    let mut workers = ["a", "b"].map(|name| spawn(name, 30_000));
+    let mut expected: Vec<String> = Vec::new();
+    for round in 0..10 {
+        let question = format!("question {round}");
+        let answer = format!("answer {round}");
+        expected.push(question.clone());
+        let outcome = workers[round % 2].call(&Request::text(&question, &answer));
+        assert_eq!(
+            outcome,
+            Outcome::Ok {
+                reply: answer.clone(),
+                model_input: expected.clone(),
+            },
+            "round {round}"
+        );
+        expected.push(answer);
+    }
+    let stored = stored(reader, "shared").await;
+    assert_eq!(all_said(&stored.messages), expected);
+    assert_eq!(speakers(&stored.messages), ["a", "b"].repeat(5));
+    assert_eq!(stored.revision, 10);
+}
+
+/// Two processes (30 s leases) get a call on one session at the same moment: exactly one
+/// runs, the other is busy at once; round after round, `reader` holds exactly the winners'
+/// turns and no tool left running.
+///
+/// # Panics
+///
+/// When any of that does not hold.
+pub async fn racing_calls_one_runs_the_other_is_busy<S: SessionStore + ?Sized>(
+    spawn: impl Fn(&str, u64) -> Worker,
+    reader: &S,
+) {
+    let mut workers = ["a", "b"].map(|name| spawn(name, 30_000));
+    let mut expected: Vec<String> = Vec::new();
+    let mut wins = [0, 0];
+    for round in 0..8 {
+        let requests: Vec<Request> = ["a", "b"]
+            .iter()
+            .map(|name| Request {
+                input: format!("{name} asks {round}"),
+                reply: format!("{name} answers {round}"),
+                wait_ms: Some(300),
+            })
+            .collect();
+        for (worker, request) in workers.iter_mut().zip(&requests) {
+            worker.send(request);
+        }
+        let outcomes: Vec<Outcome> = workers.iter_mut().map(Worker::outcome).collect();
+        let winners: Vec<usize> = (0..2)
+            .filter(|&i| matches!(outcomes[i], Outcome::Ok { .. }))
+            .collect();
+        assert_eq!(winners.len(), 1, "round {round}: {outcomes:?}");
+        let winner = winners[0];
+        assert_eq!(outcomes[1 - winner], Outcome::Busy, "round {round}");
+        wins[winner] += 1;
+        expected.push(requests[winner].input.clone());
+        let Outcome::Ok { model_input, reply } = &outcomes[winner] else {
+            unreachable!()
+        };
+        assert_eq!(model_input, &expected, "round {round}");
+        assert_eq!(reply, &requests[winner].reply);
+        expected.extend([
+            "call wait".to_owned(),
+            "result waited 300ms".to_owned(),
+            requests[winner].reply.clone(),
+        ]);
+    }
+    println!("racing calls: wins {wins:?}");
+    let stored = stored(reader, "shared").await;
+    assert_eq!(all_said(&stored.messages), expected);
+    assert!(stored.running_tools.is_empty());
+}
+
+/// The lease holder (a process with 2 s leases) is killed with SIGKILL mid-tool: the
+/// session stays busy while its lease lives, then an agent on `store` (whose leases live
+/// 2 s) takes it, and the tool the dead process left running gets the "interrupted while
+/// running" result: no orphan call, and it is not run again.
+///
+/// # Panics
+///
+/// When any of that does not hold.
+pub async fn a_killed_holder_frees_the_session_after_the_lease_ttl<S>(
+    spawn: impl Fn(&str, u64) -> Worker,
+    store: S,
+) where
+    S: SessionStore + Clone + 'static,
+{
+    const TTL: Duration = Duration::from_secs(2);
+    let mut holder = spawn("a", 2_000);
+    holder.send(&Request::until_interrupted("q1"));
+    holder.expect("TOOL_STARTED");
+    let model = ScriptedModel::new([]);
+    let b = agent(store.clone(), "shared", "b", model.clone());
+    // Alive, the holder keeps the session however long its tool runs.
+    tokio::time::sleep(TTL + Duration::from_millis(500)).await;
+    assert!(matches!(b.call("q2").await, Err(AgentError::Busy)));
+
+    holder.kill();
+    let killed = Instant::now();
+    let mut busy = 0;
+    model.push(ScriptedResponse::text("a2"));
+    let reply = loop {
+        match b.call("q2").await {
+            Err(AgentError::Busy) => busy += 1,
+            other => break other.expect("the call after the lease expired"),
+        }
+        assert!(killed.elapsed() < TTL * 5, "the session stayed busy");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let freed = killed.elapsed();
+    println!(
+        "killed holder: session free after {freed:?} ({busy} busy attempts; lease TTL {TTL:?})"
+    );
+    assert!(busy > 0, "the dead holder's lease lived on for its TTL");
+    assert!(freed <= TTL + Duration::from_secs(1), "{freed:?}");
+    assert_eq!(reply.text(), "a2");
+    let stored = stored(&store, "shared").await;
+    assert_eq!(
+        all_said(&stored.messages),
+        [
+            "q1",
+            "call wait",
+            &format!("result {INTERRUPTED_WHILE_RUNNING}"),
+            "q2",
+            "a2"
+        ]
+    );
+    assert!(stored.running_tools.is_empty());
+    assert_eq!(model.request_count(), 1);
+}
+
+/// An interrupt from an agent on `store` (in this process) stops the call another process
+/// (`b`, 30 s leases) runs, as a local interrupt would; the runner serves the next turn as
+/// usual.
+///
+/// # Panics
+///
+/// When any of that does not hold.
+pub async fn an_interrupt_from_one_process_stops_a_call_in_another<S>(
+    spawn: impl Fn(&str, u64) -> Worker,
+    store: S,
+) where
+    S: SessionStore + Clone + 'static,
+{
+    let mut runner = spawn("b", 30_000);
+    runner.send(&Request::until_interrupted("q1"));
+    runner.expect("TOOL_STARTED");
+    let a = agent(store.clone(), "shared", "a", ScriptedModel::new([]));
+    let started = Instant::now();
+    assert!(a.interrupt_session().await.expect("the interrupt is sent"));
+    let outcome = runner.outcome();
+    println!("interrupt across processes: {:?}", started.elapsed());
+    assert_interrupted(outcome, &store, "shared").await;
+    // The runner serves the next turn as usual.
+    assert!(matches!(
+        runner.call(&Request::text("q2", "a2")),
+        Outcome::Ok { .. }
+    ));
+}
+
+/// Two instances (agents on `store_a` and `store_b`) on session `s`: while `a` runs a call,
+/// `b` is busy at once (no hook ran, the model was not asked, nothing stored; observing is
+/// refused too); `b`'s interrupt ends `a`'s call as a local interrupt would; then `b` runs
+/// on the whole conversation, and an interrupt finds no call.
+///
+/// # Panics
+///
+/// When any of that does not hold.
+pub async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_the_first<S>(
+    store_a: S,
+    store_b: S,
+) where
+    S: SessionStore + Clone + 'static,
+{
+    let model_a = ScriptedModel::new([]);
+    let a = agent(store_a, "s", "a", model_a.clone());
+    let model_b = ScriptedModel::new([]);
+    let b = agent(store_b.clone(), "s", "b", model_b.clone());
+    let recorder = RecordingHook::new(0);
+    b.add_hook(recorder.clone());
+
+    let running =
+        tokio::spawn(async move { serve(&a, &model_a, &Request::until_interrupted("q1")).await });
+    wait_running(&store_b, "s").await;
+    let before = stored(&store_b, "s").await;
+
+    // Instance B: busy at once; no hook ran, the model was not asked, nothing was stored.
+    let error = b.call("q2").await.expect_err("b is busy");
+    assert!(matches!(error, AgentError::Busy), "{error:?}");
+    assert!(recorder.events().is_empty(), "{:?}", recorder.events());
+    assert_eq!(model_b.request_count(), 0);
+    assert_eq!(stored(&store_b, "s").await, before);
+    // Observing takes the lease too.
+    assert!(matches!(
+        b.observe(Msg::user("note")).await,
+        Err(AgentError::Busy)
+    ));
+
+    // B interrupts A's call: A ends as a local interrupt ends it.
+    let started = Instant::now();
+    assert!(b.interrupt_session().await.expect("the interrupt is sent"));
+    let outcome = running.await.expect("a's call task");
+    println!("interrupt across instances: {:?}", started.elapsed());
+    assert_interrupted(outcome, &store_b, "s").await;
+    let stored = stored(&store_b, "s").await;
+
+    // The lease was given back with the call: B runs now, on the whole conversation.
+    model_b.push(ScriptedResponse::text("a2"));
+    assert_eq!(b.call("q2").await.expect("b's call").text(), "a2");
+    let mut expected = all_said(&stored.messages);
+    expected.push("q2".into());
+    assert_eq!(all_said(&model_b.requests()[0].messages), expected);
+    assert_eq!(recorder.types().first(), Some(&HookEventType::PreCall));
+    // Nobody holds the session now: an interrupt finds no call.
+    assert!(!b.interrupt_session().await.expect("the interrupt is sent"));
+}
+
+/// A dropped call (an agent on `store_a`, on session `s`) gives its lease back at once, in
+/// the background: `lease_held` (the store's own look at its lease of `s`) turns false
+/// within 5 s; and the next call, on `store_b`, settles the tool it left running.
+///
+/// # Panics
+///
+/// When any of that does not hold.
+pub async fn a_dropped_call_gives_its_lease_back<S, F, Fut>(
+    store_a: S,
+    store_b: S,
+    mut lease_held: F,
+) where
+    S: SessionStore + Clone + 'static,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let model_a = ScriptedModel::new([]);
+    let a = agent(store_a, "s", "a", model_a.clone());
+    let running =
+        tokio::spawn(async move { serve(&a, &model_a, &Request::until_interrupted("q1")).await });
+    wait_running(&store_b, "s").await;
+    running.abort();
+    assert!(
+        running
+            .await
+            .expect_err("the call was aborted")
+            .is_cancelled()
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while lease_held().await {
+        assert!(Instant::now() < deadline, "the dropped call's lease stayed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let model_b = ScriptedModel::new([ScriptedResponse::text("a2")]);
+    let b = agent(store_b.clone(), "s", "b", model_b.clone());
+    assert_eq!(b.call("q2").await.expect("b's call").text(), "a2");
+    assert_eq!(
+        all_said(&stored(&store_b, "s").await.messages),
+        [
+            "q1",
+            "call wait",
+            &format!("result {INTERRUPTED_WHILE_RUNNING}"),
+            "q2",
+            "a2"
+        ]
+    );
+}
