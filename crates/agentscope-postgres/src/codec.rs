@@ -3,6 +3,7 @@
 //! [`SessionError::Corrupt`] naming the session.
 
 use agentscope_core::Msg;
+use agentscope_core::plumbing::columns::ChangeColumns;
 use agentscope_core::plumbing::rfc3339;
 use agentscope_core::session::{AgentState, AgentStateParts, SessionError, StateChange};
 use serde::de::DeserializeOwned;
@@ -13,21 +14,11 @@ pub(crate) struct EncodedChange {
     pub(crate) kept: i32,
     pub(crate) revision: i64,
     pub(crate) message_count: i32,
-    pub(crate) agent: String,
-    pub(crate) metadata: String,
-    pub(crate) running_tools: String,
-    pub(crate) hooks: String,
-    pub(crate) saved_at: String,
-    pub(crate) appended: Vec<String>,
+    pub(crate) columns: ChangeColumns,
 }
 
 impl EncodedChange {
     pub(crate) fn new(session: &str, change: &StateChange) -> Result<Self, SessionError> {
-        let appended = change
-            .appended
-            .iter()
-            .map(|msg| encode(session, msg))
-            .collect::<Result<_, _>>()?;
         let out_of_range = |what: &str, value: u128| SessionError::InvalidChange {
             session: session.to_owned(),
             message: format!("{what} {value} is out of range"),
@@ -40,19 +31,9 @@ impl EncodedChange {
                 .map_err(|_| out_of_range("revision", u128::from(change.revision())))?,
             message_count: i32::try_from(count)
                 .map_err(|_| out_of_range("message count", count))?,
-            agent: encode(session, &change.agent)?,
-            metadata: encode(session, &change.metadata)?,
-            running_tools: encode(session, &change.running_tools)?,
-            hooks: encode(session, &change.hooks)?,
-            saved_at: rfc3339::format(&change.saved_at),
-            appended,
+            columns: ChangeColumns::of(session, change)?,
         })
     }
-}
-
-fn encode(session: &str, value: &impl serde::Serialize) -> Result<String, SessionError> {
-    serde_json::to_string(value)
-        .map_err(|error| SessionError::corrupt(session, format_args!("cannot serialise: {error}")))
 }
 
 /// The stored revision and message count of a locked session row.

@@ -88,12 +88,12 @@ impl PostgresSessionStore {
             &session,
             &encoded.revision,
             &i32::try_from(AgentState::CURRENT_VERSION).unwrap_or(i32::MAX),
-            &encoded.agent,
-            &encoded.metadata,
-            &encoded.running_tools,
-            &encoded.hooks,
+            &encoded.columns.agent,
+            &encoded.columns.metadata,
+            &encoded.columns.running_tools,
+            &encoded.columns.hooks,
             &encoded.message_count,
-            &encoded.saved_at,
+            &encoded.columns.saved_at,
         ];
         match tx.query_opt(&head, &[&session]).await.map_err(fail)? {
             Some(row) => {
@@ -195,7 +195,7 @@ async fn append(
     session: &str,
     encoded: &EncodedChange,
 ) -> Result<(), SessionError> {
-    if encoded.appended.is_empty() {
+    if encoded.columns.appended.is_empty() {
         return Ok(());
     }
     let fail = |error: tokio_postgres::Error| db.fail(Some(session), "saving", &error);
@@ -203,9 +203,12 @@ async fn append(
         .prepare_cached(&db.sql.insert_messages)
         .await
         .map_err(fail)?;
-    tx.execute(&insert, &[&session, &encoded.kept, &encoded.appended])
-        .await
-        .map_err(fail)?;
+    tx.execute(
+        &insert,
+        &[&session, &encoded.kept, &encoded.columns.appended],
+    )
+    .await
+    .map_err(fail)?;
     Ok(())
 }
 

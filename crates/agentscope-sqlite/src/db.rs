@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use agentscope_core::Msg;
+use agentscope_core::plumbing::columns::ChangeColumns;
 use agentscope_core::plumbing::rfc3339;
 use agentscope_core::session::{AgentState, AgentStateParts, SessionError, StateChange};
 use rusqlite::types::{Value, ValueRef};
@@ -135,29 +136,14 @@ pub(crate) fn init(connection: &mut Connection) -> Result<Opened, rusqlite::Erro
 /// A change serialised for its rows, before the writer is taken.
 pub(crate) struct EncodedChange {
     change: StateChange,
-    agent: String,
-    metadata: String,
-    running_tools: String,
-    hooks: String,
-    saved_at: String,
-    appended: Vec<String>,
+    columns: ChangeColumns,
 }
 
 impl EncodedChange {
     pub(crate) fn new(session: &str, change: &StateChange) -> Result<Self, SessionError> {
-        let appended = change
-            .appended
-            .iter()
-            .map(|msg| encode(session, msg))
-            .collect::<Result<_, _>>()?;
         Ok(Self {
             change: change.clone(),
-            agent: encode(session, &change.agent)?,
-            metadata: encode(session, &change.metadata)?,
-            running_tools: encode(session, &change.running_tools)?,
-            hooks: encode(session, &change.hooks)?,
-            saved_at: rfc3339::format(&change.saved_at),
-            appended,
+            columns: ChangeColumns::of(session, change)?,
         })
     }
 }
@@ -225,7 +211,7 @@ pub(crate) fn save(
                     .map_err(db)?;
             }
         }
-        for (offset, json) in encoded.appended.iter().enumerate() {
+        for (offset, json) in encoded.columns.appended.iter().enumerate() {
             let position = to_i64(session, change.kept + offset)?;
             insert
                 .execute(rusqlite::params![id, position, json])
@@ -249,12 +235,12 @@ pub(crate) fn save(
                 id,
                 revision_value,
                 AgentState::CURRENT_VERSION,
-                encoded.agent,
-                encoded.metadata,
-                encoded.running_tools,
-                encoded.hooks,
+                encoded.columns.agent,
+                encoded.columns.metadata,
+                encoded.columns.running_tools,
+                encoded.columns.hooks,
                 count,
-                encoded.saved_at,
+                encoded.columns.saved_at,
             ])
         })
         .map_err(db)?;
