@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use agentscope_core::ToolContext;
-use futures::StreamExt;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
     ClientConfig, ClientRequest, Implementation, RequestId, RequestMetaObject, ServerResult,
@@ -568,7 +567,7 @@ impl Inner {
             tokio::select! {
                 biased;
                 response = &mut rx => break response,
-                Some(update) = progress.rx.next() => {
+                Some(update) = progress.rx.recv() => {
                     if let Some(ctx) = ctx {
                         ctx.emit(progress_text(&update)).await;
                     }

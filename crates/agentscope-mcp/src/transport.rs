@@ -9,7 +9,6 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use futures::channel::mpsc;
 use rmcp::RoleClient;
 use rmcp::model::{
     ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
@@ -20,6 +19,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
 use tokio::io::AsyncBufReadExt;
 use tokio::process::ChildStderr;
+use tokio::sync::mpsc;
 
 use agentscope_core::plumbing::redact::Redactor;
 
@@ -72,6 +72,11 @@ impl SseRetryPolicy for SseResume {
 }
 
 /// Routes progress notifications to the call that owns their token.
+///
+/// Each call's notifications wait in a bounded buffer ([`CALL_CAPACITY`](Self::CALL_CAPACITY));
+/// when a call is that far behind (its stream's consumer is slow), [`route`](Self::route)
+/// waits, and with it the connection's reader: the server is slowed down, as a local tool
+/// that floods progress is, instead of its notifications piling up in memory.
 #[derive(Default)]
 pub(crate) struct ProgressRouter {
     state: Mutex<RouterState>,
@@ -79,7 +84,7 @@ pub(crate) struct ProgressRouter {
 
 #[derive(Default)]
 struct RouterState {
-    routes: HashMap<ProgressToken, mpsc::UnboundedSender<ProgressNotificationParam>>,
+    routes: HashMap<ProgressToken, mpsc::Sender<ProgressNotificationParam>>,
     /// Notifications whose call has not subscribed yet: the request is on its way before
     /// the call learns its token, so a fast server can answer first. Bounded; the oldest
     /// go first (they belong to calls that finished).
@@ -88,32 +93,44 @@ struct RouterState {
 
 impl ProgressRouter {
     const EARLY_CAPACITY: usize = 64;
+    /// Notifications of one call waiting for it; at least `EARLY_CAPACITY`, so those that
+    /// arrived before the call subscribed always fit.
+    const CALL_CAPACITY: usize = Self::EARLY_CAPACITY;
 
     fn state(&self) -> std::sync::MutexGuard<'_, RouterState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn route(&self, progress: ProgressNotificationParam) {
-        let mut state = self.state();
-        if let Some(route) = state.routes.get(&progress.progress_token) {
-            let _ = route.unbounded_send(progress);
-            return;
-        }
-        if state.early.len() == Self::EARLY_CAPACITY {
-            state.early.pop_front();
-        }
-        state.early.push_back(progress);
+    /// Hands `progress` to its call, waiting while the call's buffer is full; keeps it for
+    /// a call that has not subscribed yet.
+    pub(crate) async fn route(&self, progress: ProgressNotificationParam) {
+        let route = {
+            let mut state = self.state();
+            match state.routes.get(&progress.progress_token) {
+                Some(route) => route.clone(),
+                None => {
+                    if state.early.len() == Self::EARLY_CAPACITY {
+                        state.early.pop_front();
+                    }
+                    state.early.push_back(progress);
+                    return;
+                }
+            }
+        };
+        // Fails only when the call has ended (its subscription dropped): nobody to tell.
+        let _ = route.send(progress).await;
     }
 
     /// The progress of the call that sent `token`, from now until the returned
     /// subscription is dropped (with anything that arrived before).
     pub(crate) fn subscribe(self: &Arc<Self>, token: ProgressToken) -> ProgressSubscription {
-        let (tx, rx) = mpsc::unbounded();
+        let (tx, rx) = mpsc::channel(Self::CALL_CAPACITY);
         let mut state = self.state();
         let early = std::mem::take(&mut state.early);
         for progress in early {
             if progress.progress_token == token {
-                let _ = tx.unbounded_send(progress);
+                // Fits: at most EARLY_CAPACITY are early, and the channel is new.
+                let _ = tx.try_send(progress);
             } else {
                 state.early.push_back(progress);
             }
@@ -131,7 +148,7 @@ impl ProgressRouter {
 pub(crate) struct ProgressSubscription {
     router: Arc<ProgressRouter>,
     token: ProgressToken,
-    pub(crate) rx: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    pub(crate) rx: mpsc::Receiver<ProgressNotificationParam>,
 }
 
 impl Drop for ProgressSubscription {
@@ -161,7 +178,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
         if let Some(ServerJsonRpcMessage::Notification(notification)) = &message
             && let ServerNotification::ProgressNotification(progress) = &notification.notification
         {
-            self.router.route(progress.params.clone());
+            self.router.route(progress.params.clone()).await;
         }
         message
     }
@@ -195,14 +212,14 @@ mod tests {
         ProgressNotificationParam::new(ProgressToken(NumberOrString::Number(token)), value)
     }
 
-    #[test]
-    fn early_progress_is_kept_for_its_call_in_order() {
+    #[tokio::test]
+    async fn early_progress_is_kept_for_its_call_in_order() {
         let router = Arc::new(ProgressRouter::default());
-        router.route(progress(7, 1.0));
-        router.route(progress(8, 1.0));
-        router.route(progress(7, 2.0));
+        router.route(progress(7, 1.0)).await;
+        router.route(progress(8, 1.0)).await;
+        router.route(progress(7, 2.0)).await;
         let mut subscription = router.subscribe(ProgressToken(NumberOrString::Number(7)));
-        router.route(progress(7, 3.0));
+        router.route(progress(7, 3.0)).await;
         let mut got = Vec::new();
         while let Ok(p) = subscription.rx.try_recv() {
             got.push(p.progress);
@@ -213,11 +230,11 @@ mod tests {
         assert_eq!(router.state().early.len(), 1);
     }
 
-    #[test]
-    fn early_progress_is_bounded() {
+    #[tokio::test]
+    async fn early_progress_is_bounded() {
         let router = ProgressRouter::default();
         for i in 0..100 {
-            router.route(progress(i, 1.0));
+            router.route(progress(i, 1.0)).await;
         }
         let state = router.state();
         assert_eq!(state.early.len(), ProgressRouter::EARLY_CAPACITY);
@@ -225,5 +242,34 @@ mod tests {
             state.early.front().map(|p| p.progress_token.clone()),
             Some(ProgressToken(NumberOrString::Number(36)))
         );
+    }
+
+    /// A call that is behind holds up the connection's reader (the server slows down)
+    /// instead of its notifications piling up: the buffer holds `CALL_CAPACITY`, the next
+    /// `route` waits until the call takes one.
+    #[tokio::test]
+    async fn a_call_that_is_behind_slows_the_connection_down() {
+        let router = Arc::new(ProgressRouter::default());
+        let mut subscription = router.subscribe(ProgressToken(NumberOrString::Number(7)));
+        for i in 0..ProgressRouter::CALL_CAPACITY {
+            router.route(progress(7, i as f64)).await;
+        }
+        let blocked = router.route(progress(7, -1.0));
+        tokio::pin!(blocked);
+        assert!(
+            futures::poll!(blocked.as_mut()).is_pending(),
+            "a full call's buffer makes the reader wait"
+        );
+        assert_eq!(subscription.rx.recv().await.map(|p| p.progress), Some(0.0));
+        blocked.await;
+        let mut rest = Vec::new();
+        while let Ok(p) = subscription.rx.try_recv() {
+            rest.push(p.progress);
+        }
+        assert_eq!(rest.len(), ProgressRouter::CALL_CAPACITY);
+        assert_eq!(rest.last(), Some(&-1.0));
+        // A call that ended does not hold the reader up.
+        drop(subscription);
+        router.route(progress(7, 9.0)).await;
     }
 }

@@ -119,8 +119,35 @@ pub(crate) enum Opened {
     NotWal(String),
 }
 
-/// Switches the database to WAL mode and creates the tables if needed.
-pub(crate) fn init(connection: &mut Connection) -> Result<Opened, rusqlite::Error> {
+/// Switches the database to WAL mode and creates the tables if needed, waiting up to
+/// `busy_timeout` for other processes doing the same.
+///
+/// SQLite does not call the busy handler for every lock this needs: a connection that
+/// finds another switching a new file to WAL mode gets `SQLITE_BUSY` at once, so processes
+/// that open a new file at the same moment would fail with "database is locked". This
+/// retries with short pauses instead, until `busy_timeout` has passed.
+pub(crate) fn init(
+    connection: &mut Connection,
+    busy_timeout: Duration,
+) -> Result<Opened, rusqlite::Error> {
+    const PAUSE: Duration = Duration::from_millis(5);
+    let deadline = std::time::Instant::now() + busy_timeout;
+    loop {
+        match try_init(connection) {
+            Err(rusqlite::Error::SqliteFailure(error, _))
+                if matches!(
+                    error.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(PAUSE);
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+fn try_init(connection: &mut Connection) -> Result<Opened, rusqlite::Error> {
     let mode: String =
         connection.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {

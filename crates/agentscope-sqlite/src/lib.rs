@@ -149,7 +149,9 @@
 //!   block the writer and the writer does not block readers, so loads run concurrently with
 //!   saves. WAL needs shared memory between the processes: use a file on a local file
 //!   system, not a network share. [`open`](SqliteSessionStore::open) refuses a database that
-//!   cannot use WAL.
+//!   cannot use WAL. Switching a new file to WAL gets `SQLITE_BUSY` at once, without the
+//!   busy timeout, when another process is doing the same: `open` retries it for up to the
+//!   busy timeout, so processes that open one new file at the same moment all open it.
 //! - **One writer at a time.** SQLite lets one connection write at a time, whatever the
 //!   number of connections. Connections that find the database locked retry with sleeps of
 //!   up to 100 ms until their [busy timeout](https://www.sqlite.org/c3ref/busy_timeout.html)
@@ -355,7 +357,7 @@ impl SqliteSessionStoreBuilder {
             SessionError::backend(None, format_args!("opening {}", path.display()), error)
         };
         let mut writer = db::connect(&path, busy_timeout, false).map_err(store_error)?;
-        let legacy = match db::init(&mut writer).map_err(store_error)? {
+        let legacy = match db::init(&mut writer, busy_timeout).map_err(store_error)? {
             db::Opened::Ready { legacy } => legacy,
             db::Opened::NotWal(mode) => {
                 return Err(SessionError::Backend {

@@ -14,7 +14,8 @@ use agentscope::InMemoryMemory;
 use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 use agentscope::prelude::*;
 use agentscope::session::{
-    AgentIdentity, AgentState, JsonFileSessionStore, SessionError, SessionStore, StateChange,
+    AgentIdentity, AgentState, HookState, JsonFileSessionStore, SessionError, SessionStore,
+    StateChange,
 };
 use agentscope_test::tools::Calculator;
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedModel, ScriptedResponse};
@@ -480,12 +481,33 @@ async fn a_failed_save_fails_the_call_and_the_next_call_starts_from_the_stored_s
     assert_eq!(texts(&agent.memory().messages()), ["1", "one", "2", "two"]);
     assert!(!agent.is_running());
 
-    // A call that fails anyway keeps its own error when the save fails too.
-    let fresh = ScriptedModel::new([ScriptedResponse::error("boom")]);
-    let failing = bound_agent(fresh, store.clone(), "s");
+    // A call that fails anyway keeps its own error when the save fails too: a hook counts
+    // errors in its session state, so the failed call has something to save at its end.
+    let counter = hook_fn(|event| {
+        if let HookEvent::Error(e) = event
+            && let Some(state) = e.extensions_mut().get_mut::<HookState>()
+        {
+            let errors: u64 = state.get("error_counter")?.unwrap_or(0);
+            state.set("error_counter", &(errors + 1));
+        }
+        Ok(())
+    })
+    .with_name("error_counter");
+    let failing = ReActAgent::builder()
+        .model(ScriptedModel::new([ScriptedResponse::error("boom")]))
+        .hook(counter)
+        .session(store.clone(), "s")
+        .build()
+        .unwrap();
+    let saves_before = store.saves();
     assert_eq!(
         failing.call("x").await.unwrap_err().to_string(),
         "model error: boom"
+    );
+    assert_eq!(
+        store.saves() - saves_before,
+        1,
+        "the failed call tried to save the hook's count, and the store failed it"
     );
 
     store.fail_saves(false);
