@@ -27,7 +27,7 @@ use crate::request::{Settings, build_body};
 ///
 /// ```no_run
 /// use agentscope_anthropic::AnthropicModel;
-/// use agentscope_core::{Model, ModelRequest, Msg};
+/// use agentscope::{Model, ModelRequest, Msg};
 /// use futures::StreamExt;
 ///
 /// # async fn run() -> Result<(), agentscope_core::ModelError> {

@@ -27,7 +27,6 @@
 //!
 //! ```no_run
 //! use agentscope::prelude::*;
-//! use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 //! use agentscope_mcp::{McpClient, McpServerConfig};
 //!
 //! # async fn demo(model: impl Model) -> Result<(), Box<dyn std::error::Error>> {

@@ -28,7 +28,7 @@ use crate::request::build_body;
 /// [`ChatResponse`]: agentscope_core::ChatResponse
 ///
 /// ```no_run
-/// use agentscope_core::{Model, ModelRequest, Msg};
+/// use agentscope::{Model, ModelRequest, Msg};
 /// use agentscope_openai::OpenAIChatModel;
 /// use futures::StreamExt;
 ///

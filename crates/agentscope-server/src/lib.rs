@@ -26,7 +26,6 @@
 //! [`AgUi::router`].
 //!
 //! ```
-//! use agentscope::hooks::ApprovalPolicy;
 //! use agentscope::prelude::*;
 //! use agentscope_server::{AgUi, AgentSpec};
 //! use agentscope_test::{ScriptedModel, ScriptedResponse};

@@ -17,7 +17,6 @@ use crate::error::ApiError;
 /// thread's state lives in the store, so any instance can serve its next run.
 ///
 /// ```
-/// use agentscope::hooks::ApprovalPolicy;
 /// use agentscope::prelude::*;
 /// use agentscope_server::AgentSpec;
 /// use agentscope_test::{ScriptedModel, ScriptedResponse};

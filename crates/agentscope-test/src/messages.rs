@@ -2,7 +2,7 @@
 //! reason) to check a memory or a model input exactly, their texts, and who spoke.
 //!
 //! ```
-//! use agentscope_core::{ContentBlock, Msg, Role};
+//! use agentscope::{ContentBlock, Msg, Role};
 //! use agentscope_test::messages::{rows, speakers, texts};
 //!
 //! let memory = [Msg::user("hi"), Msg::assistant("Hello!")];

@@ -214,7 +214,7 @@ pub async fn run(model: &impl Model, request: ModelRequest) -> Outcome {
 /// and each source's `Display` and `Debug`. For checking that no secret is in any of them.
 ///
 /// ```
-/// use agentscope_core::ModelError;
+/// use agentscope::ModelError;
 ///
 /// let error = ModelError::Timeout;
 /// assert!(agentscope_test::model_conformance::error_texts(&error).contains("Timeout"));
@@ -233,7 +233,7 @@ pub fn error_texts(error: &ModelError) -> String {
 /// `attempts` attempts: the source of [`ModelError::RetriesExhausted`].
 ///
 /// ```
-/// use agentscope_core::ModelError;
+/// use agentscope::ModelError;
 /// use agentscope_test::model_conformance::given_up_after;
 ///
 /// let error = ModelError::gave_up_after(3, ModelError::Timeout);

@@ -7,7 +7,7 @@ use agentscope_core::{Hook, HookError, HookEvent, HookEventType, HookEventTypes}
 /// Cloning shares the record: keep one clone, give the other to the agent.
 ///
 /// ```
-/// use agentscope_core::{HookEventType, HookEventTypes};
+/// use agentscope::{HookEventType, HookEventTypes};
 /// use agentscope_test::RecordingHook;
 ///
 /// let calls_only = RecordingHook::new(10)

@@ -8,7 +8,7 @@
 //! ```
 //! # use std::collections::BTreeMap;
 //! # use std::sync::Mutex;
-//! # use agentscope_core::session::{
+//! # use agentscope::session::{
 //! #     AgentState, SessionError, SessionStore, StateChange, validate_session_id,
 //! # };
 //! # use futures::future::{BoxFuture, FutureExt};
@@ -57,7 +57,7 @@
 //! [`SessionStoreConformance`] and [`Check`]:
 //!
 //! ```no_run
-//! # use agentscope_core::session::SessionStore;
+//! # use agentscope::session::SessionStore;
 //! # async fn example<S: SessionStore>(make: impl FnMut() -> S) {
 //! use agentscope_test::session_store::{Check, SessionStoreConformance};
 //!

@@ -220,7 +220,6 @@ impl ReActAgentBuilder {
     ///
     /// ```
     /// use agentscope::prelude::*;
-    /// use agentscope::session::JsonFileSessionStore;
     /// use agentscope_test::ScriptedModel;
     ///
     /// let store = JsonFileSessionStore::new(std::env::temp_dir().join("my-app-sessions"));

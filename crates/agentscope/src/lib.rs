@@ -72,15 +72,27 @@ pub use agentscope_core::{
 };
 pub use memory::InMemoryMemory;
 
-/// The names most programs need: `use agentscope::prelude::*;`.
+/// The names most programs need, and the names the guides use without a path:
+/// `use agentscope::prelude::*;`. Each is the same item as at its home (the crate root,
+/// [`hooks`], [`session`], [`multi_agent`]).
+///
+/// [`Agent`] is not in it: its `call` and `stream` take a [`CallInput`], and with the trait in
+/// scope `agent.call(msg)` on an `Arc<ReActAgent>` resolves to the trait's method (through
+/// `impl Agent for Arc<A>`) and stops compiling. Import `agentscope::Agent` where you use the
+/// trait.
 pub mod prelude {
+    pub use crate::hooks::{ApprovalPolicy, ToolApprovalHook};
+    #[cfg(feature = "multi-agent")]
+    pub use crate::multi_agent::{AgentTool, MsgHub};
+    #[cfg(feature = "json-store")]
+    pub use crate::session::JsonFileSessionStore;
     #[cfg(feature = "schema")]
     pub use crate::typed_tool_fn;
     pub use crate::{
         AgentError, AgentStream, BuildError, ContentBlock, Event, EventType, GenerateOptions,
         GenerateReason, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Memory, Model,
-        Msg, ReActAgent, Role, StreamOptions, Tool, ToolContext, ToolError, ToolOutput,
-        ToolResultBlock, ToolSource, ToolUseBlock, Toolkit, hook_fn, tool_fn,
+        Msg, ReActAgent, ReActAgentBuilder, Role, StreamOptions, Tool, ToolContext, ToolError,
+        ToolOutput, ToolResultBlock, ToolSource, ToolUseBlock, Toolkit, hook_fn, tool_fn,
     };
 }
 

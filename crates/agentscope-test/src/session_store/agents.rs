@@ -5,7 +5,7 @@
 //! opens its own way:
 //!
 //! ```no_run
-//! # use agentscope_core::session::SessionStore;
+//! # use agentscope::session::SessionStore;
 //! # async fn example<S: SessionStore + Clone>(open: impl Fn() -> S) {
 //! use agentscope_test::session_store::agents;
 //!

@@ -7,7 +7,7 @@
 //! the ignored entry test, and calls the scenarios from its tests:
 //!
 //! ```no_run
-//! # use agentscope_core::session::SessionStore;
+//! # use agentscope::session::SessionStore;
 //! use agentscope_test::session_store::instances::worker::{self, Settings, WorkerEntry};
 //!
 //! // In `tests/instances/worker.rs`:
@@ -47,7 +47,7 @@ pub const INTERRUPTED_WHILE_RUNNING: &str = "Error: Tool execution was interrupt
 /// `result <text>`.
 ///
 /// ```
-/// use agentscope::prelude::Msg;
+/// use agentscope::Msg;
 /// use agentscope_test::session_store::instances::said;
 ///
 /// assert_eq!(said(&Msg::user("hi")), "hi");
@@ -65,7 +65,7 @@ pub fn said(msg: &Msg) -> String {
 /// What each of `messages` says ([`said`]).
 ///
 /// ```
-/// use agentscope::prelude::Msg;
+/// use agentscope::Msg;
 /// use agentscope_test::session_store::instances::all_said;
 ///
 /// assert_eq!(all_said(&[Msg::user("q"), Msg::assistant("a")]), ["q", "a"]);

@@ -27,7 +27,7 @@ use crate::toolkit::argument_problems;
 /// Which tool calls need approval.
 ///
 /// ```
-/// use agentscope::hooks::ApprovalPolicy;
+/// use agentscope::prelude::*;
 /// use agentscope::ToolUseBlock;
 /// use serde_json::json;
 ///
@@ -219,7 +219,6 @@ pub enum ApprovalError {
 /// policy: they run nothing, they carry the answer.
 ///
 /// ```
-/// use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 /// use agentscope::prelude::*;
 /// use agentscope_test::tools::Calculator;
 /// use agentscope_test::{ScriptedModel, ScriptedResponse};
@@ -448,7 +447,6 @@ impl ToolApprovalHook {
     /// after its decision was stored).
     ///
     /// ```
-    /// use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
     /// use agentscope::session::{AgentIdentity, AgentState};
     /// use agentscope::prelude::*;
     /// use agentscope::ToolUseBlock;
@@ -488,7 +486,6 @@ impl ToolApprovalHook {
     /// refuse them when it runs).
     ///
     /// ```
-    /// use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
     /// use agentscope::prelude::*;
     /// use agentscope::ToolUseBlock;
     /// use serde_json::json;

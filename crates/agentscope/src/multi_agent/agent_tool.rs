@@ -57,7 +57,6 @@ use crate::stream::{EventType, StreamOptions};
 ///
 /// ```
 /// use agentscope::prelude::*;
-/// use agentscope::multi_agent::AgentTool;
 /// use agentscope_test::{ScriptedModel, ScriptedResponse};
 /// use serde_json::json;
 ///

@@ -63,7 +63,6 @@ use crate::agent_trait::{Agent, shared};
 /// use std::sync::Arc;
 /// use agentscope::prelude::*;
 /// use agentscope::Agent;
-/// use agentscope::multi_agent::MsgHub;
 /// use agentscope_test::{ScriptedModel, ScriptedResponse};
 ///
 /// # futures::executor::block_on(async {

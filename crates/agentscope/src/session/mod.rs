@@ -17,7 +17,7 @@
 //!
 //! ```
 //! use agentscope::prelude::*;
-//! use agentscope::session::{JsonFileSessionStore, SessionStore};
+//! use agentscope::session::SessionStore;
 //! use agentscope_test::{ScriptedModel, ScriptedResponse};
 //!
 //! # let dir = std::env::temp_dir().join(format!("agentscope-doc-mod-{}", std::process::id()));

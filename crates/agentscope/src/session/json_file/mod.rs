@@ -319,7 +319,7 @@ impl JsonFileSessionStore {
     /// so that stores given one directory spelled differently share its sessions' leases.
     ///
     /// ```
-    /// use agentscope::session::JsonFileSessionStore;
+    /// use agentscope::prelude::*;
     ///
     /// let store = JsonFileSessionStore::new("sessions/./today/");
     /// assert_eq!(store.dir().as_os_str(), "sessions/today");
@@ -344,7 +344,7 @@ impl JsonFileSessionStore {
     /// (The engine's saves are made under the call's lease and never wait.)
     ///
     /// ```
-    /// use agentscope::session::JsonFileSessionStore;
+    /// use agentscope::prelude::*;
     ///
     /// let store = JsonFileSessionStore::new("/dev/shm/sessions").inline(true);
     /// assert!(store.is_inline());
