@@ -20,7 +20,8 @@
 //! on the final chunk.
 
 use agentscope_core::{
-    ChatResponse, ChatUsage, ContentBlock, ModelError, ThinkingBlock, ToolInput, ToolUseBlock,
+    ChatResponse, ChatUsage, ContentBlock, ModelError, RedactedThinkingBlock, ThinkingBlock,
+    ToolInput, ToolUseBlock,
 };
 use agentscope_http::Decode;
 use agentscope_http::lenient::{error_text, from_object, non_empty, not_json, snippet};
@@ -58,8 +59,8 @@ enum BlockKind {
     Text,
     Thinking,
     Tool(ToolState),
-    /// A block this client does not keep (redacted thinking, server tools, ...): its
-    /// deltas are ignored.
+    /// A block that takes no deltas: redacted thinking (whole at its start), and the
+    /// blocks this client does not keep (server tools, ...).
     Ignored,
 }
 
@@ -270,12 +271,8 @@ impl Decoder {
                 let (state, content) = self.tool_start(index, block);
                 (BlockKind::Tool(state), content)
             }
-            Some("redacted_thinking") => {
-                tracing::debug!(
-                    "dropping a redacted_thinking block: there is no content block to keep it in"
-                );
-                (BlockKind::Ignored, None)
-            }
+            // Whole in its start event: nothing streams after it.
+            Some("redacted_thinking") => (BlockKind::Ignored, redacted_thinking(block.data)),
             other => {
                 tracing::debug!(
                     block = other.unwrap_or(""),
@@ -421,12 +418,7 @@ fn whole_block(block: Block) -> Option<ContentBlock> {
             )
             .into(),
         ),
-        Some("redacted_thinking") => {
-            tracing::debug!(
-                "dropping a redacted_thinking block: there is no content block to keep it in"
-            );
-            None
-        }
+        Some("redacted_thinking") => redacted_thinking(block.data),
         other => {
             tracing::debug!(
                 block = other.unwrap_or(""),
@@ -447,6 +439,18 @@ fn thinking(text: Option<String>, signature: Option<String>) -> Option<ContentBl
     Some(ContentBlock::Thinking(ThinkingBlock {
         thinking: text.unwrap_or_default().into(),
         signature: signature.map(Into::into),
+    }))
+}
+
+/// A redacted thinking block with this encrypted data; `None` without data (there would
+/// be nothing to send back).
+fn redacted_thinking(data: Option<String>) -> Option<ContentBlock> {
+    let Some(data) = non_empty(data) else {
+        tracing::debug!("dropping a redacted_thinking block without data");
+        return None;
+    };
+    Some(ContentBlock::RedactedThinking(RedactedThinkingBlock {
+        data: data.into(),
     }))
 }
 
@@ -827,7 +831,7 @@ mod tests {
     }
 
     #[test]
-    fn redacted_thinking_and_server_blocks_are_dropped() {
+    fn redacted_thinking_is_kept_and_server_blocks_are_dropped() {
         let body = sse(&[
             start("msg_r", 5),
             block_start(
@@ -853,7 +857,15 @@ mod tests {
             stop(),
         ]);
         let msg = assemble(&decode_ok(&body));
-        assert_eq!(msg.content, vec![ContentBlock::text("Found it.")]);
+        assert_eq!(
+            msg.content,
+            vec![
+                ContentBlock::RedactedThinking(RedactedThinkingBlock {
+                    data: "EmwKAhgBEgy3va3p".into()
+                }),
+                ContentBlock::text("Found it.")
+            ]
+        );
         assert_eq!(msg.finish_reason(), Some("end_turn"));
     }
 
@@ -939,6 +951,7 @@ mod tests {
                     thinking: "Need weather.".into(),
                     signature: Some("EqQBsig".into()),
                 }),
+                ContentBlock::RedactedThinking(RedactedThinkingBlock { data: "xyz".into() }),
                 ContentBlock::text("Checking."),
                 ToolUseBlock::new("toolu_1", "w", json!({"city": "Paris"})).into(),
                 ToolUseBlock::new("toolu_2", "t", json!({})).into(),

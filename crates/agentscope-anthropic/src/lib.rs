@@ -41,8 +41,9 @@
 //!   - user messages as `text` blocks and `image` blocks (a base64 `data:` URL as a
 //!     `base64` source with its media type, any other URL as a `url` source);
 //!   - assistant messages as their blocks in order: `thinking` with its `signature`
-//!     (thinking without a signature is dropped: Anthropic rejects it), `text`, and
-//!     `tool_use` with `{id, name, input}` (`{}` when the arguments did not parse);
+//!     (thinking without a signature is dropped: Anthropic rejects it),
+//!     `redacted_thinking` with its `data` unchanged, `text`, and `tool_use` with
+//!     `{id, name, input}` (`{}` when the arguments did not parse);
 //!   - tool results as `tool_result` blocks (`tool_use_id`, the output's text and images
 //!     as `content`, `is_error: true` only for failures) in a user turn, before any other
 //!     block of that turn;
@@ -69,7 +70,11 @@
 //! with the message id: `text_delta` as text, `thinking_delta` as thinking, and
 //! `signature_delta` as a [`ThinkingBlock`](agentscope_core::ThinkingBlock) with empty
 //! thinking and the signature, which
-//! [`ChatAccumulator`](agentscope_core::ChatAccumulator) joins to the thinking block. A tool
+//! [`ChatAccumulator`](agentscope_core::ChatAccumulator) joins to the thinking block. A
+//! `redacted_thinking` block (thinking Anthropic encrypted) comes whole, as a
+//! [`RedactedThinkingBlock`](agentscope_core::RedactedThinkingBlock) with its `data`; it is
+//! kept in its place among the thinking blocks and sent back unchanged, as Anthropic
+//! requires in a tool loop with thinking on (the OpenAI client never sends it). A tool
 //! call streams live: a fragment with its id and name first, then each `input_json_delta`
 //! piece as a fragment with an empty id. The final chunk, at `message_stop`, carries the
 //! usage (input tokens counting cache writes and reads, output tokens as the last
@@ -87,8 +92,6 @@
 //!
 //! # Known limitations
 //!
-//! - `redacted_thinking` blocks are dropped (with a debug log): agentscope has no content
-//!   block to keep their encrypted data in, so they are not sent back either.
 //! - The accumulator keeps one thinking block and one text block per message: a response
 //!   with several thinking blocks (interleaved thinking) is joined into one, whose
 //!   signature is then not valid to send back.

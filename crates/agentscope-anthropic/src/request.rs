@@ -14,7 +14,8 @@
 //!   the same role are merged into one turn;
 //! - tool results are content blocks of a user turn and come first in it;
 //! - empty text blocks and empty turns are rejected, so none are sent;
-//! - thinking is sent back only with its signature (Anthropic rejects unsigned thinking).
+//! - thinking is sent back only with its signature (Anthropic rejects unsigned thinking);
+//!   redacted thinking is sent back as it came.
 
 use std::sync::Once;
 
@@ -284,8 +285,9 @@ fn user_blocks(msg: &Msg) -> Vec<Value> {
         .collect()
 }
 
-/// Signed thinking, text and tool calls, in the message's order. Unsigned thinking is
-/// dropped (Anthropic rejects it), and so are images (not allowed in assistant turns).
+/// Signed thinking, redacted thinking (its data unchanged), text and tool calls, in the
+/// message's order. Unsigned thinking is dropped (Anthropic rejects it), and so are images
+/// (not allowed in assistant turns).
 fn assistant_blocks(msg: &Msg) -> Vec<Value> {
     msg.content
         .iter()
@@ -301,6 +303,12 @@ fn assistant_blocks(msg: &Msg) -> Vec<Value> {
                     "signature": signature,
                 }))
             }
+            ContentBlock::RedactedThinking(redacted) => (!redacted.data.is_empty()).then(|| {
+                json!({
+                    "type": "redacted_thinking",
+                    "data": redacted.data,
+                })
+            }),
             ContentBlock::Text(text) => text_block(&text.text),
             ContentBlock::ToolUse(tool_use) => Some(tool_use_block(tool_use)),
             _ => None,

@@ -65,6 +65,9 @@ pub(crate) struct Block {
     pub(crate) thinking: Option<String>,
     #[serde(deserialize_with = "lenient")]
     pub(crate) signature: Option<String>,
+    /// A `redacted_thinking` block's encrypted reasoning.
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) data: Option<String>,
     #[serde(deserialize_with = "lenient")]
     pub(crate) id: Option<String>,
     #[serde(deserialize_with = "lenient")]

@@ -179,3 +179,158 @@ async fn signed_thinking_and_tool_calls_go_back_in_the_next_request() {
         ])
     );
 }
+
+/// An SSE body of these events (each payload's `type` is its event name).
+fn events(payloads: &[serde_json::Value]) -> String {
+    payloads
+        .iter()
+        .map(|payload| {
+            format!(
+                "event: {}\ndata: {payload}\n\n",
+                payload["type"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+const REDACTED: &str = "EmwKAhgBEgwDp0tXYm5h1cZ4bZ0aDJ8v+Qq2fsp+9Fz7tyIw==";
+
+/// A streamed answer, thinking on: signed thinking, redacted thinking, then a tool call.
+fn streamed_redacted_answer() -> String {
+    events(&[
+        json!({"type": "message_start", "message": {"id": "msg_01Redacted", "type": "message", "role": "assistant",
+               "content": [], "model": "claude-test", "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Use the calculator."}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQBsig"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking", "data": REDACTED}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "toolu_01A", "name": "calculator", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "{\"expression\": \"6*7\"}"}}),
+        json!({"type": "content_block_stop", "index": 2}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 40}}),
+        json!({"type": "message_stop"}),
+    ])
+}
+
+/// The assistant turn of the streamed answer, as the next request must send it back.
+fn streamed_redacted_turn() -> serde_json::Value {
+    json!({"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "Use the calculator.", "signature": "EqQBsig"},
+        {"type": "redacted_thinking", "data": REDACTED},
+        {"type": "tool_use", "id": "toolu_01A", "name": "calculator", "input": {"expression": "6*7"}}
+    ]})
+}
+
+/// Redacted thinking (encrypted by Anthropic) is kept, and goes back unchanged, in its
+/// place, with the tool loop's next request; the same for a streamed and a whole answer.
+#[tokio::test]
+async fn redacted_thinking_goes_back_unchanged_in_the_next_request() {
+    let whole = json!({
+        "id": "msg_01Whole", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [
+            {"type": "redacted_thinking", "data": REDACTED},
+            {"type": "text", "text": "Let me compute."},
+            {"type": "tool_use", "id": "toolu_01A", "name": "calculator", "input": {"expression": "6*7"}}
+        ],
+        "stop_reason": "tool_use", "stop_sequence": null,
+        "usage": {"input_tokens": 20, "output_tokens": 40}
+    });
+    let whole_turn = json!({"role": "assistant", "content": [
+        {"type": "redacted_thinking", "data": REDACTED},
+        {"type": "text", "text": "Let me compute."},
+        {"type": "tool_use", "id": "toolu_01A", "name": "calculator", "input": {"expression": "6*7"}}
+    ]});
+    for (reply, turn) in [
+        (
+            Reply::sse(&streamed_redacted_answer()),
+            streamed_redacted_turn(),
+        ),
+        (Reply::json(200, &whole), whole_turn),
+    ] {
+        let server = TestServer::start([reply, Reply::sse(&fixture("text"))]).await;
+        let model = builder(&server).thinking(2048).build().unwrap();
+        let answer = run(&model, hello()).await.result.unwrap();
+        let next = ModelRequest {
+            messages: vec![
+                Msg::user("Hello"),
+                answer,
+                Msg::tool_result(ToolResultBlock::text("toolu_01A", "calculator", "42")),
+            ],
+            ..ModelRequest::default()
+        };
+        run(&model, next).await.result.unwrap();
+        assert_eq!(
+            server.requests()[1].json()["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "Hello"}]},
+                turn,
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_01A",
+                     "content": [{"type": "text", "text": "42"}]}
+                ]}
+            ])
+        );
+    }
+}
+
+/// A conversation stored in a session and loaded by another agent (a restart) still holds
+/// the redacted thinking: the loaded agent's next request sends it back unchanged.
+#[tokio::test]
+async fn redacted_thinking_survives_a_stored_and_loaded_session() {
+    use agentscope::prelude::*;
+    use agentscope::session::JsonFileSessionStore;
+    use agentscope_test::tools::Calculator;
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start([
+        Reply::sse(&streamed_redacted_answer()),
+        Reply::sse(&fixture("text")),
+        Reply::sse(&fixture("text")),
+    ])
+    .await;
+    let agent = |model| {
+        ReActAgent::builder()
+            .model(model)
+            .toolkit(Toolkit::new().tool(Calculator::new()))
+            .session(JsonFileSessionStore::new(dir.path()), "s1")
+            .build()
+            .unwrap()
+    };
+    let first = agent(builder(&server).thinking(2048).build().unwrap());
+    first.call("What is 6*7?").await.unwrap();
+    drop(first);
+    let stored = std::fs::read_to_string(dir.path().join("s1.jsonl")).unwrap();
+    assert!(
+        stored.contains(&format!(
+            r#"{{"type":"redacted_thinking","data":"{REDACTED}"}}"#
+        )),
+        "{stored}"
+    );
+    let second = agent(builder(&server).thinking(2048).build().unwrap());
+    second.call("Thanks").await.unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let tool_turn = json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_01A", "content": [{"type": "text", "text": "42"}]}
+    ]});
+    assert_eq!(
+        requests[1].json()["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "What is 6*7?"}]},
+            streamed_redacted_turn(),
+            tool_turn
+        ])
+    );
+    assert_eq!(
+        requests[2].json()["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "What is 6*7?"}]},
+            streamed_redacted_turn(),
+            tool_turn,
+            {"role": "assistant", "content": [{"type": "text", "text": "Hello! How can I help you today?"}]},
+            {"role": "user", "content": [{"type": "text", "text": "Thanks"}]}
+        ])
+    );
+}

@@ -16,7 +16,10 @@ use crate::model::{ChatResponse, ChatUsage};
 /// - a tool-use fragment with a new, non-empty id starts a call; one with an empty id (or the
 ///   current id) continues it: its `raw_input` is appended to the argument text and a name
 ///   fills in a missing one;
-/// - blocks are ordered thinking, text, then tool calls (then anything else);
+/// - redacted thinking ([`RedactedThinkingBlock`](crate::RedactedThinkingBlock)) is kept
+///   whole, never merged, next to the thinking block in the order the blocks came;
+/// - blocks are ordered thinking (the thinking block and any redacted thinking), text, then
+///   tool calls (then anything else);
 /// - usage is summed and stored under `metadata["usage"]`.
 ///
 /// At [`finish`](Self::finish), argument text is parsed as JSON; text that does not parse is
@@ -46,8 +49,10 @@ use crate::model::{ChatResponse, ChatUsage};
 #[derive(Debug, Clone)]
 pub struct ChatAccumulator {
     message: Msg,
-    // Thinking, when present, is block 0; text comes right after it.
-    has_thinking: bool,
+    // The thinking blocks (the merged thinking block, redacted thinking) open the message:
+    // `thinking_len` of them, the merged one at `thinking_at`; text comes right after.
+    thinking_at: Option<usize>,
+    thinking_len: usize,
     has_text: bool,
     current_tool_at: Option<usize>,
     usage: Option<ChatUsage>,
@@ -64,7 +69,8 @@ impl ChatAccumulator {
     pub fn with_role(role: Role, name: impl Into<crate::SharedString>) -> Self {
         Self {
             message: Msg::new(role, name, Vec::new()),
-            has_thinking: false,
+            thinking_at: None,
+            thinking_len: 0,
             has_text: false,
             current_tool_at: None,
             usage: None,
@@ -139,7 +145,7 @@ impl ChatAccumulator {
                 if delta.text.is_empty() {
                     return false;
                 }
-                let at = usize::from(self.has_thinking);
+                let at = self.thinking_len;
                 if self.has_text {
                     if let ContentBlock::Text(text) = &mut self.message.content[at] {
                         text.text.push_str(&delta.text);
@@ -156,8 +162,8 @@ impl ChatAccumulator {
                 if delta.thinking.is_empty() && delta.signature.is_none() {
                     return false;
                 }
-                if self.has_thinking {
-                    if let ContentBlock::Thinking(thinking) = &mut self.message.content[0] {
+                if let Some(at) = self.thinking_at {
+                    if let ContentBlock::Thinking(thinking) = &mut self.message.content[at] {
                         thinking.thinking.push_str(&delta.thinking);
                         if let Some(piece) = &delta.signature {
                             match &mut thinking.signature {
@@ -168,12 +174,11 @@ impl ChatAccumulator {
                     }
                     false
                 } else {
-                    let last = self.message.content.is_empty();
-                    self.insert_front(0, block.into_owned());
-                    self.has_thinking = true;
-                    last
+                    self.thinking_at = Some(self.thinking_len);
+                    self.push_thinking(block.into_owned())
                 }
             }
+            ContentBlock::RedactedThinking(_) => self.push_thinking(block.into_owned()),
             ContentBlock::ToolUse(fragment) => {
                 if self.continue_tool(fragment) {
                     return false;
@@ -221,6 +226,15 @@ impl ChatAccumulator {
             }
         }
         true
+    }
+
+    /// Adds a block at the end of the thinking blocks; returns whether it is the last block.
+    fn push_thinking(&mut self, block: ContentBlock) -> bool {
+        let at = self.thinking_len;
+        let last = at == self.message.content.len();
+        self.insert_front(at, block);
+        self.thinking_len += 1;
+        last
     }
 
     /// Inserts a thinking or text block before the tool calls.
@@ -547,5 +561,51 @@ mod tests {
             ..ChatResponse::default()
         });
         assert!(acc.is_empty());
+    }
+
+    /// Redacted thinking is kept whole, among the thinking blocks in the order they came,
+    /// before the text and the tool calls; the thinking block still merges its pieces.
+    #[test]
+    fn redacted_thinking_is_kept_in_its_place_among_the_thinking_blocks() {
+        use crate::block::{RedactedThinkingBlock, ThinkingBlock};
+        let redacted = |data: &str| {
+            ContentBlock::RedactedThinking(RedactedThinkingBlock { data: data.into() })
+        };
+        let signature = ContentBlock::Thinking(ThinkingBlock {
+            thinking: "".into(),
+            signature: Some("sig".into()),
+        });
+        let mut acc = ChatAccumulator::new("a");
+        let mut last = Vec::new();
+        for block in [
+            redacted("R1"),
+            ContentBlock::thinking("Let me "),
+            ContentBlock::text("Sure."),
+            ContentBlock::thinking("think."),
+            signature,
+            redacted("R2"),
+            fragment("c1", "calc", "{}"),
+        ] {
+            let delta = acc.push_delta(chunk(vec![block]));
+            last.push(delta.ptr_eq(&acc.message().content));
+        }
+        // Only the first block was the whole message as it came.
+        assert_eq!(last, [true, false, false, false, false, false, false]);
+        let msg = acc.finish();
+        assert_eq!(
+            msg.content,
+            vec![
+                redacted("R1"),
+                ContentBlock::Thinking(ThinkingBlock {
+                    thinking: "Let me think.".into(),
+                    signature: Some("sig".into()),
+                }),
+                redacted("R2"),
+                ContentBlock::text("Sure."),
+                ToolUseBlock::new("c1", "calc", json!({})).into(),
+            ]
+        );
+        assert_eq!(msg.thinking(), "Let me think.");
+        assert_eq!(msg.text(), "Sure.");
     }
 }

@@ -25,6 +25,24 @@ pub struct ThinkingBlock {
     pub signature: Option<SharedString>,
 }
 
+/// Model reasoning the provider returned encrypted instead of readable: Anthropic's
+/// `redacted_thinking` (thinking its safety systems flagged, with extended thinking on).
+///
+/// Nobody can read it, but the provider needs it back: in a tool loop with thinking on,
+/// the next request must carry the model's thinking blocks, this one included, unchanged
+/// and in their place. So it is kept in the message like any block (memory, sessions,
+/// hooks), sent back as it came by the client of the provider that produced it, and left
+/// out by every other client (the OpenAI client never sends it).
+/// [`Msg::thinking`](crate::Msg::thinking) and [`Msg::text`](crate::Msg::text) do not
+/// show it.
+///
+/// Its JSON is the provider's own block: `{"type": "redacted_thinking", "data": "..."}`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RedactedThinkingBlock {
+    /// The encrypted reasoning, opaque: sent back byte for byte.
+    pub data: SharedString,
+}
+
 /// An image, by URL (`https:` or a `data:` URL).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ImageBlock {
@@ -124,6 +142,9 @@ pub enum ContentBlock {
     Text(TextBlock),
     /// Model reasoning.
     Thinking(ThinkingBlock),
+    /// Model reasoning the provider encrypted, kept to be sent back unchanged (see
+    /// [`RedactedThinkingBlock`]).
+    RedactedThinking(RedactedThinkingBlock),
     /// A tool call requested by the model.
     ToolUse(ToolUseBlock),
     /// The result of a tool call.

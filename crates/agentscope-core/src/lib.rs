@@ -4,7 +4,8 @@
 //! This crate holds what every part of an agent agrees on, and no runtime:
 //!
 //! - **Messages**: [`Msg`] and its blocks ([`ContentBlock`], [`TextBlock`],
-//!   [`ThinkingBlock`], [`ToolUseBlock`], [`ToolResultBlock`], [`ImageBlock`]), why a reply
+//!   [`ThinkingBlock`], [`RedactedThinkingBlock`], [`ToolUseBlock`], [`ToolResultBlock`],
+//!   [`ImageBlock`]), why a reply
 //!   ended ([`GenerateReason`]), and the shared types a message is made of
 //!   ([`SharedString`], [`Content`], [`Metadata`], [`ToolInput`]).
 //! - **Hooks**: the [`Hook`] trait, the closed [`HookEvent`] enum and its twelve event
@@ -47,7 +48,8 @@ mod tool_input;
 
 pub use accumulate::ChatAccumulator;
 pub use block::{
-    ContentBlock, ImageBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
+    ContentBlock, ImageBlock, RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolResultBlock,
+    ToolUseBlock,
 };
 pub use cancel::{CancellationToken, Cancelled};
 pub use content::Content;

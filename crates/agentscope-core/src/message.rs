@@ -21,8 +21,10 @@
 //! ```
 //!
 //! A tool result is `{"type": "tool_result", "id": "call_1", "name": "calculator",
-//! "output": [{"type": "text", "text": "42"}], "is_error": false}`. Unknown block types fail to
-//! deserialise with an error (never a panic).
+//! "output": [{"type": "text", "text": "42"}], "is_error": false}`; Anthropic's signed
+//! thinking carries `"signature"`, and its encrypted thinking is
+//! `{"type": "redacted_thinking", "data": "..."}`. Unknown block types fail to deserialise
+//! with an error (never a panic).
 
 use std::fmt;
 use std::sync::OnceLock;

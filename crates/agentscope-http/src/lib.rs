@@ -6,8 +6,10 @@
 //! [`Decode`] implementation. The transport half, this crate, does everything else, once
 //! for every client:
 //!
-//! - [`Transport`] posts the body (reqwest with rustls), retries connection failures and
-//!   the statuses 408, 429 and 5xx as the core's [`RetryPolicy`](agentscope_core::RetryPolicy) says (exponential backoff
+//! - [`Transport`] posts the body (reqwest with rustls), retries a connection that could
+//!   not be made or was reset or closed before the response began (a server restarting),
+//!   and the statuses 408, 429 and 5xx, as the core's
+//!   [`RetryPolicy`](agentscope_core::RetryPolicy) says (exponential backoff
 //!   with jitter, honouring `Retry-After` / `retry-after-ms`), times out a stalled response,
 //!   reads the streamed body piece by piece through the decoder, sends a request once more
 //!   when the response carried no content at all, and drains the end of the body so the

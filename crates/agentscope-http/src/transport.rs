@@ -235,6 +235,11 @@ impl Transport {
     /// Posts `body` (retrying as the policy allows) and returns the stream of deltas `D`
     /// decodes, once the response has started.
     ///
+    /// Retried, until the response starts: a connection that could not be made, or that
+    /// was reset or closed before the first byte of the response (a server restarting),
+    /// and the statuses of [`is_retryable_status`](crate::is_retryable_status). Not
+    /// retried: a response that does not start within the timeout.
+    ///
     /// A response that ends without any content (no text, thinking or tool call; some
     /// servers do that now and then) is sent once more before it is handed on.
     ///
@@ -665,12 +670,29 @@ impl Failure {
         }
     }
 
+    /// An attempt that failed before any byte of a response arrived. A connection that
+    /// could not be made, or that was reset or closed before the response began (a server
+    /// restarting), is retried: it is a [`ModelError::Connection`], which says it is
+    /// retryable, and the server produced nothing, so sending the request again is what a
+    /// caller would do. Not retried: a request the server took longer than the timeout to
+    /// start answering (waiting that long again is the caller's choice), and a request
+    /// reqwest could not even build.
     fn from_reqwest(err: reqwest::Error, endpoint: &Url) -> Self {
-        // Nothing reached the server when the connection failed: always safe to retry.
-        let retryable = err.is_connect();
-        let error = if err.is_timeout() {
-            ModelError::Timeout
-        } else {
+        if err.is_timeout() {
+            // A connect timeout is a connection that could not be made: nothing was sent.
+            let retryable = err.is_connect();
+            return Self {
+                error: ModelError::Timeout,
+                retryable,
+            };
+        }
+        if err.is_builder() {
+            return Self::fatal(config(format!(
+                "cannot build the request: {}",
+                error_chain(&err.without_url())
+            )));
+        }
+        let error = {
             // The URL may hold a credential (a password, `?key=...`): the error forgets it,
             // and the message names the endpoint as `endpoint_for_display` shows it.
             let err = err.without_url();
@@ -683,7 +705,10 @@ impl Failure {
                 source: Some(ErrorSource::new(err)),
             }
         };
-        Self { error, retryable }
+        Self {
+            retryable: error.is_retryable(),
+            error,
+        }
     }
 }
 

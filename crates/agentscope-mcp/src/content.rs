@@ -18,7 +18,8 @@ use serde_json::Value;
 /// | `resource_link` | a text block: `[resource link: <name> <<uri>> (<mime>): <description>]` (the parts the server gave) |
 ///
 /// Structured content is kept in [`structured_content`](Self::structured_content); the
-/// model reads it as JSON text (see [`into_tool_output`](Self::into_tool_output)).
+/// model reads it as JSON text when it adds something to the content blocks (see
+/// [`into_tool_output`](Self::into_tool_output)).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct McpToolResult {
@@ -42,8 +43,14 @@ impl McpToolResult {
     /// What the model reads, as a tool's outcome:
     ///
     /// - a successful result: its content blocks, then the structured content as compact
-    ///   JSON text, unless a text block already holds the same JSON (servers are asked to
-    ///   send it both ways, and most do);
+    ///   JSON text, unless it only repeats the blocks (servers are asked to send a result
+    ///   both ways, and most do). It only repeats them when
+    ///   - a text block holds the same JSON value (whatever its spacing), or
+    ///   - it is an object with a single field (any name) whose value is the text of one
+    ///     of the text blocks, or a list of MCP content blocks that maps to exactly the
+    ///     content blocks: what `@modelcontextprotocol/server-filesystem` sends
+    ///     (`{"content": "<the file's text>"}` next to the text,
+    ///     `{"content": [<the image block>]}` next to the image);
     /// - an error result (`isError`): a [`ToolError`] whose message is the text of its
     ///   blocks joined by newlines, so the model reads `"Error: Tool execution failed:
     ///   <the server's text>"`.
@@ -58,6 +65,9 @@ impl McpToolResult {
     ///     result.into_tool_output().unwrap(),
     ///     ToolOutput::Content(vec![ContentBlock::text("sunny"), ContentBlock::text(r#"{"t":21}"#)])
     /// );
+    /// // The same text once more adds nothing: the model reads it once.
+    /// let file = McpToolResult::new(vec![ContentBlock::text("hello")], Some(json!({"content": "hello"})), false);
+    /// assert_eq!(file.into_tool_output().unwrap(), ToolOutput::Content(vec![ContentBlock::text("hello")]));
     /// ```
     pub fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
         if self.is_error {
@@ -75,16 +85,10 @@ impl McpToolResult {
             return Err(ToolError::msg(text));
         }
         let mut content = self.content;
-        if let Some(structured) = self.structured_content {
-            let already_there = content.iter().any(|block| {
-                block
-                    .as_text()
-                    .and_then(|text| serde_json::from_str::<Value>(text).ok())
-                    .is_some_and(|value| value == structured)
-            });
-            if !already_there {
-                content.push(ContentBlock::text(structured.to_string()));
-            }
+        if let Some(structured) = self.structured_content
+            && !only_repeats(&structured, &content)
+        {
+            content.push(ContentBlock::text(structured.to_string()));
         }
         Ok(ToolOutput::Content(content))
     }
@@ -100,6 +104,36 @@ impl McpToolResult {
             structured_content,
             is_error,
         }
+    }
+}
+
+/// Whether `structured` content only repeats `content` (the rules on
+/// [`McpToolResult::into_tool_output`]).
+fn only_repeats(structured: &Value, content: &[ContentBlock]) -> bool {
+    let texts = || content.iter().filter_map(ContentBlock::as_text);
+    if texts()
+        .any(|text| serde_json::from_str::<Value>(text).is_ok_and(|value| value == *structured))
+    {
+        return true;
+    }
+    let Some(fields) = structured.as_object() else {
+        return false;
+    };
+    let mut values = fields.values();
+    let (Some(single), None) = (values.next(), values.next()) else {
+        return false;
+    };
+    match single {
+        Value::String(wrapped) => texts().any(|text| text == wrapped),
+        Value::Array(blocks) if blocks.len() == content.len() => {
+            serde_json::from_value::<Vec<model::ContentBlock>>(single.clone()).is_ok_and(|blocks| {
+                blocks
+                    .into_iter()
+                    .map(map_content)
+                    .eq(content.iter().cloned())
+            })
+        }
+        _ => false,
     }
 }
 
@@ -187,6 +221,7 @@ fn number(value: f64) -> String {
 mod tests {
     use super::*;
     use rmcp::model::{NumberOrString, ProgressToken};
+    use serde_json::json;
 
     fn progress(value: f64, total: Option<f64>, message: Option<&str>) -> String {
         let mut param =
@@ -226,6 +261,60 @@ mod tests {
             bare.into_tool_output().ok(),
             Some(ToolOutput::Content(vec![ContentBlock::text(r#"{"a":1}"#)]))
         );
+    }
+
+    /// What the model reads of `content` and `structured`.
+    fn read(content: Vec<ContentBlock>, structured: Value) -> Option<ToolOutput> {
+        McpToolResult::new(content, Some(structured), false)
+            .into_tool_output()
+            .ok()
+    }
+
+    #[test]
+    fn structured_content_that_only_repeats_the_blocks_is_left_out() {
+        let text = || vec![ContentBlock::text("hello\nworld")];
+        let image = || image("data:image/png;base64,iVBORw0KGgo=".to_owned());
+        let only = |blocks: Vec<ContentBlock>| Some(ToolOutput::Content(blocks));
+        let with = |mut blocks: Vec<ContentBlock>, json: &str| {
+            blocks.push(ContentBlock::text(json));
+            Some(ToolOutput::Content(blocks))
+        };
+        // server-filesystem's text: one field holding a text block's text (any name).
+        assert_eq!(
+            read(text(), json!({"content": "hello\nworld"})),
+            only(text())
+        );
+        assert_eq!(read(text(), json!({"text": "hello\nworld"})), only(text()));
+        // server-filesystem's image: one field holding the very blocks, as MCP sent them.
+        let mirrored = json!({"content": [{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]});
+        assert_eq!(read(vec![image()], mirrored.clone()), only(vec![image()]));
+        // Anything more is sent: another field, another text, other or more blocks.
+        assert_eq!(
+            read(text(), json!({"content": "hello\nworld", "ok": true})),
+            with(text(), r#"{"content":"hello\nworld","ok":true}"#)
+        );
+        assert_eq!(
+            read(text(), json!({"content": "hello"})),
+            with(text(), r#"{"content":"hello"}"#)
+        );
+        assert_eq!(
+            read(vec![image()], json!({"content": "hello\nworld"})),
+            with(vec![image()], r#"{"content":"hello\nworld"}"#)
+        );
+        let mut two = text();
+        two.push(image());
+        assert_eq!(
+            read(two.clone(), mirrored.clone()),
+            with(two, &mirrored.to_string())
+        );
+        let other =
+            json!({"content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]});
+        assert_eq!(
+            read(vec![image()], other.clone()),
+            with(vec![image()], &other.to_string())
+        );
+        assert_eq!(read(text(), json!({"n": 1})), with(text(), r#"{"n":1}"#));
+        assert_eq!(read(text(), json!({})), with(text(), "{}"));
     }
 
     #[test]

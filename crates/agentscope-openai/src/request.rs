@@ -154,7 +154,7 @@ fn tool(schema: &ToolSchema) -> Value {
 /// Maps the conversation to chat-completions messages, in order.
 ///
 /// Tool results (in `Tool` messages, or anywhere else) become one `tool` message each;
-/// thinking blocks are never sent back.
+/// thinking blocks (signed or redacted: Anthropic's) are never sent back.
 pub(crate) fn messages(messages: &[Msg]) -> Vec<Message<'_>> {
     let mut out = Vec::with_capacity(messages.len());
     for msg in messages {
@@ -284,6 +284,36 @@ mod tests {
                 {"role": "user", "content": [
                     {"type": "text", "text": "look"},
                     {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+                ]}
+            ])
+        );
+    }
+
+    /// Thinking of either kind is Anthropic's to send back: an assistant turn that held
+    /// Anthropic's thinking (a fallback from Anthropic to OpenAI) goes without it.
+    #[test]
+    fn thinking_and_redacted_thinking_are_never_sent() {
+        let msgs = vec![
+            Msg::builder()
+                .role(Role::Assistant)
+                .block(ContentBlock::Thinking(agentscope_core::ThinkingBlock {
+                    thinking: "Use the tool.".into(),
+                    signature: Some("EqQBsig".into()),
+                }))
+                .block(ContentBlock::RedactedThinking(
+                    agentscope_core::RedactedThinkingBlock {
+                        data: "EmwKAhgB".into(),
+                    },
+                ))
+                .text("Checking.")
+                .block(ToolUseBlock::new("c1", "calc", json!({"x": 1})))
+                .build(),
+        ];
+        assert_eq!(
+            serde_json::to_value(messages(&msgs)).unwrap(),
+            json!([
+                {"role": "assistant", "content": "Checking.", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "calc", "arguments": "{\"x\":1}"}}
                 ]}
             ])
         );

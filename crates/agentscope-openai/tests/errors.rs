@@ -304,6 +304,50 @@ async fn a_refused_connection_is_retried_then_reported() {
     assert!(connection.source().is_some());
 }
 
+/// A server that resets its connections (a restart) before answering: the connection error
+/// is retryable, and the client retries it by itself; the call succeeds on the third
+/// connection, the only request the server read.
+#[tokio::test]
+async fn a_connection_reset_before_the_response_is_retried() {
+    let server = TestServer::start([
+        Reply::reset(),
+        Reply::reset(),
+        Reply::sse(scenarios::text().sse),
+    ])
+    .await;
+    let model = builder(&server).max_retries(2).build().unwrap();
+    let msg = run(&model, hello()).await.result.unwrap();
+    assert_eq!(msg.content, scenarios::text().expected);
+    assert_eq!(server.connections(), 3);
+    assert_eq!(server.requests().len(), 1);
+
+    // A pooled connection reset after the server read the request: sent again on a new one.
+    let server = TestServer::start([
+        Reply::sse(scenarios::text().sse).keep_alive(),
+        Reply::reset(),
+        Reply::sse(scenarios::text().sse),
+    ])
+    .await;
+    let model = builder(&server).max_retries(1).build().unwrap();
+    run(&model, hello()).await.result.unwrap();
+    let msg = run(&model, hello()).await.result.unwrap();
+    assert_eq!(msg.content, scenarios::text().expected);
+    assert_eq!(server.connections(), 2);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[1].body, requests[2].body);
+
+    // Retries run out: the reset is reported after the attempts the policy allows.
+    let server = TestServer::start((0..4).map(|_| Reply::reset())).await;
+    let model = builder(&server).max_retries(1).build().unwrap();
+    let err = run(&model, hello()).await.result.unwrap_err();
+    assert!(
+        matches!(given_up_after(&err, 2), ModelError::Connection { .. }),
+        "{err:?}"
+    );
+    assert_eq!(server.connections(), 2);
+}
+
 /// A model-layer retry around a client that retries by itself does not multiply the
 /// attempts: the client gives up after its 3 attempts (`RetriesExhausted`, not retryable),
 /// and the layer does not send the request again (3 requests, not 12). With the client's

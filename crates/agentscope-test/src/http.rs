@@ -36,6 +36,7 @@ pub struct Reply {
     delay_between_parts: Duration,
     hang_after: bool,
     keep_alive: bool,
+    reset: bool,
 }
 
 impl Reply {
@@ -71,6 +72,19 @@ impl Reply {
             delay_between_parts: Duration::ZERO,
             hang_after: false,
             keep_alive: false,
+            reset: false,
+        }
+    }
+
+    /// No reply at all: the server resets the connection (TCP `RST`, `SO_LINGER` 0) as soon
+    /// as it accepts it, before reading the request, as a server that is restarting does.
+    /// The request is not recorded; the connection is counted
+    /// ([`TestServer::connections`]). On a kept-alive connection whose next request finds
+    /// this reply, the request is read (and recorded), then the connection is reset.
+    pub fn reset() -> Self {
+        Self {
+            reset: true,
+            ..Self::status(0, "")
         }
     }
 
@@ -217,6 +231,17 @@ impl TestServer {
 
 async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
     socket.set_nodelay(true).ok();
+    let reset = {
+        let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+        let reset = state.replies.front().is_some_and(|reply| reply.reset);
+        if reset {
+            state.replies.pop_front();
+        }
+        reset
+    };
+    if reset {
+        return abort(socket);
+    }
     let mut buffer = Vec::new();
     loop {
         let Some(request) = read_request(&mut socket, &mut buffer).await else {
@@ -230,6 +255,9 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
                 .pop_front()
                 .unwrap_or_else(|| Reply::status(500, "no reply scripted"))
         };
+        if reply.reset {
+            return abort(socket);
+        }
         if write_reply(&mut socket, &reply).await.is_err() {
             return;
         }
@@ -241,6 +269,15 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
             return;
         }
     }
+}
+
+/// Closes the connection with a TCP reset.
+fn abort(socket: TcpStream) {
+    // A zero linger turns the close into a reset; it never blocks (the deprecation warns
+    // of a non-zero linger blocking the thread on drop).
+    #[allow(deprecated)]
+    socket.set_linger(Some(Duration::ZERO)).ok();
+    drop(socket);
 }
 
 async fn read_request(socket: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Recorded> {

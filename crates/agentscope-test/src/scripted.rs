@@ -271,8 +271,42 @@ impl ScriptedResponse {
 
 /// A [`Model`] that plays scripted responses, one per request, and records every request.
 ///
-/// Cloning shares the script and the record. When the script runs out, requests fail with
-/// a [`ModelError`] saying so (or, with [`cycling`](Self::cycling), the script starts over).
+/// When the script runs out, requests fail with a [`ModelError`] saying so (or, with
+/// [`cycling`](Self::cycling), the script starts over).
+///
+/// # Clones share one script
+///
+/// A clone is the same model, as a clone of a real model client is the same client: it
+/// plays from the same script and records into the same list. That is what a test wants
+/// when an agent holds the model: the test keeps a clone to [`push`](Self::push) the next
+/// responses and to read [`requests`](Self::requests).
+///
+/// It also means that several agents on clones take turns on one script: the first request
+/// of any of them plays the first response, the next request of any of them the second. A
+/// server whose agent factory clones a one-answer model answers the first run and fails
+/// the second (`no scripted response left for request #2`). When each agent should play
+/// the script on its own, give each a [`fork`](Self::fork) (its own copy of the script and
+/// its own record of requests); when any number of requests should be answered, make the
+/// script repeat with [`cycling`](Self::cycling):
+///
+/// ```
+/// use agentscope_core::{Model, ModelRequest};
+/// use agentscope_test::{ScriptedModel, ScriptedResponse};
+///
+/// # futures::executor::block_on(async {
+/// let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+/// // Forks: every agent (every run of a server) plays the whole script.
+/// let (a, b) = (model.fork(), model.fork());
+/// assert!(a.stream(ModelRequest::default()).await.is_ok());
+/// assert!(b.stream(ModelRequest::default()).await.is_ok());
+/// assert_eq!((model.request_count(), a.request_count(), b.request_count()), (0, 1, 1));
+/// // Clones: one script between them.
+/// let (c, d) = (model.clone(), model.clone());
+/// assert!(c.stream(ModelRequest::default()).await.is_ok());
+/// assert!(d.stream(ModelRequest::default()).await.is_err()); // the script is used up
+/// assert_eq!(model.request_count(), 2);
+/// # });
+/// ```
 ///
 /// ```
 /// use agentscope_core::{Model, ModelRequest, Msg};
@@ -286,9 +320,19 @@ impl ScriptedResponse {
 /// assert!(model.stream(ModelRequest::default()).await.is_err()); // script exhausted
 /// # });
 /// ```
-#[derive(Clone)]
 pub struct ScriptedModel {
     inner: Arc<Inner>,
+}
+
+impl Clone for ScriptedModel {
+    /// The same model: the clone shares the script and the record of requests (see
+    /// [Clones share one script](ScriptedModel#clones-share-one-script)). For a model with
+    /// its own script, [`fork`](ScriptedModel::fork).
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
 }
 
 struct Inner {
@@ -303,6 +347,8 @@ struct State {
     requests: Vec<ModelRequest>,
     record_requests: bool,
     request_count: usize,
+    /// How many responses have been played (for the message of a used-up script).
+    played_count: usize,
 }
 
 impl ScriptedModel {
@@ -318,6 +364,7 @@ impl ScriptedModel {
                     requests: Vec::new(),
                     record_requests: true,
                     request_count: 0,
+                    played_count: 0,
                 }),
             }),
         }
@@ -358,6 +405,35 @@ impl ScriptedModel {
             requests: std::mem::take(&mut state.requests),
             record_requests: state.record_requests,
             request_count: state.request_count,
+            played_count: state.played_count,
+        }
+    }
+
+    /// A model of its own that starts where this one is: the same name, the responses this
+    /// one has left to play (for a model not called yet, the whole script; for a cycling
+    /// one, its cycle), the same settings, and no requests recorded. Unlike a
+    /// [`clone`](Clone::clone), it shares nothing: what it plays and records is its own, and
+    /// this model does not see it.
+    ///
+    /// For several agents that should each play the script, as the agents a server's
+    /// factory makes, one per run:
+    /// `AgentSpec::new(move || ReActAgent::builder().model(model.fork()))`.
+    #[must_use]
+    pub fn fork(&self) -> Self {
+        let state = self.lock();
+        Self {
+            inner: Arc::new(Inner {
+                name: self.inner.name.clone(),
+                state: Mutex::new(State {
+                    script: state.script.clone(),
+                    played: state.played.clone(),
+                    cycling: state.cycling,
+                    requests: Vec::new(),
+                    record_requests: state.record_requests,
+                    request_count: 0,
+                    played_count: 0,
+                }),
+            }),
         }
     }
 
@@ -413,14 +489,22 @@ impl ScriptedModel {
         }
         match state.script.pop_front() {
             Some(response) => {
+                state.played_count += 1;
                 if state.cycling {
                     state.played.push_back(response.clone());
                 }
                 Ok(response)
             }
             None => Err(ModelError::msg(format!(
-                "ScriptedModel '{}': no scripted response left for request #{number}",
-                self.inner.name
+                "ScriptedModel '{}': no scripted response left for request #{number} ({}). \
+                 Clones of a ScriptedModel share one script: give each agent its own with \
+                 `fork()`, repeat the script with `cycling()`, or `push` more responses",
+                self.inner.name,
+                match state.played_count {
+                    0 => "the script is empty".to_owned(),
+                    1 => "its only response was played".to_owned(),
+                    played => format!("all {played} responses were played"),
+                }
             ))),
         }
     }
@@ -478,9 +562,68 @@ mod tests {
         assert_eq!(second.metadata["usage"]["output_tokens"], 6);
         assert_eq!(model.request_count(), 2);
         let err = block_on(assemble(&model)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "ScriptedModel 'scripted-model': no scripted response left for request #3 (all 2 \
+             responses were played). Clones of a ScriptedModel share one script: give each \
+             agent its own with `fork()`, repeat the script with `cycling()`, or `push` more \
+             responses"
+        );
+    }
+
+    /// Clones take turns on one script and one record; forks each play what was left when
+    /// they were made, and record only their own requests.
+    #[test]
+    fn clones_share_the_script_and_forks_have_their_own() {
+        let model =
+            ScriptedModel::new([ScriptedResponse::text("one"), ScriptedResponse::text("two")])
+                .with_name("template");
+        let clone = model.clone();
+        assert_eq!(block_on(assemble(&clone)).unwrap().text(), "one");
+        // The fork starts where the model is: "two" is left.
+        let fork = model.fork();
+        assert_eq!(block_on(assemble(&model)).unwrap().text(), "two");
+        let err = block_on(assemble(&clone)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "ScriptedModel 'template': no scripted response left for request #3 (all 2 \
+             responses were played). Clones of a ScriptedModel share one script: give each \
+             agent its own with `fork()`, repeat the script with `cycling()`, or `push` more \
+             responses"
+        );
+        assert_eq!((model.request_count(), model.requests().len()), (3, 3));
+        assert_eq!(fork.model_name(), "template");
+        assert_eq!(block_on(assemble(&fork)).unwrap().text(), "two");
+        assert_eq!((fork.request_count(), fork.requests().len()), (1, 1));
+        assert_eq!(model.request_count(), 3);
+        // What is pushed to one is not the other's.
+        fork.push(ScriptedResponse::text("three"));
+        assert_eq!((fork.remaining(), model.remaining()), (1, 0));
+        // A fork of a cycling model cycles through the same script.
+        let cycling =
+            ScriptedModel::new([ScriptedResponse::text("a"), ScriptedResponse::text("b")])
+                .cycling();
+        assert_eq!(block_on(assemble(&cycling)).unwrap().text(), "a");
+        let fork = cycling.fork();
+        let texts: Vec<String> = (0..3)
+            .map(|_| block_on(assemble(&fork)).unwrap().text())
+            .collect();
+        assert_eq!(texts, ["b", "a", "b"]);
+        // An empty script says so.
+        let empty = ScriptedModel::new([]);
+        assert_eq!(
+            block_on(assemble(&empty)).unwrap_err().to_string(),
+            "ScriptedModel 'scripted-model': no scripted response left for request #1 (the \
+             script is empty). Clones of a ScriptedModel share one script: give each agent its \
+             own with `fork()`, repeat the script with `cycling()`, or `push` more responses"
+        );
+        let one = ScriptedModel::new([ScriptedResponse::text("x")]);
+        block_on(assemble(&one)).unwrap();
         assert!(
-            err.to_string()
-                .contains("no scripted response left for request #3")
+            block_on(assemble(&one))
+                .unwrap_err()
+                .to_string()
+                .contains("request #2 (its only response was played). Clones")
         );
     }
 

@@ -143,7 +143,8 @@ pub enum Check {
     /// `save` of a new session (a whole state, from revision 0) then `load` returns exactly
     /// the state saved, at revision 1, and loading again returns it again: a state with
     /// messages of every role an agent's memory holds and every content block kind (text
-    /// with Unicode, control characters and quotes; thinking; images by URL and `data:` URL;
+    /// with Unicode, control characters and quotes; signed and redacted thinking; images by
+    /// URL and `data:` URL;
     /// tool calls with nested, empty, `null` and unparsed raw input; tool results that
     /// succeeded, failed, are empty or nest other blocks), message ids, names, metadata,
     /// generate reasons and nanosecond timestamps, the agent identity, the format version,
@@ -764,7 +765,15 @@ pub fn rich_state() -> AgentState {
             .id("msg-2")
             .name("assistant")
             .timestamp(at(1_700_000_001, 1))
-            .block(ContentBlock::thinking("The user wants 6*7; call the calculator."))
+            .block(ContentBlock::Thinking(agentscope_core::ThinkingBlock {
+                thinking: "The user wants 6*7; call the calculator.".into(),
+                signature: Some("EqQBCkgIARABGAIiQMp1kJmH".into()),
+            }))
+            .block(ContentBlock::RedactedThinking(
+                agentscope_core::RedactedThinkingBlock {
+                    data: "EmwKAhgBEgwDp0tXYm5h1cZ4bZ0aDJ8v+Qq2fsp+9Fz7tyIw==".into(),
+                },
+            ))
             .text("Let me compute.")
             .block(ToolUseBlock::new(
                 "call-1",
@@ -2238,13 +2247,21 @@ mod tests {
             .map(|block| match block {
                 ContentBlock::Text(_) => "text",
                 ContentBlock::Thinking(_) => "thinking",
+                ContentBlock::RedactedThinking(_) => "redacted_thinking",
                 ContentBlock::ToolUse(_) => "tool_use",
                 ContentBlock::ToolResult(_) => "tool_result",
                 ContentBlock::Image(_) => "image",
                 _ => "other",
             })
             .collect();
-        for kind in ["text", "thinking", "tool_use", "tool_result", "image"] {
+        for kind in [
+            "text",
+            "thinking",
+            "redacted_thinking",
+            "tool_use",
+            "tool_result",
+            "image",
+        ] {
             assert!(kinds.contains(&kind), "{kind}");
         }
     }

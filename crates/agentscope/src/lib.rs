@@ -35,8 +35,9 @@ pub use stream::{AgentStream, Event, EventType, StreamOptions};
 
 // Messages.
 pub use agentscope_core::{
-    Content, ContentBlock, GenerateReason, ImageBlock, Metadata, Msg, MsgBuilder, Role,
-    SharedString, TextBlock, ThinkingBlock, ToolInput, ToolResultBlock, ToolUseBlock,
+    Content, ContentBlock, GenerateReason, ImageBlock, Metadata, Msg, MsgBuilder,
+    RedactedThinkingBlock, Role, SharedString, TextBlock, ThinkingBlock, ToolInput,
+    ToolResultBlock, ToolUseBlock,
 };
 
 // Hooks and the twelve events.

@@ -227,3 +227,59 @@ async fn structured_content_is_kept_and_errors_reach_the_model() {
     );
     fixture.close().await;
 }
+
+/// server-filesystem sends every result twice: as a text block and as structured content
+/// wrapping the same text (`{"content": "<the text>"}`), or, for an image, wrapping the same
+/// content blocks (`{"content": [<the blocks>]}`). The model reads each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_node),
+    ignore = "Node.js or npm not installed: .ci/run installs them"
+)]
+async fn structured_content_that_only_repeats_the_content_reaches_the_model_once() {
+    let root = tempfile::tempdir().unwrap();
+    // The server allows the path as it resolves (no symlinks, as under macOS's /tmp).
+    let root_path = std::fs::canonicalize(root.path()).unwrap();
+    std::fs::write(root_path.join("notes.txt"), "hello\nworld\n").unwrap();
+    std::fs::write(root_path.join("pixel.png"), b"\x89PNG\r\n\x1a\n").unwrap();
+    let Some(config) = support::filesystem_stdio(&root_path) else {
+        return;
+    };
+    let client = support::connect(config).await;
+    let notes = root_path.join("notes.txt").to_string_lossy().into_owned();
+    let pixel = root_path.join("pixel.png").to_string_lossy().into_owned();
+
+    // What the server sends: the text twice.
+    assert_eq!(
+        call_tool(&client, "read_text_file", json!({"path": notes}))
+            .await
+            .unwrap(),
+        McpToolResult::new(
+            vec![ContentBlock::text("hello\nworld\n")],
+            Some(json!({"content": "hello\nworld\n"})),
+            false
+        )
+    );
+    // What the model reads: once.
+    assert_eq!(
+        result_the_model_reads(&client, "read_text_file", json!({"path": notes})).await,
+        ToolResultBlock::text("c1", "read_text_file", "hello\nworld\n")
+    );
+    assert_eq!(
+        result_the_model_reads(&client, "read_file", json!({"path": notes})).await,
+        ToolResultBlock::text("c1", "read_file", "hello\nworld\n")
+    );
+    let image = ContentBlock::Image(ImageBlock {
+        url: "data:image/png;base64,iVBORw0KGgo=".into(),
+    });
+    assert_eq!(
+        result_the_model_reads(&client, "read_media_file", json!({"path": pixel})).await,
+        ToolResultBlock {
+            id: "c1".into(),
+            name: "read_media_file".into(),
+            output: vec![image],
+            is_error: false,
+        }
+    );
+    client.close().await;
+}

@@ -1,6 +1,6 @@
-//! The real MCP servers the tests run: `@modelcontextprotocol/server-everything` and the
-//! small fixture server (`tests/servers/fixture.mjs`), both pinned by
-//! `tests/servers/package-lock.json`.
+//! The real MCP servers the tests run: `@modelcontextprotocol/server-everything`,
+//! `@modelcontextprotocol/server-filesystem` and the small fixture server
+//! (`tests/servers/fixture.mjs`), all pinned by `tests/servers/package-lock.json`.
 //!
 //! Without Node.js and npm the crate's build script leaves `has_node` unset and the tests
 //! that need a server are ignored, with the reason (a machine with only the Rust toolchain).
@@ -36,7 +36,8 @@ fn servers_dir() -> Option<PathBuf> {
             return Err("node is not installed".to_owned());
         }
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers");
-        components::node_packages(&dir, "node_modules/@modelcontextprotocol/server-everything")
+        // The package added last: a folder installed before it was added is installed again.
+        components::node_packages(&dir, "node_modules/@modelcontextprotocol/server-filesystem")
     });
     components::available(result.clone())
 }
@@ -103,6 +104,21 @@ impl KillableEverything {
             .expect("kill");
         assert!(status.success(), "kill -9 {pid} failed");
     }
+}
+
+/// server-filesystem over stdio, named "filesystem", allowed to read and write `root`
+/// (nothing else).
+pub(crate) fn filesystem_stdio(root: &Path) -> Option<McpServerConfig> {
+    let dir = servers_dir()?;
+    Some(
+        McpServerConfig::stdio("node")
+            .arg(
+                dir.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+                    .to_string_lossy(),
+            )
+            .arg(root.to_string_lossy())
+            .name("filesystem"),
+    )
 }
 
 /// The fixture server over stdio, named "fixture".

@@ -22,6 +22,7 @@ mod model_layers;
 mod modification;
 mod ordering;
 mod outcomes;
+mod scripted_clones;
 mod stop_resume;
 mod streaming;
 mod summary;
