@@ -35,7 +35,8 @@ free_port() {
 tmp=$(mktemp -d)
 server_pid=""
 cleanup() {
-    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
+    # The server runs in a process group of its own (setsid): stop all of it.
+    if [ -n "$server_pid" ]; then kill -- "-$server_pid" 2>/dev/null || true; fi
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -149,7 +150,7 @@ if [ ! -x "$script" ]; then
     exit 0
 fi
 port=$(free_port)
-"$script" llama "$port" >"$tmp/llama.log" 2>&1 &
+setsid "$script" llama "$port" >"$tmp/llama.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 300); do
     curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
