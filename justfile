@@ -45,9 +45,14 @@ compare *args:
 build-time *args:
     scripts/build-time.sh {{args}}
 
-# Run the quickstart (offline unless OPENAI_API_KEY is set).
+# Run the quickstart (offline unless OPENAI_API_KEY or OPENAI_BASE_URL is set).
 demo:
     cargo run --example quickstart
+
+# The examples as a newcomer runs them, offline and (quickstart, streaming) on a real model
+# started with ../shared/tools/third_party_openai.sh; skips what is missing outside CI.
+examples:
+    scripts/check-examples.sh
 
 # What CI runs.
 ci:

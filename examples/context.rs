@@ -12,7 +12,17 @@
 //! got. The models are offline stand-ins (not language models): the agent's answers and the
 //! summaries are made up from their input, and they report usage like a provider, so the
 //! hook measures with the provider's figures when it can ("usage" on the line).
+//!
+//! It runs scripted whatever the environment says, and says so on its first line: what it
+//! shows is what the hook does at each of some 50 model calls, which needs answers of a
+//! known size (a real model's would make every run different, and take minutes). To see
+//! the hook with a real model, give `ContextWindowHook` the model's window
+//! (`ContextWindows::new().with("<model name>", tokens)`) in your own agent.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::process::ExitCode;
 
 use agentscope::context::{
     CompactionReport, ContextWindowHook, ContextWindows, Summarizer, TokenCounter, ToolResultLimit,
@@ -157,7 +167,15 @@ fn print_steps() -> impl Hook {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::run(example()).await
+}
+
+async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    support::scripted(
+        "offline stand-in models (not language models) answer, so that each step's tokens \
+         are the same on every run and the compaction can be followed line by line",
+    );
     let context = ContextWindowHook::new()
         .with_windows(ContextWindows::new().with("offline-model", 3_000))
         .with_tool_result_limit(ToolResultLimit::new(4_000, 400))

@@ -2,14 +2,23 @@
 //! streaming, interrupts, sessions, state).
 //!
 //! ```sh
-//! cargo run --example custom_agent
+//! cargo run --example custom_agent                                  # offline, scripted
+//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example custom_agent   # a real model
 //! ```
 //!
 //! Two agents: the tutorial's echo agent (no model at all) and a routing agent that answers
 //! small talk itself and sends arithmetic through the ReAct steps (the model, then the
 //! calculator). A hook prints every event it sees, so you can read the order: PreCall,
 //! the steps the reply used, PostCall.
+//!
+//! The router's model is the one the environment names (see `examples/support/mod.rs`);
+//! without one, a scripted stand-in that calls the calculator, then answers. The first line
+//! says which.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::process::ExitCode;
 
 use agentscope::prelude::*;
 use agentscope::{HookFn, Reasoning, Reply, ReplyContext};
@@ -28,8 +37,14 @@ impl Reply for Echo {
     }
 }
 
-/// Answers small talk without the model; arithmetic goes through reasoning and acting.
+/// Answers small talk without the model; arithmetic goes through reasoning and acting, for
+/// at most [`Router::MAX_STEPS`] model calls.
 struct Router;
+
+impl Router {
+    /// A real model may keep calling tools: a reply of your own sets its own limit.
+    const MAX_STEPS: usize = 5;
+}
 
 impl Reply for Router {
     async fn reply(&self, cx: &mut ReplyContext<'_, '_>) -> Result<Msg, AgentError> {
@@ -41,7 +56,7 @@ impl Reply for Router {
             return Ok(cx.message("Hello! Ask me something with numbers."));
         }
         cx.say(cx.message("(routing to the calculator)")).await;
-        loop {
+        for _ in 0..Self::MAX_STEPS {
             match cx.reason().await? {
                 Reasoning::Answer(answer) => return Ok(answer),
                 Reasoning::Act(calls) => {
@@ -52,6 +67,7 @@ impl Reply for Router {
                 _ => {}
             }
         }
+        Ok(cx.message(format!("(no answer after {} model calls)", Self::MAX_STEPS)))
     }
 }
 
@@ -87,7 +103,17 @@ fn printer(priority: i32) -> HookFn {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::run(example()).await
+}
+
+async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    // The router's model, chosen (and named on the first line) before anything else runs.
+    let model = support::model_or(ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "17*3"})),
+        ScriptedResponse::text("17 times 3 is 51."),
+    ]))?;
+
     let echo = ReActAgent::builder()
         .name("echo")
         .reply(Echo)
@@ -98,10 +124,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reply = echo.call("hello there").await?;
     println!("{}: {}\n", reply.name, reply.text());
 
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "17*3"})),
-        ScriptedResponse::text("17 times 3 is 51."),
-    ]);
     let router = ReActAgent::builder()
         .name("router")
         .model(model)

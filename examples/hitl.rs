@@ -2,7 +2,8 @@
 //! a reviewer approves, edits or rejects each call before the agent resumes.
 //!
 //! ```sh
-//! cargo run --example hitl
+//! cargo run --example hitl                                          # offline, scripted
+//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example hitl   # on a real model
 //! ```
 //!
 //! With `--session ID`, the approval spans two runs of the program, as it spans a restart of a
@@ -23,13 +24,16 @@
 //! (`ToolApprovalHook::restore_state`: decisions already stored and calls already started
 //! are not asked for again), records the decision and resumes with `agent.call(())`;
 //! the tool runs exactly once. A run with nothing awaiting approval asks again, continuing
-//! the same conversation.
+//! the same conversation. When it stops for approval, run 1 prints the commands that
+//! continue it, with every flag they need (`--session` and `--store`).
 //!
-//! Runs offline on a demo model (clearly not a language model): a `ScriptedModel` from
-//! `agentscope-test` that calls a tool for each question, answers with the tool's result, and,
-//! when a call is rejected, stubbornly tries the very same call once more (which the hook
-//! rejects at once, without asking again) before giving up. Everything else (the loop, the
-//! hook, the tools, memory) is the real engine.
+//! The model is the one the environment names (see `examples/support/mod.rs`; a real model
+//! decides for itself whether to call a tool). Without one it runs offline on a demo model
+//! (clearly not a language model): a `ScriptedModel` from `agentscope-test` that calls a
+//! tool for each question, answers with the tool's result, and, when a call is rejected,
+//! stubbornly tries the very same call once more (which the hook rejects at once, without
+//! asking again) before giving up. Everything else (the loop, the hook, the tools, memory)
+//! is the real engine. The first line says which model runs.
 //!
 //! Three flows run one after another:
 //!
@@ -41,12 +45,15 @@
 //! [`ask`] until the agent stops for approval, [`review`] the awaiting calls, [`resume`].
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use agentscope::hooks::{ApprovalDecision, ApprovalPolicy, ToolApprovalHook};
 use agentscope::prelude::*;
 use agentscope::session::{JsonFileSessionStore, SessionStore};
-use agentscope::{ChatStream, ModelError, ModelRequest, ReActAgentBuilder};
+use agentscope::{BoxedModel, ChatStream, ModelError, ModelRequest, ReActAgentBuilder};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
@@ -143,18 +150,21 @@ fn delete_files() -> impl Tool {
     )
 }
 
-/// The agent, with the approval hook guarding both tools.
-fn agent_builder(approvals: &ToolApprovalHook) -> ReActAgentBuilder {
+/// The agent on `model`, with the approval hook guarding both tools.
+fn agent_builder(model: &BoxedModel, approvals: &ToolApprovalHook) -> ReActAgentBuilder {
     ReActAgent::builder()
         .name("assistant")
-        .sys_prompt("You are a careful operations assistant.")
-        .model(DemoModel::new())
+        .sys_prompt(
+            "You are a careful operations assistant. Use the calculator for arithmetic and \
+             delete_files to delete files.",
+        )
+        .model(model.clone())
         .toolkit(Toolkit::new().tool(Calculator::new()).tool(delete_files()))
         .hook(approvals.clone())
 }
 
-fn build_agent(approvals: &ToolApprovalHook) -> Result<ReActAgent, BuildError> {
-    agent_builder(approvals).build()
+fn build_agent(model: &BoxedModel, approvals: &ToolApprovalHook) -> Result<ReActAgent, BuildError> {
+    agent_builder(model, approvals).build()
 }
 
 fn policy() -> ApprovalPolicy {
@@ -201,13 +211,14 @@ async fn resume(agent: &ReActAgent) -> Result<Msg, AgentError> {
 }
 
 async fn run_flow(
+    model: &BoxedModel,
     title: &str,
     question: &str,
     reviewer: &dyn Fn(&ToolUseBlock) -> ApprovalDecision,
 ) -> Result<(), Box<dyn std::error::Error>> {
     println!("=== {title} ===");
     let approvals = ToolApprovalHook::new(policy());
-    let agent = build_agent(&approvals)?;
+    let agent = build_agent(model, &approvals)?;
 
     let mut reply = ask(&agent, question).await?;
     while reply.generate_reason() == Some(GenerateReason::ReasoningStopRequested)
@@ -284,11 +295,14 @@ fn parse_args() -> Result<Option<SessionArgs>, String> {
 }
 
 /// One run of the session mode: ask (run 1) or decide and resume (run 2).
-async fn run_session(args: SessionArgs) -> Result<(), Box<dyn std::error::Error>> {
+async fn run_session(
+    model: &BoxedModel,
+    args: SessionArgs,
+) -> Result<(), Box<dyn std::error::Error>> {
     let store = JsonFileSessionStore::new(&args.store);
     let file = store.path_of(&args.session)?;
     let approvals = ToolApprovalHook::new(policy());
-    let agent = agent_builder(&approvals)
+    let agent = agent_builder(model, &approvals)
         .session(store.clone(), args.session.clone())
         .build()?;
 
@@ -306,8 +320,8 @@ async fn run_session(args: SessionArgs) -> Result<(), Box<dyn std::error::Error>
         }
         ask(&agent, &args.question).await?
     } else {
-        let Some(decision) = args.decision else {
-            print_pending(&args.session, &pending);
+        let Some(decision) = args.decision.clone() else {
+            print_pending(&args, &pending);
             return Ok(());
         };
         for call in &pending {
@@ -322,7 +336,7 @@ async fn run_session(args: SessionArgs) -> Result<(), Box<dyn std::error::Error>
             "assistant stopped for approval; saved to {}",
             file.display()
         );
-        print_pending(&args.session, &approvals.pending());
+        print_pending(&args, &approvals.pending());
     } else {
         println!("assistant: {}", reply.text());
         print_conversation(&agent);
@@ -331,41 +345,76 @@ async fn run_session(args: SessionArgs) -> Result<(), Box<dyn std::error::Error>
     Ok(())
 }
 
-fn print_pending(session: &str, pending: &[ToolUseBlock]) {
+fn print_pending(args: &SessionArgs, pending: &[ToolUseBlock]) {
     for call in pending {
         println!(
             "  awaiting approval: {} {}({})",
             call.id, call.name, call.input
         );
     }
-    let command = format!("cargo run --example hitl -- --session {session}");
+    let command = continue_command(&args.session, &args.store);
     println!("decide in this or any later run:");
     println!("  {command} --approve");
     println!("  {command} --reject \"REASON\"");
     println!("  {command} --edit '{{...new arguments...}}'");
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    if let Some(args) = parse_args()? {
-        println!("model: offline demo model; session '{}'\n", args.session);
-        return run_session(args).await;
+/// The command that continues session `session` kept in `store`: every flag it needs,
+/// quoted for a POSIX shell, so that it can be pasted as printed.
+fn continue_command(session: &str, store: &Path) -> String {
+    format!(
+        "cargo run --example hitl -- --session {} --store {}",
+        shell_quoted(session),
+        shell_quoted(&store.to_string_lossy())
+    )
+}
+
+/// `text` as one word of a POSIX shell command line.
+fn shell_quoted(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
     }
-    println!("model: offline demo model; the reviewer is scripted too\n");
+}
 
-    run_flow("approve", "What is 6*7?", &|_| ApprovalDecision::Approve).await?;
+#[tokio::main]
+async fn main() -> ExitCode {
+    support::run(example()).await
+}
 
-    run_flow("edit", "What is 6*7?", &|call| {
+async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    let args = parse_args()?;
+    let model = support::model_or(DemoModel::new())?;
+    if let Some(args) = args {
+        println!("session '{}'\n", args.session);
+        return run_session(&model, args).await;
+    }
+    println!("the reviewer is scripted\n");
+
+    run_flow(&model, "approve", "What is 6*7?", &|_| {
+        ApprovalDecision::Approve
+    })
+    .await?;
+
+    run_flow(&model, "edit", "What is 6*7?", &|call| {
         // The reviewer knows better: 6*8 is what the user meant.
+        if call.name != "calculator" {
+            return ApprovalDecision::Approve;
+        }
         let mut input = call.input.clone();
         input["expression"] = json!("6*8");
         ApprovalDecision::Edit(input.into())
     })
     .await?;
 
-    run_flow("reject", "Please delete the old log files.", &|_| {
-        ApprovalDecision::Reject("the logs are needed for the audit".into())
-    })
+    run_flow(
+        &model,
+        "reject",
+        "Please delete the old log files.",
+        &|_| ApprovalDecision::Reject("the logs are needed for the audit".into()),
+    )
     .await?;
     Ok(())
 }

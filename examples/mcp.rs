@@ -3,18 +3,22 @@
 //! and the answer.
 //!
 //! ```sh
-//! cargo run --example mcp
+//! cargo run --example mcp                                          # offline, scripted model
+//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example mcp   # a real model
 //! ```
 //!
-//! Offline: the model is a built-in demo model (a `ScriptedModel`, clearly labelled) that
-//! calls the tools; the tools are real, served by `@modelcontextprotocol/server-everything`
+//! The model is the one the environment names (see `examples/support/mod.rs`), or offline a
+//! built-in demo model (a `ScriptedModel`, clearly labelled) that calls two of the tools; the
+//! first line says which. The tools are real, served by `@modelcontextprotocol/server-everything`
 //! running under Node.js over stdio (pinned by
 //! `crates/agentscope-mcp/tests/servers/package-lock.json`; installed with `npm ci` when
 //! missing). Without Node.js the example says so and exits.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode};
 
 use agentscope::prelude::*;
 use agentscope_mcp::{McpClient, McpServerConfig};
@@ -79,7 +83,24 @@ fn show(event: &Event) {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::run(example()).await
+}
+
+async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    // The model, chosen (and named on the first line) before anything else runs.
+    let model = support::model_or(
+        ScriptedModel::new([
+            ScriptedResponse::tool_call(
+                "call_1",
+                "everything_trigger-long-running-operation",
+                json!({"duration": 1.5, "steps": 3}),
+            ),
+            ScriptedResponse::tool_call("call_2", "everything_get-sum", json!({"a": 19, "b": 23})),
+            ScriptedResponse::text("The operation finished, and 19 + 23 is 42."),
+        ])
+        .with_name("demo-model"),
+    )?;
     let Some(js) = server_everything() else {
         return Ok(());
     };
@@ -97,17 +118,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  {:<42} {summary}", tool.name());
     }
 
-    println!("\n[demo model: a ScriptedModel plays the model's turns; the tools are real]\n");
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call(
-            "call_1",
-            "everything_trigger-long-running-operation",
-            json!({"duration": 1.5, "steps": 3}),
-        ),
-        ScriptedResponse::tool_call("call_2", "everything_get-sum", json!({"a": 19, "b": 23})),
-        ScriptedResponse::text("The operation finished, and 19 + 23 is 42."),
-    ])
-    .with_name("demo-model");
+    println!();
     let agent = ReActAgent::builder()
         .name("assistant")
         .sys_prompt("You use the tools of MCP servers.")

@@ -3,11 +3,14 @@
 //! ```sh
 //! cargo run --example multi_agent             # type your wish when asked (in a terminal)
 //! echo "Somewhere warm" | cargo run --example multi_agent   # not a terminal: a canned wish
+//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example multi_agent   # alice on a real model
 //! ```
 //!
 //! - `user` is a `UserAgent`: in a terminal it reads your line from stdin; otherwise its
 //!   line comes from a channel the example fills.
-//! - `alice`, the planner, is a ReAct agent on a scripted model (offline).
+//! - `alice`, the planner, is a ReAct agent on the model the environment names (see
+//!   `examples/support/mod.rs`), or offline on a scripted stand-in; the first line says
+//!   which.
 //! - `bob`, the budget keeper, is an agent with a custom `Reply`: no model, he reads what
 //!   the others said from his memory.
 //!
@@ -18,7 +21,10 @@
 //! what. At the end, each participant's memory shows what it heard.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::io::IsTerminal;
+use std::process::ExitCode;
 use std::sync::Arc;
 
 use agentscope::multi_agent::MsgHub;
@@ -77,7 +83,17 @@ fn first_number(text: &str) -> Option<u32> {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::run(example()).await
+}
+
+async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    // Alice's model, chosen (and named on the first line) before anything else runs.
+    let alice_model = support::model_or(ScriptedModel::new([
+        ScriptedResponse::text("How about Lisbon? Flights and two nights come to 240 euros."),
+        ScriptedResponse::text("Then Lisbon it is: I'll book the Friday flight."),
+    ]))?;
+
     // The user: stdin in a terminal, a canned line otherwise.
     let user_builder = ReActAgent::builder().name("user").hook(print_replies());
     let user: Arc<dyn Agent> = if std::io::stdin().is_terminal() {
@@ -93,13 +109,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )?)
     };
 
-    let alice_model = ScriptedModel::new([
-        ScriptedResponse::text("How about Lisbon? Flights and two nights come to 240 euros."),
-        ScriptedResponse::text("Then Lisbon it is: I'll book the Friday flight."),
-    ]);
     let alice = ReActAgent::builder()
         .name("alice")
-        .sys_prompt("You plan trips.")
+        .sys_prompt("You plan trips. Name one place and its price in euros, in two sentences.")
         .model(alice_model)
         .hook(print_replies())
         .build()?;

@@ -6,14 +6,23 @@
 //! # a keyless local server (llama.cpp, Ollama, vLLM): the base URL alone is enough
 //! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example quickstart
 //! ANTHROPIC_API_KEY=sk-ant-... AGENTSCOPE_MODEL=claude-sonnet-4-5 cargo run --example quickstart
+//! # at most 128 tokens per answer of the real model
+//! AGENTSCOPE_MAX_TOKENS=128 OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example quickstart
 //! ```
 //!
 //! The offline demo model is a `ScriptedModel` (from `agentscope-test`): it asks for the
 //! calculator, then answers with whatever the calculator returned. Everything else (the loop,
 //! the hooks, the tool, JSON-schema validation, memory) is the real engine.
+//!
+//! The first line says which model runs (the endpoint is shown without its password or query
+//! values). A request the client retries shows as a `warning:` line; a failure ends the run
+//! with its error, one line per cause (`error: ...`, `caused by: ...`), and exit code 1.
+//! `examples/support/mod.rs` lists the environment variables the examples read.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
+
+use std::process::ExitCode;
 
 use agentscope::prelude::*;
 use agentscope_test::tools::Calculator;
@@ -91,7 +100,11 @@ impl Hook for PrintLifecycle {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::run(example()).await
+}
+
+async fn example() -> Result<(), Box<dyn std::error::Error>> {
     let agent = ReActAgent::builder()
         .name("assistant")
         .sys_prompt("You are a helpful assistant. Use the calculator for arithmetic.")

@@ -6,17 +6,24 @@
 //! OPENAI_API_KEY=sk-... cargo run --example streaming    # a real OpenAI-compatible endpoint
 //! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example streaming
 //! ANTHROPIC_API_KEY=sk-ant-... AGENTSCOPE_MODEL=claude-sonnet-4-5 cargo run --example streaming
+//! AGENTSCOPE_MAX_TOKENS=128 OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example streaming
 //! ```
 //!
 //! `agent.stream(..)` runs the same engine as `agent.call(..)`; the stream yields `Event`s:
 //! model chunks and the finished message (`Reasoning`), tool progress and results
 //! (`ToolResult`), hints, summaries, and the reply last (`AgentResult`). Dropping the stream
 //! cancels the call.
+//!
+//! The first line says which model runs (the endpoint is shown without its password or query
+//! values). A request the client retries shows as a `warning:` line; a failure ends the run
+//! with its error, one line per cause (`error: ...`, `caused by: ...`), and exit code 1.
+//! `examples/support/mod.rs` lists the environment variables the examples read.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
 use std::io::Write;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use agentscope::prelude::*;
@@ -95,7 +102,11 @@ fn show(event: &Event) {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::run(example()).await
+}
+
+async fn example() -> Result<(), Box<dyn std::error::Error>> {
     let agent = ReActAgent::builder()
         .name("assistant")
         .sys_prompt("You are a helpful assistant. Use the calculator for arithmetic.")

@@ -8,13 +8,17 @@
 //! REDIS_URL=redis://127.0.0.1:6379 cargo run --example two_instances   # or uses yours
 //! ```
 //!
-//! Offline: each instance's model is a built-in demo model (a `ScriptedModel`, labelled);
-//! the store, the lease and the interrupt are real. Without `REDIS_URL` the example starts
+//! Offline: each instance's model is a built-in demo model (a `ScriptedModel`, labelled),
+//! whatever the environment says, and the first line says so: the point is the store, the
+//! lease and the interrupt (all real), which need a call that is sure to be running a slow
+//! tool when the other instance arrives. Without `REDIS_URL` the example starts
 //! `redis-server` on a free port of 127.0.0.1 (Debian: `apt-get install redis-server`), and
 //! says so and exits when it is not installed. See `docs/scaling.md`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Child, Command, Stdio};
+mod support;
+
+use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
@@ -97,7 +101,11 @@ fn run_b(url: &str, request: &str) {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::run(example()).await
+}
+
+async fn example() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if let [_, flag, url, request] = &args[..]
         && flag == "--instance-b"
@@ -105,6 +113,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         instance_b(url, request).await;
         return Ok(());
     }
+    support::scripted(
+        "both instances' models are scripted stand-ins (not language models), so that \
+         instance A is surely running a slow tool when instance B calls and interrupts it",
+    );
     let (url, _server) = match std::env::var("REDIS_URL") {
         Ok(url) => (url, None),
         Err(_) => match LocalRedis::start() {

@@ -30,12 +30,13 @@
 mod support;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use agentscope::hooks::ApprovalPolicy;
 use agentscope::prelude::*;
 use agentscope::session::JsonFileSessionStore;
-use agentscope::{BoxedModel, ChatStream, ModelError, ModelRequest};
+use agentscope::{ChatStream, ModelError, ModelRequest};
 use agentscope_server::{AgUi, AgentSpec};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
@@ -196,14 +197,13 @@ fn delete_files() -> impl Tool {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::run(example()).await
+}
+
+async fn example() -> Result<(), Box<dyn std::error::Error>> {
     // A real model when the environment names one; otherwise the offline demo above.
-    let model = support::model("6*7")?;
-    let model = if model.model_name().starts_with("demo-model") {
-        BoxedModel::new(OfflineChat::new())
-    } else {
-        model
-    };
+    let model = support::model_or(OfflineChat::new())?;
 
     let spec = AgentSpec::new(move || {
         ReActAgent::builder()

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use agentscope_core::plumbing::redact::url_for_display;
 use agentscope_core::{ChatStream, Model, ModelError, ModelRequest};
 use agentscope_http::Transport;
 
@@ -68,20 +69,39 @@ use crate::request::{Settings, build_body};
 #[derive(Clone, Debug)]
 pub struct AnthropicModel {
     transport: Arc<Transport>,
+    /// The endpoint as shown ([`endpoint`](Self::endpoint)): without its secrets.
+    endpoint: Arc<str>,
     settings: Settings,
 }
 
 impl AnthropicModel {
     pub(crate) fn new(transport: Transport, settings: Settings) -> Self {
         Self {
+            endpoint: url_for_display(transport.endpoint().as_str()).into(),
             transport: Arc::new(transport),
             settings,
         }
     }
 
-    /// The URL requests are posted to (`<base_url>/v1/messages`).
+    /// The URL requests are posted to (`<base_url>/v1/messages`), as it may be shown: the password
+    /// of its user information and the value of every query parameter are replaced by
+    /// `<redacted>` (a gateway may take its key as `?key=...`), by the workspace's one rule,
+    /// [`url_for_display`]. Requests still go to the URL as given.
+    ///
+    /// ```
+    /// # use agentscope_anthropic::AnthropicModel;
+    /// let model = AnthropicModel::builder()
+    ///     .base_url("http://alice:pw-secret@127.0.0.1:8080/v1?key=k-secret")
+    ///     .model("m")
+    ///     .build()?;
+    /// assert_eq!(
+    ///     model.endpoint(),
+    ///     "http://alice:<redacted>@127.0.0.1:8080/v1/messages?key=<redacted>"
+    /// );
+    /// # Ok::<(), agentscope_core::ModelError>(())
+    /// ```
     pub fn endpoint(&self) -> &str {
-        self.transport.endpoint().as_str()
+        &self.endpoint
     }
 
     /// The model name sent in every request.

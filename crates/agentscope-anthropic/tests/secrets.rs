@@ -126,3 +126,30 @@ async fn a_stream_error_quoting_the_key_gets_it_redacted() {
     assert_no_secret("stream error", &error_texts(&error));
     assert_eq!(error.to_string(), "model stream error: bad key <redacted>");
 }
+
+/// `endpoint()` is for showing (the examples print it): the password and the query's
+/// values are hidden, the host and path kept; the request still goes to the URL as given.
+#[tokio::test]
+async fn the_endpoint_shown_hides_the_password_and_the_query_but_requests_use_them() {
+    let server = TestServer::start([Reply::status(401, "no")]).await;
+    // `127.0.0.1:<port>/v1`
+    let at = server.base_url().replace("http://", "");
+    let url = format!("http://alice:{}@{at}?key={}&beta=1", SECRETS[3], SECRETS[2]);
+    let model = AnthropicModel::builder()
+        .base_url(url)
+        .model("m")
+        .max_retries(0)
+        .build()
+        .unwrap();
+    let shown = model.endpoint();
+    assert_eq!(
+        shown,
+        format!("http://alice:<redacted>@{at}/messages?key=<redacted>&beta=<redacted>")
+    );
+    assert_no_secret("endpoint", shown);
+    let _ = model.stream(hello()).await;
+    assert_eq!(
+        server.requests()[0].target,
+        format!("/v1/messages?key={}&beta=1", SECRETS[2])
+    );
+}

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use agentscope_core::plumbing::redact::url_for_display;
 use agentscope_core::{ChatStream, Model, ModelError, ModelRequest};
 use agentscope_http::Transport;
 
@@ -67,6 +68,8 @@ use crate::request::build_body;
 #[derive(Clone, Debug)]
 pub struct OpenAIChatModel {
     transport: Arc<Transport>,
+    /// The endpoint as shown ([`endpoint`](Self::endpoint)): without its secrets.
+    endpoint: Arc<str>,
     /// Whether to ask for `stream_options.include_usage`.
     include_usage: bool,
 }
@@ -74,14 +77,31 @@ pub struct OpenAIChatModel {
 impl OpenAIChatModel {
     pub(crate) fn new(transport: Transport, include_usage: bool) -> Self {
         Self {
+            endpoint: url_for_display(transport.endpoint().as_str()).into(),
             transport: Arc::new(transport),
             include_usage,
         }
     }
 
-    /// The URL requests are posted to (`<base_url>/chat/completions`).
+    /// The URL requests are posted to (`<base_url>/chat/completions`), as it may be shown: the password
+    /// of its user information and the value of every query parameter are replaced by
+    /// `<redacted>` (a gateway may take its key as `?key=...`), by the workspace's one rule,
+    /// [`url_for_display`]. Requests still go to the URL as given.
+    ///
+    /// ```
+    /// # use agentscope_openai::OpenAIChatModel;
+    /// let model = OpenAIChatModel::builder()
+    ///     .base_url("http://alice:pw-secret@127.0.0.1:8080/v1?key=k-secret")
+    ///     .model("m")
+    ///     .build()?;
+    /// assert_eq!(
+    ///     model.endpoint(),
+    ///     "http://alice:<redacted>@127.0.0.1:8080/v1/chat/completions?key=<redacted>"
+    /// );
+    /// # Ok::<(), agentscope_core::ModelError>(())
+    /// ```
     pub fn endpoint(&self) -> &str {
-        self.transport.endpoint().as_str()
+        &self.endpoint
     }
 
     /// The model name sent in every request.

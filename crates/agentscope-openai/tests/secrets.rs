@@ -92,3 +92,39 @@ async fn a_server_echoing_the_secrets_in_its_error_gets_them_redacted() {
         "HTTP 401: invalid credentials: authorization=Bearer <redacted>, x-api-key=<redacted>, key=<redacted>"
     );
 }
+
+/// `endpoint()` is for showing (the examples print it): the password and the query's
+/// values are hidden, the host and path kept; the request still goes to the URL as given.
+#[tokio::test]
+async fn the_endpoint_shown_hides_the_password_and_the_query_but_requests_use_them() {
+    let server = TestServer::start([Reply::status(401, "no")]).await;
+    // `127.0.0.1:<port>/v1`
+    let at = server.base_url().replace("http://", "");
+    let url = format!(
+        "http://alice:{}@{at}?key={}&api-version=2024-06-01",
+        SECRETS[3], SECRETS[2]
+    );
+    let model = OpenAIChatModel::builder()
+        .base_url(url)
+        .model("m")
+        .max_retries(0)
+        .build()
+        .unwrap();
+    let shown = model.endpoint();
+    assert_eq!(
+        shown,
+        format!(
+            "http://alice:<redacted>@{at}/chat/completions\
+             ?key=<redacted>&api-version=<redacted>"
+        )
+    );
+    assert_no_secret("endpoint", shown);
+    let _ = model.stream(hello()).await;
+    assert_eq!(
+        server.requests()[0].target,
+        format!(
+            "/v1/chat/completions?key={}&api-version=2024-06-01",
+            SECRETS[2]
+        )
+    );
+}

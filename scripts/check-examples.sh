@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# The examples as a newcomer runs them (`.ci/run` and `just examples` run this):
+#
+# 1. offline, each example that ends by itself exits 0, and its first line says which model
+#    runs or that it runs scripted and why (`mcp` needs Node.js, `two_instances` Redis: each is
+#    skipped with a message when missing, outside CI);
+# 2. `hitl`'s hint, followed literally, continues the stopped session (a store path with a
+#    space in it);
+# 3. a retry shows: `quickstart` against a port where nothing listens prints one `warning:`
+#    line per retry, then the error's chain and exits 1;
+# 4. against a real model (llama.cpp's llama-server serving SmolLM2, started with
+#    `third_party_openai.sh llama PORT` from ../shared/tools, or $THIRD_PARTY_OPENAI),
+#    `cargo run --example quickstart` and `--example streaming` end normally (exit 0) or with
+#    a clear model error: `error:` and `caused by:` lines only, no `Debug` dump, no panic. The
+#    base URL carries a password and a query key, which no output may show.
+#
+# Under CI (AGENTSCOPE_CI=1) a missing server script or component fails the check; elsewhere
+# it is skipped with a message.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+in_ci() { [ "${AGENTSCOPE_CI:-}" = 1 ]; }
+fail() {
+    echo "FAILED: $*" >&2
+    exit 1
+}
+skip_or_fail() { # WHY
+    if in_ci; then fail "$1"; fi
+    echo "skipped: $1"
+}
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+tmp=$(mktemp -d)
+server_pid=""
+cleanup() {
+    # The server runs in a process group of its own (setsid): stop all of it.
+    if [ -n "$server_pid" ]; then kill -- "-$server_pid" 2>/dev/null || true; fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# The model the examples use comes from these; the offline checks clear them.
+offline=(env -u OPENAI_API_KEY -u OPENAI_BASE_URL -u ANTHROPIC_API_KEY -u ANTHROPIC_BASE_URL
+    -u AGENTSCOPE_MODEL -u AGENTSCOPE_MAX_TOKENS)
+
+cargo build --quiet -p agentscope-examples --examples
+bin=target/debug/examples
+
+# An example's first line must say which model runs, or that it runs scripted.
+check_first_line() { # NAME FILE
+    local first
+    first=$(head -n 1 "$2")
+    case "$first" in
+        "model: "* | "runs scripted, offline: "*) ;;
+        *) fail "$1: the first line says neither the model nor why it is scripted: $first" ;;
+    esac
+}
+
+# An example that failed must have printed its error as `error:` then `caused by:` lines on
+# stderr (after any `warning:` lines), and nothing like a panic or a `Debug` dump.
+check_ending() { # NAME EXIT-CODE STDOUT STDERR
+    local name=$1 code=$2 out=$3 err=$4
+    if grep -q "panicked at" "$out" "$err"; then fail "$name panicked: $(cat "$err")"; fi
+    case "$code" in
+        0) return ;;
+        1) ;;
+        *) fail "$name exited with $code: $(cat "$err")" ;;
+    esac
+    if grep -vqE '^(warning|error|caused by): ' "$err"; then
+        fail "$name: stderr holds more than warning/error/caused-by lines: $(cat "$err")"
+    fi
+    [ "$(grep -c '^error: ' "$err")" = 1 ] || fail "$name: not exactly one error: line"
+    if grep -A1000 '^error: ' "$err" | tail -n +2 | grep -vq '^caused by: '; then
+        fail "$name: lines after error: that are not caused by: lines"
+    fi
+}
+
+echo "-- offline: each example's first line, and a normal end"
+for example in quickstart streaming hitl custom_agent context multi_agent typed_tools; do
+    code=0
+    "${offline[@]}" timeout 120 "$bin/$example" </dev/null >"$tmp/out" 2>"$tmp/err" || code=$?
+    [ "$code" = 0 ] || fail "$example exited with $code: $(cat "$tmp/err")"
+    check_first_line "$example" "$tmp/out"
+    echo "$example: $(head -n 1 "$tmp/out")"
+done
+if command -v node >/dev/null; then
+    code=0
+    "${offline[@]}" timeout 300 "$bin/mcp" </dev/null >"$tmp/out" 2>"$tmp/err" || code=$?
+    [ "$code" = 0 ] || fail "mcp exited with $code: $(cat "$tmp/err")"
+    check_first_line mcp "$tmp/out"
+    grep -q "^answer: " "$tmp/out" || fail "mcp gave no answer: $(cat "$tmp/out")"
+    echo "mcp: $(head -n 1 "$tmp/out")"
+else
+    skip_or_fail "mcp needs Node.js (node is not installed)"
+fi
+if command -v redis-server >/dev/null; then
+    code=0
+    "${offline[@]}" -u REDIS_URL timeout 120 "$bin/two_instances" </dev/null >"$tmp/out" 2>"$tmp/err" \
+        || code=$?
+    [ "$code" = 0 ] || fail "two_instances exited with $code: $(cat "$tmp/err")"
+    check_first_line two_instances "$tmp/out"
+    echo "two_instances: $(head -n 1 "$tmp/out")"
+else
+    skip_or_fail "two_instances needs redis-server (not installed)"
+fi
+# The web chat serves until stopped: its first line, then its address, then stop it.
+port=$(free_port)
+"${offline[@]}" PORT="$port" SESSIONS_DIR="$tmp/web-sessions" "$bin/web_chat" >"$tmp/web" 2>&1 &
+web_pid=$!
+for _ in $(seq 1 100); do
+    grep -q "^web chat: http://127.0.0.1:$port/" "$tmp/web" && break
+    sleep 0.1
+done
+kill "$web_pid" 2>/dev/null || true
+wait "$web_pid" 2>/dev/null || true
+grep -q "^web chat: http://127.0.0.1:$port/" "$tmp/web" || fail "web_chat did not serve: $(cat "$tmp/web")"
+check_first_line web_chat "$tmp/web"
+echo "web_chat: $(head -n 1 "$tmp/web")"
+
+echo "-- hitl: the hint, followed as printed, continues the session"
+store="$tmp/hitl store"
+"${offline[@]}" "$bin/hitl" --session ci --store "$store" >"$tmp/out" 2>&1 \
+    || fail "hitl run 1: $(cat "$tmp/out")"
+hint=$(grep -E '^  cargo run --example hitl -- .* --approve$' "$tmp/out" | sed 's/^  //') \
+    || fail "hitl printed no --approve hint: $(cat "$tmp/out")"
+echo "$hint"
+eval "${offline[*]} ${hint/cargo run/cargo run --quiet}" >"$tmp/out" 2>&1 \
+    || fail "the hint failed: $(cat "$tmp/out")"
+grep -qx "assistant: Done: the delete_files said deleted 3 files matching /var/log/app/\*.log." \
+    "$tmp/out" || fail "the hint did not resume the stopped call: $(cat "$tmp/out")"
+
+echo "-- a retry shows: quickstart with nothing listening"
+port=$(free_port)
+code=0
+"${offline[@]}" OPENAI_BASE_URL="http://127.0.0.1:$port/v1" timeout 120 "$bin/quickstart" \
+    >"$tmp/out" 2>"$tmp/err" || code=$?
+[ "$code" = 1 ] || fail "quickstart against a closed port exited with $code"
+check_ending quickstart "$code" "$tmp/out" "$tmp/err"
+[ "$(grep -c '^warning: model request failed, retrying (' "$tmp/err")" = 2 ] \
+    || fail "the two retries do not show: $(cat "$tmp/err")"
+grep -qx 'caused by: gave up after 3 attempts' "$tmp/err" || fail "no give-up line: $(cat "$tmp/err")"
+cat "$tmp/err"
+
+echo "-- against a real model (llama.cpp, SmolLM2)"
+script=${THIRD_PARTY_OPENAI:-../shared/tools/third_party_openai.sh}
+if [ ! -x "$script" ]; then
+    skip_or_fail "no server script at $script (set THIRD_PARTY_OPENAI to third_party_openai.sh)"
+    exit 0
+fi
+port=$(free_port)
+setsid "$script" llama "$port" >"$tmp/llama.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+    kill -0 "$server_pid" 2>/dev/null || fail "llama-server did not start: $(tail -20 "$tmp/llama.log")"
+    sleep 1
+done
+curl -sf "http://127.0.0.1:$port/health" >/dev/null || fail "llama-server is not ready after 300 s"
+for example in quickstart streaming; do
+    code=0
+    env -u ANTHROPIC_API_KEY -u ANTHROPIC_BASE_URL \
+        OPENAI_API_KEY=sk-SECRET-key \
+        OPENAI_BASE_URL="http://alice:pw-SECRET@127.0.0.1:$port/v1?key=q-SECRET" \
+        AGENTSCOPE_MODEL=smollm2 AGENTSCOPE_MAX_TOKENS=64 \
+        timeout 600 cargo run --quiet --example "$example" </dev/null >"$tmp/out" 2>"$tmp/err" \
+        || code=$?
+    check_ending "$example" "$code" "$tmp/out" "$tmp/err"
+    first="model: smollm2 at http://alice:<redacted>@127.0.0.1:$port/v1/chat/completions?key=<redacted>, at most 64 tokens per answer (AGENTSCOPE_MAX_TOKENS)"
+    [ "$(head -n 1 "$tmp/out")" = "$first" ] || fail "$example's first line: $(head -n 1 "$tmp/out")"
+    if grep -q SECRET "$tmp/out" "$tmp/err"; then fail "$example printed a secret"; fi
+    echo "$example on llama.cpp: exit $code"
+    head -n 1 "$tmp/out"
+    tail -n 3 "$tmp/out"
+    cat "$tmp/err"
+done
+echo "examples checked"
