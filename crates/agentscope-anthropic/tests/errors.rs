@@ -6,7 +6,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use agentscope_core::ModelError;
-use agentscope_test::http::{Reply, TestServer};
+use agentscope_test::http::{HttpReply, TestServer};
 use agentscope_test::model_conformance::{given_up_after, hello, run};
 use serde_json::{Value, json};
 use support::{builder, fixture};
@@ -21,9 +21,9 @@ const TEXT: &str = "Hello! How can I help you today?";
 #[tokio::test]
 async fn overloaded_529_is_retried_then_succeeds() {
     let server = TestServer::start([
-        Reply::json(529, &anthropic_error("overloaded_error", "Overloaded")),
-        Reply::json(529, &anthropic_error("overloaded_error", "Overloaded")),
-        Reply::sse(&fixture("text")),
+        HttpReply::json(529, &anthropic_error("overloaded_error", "Overloaded")),
+        HttpReply::json(529, &anthropic_error("overloaded_error", "Overloaded")),
+        HttpReply::sse(&fixture("text")),
     ])
     .await;
     let model = builder(&server).max_retries(2).build().unwrap();
@@ -38,7 +38,7 @@ async fn overloaded_529_is_retried_then_succeeds() {
 /// error it returns is not retryable (a retry around the client does not retry it again).
 #[tokio::test]
 async fn overloaded_until_retries_run_out_is_a_retryable_status_error_given_up_on() {
-    let overloaded = || Reply::json(529, &anthropic_error("overloaded_error", "Overloaded"));
+    let overloaded = || HttpReply::json(529, &anthropic_error("overloaded_error", "Overloaded"));
     let server = TestServer::start([overloaded(), overloaded(), overloaded()]).await;
     let model = builder(&server).max_retries(1).build().unwrap();
     let err = run(&model, hello()).await.result.unwrap_err();
@@ -55,7 +55,7 @@ async fn overloaded_until_retries_run_out_is_a_retryable_status_error_given_up_o
 #[tokio::test]
 async fn rate_limited_with_retry_after_waits_then_succeeds() {
     let server = TestServer::start([
-        Reply::json(
+        HttpReply::json(
             429,
             &anthropic_error(
                 "rate_limit_error",
@@ -63,7 +63,7 @@ async fn rate_limited_with_retry_after_waits_then_succeeds() {
             ),
         )
         .header("retry-after", "1"),
-        Reply::sse(&fixture("text")),
+        HttpReply::sse(&fixture("text")),
     ])
     .await;
     let model = builder(&server).build().unwrap();
@@ -81,8 +81,8 @@ async fn rate_limited_with_retry_after_waits_then_succeeds() {
 async fn a_prompt_that_is_too_long_is_a_context_length_error_and_is_not_retried() {
     let message = "prompt is too long: 208310 tokens > 200000 maximum";
     let server = TestServer::start([
-        Reply::json(400, &anthropic_error("invalid_request_error", message)),
-        Reply::sse(&fixture("text")),
+        HttpReply::json(400, &anthropic_error("invalid_request_error", message)),
+        HttpReply::sse(&fixture("text")),
     ])
     .await;
     let model = builder(&server).max_retries(3).build().unwrap();
@@ -96,11 +96,11 @@ async fn a_prompt_that_is_too_long_is_a_context_length_error_and_is_not_retried(
 #[tokio::test]
 async fn an_invalid_key_is_an_auth_error_and_is_not_retried() {
     let server = TestServer::start([
-        Reply::json(
+        HttpReply::json(
             401,
             &anthropic_error("authentication_error", "invalid x-api-key"),
         ),
-        Reply::sse(&fixture("text")),
+        HttpReply::sse(&fixture("text")),
     ])
     .await;
     let model = builder(&server).max_retries(3).build().unwrap();
@@ -120,7 +120,7 @@ async fn an_overloaded_error_event_mid_stream_ends_the_stream_without_a_retry() 
         "event: content_block_stop",
         "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\nevent: content_block_stop",
     );
-    let server = TestServer::start([Reply::sse(&body), Reply::sse(&fixture("text"))]).await;
+    let server = TestServer::start([HttpReply::sse(&body), HttpReply::sse(&fixture("text"))]).await;
     let model = builder(&server).build().unwrap();
     let outcome = run(&model, hello()).await;
     assert!(
@@ -146,7 +146,7 @@ async fn a_non_streamed_json_answer_is_decoded() {
         "stop_reason": "end_turn", "stop_sequence": null,
         "usage": {"input_tokens": 4, "output_tokens": 3}
     });
-    let server = TestServer::start([Reply::json(200, &body)]).await;
+    let server = TestServer::start([HttpReply::json(200, &body)]).await;
     let model = builder(&server).build().unwrap();
     let msg = run(&model, hello()).await.result.unwrap();
     assert_eq!(msg.text(), "Plain JSON.");

@@ -7,7 +7,7 @@
 mod support;
 
 use agentscope_core::{ContentBlock, GenerateReason, ToolUseBlock};
-use agentscope_test::http::{Reply, TestServer};
+use agentscope_test::http::{HttpReply, TestServer};
 use agentscope_test::model_conformance::{hello, run};
 use serde_json::json;
 
@@ -19,7 +19,7 @@ fn recorded(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"))
 }
 
-async fn replay(reply: Reply) -> agentscope_core::Msg {
+async fn replay(reply: HttpReply) -> agentscope_core::Msg {
     let server = TestServer::start([reply]).await;
     let model = support::builder(&server).max_retries(0).build().unwrap();
     run(&model, hello()).await.result.unwrap()
@@ -30,7 +30,7 @@ async fn replay(reply: Reply) -> agentscope_core::Msg {
 /// `message_delta` (`message_start` says 0).
 #[tokio::test]
 async fn a_forced_tool_call_with_text_before_it() {
-    let msg = replay(Reply::sse(&recorded("tool_call.sse"))).await;
+    let msg = replay(HttpReply::sse(&recorded("tool_call.sse"))).await;
     assert_eq!(
         msg.content,
         vec![
@@ -53,7 +53,7 @@ async fn a_forced_tool_call_with_text_before_it() {
 
 #[tokio::test]
 async fn a_streamed_answer() {
-    let msg = replay(Reply::sse(&recorded("text.sse"))).await;
+    let msg = replay(HttpReply::sse(&recorded("text.sse"))).await;
     assert_eq!(
         msg.content,
         vec![ContentBlock::text("\nCutting Knowledge Date: 2023-12-2")]
@@ -75,7 +75,7 @@ async fn a_streamed_answer() {
 #[tokio::test]
 async fn a_whole_json_message_in_place_of_a_stream() {
     let body: serde_json::Value = serde_json::from_str(&recorded("mock_text.json")).unwrap();
-    let msg = replay(Reply::json(200, &body)).await;
+    let msg = replay(HttpReply::json(200, &body)).await;
     assert_eq!(
         msg.content,
         vec![ContentBlock::text(

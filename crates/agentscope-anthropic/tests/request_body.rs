@@ -4,7 +4,7 @@
 mod support;
 
 use agentscope_core::{GenerateOptions, ModelRequest, Msg, ToolResultBlock, ToolSchema};
-use agentscope_test::http::{Recorded, Reply, TestServer};
+use agentscope_test::http::{HttpReply, Recorded, TestServer};
 use agentscope_test::model_conformance::{hello, run};
 use serde_json::json;
 use support::{API_KEY, builder, fixture};
@@ -13,7 +13,7 @@ async fn one_request(
     builder: impl FnOnce(&TestServer) -> agentscope_anthropic::AnthropicModelBuilder,
     request: ModelRequest,
 ) -> Recorded {
-    let server = TestServer::start([Reply::sse(&fixture("text"))]).await;
+    let server = TestServer::start([HttpReply::sse(&fixture("text"))]).await;
     let model = builder(&server).build().unwrap();
     let outcome = run(&model, request).await;
     assert_eq!(
@@ -147,7 +147,8 @@ async fn signed_thinking_and_tool_calls_go_back_in_the_next_request() {
              event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"",
     );
     assert!(first.contains("toolu_01A"));
-    let server = TestServer::start([Reply::sse(&first), Reply::sse(&fixture("text"))]).await;
+    let server =
+        TestServer::start([HttpReply::sse(&first), HttpReply::sse(&fixture("text"))]).await;
     let model = builder(&server).thinking(2048).build().unwrap();
     let answer = run(&model, hello()).await.result.unwrap();
     assert_eq!(answer.finish_reason(), Some("tool_use"));
@@ -244,12 +245,12 @@ async fn redacted_thinking_goes_back_unchanged_in_the_next_request() {
     ]});
     for (reply, turn) in [
         (
-            Reply::sse(&streamed_redacted_answer()),
+            HttpReply::sse(&streamed_redacted_answer()),
             streamed_redacted_turn(),
         ),
-        (Reply::json(200, &whole), whole_turn),
+        (HttpReply::json(200, &whole), whole_turn),
     ] {
-        let server = TestServer::start([reply, Reply::sse(&fixture("text"))]).await;
+        let server = TestServer::start([reply, HttpReply::sse(&fixture("text"))]).await;
         let model = builder(&server).thinking(2048).build().unwrap();
         let answer = run(&model, hello()).await.result.unwrap();
         let next = ModelRequest {
@@ -285,9 +286,9 @@ async fn redacted_thinking_survives_a_stored_and_loaded_session() {
 
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start([
-        Reply::sse(&streamed_redacted_answer()),
-        Reply::sse(&fixture("text")),
-        Reply::sse(&fixture("text")),
+        HttpReply::sse(&streamed_redacted_answer()),
+        HttpReply::sse(&fixture("text")),
+        HttpReply::sse(&fixture("text")),
     ])
     .await;
     let agent = |model| {

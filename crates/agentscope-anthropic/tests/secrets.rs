@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use agentscope_anthropic::{AnthropicModel, AnthropicModelBuilder};
 use agentscope_core::Model;
-use agentscope_test::http::{Reply, TestServer};
+use agentscope_test::http::{HttpReply, TestServer};
 use agentscope_test::model_conformance::error_texts;
 use agentscope_test::model_conformance::hello;
 use agentscope_test::model_conformance::secrets::{self, SECRETS, assert_no_secret};
@@ -95,7 +95,7 @@ async fn a_server_echoing_the_secrets_in_its_error_gets_them_redacted() {
             )
         }
     });
-    let server = TestServer::start([Reply::json(401, &echo)]).await;
+    let server = TestServer::start([HttpReply::json(401, &echo)]).await;
     let url = format!("{}?key={}", server.base_url(), SECRETS[2]);
     let model = with_every_secret(&url).build().unwrap();
     let Err(error) = model.stream(hello()).await else {
@@ -119,7 +119,7 @@ async fn a_stream_error_quoting_the_key_gets_it_redacted() {
          event: error\ndata: {{\"type\":\"error\",\"error\":{{\"type\":\"api_error\",\"message\":\"bad key {}\"}}}}\n\n",
         SECRETS[0]
     );
-    let server = TestServer::start([Reply::sse(&body)]).await;
+    let server = TestServer::start([HttpReply::sse(&body)]).await;
     let model = with_every_secret(&server.base_url()).build().unwrap();
     let outcome = agentscope_test::model_conformance::run(&model, hello()).await;
     let error = outcome.result.unwrap_err();
@@ -131,7 +131,7 @@ async fn a_stream_error_quoting_the_key_gets_it_redacted() {
 /// values are hidden, the host and path kept; the request still goes to the URL as given.
 #[tokio::test]
 async fn the_endpoint_shown_hides_the_password_and_the_query_but_requests_use_them() {
-    let server = TestServer::start([Reply::status(401, "no")]).await;
+    let server = TestServer::start([HttpReply::status(401, "no")]).await;
     // `127.0.0.1:<port>/v1`
     let at = server.base_url().replace("http://", "");
     let url = format!("http://alice:{}@{at}?key={}&beta=1", SECRETS[3], SECRETS[2]);

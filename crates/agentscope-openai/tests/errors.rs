@@ -12,7 +12,7 @@ use agentscope_core::ModelError;
 use agentscope_test::model_conformance::given_up_after;
 use serde_json::json;
 use support::scenarios;
-use support::{API_KEY, Reply, TestServer, builder, hello, run};
+use support::{API_KEY, HttpReply, TestServer, builder, hello, run};
 
 fn openai_error(message: &str, kind: &str, code: &str) -> serde_json::Value {
     json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
@@ -22,11 +22,11 @@ fn openai_error(message: &str, kind: &str, code: &str) -> serde_json::Value {
 async fn unauthorized_is_an_auth_error_with_the_providers_message_and_is_not_retried() {
     let message = "Incorrect API key provided: sk-test-***7b. You can find your API key at https://platform.openai.com/account/api-keys.";
     let server = TestServer::start([
-        Reply::json(
+        HttpReply::json(
             401,
             &openai_error(message, "invalid_request_error", "invalid_api_key"),
         ),
-        Reply::sse(scenarios::text().sse),
+        HttpReply::sse(scenarios::text().sse),
     ])
     .await;
     let model = builder(&server).max_retries(3).build().unwrap();
@@ -52,7 +52,7 @@ async fn unauthorized_is_an_auth_error_with_the_providers_message_and_is_not_ret
 #[tokio::test]
 async fn the_api_key_never_appears_in_errors() {
     let echoed = format!("Incorrect API key provided: {API_KEY}.");
-    let server = TestServer::start([Reply::json(
+    let server = TestServer::start([HttpReply::json(
         401,
         &openai_error(&echoed, "invalid_request_error", "invalid_api_key"),
     )])
@@ -85,7 +85,7 @@ async fn the_api_key_never_appears_in_debug_output() {
 #[tokio::test]
 async fn rate_limited_with_retry_after_then_success() {
     let server = TestServer::start([
-        Reply::json(
+        HttpReply::json(
             429,
             &openai_error(
                 "Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3, Requested 1.",
@@ -94,7 +94,7 @@ async fn rate_limited_with_retry_after_then_success() {
             ),
         )
         .header("Retry-After", "1"),
-        Reply::sse(scenarios::text().sse),
+        HttpReply::sse(scenarios::text().sse),
     ])
     .await;
     let model = builder(&server).build().unwrap();
@@ -113,13 +113,13 @@ async fn rate_limited_with_retry_after_then_success() {
 #[tokio::test]
 async fn retry_after_ms_is_honoured() {
     let server = TestServer::start([
-        Reply::json(
+        HttpReply::json(
             429,
             &openai_error("slow down", "requests", "rate_limit_exceeded"),
         )
         .header("retry-after-ms", "150")
         .header("Retry-After", "30"),
-        Reply::sse(scenarios::text().sse),
+        HttpReply::sse(scenarios::text().sse),
     ])
     .await;
     let model = builder(&server).build().unwrap();
@@ -133,7 +133,7 @@ async fn retry_after_ms_is_honoured() {
 #[tokio::test]
 async fn rate_limited_until_retries_run_out() {
     let limited = || {
-        Reply::json(
+        HttpReply::json(
             429,
             &openai_error("slow down", "tokens", "rate_limit_exceeded"),
         )
@@ -153,7 +153,7 @@ async fn rate_limited_until_retries_run_out() {
 
 #[tokio::test]
 async fn a_retry_after_too_long_to_wait_for_is_returned_at_once() {
-    let server = TestServer::start([Reply::json(
+    let server = TestServer::start([HttpReply::json(
         429,
         &openai_error("quota", "tokens", "rate_limit_exceeded"),
     )
@@ -168,7 +168,7 @@ async fn a_retry_after_too_long_to_wait_for_is_returned_at_once() {
 #[tokio::test]
 async fn server_error_then_success() {
     let server = TestServer::start([
-        Reply::json(
+        HttpReply::json(
             500,
             &openai_error(
                 "The server had an error while processing your request. Sorry about that!",
@@ -176,11 +176,11 @@ async fn server_error_then_success() {
                 "internal_error",
             ),
         ),
-        Reply::status(
+        HttpReply::status(
             503,
             "upstream connect error or disconnect/reset before headers",
         ),
-        Reply::sse(scenarios::tool_call().sse),
+        HttpReply::sse(scenarios::tool_call().sse),
     ])
     .await;
     let model = builder(&server).build().unwrap();
@@ -194,11 +194,11 @@ async fn server_error_then_success() {
 #[tokio::test]
 async fn server_errors_are_not_retried_when_retries_are_off() {
     let server = TestServer::start([
-        Reply::status(
+        HttpReply::status(
             503,
             "upstream connect error or disconnect/reset before headers",
         ),
-        Reply::sse(scenarios::text().sse),
+        HttpReply::sse(scenarios::text().sse),
     ])
     .await;
     let model = builder(&server).max_retries(0).build().unwrap();
@@ -216,7 +216,7 @@ async fn server_errors_are_not_retried_when_retries_are_off() {
 #[tokio::test]
 async fn a_huge_error_body_is_read_only_so_far() {
     let body = format!("upstream exploded {}", "x".repeat(300_000));
-    let server = TestServer::start([Reply::status(502, &body).then_hang()]).await;
+    let server = TestServer::start([HttpReply::status(502, &body).then_hang()]).await;
     let model = builder(&server)
         .max_retries(0)
         .timeout(Duration::from_secs(30))
@@ -240,7 +240,7 @@ async fn a_huge_error_body_is_read_only_so_far() {
 
 #[tokio::test]
 async fn client_errors_are_not_retried() {
-    let server = TestServer::start([Reply::json(
+    let server = TestServer::start([HttpReply::json(
         400,
         &openai_error(
             "Invalid schema for function 'get_weather': 'strng' is not valid under any of the given schemas.",
@@ -262,7 +262,7 @@ async fn client_errors_are_not_retried() {
 #[tokio::test]
 async fn a_server_that_does_not_answer_times_out_without_retry() {
     let server =
-        TestServer::start([Reply::sse(scenarios::text().sse).delayed(Duration::from_secs(30))])
+        TestServer::start([HttpReply::sse(scenarios::text().sse).delayed(Duration::from_secs(30))])
             .await;
     let model = builder(&server)
         .timeout(Duration::from_millis(200))
@@ -310,9 +310,9 @@ async fn a_refused_connection_is_retried_then_reported() {
 #[tokio::test]
 async fn a_connection_reset_before_the_response_is_retried() {
     let server = TestServer::start([
-        Reply::reset(),
-        Reply::reset(),
-        Reply::sse(scenarios::text().sse),
+        HttpReply::reset(),
+        HttpReply::reset(),
+        HttpReply::sse(scenarios::text().sse),
     ])
     .await;
     let model = builder(&server).max_retries(2).build().unwrap();
@@ -323,9 +323,9 @@ async fn a_connection_reset_before_the_response_is_retried() {
 
     // A pooled connection reset after the server read the request: sent again on a new one.
     let server = TestServer::start([
-        Reply::sse(scenarios::text().sse).keep_alive(),
-        Reply::reset(),
-        Reply::sse(scenarios::text().sse),
+        HttpReply::sse(scenarios::text().sse).keep_alive(),
+        HttpReply::reset(),
+        HttpReply::sse(scenarios::text().sse),
     ])
     .await;
     let model = builder(&server).max_retries(1).build().unwrap();
@@ -338,7 +338,7 @@ async fn a_connection_reset_before_the_response_is_retried() {
     assert_eq!(requests[1].body, requests[2].body);
 
     // Retries run out: the reset is reported after the attempts the policy allows.
-    let server = TestServer::start((0..4).map(|_| Reply::reset())).await;
+    let server = TestServer::start((0..4).map(|_| HttpReply::reset())).await;
     let model = builder(&server).max_retries(1).build().unwrap();
     let err = run(&model, hello()).await.result.unwrap_err();
     assert!(
@@ -355,7 +355,7 @@ async fn a_connection_reset_before_the_response_is_retried() {
 #[tokio::test]
 async fn a_retry_layer_around_a_client_does_not_multiply_attempts() {
     for (client_retries, requests) in [(2, 3), (0, 4)] {
-        let server = TestServer::start((0..12).map(|_| Reply::status(503, "overloaded"))).await;
+        let server = TestServer::start((0..12).map(|_| HttpReply::status(503, "overloaded"))).await;
         let model = builder(&server)
             .max_retries(client_retries)
             .build()

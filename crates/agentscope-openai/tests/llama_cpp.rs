@@ -22,7 +22,7 @@ mod support;
 use agentscope::prelude::*;
 use agentscope_core::ModelError;
 use agentscope_core::plumbing::FINISH_REASON_KEY;
-use support::{Reply, TestServer, builder, hello, run};
+use support::{HttpReply, TestServer, builder, hello, run};
 
 const ANSWER: &str = include_str!("fixtures/llama_cpp/answer_cut_at_max_tokens.sse");
 const TOOL_CALL: &str = include_str!("fixtures/llama_cpp/tool_call.sse");
@@ -47,7 +47,7 @@ fn streamed_text(sse: &str) -> String {
 
 #[tokio::test]
 async fn an_answer_cut_at_max_tokens_is_assembled_and_says_so() {
-    let server = TestServer::start([Reply::sse(ANSWER)]).await;
+    let server = TestServer::start([HttpReply::sse(ANSWER)]).await;
     let model = builder(&server).build().unwrap();
     let msg = run(&model, hello()).await.result.unwrap();
     let expected = streamed_text(ANSWER);
@@ -60,7 +60,7 @@ async fn an_answer_cut_at_max_tokens_is_assembled_and_says_so() {
     );
 
     // Through an agent: the reply is marked as cut off, not as a normal stop.
-    let server = TestServer::start([Reply::sse(ANSWER)]).await;
+    let server = TestServer::start([HttpReply::sse(ANSWER)]).await;
     let agent = ReActAgent::builder()
         .model(builder(&server).build().unwrap())
         .build()
@@ -75,7 +75,7 @@ async fn an_answer_cut_at_max_tokens_is_assembled_and_says_so() {
 
 #[tokio::test]
 async fn a_streamed_tool_call_is_assembled_with_its_arguments() {
-    let server = TestServer::start([Reply::sse(TOOL_CALL)]).await;
+    let server = TestServer::start([HttpReply::sse(TOOL_CALL)]).await;
     let model = builder(&server).build().unwrap();
     let msg = run(&model, hello()).await.result.unwrap();
     let calls = msg.tool_uses();
@@ -93,7 +93,7 @@ async fn a_streamed_tool_call_is_assembled_with_its_arguments() {
 
 #[tokio::test]
 async fn a_mid_stream_error_event_fails_the_call_and_stores_nothing_partial() {
-    let server = TestServer::start([Reply::sse(MID_STREAM_ERROR)]).await;
+    let server = TestServer::start([HttpReply::sse(MID_STREAM_ERROR)]).await;
     let model = builder(&server).max_retries(0).build().unwrap();
     let outcome = run(&model, hello()).await;
     let error = outcome.result.unwrap_err();
@@ -104,7 +104,7 @@ async fn a_mid_stream_error_event_fails_the_call_and_stores_nothing_partial() {
     );
 
     // Through an agent: the call fails, and its input is taken back (nothing answered it).
-    let server = TestServer::start([Reply::sse(MID_STREAM_ERROR)]).await;
+    let server = TestServer::start([HttpReply::sse(MID_STREAM_ERROR)]).await;
     let agent = ReActAgent::builder()
         .model(builder(&server).max_retries(0).build().unwrap())
         .build()
@@ -141,7 +141,8 @@ impl Hook for ForceToolThenAnswer {
 
 #[tokio::test]
 async fn a_tool_round_trip_sends_what_was_recorded_and_answers_from_the_result() {
-    let server = TestServer::start([Reply::sse(ROUND_TRIP_1), Reply::sse(ROUND_TRIP_2)]).await;
+    let server =
+        TestServer::start([HttpReply::sse(ROUND_TRIP_1), HttpReply::sse(ROUND_TRIP_2)]).await;
     let model = support::builder(&server).model("smollm2").build().unwrap();
     let agent = ReActAgent::builder()
         .model(model)

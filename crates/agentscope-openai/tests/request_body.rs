@@ -9,7 +9,7 @@ use agentscope_core::{
 };
 use serde_json::{Value, json};
 use support::scenarios;
-use support::{API_KEY, Reply, TestServer, builder, hello, run};
+use support::{API_KEY, HttpReply, TestServer, builder, hello, run};
 
 fn weather_tool() -> ToolSchema {
     ToolSchema::new(
@@ -21,7 +21,7 @@ fn weather_tool() -> ToolSchema {
 
 /// Sends `request` and returns the JSON body the server received.
 async fn body_of(request: ModelRequest) -> Value {
-    let server = TestServer::start([Reply::sse(scenarios::text().sse)]).await;
+    let server = TestServer::start([HttpReply::sse(scenarios::text().sse)]).await;
     let model = builder(&server).build().unwrap();
     run(&model, request).await.result.unwrap();
     server.requests()[0].json()
@@ -29,7 +29,7 @@ async fn body_of(request: ModelRequest) -> Value {
 
 #[tokio::test]
 async fn a_minimal_request_and_its_headers() {
-    let server = TestServer::start([Reply::sse(scenarios::text().sse)]).await;
+    let server = TestServer::start([HttpReply::sse(scenarios::text().sse)]).await;
     let model = builder(&server)
         .header("HTTP-Referer", "https://example.com/app")
         .build()
@@ -293,7 +293,7 @@ async fn response_formats() {
 
 #[tokio::test]
 async fn include_usage_can_be_turned_off() {
-    let server = TestServer::start([Reply::sse(scenarios::text().sse)]).await;
+    let server = TestServer::start([HttpReply::sse(scenarios::text().sse)]).await;
     let model = builder(&server).include_usage(false).build().unwrap();
     run(&model, hello()).await.result.unwrap();
     let body = server.requests()[0].json();
@@ -303,7 +303,7 @@ async fn include_usage_can_be_turned_off() {
 
 #[tokio::test]
 async fn no_key_means_no_authorization_header_and_queries_are_kept() {
-    let server = TestServer::start([Reply::sse(scenarios::text().sse)]).await;
+    let server = TestServer::start([HttpReply::sse(scenarios::text().sse)]).await;
     let model = agentscope_openai::OpenAIChatModel::builder()
         .base_url(format!("{}?api-version=2024-10-21", server.base_url()))
         .model("local")
@@ -321,7 +321,7 @@ async fn no_key_means_no_authorization_header_and_queries_are_kept() {
 
 #[tokio::test]
 async fn float_options_are_written_as_written() {
-    let server = TestServer::start([Reply::sse(scenarios::text().sse)]).await;
+    let server = TestServer::start([HttpReply::sse(scenarios::text().sse)]).await;
     let model = builder(&server).build().unwrap();
     let request = ModelRequest {
         messages: vec![Msg::user("x")],

@@ -9,7 +9,7 @@ use agentscope_core::Model;
 use agentscope_openai::{OpenAIChatModel, OpenAIChatModelBuilder};
 use agentscope_test::model_conformance::error_texts;
 use agentscope_test::model_conformance::secrets::{self, SECRETS, assert_no_secret};
-use support::{Reply, TestServer, hello};
+use support::{HttpReply, TestServer, hello};
 
 #[test]
 fn the_builder_and_the_model_never_print_a_key_given_with_api_key_or_a_header() {
@@ -80,7 +80,7 @@ async fn a_server_echoing_the_secrets_in_its_error_gets_them_redacted() {
         r#"{{"error": {{"message": "invalid credentials: authorization=Bearer {}, x-api-key={}, key={}"}}}}"#,
         SECRETS[0], SECRETS[1], SECRETS[2]
     );
-    let server = TestServer::start([Reply::status(401, &echo)]).await;
+    let server = TestServer::start([HttpReply::status(401, &echo)]).await;
     let url = format!("{}?key={}", server.base_url(), SECRETS[2]);
     let model = with_every_secret(&url).build().unwrap();
     let Err(error) = model.stream(hello()).await else {
@@ -97,7 +97,7 @@ async fn a_server_echoing_the_secrets_in_its_error_gets_them_redacted() {
 /// values are hidden, the host and path kept; the request still goes to the URL as given.
 #[tokio::test]
 async fn the_endpoint_shown_hides_the_password_and_the_query_but_requests_use_them() {
-    let server = TestServer::start([Reply::status(401, "no")]).await;
+    let server = TestServer::start([HttpReply::status(401, "no")]).await;
     // `127.0.0.1:<port>/v1`
     let at = server.base_url().replace("http://", "");
     let url = format!(

@@ -9,9 +9,9 @@ use std::time::Duration;
 use agentscope_core::{ChatResponse, ChatUsage, ContentBlock, ModelError};
 use serde_json::json;
 use support::scenarios::{self, Scenario};
-use support::{Reply, TestServer, builder, hello, run};
+use support::{HttpReply, TestServer, builder, hello, run};
 
-async fn check_scenario(scenario: &Scenario, reply: Reply) {
+async fn check_scenario(scenario: &Scenario, reply: HttpReply) {
     let server = TestServer::start([reply]).await;
     let model = builder(&server).build().unwrap();
     let outcome = run(&model, hello()).await;
@@ -45,14 +45,14 @@ async fn check_scenario(scenario: &Scenario, reply: Reply) {
 #[tokio::test]
 async fn every_scenario_assembles_the_expected_message() {
     for scenario in scenarios::all() {
-        check_scenario(&scenario, Reply::sse(scenario.sse)).await;
+        check_scenario(&scenario, HttpReply::sse(scenario.sse)).await;
     }
 }
 
 #[tokio::test]
 async fn every_scenario_written_one_byte_at_a_time() {
     for scenario in scenarios::all() {
-        check_scenario(&scenario, Reply::sse(scenario.sse).byte_by_byte()).await;
+        check_scenario(&scenario, HttpReply::sse(scenario.sse).byte_by_byte()).await;
     }
 }
 
@@ -60,13 +60,13 @@ async fn every_scenario_written_one_byte_at_a_time() {
 async fn every_scenario_with_crlf_line_endings_over_keep_alive() {
     for scenario in scenarios::all() {
         let crlf: &'static str = Box::leak(scenario.sse.replace('\n', "\r\n").into_boxed_str());
-        check_scenario(&scenario, Reply::sse(crlf).keep_alive()).await;
+        check_scenario(&scenario, HttpReply::sse(crlf).keep_alive()).await;
     }
 }
 
 #[tokio::test]
 async fn text_deltas_arrive_one_chunk_per_event_and_usage_comes_last_on_its_own() {
-    let server = TestServer::start([Reply::sse(scenarios::text().sse)]).await;
+    let server = TestServer::start([HttpReply::sse(scenarios::text().sse)]).await;
     let model = builder(&server).build().unwrap();
     let outcome = run(&model, hello()).await;
     let id = "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT";
@@ -113,7 +113,7 @@ async fn the_first_tool_call_streams_before_the_response_ends() {
         .map(str::to_owned)
         .collect();
     let server =
-        TestServer::start([Reply::sse_parts(events).paced(Duration::from_millis(2))]).await;
+        TestServer::start([HttpReply::sse_parts(events).paced(Duration::from_millis(2))]).await;
     let model = builder(&server).build().unwrap();
     let outcome = run(&model, hello()).await;
     let fragments: Vec<(&str, &str, &str)> = outcome
@@ -160,8 +160,8 @@ data: [DONE]
 #[tokio::test]
 async fn an_error_event_mid_stream_ends_the_stream_and_is_not_retried() {
     let server = TestServer::start([
-        Reply::sse(MID_STREAM_ERROR),
-        Reply::sse(scenarios::text().sse),
+        HttpReply::sse(MID_STREAM_ERROR),
+        HttpReply::sse(scenarios::text().sse),
     ])
     .await;
     let model = builder(&server).max_retries(3).build().unwrap();
@@ -187,7 +187,7 @@ async fn an_error_event_mid_stream_ends_the_stream_and_is_not_retried() {
 async fn a_stalled_stream_times_out_after_the_output_started() {
     let first =
         "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n";
-    let server = TestServer::start([Reply::sse(first).then_hang()]).await;
+    let server = TestServer::start([HttpReply::sse(first).then_hang()]).await;
     let model = builder(&server)
         .timeout(Duration::from_millis(200))
         .max_retries(2)
@@ -207,7 +207,7 @@ async fn a_connection_lost_mid_stream_is_a_connection_error() {
     // The server promises more bytes than it sends, then closes.
     let first =
         "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n";
-    let server = TestServer::start([Reply::sse(first).header("Content-Length", "4096")]).await;
+    let server = TestServer::start([HttpReply::sse(first).header("Content-Length", "4096")]).await;
     let model = builder(&server).build().unwrap();
     let outcome = run(&model, hello()).await;
     assert_eq!(outcome.chunks.len(), 1);
@@ -219,7 +219,7 @@ async fn a_connection_lost_mid_stream_is_a_connection_error() {
 async fn an_unterminated_stream_without_done_still_delivers_everything() {
     let body = scenarios::text().sse.replace("data: [DONE]\n\n", "");
     let body = body.trim_end().to_owned(); // no final blank line either
-    let server = TestServer::start([Reply::sse(&body)]).await;
+    let server = TestServer::start([HttpReply::sse(&body)]).await;
     let model = builder(&server).build().unwrap();
     let msg = run(&model, hello()).await.result.unwrap();
     assert_eq!(msg.content, scenarios::text().expected);
@@ -237,7 +237,7 @@ async fn a_non_streamed_json_completion_is_accepted() {
                 "function": {"name": "search", "arguments": "{\"q\":\"tokio\"}"}}]}}],
         "usage": {"prompt_tokens": 12, "completion_tokens": 9, "total_tokens": 21}
     });
-    let server = TestServer::start([Reply::json(200, &body)]).await;
+    let server = TestServer::start([HttpReply::json(200, &body)]).await;
     let model = builder(&server).build().unwrap();
     let outcome = run(&model, hello()).await;
     let msg = outcome.result.unwrap();
@@ -256,7 +256,7 @@ async fn a_non_streamed_json_completion_is_accepted() {
 
 #[tokio::test]
 async fn garbage_in_the_stream_is_an_invalid_response() {
-    let server = TestServer::start([Reply::sse("data: <html>Bad gateway</html>\n\n")]).await;
+    let server = TestServer::start([HttpReply::sse("data: <html>Bad gateway</html>\n\n")]).await;
     let model = builder(&server).build().unwrap();
     let err = run(&model, hello()).await.result.unwrap_err();
     match err {
@@ -271,9 +271,9 @@ async fn garbage_in_the_stream_is_an_invalid_response() {
 async fn connections_are_reused_between_calls() {
     let body = scenarios::text().sse;
     let server = TestServer::start([
-        Reply::sse(body).keep_alive(),
-        Reply::sse(body).keep_alive(),
-        Reply::sse(body).keep_alive(),
+        HttpReply::sse(body).keep_alive(),
+        HttpReply::sse(body).keep_alive(),
+        HttpReply::sse(body).keep_alive(),
     ])
     .await;
     let model = builder(&server).build().unwrap();
@@ -288,8 +288,8 @@ async fn connections_are_reused_between_calls() {
 #[tokio::test]
 async fn dropping_the_stream_early_is_fine() {
     let server = TestServer::start([
-        Reply::sse(scenarios::text().sse).then_hang(),
-        Reply::sse(scenarios::text().sse),
+        HttpReply::sse(scenarios::text().sse).then_hang(),
+        HttpReply::sse(scenarios::text().sse),
     ])
     .await;
     let model = builder(&server).build().unwrap();
@@ -312,9 +312,9 @@ async fn an_empty_response_is_sent_once_more_then_handed_on_as_it_is() {
             "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 0}})
     );
     let server = TestServer::start([
-        Reply::sse(&empty),
-        Reply::sse(&empty),
-        Reply::sse(scenarios::text().sse),
+        HttpReply::sse(&empty),
+        HttpReply::sse(&empty),
+        HttpReply::sse(scenarios::text().sse),
     ])
     .await;
     let model = builder(&server).build().unwrap();

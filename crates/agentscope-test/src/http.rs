@@ -7,10 +7,10 @@
 //! finds no reply left gets a 500 with the message `no reply scripted`.
 //!
 //! ```
-//! use agentscope_test::http::{Reply, TestServer};
+//! use agentscope_test::http::{HttpReply, TestServer};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! let server = TestServer::start([Reply::sse("data: {}\n\ndata: [DONE]\n\n")]).await;
+//! let server = TestServer::start([HttpReply::sse("data: {}\n\ndata: [DONE]\n\n")]).await;
 //! assert!(server.base_url().starts_with("http://127.0.0.1:"));
 //! assert!(server.requests().is_empty());
 //! # }
@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 
 /// One scripted HTTP response.
 #[derive(Debug, Clone)]
-pub struct Reply {
+pub struct HttpReply {
     status: u16,
     headers: Vec<(String, String)>,
     parts: Vec<Vec<u8>>,
@@ -39,7 +39,7 @@ pub struct Reply {
     reset: bool,
 }
 
-impl Reply {
+impl HttpReply {
     /// A 200 `text/event-stream` reply with this body, written in one piece.
     pub fn sse(body: &str) -> Self {
         Self::status(200, body).header("Content-Type", "text/event-stream")
@@ -156,7 +156,7 @@ impl Recorded {
 
 #[derive(Debug, Default)]
 struct State {
-    replies: VecDeque<Reply>,
+    replies: VecDeque<HttpReply>,
     requests: Vec<Recorded>,
     connections: usize,
 }
@@ -182,7 +182,7 @@ impl TestServer {
     ///
     /// When no port on 127.0.0.1 can be bound (a test cannot go on without its server).
     #[allow(clippy::expect_used)]
-    pub async fn start(replies: impl IntoIterator<Item = Reply>) -> Self {
+    pub async fn start(replies: impl IntoIterator<Item = HttpReply>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("binding a test server on 127.0.0.1");
@@ -253,7 +253,7 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
             state
                 .replies
                 .pop_front()
-                .unwrap_or_else(|| Reply::status(500, "no reply scripted"))
+                .unwrap_or_else(|| HttpReply::status(500, "no reply scripted"))
         };
         if reply.reset {
             return abort(socket);
@@ -325,7 +325,7 @@ async fn read_request(socket: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Re
     })
 }
 
-async fn write_reply(socket: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
+async fn write_reply(socket: &mut TcpStream, reply: &HttpReply) -> std::io::Result<()> {
     if !reply.delay_before_head.is_zero() {
         tokio::time::sleep(reply.delay_before_head).await;
     }

@@ -40,7 +40,7 @@ use agentscope_core::{
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::http::{Reply, TestServer};
+use crate::http::{HttpReply, TestServer};
 use crate::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 
 pub mod secrets;
@@ -281,7 +281,7 @@ pub async fn check<W: Wire>(wire: &W) {
         let scenario = scenario.for_protocol(wire.signs_thinking());
         let name = scenario.name;
         let finish_reason = wire.finish_reason(scenario.stop);
-        let client = play(wire, Reply::sse(&wire.transcript(&scenario))).await;
+        let client = play(wire, HttpReply::sse(&wire.transcript(&scenario))).await;
         let scripted = run(
             &ScriptedModel::new([scenario.scripted(finish_reason)]),
             hello(),
@@ -327,7 +327,7 @@ pub async fn check<W: Wire>(wire: &W) {
     check_empty_response(wire).await;
 }
 
-async fn play<W: Wire>(wire: &W, reply: Reply) -> Outcome {
+async fn play<W: Wire>(wire: &W, reply: HttpReply) -> Outcome {
     let server = TestServer::start([reply]).await;
     run(&wire.model(&server.base_url()), hello()).await
 }
@@ -343,7 +343,7 @@ fn text_of(outcome: &Outcome) -> Vec<ContentBlock> {
 #[allow(clippy::panic)]
 async fn check_mid_stream_error<W: Wire>(wire: &W) {
     let message = "The server had an error while processing your request.";
-    let client = play(wire, Reply::sse(&wire.mid_stream_error("Partial", message))).await;
+    let client = play(wire, HttpReply::sse(&wire.mid_stream_error("Partial", message))).await;
     let scripted = run(
         &ScriptedModel::new([ScriptedResponse::chunks([
             ScriptedChunk::text("Partial"),
@@ -369,7 +369,7 @@ async fn check_mid_stream_error<W: Wire>(wire: &W) {
 async fn check_failure_before_output<W: Wire>(wire: &W) {
     let client = play(
         wire,
-        Reply::json(429, &wire.error_body("Rate limit reached")),
+        HttpReply::json(429, &wire.error_body("Rate limit reached")),
     )
     .await;
     let scripted = run(
@@ -398,7 +398,7 @@ async fn check_failure_before_output<W: Wire>(wire: &W) {
 
 #[allow(clippy::panic)]
 async fn check_cut_off<W: Wire>(wire: &W) {
-    let client = play(wire, Reply::sse(&wire.cut_off("Partial answer before "))).await;
+    let client = play(wire, HttpReply::sse(&wire.cut_off("Partial answer before "))).await;
     match &client.result {
         Err(err @ ModelError::Stream { .. }) if err.is_retryable() => {}
         other => panic!("cut-off stream: the client ended with {other:?}"),
@@ -409,8 +409,8 @@ async fn check_cut_off<W: Wire>(wire: &W) {
 async fn check_empty_response<W: Wire>(wire: &W) {
     let text = text_scenario();
     let server = TestServer::start([
-        Reply::sse(&wire.empty_response()),
-        Reply::sse(&wire.transcript(&text)),
+        HttpReply::sse(&wire.empty_response()),
+        HttpReply::sse(&wire.transcript(&text)),
     ])
     .await;
     let outcome = run(&wire.model(&server.base_url()), hello()).await;

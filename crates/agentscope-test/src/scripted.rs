@@ -290,7 +290,7 @@ impl ScriptedResponse {
 /// script repeat with [`cycling`](Self::cycling):
 ///
 /// ```
-/// use agentscope_core::{Model, ModelRequest};
+/// use agentscope::{Model, ModelRequest};
 /// use agentscope_test::{ScriptedModel, ScriptedResponse};
 ///
 /// # futures::executor::block_on(async {
@@ -309,7 +309,7 @@ impl ScriptedResponse {
 /// ```
 ///
 /// ```
-/// use agentscope_core::{Model, ModelRequest, Msg};
+/// use agentscope::{Model, ModelRequest, Msg};
 /// use agentscope_test::{ScriptedModel, ScriptedResponse};
 ///
 /// # futures::executor::block_on(async {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use agentscope_openai::{OpenAIChatModel, OpenAIChatModelBuilder};
 
-pub use agentscope_test::http::{Recorded, Reply, TestServer};
+pub use agentscope_test::http::{HttpReply, Recorded, TestServer};
 pub use agentscope_test::model_conformance::{Outcome, hello, run};
 
 pub const API_KEY: &str = "sk-test-3f9a1c2e7b";
