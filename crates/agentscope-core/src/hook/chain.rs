@@ -294,6 +294,34 @@ impl HookChain {
             .collect()
     }
 
+    /// The hooks of type `H`, in execution order, with their ids: to find a hook the chain
+    /// holds (a built-in hook's settings, say) and to replace or [`remove`](Self::remove) it.
+    /// A hook wrapped in another type (an `Arc<H>`, your own wrapper) is not an `H`; a hook
+    /// made with [`hook_fn`](crate::hook_fn) is a closure, never found this way.
+    ///
+    /// ```
+    /// use agentscope_core::{hook_fn, Hook, HookChain, HookError, HookEvent};
+    ///
+    /// struct Audit(&'static str);
+    ///
+    /// impl Hook for Audit {
+    ///     async fn on_event(&self, _event: &mut HookEvent) -> Result<(), HookError> {
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let mut chain = HookChain::new();
+    /// chain.push(hook_fn(|_| Ok(())));
+    /// let id = chain.push(Audit("payments"));
+    /// let found: Vec<_> = chain.of_type::<Audit>().map(|(id, audit)| (id, audit.0)).collect();
+    /// assert_eq!(found, [(id, "payments")]);
+    /// ```
+    pub fn of_type<H: Hook>(&self) -> impl Iterator<Item = (HookId, &H)> {
+        self.entries
+            .iter()
+            .filter_map(|entry| Some((entry.id, entry.hook.downcast_ref::<H>()?)))
+    }
+
     /// Whether any hook wants `kind`. The engine skips building events nobody wants.
     pub fn is_interested(&self, kind: HookEventType) -> bool {
         self.interests.contains(kind)

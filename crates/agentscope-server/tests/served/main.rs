@@ -1,0 +1,34 @@
+//! Agents served as their builders configure them, over real HTTP on 127.0.0.1.
+//!
+//! - `own_approval`: an agent whose builder has its own `ToolApprovalHook` is served with
+//!   its policy honoured: its stops are AG-UI interrupts that `resume` answers; a setup
+//!   with two approval policies is refused by `AgUi::build()`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod own_approval;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agentscope::prelude::*;
+use serde_json::json;
+
+/// A `delete_files` tool that counts its runs.
+fn delete_files(runs: &Arc<AtomicUsize>) -> impl Tool + use<> {
+    let runs = Arc::clone(runs);
+    tool_fn(
+        "delete_files",
+        "Deletes files matching a glob.",
+        json!({"type": "object", "properties": {"glob": {"type": "string"}}, "required": ["glob"]}),
+        move |input, _ctx| {
+            let runs = Arc::clone(&runs);
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok(format!("deleted {}", input["glob"].as_str().unwrap_or("?")))
+            }
+        },
+    )
+}
