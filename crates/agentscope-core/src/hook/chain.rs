@@ -75,7 +75,7 @@ macro_rules! run_notification {
                 Handler::Sync(f) => invoke_sync(&**f, event),
                 Handler::Async(h) => h.on_event_dyn(event).await.map_err(|error| *error),
             };
-            report_notification(hook, kind, result);
+            report_notification(hook, kind, event, result);
         }
     }};
 }
@@ -392,7 +392,8 @@ impl HookChain {
                 if let Handler::Sync(f) = &hook.handler
                     && !skip.contains(id)
                 {
-                    report_notification(hook, kind, invoke_sync(&**f, event));
+                    let result = invoke_sync(&**f, event);
+                    report_notification(hook, kind, event, result);
                 }
             }
         } else {
@@ -424,24 +425,38 @@ impl HookChain {
     }
 }
 
-/// A notification's rule for a hook's failure: logged, never returned.
+/// A notification's rule for a hook's failure: logged, never returned; a progress chunk a
+/// hook failed on is withheld from the stream (a failing redaction hook is never bypassed).
 #[inline(always)]
-fn report_notification(hook: &BoxedHook, kind: HookEventType, result: Result<(), HookError>) {
+fn report_notification(
+    hook: &BoxedHook,
+    kind: HookEventType,
+    event: &mut HookEvent,
+    result: Result<(), HookError>,
+) {
     if let Err(error) = result {
-        log_notification_failure(hook, kind, error);
+        notification_failed(hook, kind, event, error);
     }
 }
 
 /// Out of line: the success path of a chunk notification is one branch per hook.
 #[cold]
 #[inline(never)]
-fn log_notification_failure(hook: &BoxedHook, kind: HookEventType, error: HookError) {
+fn notification_failed(
+    hook: &BoxedHook,
+    kind: HookEventType,
+    event: &mut HookEvent,
+    error: HookError,
+) {
     tracing::warn!(
         hook = %hook.name,
         event = %kind,
         %error,
         "hook failed while handling a notification; ignored"
     );
+    if let HookEvent::ActingChunk(chunk) = event {
+        chunk.skip();
+    }
 }
 
 impl fmt::Debug for HookChain {

@@ -3,12 +3,16 @@
 //! - `own_approval`: an agent whose builder has its own `ToolApprovalHook` is served with
 //!   its policy honoured: its stops are AG-UI interrupts that `resume` answers; a setup
 //!   with two approval policies is refused by `AgUi::build()`.
+//! - `redaction`: the hooks guide's redaction hook keeps e-mail addresses out of what a
+//!   client receives, from a tool's progress and results and from an `AgentTool`'s inner
+//!   agent.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod own_approval;
+mod redaction;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
