@@ -1,4 +1,5 @@
-//! Agents served as their builders configure them, over real HTTP on 127.0.0.1.
+//! Served agents over real HTTP on 127.0.0.1: as their builders configure them, and as the
+//! serving guide shows them.
 //!
 //! - `own_approval`: an agent whose builder has its own `ToolApprovalHook` is served with
 //!   its policy honoured: its stops are AG-UI interrupts that `resume` answers; a setup
@@ -6,6 +7,8 @@
 //! - `redaction`: the hooks guide's redaction hook keeps e-mail addresses out of what a
 //!   client receives, from a tool's progress and results and from an `AgentTool`'s inner
 //!   agent.
+//! - `walkthrough`: the curl walkthrough of `docs/serving.md`, its requests sent and its
+//!   responses checked.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "../support/mod.rs"]
@@ -13,6 +16,7 @@ mod support;
 
 mod own_approval;
 mod redaction;
+mod walkthrough;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
