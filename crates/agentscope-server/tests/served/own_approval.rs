@@ -159,3 +159,43 @@ fn two_approval_policies_are_refused_at_build() {
          register the ToolApprovalHook itself, or give its policy to AgentSpec::approval"
     );
 }
+
+/// A factory that registers an approval hook only after the server was built (so the
+/// server has no policy to answer it with) fails each run before it starts, rather than
+/// reporting success while a call is pending.
+#[tokio::test]
+async fn a_hook_that_appears_after_build_fails_the_run_instead_of_succeeding() {
+    let dir = tempfile::tempdir().unwrap();
+    let built = Arc::new(AtomicUsize::new(0));
+    let model = model();
+    let factory = {
+        let built = Arc::clone(&built);
+        move || {
+            let builder = ReActAgent::builder().model(model.clone());
+            match built.fetch_add(1, Ordering::SeqCst) {
+                0 => builder,
+                _ => builder.hook(ToolApprovalHook::new(ApprovalPolicy::all())),
+            }
+        }
+    };
+    let agui = AgUi::builder()
+        .agent("assistant", AgentSpec::new(factory))
+        .store(JsonFileSessionStore::new(dir.path()))
+        .build()
+        .unwrap();
+    let server = serve(agui).await;
+    let (status, body) = post(
+        &server.base,
+        &input("t1", "r1", json!([user("u1", "Delete the logs.")])),
+    )
+    .await;
+    assert_eq!(status, 500);
+    assert_eq!(
+        body[0]["error"],
+        json!({"code": "agent_build",
+               "message": "the agent's builder registers a ToolApprovalHook it did not \
+                           register when the server was built, so the server cannot answer \
+                           its stops; register it every time, or give its policy to \
+                           AgentSpec::approval"})
+    );
+}
