@@ -93,14 +93,18 @@ impl AgUiBuilder {
         self
     }
 
-    /// Builds the server.
+    /// Builds the server. It calls each agent's factory once, to take over an approval hook
+    /// the builder registers (see [`AgentSpec`]).
     ///
     /// # Errors
     ///
     /// [`BuildError`] when no agent is configured, an agent name is not
-    /// usable in a URL and a session id (ASCII letters, digits, `-`, `_`), or the token is
-    /// empty.
-    pub fn build(self) -> Result<AgUi, BuildError> {
+    /// usable in a URL and a session id (ASCII letters, digits, `-`, `_`), the token is
+    /// empty, or an agent has two approval policies (its builder registers a
+    /// [`ToolApprovalHook`](agentscope::hooks::ToolApprovalHook) and its spec sets
+    /// [`approval`](AgentSpec::approval), or it registers two) or one the server cannot
+    /// answer (a wrapped hook, a system hook); each message says what to change.
+    pub fn build(mut self) -> Result<AgUi, BuildError> {
         if self.agents.is_empty() {
             return Err(BuildError(
                 "no agent configured: call .agent(name, spec)".into(),
@@ -117,6 +121,9 @@ impl AgUiBuilder {
                     "agent name {name:?}: use 1 to 64 ASCII letters, digits, '-' or '_'"
                 )));
             }
+        }
+        for (name, spec) in &mut self.agents {
+            spec.adopt_own_approvals(name).map_err(BuildError)?;
         }
         if self
             .token

@@ -57,7 +57,8 @@
 //   auth     -> error                        the bearer token on the `/agents` routes
 //   assets                                   the chat page's files and their routes
 //   state    -> spec, error                  agents, store, busy threads, shutdown, sessions
-//   spec     -> error                        AgentSpec: makes the agent of one run
+//   spec     -> error                        AgentSpec: makes the agent of one run (and takes
+//                                            over its own approval hook)
 //   mapping  -> protocol                     agent events and messages -> AG-UI
 //   protocol                                 AG-UI 1.0 wire types
 //   error                                    ApiError: JSON errors before a stream starts

@@ -3,9 +3,10 @@
 //!
 //! Prints, for the ReAct call of `react_call` (one tool call, then an answer; instant model
 //! and tool): allocations per call with 0 hooks and with 10 no-op async hooks; for a
-//! streamed answer with 3 chunk hooks: allocations per chunk; and for one PreReasoning event
-//! through 10 no-op async hooks (the `dispatch` bench): allocations per event. Run with
-//! `cargo bench -p agentscope --bench allocations`.
+//! streamed answer with 3 chunk hooks: allocations per chunk; for a tool's streamed progress:
+//! allocations per progress chunk without hooks and with one synchronous ActingChunk hook;
+//! and for one PreReasoning event through 10 no-op async hooks (the `dispatch` bench):
+//! allocations per event. Run with `cargo bench -p agentscope --bench allocations`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -96,6 +97,52 @@ fn per_chunk() -> f64 {
     (count(2_000) as f64 - count(1_000) as f64) / 1_000.0
 }
 
+/// Allocations per streamed progress chunk of a tool, with one no-op synchronous ActingChunk
+/// hook or none: the difference between 2,000 and 1,000 chunks, over 1,000. The tool's own
+/// part (the text block it emits) is included.
+fn per_progress_chunk(with_hook: bool) -> f64 {
+    let count = |chunks: u64| {
+        let tool = tool_fn(
+            "work",
+            "Reports progress.",
+            serde_json::json!({"type": "object", "properties": {}}),
+            move |_input, ctx| async move {
+                for _ in 0..chunks {
+                    ctx.emit("tick").await;
+                }
+                Ok("done")
+            },
+        );
+        let model = ScriptedModel::new([
+            ScriptedResponse::tool_call("c1", "work", serde_json::json!({})),
+            ScriptedResponse::text("done"),
+        ])
+        .without_recording();
+        let mut builder = ReActAgent::builder()
+            .model(model)
+            .toolkit(Toolkit::new().tool(tool));
+        if with_hook {
+            builder = builder.hook(hook_fn(|_| Ok(())).with_interests(HookEventType::ActingChunk));
+        }
+        let agent = builder.build().unwrap();
+        futures::executor::block_on(async {
+            let region = Region::new(GLOBAL);
+            let mut stream = agent.stream(
+                Msg::user("go"),
+                StreamOptions::default().event_types([EventType::ToolResult]),
+            );
+            let mut seen = 0u64;
+            while let Some(event) = stream.next().await {
+                event.unwrap();
+                seen += 1;
+            }
+            assert!(seen > chunks);
+            region.change().allocations
+        })
+    };
+    (count(2_000) as f64 - count(1_000) as f64) / 1_000.0
+}
+
 /// Allocations per dispatch of a PreReasoning event through 10 no-op async hooks.
 fn per_event() -> f64 {
     let mut chain = HookChain::new();
@@ -129,9 +176,13 @@ fn main() {
     let (zero, zero_bytes) = per_call(&react_agent(0), calls);
     let (ten, ten_bytes) = per_call(&react_agent(10), calls);
     let chunk = per_chunk();
+    let progress = per_progress_chunk(false);
+    let progress_hooked = per_progress_chunk(true);
     let event = per_event();
     println!("allocations per ReAct call, 0 hooks:             {zero:.1} ({zero_bytes:.0} bytes)");
     println!("allocations per ReAct call, 10 async no-op hooks: {ten:.1} ({ten_bytes:.0} bytes)");
     println!("allocations per streamed chunk, 3 chunk hooks:   {chunk:.2}");
+    println!("allocations per progress chunk, no hooks:        {progress:.2}");
+    println!("allocations per progress chunk, 1 chunk hook:    {progress_hooked:.2}");
     println!("allocations per event, 10 async no-op hooks:     {event:.2}");
 }

@@ -176,6 +176,27 @@ impl ReActAgentBuilder {
         self
     }
 
+    /// Reads or changes the hooks added so far with any [`HookChain`] operation, as
+    /// [`ReActAgent::edit_hooks`] does on a built agent: what code that receives a builder
+    /// (a server that builds an agent per request, a test) uses to find a hook
+    /// ([`of_type`](HookChain::of_type)) or replace one. Returns what `edit` returns. The
+    /// [`SystemHooks`] are not in it yet: they are added by [`build`](Self::build).
+    ///
+    /// ```
+    /// use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
+    /// use agentscope::prelude::*;
+    /// use agentscope_test::ScriptedModel;
+    ///
+    /// let mut builder = ReActAgent::builder()
+    ///     .model(ScriptedModel::new([]))
+    ///     .hook(ToolApprovalHook::new(ApprovalPolicy::tools(["rm"])));
+    /// let guarded = builder.edit_hooks(|hooks| hooks.of_type::<ToolApprovalHook>().count());
+    /// assert_eq!(guarded, 1);
+    /// ```
+    pub fn edit_hooks<R>(&mut self, edit: impl FnOnce(&mut HookChain) -> R) -> R {
+        edit(&mut self.hooks)
+    }
+
     /// Starts the agent from a saved state (from [`ReActAgent::save_state`] or a
     /// [`SessionStore`]): its messages replace the memory's contents and its metadata becomes
     /// the agent's [`metadata`](ReActAgent::metadata). The state's agent name and id are not

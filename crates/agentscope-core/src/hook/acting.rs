@@ -95,12 +95,42 @@ impl PostActingEvent {
     }
 }
 
-/// A progress chunk a running tool emitted (a notification).
+/// A progress chunk a running tool emitted (a notification: every interested hook gets
+/// it, in priority order, and a hook's `Err` is logged).
+///
+/// The chunk as the last hook leaves it is what the stream gets: a hook can redact it
+/// ([`set_chunk`](Self::set_chunk)) or keep it from the stream ([`skip`](Self::skip)).
+/// Hooks after one that skipped it still receive it (nothing silences an observer), with
+/// [`is_skipped`](Self::is_skipped) set. A chunk a hook failed on (an `Err`, a panic) is
+/// withheld from the stream too, as if skipped: a redaction hook that fails is never
+/// bypassed. The tool's result is not affected: PostActing redacts that.
+///
+/// ```
+/// use agentscope_core::{hook_fn, ContentBlock, HookEvent, HookEventType};
+///
+/// // Progress that mentions a password is not shown; the rest is upper-cased.
+/// let hook = hook_fn(|event| {
+///     if let HookEvent::ActingChunk(e) = event {
+///         let text = e.chunk().text_output();
+///         if text.contains("password") {
+///             e.skip();
+///         } else {
+///             let mut chunk = e.chunk().clone();
+///             chunk.output = vec![ContentBlock::text(text.to_uppercase())];
+///             e.set_chunk(chunk);
+///         }
+///     }
+///     Ok(())
+/// })
+/// .with_interests(HookEventType::ActingChunk);
+/// # let _ = hook;
+/// ```
 #[derive(Debug, Clone)]
 pub struct ActingChunkEvent {
     pub(crate) meta: Meta,
     pub(crate) tool_use: Arc<ToolUseBlock>,
     pub(crate) chunk: ToolResultBlock,
+    pub(crate) skip: bool,
 }
 
 impl ActingChunkEvent {
@@ -112,6 +142,25 @@ impl ActingChunkEvent {
     /// The progress chunk (id and name of the call, the emitted blocks as output).
     pub fn chunk(&self) -> &ToolResultBlock {
         &self.chunk
+    }
+
+    /// Replaces the chunk (its id and name are set to the call's): what later hooks and
+    /// the stream get.
+    pub fn set_chunk(&mut self, mut chunk: ToolResultBlock) {
+        chunk.id.clone_from(&self.tool_use.id);
+        chunk.name.clone_from(&self.tool_use.name);
+        self.chunk = chunk;
+    }
+
+    /// Keeps the chunk from the stream (later hooks still receive it). It stays skipped
+    /// whatever a later hook does.
+    pub fn skip(&mut self) {
+        self.skip = true;
+    }
+
+    /// Whether a hook called [`skip`](Self::skip), or failed on the chunk.
+    pub fn is_skipped(&self) -> bool {
+        self.skip
     }
 }
 
@@ -141,5 +190,23 @@ mod tests {
         let (_, skip) = event.into_parts();
         let skip = skip.unwrap();
         assert_eq!((skip.id.as_str(), skip.name.as_str()), ("c1", "calc"));
+    }
+
+    #[test]
+    fn set_chunk_normalises_the_chunk_and_skip_withholds_it() {
+        let call = CallContext::new(Arc::new(AgentInfo::new("a", "id-1")));
+        let tool_use = Arc::new(ToolUseBlock::new("c1", "fetch", json!({})));
+        let chunk = ToolResultBlock::text("c1", "fetch", "mail ada@example.com");
+        let mut event = events::acting_chunk(call.info(), Arc::clone(&tool_use), chunk);
+        event.set_chunk(ToolResultBlock::text("other", "", "mail [email]"));
+        assert!(!event.is_skipped());
+        assert_eq!(
+            event.clone().into_parts(),
+            Some(ToolResultBlock::text("c1", "fetch", "mail [email]"))
+        );
+        event.skip();
+        event.set_chunk(ToolResultBlock::text("", "", "again"));
+        assert!(event.is_skipped());
+        assert_eq!(event.into_parts(), None);
     }
 }

@@ -75,7 +75,7 @@ macro_rules! run_notification {
                 Handler::Sync(f) => invoke_sync(&**f, event),
                 Handler::Async(h) => h.on_event_dyn(event).await.map_err(|error| *error),
             };
-            report_notification(hook, kind, result);
+            report_notification(hook, kind, event, result);
         }
     }};
 }
@@ -294,6 +294,34 @@ impl HookChain {
             .collect()
     }
 
+    /// The hooks of type `H`, in execution order, with their ids: to find a hook the chain
+    /// holds (a built-in hook's settings, say) and to replace or [`remove`](Self::remove) it.
+    /// A hook wrapped in another type (an `Arc<H>`, your own wrapper) is not an `H`; a hook
+    /// made with [`hook_fn`](crate::hook_fn) is a closure, never found this way.
+    ///
+    /// ```
+    /// use agentscope_core::{hook_fn, Hook, HookChain, HookError, HookEvent};
+    ///
+    /// struct Audit(&'static str);
+    ///
+    /// impl Hook for Audit {
+    ///     async fn on_event(&self, _event: &mut HookEvent) -> Result<(), HookError> {
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let mut chain = HookChain::new();
+    /// chain.push(hook_fn(|_| Ok(())));
+    /// let id = chain.push(Audit("payments"));
+    /// let found: Vec<_> = chain.of_type::<Audit>().map(|(id, audit)| (id, audit.0)).collect();
+    /// assert_eq!(found, [(id, "payments")]);
+    /// ```
+    pub fn of_type<H: Hook>(&self) -> impl Iterator<Item = (HookId, &H)> {
+        self.entries
+            .iter()
+            .filter_map(|entry| Some((entry.id, entry.hook.downcast_ref::<H>()?)))
+    }
+
     /// Whether any hook wants `kind`. The engine skips building events nobody wants.
     pub fn is_interested(&self, kind: HookEventType) -> bool {
         self.interests.contains(kind)
@@ -364,7 +392,8 @@ impl HookChain {
                 if let Handler::Sync(f) = &hook.handler
                     && !skip.contains(id)
                 {
-                    report_notification(hook, kind, invoke_sync(&**f, event));
+                    let result = invoke_sync(&**f, event);
+                    report_notification(hook, kind, event, result);
                 }
             }
         } else {
@@ -396,24 +425,38 @@ impl HookChain {
     }
 }
 
-/// A notification's rule for a hook's failure: logged, never returned.
+/// A notification's rule for a hook's failure: logged, never returned; a progress chunk a
+/// hook failed on is withheld from the stream (a failing redaction hook is never bypassed).
 #[inline(always)]
-fn report_notification(hook: &BoxedHook, kind: HookEventType, result: Result<(), HookError>) {
+fn report_notification(
+    hook: &BoxedHook,
+    kind: HookEventType,
+    event: &mut HookEvent,
+    result: Result<(), HookError>,
+) {
     if let Err(error) = result {
-        log_notification_failure(hook, kind, error);
+        notification_failed(hook, kind, event, error);
     }
 }
 
 /// Out of line: the success path of a chunk notification is one branch per hook.
 #[cold]
 #[inline(never)]
-fn log_notification_failure(hook: &BoxedHook, kind: HookEventType, error: HookError) {
+fn notification_failed(
+    hook: &BoxedHook,
+    kind: HookEventType,
+    event: &mut HookEvent,
+    error: HookError,
+) {
     tracing::warn!(
         hook = %hook.name,
         event = %kind,
         %error,
         "hook failed while handling a notification; ignored"
     );
+    if let HookEvent::ActingChunk(chunk) = event {
+        chunk.skip();
+    }
 }
 
 impl fmt::Debug for HookChain {

@@ -29,6 +29,9 @@ pub(crate) type HookFuture<'a> = StackFuture<'a, Result<(), Box<HookError>>, INL
 pub(crate) trait DynHook: Send + Sync + 'static {
     /// Starts the hook; a panic, while starting or while polling, becomes its `Err`.
     fn on_event_dyn<'a>(&'a self, event: &'a mut HookEvent) -> HookFuture<'a>;
+
+    /// The hook itself, to find hooks of a type ([`HookChain::of_type`](crate::HookChain::of_type)).
+    fn as_any(&self) -> &dyn Any;
 }
 
 impl<H: Hook> DynHook for H {
@@ -42,6 +45,10 @@ impl<H: Hook> DynHook for H {
             Ok(future) => HookFuture::from_or_box(guarded(future)),
             Err(payload) => HookFuture::from(std::future::ready(Err(panicked(payload)))),
         }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }
 
@@ -246,6 +253,15 @@ impl BoxedHook {
     /// The hook's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The erased hook, when it is an `H` (a hook made with [`hook_fn`] is a closure, and is
+    /// never found this way).
+    pub(crate) fn downcast_ref<H: Hook>(&self) -> Option<&H> {
+        match &self.handler {
+            Handler::Async(hook) => hook.as_any().downcast_ref(),
+            Handler::Sync(_) => None,
+        }
     }
 }
 

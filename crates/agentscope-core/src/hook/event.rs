@@ -14,7 +14,7 @@
 //! | [`ReasoningChunkEvent`] | delta, accumulated, model | | |
 //! | [`PreActingEvent`] | tool call | tool call (same id) | skip with a result |
 //! | [`PostActingEvent`] | tool call, result | result (memory and stream) | stop |
-//! | [`ActingChunkEvent`] | tool call, progress chunk | | |
+//! | [`ActingChunkEvent`] | tool call, progress chunk | chunk (what the stream gets) | skip |
 //! | [`PreSummaryEvent`] | messages, system message, options, limits | as PreReasoning | |
 //! | [`PostSummaryEvent`] | summary message | summary message | |
 //! | [`SummaryChunkEvent`] | delta, accumulated | | |

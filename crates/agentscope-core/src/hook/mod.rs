@@ -87,7 +87,8 @@ pub const DEFAULT_PRIORITY: i32 = 100;
 ///   An `Err` stops the chain and fails the call.
 /// - Chunk events and [`ErrorEvent`] are **notifications**: every interested hook receives
 ///   them in priority order; an `Err` is logged with `tracing` and affects neither the call
-///   nor the other hooks.
+///   nor the other hooks. A tool's progress chunk ([`ActingChunkEvent`]) as the last hook
+///   leaves it is what the stream gets; one a hook skipped or failed on is withheld.
 /// - A panic inside a hook is caught and treated as that hook's `Err`.
 /// - A hook whose [`interests`](Hook::interests) exclude a kind is never invoked for it and
 ///   costs nothing: the chain keeps one list of hooks per kind.

@@ -132,7 +132,8 @@ pub fn post_acting(
     }
 }
 
-/// An ActingChunk: a progress chunk a running tool emitted.
+/// An ActingChunk: a progress chunk a running tool emitted. Its parts are the chunk as the
+/// hooks left it, `None` when one skipped it (or failed on it): the stream gets nothing.
 pub fn acting_chunk(
     call: &Arc<CallInfo>,
     tool_use: Arc<ToolUseBlock>,
@@ -142,6 +143,7 @@ pub fn acting_chunk(
         meta: Meta::new(call),
         tool_use,
         chunk,
+        skip: false,
     }
 }
 
@@ -226,7 +228,7 @@ event_parts! {
     ReasoningChunkEvent => (Msg, Msg): |e| (e.chunk, e.accumulated);
     PreActingEvent => (ToolUseBlock, Option<ToolResultBlock>): |e| (e.tool_use, e.skip);
     PostActingEvent => (ToolResultBlock, bool): |e| (e.result, e.stop);
-    ActingChunkEvent => ToolResultBlock: |e| e.chunk;
+    ActingChunkEvent => Option<ToolResultBlock>: |e| (!e.skip).then_some(e.chunk);
     PreSummaryEvent => (Vec<Msg>, Option<Msg>, GenerateOptions):
         |e| (e.input, e.system.0, Arc::unwrap_or_clone(e.options));
     PostSummaryEvent => Msg: |e| e.message;

@@ -5,4 +5,5 @@ pub(crate) mod components;
 pub(crate) mod events;
 pub(crate) mod expected;
 pub(crate) mod http;
+pub(crate) mod redaction;
 pub(crate) mod serve;

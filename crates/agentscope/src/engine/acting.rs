@@ -14,8 +14,8 @@ use agentscope_core::plumbing::{
     self, EventParts, ProgressSender, ToolProgress, attach_progress, events, progress_channel,
 };
 use agentscope_core::{
-    AgentError, CancellationToken, ContentBlock, GenerateReason, HookError, HookEventType, InDoubt,
-    Msg, Role, ToolContext, ToolResultBlock, ToolUseBlock,
+    AgentError, CancellationToken, ContentBlock, GenerateReason, HookError, HookEvent,
+    HookEventType, InDoubt, Msg, Role, ToolContext, ToolResultBlock, ToolUseBlock,
 };
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
@@ -414,14 +414,24 @@ impl Call<'_> {
             output: vec![progress.chunk],
             is_error: false,
         };
-        if hook_chunks {
-            let event =
-                events::acting_chunk(self.context().info(), Arc::clone(tool_use), chunk.clone());
+        // The chunk as the hooks leave it is what the stream gets; none when one skipped it
+        // or failed on it. Without ActingChunk hooks the chunk goes to the stream as is.
+        let chunk = if hook_chunks {
+            let event = events::acting_chunk(self.context().info(), Arc::clone(tool_use), chunk);
             let mut event = event.into();
             plumbing::notify(self.setup.hooks, &mut event, self.context()).await;
+            match event {
+                HookEvent::ActingChunk(event) => event.into_parts(),
+                // Notifications may not replace their event; the chunk is withheld.
+                _ => None,
+            }
+        } else {
+            Some(chunk)
+        };
+        if let Some(chunk) = chunk {
+            self.emit(EventType::ToolResult, false, || Msg::tool_result(chunk))
+                .await;
         }
-        self.emit(EventType::ToolResult, false, || Msg::tool_result(chunk))
-            .await;
     }
 }
 

@@ -20,8 +20,9 @@ use crate::stream::{EventType, StreamOptions};
 ///
 /// While the inner agent works, its streamed events are the tool's progress: each content
 /// block of each forwarded event becomes one progress chunk, so the outer agent's hooks see
-/// them as ActingChunk events and the outer stream as `ToolResult` events with
-/// `is_last = false`, nested under the outer acting step:
+/// them as ActingChunk events (and may redact or skip them, see
+/// [`ActingChunkEvent`](crate::ActingChunkEvent)) and the outer stream as `ToolResult`
+/// events with `is_last = false`, nested under the outer acting step:
 ///
 /// ```text
 /// outer stream                                   inner agent

@@ -1,7 +1,8 @@
 //! The engine: hook order and dispatch, event modifications, acting, goto, the summary,
 //! stop/resume, the system message, the call context, interrupts, streaming, runtime hook
 //! management,
-//! properties of the hook chain, failure paths, and auto traits. One test binary (one
+//! properties of the hook chain, failure paths, auto traits, and what hooks do to tool
+//! progress. One test binary (one
 //! module per area) so that the suite links a few binaries instead of one per file.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -27,3 +28,4 @@ mod stop_resume;
 mod streaming;
 mod summary;
 mod system_message;
+mod tool_progress;

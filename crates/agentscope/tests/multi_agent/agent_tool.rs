@@ -358,3 +358,71 @@ async fn dropping_the_outer_call_cancels_the_inner_call() {
     );
     assert_no_orphan_tool_use(&inner.memory().messages());
 }
+
+/// The hooks guide's redaction hook on the outer agent covers what the inner agent's work
+/// forwards as progress (its text deltas, its tool's progress and result) and the reply.
+#[tokio::test]
+async fn the_guides_redaction_hook_on_the_outer_agent_redacts_the_forwarded_progress() {
+    crate::support::redaction::assert_the_guide_shows_it();
+    let lookup = tool_fn(
+        "lookup",
+        "Finds a customer's contact.",
+        json!({"type": "object", "properties": {}}),
+        |_input, ctx| async move {
+            ctx.emit("found ada@example.com, checking").await;
+            Ok("Ada: ada@example.com")
+        },
+    );
+    let inner_model = ScriptedModel::new([
+        ScriptedResponse::tool_call("i1", "lookup", json!({})),
+        ScriptedResponse::chunks([
+            ScriptedChunk::text("Write to "),
+            ScriptedChunk::text("ada@example.com"),
+            ScriptedChunk::text(" today."),
+        ]),
+    ]);
+    let inner = inner_agent(inner_model, Toolkit::new().tool(lookup));
+    let outer_model = ScriptedModel::new([
+        ask("How do I reach Ada?"),
+        ScriptedResponse::text("By e-mail."),
+    ]);
+    let outer = outer_agent(outer_model.clone(), &inner);
+    outer.add_hook(crate::support::redaction::hook());
+
+    let mut events = outer.stream("Reach Ada.", StreamOptions::default());
+    let mut seen = Vec::new();
+    while let Some(item) = events.next().await {
+        seen.push(event(&item.unwrap()));
+    }
+
+    let nested = |inner: &str| format!("ToolResult chunk: tool_result o1 ask_researcher [{inner}]");
+    assert_eq!(
+        seen,
+        [
+            "Reasoning chunk: tool_use o1 ask_researcher {\"task\":\"How do I reach Ada?\"}"
+                .to_owned(),
+            "Reasoning last: tool_use o1 ask_researcher {\"task\":\"How do I reach Ada?\"}"
+                .to_owned(),
+            nested("tool_use i1 lookup {}"),
+            nested("tool_result i1 lookup [text \"found [email], checking\"]"),
+            nested("tool_result i1 lookup [text \"Ada: [email]\"]"),
+            nested("text \"Write to \""),
+            nested("text \"[email]\""),
+            nested("text \" today.\""),
+            "ToolResult last: tool_result o1 ask_researcher [text \"Write to [email] today.\"]"
+                .to_owned(),
+            "Reasoning chunk: text \"By e-mail.\"".to_owned(),
+            "Reasoning last: text \"By e-mail.\"".to_owned(),
+            "AgentResult last: text \"By e-mail.\"".to_owned(),
+        ]
+    );
+    // The outer model read the redacted result; the inner agent keeps its own conversation.
+    assert_eq!(
+        outer_model.requests()[1].messages[2].tool_results()[0].text_output(),
+        "Write to [email] today."
+    );
+    assert_eq!(
+        memory(&inner)[3],
+        "assistant/researcher: text \"Write to ada@example.com today.\""
+    );
+}
