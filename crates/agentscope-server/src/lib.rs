@@ -30,7 +30,7 @@
 //! use agentscope_server::{AgUi, AgentSpec};
 //! use agentscope_test::{ScriptedModel, ScriptedResponse};
 //!
-//! let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+//! let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]).cycling();
 //! let agui = AgUi::builder()
 //!     .agent(
 //!         "assistant",

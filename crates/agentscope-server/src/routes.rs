@@ -29,7 +29,7 @@ use crate::state::{self, Inner, session_of};
 /// use agentscope_test::{ScriptedModel, ScriptedResponse};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+/// let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]).cycling();
 /// let agui = AgUi::builder()
 ///     .agent("assistant", AgentSpec::new(move || ReActAgent::builder().model(model.clone())))
 ///     .store(agentscope::session::JsonFileSessionStore::new("/var/lib/my-app/threads"))

@@ -32,7 +32,7 @@ use crate::error::ApiError;
 /// use agentscope_server::AgentSpec;
 /// use agentscope_test::{ScriptedModel, ScriptedResponse};
 ///
-/// let model = ScriptedModel::new([ScriptedResponse::text("Hi!")]);
+/// let model = ScriptedModel::new([ScriptedResponse::text("Hi!")]).cycling();
 /// let spec = AgentSpec::new(move || ReActAgent::builder().model(model.clone()))
 ///     .approval(ApprovalPolicy::tools(["delete_files"]));
 /// # let _ = spec;

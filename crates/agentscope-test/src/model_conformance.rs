@@ -343,7 +343,11 @@ fn text_of(outcome: &Outcome) -> Vec<ContentBlock> {
 #[allow(clippy::panic)]
 async fn check_mid_stream_error<W: Wire>(wire: &W) {
     let message = "The server had an error while processing your request.";
-    let client = play(wire, HttpReply::sse(&wire.mid_stream_error("Partial", message))).await;
+    let client = play(
+        wire,
+        HttpReply::sse(&wire.mid_stream_error("Partial", message)),
+    )
+    .await;
     let scripted = run(
         &ScriptedModel::new([ScriptedResponse::chunks([
             ScriptedChunk::text("Partial"),
@@ -398,7 +402,11 @@ async fn check_failure_before_output<W: Wire>(wire: &W) {
 
 #[allow(clippy::panic)]
 async fn check_cut_off<W: Wire>(wire: &W) {
-    let client = play(wire, HttpReply::sse(&wire.cut_off("Partial answer before "))).await;
+    let client = play(
+        wire,
+        HttpReply::sse(&wire.cut_off("Partial answer before ")),
+    )
+    .await;
     match &client.result {
         Err(err @ ModelError::Stream { .. }) if err.is_retryable() => {}
         other => panic!("cut-off stream: the client ended with {other:?}"),
