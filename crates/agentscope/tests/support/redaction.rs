@@ -1,6 +1,6 @@
 //! The redaction hook `docs/hooks.md` shows ("Redacting what tools return"), verbatim from
 //! the marker on: [`assert_the_guide_shows_it`] checks that the guide holds exactly this code.
-//! `agentscope-server`'s tests hold the same copy, checked the same way.
+//! `agentscope-server`'s tests include this very file (`#[path]`): one copy.
 
 use agentscope::prelude::*;
 
