@@ -1,0 +1,149 @@
+//! [`A2aBuilder`]: the agent, the store and the card's details of an [`A2a`], checked once.
+
+use std::fmt;
+use std::sync::Arc;
+
+use agentscope::ReActAgentBuilder;
+use agentscope::session::SessionStore;
+
+use crate::card::{CardInfo, card};
+use crate::executor::{Executor, Factory};
+use crate::routes::A2a;
+
+impl A2a {
+    /// Starts a builder.
+    pub fn builder() -> A2aBuilder {
+        A2aBuilder {
+            factory: None,
+            url: None,
+            description: None,
+            version: "1.0.0".to_owned(),
+            store: None,
+        }
+    }
+}
+
+/// Builds an [`A2a`]; start with [`A2a::builder`].
+#[must_use]
+pub struct A2aBuilder {
+    factory: Option<Factory>,
+    url: Option<String>,
+    description: Option<String>,
+    version: String,
+    store: Option<Arc<dyn SessionStore>>,
+}
+
+impl fmt::Debug for A2aBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("A2aBuilder")
+            .field("agent", &self.factory.is_some())
+            .field("url", &self.url)
+            .field("version", &self.version)
+            .field("store", &self.store.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl A2aBuilder {
+    /// Serves the agents `factory` makes: a configured builder (model, tools, hooks,
+    /// prompt) for every task turn, to which the server adds the context's session. The
+    /// agent's name is the card's name and the first part of its sessions' ids.
+    pub fn agent(
+        mut self,
+        factory: impl Fn() -> ReActAgentBuilder + Send + Sync + 'static,
+    ) -> Self {
+        self.factory = Some(Arc::new(factory));
+        self
+    }
+
+    /// The URL clients reach the router at (where it is mounted, e.g.
+    /// `https://agents.example.com/a2a`): the card's interfaces name it. Required.
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.url = Some(url.into());
+        self
+    }
+
+    /// What the agent does, for the card (default: `"An agentscope-rs agent."`). With no
+    /// tools, the card's one skill has it too.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// The agent's version on the card (default `"1.0.0"`).
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
+
+    /// Where contexts (sessions) and tasks are stored (default: JSON files in
+    /// `./sessions`). Use a shared store to serve one context from several instances.
+    pub fn store(mut self, store: impl SessionStore) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// Builds the server: makes one agent to read its name and tools for the card.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError`] when no agent or URL is configured, the URL is not `http(s)://`, the
+    /// agent cannot be built, or its name is not usable in a session id (ASCII letters,
+    /// digits, `-`, `_`).
+    pub fn build(self) -> Result<A2a, BuildError> {
+        let factory = self
+            .factory
+            .ok_or_else(|| BuildError("no agent configured: call .agent(factory)".into()))?;
+        let url = self
+            .url
+            .ok_or_else(|| BuildError("no URL configured: call .url(base_url)".into()))?;
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(BuildError(
+                "the URL must start with http:// or https://".into(),
+            ));
+        }
+        let agent = factory()
+            .build()
+            .map_err(|err| BuildError(format!("the agent cannot be built: {err}")))?;
+        let name = agent.name();
+        let usable = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !usable {
+            return Err(BuildError(format!(
+                "agent name {name:?}: use 1 to 64 ASCII letters, digits, '-' or '_'"
+            )));
+        }
+        let description = self
+            .description
+            .unwrap_or_else(|| "An agentscope-rs agent.".to_owned());
+        let card = card(
+            &agent,
+            &CardInfo {
+                url: url.trim_end_matches('/'),
+                description: &description,
+                version: &self.version,
+            },
+        );
+        let store = match self.store {
+            Some(store) => store,
+            None => Arc::new(agentscope::session::JsonFileSessionStore::new("sessions")),
+        };
+        let executor = Executor::new(factory, store, name.to_owned());
+        Ok(A2a::new(card, executor))
+    }
+}
+
+/// What [`A2aBuilder::build`] reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildError(String);
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BuildError {}

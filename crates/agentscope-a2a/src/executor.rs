@@ -1,0 +1,334 @@
+//! The SDK's [`AgentExecutor`]: one task turn is one call of a fresh agent bound to the
+//! context's session, its events mapped to A2A updates.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use a2a::{
+    A2AError, Artifact, Message, Part, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
+    TaskStatus, TaskStatusUpdateEvent,
+};
+use a2a_server::{AgentExecutor, ExecutorContext};
+use agentscope::session::{SessionError, SessionStore, validate_session_id};
+use agentscope::{
+    AgentStream, ContentBlock, Event, EventType, GenerateReason, Msg, ReActAgent,
+    ReActAgentBuilder, StreamOptions,
+};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use serde_json::Value;
+
+use crate::convert;
+
+/// Makes the agent of one turn.
+pub(crate) type Factory = Arc<dyn Fn() -> ReActAgentBuilder + Send + Sync>;
+
+/// The id of the artifact that holds a task's reply.
+pub(crate) const REPLY_ARTIFACT_ID: &str = "reply";
+
+pub(crate) struct Executor {
+    pub(crate) factory: Factory,
+    pub(crate) store: Arc<dyn SessionStore>,
+    /// The agent's name: the first part of its sessions' ids.
+    pub(crate) agent: String,
+    /// The agents of the running turns, by task id, for `CancelTask`.
+    running: Arc<Mutex<HashMap<String, ReActAgent>>>,
+}
+
+impl fmt::Debug for Executor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Executor")
+            .field("agent", &self.agent)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The session a context of `agent` is stored under: `<agent>.<context id>`, the id AG-UI
+/// gives the thread of the same name.
+pub(crate) fn session_id(agent: &str, context_id: &str) -> String {
+    format!("{agent}.{context_id}")
+}
+
+impl Executor {
+    pub(crate) fn new(factory: Factory, store: Arc<dyn SessionStore>, agent: String) -> Self {
+        Self {
+            factory,
+            store,
+            agent,
+            running: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// The turn of `ctx`, or why it is refused (the message or the context cannot be used).
+    fn start(&self, ctx: &ExecutorContext) -> Result<Turn, String> {
+        let message = ctx
+            .message
+            .as_ref()
+            .ok_or_else(|| "the request carries no message".to_owned())?;
+        let input = convert::user_msg(message).map_err(|err| err.message)?;
+        let session = session_id(&self.agent, &ctx.context_id);
+        validate_session_id(&session).map_err(|err| match err {
+            SessionError::InvalidSessionId { reason, .. } => {
+                format!("the context id cannot name a session ({session:?}): {reason}")
+            }
+            other => format!("the context id cannot name a session: {other}"),
+        })?;
+        let agent = (self.factory)()
+            .session(Arc::clone(&self.store), session)
+            .build()
+            .map_err(|err| {
+                tracing::error!(error = %err, "the agent of an A2A task cannot be built");
+                "the agent cannot be built".to_owned()
+            })?;
+        let mut history = ctx
+            .stored_task
+            .as_ref()
+            .and_then(|task| task.history.clone())
+            .unwrap_or_default();
+        if history.last().map(|m| &m.message_id) != Some(&message.message_id) {
+            history.push(message.clone());
+        }
+        let task = Task {
+            id: ctx.task_id.clone(),
+            context_id: ctx.context_id.clone(),
+            status: status(TaskState::Working, None),
+            artifacts: ctx
+                .stored_task
+                .as_ref()
+                .and_then(|task| task.artifacts.clone()),
+            history: Some(history),
+            metadata: ctx
+                .stored_task
+                .as_ref()
+                .and_then(|task| task.metadata.clone()),
+        };
+        let stream = agent.stream(input, StreamOptions::default());
+        lock(&self.running).insert(ctx.task_id.clone(), agent.clone());
+        Ok(Turn {
+            task_id: ctx.task_id.clone(),
+            context_id: ctx.context_id.clone(),
+            stream: Some(stream),
+            queue: VecDeque::from([StreamResponse::Task(task)]),
+            _running: Running {
+                task_id: ctx.task_id.clone(),
+                running: Arc::clone(&self.running),
+            },
+        })
+    }
+}
+
+impl AgentExecutor for Executor {
+    fn execute(
+        &self,
+        ctx: ExecutorContext,
+    ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+        match self.start(&ctx) {
+            Ok(turn) => futures::stream::unfold(turn, Turn::next).boxed(),
+            Err(reason) => {
+                let message = Message::new(a2a::Role::Agent, vec![Part::text(reason)]);
+                let update = status_update(
+                    &ctx.task_id,
+                    &ctx.context_id,
+                    TaskState::Rejected,
+                    Some(message),
+                    None,
+                );
+                futures::stream::iter([Ok(update)]).boxed()
+            }
+        }
+    }
+
+    /// Interrupts the running call of the task (it stores what it has), and reports the
+    /// task canceled.
+    fn cancel(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+        if let Some(agent) = lock(&self.running).get(&ctx.task_id) {
+            agent.interrupt();
+        }
+        let update = status_update(
+            &ctx.task_id,
+            &ctx.context_id,
+            TaskState::Canceled,
+            None,
+            None,
+        );
+        futures::stream::iter([Ok(update)]).boxed()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Removes a turn from the running ones when it ends or is dropped.
+struct Running {
+    task_id: String,
+    running: Arc<Mutex<HashMap<String, ReActAgent>>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        lock(&self.running).remove(&self.task_id);
+    }
+}
+
+/// One turn: the agent's events as A2A updates, after the task itself.
+struct Turn {
+    task_id: String,
+    context_id: String,
+    /// `None` once the call has ended.
+    stream: Option<AgentStream>,
+    queue: VecDeque<StreamResponse>,
+    _running: Running,
+}
+
+impl Turn {
+    async fn next(mut self) -> Option<(Result<StreamResponse, A2AError>, Self)> {
+        loop {
+            if let Some(update) = self.queue.pop_front() {
+                return Some((Ok(update), self));
+            }
+            let item = self.stream.as_mut()?.next().await;
+            match item {
+                Some(Ok(event)) => self.map(&event),
+                Some(Err(error)) => {
+                    self.stream = None;
+                    tracing::warn!(%error, "an A2A task's call failed");
+                    let message = self.message(
+                        format!("agent-error-{}", self.task_id),
+                        vec![Part::text(format!("the agent failed: {error}"))],
+                    );
+                    self.push_status(TaskState::Failed, Some(message), None);
+                }
+                None => {
+                    // Only reached if the stream ended without its result (not expected).
+                    self.stream = None;
+                    let message = self.message(
+                        format!("agent-error-{}", self.task_id),
+                        vec![Part::text("the call ended without a reply")],
+                    );
+                    self.push_status(TaskState::Failed, Some(message), None);
+                }
+            }
+        }
+    }
+
+    fn message(&self, id: String, parts: Vec<Part>) -> Message {
+        let mut message = Message::new(a2a::Role::Agent, parts);
+        message.message_id = id;
+        message.task_id = Some(self.task_id.clone());
+        message.context_id = Some(self.context_id.clone());
+        message
+    }
+
+    fn push_status(&mut self, state: TaskState, message: Option<Message>, kind: Option<&str>) {
+        self.queue.push_back(status_update(
+            &self.task_id,
+            &self.context_id,
+            state,
+            message,
+            kind,
+        ));
+    }
+
+    /// A progress update: a `working` status whose message carries `parts`.
+    fn progress(&mut self, msg: &Msg, parts: Vec<Part>, kind: &str) {
+        if parts.is_empty() {
+            return;
+        }
+        let message = convert::agent_message(msg, parts, &self.task_id, &self.context_id);
+        self.push_status(TaskState::Working, Some(message), Some(kind));
+    }
+
+    fn map(&mut self, event: &Event) {
+        let msg = &event.message;
+        match (event.event_type, event.is_last) {
+            (EventType::Reasoning, false) => {
+                let parts = msg
+                    .content
+                    .iter()
+                    .filter_map(|block| match block {
+                        ContentBlock::Text(text) if !text.text.is_empty() => {
+                            Some(Part::text(text.text.as_str()))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                self.progress(msg, parts, "text_delta");
+            }
+            (EventType::Reasoning, true) => {
+                let calls = convert::parts(msg)
+                    .into_iter()
+                    .filter(|part| matches!(&part.content, a2a::PartContent::Data(_)))
+                    .collect();
+                self.progress(msg, calls, "tool_call");
+            }
+            (EventType::ToolResult, false) => {
+                self.progress(msg, convert::parts(msg), "tool_progress")
+            }
+            (EventType::ToolResult, true) => self.progress(msg, convert::parts(msg), "tool_result"),
+            (EventType::AgentResult, _) => {
+                self.stream = None;
+                self.finish(msg);
+            }
+            _ => {}
+        }
+    }
+
+    /// The reply: an interrupted call ends the task canceled; any other reply is the task's
+    /// artifact, and the task completes with the reply as its status message.
+    fn finish(&mut self, reply: &Msg) {
+        let mut parts = convert::parts(reply);
+        if parts.is_empty() {
+            parts.push(Part::text(""));
+        }
+        let message = convert::agent_message(reply, parts.clone(), &self.task_id, &self.context_id);
+        if reply.generate_reason() == Some(GenerateReason::Interrupted) {
+            self.push_status(TaskState::Canceled, Some(message), None);
+            return;
+        }
+        self.queue
+            .push_back(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                task_id: self.task_id.clone(),
+                context_id: self.context_id.clone(),
+                artifact: Artifact {
+                    artifact_id: REPLY_ARTIFACT_ID.to_owned(),
+                    name: Some("reply".to_owned()),
+                    description: None,
+                    parts,
+                    metadata: None,
+                    extensions: None,
+                },
+                append: None,
+                last_chunk: Some(true),
+                metadata: None,
+            }));
+        self.push_status(TaskState::Completed, Some(message), None);
+    }
+}
+
+fn status(state: TaskState, message: Option<Message>) -> TaskStatus {
+    TaskStatus {
+        state,
+        message,
+        timestamp: Some(chrono::Utc::now()),
+    }
+}
+
+/// A status update; `kind` says what a `working` update carries (`text_delta`,
+/// `tool_call`, `tool_progress`, `tool_result`), in the metadata under `agentscope.kind`.
+fn status_update(
+    task_id: &str,
+    context_id: &str,
+    state: TaskState,
+    message: Option<Message>,
+    kind: Option<&str>,
+) -> StreamResponse {
+    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: task_id.to_owned(),
+        context_id: context_id.to_owned(),
+        status: status(state, message),
+        metadata: kind
+            .map(|kind| HashMap::from([("agentscope.kind".to_owned(), Value::from(kind))])),
+    })
+}

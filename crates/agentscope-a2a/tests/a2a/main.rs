@@ -1,0 +1,364 @@
+//! The A2A server over real HTTP on 127.0.0.1, driven by the official SDK's client.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::time::Duration;
+
+use a2a::{CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageResponse, Task};
+use agentscope::prelude::*;
+use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
+use futures::StreamExt;
+use serde_json::json;
+
+use support::{card, client, describe, line, request, serve, state, texts};
+
+fn no_tools() -> Toolkit {
+    Toolkit::new()
+}
+
+fn adder() -> Toolkit {
+    Toolkit::new().tool(tool_fn(
+        "add",
+        "Adds two numbers.",
+        json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}),
+        |input: serde_json::Value, _ctx| async move {
+            let sum = input["a"].as_f64().unwrap_or(0.0) + input["b"].as_f64().unwrap_or(0.0);
+            Ok::<_, ToolError>(sum.to_string())
+        },
+    ))
+}
+
+fn task_of(response: SendMessageResponse) -> Task {
+    match response {
+        SendMessageResponse::Task(task) => task,
+        SendMessageResponse::Message(message) => panic!("a message, not a task: {message:?}"),
+    }
+}
+
+fn history(task: &Task) -> Vec<String> {
+    task.history.iter().flatten().map(line).collect()
+}
+
+fn artifacts(task: &Task) -> Vec<(String, String)> {
+    task.artifacts
+        .iter()
+        .flatten()
+        .map(|a| (a.artifact_id.clone(), texts(&a.parts)))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_card_names_the_agent_its_tools_streaming_and_both_interfaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&ScriptedModel::new([]), adder(), dir.path()).await;
+    let raw: serde_json::Value =
+        reqwest::get(format!("{}/.well-known/agent-card.json", server.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    let url = &server.url;
+    assert_eq!(
+        raw,
+        json!({
+            "name": "assistant",
+            "description": "Answers questions.",
+            "version": "2.1.0",
+            "supportedInterfaces": [
+                {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+                {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+            ],
+            "capabilities": {"streaming": true, "pushNotifications": false, "extendedAgentCard": false},
+            "defaultInputModes": ["text/plain", "application/json"],
+            "defaultOutputModes": ["text/plain", "application/json"],
+            "skills": [
+                {"id": "add", "name": "add", "description": "Adds two numbers.", "tags": ["tool"]},
+            ],
+        })
+    );
+    // The SDK's resolver reads the same card.
+    assert_eq!(serde_json::to_value(card(&server).await).unwrap(), raw);
+}
+
+#[tokio::test]
+async fn an_agent_without_tools_has_one_skill_named_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&ScriptedModel::new([]), no_tools(), dir.path()).await;
+    let skills = serde_json::to_value(card(&server).await.skills).unwrap();
+    assert_eq!(
+        skills,
+        json!([{"id": "assistant", "name": "assistant", "description": "Answers questions.", "tags": ["chat"]}])
+    );
+}
+
+#[tokio::test]
+async fn send_message_answers_with_the_finished_task_and_get_task_returns_it_with_history() {
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+        let server = serve(&model, no_tools(), dir.path()).await;
+        let client = client(&server, binding).await;
+        let task = task_of(client.send_message(&request("Hi", "c1")).await.unwrap());
+        assert_eq!(task.context_id, "c1", "{binding}");
+        assert_eq!(state(&task.status.state), "completed", "{binding}");
+        assert_eq!(
+            task.status.message.as_ref().map(line).as_deref(),
+            Some("agent: Hello!"),
+            "{binding}"
+        );
+        assert_eq!(
+            artifacts(&task),
+            [("reply".to_owned(), "Hello!".to_owned())],
+            "{binding}"
+        );
+        assert_eq!(history(&task), ["user: Hi", "agent: Hello!"], "{binding}");
+
+        let got = client
+            .get_task(&GetTaskRequest {
+                id: task.id.clone(),
+                history_length: None,
+                tenant: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(got, task, "{binding}");
+        let last = client
+            .get_task(&GetTaskRequest {
+                id: task.id.clone(),
+                history_length: Some(1),
+                tenant: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(history(&last), ["agent: Hello!"], "{binding}");
+        assert_eq!(model.request_count(), 1, "{binding}");
+    }
+}
+
+#[tokio::test]
+async fn a_streamed_reply_is_the_task_then_its_deltas_then_the_reply_artifact_then_completed() {
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = ScriptedModel::new([ScriptedResponse::chunks([
+            ScriptedChunk::text("Hel"),
+            ScriptedChunk::text("lo"),
+        ])]);
+        let server = serve(&model, no_tools(), dir.path()).await;
+        let client = client(&server, binding).await;
+        let events: Vec<_> = client
+            .send_streaming_message(&request("Hi", "c1"))
+            .await
+            .unwrap()
+            .map(|event| event.unwrap())
+            .collect()
+            .await;
+        assert_eq!(
+            events.iter().map(describe).collect::<Vec<_>>(),
+            [
+                "task working",
+                "status working text_delta Hel",
+                "status working text_delta lo",
+                "artifact reply append=None last=Some(true) Hello",
+                "status completed - Hello",
+            ],
+            "{binding}"
+        );
+        let a2a::StreamResponse::Task(first) = &events[0] else {
+            unreachable!()
+        };
+        assert_eq!(history(first), ["user: Hi"], "{binding}");
+        let stored = client
+            .get_task(&GetTaskRequest {
+                id: first.id.clone(),
+                history_length: None,
+                tenant: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(state(&stored.status.state), "completed", "{binding}");
+        assert_eq!(history(&stored), ["user: Hi", "agent: Hello"], "{binding}");
+        assert_eq!(
+            artifacts(&stored),
+            [("reply".to_owned(), "Hello".to_owned())],
+            "{binding}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn tool_calls_and_their_results_stream_as_working_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "add", json!({"a": 2, "b": 3})),
+        ScriptedResponse::text("5"),
+    ]);
+    let server = serve(&model, adder(), dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let events: Vec<_> = client
+        .send_streaming_message(&request("2+3?", "c1"))
+        .await
+        .unwrap()
+        .map(|event| describe(&event.unwrap()))
+        .collect()
+        .await;
+    // Data parts travel as protobuf `Struct`s, whose numbers are doubles: 2 arrives as 2.0.
+    assert_eq!(
+        events,
+        [
+            "task working",
+            r#"status working tool_call {"toolCall":{"id":"c1","input":{"a":2.0,"b":3.0},"name":"add"}}"#,
+            r#"status working tool_result {"toolResult":{"id":"c1","isError":false,"name":"add","output":"5"}}"#,
+            "status working text_delta 5",
+            "artifact reply append=None last=Some(true) 5",
+            "status completed - 5",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_second_message_in_a_context_continues_its_session_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let first_model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+    let first = {
+        let server = serve(&first_model, no_tools(), dir.path()).await;
+        let client = client(&server, "JSONRPC").await;
+        task_of(client.send_message(&request("Hi", "c1")).await.unwrap())
+    };
+    // A new server on the same store: nothing of the first one runs any more.
+    let model = ScriptedModel::new([ScriptedResponse::text("Still here.")]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let second = task_of(
+        client
+            .send_message(&request("And now?", "c1"))
+            .await
+            .unwrap(),
+    );
+    assert_ne!(second.id, first.id);
+    assert_eq!(history(&second), ["user: And now?", "agent: Still here."]);
+    let seen: Vec<(Role, String)> = model.requests()[0]
+        .messages
+        .iter()
+        .map(|msg| (msg.role, msg.text()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Role::User, "Hi".to_owned()),
+            (Role::Assistant, "Hello!".to_owned()),
+            (Role::User, "And now?".to_owned()),
+        ]
+    );
+    // Both tasks are stored, newest first, and the first is still readable.
+    let listed = client
+        .list_tasks(&ListTasksRequest {
+            context_id: Some("c1".to_owned()),
+            status: None,
+            page_size: None,
+            page_token: None,
+            history_length: None,
+            status_timestamp_after: None,
+            include_artifacts: None,
+            tenant: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        listed
+            .tasks
+            .iter()
+            .map(|t| t.id.as_str())
+            .collect::<Vec<_>>(),
+        [second.id.as_str(), first.id.as_str()]
+    );
+    assert_eq!(listed.total_size, 2);
+    let again = client
+        .get_task(&GetTaskRequest {
+            id: first.id.clone(),
+            history_length: None,
+            tenant: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(again, first);
+}
+
+#[tokio::test]
+async fn cancel_task_interrupts_the_running_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let model =
+        ScriptedModel::new(
+            [ScriptedResponse::text("too late").with_delay(Duration::from_secs(30))],
+        );
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let mut events = client
+        .send_streaming_message(&request("Take your time", "c1"))
+        .await
+        .unwrap();
+    let first = events.next().await.unwrap().unwrap();
+    let a2a::StreamResponse::Task(task) = &first else {
+        panic!("the first event is not the task: {first:?}")
+    };
+    let canceled = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.cancel_task(&CancelTaskRequest {
+            id: task.id.clone(),
+            metadata: None,
+            tenant: None,
+        }),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(state(&canceled.status.state), "canceled");
+    let rest: Vec<_> = tokio::time::timeout(Duration::from_secs(10), events.collect::<Vec<_>>())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|event| describe(&event.unwrap()))
+        .collect();
+    assert_eq!(rest, ["status canceled -"]);
+}
+
+#[tokio::test]
+async fn a_request_without_a2a_version_1_is_refused_and_one_with_it_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&ScriptedModel::new([]), no_tools(), dir.path()).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "t-404"}});
+    let http = reqwest::Client::new();
+    let post = |version: Option<&'static str>| {
+        let mut request = http.post(&server.url).json(&body);
+        if let Some(version) = version {
+            request = request.header("A2A-Version", version);
+        }
+        async move {
+            let response: serde_json::Value = request.send().await.unwrap().json().await.unwrap();
+            response["error"]["code"].clone()
+        }
+    };
+    // Without the header a server of 1.0 takes the request as 0.3, which it does not speak.
+    assert_eq!(post(None).await, json!(-32009));
+    assert_eq!(post(Some("0.3")).await, json!(-32009));
+    assert_eq!(post(Some("1.0")).await, json!(-32001));
+}
+
+#[tokio::test]
+async fn a_context_id_that_cannot_name_a_session_rejects_the_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::text("unused")]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let task = task_of(client.send_message(&request("Hi", "../etc")).await.unwrap());
+    assert_eq!(state(&task.status.state), "rejected");
+    assert_eq!(
+        task.status.message.as_ref().map(line).as_deref(),
+        Some(
+            "agent: the context id cannot name a session (\"assistant.../etc\"): it contains \
+             '/'; allowed are ASCII letters, digits, '-', '_' and '.'"
+        )
+    );
+    assert_eq!(model.request_count(), 0);
+}
