@@ -6,17 +6,17 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use a2a::{
-    A2AError, Artifact, Message, Part, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
-    TaskStatus, TaskStatusUpdateEvent,
+    A2AError, Artifact, Message, Part, PartContent, StreamResponse, Task, TaskArtifactUpdateEvent,
+    TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use a2a_server::{AgentExecutor, ExecutorContext};
 use agentscope::session::{SessionError, SessionStore, validate_session_id};
 use agentscope::{
-    AgentStream, ContentBlock, Event, EventType, GenerateReason, Msg, ReActAgent,
+    AgentError, AgentStream, ContentBlock, Event, EventType, GenerateReason, Msg, ReActAgent,
     ReActAgentBuilder, StreamOptions,
 };
-use futures::StreamExt;
 use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
 use crate::convert;
@@ -189,26 +189,40 @@ impl Turn {
                 return Some((Ok(update), self));
             }
             let item = self.stream.as_mut()?.next().await;
-            match item {
-                Some(Ok(event)) => self.map(&event),
-                Some(Err(error)) => {
-                    self.stream = None;
-                    tracing::warn!(%error, "an A2A task's call failed");
-                    let message = self.message(
-                        format!("agent-error-{}", self.task_id),
-                        vec![Part::text(format!("the agent failed: {error}"))],
-                    );
-                    self.push_status(TaskState::Failed, Some(message), None);
+            self.take(item);
+            // What else the call has ready joins this batch, its text deltas merged: the SDK
+            // keeps 32 events per subscriber, and a model faster than the client must not
+            // outrun them.
+            while let Some(stream) = self.stream.as_mut() {
+                match stream.next().now_or_never() {
+                    Some(item) => self.take(item),
+                    None => break,
                 }
-                None => {
-                    // Only reached if the stream ended without its result (not expected).
-                    self.stream = None;
-                    let message = self.message(
-                        format!("agent-error-{}", self.task_id),
-                        vec![Part::text("the call ended without a reply")],
-                    );
-                    self.push_status(TaskState::Failed, Some(message), None);
-                }
+            }
+        }
+    }
+
+    /// One item of the call's stream, mapped into the queue.
+    fn take(&mut self, item: Option<Result<Event, AgentError>>) {
+        match item {
+            Some(Ok(event)) => self.map(&event),
+            Some(Err(error)) => {
+                self.stream = None;
+                tracing::warn!(%error, "an A2A task's call failed");
+                let message = self.message(
+                    format!("agent-error-{}", self.task_id),
+                    vec![Part::text(format!("the agent failed: {error}"))],
+                );
+                self.push_status(TaskState::Failed, Some(message), None);
+            }
+            None => {
+                // Only reached if the stream ended without its result (not expected).
+                self.stream = None;
+                let message = self.message(
+                    format!("agent-error-{}", self.task_id),
+                    vec![Part::text("the call ended without a reply")],
+                );
+                self.push_status(TaskState::Failed, Some(message), None);
             }
         }
     }
@@ -231,10 +245,25 @@ impl Turn {
         ));
     }
 
-    /// A progress update: a `working` status whose message carries `parts`.
+    /// A progress update: a `working` status whose message carries `parts`. A text delta
+    /// right after a text delta of the same message joins it.
     fn progress(&mut self, msg: &Msg, parts: Vec<Part>, kind: &str) {
         if parts.is_empty() {
             return;
+        }
+        if kind == TEXT_DELTA {
+            if let Some(text) = self
+                .queue
+                .back_mut()
+                .and_then(|last| queued_delta(last, msg))
+            {
+                for part in &parts {
+                    if let Some(more) = part.as_text() {
+                        text.push_str(more);
+                    }
+                }
+                return;
+            }
         }
         let message = convert::agent_message(msg, parts, &self.task_id, &self.context_id);
         self.push_status(TaskState::Working, Some(message), Some(kind));
@@ -254,7 +283,7 @@ impl Turn {
                         _ => None,
                     })
                     .collect();
-                self.progress(msg, parts, "text_delta");
+                self.progress(msg, parts, TEXT_DELTA);
             }
             (EventType::Reasoning, true) => {
                 let calls = convert::parts(msg)
@@ -307,6 +336,29 @@ impl Turn {
     }
 }
 
+/// The `agentscope.kind` of a streamed piece of text.
+const TEXT_DELTA: &str = "text_delta";
+
+/// The text of `update` when it is a queued text delta of `msg` (to append to).
+fn queued_delta<'a>(update: &'a mut StreamResponse, msg: &Msg) -> Option<&'a mut String> {
+    let StreamResponse::StatusUpdate(update) = update else {
+        return None;
+    };
+    let is_delta = update
+        .metadata
+        .as_ref()
+        .and_then(|metadata| metadata.get(KIND))
+        .is_some_and(|kind| kind == TEXT_DELTA);
+    let message = update.status.message.as_mut()?;
+    if !is_delta || message.message_id != msg.id.as_str() {
+        return None;
+    }
+    match message.parts.last_mut().map(|part| &mut part.content) {
+        Some(PartContent::Text(text)) => Some(text),
+        _ => None,
+    }
+}
+
 fn status(state: TaskState, message: Option<Message>) -> TaskStatus {
     TaskStatus {
         state,
@@ -314,6 +366,9 @@ fn status(state: TaskState, message: Option<Message>) -> TaskStatus {
         timestamp: Some(chrono::Utc::now()),
     }
 }
+
+/// The metadata key saying what a `working` update carries.
+const KIND: &str = "agentscope.kind";
 
 /// A status update; `kind` says what a `working` update carries (`text_delta`,
 /// `tool_call`, `tool_progress`, `tool_result`), in the metadata under `agentscope.kind`.
@@ -328,7 +383,6 @@ fn status_update(
         task_id: task_id.to_owned(),
         context_id: context_id.to_owned(),
         status: status(state, message),
-        metadata: kind
-            .map(|kind| HashMap::from([("agentscope.kind".to_owned(), Value::from(kind))])),
+        metadata: kind.map(|kind| HashMap::from([(KIND.to_owned(), Value::from(kind))])),
     })
 }

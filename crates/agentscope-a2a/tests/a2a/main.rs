@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use a2a::{CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageResponse, Task};
 use agentscope::prelude::*;
+use agentscope::session::SessionStore;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
 
-use support::{card, client, describe, line, request, serve, state, texts};
+use support::{Paced, card, client, describe, line, request, serve, state, texts};
 
 fn no_tools() -> Toolkit {
     Toolkit::new()
@@ -141,10 +142,10 @@ async fn send_message_answers_with_the_finished_task_and_get_task_returns_it_wit
 async fn a_streamed_reply_is_the_task_then_its_deltas_then_the_reply_artifact_then_completed() {
     for binding in ["JSONRPC", "HTTP+JSON"] {
         let dir = tempfile::tempdir().unwrap();
-        let model = ScriptedModel::new([ScriptedResponse::chunks([
+        let model = Paced(ScriptedModel::new([ScriptedResponse::chunks([
             ScriptedChunk::text("Hel"),
             ScriptedChunk::text("lo"),
-        ])]);
+        ])]));
         let server = serve(&model, no_tools(), dir.path()).await;
         let client = client(&server, binding).await;
         let events: Vec<_> = client
@@ -321,6 +322,28 @@ async fn cancel_task_interrupts_the_running_call() {
         .map(|event| describe(&event.unwrap()))
         .collect();
     assert_eq!(rest, ["status canceled -"]);
+    // The call itself was interrupted (not left to run out its 30 s): it stored the user's
+    // message and the interrupted reply in the context's session.
+    let store = JsonFileSessionStore::new(dir.path());
+    let stored = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let state = store.load("assistant.c1").await.unwrap();
+            if let Some(state) = state.filter(|s| s.messages.len() == 2) {
+                break state;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        stored.messages.iter().map(|m| m.text()).collect::<Vec<_>>(),
+        [
+            "Take your time",
+            "I noticed that you have interrupted me. What can I do for you?"
+        ]
+    );
+    assert_eq!(model.request_count(), 1);
 }
 
 #[tokio::test]
@@ -361,4 +384,34 @@ async fn a_context_id_that_cannot_name_a_session_rejects_the_task() {
         )
     );
     assert_eq!(model.request_count(), 0);
+}
+
+#[tokio::test]
+async fn a_long_streamed_reply_reaches_the_client_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let chunks: Vec<_> = (0..100)
+        .map(|i| ScriptedChunk::text(format!("{i} ")))
+        .collect();
+    let model = ScriptedModel::new([ScriptedResponse::chunks(chunks)]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let events: Vec<_> = client
+        .send_streaming_message(&request("Count", "c1"))
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    let events: Vec<_> = events.into_iter().map(|e| e.unwrap()).collect();
+    let expected: String = (0..100).map(|i| format!("{i} ")).collect();
+    // The deltas the model had ready at once travel merged, well within the SDK's buffer of
+    // 32 events per subscriber (100 events, one per delta, overran it).
+    assert_eq!(
+        events.iter().map(describe).collect::<Vec<_>>(),
+        [
+            "task working".to_owned(),
+            format!("status working text_delta {}", expected.trim_end()),
+            format!("artifact reply append=None last=Some(true) {expected}"),
+            format!("status completed - {}", expected.trim_end()),
+        ]
+    );
 }

@@ -6,8 +6,10 @@ use a2a::{AgentCard, Message, Part, Role, SendMessageRequest, StreamResponse, Ta
 use a2a_client::agent_card::AgentCardResolver;
 use a2a_client::{A2AClient, A2AClientFactory, Transport};
 use agentscope::prelude::*;
+use agentscope::{ChatStream, ModelError, ModelRequest};
 use agentscope_a2a::A2a;
 use agentscope_test::ScriptedModel;
+use futures::StreamExt;
 
 pub(crate) type Client = A2AClient<Box<dyn Transport>>;
 
@@ -25,7 +27,7 @@ impl Drop for Server {
 
 /// Serves an agent named "assistant" on `model` (and `toolkit`) under `/a2a`, with its
 /// sessions and tasks in JSON files in `dir`.
-pub(crate) async fn serve(model: &ScriptedModel, toolkit: Toolkit, dir: &Path) -> Server {
+pub(crate) async fn serve(model: &(impl Model + Clone), toolkit: Toolkit, dir: &Path) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/a2a", listener.local_addr().unwrap());
     let model = model.clone();
@@ -151,4 +153,24 @@ pub(crate) fn line(message: &Message) -> String {
         Role::Unspecified => "unspecified",
     };
     format!("{role}: {}", texts(&message.parts))
+}
+
+/// A scripted model whose chunks arrive 20 ms apart, as a real model's do.
+#[derive(Clone)]
+pub(crate) struct Paced(pub(crate) ScriptedModel);
+
+impl Model for Paced {
+    fn model_name(&self) -> &str {
+        self.0.model_name()
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
+        let chunks = self.0.stream(request).await?;
+        Ok(chunks
+            .then(|chunk| async move {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                chunk
+            })
+            .boxed())
+    }
 }
