@@ -251,19 +251,20 @@ impl Turn {
         if parts.is_empty() {
             return;
         }
-        if kind == TEXT_DELTA {
-            if let Some(text) = self
+        let queued = match kind {
+            TEXT_DELTA => self
                 .queue
                 .back_mut()
-                .and_then(|last| queued_delta(last, msg))
-            {
-                for part in &parts {
-                    if let Some(more) = part.as_text() {
-                        text.push_str(more);
-                    }
+                .and_then(|last| queued_delta(last, msg)),
+            _ => None,
+        };
+        if let Some(text) = queued {
+            for part in &parts {
+                if let Some(more) = part.as_text() {
+                    text.push_str(more);
                 }
-                return;
             }
+            return;
         }
         let message = convert::agent_message(msg, parts, &self.task_id, &self.context_id);
         self.push_status(TaskState::Working, Some(message), Some(kind));
