@@ -23,7 +23,25 @@ impl A2a {
     }
 }
 
-/// Builds an [`A2a`]; start with [`A2a::builder`].
+/// Builds an [`A2a`]; start with [`A2a::builder`]. The agent and the URL are required;
+/// the rest has defaults.
+///
+/// ```
+/// use agentscope::prelude::*;
+/// use agentscope_a2a::A2a;
+/// use agentscope_test::ScriptedModel;
+///
+/// let model = ScriptedModel::new([]);
+/// let a2a = A2a::builder()
+///     .agent(move || ReActAgent::builder().name("librarian").model(model.clone()))
+///     .url("https://agents.example.com/librarian")
+///     .description("Finds books.")
+///     .version("2.0.0")
+///     .store(JsonFileSessionStore::new("sessions"))
+///     .build()?;
+/// # let _ = a2a;
+/// # Ok::<(), agentscope_a2a::BuildError>(())
+/// ```
 #[must_use]
 pub struct A2aBuilder {
     factory: Option<Factory>,
@@ -136,7 +154,24 @@ impl A2aBuilder {
     }
 }
 
-/// What [`A2aBuilder::build`] reports.
+/// What [`A2aBuilder::build`] reports: which setting is missing or wrong.
+///
+/// ```
+/// use agentscope::prelude::*;
+/// use agentscope_a2a::A2a;
+/// use agentscope_test::ScriptedModel;
+///
+/// let model = ScriptedModel::new([]);
+/// let err = A2a::builder()
+///     .agent(move || ReActAgent::builder().name("my agent").model(model.clone()))
+///     .url("http://127.0.0.1:3000")
+///     .build()
+///     .unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     r#"agent name "my agent": use 1 to 64 ASCII letters, digits, '-' or '_'"#
+/// );
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildError(String);
 

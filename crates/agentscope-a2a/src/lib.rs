@@ -55,3 +55,8 @@ mod tasks;
 
 pub use builder::{A2aBuilder, BuildError};
 pub use routes::A2a;
+
+/// The A2A guide's code blocks, compiled with the doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/a2a.md")]
+struct A2aGuide;

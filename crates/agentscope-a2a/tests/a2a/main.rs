@@ -5,7 +5,10 @@ mod support;
 
 use std::time::Duration;
 
-use a2a::{CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageResponse, Task};
+use a2a::{
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageConfiguration,
+    SendMessageResponse, SubscribeToTaskRequest, Task,
+};
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
@@ -414,4 +417,87 @@ async fn a_long_streamed_reply_reaches_the_client_whole() {
             format!("status completed - {}", expected.trim_end()),
         ]
     );
+}
+
+#[tokio::test]
+async fn a_second_client_subscribes_to_a_running_task_and_follows_it_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([
+        ScriptedResponse::text("Done at last.").with_delay(Duration::from_millis(500))
+    ]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let first = client(&server, "JSONRPC").await;
+    let mut events = first
+        .send_streaming_message(&request("Work", "c1"))
+        .await
+        .unwrap();
+    let a2a::StreamResponse::Task(task) = events.next().await.unwrap().unwrap() else {
+        panic!("the first event is not the task")
+    };
+    let second = client(&server, "HTTP+JSON").await;
+    let followed: Vec<_> = second
+        .subscribe_to_task(&SubscribeToTaskRequest {
+            id: task.id.clone(),
+            tenant: None,
+        })
+        .await
+        .unwrap()
+        .map(|event| describe(&event.unwrap()))
+        .collect()
+        .await;
+    assert_eq!(
+        followed,
+        [
+            "task working",
+            "status working text_delta Done at last.",
+            "artifact reply append=None last=Some(true) Done at last.",
+            "status completed - Done at last.",
+        ]
+    );
+    // The first client saw the same events after the task.
+    let rest: Vec<_> = events
+        .map(|event| describe(&event.unwrap()))
+        .collect()
+        .await;
+    assert_eq!(rest, followed[1..]);
+}
+
+#[tokio::test]
+async fn send_message_returning_immediately_answers_with_the_working_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([
+        ScriptedResponse::text("Later.").with_delay(Duration::from_millis(300))
+    ]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let mut req = request("Go", "c1");
+    req.configuration = Some(SendMessageConfiguration {
+        accepted_output_modes: None,
+        task_push_notification_config: None,
+        history_length: None,
+        return_immediately: Some(true),
+    });
+    let task = task_of(client.send_message(&req).await.unwrap());
+    assert_eq!(state(&task.status.state), "working");
+    assert_eq!(history(&task), ["user: Go"]);
+    let done = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let got = client
+                .get_task(&GetTaskRequest {
+                    id: task.id.clone(),
+                    history_length: None,
+                    tenant: None,
+                })
+                .await
+                .unwrap();
+            if got.status.state != a2a::TaskState::Working {
+                break got;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(state(&done.status.state), "completed");
+    assert_eq!(history(&done), ["user: Go", "agent: Later."]);
 }
