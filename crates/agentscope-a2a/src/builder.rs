@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use agentscope::ReActAgentBuilder;
+use agentscope::hooks::ApprovalPolicy;
 use agentscope::session::SessionStore;
 
 use crate::card::{CardInfo, card};
@@ -19,6 +20,7 @@ impl A2a {
             description: None,
             version: "1.0.0".to_owned(),
             store: None,
+            approval: None,
         }
     }
 }
@@ -49,6 +51,7 @@ pub struct A2aBuilder {
     description: Option<String>,
     version: String,
     store: Option<Arc<dyn SessionStore>>,
+    approval: Option<ApprovalPolicy>,
 }
 
 impl fmt::Debug for A2aBuilder {
@@ -58,6 +61,7 @@ impl fmt::Debug for A2aBuilder {
             .field("url", &self.url)
             .field("version", &self.version)
             .field("store", &self.store.is_some())
+            .field("approval", &self.approval.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -98,6 +102,32 @@ impl A2aBuilder {
     /// `./sessions`). Use a shared store to serve one context from several instances.
     pub fn store(mut self, store: impl SessionStore) -> Self {
         self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// Tool calls this policy selects stop the call for a decision: the task ends in
+    /// `input-required`, its status message listing the pending calls (text, and a data
+    /// part `{"pendingToolCalls": [{"id", "name", "input"}]}`), and the next message on the
+    /// task answers with a data part `{"decisions": [{"toolCallId", "approved",
+    /// "arguments"?, "reason"?}]}` (one per pending call): the stopped call resumes, running
+    /// the approved calls (with the edited arguments) and answering the rejected ones.
+    ///
+    /// ```
+    /// use agentscope::prelude::*;
+    /// use agentscope_a2a::A2a;
+    /// use agentscope_test::ScriptedModel;
+    ///
+    /// let model = ScriptedModel::new([]);
+    /// let a2a = A2a::builder()
+    ///     .agent(move || ReActAgent::builder().name("ops").model(model.clone()))
+    ///     .url("http://127.0.0.1:3000/a2a")
+    ///     .approval(ApprovalPolicy::tools(["delete_files"]))
+    ///     .build()?;
+    /// # let _ = a2a;
+    /// # Ok::<(), agentscope_a2a::BuildError>(())
+    /// ```
+    pub fn approval(mut self, policy: ApprovalPolicy) -> Self {
+        self.approval = Some(policy);
         self
     }
 
@@ -149,7 +179,7 @@ impl A2aBuilder {
             Some(store) => store,
             None => Arc::new(agentscope::session::JsonFileSessionStore::new("sessions")),
         };
-        let executor = Executor::new(factory, store, name.to_owned());
+        let executor = Executor::new(factory, store, name.to_owned(), self.approval);
         Ok(A2a::new(card, executor))
     }
 }

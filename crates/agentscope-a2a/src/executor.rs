@@ -10,16 +10,17 @@ use a2a::{
     TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use a2a_server::{AgentExecutor, ExecutorContext};
+use agentscope::hooks::{ApprovalDecision, ApprovalPolicy, ToolApprovalHook};
 use agentscope::session::{SessionError, SessionStore, validate_session_id};
 use agentscope::{
-    AgentError, AgentStream, ContentBlock, Event, EventType, GenerateReason, Msg, ReActAgent,
-    ReActAgentBuilder, StreamOptions,
+    AgentError, AgentStream, CallInput, ContentBlock, Event, EventType, GenerateReason, Msg,
+    ReActAgent, ReActAgentBuilder, StreamOptions, ToolUseBlock,
 };
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
-use crate::convert;
+use crate::{approvals, convert};
 
 /// Makes the agent of one turn.
 pub(crate) type Factory = Arc<dyn Fn() -> ReActAgentBuilder + Send + Sync>;
@@ -28,10 +29,17 @@ pub(crate) type Factory = Arc<dyn Fn() -> ReActAgentBuilder + Send + Sync>;
 pub(crate) const REPLY_ARTIFACT_ID: &str = "reply";
 
 pub(crate) struct Executor {
-    pub(crate) factory: Factory,
-    pub(crate) store: Arc<dyn SessionStore>,
+    shared: Arc<Shared>,
+}
+
+/// What every turn needs, shared with the turns' futures.
+struct Shared {
+    factory: Factory,
+    store: Arc<dyn SessionStore>,
     /// The agent's name: the first part of its sessions' ids.
-    pub(crate) agent: String,
+    agent: String,
+    /// Which tool calls stop the call for a decision.
+    approval: Option<ApprovalPolicy>,
     /// The agents of the running turns, by task id, for `CancelTask`.
     running: Arc<Mutex<HashMap<String, ReActAgent>>>,
 }
@@ -39,7 +47,8 @@ pub(crate) struct Executor {
 impl fmt::Debug for Executor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Executor")
-            .field("agent", &self.agent)
+            .field("agent", &self.shared.agent)
+            .field("approval", &self.shared.approval.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -51,22 +60,50 @@ pub(crate) fn session_id(agent: &str, context_id: &str) -> String {
 }
 
 impl Executor {
-    pub(crate) fn new(factory: Factory, store: Arc<dyn SessionStore>, agent: String) -> Self {
+    pub(crate) fn new(
+        factory: Factory,
+        store: Arc<dyn SessionStore>,
+        agent: String,
+        approval: Option<ApprovalPolicy>,
+    ) -> Self {
         Self {
-            factory,
-            store,
-            agent,
-            running: Arc::new(Mutex::new(HashMap::new())),
+            shared: Arc::new(Shared {
+                factory,
+                store,
+                agent,
+                approval,
+                running: Arc::new(Mutex::new(HashMap::new())),
+            }),
         }
     }
 
+    /// The agent's name.
+    pub(crate) fn agent(&self) -> &str {
+        &self.shared.agent
+    }
+
+    /// The store of sessions and tasks.
+    pub(crate) fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.shared.store
+    }
+}
+
+/// How a turn starts.
+enum Start {
+    /// The agent is called.
+    Run(Turn),
+    /// The task awaits decisions and the message brings none that can be used: the task
+    /// asks again, nothing is called.
+    Ask(StreamResponse),
+}
+
+impl Shared {
     /// The turn of `ctx`, or why it is refused (the message or the context cannot be used).
-    fn start(&self, ctx: &ExecutorContext) -> Result<Turn, String> {
+    async fn start(&self, ctx: &ExecutorContext) -> Result<Start, String> {
         let message = ctx
             .message
             .as_ref()
             .ok_or_else(|| "the request carries no message".to_owned())?;
-        let input = convert::user_msg(message).map_err(|err| err.message)?;
         let session = session_id(&self.agent, &ctx.context_id);
         validate_session_id(&session).map_err(|err| match err {
             SessionError::InvalidSessionId { reason, .. } => {
@@ -74,22 +111,16 @@ impl Executor {
             }
             other => format!("the context id cannot name a session: {other}"),
         })?;
-        let agent = (self.factory)()
-            .session(Arc::clone(&self.store), session)
-            .build()
-            .map_err(|err| {
-                tracing::error!(error = %err, "the agent of an A2A task cannot be built");
-                "the agent cannot be built".to_owned()
-            })?;
-        let mut history = ctx
-            .stored_task
-            .as_ref()
-            .and_then(|task| task.history.clone())
-            .unwrap_or_default();
-        if history.last().map(|m| &m.message_id) != Some(&message.message_id) {
-            history.push(message.clone());
+        let approvals = self.approval.clone().map(ToolApprovalHook::new);
+        let mut builder = (self.factory)().session(Arc::clone(&self.store), session.clone());
+        if let Some(approvals) = &approvals {
+            builder = builder.hook(approvals.clone());
         }
-        let task = Task {
+        let agent = builder.build().map_err(|err| {
+            tracing::error!(error = %err, "the agent of an A2A task cannot be built");
+            "the agent cannot be built".to_owned()
+        })?;
+        let mut task = Task {
             id: ctx.task_id.clone(),
             context_id: ctx.context_id.clone(),
             status: status(TaskState::Working, None),
@@ -97,25 +128,125 @@ impl Executor {
                 .stored_task
                 .as_ref()
                 .and_then(|task| task.artifacts.clone()),
-            history: Some(history),
+            history: Some(history(ctx, message)),
             metadata: ctx
                 .stored_task
                 .as_ref()
                 .and_then(|task| task.metadata.clone()),
         };
+        let input = match &approvals {
+            Some(approvals) => {
+                let pending = self.restore(approvals, &agent, &session).await?;
+                if pending.is_empty() {
+                    CallInput::from(convert::user_msg(message).map_err(|err| err.message)?)
+                } else {
+                    let asked = ctx
+                        .stored_task
+                        .as_ref()
+                        .is_some_and(|task| task.status.state == TaskState::InputRequired);
+                    let problem = match approvals::decisions(message, &pending) {
+                        Ok(Some(decisions)) => decide(approvals, decisions).err(),
+                        Ok(None) if asked => Some("The message carries no decisions.".to_owned()),
+                        Ok(None) => {
+                            return Err(format!(
+                                "the context awaits decisions on tool calls ({}): answer them on \
+                                 the task that asked for them",
+                                pending
+                                    .iter()
+                                    .map(|call| call.id.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ));
+                        }
+                        Err(problem) => Some(problem),
+                    };
+                    if let Some(problem) = problem {
+                        let parts = approvals::question(&pending, Some(&problem));
+                        let question = agent_text(&ctx.task_id, &ctx.context_id, parts);
+                        task.status = status(TaskState::InputRequired, Some(question));
+                        return Ok(Start::Ask(StreamResponse::Task(task)));
+                    }
+                    // The stopped call resumes: the approved calls run, the rejected ones
+                    // are answered.
+                    CallInput::from(Vec::<Msg>::new())
+                }
+            }
+            None => CallInput::from(convert::user_msg(message).map_err(|err| err.message)?),
+        };
         let stream = agent.stream(input, StreamOptions::default());
         lock(&self.running).insert(ctx.task_id.clone(), agent.clone());
-        Ok(Turn {
+        Ok(Start::Run(Turn {
             task_id: ctx.task_id.clone(),
             context_id: ctx.context_id.clone(),
             stream: Some(stream),
+            approvals,
             queue: VecDeque::from([StreamResponse::Task(task)]),
             _running: Running {
                 task_id: ctx.task_id.clone(),
                 running: Arc::clone(&self.running),
             },
-        })
+        }))
     }
+
+    /// Gives the approval hook the session's state (its decisions, the calls awaiting
+    /// them) and the agent's tools; returns the calls awaiting a decision.
+    async fn restore(
+        &self,
+        approvals: &ToolApprovalHook,
+        agent: &ReActAgent,
+        session: &str,
+    ) -> Result<Vec<ToolUseBlock>, String> {
+        let stored = self.store.load(session).await.map_err(|err| {
+            tracing::error!(error = %err, "the session of an A2A task cannot be loaded");
+            "the context's session cannot be loaded".to_owned()
+        })?;
+        if let Some(stored) = &stored {
+            approvals.restore_state(stored).map_err(|err| {
+                tracing::error!(error = %err, "the approval state of a session cannot be read");
+                "the context's approval state cannot be read".to_owned()
+            })?;
+        }
+        match agent.toolkit().resolve() {
+            Ok(toolkit) => approvals.learn_tools(&toolkit),
+            Err(_) => approvals.learn_tools(agent.toolkit()),
+        }
+        Ok(approvals.pending())
+    }
+}
+
+/// The task's history with the turn's message last (once).
+fn history(ctx: &ExecutorContext, message: &Message) -> Vec<Message> {
+    let mut history = ctx
+        .stored_task
+        .as_ref()
+        .and_then(|task| task.history.clone())
+        .unwrap_or_default();
+    if history.last().map(|m| &m.message_id) != Some(&message.message_id) {
+        history.push(message.clone());
+    }
+    history
+}
+
+/// Gives the decisions to the hook; a decision it refuses (edited arguments that do not
+/// match the tool's schema) is the problem to ask again with.
+fn decide(
+    approvals: &ToolApprovalHook,
+    decisions: Vec<(String, ApprovalDecision)>,
+) -> Result<(), String> {
+    for (id, decision) in decisions {
+        approvals
+            .decide(&id, decision)
+            .map_err(|err| format!("{err}."))?;
+    }
+    Ok(())
+}
+
+/// An agent message of a task made of `parts`, with a new id.
+fn agent_text(task_id: &str, context_id: &str, parts: Vec<Part>) -> Message {
+    let mut message = Message::new(a2a::Role::Agent, parts);
+    message.task_id = Some(task_id.to_owned());
+    message.context_id = Some(context_id.to_owned());
+    message
 }
 
 impl AgentExecutor for Executor {
@@ -123,10 +254,16 @@ impl AgentExecutor for Executor {
         &self,
         ctx: ExecutorContext,
     ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
-        match self.start(&ctx) {
-            Ok(turn) => futures::stream::unfold(turn, Turn::next).boxed(),
+        let shared = Arc::clone(&self.shared);
+        futures::stream::once(async move {
+            let start = shared.start(&ctx).await;
+            (start, ctx)
+        })
+        .flat_map(|(start, ctx)| match start {
+            Ok(Start::Run(turn)) => futures::stream::unfold(turn, Turn::next).boxed(),
+            Ok(Start::Ask(task)) => futures::stream::iter([Ok(task)]).boxed(),
             Err(reason) => {
-                let message = Message::new(a2a::Role::Agent, vec![Part::text(reason)]);
+                let message = agent_text(&ctx.task_id, &ctx.context_id, vec![Part::text(reason)]);
                 let update = status_update(
                     &ctx.task_id,
                     &ctx.context_id,
@@ -136,13 +273,14 @@ impl AgentExecutor for Executor {
                 );
                 futures::stream::iter([Ok(update)]).boxed()
             }
-        }
+        })
+        .boxed()
     }
 
     /// Interrupts the running call of the task (it stores what it has), and reports the
     /// task canceled.
     fn cancel(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
-        if let Some(agent) = lock(&self.running).get(&ctx.task_id) {
+        if let Some(agent) = lock(&self.shared.running).get(&ctx.task_id) {
             agent.interrupt();
         }
         let update = status_update(
@@ -178,6 +316,8 @@ struct Turn {
     context_id: String,
     /// `None` once the call has ended.
     stream: Option<AgentStream>,
+    /// The approval hook of the call, with an approval policy.
+    approvals: Option<ToolApprovalHook>,
     queue: VecDeque<StreamResponse>,
     _running: Running,
 }
@@ -308,6 +448,21 @@ impl Turn {
     /// The reply: an interrupted call ends the task canceled; any other reply is the task's
     /// artifact, and the task completes with the reply as its status message.
     fn finish(&mut self, reply: &Msg) {
+        // Calls that await a decision stopped the call: the task asks for them.
+        let pending = self
+            .approvals
+            .as_ref()
+            .map(ToolApprovalHook::pending)
+            .unwrap_or_default();
+        if !pending.is_empty() {
+            let question = agent_text(
+                &self.task_id,
+                &self.context_id,
+                approvals::question(&pending, None),
+            );
+            self.push_status(TaskState::InputRequired, Some(question), None);
+            return;
+        }
         let mut parts = convert::parts(reply);
         if parts.is_empty() {
             parts.push(Part::text(""));

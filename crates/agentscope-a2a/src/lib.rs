@@ -15,8 +15,11 @@
 //!   its status message, the turn in its history); `SendStreamingMessage` streams the task,
 //!   then `working` status updates (text deltas, tool calls, tool progress and results, told
 //!   apart by the `agentscope.kind` metadata), then the reply artifact, then the terminal
-//!   status. `GetTask`, `ListTasks` and `CancelTask` (an interrupt of the running call) are
-//!   served too.
+//!   status. `GetTask`, `ListTasks`, `CancelTask` (an interrupt of the running call) and
+//!   `SubscribeToTask` (on the instance running the task) are served too.
+//! - **Approvals as `input-required`**: with [`A2aBuilder::approval`], a tool call that
+//!   needs a decision ends the task asking for it; the next message on the task decides,
+//!   and the stopped call resumes.
 //!
 //! The concept mapping is in `docs/a2a.md`.
 //!
@@ -43,9 +46,11 @@
 //   builder  -> card, executor, routes   A2aBuilder, BuildError: checks the options once
 //   routes   -> executor, tasks          A2a, the router (the SDK's handler and routers)
 //   card                                 the agent card, from the agent
-//   executor -> convert                  one task turn: a call, its events as A2A updates
+//   executor -> approvals, convert       one task turn: a call, its events as A2A updates
+//   approvals                            input-required: the question, the decisions
 //   tasks                                the SDK's task store over the session store
 //   convert                              A2A messages and parts <-> Msg
+mod approvals;
 mod builder;
 mod card;
 mod convert;

@@ -51,8 +51,8 @@ impl fmt::Debug for A2a {
 impl A2a {
     pub(crate) fn new(card: AgentCard, executor: Executor) -> Self {
         let capabilities = card.capabilities.clone();
-        let agent: Arc<str> = Arc::from(executor.agent.as_str());
-        let tasks = SessionTaskStore::new(Arc::clone(&executor.store), &agent);
+        let agent: Arc<str> = Arc::from(executor.agent());
+        let tasks = SessionTaskStore::new(Arc::clone(executor.store()), &agent);
         let handler = DefaultRequestHandler::new(executor, tasks).with_capabilities(capabilities);
         Self {
             card: Arc::new(card),

@@ -28,6 +28,16 @@ impl Drop for Server {
 /// Serves an agent named "assistant" on `model` (and `toolkit`) under `/a2a`, with its
 /// sessions and tasks in JSON files in `dir`.
 pub(crate) async fn serve(model: &(impl Model + Clone), toolkit: Toolkit, dir: &Path) -> Server {
+    serve_with(model, toolkit, dir, None).await
+}
+
+/// As [`serve`], with the calls `approval` selects stopping for a decision.
+pub(crate) async fn serve_with(
+    model: &(impl Model + Clone),
+    toolkit: Toolkit,
+    dir: &Path,
+    approval: Option<ApprovalPolicy>,
+) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/a2a", listener.local_addr().unwrap());
     let model = model.clone();
@@ -41,9 +51,13 @@ pub(crate) async fn serve(model: &(impl Model + Clone), toolkit: Toolkit, dir: &
         .url(&url)
         .description("Answers questions.")
         .version("2.1.0")
-        .store(JsonFileSessionStore::new(dir))
-        .build()
-        .unwrap();
+        .store(JsonFileSessionStore::new(dir));
+    let a2a = match approval {
+        Some(policy) => a2a.approval(policy),
+        None => a2a,
+    }
+    .build()
+    .unwrap();
     let app = axum::Router::new().nest("/a2a", a2a.router());
     let task = tokio::spawn(async move {
         axum::serve(listener, app).await.unwrap();
@@ -70,6 +84,19 @@ pub(crate) async fn client(server: &Server, binding: &str) -> Client {
         .unwrap();
     assert_eq!(interface.protocol_binding, binding);
     client
+}
+
+/// A request on an existing task with a user message of `parts`.
+pub(crate) fn answer(task: &a2a::Task, parts: Vec<Part>) -> SendMessageRequest {
+    let mut message = Message::new(Role::User, parts);
+    message.context_id = Some(task.context_id.clone());
+    message.task_id = Some(task.id.clone());
+    SendMessageRequest {
+        message,
+        configuration: None,
+        metadata: None,
+        tenant: None,
+    }
 }
 
 /// A request with a user message of `text` in `context`.
