@@ -7,18 +7,27 @@
 //! token, artifact chunks) is kept in memory until the next state change, so a streamed
 //! reply costs one write per state, not one per token. A terminal state is final: a later
 //! write of another state is ignored.
+//!
+//! A task read from the store that says it is running while no call holds its context's
+//! session (the process running it ended) is stored and reported `failed`, saying so.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use a2a::{A2AError, ListTasksRequest, ListTasksResponse, Task, TaskState, TaskStatus};
+use a2a::{
+    A2AError, ListTasksRequest, ListTasksResponse, Message, Part, Role, Task, TaskState, TaskStatus,
+};
 use a2a_server::TaskStore;
 use a2a_server::task_store::TaskVersion;
+use agentscope::CancellationToken;
 use agentscope::session::{AgentIdentity, AgentState, SessionError, SessionStore, StateChange};
 use serde_json::Map;
 
 /// The metadata key holding a task's JSON.
 const TASK_KEY: &str = "a2a_task";
+/// How long after its last state change a running task is trusted without a call holding
+/// its session (the task is stored `working` just before its call takes the lease).
+const ORPHAN_GRACE: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
 /// The most tasks a page of `ListTasks` holds when the request names no size.
 const DEFAULT_PAGE_SIZE: usize = 50;
 
@@ -106,17 +115,89 @@ impl SessionTaskStore {
             .map_err(store_error)
     }
 
-    /// The task as this process knows it: its cached copy, else the stored one.
+    /// The task as this process knows it: its cached copy, else the stored one, reported
+    /// failed when no call runs it any more.
     async fn current(&self, task_id: &str) -> Result<Option<Live>, A2AError> {
         if let Some(live) = self.cached(task_id) {
             return Ok(Some(live));
         }
-        Ok(self.load(task_id).await?.map(|(task, revision)| Live {
+        let Some((task, revision)) = self.load(task_id).await? else {
+            return Ok(None);
+        };
+        let live = Live {
             saved_state: task.status.state.clone(),
             saved_history: history_len(&task),
             task,
             revision,
-        }))
+        };
+        if self.orphaned(&live.task).await {
+            return self.fail_orphan(live).await.map(Some);
+        }
+        Ok(Some(live))
+    }
+
+    /// Whether `task` (not written by this process) says it is running while no call holds
+    /// its context's session: the process that ran it ended. Past a short grace after its
+    /// last state change (a task is stored `working` just before its call takes the lease),
+    /// and only with a store that leases sessions; a store that does not cannot tell.
+    async fn orphaned(&self, task: &Task) -> bool {
+        if !matches!(task.status.state, TaskState::Submitted | TaskState::Working) {
+            return false;
+        }
+        let settled = task
+            .status
+            .timestamp
+            .is_none_or(|at| chrono::Utc::now() - at > ORPHAN_GRACE);
+        if !settled {
+            return false;
+        }
+        let session = format!("{}.{}", self.agent, task.context_id);
+        match self.store.lease(&session, &CancellationToken::new()).await {
+            Ok(Some(lease)) => {
+                if let Err(error) = lease.release().await {
+                    tracing::warn!(%error, "giving back a probed session lease failed");
+                }
+                true
+            }
+            Ok(None) | Err(_) => false,
+        }
+    }
+
+    /// Stores `live`'s task as failed, saying why; a task another writer moved on meanwhile
+    /// is returned as that writer left it.
+    async fn fail_orphan(&self, live: Live) -> Result<Live, A2AError> {
+        let mut task = live.task;
+        let mut message = Message::new(
+            Role::Agent,
+            vec![Part::text(
+                "The task's call stopped before it finished: the process running it ended.",
+            )],
+        );
+        message.task_id = Some(task.id.clone());
+        message.context_id = Some(task.context_id.clone());
+        task.status = TaskStatus {
+            state: TaskState::Failed,
+            message: Some(message),
+            timestamp: Some(chrono::Utc::now()),
+        };
+        keep_final_message(&mut task);
+        match self.save(&task, live.revision).await {
+            Ok(revision) => Ok(Live {
+                saved_state: TaskState::Failed,
+                saved_history: history_len(&task),
+                task,
+                revision,
+            }),
+            Err(_) => match self.load(&task.id).await? {
+                Some((task, revision)) => Ok(Live {
+                    saved_state: task.status.state.clone(),
+                    saved_history: history_len(&task),
+                    task,
+                    revision,
+                }),
+                None => Err(A2AError::task_not_found(&task.id)),
+            },
+        }
     }
 }
 
@@ -273,5 +354,101 @@ impl TaskStore for SessionTaskStore {
             revision,
         });
         Ok(task)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use agentscope::session::JsonFileSessionStore;
+
+    fn task(state: TaskState, seconds_ago: i64) -> Task {
+        Task {
+            id: "t1".into(),
+            context_id: "c1".into(),
+            status: TaskStatus {
+                state,
+                message: None,
+                timestamp: Some(chrono::Utc::now() - chrono::TimeDelta::seconds(seconds_ago)),
+            },
+            artifacts: None,
+            history: Some(vec![Message::new(Role::User, vec![Part::text("Hi")])]),
+            metadata: None,
+        }
+    }
+
+    /// A store holding task `t1`, written `working` `seconds_ago` by a process that is gone.
+    async fn left_working(seconds_ago: i64) -> (tempfile::TempDir, Arc<dyn SessionStore>) {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn SessionStore> = Arc::new(JsonFileSessionStore::new(dir.path()));
+        let writer = SessionTaskStore::new(Arc::clone(&store), "assistant");
+        writer
+            .create(task(TaskState::Submitted, seconds_ago))
+            .await
+            .unwrap();
+        writer
+            .update(task(TaskState::Working, seconds_ago))
+            .await
+            .unwrap();
+        (dir, store)
+    }
+
+    fn texts(task: &Task) -> Vec<String> {
+        task.history
+            .iter()
+            .flatten()
+            .map(|m| m.text().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_running_task_whose_call_is_gone_is_reported_failed_and_stored_so() {
+        let (_dir, store) = left_working(60).await;
+        let reader = SessionTaskStore::new(Arc::clone(&store), "assistant");
+        let got = reader.get("t1").await.unwrap().unwrap();
+        let reason = "The task's call stopped before it finished: the process running it ended.";
+        assert_eq!(got.status.state, TaskState::Failed);
+        assert_eq!(
+            got.status.message.as_ref().and_then(Message::text),
+            Some(reason)
+        );
+        assert_eq!(texts(&got), ["Hi", reason]);
+        // Stored: another reader sees the same failed task, and a late write of the lost
+        // call changes nothing.
+        let again = SessionTaskStore::new(Arc::clone(&store), "assistant");
+        assert_eq!(again.get("t1").await.unwrap().unwrap(), got);
+        again.update(task(TaskState::Completed, 0)).await.unwrap();
+        assert_eq!(again.get("t1").await.unwrap().unwrap(), got);
+    }
+
+    #[tokio::test]
+    async fn a_running_task_whose_call_holds_the_session_stays_working() {
+        let (_dir, store) = left_working(60).await;
+        let lease = store
+            .lease("assistant.c1", &CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
+        let reader = SessionTaskStore::new(Arc::clone(&store), "assistant");
+        assert_eq!(
+            reader.get("t1").await.unwrap().unwrap().status.state,
+            TaskState::Working
+        );
+        lease.release().await.unwrap();
+        assert_eq!(
+            reader.get("t1").await.unwrap().unwrap().status.state,
+            TaskState::Failed
+        );
+    }
+
+    #[tokio::test]
+    async fn a_task_just_stored_working_is_given_time_to_take_its_session() {
+        let (_dir, store) = left_working(1).await;
+        let reader = SessionTaskStore::new(Arc::clone(&store), "assistant");
+        assert_eq!(
+            reader.get("t1").await.unwrap().unwrap().status.state,
+            TaskState::Working
+        );
     }
 }
