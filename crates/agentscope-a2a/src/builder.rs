@@ -21,6 +21,7 @@ impl A2a {
             version: "1.0.0".to_owned(),
             store: None,
             approval: None,
+            token: None,
         }
     }
 }
@@ -52,6 +53,7 @@ pub struct A2aBuilder {
     version: String,
     store: Option<Arc<dyn SessionStore>>,
     approval: Option<ApprovalPolicy>,
+    token: Option<String>,
 }
 
 impl fmt::Debug for A2aBuilder {
@@ -62,6 +64,7 @@ impl fmt::Debug for A2aBuilder {
             .field("version", &self.version)
             .field("store", &self.store.is_some())
             .field("approval", &self.approval.is_some())
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .finish_non_exhaustive()
     }
 }
@@ -131,13 +134,36 @@ impl A2aBuilder {
         self
     }
 
+    /// Requires `Authorization: Bearer <token>` on every A2A method: a request without it
+    /// gets `401` and starts nothing. The agent card stays public and declares the scheme
+    /// (`securitySchemes: {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}`).
+    ///
+    /// ```
+    /// use agentscope::prelude::*;
+    /// use agentscope_a2a::A2a;
+    /// use agentscope_test::ScriptedModel;
+    ///
+    /// let model = ScriptedModel::new([]);
+    /// let a2a = A2a::builder()
+    ///     .agent(move || ReActAgent::builder().name("assistant").model(model.clone()))
+    ///     .url("https://agents.example.com/a2a")
+    ///     .bearer_token(std::env::var("A2A_TOKEN").unwrap_or_else(|_| "change-me".into()))
+    ///     .build()?;
+    /// # let _ = a2a;
+    /// # Ok::<(), agentscope_a2a::BuildError>(())
+    /// ```
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
     /// Builds the server: makes one agent to read its name and tools for the card.
     ///
     /// # Errors
     ///
     /// [`BuildError`] when no agent or URL is configured, the URL is not `http(s)://`, the
-    /// agent cannot be built, or its name is not usable in a session id (ASCII letters,
-    /// digits, `-`, `_`).
+    /// agent cannot be built, its name is not usable in a session id (ASCII letters,
+    /// digits, `-`, `_`), or the token is empty.
     pub fn build(self) -> Result<A2a, BuildError> {
         let factory = self
             .factory
@@ -149,6 +175,13 @@ impl A2aBuilder {
             return Err(BuildError(
                 "the URL must start with http:// or https://".into(),
             ));
+        }
+        if self
+            .token
+            .as_deref()
+            .is_some_and(|token| token.trim().is_empty())
+        {
+            return Err(BuildError("the bearer token is empty".into()));
         }
         let agent = factory()
             .build()
@@ -171,6 +204,7 @@ impl A2aBuilder {
             &agent,
             &CardInfo {
                 url: url.trim_end_matches('/'),
+                bearer: self.token.is_some(),
                 description: &description,
                 version: &self.version,
             },
@@ -180,7 +214,7 @@ impl A2aBuilder {
             None => Arc::new(agentscope::session::JsonFileSessionStore::new("sessions")),
         };
         let executor = Executor::new(factory, store, name.to_owned(), self.approval);
-        Ok(A2a::new(card, executor))
+        Ok(A2a::new(card, executor, self.token.map(Arc::from)))
     }
 }
 

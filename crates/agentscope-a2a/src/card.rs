@@ -1,15 +1,22 @@
 //! The agent card, generated once from the agent: its name, the description given, a skill
-//! per tool, streaming, and the two interfaces served (JSON-RPC and HTTP+JSON, A2A 1.0).
+//! per tool, streaming, the two interfaces served (JSON-RPC and HTTP+JSON, A2A 1.0), and the
+//! bearer scheme when a token is required.
+
+use std::collections::HashMap;
 
 use a2a::{
-    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, TRANSPORT_PROTOCOL_HTTP_JSON,
-    TRANSPORT_PROTOCOL_JSONRPC,
+    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, HttpAuthSecurityScheme,
+    SecurityScheme, TRANSPORT_PROTOCOL_HTTP_JSON, TRANSPORT_PROTOCOL_JSONRPC,
 };
 use agentscope::ReActAgent;
+
+use crate::auth;
 
 /// What the card says besides what the agent tells.
 pub(crate) struct CardInfo<'a> {
     pub(crate) url: &'a str,
+    /// Whether requests need a bearer token.
+    pub(crate) bearer: bool,
     pub(crate) description: &'a str,
     pub(crate) version: &'a str,
 }
@@ -47,8 +54,19 @@ pub(crate) fn card(agent: &ReActAgent, info: &CardInfo<'_>) -> AgentCard {
         provider: None,
         documentation_url: None,
         icon_url: None,
-        security_schemes: None,
-        security_requirements: None,
+        security_schemes: info.bearer.then(|| {
+            HashMap::from([(
+                auth::SCHEME.to_owned(),
+                SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
+                    scheme: "Bearer".to_owned(),
+                    description: None,
+                    bearer_format: None,
+                }),
+            )])
+        }),
+        security_requirements: info
+            .bearer
+            .then(|| vec![HashMap::from([(auth::SCHEME.to_owned(), Vec::new())])]),
         signatures: None,
     }
 }

@@ -44,13 +44,15 @@
 
 // One job per module; `use crate::` edges only point down the list (no cycles):
 //   builder  -> card, executor, routes   A2aBuilder, BuildError: checks the options once
-//   routes   -> executor, tasks          A2a, the router (the SDK's handler and routers)
-//   card                                 the agent card, from the agent
+//   routes   -> auth, executor, tasks    A2a, the router (the SDK's handler and routers)
+//   card     -> auth                     the agent card, from the agent
+//   auth                                 the bearer token on the A2A methods
 //   executor -> approvals, convert       one task turn: a call, its events as A2A updates
 //   approvals                            input-required: the question, the decisions
 //   tasks                                the SDK's task store over the session store
 //   convert                              A2A messages and parts <-> Msg
 mod approvals;
+mod auth;
 mod builder;
 mod card;
 mod convert;

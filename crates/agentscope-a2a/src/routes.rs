@@ -8,8 +8,9 @@ use a2a_server::agent_card::agent_card_router;
 use a2a_server::jsonrpc::jsonrpc_router;
 use a2a_server::rest::rest_router;
 use a2a_server::{DefaultRequestHandler, StaticAgentCard};
-use axum::Router;
+use axum::{Router, middleware};
 
+use crate::auth::authenticate;
 use crate::executor::{self, Executor};
 use crate::tasks::SessionTaskStore;
 
@@ -38,18 +39,20 @@ pub struct A2a {
     card: Arc<AgentCard>,
     handler: Arc<DefaultRequestHandler>,
     agent: Arc<str>,
+    token: Option<Arc<str>>,
 }
 
 impl fmt::Debug for A2a {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("A2a")
             .field("agent", &self.agent)
+            .field("auth", &self.token.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl A2a {
-    pub(crate) fn new(card: AgentCard, executor: Executor) -> Self {
+    pub(crate) fn new(card: AgentCard, executor: Executor, token: Option<Arc<str>>) -> Self {
         let capabilities = card.capabilities.clone();
         let agent: Arc<str> = Arc::from(executor.agent());
         let tasks = SessionTaskStore::new(Arc::clone(executor.store()), &agent);
@@ -58,6 +61,7 @@ impl A2a {
             card: Arc::new(card),
             handler: Arc::new(handler),
             agent,
+            token,
         }
     }
 
@@ -76,12 +80,18 @@ impl A2a {
     /// `POST /`, and HTTP+JSON (`POST /message:send`, `POST /message:stream`,
     /// `GET /tasks/{id}`, `GET /tasks`, `POST /tasks/{id}:cancel`,
     /// `POST /tasks/{id}:subscribe`), all relative to where the router is mounted (the
-    /// builder's URL). Requests must carry `A2A-Version: 1.0`.
+    /// builder's URL). Requests must carry `A2A-Version: 1.0`, and with
+    /// [`bearer_token`](crate::A2aBuilder::bearer_token) the token; the card is public.
     pub fn router(&self) -> Router {
         let card = Arc::new(StaticAgentCard::new((*self.card).clone()));
-        Router::new()
-            .merge(agent_card_router(card))
-            .merge(jsonrpc_router(Arc::clone(&self.handler)))
-            .merge(rest_router(Arc::clone(&self.handler)))
+        let mut methods =
+            jsonrpc_router(Arc::clone(&self.handler)).merge(rest_router(Arc::clone(&self.handler)));
+        if let Some(token) = &self.token {
+            methods = methods.route_layer(middleware::from_fn_with_state(
+                Arc::clone(token),
+                authenticate,
+            ));
+        }
+        agent_card_router(card).merge(methods)
     }
 }

@@ -50,7 +50,7 @@ async fn a_call_that_needs_approval_ends_the_task_asking_and_an_approval_resumes
     ]);
     let (toolkit, runs) = deleter();
     let policy = ApprovalPolicy::tools(["delete"]);
-    let server = serve_with(&model, toolkit, dir.path(), Some(policy)).await;
+    let server = serve_with(&model, toolkit, dir.path(), Some(policy), None).await;
     let client = client(&server, "JSONRPC").await;
 
     let events: Vec<_> = client
@@ -122,7 +122,7 @@ async fn a_task_awaiting_decisions_asks_again_until_it_gets_them_and_a_rejection
     ]);
     let (toolkit, runs) = deleter();
     let policy = ApprovalPolicy::tools(["delete"]);
-    let server = serve_with(&model, toolkit, dir.path(), Some(policy)).await;
+    let server = serve_with(&model, toolkit, dir.path(), Some(policy), None).await;
     let client = client(&server, "HTTP+JSON").await;
 
     let task = task_of(

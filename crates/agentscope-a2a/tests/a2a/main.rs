@@ -502,3 +502,58 @@ async fn send_message_returning_immediately_answers_with_the_working_task() {
     assert_eq!(state(&done.status.state), "completed");
     assert_eq!(history(&done), ["user: Go", "agent: Later."]);
 }
+
+#[tokio::test]
+async fn with_a_bearer_token_the_methods_need_it_and_the_card_declares_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+    let server = support::serve_with(&model, no_tools(), dir.path(), None, Some("s3cret")).await;
+    let card = card(&server).await;
+    assert_eq!(
+        serde_json::to_value((&card.security_schemes, &card.security_requirements)).unwrap(),
+        json!([
+            {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}},
+            [{"bearer": []}]
+        ])
+    );
+
+    // Without the token, or with another one: 401, nothing runs, nothing of it echoed.
+    let http = reqwest::Client::new();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "Hi"}]}
+    }});
+    for authorization in [None, Some("Bearer wrong"), Some("s3cret")] {
+        let mut request = http
+            .post(&server.url)
+            .header("A2A-Version", "1.0")
+            .json(&body);
+        if let Some(authorization) = authorization {
+            request = request.header("Authorization", authorization);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 401, "{authorization:?}");
+        assert_eq!(
+            response.headers()["www-authenticate"],
+            "Bearer",
+            "{authorization:?}"
+        );
+        assert_eq!(
+            response.json::<serde_json::Value>().await.unwrap(),
+            json!({"code": "unauthorized",
+                   "message": "a valid bearer token is required (Authorization: Bearer <token>)"})
+        );
+    }
+    assert_eq!(model.request_count(), 0);
+
+    // The SDK's client with the token in an interceptor is served.
+    let (client, _) = a2a_client::A2AClientFactory::builder()
+        .with_interceptor(std::sync::Arc::new(
+            a2a_client::auth::AuthInterceptor::bearer("s3cret"),
+        ))
+        .build()
+        .create_from_card_with_interface(&card)
+        .await
+        .unwrap();
+    let task = task_of(client.send_message(&request("Hi", "c1")).await.unwrap());
+    assert_eq!(history(&task), ["user: Hi", "agent: Hello!"]);
+}

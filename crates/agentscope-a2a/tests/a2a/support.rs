@@ -28,15 +28,17 @@ impl Drop for Server {
 /// Serves an agent named "assistant" on `model` (and `toolkit`) under `/a2a`, with its
 /// sessions and tasks in JSON files in `dir`.
 pub(crate) async fn serve(model: &(impl Model + Clone), toolkit: Toolkit, dir: &Path) -> Server {
-    serve_with(model, toolkit, dir, None).await
+    serve_with(model, toolkit, dir, None, None).await
 }
 
-/// As [`serve`], with the calls `approval` selects stopping for a decision.
+/// As [`serve`], with the calls `approval` selects stopping for a decision, and requiring
+/// `token`.
 pub(crate) async fn serve_with(
     model: &(impl Model + Clone),
     toolkit: Toolkit,
     dir: &Path,
     approval: Option<ApprovalPolicy>,
+    token: Option<&str>,
 ) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/a2a", listener.local_addr().unwrap());
@@ -54,6 +56,10 @@ pub(crate) async fn serve_with(
         .store(JsonFileSessionStore::new(dir));
     let a2a = match approval {
         Some(policy) => a2a.approval(policy),
+        None => a2a,
+    };
+    let a2a = match token {
+        Some(token) => a2a.bearer_token(token),
         None => a2a,
     }
     .build()
