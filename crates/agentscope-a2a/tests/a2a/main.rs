@@ -1,6 +1,7 @@
 //! The A2A server over real HTTP on 127.0.0.1, driven by the official SDK's client.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod agui;
 mod approvals;
 mod support;
 
