@@ -558,3 +558,44 @@ async fn with_a_bearer_token_the_methods_need_it_and_the_card_declares_it() {
     let task = task_of(client.send_message(&request("Hi", "c1")).await.unwrap());
     assert_eq!(history(&task), ["user: Hi", "agent: Hello!"]);
 }
+
+#[tokio::test]
+async fn tool_progress_streams_between_the_call_and_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "index", json!({})),
+        ScriptedResponse::text("Indexed."),
+    ]);
+    let toolkit = Toolkit::new().tool(tool_fn(
+        "index",
+        "Indexes the files.",
+        json!({"type": "object"}),
+        |_input: serde_json::Value, ctx| async move {
+            ctx.emit("1 of 2 files").await;
+            ctx.emit("2 of 2 files").await;
+            Ok::<_, ToolError>("indexed 2 files".to_owned())
+        },
+    ));
+    let server = serve(&model, toolkit, dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let events: Vec<_> = client
+        .send_streaming_message(&request("Index", "c1"))
+        .await
+        .unwrap()
+        .map(|event| describe(&event.unwrap()))
+        .collect()
+        .await;
+    assert_eq!(
+        events,
+        [
+            "task working",
+            r#"status working tool_call {"toolCall":{"id":"c1","input":{},"name":"index"}}"#,
+            r#"status working tool_progress {"toolResult":{"id":"c1","isError":false,"name":"index","output":"1 of 2 files"}}"#,
+            r#"status working tool_progress {"toolResult":{"id":"c1","isError":false,"name":"index","output":"2 of 2 files"}}"#,
+            r#"status working tool_result {"toolResult":{"id":"c1","isError":false,"name":"index","output":"indexed 2 files"}}"#,
+            "status working text_delta Indexed.",
+            "artifact reply append=None last=Some(true) Indexed.",
+            "status completed - Indexed.",
+        ]
+    );
+}
