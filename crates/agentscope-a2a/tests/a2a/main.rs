@@ -3,6 +3,7 @@
 
 mod agui;
 mod approvals;
+mod python;
 mod support;
 
 use std::time::Duration;
