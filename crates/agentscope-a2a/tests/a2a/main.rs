@@ -3,6 +3,7 @@
 
 mod agui;
 mod approvals;
+mod killed;
 mod python;
 mod support;
 
