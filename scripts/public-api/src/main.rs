@@ -29,6 +29,7 @@ const CRATES: &[&str] = &[
     "agentscope-redis",
     "agentscope-postgres",
     "agentscope-server",
+    "agentscope-a2a",
     "agentscope-mcp",
     "agentscope-test",
 ];

@@ -1,0 +1,544 @@
+//! The SDK's [`AgentExecutor`]: one task turn is one call of a fresh agent bound to the
+//! context's session, its events mapped to A2A updates.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use a2a::{
+    A2AError, Artifact, Message, Part, PartContent, StreamResponse, Task, TaskArtifactUpdateEvent,
+    TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
+use a2a_server::{AgentExecutor, ExecutorContext};
+use agentscope::hooks::{ApprovalDecision, ApprovalPolicy, ToolApprovalHook};
+use agentscope::session::{SessionError, SessionStore, validate_session_id};
+use agentscope::{
+    AgentError, AgentStream, CallInput, ContentBlock, Event, EventType, GenerateReason, Msg,
+    ReActAgent, ReActAgentBuilder, StreamOptions, ToolUseBlock,
+};
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
+use serde_json::Value;
+
+use crate::{approvals, convert};
+
+/// Makes the agent of one turn.
+pub(crate) type Factory = Arc<dyn Fn() -> ReActAgentBuilder + Send + Sync>;
+
+/// The id of the artifact that holds a task's reply.
+pub(crate) const REPLY_ARTIFACT_ID: &str = "reply";
+
+pub(crate) struct Executor {
+    shared: Arc<Shared>,
+}
+
+/// What every turn needs, shared with the turns' futures.
+struct Shared {
+    factory: Factory,
+    store: Arc<dyn SessionStore>,
+    /// The agent's name: the first part of its sessions' ids.
+    agent: String,
+    /// Which tool calls stop the call for a decision.
+    approval: Option<ApprovalPolicy>,
+    /// The agents of the running turns, by task id, for `CancelTask`.
+    running: Arc<Mutex<HashMap<String, ReActAgent>>>,
+}
+
+impl fmt::Debug for Executor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Executor")
+            .field("agent", &self.shared.agent)
+            .field("approval", &self.shared.approval.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The session a context of `agent` is stored under: `<agent>.<context id>`, the id AG-UI
+/// gives the thread of the same name.
+pub(crate) fn session_id(agent: &str, context_id: &str) -> String {
+    format!("{agent}.{context_id}")
+}
+
+impl Executor {
+    pub(crate) fn new(
+        factory: Factory,
+        store: Arc<dyn SessionStore>,
+        agent: String,
+        approval: Option<ApprovalPolicy>,
+    ) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                factory,
+                store,
+                agent,
+                approval,
+                running: Arc::new(Mutex::new(HashMap::new())),
+            }),
+        }
+    }
+
+    /// The agent's name.
+    pub(crate) fn agent(&self) -> &str {
+        &self.shared.agent
+    }
+
+    /// The store of sessions and tasks.
+    pub(crate) fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.shared.store
+    }
+}
+
+/// How a turn starts.
+enum Start {
+    /// The agent is called.
+    Run(Turn),
+    /// The task awaits decisions and the message brings none that can be used: the task
+    /// asks again, nothing is called.
+    Ask(StreamResponse),
+}
+
+impl Shared {
+    /// The turn of `ctx`, or why it is refused (the message or the context cannot be used).
+    async fn start(&self, ctx: &ExecutorContext) -> Result<Start, String> {
+        let message = ctx
+            .message
+            .as_ref()
+            .ok_or_else(|| "the request carries no message".to_owned())?;
+        let session = session_id(&self.agent, &ctx.context_id);
+        validate_session_id(&session).map_err(|err| match err {
+            SessionError::InvalidSessionId { reason, .. } => {
+                format!("the context id cannot name a session ({session:?}): {reason}")
+            }
+            other => format!("the context id cannot name a session: {other}"),
+        })?;
+        let approvals = self.approval.clone().map(ToolApprovalHook::new);
+        let mut builder = (self.factory)().session(Arc::clone(&self.store), session.clone());
+        if let Some(approvals) = &approvals {
+            builder = builder.hook(approvals.clone());
+        }
+        let agent = builder.build().map_err(|err| {
+            tracing::error!(error = %err, "the agent of an A2A task cannot be built");
+            "the agent cannot be built".to_owned()
+        })?;
+        let mut task = Task {
+            id: ctx.task_id.clone(),
+            context_id: ctx.context_id.clone(),
+            status: status(TaskState::Working, None),
+            artifacts: ctx
+                .stored_task
+                .as_ref()
+                .and_then(|task| task.artifacts.clone()),
+            history: Some(history(ctx, message)),
+            metadata: ctx
+                .stored_task
+                .as_ref()
+                .and_then(|task| task.metadata.clone()),
+        };
+        let input = match &approvals {
+            Some(approvals) => {
+                let pending = self.restore(approvals, &agent, &session).await?;
+                if pending.is_empty() {
+                    CallInput::from(convert::user_msg(message).map_err(|err| err.message)?)
+                } else {
+                    let asked = ctx
+                        .stored_task
+                        .as_ref()
+                        .is_some_and(|task| task.status.state == TaskState::InputRequired);
+                    let problem = match approvals::decisions(message, &pending) {
+                        Ok(Some(decisions)) => decide(approvals, decisions).err(),
+                        Ok(None) if asked => Some("The message carries no decisions.".to_owned()),
+                        Ok(None) => {
+                            return Err(format!(
+                                "the context awaits decisions on tool calls ({}): answer them on \
+                                 the task that asked for them",
+                                pending
+                                    .iter()
+                                    .map(|call| call.id.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ));
+                        }
+                        Err(problem) => Some(problem),
+                    };
+                    if let Some(problem) = problem {
+                        let parts = approvals::question(&pending, Some(&problem));
+                        let question = agent_text(&ctx.task_id, &ctx.context_id, parts);
+                        task.status = status(TaskState::InputRequired, Some(question));
+                        return Ok(Start::Ask(StreamResponse::Task(task)));
+                    }
+                    // The stopped call resumes: the approved calls run, the rejected ones
+                    // are answered.
+                    CallInput::from(Vec::<Msg>::new())
+                }
+            }
+            None => CallInput::from(convert::user_msg(message).map_err(|err| err.message)?),
+        };
+        let stream = agent.stream(input, StreamOptions::default());
+        lock(&self.running).insert(ctx.task_id.clone(), agent.clone());
+        Ok(Start::Run(Turn {
+            task_id: ctx.task_id.clone(),
+            context_id: ctx.context_id.clone(),
+            stream: Some(stream),
+            approvals,
+            queue: VecDeque::from([StreamResponse::Task(task)]),
+            _running: Running {
+                task_id: ctx.task_id.clone(),
+                running: Arc::clone(&self.running),
+            },
+        }))
+    }
+
+    /// Gives the approval hook the session's state (its decisions, the calls awaiting
+    /// them) and the agent's tools; returns the calls awaiting a decision.
+    async fn restore(
+        &self,
+        approvals: &ToolApprovalHook,
+        agent: &ReActAgent,
+        session: &str,
+    ) -> Result<Vec<ToolUseBlock>, String> {
+        let stored = self.store.load(session).await.map_err(|err| {
+            tracing::error!(error = %err, "the session of an A2A task cannot be loaded");
+            "the context's session cannot be loaded".to_owned()
+        })?;
+        if let Some(stored) = &stored {
+            approvals.restore_state(stored).map_err(|err| {
+                tracing::error!(error = %err, "the approval state of a session cannot be read");
+                "the context's approval state cannot be read".to_owned()
+            })?;
+        }
+        match agent.toolkit().resolve() {
+            Ok(toolkit) => approvals.learn_tools(&toolkit),
+            Err(_) => approvals.learn_tools(agent.toolkit()),
+        }
+        Ok(approvals.pending())
+    }
+}
+
+/// The task's history with the turn's message last (once).
+fn history(ctx: &ExecutorContext, message: &Message) -> Vec<Message> {
+    let mut history = ctx
+        .stored_task
+        .as_ref()
+        .and_then(|task| task.history.clone())
+        .unwrap_or_default();
+    if history.last().map(|m| &m.message_id) != Some(&message.message_id) {
+        history.push(message.clone());
+    }
+    history
+}
+
+/// Gives the decisions to the hook; a decision it refuses (edited arguments that do not
+/// match the tool's schema) is the problem to ask again with.
+fn decide(
+    approvals: &ToolApprovalHook,
+    decisions: Vec<(String, ApprovalDecision)>,
+) -> Result<(), String> {
+    for (id, decision) in decisions {
+        approvals
+            .decide(&id, decision)
+            .map_err(|err| format!("{err}."))?;
+    }
+    Ok(())
+}
+
+/// An agent message of a task made of `parts`, with a new id.
+fn agent_text(task_id: &str, context_id: &str, parts: Vec<Part>) -> Message {
+    let mut message = Message::new(a2a::Role::Agent, parts);
+    message.task_id = Some(task_id.to_owned());
+    message.context_id = Some(context_id.to_owned());
+    message
+}
+
+impl AgentExecutor for Executor {
+    fn execute(
+        &self,
+        ctx: ExecutorContext,
+    ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+        let shared = Arc::clone(&self.shared);
+        futures::stream::once(async move {
+            let start = shared.start(&ctx).await;
+            (start, ctx)
+        })
+        .flat_map(|(start, ctx)| match start {
+            Ok(Start::Run(turn)) => futures::stream::unfold(turn, Turn::next).boxed(),
+            Ok(Start::Ask(task)) => futures::stream::iter([Ok(task)]).boxed(),
+            Err(reason) => {
+                let message = agent_text(&ctx.task_id, &ctx.context_id, vec![Part::text(reason)]);
+                let update = status_update(
+                    &ctx.task_id,
+                    &ctx.context_id,
+                    TaskState::Rejected,
+                    Some(message),
+                    None,
+                );
+                futures::stream::iter([Ok(update)]).boxed()
+            }
+        })
+        .boxed()
+    }
+
+    /// Interrupts the running call of the task (it stores what it has), and reports the
+    /// task canceled.
+    fn cancel(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+        if let Some(agent) = lock(&self.shared.running).get(&ctx.task_id) {
+            agent.interrupt();
+        }
+        let update = status_update(
+            &ctx.task_id,
+            &ctx.context_id,
+            TaskState::Canceled,
+            None,
+            None,
+        );
+        futures::stream::iter([Ok(update)]).boxed()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Removes a turn from the running ones when it ends or is dropped.
+struct Running {
+    task_id: String,
+    running: Arc<Mutex<HashMap<String, ReActAgent>>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        lock(&self.running).remove(&self.task_id);
+    }
+}
+
+/// One turn: the agent's events as A2A updates, after the task itself.
+struct Turn {
+    task_id: String,
+    context_id: String,
+    /// `None` once the call has ended.
+    stream: Option<AgentStream>,
+    /// The approval hook of the call, with an approval policy.
+    approvals: Option<ToolApprovalHook>,
+    queue: VecDeque<StreamResponse>,
+    _running: Running,
+}
+
+impl Turn {
+    async fn next(mut self) -> Option<(Result<StreamResponse, A2AError>, Self)> {
+        loop {
+            if let Some(update) = self.queue.pop_front() {
+                return Some((Ok(update), self));
+            }
+            let item = self.stream.as_mut()?.next().await;
+            self.take(item);
+            // What else the call has ready joins this batch, its text deltas merged: the SDK
+            // keeps 32 events per subscriber, and a model faster than the client must not
+            // outrun them.
+            while let Some(stream) = self.stream.as_mut() {
+                match stream.next().now_or_never() {
+                    Some(item) => self.take(item),
+                    None => break,
+                }
+            }
+        }
+    }
+
+    /// One item of the call's stream, mapped into the queue.
+    fn take(&mut self, item: Option<Result<Event, AgentError>>) {
+        match item {
+            Some(Ok(event)) => self.map(&event),
+            Some(Err(error)) => {
+                self.stream = None;
+                tracing::warn!(%error, "an A2A task's call failed");
+                let message = self.message(
+                    format!("agent-error-{}", self.task_id),
+                    vec![Part::text(format!("the agent failed: {error}"))],
+                );
+                self.push_status(TaskState::Failed, Some(message), None);
+            }
+            None => {
+                // Only reached if the stream ended without its result (not expected).
+                self.stream = None;
+                let message = self.message(
+                    format!("agent-error-{}", self.task_id),
+                    vec![Part::text("the call ended without a reply")],
+                );
+                self.push_status(TaskState::Failed, Some(message), None);
+            }
+        }
+    }
+
+    fn message(&self, id: String, parts: Vec<Part>) -> Message {
+        let mut message = Message::new(a2a::Role::Agent, parts);
+        message.message_id = id;
+        message.task_id = Some(self.task_id.clone());
+        message.context_id = Some(self.context_id.clone());
+        message
+    }
+
+    fn push_status(&mut self, state: TaskState, message: Option<Message>, kind: Option<&str>) {
+        self.queue.push_back(status_update(
+            &self.task_id,
+            &self.context_id,
+            state,
+            message,
+            kind,
+        ));
+    }
+
+    /// A progress update: a `working` status whose message carries `parts`. A text delta
+    /// right after a text delta of the same message joins it.
+    fn progress(&mut self, msg: &Msg, parts: Vec<Part>, kind: &str) {
+        if parts.is_empty() {
+            return;
+        }
+        let queued = match kind {
+            TEXT_DELTA => self
+                .queue
+                .back_mut()
+                .and_then(|last| queued_delta(last, msg)),
+            _ => None,
+        };
+        if let Some(text) = queued {
+            for part in &parts {
+                if let Some(more) = part.as_text() {
+                    text.push_str(more);
+                }
+            }
+            return;
+        }
+        let message = convert::agent_message(msg, parts, &self.task_id, &self.context_id);
+        self.push_status(TaskState::Working, Some(message), Some(kind));
+    }
+
+    fn map(&mut self, event: &Event) {
+        let msg = &event.message;
+        match (event.event_type, event.is_last) {
+            (EventType::Reasoning, false) => {
+                let parts = msg
+                    .content
+                    .iter()
+                    .filter_map(|block| match block {
+                        ContentBlock::Text(text) if !text.text.is_empty() => {
+                            Some(Part::text(text.text.as_str()))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                self.progress(msg, parts, TEXT_DELTA);
+            }
+            (EventType::Reasoning, true) => {
+                let calls = convert::parts(msg)
+                    .into_iter()
+                    .filter(|part| matches!(&part.content, a2a::PartContent::Data(_)))
+                    .collect();
+                self.progress(msg, calls, "tool_call");
+            }
+            (EventType::ToolResult, false) => {
+                self.progress(msg, convert::parts(msg), "tool_progress")
+            }
+            (EventType::ToolResult, true) => self.progress(msg, convert::parts(msg), "tool_result"),
+            (EventType::AgentResult, _) => {
+                self.stream = None;
+                self.finish(msg);
+            }
+            _ => {}
+        }
+    }
+
+    /// The reply: an interrupted call ends the task canceled; any other reply is the task's
+    /// artifact, and the task completes with the reply as its status message.
+    fn finish(&mut self, reply: &Msg) {
+        // Calls that await a decision stopped the call: the task asks for them.
+        let pending = self
+            .approvals
+            .as_ref()
+            .map(ToolApprovalHook::pending)
+            .unwrap_or_default();
+        if !pending.is_empty() {
+            let question = agent_text(
+                &self.task_id,
+                &self.context_id,
+                approvals::question(&pending, None),
+            );
+            self.push_status(TaskState::InputRequired, Some(question), None);
+            return;
+        }
+        let mut parts = convert::parts(reply);
+        if parts.is_empty() {
+            parts.push(Part::text(""));
+        }
+        let message = convert::agent_message(reply, parts.clone(), &self.task_id, &self.context_id);
+        if reply.generate_reason() == Some(GenerateReason::Interrupted) {
+            self.push_status(TaskState::Canceled, Some(message), None);
+            return;
+        }
+        self.queue
+            .push_back(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                task_id: self.task_id.clone(),
+                context_id: self.context_id.clone(),
+                artifact: Artifact {
+                    artifact_id: REPLY_ARTIFACT_ID.to_owned(),
+                    name: Some("reply".to_owned()),
+                    description: None,
+                    parts,
+                    metadata: None,
+                    extensions: None,
+                },
+                append: None,
+                last_chunk: Some(true),
+                metadata: None,
+            }));
+        self.push_status(TaskState::Completed, Some(message), None);
+    }
+}
+
+/// The `agentscope.kind` of a streamed piece of text.
+const TEXT_DELTA: &str = "text_delta";
+
+/// The text of `update` when it is a queued text delta of `msg` (to append to).
+fn queued_delta<'a>(update: &'a mut StreamResponse, msg: &Msg) -> Option<&'a mut String> {
+    let StreamResponse::StatusUpdate(update) = update else {
+        return None;
+    };
+    let is_delta = update
+        .metadata
+        .as_ref()
+        .and_then(|metadata| metadata.get(KIND))
+        .is_some_and(|kind| kind == TEXT_DELTA);
+    let message = update.status.message.as_mut()?;
+    if !is_delta || message.message_id != msg.id.as_str() {
+        return None;
+    }
+    match message.parts.last_mut().map(|part| &mut part.content) {
+        Some(PartContent::Text(text)) => Some(text),
+        _ => None,
+    }
+}
+
+fn status(state: TaskState, message: Option<Message>) -> TaskStatus {
+    TaskStatus {
+        state,
+        message,
+        timestamp: Some(chrono::Utc::now()),
+    }
+}
+
+/// The metadata key saying what a `working` update carries.
+const KIND: &str = "agentscope.kind";
+
+/// A status update; `kind` says what a `working` update carries (`text_delta`,
+/// `tool_call`, `tool_progress`, `tool_result`), in the metadata under `agentscope.kind`.
+fn status_update(
+    task_id: &str,
+    context_id: &str,
+    state: TaskState,
+    message: Option<Message>,
+    kind: Option<&str>,
+) -> StreamResponse {
+    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: task_id.to_owned(),
+        context_id: context_id.to_owned(),
+        status: status(state, message),
+        metadata: kind.map(|kind| HashMap::from([(KIND.to_owned(), Value::from(kind))])),
+    })
+}

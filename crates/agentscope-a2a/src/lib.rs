@@ -1,0 +1,69 @@
+//! Serve agentscope-rs agents to other agents over [A2A](https://a2a-protocol.org) 1.0, the
+//! Agent2Agent protocol, on the official A2A Rust SDK (`a2a-lf`, `a2a-server-lf`).
+//!
+//! - [`A2a`] holds one agent (a factory of a configured [`ReActAgentBuilder`]), the
+//!   session store and the card's details, and gives an axum [`Router`](axum::Router) to
+//!   mount in your own app, beside the AG-UI routes of `agentscope-server`.
+//! - **The agent card** (`/.well-known/agent-card.json`) is generated from the agent: its
+//!   name, a skill per tool, streaming, and the JSON-RPC and HTTP+JSON interfaces at the
+//!   configured URL with protocol version 1.0.
+//! - **A task is one call** of the agent; **a context is a session** in the store
+//!   (`<agent>.<contextId>`), so a second message in a context continues the conversation,
+//!   on any instance sharing the store and after a restart. Tasks are stored in the same
+//!   store.
+//! - `SendMessage` answers with the finished task (the reply as its `reply` artifact and
+//!   its status message, the turn in its history); `SendStreamingMessage` streams the task,
+//!   then `working` status updates (text deltas, tool calls, tool progress and results, told
+//!   apart by the `agentscope.kind` metadata), then the reply artifact, then the terminal
+//!   status. `GetTask`, `ListTasks`, `CancelTask` (an interrupt of the running call) and
+//!   `SubscribeToTask` (on the instance running the task) are served too.
+//! - **Approvals as `input-required`**: with [`A2aBuilder::approval`], a tool call that
+//!   needs a decision ends the task asking for it; the next message on the task decides,
+//!   and the stopped call resumes.
+//!
+//! The concept mapping is in `docs/a2a.md`.
+//!
+//! ```
+//! use agentscope::prelude::*;
+//! use agentscope_a2a::A2a;
+//! use agentscope_test::{ScriptedModel, ScriptedResponse};
+//!
+//! let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+//! let a2a = A2a::builder()
+//!     .agent(move || ReActAgent::builder().name("assistant").model(model.clone()))
+//!     .url("http://127.0.0.1:3000/a2a")
+//!     .description("Answers questions.")
+//!     .build()?;
+//! let app: axum::Router = axum::Router::new().nest("/a2a", a2a.router());
+//! # let _ = app;
+//! # Ok::<(), agentscope_a2a::BuildError>(())
+//! ```
+//!
+//! [`ReActAgentBuilder`]: agentscope::ReActAgentBuilder
+#![warn(missing_docs, missing_debug_implementations)]
+
+// One job per module; `use crate::` edges only point down the list (no cycles):
+//   builder  -> card, executor, routes   A2aBuilder, BuildError: checks the options once
+//   routes   -> auth, executor, tasks    A2a, the router (the SDK's handler and routers)
+//   card     -> auth                     the agent card, from the agent
+//   auth                                 the bearer token on the A2A methods
+//   executor -> approvals, convert       one task turn: a call, its events as A2A updates
+//   approvals                            input-required: the question, the decisions
+//   tasks                                the SDK's task store over the session store
+//   convert                              A2A messages and parts <-> Msg
+mod approvals;
+mod auth;
+mod builder;
+mod card;
+mod convert;
+mod executor;
+mod routes;
+mod tasks;
+
+pub use builder::{A2aBuilder, BuildError};
+pub use routes::A2a;
+
+/// The A2A guide's code blocks, compiled with the doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/a2a.md")]
+struct A2aGuide;

@@ -1,0 +1,222 @@
+//! A real server process killed with SIGKILL while an approved `pay` runs, after the payment
+//! service took the payment: a new server process on the same store reports the task that
+//! died `failed`, and the next message in the context goes on without running `pay` again
+//! (the call is in doubt, and the model is told so).
+//!
+//! The servers are copies of this test binary running the ignored test `killed::worker`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use a2a::{GetTaskRequest, Part};
+use agentscope::prelude::*;
+use agentscope::session::SessionStore;
+use agentscope_a2a::A2a;
+use agentscope_test::process::{SelfProcess, json_settings};
+use agentscope_test::{ScriptedModel, ScriptedResponse};
+use serde_json::{Value, json};
+
+use crate::support::{answer, line, request, state};
+use crate::task_of;
+
+/// The environment variable carrying a worker's settings: `{"dir": .., "first": ..}`.
+const WORKER_ENV: &str = "AGENTSCOPE_A2A_KILLED_WORKER";
+
+fn lines(path: &Path) -> Vec<String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => text.lines().map(str::to_owned).collect(),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(error) => panic!("reading {}: {error}", path.display()),
+    }
+}
+
+fn append(path: &Path, line: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    writeln!(file, "{line}").unwrap();
+    file.sync_all().unwrap();
+}
+
+/// `pay {"invoice": n}`, backed by a payment service in `dir` that records every attempt
+/// (`attempts`) and pays once per idempotency key (`ledger`); with `hang`, the tool never
+/// returns once the service has paid (the process is killed meanwhile).
+fn pay(dir: PathBuf, hang: bool) -> impl Tool {
+    tool_fn(
+        "pay",
+        "Pays an invoice.",
+        json!({"type": "object", "properties": {"invoice": {"type": "number"}},
+               "required": ["invoice"]}),
+        move |input: Value, ctx: ToolContext| {
+            let dir = dir.clone();
+            async move {
+                let key = ctx.idempotency_key();
+                append(&dir.join("attempts"), &key);
+                if !lines(&dir.join("ledger")).contains(&key) {
+                    append(&dir.join("ledger"), &key);
+                }
+                if hang {
+                    println!("TOOL_RUNNING {key}");
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, ToolError>(format!("paid invoice {}", input["invoice"]))
+            }
+        },
+    )
+}
+
+/// A server process: `assistant` with `pay` (approval needed) on the JSON sessions in
+/// `<dir>/sessions`; prints `LISTENING <base url>` and serves until killed.
+#[tokio::test]
+#[ignore = "a server process of `a_server_killed_mid_tool_...`, which starts it itself"]
+async fn worker() {
+    let settings: Value = json_settings(WORKER_ENV);
+    let dir = PathBuf::from(settings["dir"].as_str().unwrap());
+    let first = settings["first"].as_bool().unwrap();
+    let model = if first {
+        ScriptedModel::new([ScriptedResponse::tool_call(
+            "c1",
+            "pay",
+            json!({"invoice": 7}),
+        )])
+    } else {
+        ScriptedModel::new([ScriptedResponse::text("I cannot tell whether it was paid.")])
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/a2a", listener.local_addr().unwrap());
+    let tools_dir = dir.clone();
+    let a2a = A2a::builder()
+        .agent(move || {
+            ReActAgent::builder()
+                .name("assistant")
+                .model(model.clone())
+                .toolkit(Toolkit::new().tool(pay(tools_dir.clone(), first)))
+        })
+        .url(&url)
+        .store(JsonFileSessionStore::new(dir.join("sessions")))
+        .approval(ApprovalPolicy::tools(["pay"]))
+        .build()
+        .unwrap();
+    println!("LISTENING {url}");
+    let app = axum::Router::new().nest("/a2a", a2a.router());
+    axum::serve(listener, app).await.unwrap();
+}
+
+fn start(dir: &Path, first: bool) -> (SelfProcess, String) {
+    let settings = json!({"dir": dir, "first": first});
+    let mut server = SelfProcess::spawn_json("killed::worker", WORKER_ENV, &settings);
+    let base = tokio::task::block_in_place(|| server.expect("LISTENING "));
+    (server, base)
+}
+
+async fn client_of(base: &str) -> crate::support::Client {
+    let card = a2a_client::agent_card::AgentCardResolver::new(None)
+        .resolve(base)
+        .await
+        .unwrap();
+    a2a_client::A2AClientFactory::builder()
+        .build()
+        .create_from_card(&card)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_tool_fails_the_task_and_the_context_goes_on_without_paying_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let (attempts, ledger) = (dir.path().join("attempts"), dir.path().join("ledger"));
+
+    // The first server: ask, approve, and die while `pay` runs, after the service paid.
+    let (mut first, base) = start(dir.path(), true);
+    let client = client_of(&base).await;
+    let asked = task_of(
+        client
+            .send_message(&request("Pay invoice 7.", "c1"))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(state(&asked.status.state), "input-required");
+    let approve = answer(
+        &asked,
+        vec![Part::data(
+            json!({"decisions": [{"toolCallId": "c1", "approved": true}]}),
+        )],
+    );
+    let approving = tokio::spawn(async move {
+        // Cut off by the kill: what it got does not matter.
+        let _ = client.send_message(&approve).await;
+    });
+    let key = tokio::task::block_in_place(|| first.expect("TOOL_RUNNING "));
+    tokio::task::block_in_place(|| first.kill());
+    approving.await.unwrap();
+    assert_eq!(
+        lines(&ledger),
+        std::slice::from_ref(&key),
+        "the service took the payment"
+    );
+
+    // The second server, on the same store.
+    let (_second, base) = start(dir.path(), false);
+    let client = client_of(&base).await;
+    // The task that died is reported failed once its grace is over, never working for good.
+    let died = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let task = client
+                .get_task(&GetTaskRequest {
+                    id: asked.id.clone(),
+                    history_length: None,
+                    tenant: None,
+                })
+                .await
+                .unwrap();
+            if task.status.state != a2a::TaskState::Working {
+                break task;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(state(&died.status.state), "failed");
+    assert_eq!(
+        died.status.message.as_ref().map(line).as_deref(),
+        Some("agent: The task's call stopped before it finished: the process running it ended.")
+    );
+
+    // The context goes on: `pay` does not run again, and the model is told the call may or
+    // may not have happened.
+    let next = task_of(
+        client
+            .send_message(&request("Was it paid?", "c1"))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(state(&next.status.state), "completed");
+    assert_eq!(
+        next.status.message.as_ref().map(line).as_deref(),
+        Some("agent: I cannot tell whether it was paid.")
+    );
+    assert_eq!(lines(&attempts), std::slice::from_ref(&key), "pay ran once");
+    assert_eq!(lines(&ledger), [key], "paid once");
+    let stored = JsonFileSessionStore::new(dir.path().join("sessions"))
+        .load("assistant.c1")
+        .await
+        .unwrap()
+        .unwrap();
+    let result = stored
+        .messages
+        .iter()
+        .flat_map(|msg| msg.tool_results())
+        .find(|result| result.id == "c1")
+        .unwrap();
+    assert!(result.is_error);
+    assert_eq!(
+        result.text_output(),
+        "Error: Tool execution was interrupted while running (the agent stopped before its \
+         result was stored), so it was not run again; its effects may or may not have happened."
+    );
+    assert!(stored.running_tools.is_empty());
+}

@@ -1,0 +1,603 @@
+//! The A2A server over real HTTP on 127.0.0.1, driven by the official SDK's client.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod agui;
+mod approvals;
+mod killed;
+mod python;
+mod support;
+
+use std::time::Duration;
+
+use a2a::{
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageConfiguration,
+    SendMessageResponse, SubscribeToTaskRequest, Task,
+};
+use agentscope::prelude::*;
+use agentscope::session::SessionStore;
+use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
+use futures::StreamExt;
+use serde_json::json;
+
+use support::{Paced, card, client, describe, line, request, serve, state, texts};
+
+fn no_tools() -> Toolkit {
+    Toolkit::new()
+}
+
+fn adder() -> Toolkit {
+    Toolkit::new().tool(tool_fn(
+        "add",
+        "Adds two numbers.",
+        json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}),
+        |input: serde_json::Value, _ctx| async move {
+            let sum = input["a"].as_f64().unwrap_or(0.0) + input["b"].as_f64().unwrap_or(0.0);
+            Ok::<_, ToolError>(sum.to_string())
+        },
+    ))
+}
+
+fn task_of(response: SendMessageResponse) -> Task {
+    match response {
+        SendMessageResponse::Task(task) => task,
+        SendMessageResponse::Message(message) => panic!("a message, not a task: {message:?}"),
+    }
+}
+
+fn history(task: &Task) -> Vec<String> {
+    task.history.iter().flatten().map(line).collect()
+}
+
+fn artifacts(task: &Task) -> Vec<(String, String)> {
+    task.artifacts
+        .iter()
+        .flatten()
+        .map(|a| (a.artifact_id.clone(), texts(&a.parts)))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_card_names_the_agent_its_tools_streaming_and_both_interfaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&ScriptedModel::new([]), adder(), dir.path()).await;
+    let raw: serde_json::Value =
+        reqwest::get(format!("{}/.well-known/agent-card.json", server.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    let url = &server.url;
+    assert_eq!(
+        raw,
+        json!({
+            "name": "assistant",
+            "description": "Answers questions.",
+            "version": "2.1.0",
+            "supportedInterfaces": [
+                {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+                {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+            ],
+            "capabilities": {"streaming": true, "pushNotifications": false, "extendedAgentCard": false},
+            "defaultInputModes": ["text/plain", "application/json"],
+            "defaultOutputModes": ["text/plain", "application/json"],
+            "skills": [
+                {"id": "add", "name": "add", "description": "Adds two numbers.", "tags": ["tool"]},
+            ],
+        })
+    );
+    // The SDK's resolver reads the same card.
+    assert_eq!(serde_json::to_value(card(&server).await).unwrap(), raw);
+}
+
+#[tokio::test]
+async fn an_agent_without_tools_has_one_skill_named_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&ScriptedModel::new([]), no_tools(), dir.path()).await;
+    let skills = serde_json::to_value(card(&server).await.skills).unwrap();
+    assert_eq!(
+        skills,
+        json!([{"id": "assistant", "name": "assistant", "description": "Answers questions.", "tags": ["chat"]}])
+    );
+}
+
+#[tokio::test]
+async fn send_message_answers_with_the_finished_task_and_get_task_returns_it_with_history() {
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+        let server = serve(&model, no_tools(), dir.path()).await;
+        let client = client(&server, binding).await;
+        let task = task_of(client.send_message(&request("Hi", "c1")).await.unwrap());
+        assert_eq!(task.context_id, "c1", "{binding}");
+        assert_eq!(state(&task.status.state), "completed", "{binding}");
+        assert_eq!(
+            task.status.message.as_ref().map(line).as_deref(),
+            Some("agent: Hello!"),
+            "{binding}"
+        );
+        assert_eq!(
+            artifacts(&task),
+            [("reply".to_owned(), "Hello!".to_owned())],
+            "{binding}"
+        );
+        assert_eq!(history(&task), ["user: Hi", "agent: Hello!"], "{binding}");
+
+        let got = client
+            .get_task(&GetTaskRequest {
+                id: task.id.clone(),
+                history_length: None,
+                tenant: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(got, task, "{binding}");
+        let last = client
+            .get_task(&GetTaskRequest {
+                id: task.id.clone(),
+                history_length: Some(1),
+                tenant: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(history(&last), ["agent: Hello!"], "{binding}");
+        assert_eq!(model.request_count(), 1, "{binding}");
+    }
+}
+
+#[tokio::test]
+async fn a_streamed_reply_is_the_task_then_its_deltas_then_the_reply_artifact_then_completed() {
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = Paced(ScriptedModel::new([ScriptedResponse::chunks([
+            ScriptedChunk::text("Hel"),
+            ScriptedChunk::text("lo"),
+        ])]));
+        let server = serve(&model, no_tools(), dir.path()).await;
+        let client = client(&server, binding).await;
+        let events: Vec<_> = client
+            .send_streaming_message(&request("Hi", "c1"))
+            .await
+            .unwrap()
+            .map(|event| event.unwrap())
+            .collect()
+            .await;
+        assert_eq!(
+            events.iter().map(describe).collect::<Vec<_>>(),
+            [
+                "task working",
+                "status working text_delta Hel",
+                "status working text_delta lo",
+                "artifact reply append=None last=Some(true) Hello",
+                "status completed - Hello",
+            ],
+            "{binding}"
+        );
+        let a2a::StreamResponse::Task(first) = &events[0] else {
+            unreachable!()
+        };
+        assert_eq!(history(first), ["user: Hi"], "{binding}");
+        let stored = client
+            .get_task(&GetTaskRequest {
+                id: first.id.clone(),
+                history_length: None,
+                tenant: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(state(&stored.status.state), "completed", "{binding}");
+        assert_eq!(history(&stored), ["user: Hi", "agent: Hello"], "{binding}");
+        assert_eq!(
+            artifacts(&stored),
+            [("reply".to_owned(), "Hello".to_owned())],
+            "{binding}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn tool_calls_and_their_results_stream_as_working_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "add", json!({"a": 2, "b": 3})),
+        ScriptedResponse::text("5"),
+    ]);
+    let server = serve(&model, adder(), dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let events: Vec<_> = client
+        .send_streaming_message(&request("2+3?", "c1"))
+        .await
+        .unwrap()
+        .map(|event| describe(&event.unwrap()))
+        .collect()
+        .await;
+    // Data parts travel as protobuf `Struct`s, whose numbers are doubles: 2 arrives as 2.0.
+    assert_eq!(
+        events,
+        [
+            "task working",
+            r#"status working tool_call {"toolCall":{"id":"c1","input":{"a":2.0,"b":3.0},"name":"add"}}"#,
+            r#"status working tool_result {"toolResult":{"id":"c1","isError":false,"name":"add","output":"5"}}"#,
+            "status working text_delta 5",
+            "artifact reply append=None last=Some(true) 5",
+            "status completed - 5",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_second_message_in_a_context_continues_its_session_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let first_model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+    let first = {
+        let server = serve(&first_model, no_tools(), dir.path()).await;
+        let client = client(&server, "JSONRPC").await;
+        task_of(client.send_message(&request("Hi", "c1")).await.unwrap())
+    };
+    // A new server on the same store: nothing of the first one runs any more.
+    let model = ScriptedModel::new([ScriptedResponse::text("Still here.")]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let second = task_of(
+        client
+            .send_message(&request("And now?", "c1"))
+            .await
+            .unwrap(),
+    );
+    assert_ne!(second.id, first.id);
+    assert_eq!(history(&second), ["user: And now?", "agent: Still here."]);
+    let seen: Vec<(Role, String)> = model.requests()[0]
+        .messages
+        .iter()
+        .map(|msg| (msg.role, msg.text()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Role::User, "Hi".to_owned()),
+            (Role::Assistant, "Hello!".to_owned()),
+            (Role::User, "And now?".to_owned()),
+        ]
+    );
+    // Both tasks are stored, newest first, and the first is still readable.
+    let listed = client
+        .list_tasks(&ListTasksRequest {
+            context_id: Some("c1".to_owned()),
+            status: None,
+            page_size: None,
+            page_token: None,
+            history_length: None,
+            status_timestamp_after: None,
+            include_artifacts: None,
+            tenant: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        listed
+            .tasks
+            .iter()
+            .map(|t| t.id.as_str())
+            .collect::<Vec<_>>(),
+        [second.id.as_str(), first.id.as_str()]
+    );
+    assert_eq!(listed.total_size, 2);
+    let again = client
+        .get_task(&GetTaskRequest {
+            id: first.id.clone(),
+            history_length: None,
+            tenant: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(again, first);
+}
+
+#[tokio::test]
+async fn cancel_task_interrupts_the_running_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let model =
+        ScriptedModel::new(
+            [ScriptedResponse::text("too late").with_delay(Duration::from_secs(30))],
+        );
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let mut events = client
+        .send_streaming_message(&request("Take your time", "c1"))
+        .await
+        .unwrap();
+    let first = events.next().await.unwrap().unwrap();
+    let a2a::StreamResponse::Task(task) = &first else {
+        panic!("the first event is not the task: {first:?}")
+    };
+    let canceled = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.cancel_task(&CancelTaskRequest {
+            id: task.id.clone(),
+            metadata: None,
+            tenant: None,
+        }),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(state(&canceled.status.state), "canceled");
+    let rest: Vec<_> = tokio::time::timeout(Duration::from_secs(10), events.collect::<Vec<_>>())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|event| describe(&event.unwrap()))
+        .collect();
+    assert_eq!(rest, ["status canceled -"]);
+    // The call itself was interrupted (not left to run out its 30 s): it stored the user's
+    // message and the interrupted reply in the context's session.
+    let store = JsonFileSessionStore::new(dir.path());
+    let stored = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let state = store.load("assistant.c1").await.unwrap();
+            if let Some(state) = state.filter(|s| s.messages.len() == 2) {
+                break state;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        stored.messages.iter().map(|m| m.text()).collect::<Vec<_>>(),
+        [
+            "Take your time",
+            "I noticed that you have interrupted me. What can I do for you?"
+        ]
+    );
+    assert_eq!(model.request_count(), 1);
+}
+
+#[tokio::test]
+async fn a_request_without_a2a_version_1_is_refused_and_one_with_it_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&ScriptedModel::new([]), no_tools(), dir.path()).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "t-404"}});
+    let http = reqwest::Client::new();
+    let post = |version: Option<&'static str>| {
+        let mut request = http.post(&server.url).json(&body);
+        if let Some(version) = version {
+            request = request.header("A2A-Version", version);
+        }
+        async move {
+            let response: serde_json::Value = request.send().await.unwrap().json().await.unwrap();
+            response["error"]["code"].clone()
+        }
+    };
+    // Without the header a server of 1.0 takes the request as 0.3, which it does not speak.
+    assert_eq!(post(None).await, json!(-32009));
+    assert_eq!(post(Some("0.3")).await, json!(-32009));
+    assert_eq!(post(Some("1.0")).await, json!(-32001));
+}
+
+#[tokio::test]
+async fn a_context_id_that_cannot_name_a_session_rejects_the_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::text("unused")]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let task = task_of(client.send_message(&request("Hi", "../etc")).await.unwrap());
+    assert_eq!(state(&task.status.state), "rejected");
+    assert_eq!(
+        task.status.message.as_ref().map(line).as_deref(),
+        Some(
+            "agent: the context id cannot name a session (\"assistant.../etc\"): it contains \
+             '/'; allowed are ASCII letters, digits, '-', '_' and '.'"
+        )
+    );
+    assert_eq!(model.request_count(), 0);
+}
+
+#[tokio::test]
+async fn a_long_streamed_reply_reaches_the_client_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let chunks: Vec<_> = (0..100)
+        .map(|i| ScriptedChunk::text(format!("{i} ")))
+        .collect();
+    let model = ScriptedModel::new([ScriptedResponse::chunks(chunks)]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let events: Vec<_> = client
+        .send_streaming_message(&request("Count", "c1"))
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    let events: Vec<_> = events.into_iter().map(|e| e.unwrap()).collect();
+    let expected: String = (0..100).map(|i| format!("{i} ")).collect();
+    // The deltas the model had ready at once travel merged, well within the SDK's buffer of
+    // 32 events per subscriber (100 events, one per delta, overran it).
+    assert_eq!(
+        events.iter().map(describe).collect::<Vec<_>>(),
+        [
+            "task working".to_owned(),
+            format!("status working text_delta {}", expected.trim_end()),
+            format!("artifact reply append=None last=Some(true) {expected}"),
+            format!("status completed - {}", expected.trim_end()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_second_client_subscribes_to_a_running_task_and_follows_it_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([
+        ScriptedResponse::text("Done at last.").with_delay(Duration::from_millis(500))
+    ]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let first = client(&server, "JSONRPC").await;
+    let mut events = first
+        .send_streaming_message(&request("Work", "c1"))
+        .await
+        .unwrap();
+    let a2a::StreamResponse::Task(task) = events.next().await.unwrap().unwrap() else {
+        panic!("the first event is not the task")
+    };
+    let second = client(&server, "HTTP+JSON").await;
+    let followed: Vec<_> = second
+        .subscribe_to_task(&SubscribeToTaskRequest {
+            id: task.id.clone(),
+            tenant: None,
+        })
+        .await
+        .unwrap()
+        .map(|event| describe(&event.unwrap()))
+        .collect()
+        .await;
+    assert_eq!(
+        followed,
+        [
+            "task working",
+            "status working text_delta Done at last.",
+            "artifact reply append=None last=Some(true) Done at last.",
+            "status completed - Done at last.",
+        ]
+    );
+    // The first client saw the same events after the task.
+    let rest: Vec<_> = events
+        .map(|event| describe(&event.unwrap()))
+        .collect()
+        .await;
+    assert_eq!(rest, followed[1..]);
+}
+
+#[tokio::test]
+async fn send_message_returning_immediately_answers_with_the_working_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([
+        ScriptedResponse::text("Later.").with_delay(Duration::from_millis(300))
+    ]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let mut req = request("Go", "c1");
+    req.configuration = Some(SendMessageConfiguration {
+        accepted_output_modes: None,
+        task_push_notification_config: None,
+        history_length: None,
+        return_immediately: Some(true),
+    });
+    let task = task_of(client.send_message(&req).await.unwrap());
+    assert_eq!(state(&task.status.state), "working");
+    assert_eq!(history(&task), ["user: Go"]);
+    let done = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let got = client
+                .get_task(&GetTaskRequest {
+                    id: task.id.clone(),
+                    history_length: None,
+                    tenant: None,
+                })
+                .await
+                .unwrap();
+            if got.status.state != a2a::TaskState::Working {
+                break got;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(state(&done.status.state), "completed");
+    assert_eq!(history(&done), ["user: Go", "agent: Later."]);
+}
+
+#[tokio::test]
+async fn with_a_bearer_token_the_methods_need_it_and_the_card_declares_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+    let server = support::serve_with(&model, no_tools(), dir.path(), None, Some("s3cret")).await;
+    let card = card(&server).await;
+    assert_eq!(
+        serde_json::to_value((&card.security_schemes, &card.security_requirements)).unwrap(),
+        json!([
+            {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}},
+            [{"bearer": []}]
+        ])
+    );
+
+    // Without the token, or with another one: 401, nothing runs, nothing of it echoed.
+    let http = reqwest::Client::new();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "Hi"}]}
+    }});
+    for authorization in [None, Some("Bearer wrong"), Some("s3cret")] {
+        let mut request = http
+            .post(&server.url)
+            .header("A2A-Version", "1.0")
+            .json(&body);
+        if let Some(authorization) = authorization {
+            request = request.header("Authorization", authorization);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 401, "{authorization:?}");
+        assert_eq!(
+            response.headers()["www-authenticate"],
+            "Bearer",
+            "{authorization:?}"
+        );
+        assert_eq!(
+            response.json::<serde_json::Value>().await.unwrap(),
+            json!({"code": "unauthorized",
+                   "message": "a valid bearer token is required (Authorization: Bearer <token>)"})
+        );
+    }
+    assert_eq!(model.request_count(), 0);
+
+    // The SDK's client with the token in an interceptor is served.
+    let (client, _) = a2a_client::A2AClientFactory::builder()
+        .with_interceptor(std::sync::Arc::new(
+            a2a_client::auth::AuthInterceptor::bearer("s3cret"),
+        ))
+        .build()
+        .create_from_card_with_interface(&card)
+        .await
+        .unwrap();
+    let task = task_of(client.send_message(&request("Hi", "c1")).await.unwrap());
+    assert_eq!(history(&task), ["user: Hi", "agent: Hello!"]);
+}
+
+#[tokio::test]
+async fn tool_progress_streams_between_the_call_and_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "index", json!({})),
+        ScriptedResponse::text("Indexed."),
+    ]);
+    let toolkit = Toolkit::new().tool(tool_fn(
+        "index",
+        "Indexes the files.",
+        json!({"type": "object"}),
+        |_input: serde_json::Value, ctx| async move {
+            ctx.emit("1 of 2 files").await;
+            ctx.emit("2 of 2 files").await;
+            Ok::<_, ToolError>("indexed 2 files".to_owned())
+        },
+    ));
+    let server = serve(&model, toolkit, dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let events: Vec<_> = client
+        .send_streaming_message(&request("Index", "c1"))
+        .await
+        .unwrap()
+        .map(|event| describe(&event.unwrap()))
+        .collect()
+        .await;
+    assert_eq!(
+        events,
+        [
+            "task working",
+            r#"status working tool_call {"toolCall":{"id":"c1","input":{},"name":"index"}}"#,
+            r#"status working tool_progress {"toolResult":{"id":"c1","isError":false,"name":"index","output":"1 of 2 files"}}"#,
+            r#"status working tool_progress {"toolResult":{"id":"c1","isError":false,"name":"index","output":"2 of 2 files"}}"#,
+            r#"status working tool_result {"toolResult":{"id":"c1","isError":false,"name":"index","output":"indexed 2 files"}}"#,
+            "status working text_delta Indexed.",
+            "artifact reply append=None last=Some(true) Indexed.",
+            "status completed - Indexed.",
+        ]
+    );
+}
