@@ -28,18 +28,23 @@
 mod support;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use agentscope::prelude::*;
 use agentscope_a2a::A2a;
 use agentscope_test::tools::Calculator;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
     let mode = std::env::args().nth(1);
     if mode.as_deref() != Some("serve") {
         eprintln!("usage: cargo run --example a2a -- serve");
-        std::process::exit(2);
+        return ExitCode::from(2);
     }
+    support::run(serve()).await
+}
+
+async fn serve() -> Result<(), Box<dyn std::error::Error>> {
     let model = support::model("6*7")?;
     let port: u16 = match std::env::var("PORT") {
         Ok(port) => port.parse().map_err(|e| format!("PORT={port:?}: {e}"))?,

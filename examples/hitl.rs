@@ -50,10 +50,10 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use agentscope::hooks::{ApprovalDecision, ApprovalPolicy, ToolApprovalHook};
+use agentscope::hooks::ApprovalDecision;
 use agentscope::prelude::*;
 use agentscope::session::{JsonFileSessionStore, SessionStore};
-use agentscope::{BoxedModel, ChatStream, ModelError, ModelRequest, ReActAgentBuilder};
+use agentscope::{BoxedModel, ChatStream, ModelError, ModelRequest};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};

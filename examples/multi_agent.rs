@@ -27,7 +27,6 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use agentscope::multi_agent::MsgHub;
 use agentscope::multi_agent::UserAgent;
 use agentscope::multi_agent::{ChannelInput, StdinInput};
 use agentscope::prelude::*;

@@ -33,9 +33,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use agentscope::hooks::ApprovalPolicy;
 use agentscope::prelude::*;
-use agentscope::session::JsonFileSessionStore;
 use agentscope::{ChatStream, ModelError, ModelRequest};
 use agentscope_server::{AgUi, AgentSpec};
 use agentscope_test::tools::Calculator;

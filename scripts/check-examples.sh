@@ -118,6 +118,22 @@ wait "$web_pid" 2>/dev/null || true
 grep -q "^web chat: http://127.0.0.1:$port/" "$tmp/web" || fail "web_chat did not serve: $(cat "$tmp/web")"
 check_first_line web_chat "$tmp/web"
 echo "web_chat: $(head -n 1 "$tmp/web")"
+# The A2A server likewise: its first line, its base URL, its card.
+port=$(free_port)
+"${offline[@]}" PORT="$port" SESSIONS_DIR="$tmp/a2a-sessions" "$bin/a2a" serve >"$tmp/a2a" 2>&1 &
+a2a_pid=$!
+for _ in $(seq 1 100); do
+    grep -q "^A2A agent: http://127.0.0.1:$port/a2a" "$tmp/a2a" && break
+    sleep 0.1
+done
+card=$(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+    "http://127.0.0.1:$port/a2a/.well-known/agent-card.json" 2>&1 || true)
+kill "$a2a_pid" 2>/dev/null || true
+wait "$a2a_pid" 2>/dev/null || true
+grep -q "^A2A agent: http://127.0.0.1:$port/a2a" "$tmp/a2a" || fail "a2a did not serve: $(cat "$tmp/a2a")"
+case "$card" in *'"name":"calculator"'*) ;; *) fail "a2a: no agent card named calculator: $card" ;; esac
+check_first_line a2a "$tmp/a2a"
+echo "a2a: $(head -n 1 "$tmp/a2a")"
 
 echo "-- hitl: the hint, followed as printed, continues the session"
 store="$tmp/hitl store"
