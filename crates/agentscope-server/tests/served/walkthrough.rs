@@ -1,18 +1,18 @@
 //! The curl walkthrough of `docs/serving.md`, run: each documented request (its URL and
-//! exact JSON body) goes to a server whose agent is the offline demo of
-//! `examples/web_chat.rs` (scripted the same way), and each documented response line must be
+//! exact JSON body) goes to a server whose agent is `examples/web_chat.rs`'s, on its offline
+//! demo model (the example's own file, included), and each documented response line must be
 //! what the server sends, in order. Message ids are random: a documented id stands for the
 //! same real id wherever it appears.
 
 use std::collections::HashMap;
 
-use agentscope::hooks::ApprovalPolicy;
+use agentscope::BoxedModel;
 use agentscope::prelude::*;
-use agentscope::session::JsonFileSessionStore;
-use agentscope_server::{AgUi, AgentSpec};
-use agentscope_test::tools::Calculator;
-use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
-use serde_json::{Value, json};
+use agentscope_server::AgUi;
+use serde_json::Value;
+
+#[path = "../../../../examples/support/web_chat_demo.rs"]
+mod demo;
 
 use crate::support::serve::serve;
 
@@ -118,55 +118,11 @@ fn same(shown: &Value, actual: &Value, ids: &mut HashMap<String, String>) -> boo
     }
 }
 
-/// The pretend destructive tool of `examples/web_chat.rs`, without its pause.
-fn delete_files() -> impl Tool {
-    tool_fn(
-        "delete_files",
-        "Deletes the files matching a glob pattern. Cannot be undone.",
-        json!({
-            "type": "object",
-            "properties": {"pattern": {"type": "string", "description": "a glob pattern"}},
-            "required": ["pattern"]
-        }),
-        |input, ctx| async move {
-            let pattern = input["pattern"].as_str().unwrap_or("?").to_owned();
-            ctx.emit(format!("looking for files matching {pattern}…"))
-                .await;
-            Ok(format!("deleted 3 files matching {pattern} (pretend)"))
-        },
-    )
-}
-
-/// `examples/web_chat.rs` offline, as the walkthrough drives it: asked to delete the old log
-/// files, its demo model thinks, then calls `delete_files` (which needs approval); after the
-/// tool ran, it answers word by word.
+/// `examples/web_chat.rs`'s server, offline, on a store in `dir`.
 fn web_chat(dir: &std::path::Path) -> AgUi {
-    let model = ScriptedModel::new([
-        ScriptedResponse::chunks([
-            ScriptedChunk::thinking(
-                "Deleting files cannot be undone, so the user has to approve it first.",
-            ),
-            ScriptedChunk::tool_call(
-                "call_1",
-                "delete_files",
-                json!({"pattern": "/var/log/app/*.log"}),
-            ),
-        ]),
-        ScriptedResponse::chunks(
-            "Done: deleted 3 files matching /var/log/app/*.log (pretend)."
-                .split_inclusive(' ')
-                .map(ScriptedChunk::text),
-        ),
-    ]);
-    let spec = AgentSpec::new(move || {
-        ReActAgent::builder()
-            .name("assistant")
-            .model(model.clone())
-            .toolkit(Toolkit::new().tool(Calculator::new()).tool(delete_files()))
-    })
-    .approval(ApprovalPolicy::tools(["delete_files"]));
+    let model = BoxedModel::new(demo::OfflineChat::new());
     AgUi::builder()
-        .agent("assistant", spec)
+        .agent("assistant", demo::spec(model))
         .store(JsonFileSessionStore::new(dir))
         .build()
         .unwrap()
