@@ -1,6 +1,7 @@
 //! The bearer token that guards the A2A methods (the agent card stays public, so clients
 //! can learn that a token is needed).
 
+use agentscope_core::plumbing::redact::secrets_equal;
 use std::sync::Arc;
 
 use axum::Json;
@@ -27,9 +28,7 @@ pub(crate) async fn authenticate(
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "));
     match given {
-        Some(given) if constant_time_eq(given.as_bytes(), token.as_bytes()) => {
-            next.run(request).await
-        }
+        Some(given) if secrets_equal(given.as_bytes(), token.as_bytes()) => next.run(request).await,
         _ => {
             let body = json!({
                 "code": "unauthorized",
@@ -41,24 +40,5 @@ pub(crate) async fn authenticate(
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             response
         }
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
     }
 }

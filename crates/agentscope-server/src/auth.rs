@@ -1,5 +1,6 @@
 //! The bearer token that guards the `/agents` routes.
 
+use agentscope_core::plumbing::redact::secrets_equal;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
@@ -22,9 +23,7 @@ pub(crate) async fn authenticate(
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "));
     match given {
-        Some(given) if constant_time_eq(given.as_bytes(), token.as_bytes()) => {
-            next.run(request).await
-        }
+        Some(given) if secrets_equal(given.as_bytes(), token.as_bytes()) => next.run(request).await,
         _ => {
             let mut response = ApiError::new(
                 StatusCode::UNAUTHORIZED,
@@ -38,24 +37,5 @@ pub(crate) async fn authenticate(
             );
             response
         }
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
     }
 }

@@ -1,6 +1,7 @@
 //! Keeping secrets out of what people read (`Debug` output, logs, error messages): the one
 //! placeholder, [`REDACTED`], the one way to show a URL, [`url_for_display`], and the one
-//! scrubber, [`Redactor`]. Every crate of the workspace that holds a secret uses them.
+//! scrubber, [`Redactor`]. Every crate of the workspace that holds a secret uses them, and
+//! [`secrets_equal`] to check one a client presented.
 //!
 //! A secret hides in three places: a credential itself (echoed back by some servers in
 //! their error messages), a URL's password, and a URL's query string (gateways that take
@@ -236,6 +237,26 @@ impl fmt::Debug for Redactor {
             .field("secrets", &self.count)
             .finish()
     }
+}
+
+/// Whether a presented secret (a bearer token, say) equals the expected one, comparing every
+/// byte whatever the first difference, so the time taken does not say how much of a guess
+/// was right. Lengths that differ are unequal at once.
+///
+/// ```
+/// use agentscope_core::plumbing::redact::secrets_equal;
+///
+/// assert!(secrets_equal(b"secret", b"secret"));
+/// assert!(!secrets_equal(b"secret", b"secreT"));
+/// assert!(!secrets_equal(b"secret", b"secret2"));
+/// ```
+pub fn secrets_equal(given: &[u8], expected: &[u8]) -> bool {
+    given.len() == expected.len()
+        && given
+            .iter()
+            .zip(expected)
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 #[cfg(test)]
