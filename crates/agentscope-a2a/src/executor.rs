@@ -278,19 +278,33 @@ impl AgentExecutor for Executor {
     }
 
     /// Interrupts the running call of the task (it stores what it has), and reports the
-    /// task canceled.
+    /// task canceled. A call running on another instance is interrupted through the store
+    /// ([`SessionStore::interrupt`] on the context's session: the one call a session runs
+    /// is the task's).
     fn cancel(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
-        if let Some(agent) = lock(&self.shared.running).get(&ctx.task_id) {
-            agent.interrupt();
+        let here = lock(&self.shared.running).get(&ctx.task_id).cloned();
+        let shared = Arc::clone(&self.shared);
+        async move {
+            match here {
+                Some(agent) => agent.interrupt(),
+                None => {
+                    let session = session_id(&shared.agent, &ctx.context_id);
+                    if let Err(error) = shared.store.interrupt(&session).await {
+                        tracing::warn!(%error, task = %ctx.task_id,
+                            "interrupting a canceled task's call through the store failed");
+                    }
+                }
+            }
+            Ok(status_update(
+                &ctx.task_id,
+                &ctx.context_id,
+                TaskState::Canceled,
+                None,
+                None,
+            ))
         }
-        let update = status_update(
-            &ctx.task_id,
-            &ctx.context_id,
-            TaskState::Canceled,
-            None,
-            None,
-        );
-        futures::stream::iter([Ok(update)]).boxed()
+        .into_stream()
+        .boxed()
     }
 }
 

@@ -16,7 +16,8 @@
 //!   then `working` status updates (text deltas, tool calls, tool progress and results, told
 //!   apart by the `agentscope.kind` metadata), then the reply artifact, then the terminal
 //!   status. `GetTask`, `ListTasks`, `CancelTask` (an interrupt of the running call) and
-//!   `SubscribeToTask` (on the instance running the task) are served too.
+//!   `SubscribeToTask` are served too, on any instance sharing the store (a task running
+//!   elsewhere is canceled through the store and followed through it).
 //! - **Approvals as `input-required`**: with [`A2aBuilder::approval`], a tool call that
 //!   needs a decision ends the task asking for it; the next message on the task decides,
 //!   and the stopped call resumes.
@@ -44,7 +45,8 @@
 
 // One job per module; `use crate::` edges only point down the list (no cycles):
 //   builder  -> card, executor, routes   A2aBuilder, BuildError: checks the options once
-//   routes   -> auth, executor, tasks    A2a, the router (the SDK's handler and routers)
+//   routes   -> auth, executor, handler, tasks   A2a, the router (the handler, the SDK's routers)
+//   handler  -> tasks                    the SDK's handler, plus following tasks run elsewhere
 //   card     -> auth                     the agent card, from the agent
 //   auth                                 the bearer token on the A2A methods
 //   executor -> approvals, convert       one task turn: a call, its events as A2A updates
@@ -57,6 +59,7 @@ mod builder;
 mod card;
 mod convert;
 mod executor;
+mod handler;
 mod routes;
 mod tasks;
 

@@ -12,6 +12,7 @@ use axum::{Router, middleware};
 
 use crate::auth::authenticate;
 use crate::executor::{self, Executor};
+use crate::handler::Handler;
 use crate::tasks::SessionTaskStore;
 
 /// An agent served over A2A 1.0: build one with [`A2a::builder`] and mount
@@ -37,7 +38,7 @@ use crate::tasks::SessionTaskStore;
 #[derive(Clone)]
 pub struct A2a {
     card: Arc<AgentCard>,
-    handler: Arc<DefaultRequestHandler>,
+    handler: Arc<Handler>,
     agent: Arc<str>,
     token: Option<Arc<str>>,
 }
@@ -56,10 +57,11 @@ impl A2a {
         let capabilities = card.capabilities.clone();
         let agent: Arc<str> = Arc::from(executor.agent());
         let tasks = SessionTaskStore::new(Arc::clone(executor.store()), &agent);
-        let handler = DefaultRequestHandler::new(executor, tasks).with_capabilities(capabilities);
+        let handler =
+            DefaultRequestHandler::new(executor, tasks.clone()).with_capabilities(capabilities);
         Self {
             card: Arc::new(card),
-            handler: Arc::new(handler),
+            handler: Arc::new(Handler::new(handler, tasks)),
             agent,
             token,
         }

@@ -31,13 +31,16 @@ const ORPHAN_GRACE: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
 /// The most tasks a page of `ListTasks` holds when the request names no size.
 const DEFAULT_PAGE_SIZE: usize = 50;
 
+/// Clones share the tasks this process writes (the request handler and the follower of
+/// tasks running elsewhere hold one each).
+#[derive(Clone)]
 pub(crate) struct SessionTaskStore {
     store: Arc<dyn SessionStore>,
     /// `a2a-task.<agent>.`
-    prefix: String,
-    agent: String,
+    prefix: Arc<str>,
+    agent: Arc<str>,
     /// Tasks this process writes, with the revision and what was last saved.
-    live: Mutex<HashMap<String, Live>>,
+    live: Arc<Mutex<HashMap<String, Live>>>,
 }
 
 #[derive(Clone)]
@@ -52,14 +55,14 @@ impl SessionTaskStore {
     pub(crate) fn new(store: Arc<dyn SessionStore>, agent: &str) -> Self {
         Self {
             store,
-            prefix: format!("a2a-task.{agent}."),
-            agent: agent.to_owned(),
-            live: Mutex::new(HashMap::new()),
+            prefix: Arc::from(format!("a2a-task.{agent}.")),
+            agent: Arc::from(agent),
+            live: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
     fn session(&self, task_id: &str) -> String {
-        format!("{}{task_id}", self.prefix)
+        format!("{}{task_id}", &*self.prefix)
     }
 
     fn cached(&self, task_id: &str) -> Option<Live> {
@@ -100,19 +103,26 @@ impl SessionTaskStore {
 
     /// Saves `task` over revision `base`; returns the new revision.
     async fn save(&self, task: &Task, base: u64) -> Result<u64, A2AError> {
+        self.try_save(task, base).await?.map_err(store_error)
+    }
+
+    /// [`save`](Self::save), with the store's own error inside (for a caller that handles
+    /// a conflict).
+    async fn try_save(
+        &self,
+        task: &Task,
+        base: u64,
+    ) -> Result<Result<u64, SessionError>, A2AError> {
         let value = serde_json::to_value(task).map_err(|err| {
             tracing::error!(error = %err, "an A2A task cannot be serialised");
             A2AError::internal("the task cannot be stored")
         })?;
         let mut metadata = Map::new();
         metadata.insert(TASK_KEY.to_owned(), value);
-        let mut state = AgentState::new(AgentIdentity::new(&self.agent, "a2a"), Vec::new());
+        let mut state = AgentState::new(AgentIdentity::new(&*self.agent, "a2a"), Vec::new());
         state.revision = base;
         let change = StateChange::replace(&state).with_metadata(metadata);
-        self.store
-            .save(&self.session(&task.id), &change)
-            .await
-            .map_err(store_error)
+        Ok(self.store.save(&self.session(&task.id), &change).await)
     }
 
     /// The task as this process knows it: its cached copy, else the stored one, reported
@@ -121,6 +131,16 @@ impl SessionTaskStore {
         if let Some(live) = self.cached(task_id) {
             return Ok(Some(live));
         }
+        self.stored_live(task_id).await
+    }
+
+    /// The task as the store has it (what another instance wrote), reported failed when
+    /// no call runs it any more.
+    pub(crate) async fn stored(&self, task_id: &str) -> Result<Option<Task>, A2AError> {
+        Ok(self.stored_live(task_id).await?.map(|live| live.task))
+    }
+
+    async fn stored_live(&self, task_id: &str) -> Result<Option<Live>, A2AError> {
         let Some((task, revision)) = self.load(task_id).await? else {
             return Ok(None);
         };
@@ -151,7 +171,7 @@ impl SessionTaskStore {
         if !settled {
             return false;
         }
-        let session = format!("{}.{}", self.agent, task.context_id);
+        let session = format!("{}.{}", &*self.agent, task.context_id);
         match self.store.lease(&session, &CancellationToken::new()).await {
             Ok(Some(lease)) => {
                 if let Err(error) = lease.release().await {
@@ -249,7 +269,24 @@ impl TaskStore for SessionTaskStore {
         let changed =
             task.status.state != current.saved_state || history_len(&task) != current.saved_history;
         let revision = if changed {
-            self.save(&task, current.revision).await?
+            match self.try_save(&task, current.revision).await? {
+                Ok(revision) => revision,
+                // Another instance wrote the task meanwhile: a `CancelTask` served there.
+                // Its terminal state is final; anything else is a real conflict.
+                Err(SessionError::Conflict { .. }) => match self.load(&task.id).await? {
+                    Some((stored, revision)) if stored.status.state.is_terminal() => {
+                        self.remember(Live {
+                            saved_state: stored.status.state.clone(),
+                            saved_history: history_len(&stored),
+                            task: stored,
+                            revision,
+                        });
+                        return Ok(revision);
+                    }
+                    _ => return Err(A2AError::internal("the task was changed elsewhere")),
+                },
+                Err(error) => return Err(store_error(error)),
+            }
         } else {
             current.revision
         };
@@ -275,7 +312,7 @@ impl TaskStore for SessionTaskStore {
         let sessions = self.store.list().await.map_err(store_error)?;
         let mut tasks = Vec::new();
         for session in sessions {
-            let Some(task_id) = session.strip_prefix(&self.prefix) else {
+            let Some(task_id) = session.strip_prefix(&*self.prefix) else {
                 continue;
             };
             let Some(live) = self.current(task_id).await? else {

@@ -3,6 +3,7 @@
 
 mod agui;
 mod approvals;
+mod instances;
 mod killed;
 mod python;
 mod support;

@@ -6,6 +6,7 @@ use a2a::{AgentCard, Message, Part, Role, SendMessageRequest, StreamResponse, Ta
 use a2a_client::agent_card::AgentCardResolver;
 use a2a_client::{A2AClient, A2AClientFactory, Transport};
 use agentscope::prelude::*;
+use agentscope::session::SessionStore;
 use agentscope::{ChatStream, ModelError, ModelRequest};
 use agentscope_a2a::A2a;
 use agentscope_test::ScriptedModel;
@@ -40,6 +41,24 @@ pub(crate) async fn serve_with(
     approval: Option<ApprovalPolicy>,
     token: Option<&str>,
 ) -> Server {
+    serve_on(
+        model,
+        toolkit,
+        JsonFileSessionStore::new(dir),
+        approval,
+        token,
+    )
+    .await
+}
+
+/// As [`serve_with`], on `store`.
+pub(crate) async fn serve_on(
+    model: &(impl Model + Clone),
+    toolkit: Toolkit,
+    store: impl SessionStore,
+    approval: Option<ApprovalPolicy>,
+    token: Option<&str>,
+) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/a2a", listener.local_addr().unwrap());
     let model = model.clone();
@@ -53,7 +72,7 @@ pub(crate) async fn serve_with(
         .url(&url)
         .description("Answers questions.")
         .version("2.1.0")
-        .store(JsonFileSessionStore::new(dir));
+        .store(store);
     let a2a = match approval {
         Some(policy) => a2a.approval(policy),
         None => a2a,
