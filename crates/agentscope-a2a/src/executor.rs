@@ -10,17 +10,19 @@ use a2a::{
     TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use a2a_server::{AgentExecutor, ExecutorContext};
-use agentscope::hooks::{ApprovalDecision, ApprovalPolicy, ToolApprovalHook};
-use agentscope::session::{SessionError, SessionStore, validate_session_id};
+use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
+use agentscope::session::{AgentState, SessionError, SessionStore, validate_session_id};
 use agentscope::{
-    AgentError, AgentStream, CallInput, ContentBlock, Event, EventType, GenerateReason, Msg,
-    ReActAgent, ReActAgentBuilder, StreamOptions, ToolUseBlock,
+    AgentError, AgentStream, CallInput, CancellationToken, ContentBlock, Event, EventType,
+    GenerateReason, Msg, ReActAgent, ReActAgentBuilder, StreamOptions, ToolUseBlock,
 };
+use agentscope_core::plumbing::conversation::pending_tool_uses;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
-use crate::{approvals, convert};
+use crate::approvals::{Answer, Awaiting};
+use crate::convert;
 
 /// Makes the agent of one turn.
 pub(crate) type Factory = Arc<dyn Fn() -> ReActAgentBuilder + Send + Sync>;
@@ -134,44 +136,56 @@ impl Shared {
                 .as_ref()
                 .and_then(|task| task.metadata.clone()),
         };
-        let input = match &approvals {
-            Some(approvals) => {
-                let pending = self.restore(approvals, &agent, &session).await?;
-                if pending.is_empty() {
-                    CallInput::from(convert::user_msg(message).map_err(|err| err.message)?)
-                } else {
-                    let asked = ctx
-                        .stored_task
-                        .as_ref()
-                        .is_some_and(|task| task.status.state == TaskState::InputRequired);
-                    let problem = match approvals::decisions(message, &pending) {
-                        Ok(Some(decisions)) => decide(approvals, decisions).err(),
-                        Ok(None) if asked => Some("The message carries no decisions.".to_owned()),
-                        Ok(None) => {
-                            return Err(format!(
-                                "the context awaits decisions on tool calls ({}): answer them on \
-                                 the task that asked for them",
-                                pending
-                                    .iter()
-                                    .map(|call| call.id.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ));
-                        }
-                        Err(problem) => Some(problem),
-                    };
-                    if let Some(problem) = problem {
-                        let parts = approvals::question(&pending, Some(&problem));
-                        let question = agent_text(&ctx.task_id, &ctx.context_id, parts);
-                        task.status = status(TaskState::InputRequired, Some(question));
-                        return Ok(Start::Ask(StreamResponse::Task(task)));
-                    }
-                    // The stopped call resumes: the approved calls run, the rejected ones
-                    // are answered.
-                    CallInput::from(Vec::<Msg>::new())
+        let stored = self.store.load(&session).await.map_err(|err| {
+            tracing::error!(error = %err, "the session of an A2A task cannot be loaded");
+            "the context's session cannot be loaded".to_owned()
+        })?;
+        let awaiting = Awaiting {
+            approvals: match &approvals {
+                Some(approvals) => self.restore(approvals, &agent, stored.as_ref())?,
+                None => Vec::new(),
+            },
+            in_doubt: self.in_doubt(stored.as_ref(), &session).await,
+            session,
+        };
+        let input = if awaiting.is_empty() {
+            CallInput::from(convert::user_msg(message).map_err(|err| err.message)?)
+        } else {
+            let asked = ctx
+                .stored_task
+                .as_ref()
+                .is_some_and(|task| task.status.state == TaskState::InputRequired);
+            let answered = match awaiting.answers(message) {
+                // The stopped call resumes: the approved calls run, the rejected ones are
+                // answered, the calls in doubt are resolved.
+                Ok(Some(answers)) => apply(approvals.as_ref(), answers),
+                Ok(None) if asked => Err("The message carries no decisions.".to_owned()),
+                Ok(None) if !awaiting.approvals.is_empty() => {
+                    return Err(format!(
+                        "the context awaits decisions on tool calls ({}): answer them on the \
+                         task that asked for them",
+                        awaiting
+                            .approvals
+                            .iter()
+                            .map(|call| call.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                // Calls in doubt no task asked about (the process running them died): this
+                // task asks.
+                Ok(None) => Err(NOT_GIVEN.to_owned()),
+                Err(problem) => Err(problem),
+            };
+            match answered {
+                Ok(input) => input,
+                Err(problem) => {
+                    let parts = awaiting.question(Some(&problem));
+                    let question = agent_text(&ctx.task_id, &ctx.context_id, parts);
+                    task.status = status(TaskState::InputRequired, Some(question));
+                    return Ok(Start::Ask(StreamResponse::Task(task)));
                 }
             }
-            None => CallInput::from(convert::user_msg(message).map_err(|err| err.message)?),
         };
         let stream = agent.stream(input, StreamOptions::default());
         lock(&self.running).insert(ctx.task_id.clone(), agent.clone());
@@ -180,6 +194,7 @@ impl Shared {
             context_id: ctx.context_id.clone(),
             stream: Some(stream),
             approvals,
+            session: awaiting.session,
             queue: VecDeque::from([StreamResponse::Task(task)]),
             _running: Running {
                 task_id: ctx.task_id.clone(),
@@ -190,17 +205,13 @@ impl Shared {
 
     /// Gives the approval hook the session's state (its decisions, the calls awaiting
     /// them) and the agent's tools; returns the calls awaiting a decision.
-    async fn restore(
+    fn restore(
         &self,
         approvals: &ToolApprovalHook,
         agent: &ReActAgent,
-        session: &str,
+        stored: Option<&AgentState>,
     ) -> Result<Vec<ToolUseBlock>, String> {
-        let stored = self.store.load(session).await.map_err(|err| {
-            tracing::error!(error = %err, "the session of an A2A task cannot be loaded");
-            "the context's session cannot be loaded".to_owned()
-        })?;
-        if let Some(stored) = &stored {
+        if let Some(stored) = stored {
             approvals.restore_state(stored).map_err(|err| {
                 tracing::error!(error = %err, "the approval state of a session cannot be read");
                 "the context's approval state cannot be read".to_owned()
@@ -212,7 +223,62 @@ impl Shared {
         }
         Ok(approvals.pending())
     }
+
+    /// The calls in doubt in the session stored as `stored`: pending, recorded as started,
+    /// and no call holds the session (a call that does is running them).
+    async fn in_doubt(&self, stored: Option<&AgentState>, session: &str) -> Vec<ToolUseBlock> {
+        let Some(stored) = stored else {
+            return Vec::new();
+        };
+        let started: Vec<ToolUseBlock> = pending_tool_uses(&stored.messages)
+            .into_iter()
+            .filter(|call| stored.running_tools.iter().any(|id| call.id == *id))
+            .collect();
+        if started.is_empty() {
+            return started;
+        }
+        match self.store.lease(session, &CancellationToken::new()).await {
+            Ok(Some(lease)) => {
+                if let Err(error) = lease.release().await {
+                    tracing::warn!(%error, "giving back a probed session lease failed");
+                }
+                started
+            }
+            // Held: a call runs them (its task answers for them). No lease support: the
+            // store cannot tell, and the call's own rules apply.
+            Ok(None) | Err(_) => Vec::new(),
+        }
+    }
 }
+
+/// The answers given to the call: decisions to the approval hook, resolutions of calls in
+/// doubt as the call's input. A decision the hook refuses (edited arguments that do not
+/// match the tool's schema) is the problem to ask again with.
+fn apply(
+    approvals: Option<&ToolApprovalHook>,
+    answers: Vec<(ToolUseBlock, Answer)>,
+) -> Result<CallInput, String> {
+    let mut input = CallInput::default();
+    for (call, answer) in answers {
+        match answer {
+            Answer::Decision(decision) => {
+                // Calls await approval only with an approval hook.
+                if let Some(approvals) = approvals {
+                    approvals
+                        .decide(&call.id, decision)
+                        .map_err(|err| format!("{err}."))?;
+                }
+            }
+            Answer::InDoubt(resolution) => input = input.resolve(&call, resolution),
+        }
+    }
+    Ok(input)
+}
+
+/// Why a task's first message was not given to the agent: calls in doubt must be answered
+/// first.
+const NOT_GIVEN: &str = "This message was not given to the agent: the calls below must be \
+     answered on this task first; send it again after.";
 
 /// The task's history with the turn's message last (once).
 fn history(ctx: &ExecutorContext, message: &Message) -> Vec<Message> {
@@ -225,20 +291,6 @@ fn history(ctx: &ExecutorContext, message: &Message) -> Vec<Message> {
         history.push(message.clone());
     }
     history
-}
-
-/// Gives the decisions to the hook; a decision it refuses (edited arguments that do not
-/// match the tool's schema) is the problem to ask again with.
-fn decide(
-    approvals: &ToolApprovalHook,
-    decisions: Vec<(String, ApprovalDecision)>,
-) -> Result<(), String> {
-    for (id, decision) in decisions {
-        approvals
-            .decide(&id, decision)
-            .map_err(|err| format!("{err}."))?;
-    }
-    Ok(())
 }
 
 /// An agent message of a task made of `parts`, with a new id.
@@ -332,6 +384,8 @@ struct Turn {
     stream: Option<AgentStream>,
     /// The approval hook of the call, with an approval policy.
     approvals: Option<ToolApprovalHook>,
+    /// The context's session.
+    session: String,
     queue: VecDeque<StreamResponse>,
     _running: Running,
 }
@@ -462,18 +516,23 @@ impl Turn {
     /// The reply: an interrupted call ends the task canceled; any other reply is the task's
     /// artifact, and the task completes with the reply as its status message.
     fn finish(&mut self, reply: &Msg) {
-        // Calls that await a decision stopped the call: the task asks for them.
-        let pending = self
-            .approvals
-            .as_ref()
-            .map(ToolApprovalHook::pending)
-            .unwrap_or_default();
-        if !pending.is_empty() {
-            let question = agent_text(
-                &self.task_id,
-                &self.context_id,
-                approvals::question(&pending, None),
-            );
+        // Calls that await a decision stopped the call, or calls in doubt whose policy is
+        // to stop (its reply lists them): the task asks for them.
+        let awaiting = Awaiting {
+            approvals: self
+                .approvals
+                .as_ref()
+                .map(ToolApprovalHook::pending)
+                .unwrap_or_default(),
+            in_doubt: if reply.generate_reason() == Some(GenerateReason::ToolInDoubt) {
+                reply.tool_uses().into_iter().cloned().collect()
+            } else {
+                Vec::new()
+            },
+            session: self.session.clone(),
+        };
+        if !awaiting.is_empty() {
+            let question = agent_text(&self.task_id, &self.context_id, awaiting.question(None));
             self.push_status(TaskState::InputRequired, Some(question), None);
             return;
         }

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use agentscope::hooks::{ApprovalDecision, ToolApprovalHook};
-use agentscope::{CallInput, Msg, ToolResultBlock, ToolUseBlock};
+use agentscope::{CallInput, InDoubtResolution, ToolUseBlock};
 use serde_json::Value;
 
 use crate::awaiting::Awaiting;
@@ -18,14 +18,8 @@ use crate::protocol::{ResumeEntry, ResumeStatus};
 enum Answer {
     /// An approval decided.
     Decision(ApprovalDecision),
-    /// A call in doubt happened: this is its result, as checked.
-    Done(String),
-    /// Run a call in doubt again, with the same idempotency key.
-    Retry,
-    /// A call in doubt did not happen, for this reason (if given).
-    Fail(Option<String>),
-    /// A call in doubt dismissed without checking.
-    Dismissed,
+    /// A call in doubt resolved.
+    InDoubt(InDoubtResolution),
 }
 
 /// The checked answers of a resume, one per interrupt.
@@ -88,10 +82,9 @@ impl Answers {
     /// `400 invalid_decision` when the hook refuses a decision (edited arguments that do
     /// not match the tool's schema).
     pub(crate) fn apply(self, approvals: Option<&ToolApprovalHook>) -> Result<CallInput, ApiError> {
-        let mut results = Vec::new();
-        let mut retry = Vec::new();
+        let mut input = CallInput::default();
         for (call, answer) in self.0 {
-            let result = match answer {
+            match answer {
                 Answer::Decision(decision) => {
                     // Approval interrupts exist only with an approval hook.
                     if let Some(approvals) = approvals {
@@ -99,33 +92,11 @@ impl Answers {
                             ApiError::bad_request("invalid_decision", err.to_string())
                         })?;
                     }
-                    continue;
                 }
-                Answer::Retry => {
-                    retry.push(call.id.to_string());
-                    continue;
-                }
-                Answer::Done(text) => ToolResultBlock::text(&call.id, &call.name, text),
-                Answer::Fail(reason) => {
-                    ToolResultBlock::error(&call.id, &call.name, failed_text(reason.as_deref()))
-                }
-                Answer::Dismissed => ToolResultBlock::error(&call.id, &call.name, DISMISSED),
-            };
-            results.push(Msg::tool_result(result));
+                Answer::InDoubt(resolution) => input = input.resolve(&call, resolution),
+            }
         }
-        Ok(CallInput::from(results).retry(retry))
-    }
-}
-
-/// The result of a call in doubt that a person dismissed without checking it.
-const DISMISSED: &str = "Error: the call was interrupted while running and the user dismissed \
-     it without checking: its effects may or may not have happened.";
-
-/// The result of a call in doubt that a person marked as failed.
-fn failed_text(reason: Option<&str>) -> String {
-    match reason {
-        Some(reason) => format!("Error: the call failed (checked by the user): {reason}"),
-        None => "Error: the call failed (checked by the user).".to_owned(),
+        Ok(input)
     }
 }
 
@@ -203,42 +174,12 @@ const IN_DOUBT_PAYLOAD: &str = r#"{"action": "done", "result": "..."}, {"action"
 /// actions, with exactly its fields.
 fn in_doubt_answer(entry: &ResumeEntry) -> Result<Answer, ApiError> {
     if entry.status == ResumeStatus::Cancelled {
-        return Ok(Answer::Dismissed);
+        return Ok(Answer::InDoubt(InDoubtResolution::Dismissed));
     }
-    let bad = |problem: &str| invalid_payload(entry, IN_DOUBT_PAYLOAD, problem);
-    let Some(Value::Object(payload)) = entry.payload.as_ref() else {
-        return Err(bad("is not an object"));
-    };
-    let text = |name: &str| match payload.get(name) {
-        None => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text.trim().to_owned())),
-        Some(_) => Err(bad(&format!("has a `{name}` that is not a string"))),
-    };
-    let action = match payload.get("action") {
-        Some(Value::String(action)) => action.as_str(),
-        Some(_) => return Err(bad("has an `action` that is not a string")),
-        None => return Err(bad("has no `action`")),
-    };
-    let allowed: &[&str] = match action {
-        "done" => &["action", "result"],
-        "retry" => &["action"],
-        "fail" => &["action", "reason"],
-        other => return Err(bad(&format!("has the unknown action {:?}", shorten(other)))),
-    };
-    if let Some(extra) = payload.keys().find(|key| !allowed.contains(&key.as_str())) {
-        return Err(bad(&format!(
-            "has `{}`, which the action {action:?} does not take",
-            shorten(extra)
-        )));
-    }
-    Ok(match action {
-        "done" => match text("result")? {
-            Some(result) if !result.is_empty() => Answer::Done(result),
-            _ => return Err(bad("marks the call done without a `result`")),
-        },
-        "retry" => Answer::Retry,
-        _ => Answer::Fail(text("reason")?.filter(|reason| !reason.is_empty())),
-    })
+    let payload = entry.payload.as_ref().unwrap_or(&Value::Null);
+    InDoubtResolution::from_json(payload)
+        .map(Answer::InDoubt)
+        .map_err(|problem| invalid_payload(entry, IN_DOUBT_PAYLOAD, &problem))
 }
 
 #[cfg(test)]
@@ -265,11 +206,11 @@ mod tests {
                 json!({"action": "done", "result": " paid, receipt 42 "})
             )
             .unwrap(),
-            Answer::Done("paid, receipt 42".into())
+            Answer::InDoubt(InDoubtResolution::Done("paid, receipt 42".into()))
         );
         assert_eq!(
             read("resolved", json!({"action": "retry"})).unwrap(),
-            Answer::Retry
+            Answer::InDoubt(InDoubtResolution::Retry)
         );
         assert_eq!(
             read(
@@ -277,13 +218,16 @@ mod tests {
                 json!({"action": "fail", "reason": "card declined"})
             )
             .unwrap(),
-            Answer::Fail(Some("card declined".into()))
+            Answer::InDoubt(InDoubtResolution::Failed(Some("card declined".into())))
         );
         assert_eq!(
             read("resolved", json!({"action": "fail", "reason": " "})).unwrap(),
-            Answer::Fail(None)
+            Answer::InDoubt(InDoubtResolution::Failed(None))
         );
-        assert_eq!(read("cancelled", Value::Null).unwrap(), Answer::Dismissed);
+        assert_eq!(
+            read("cancelled", Value::Null).unwrap(),
+            Answer::InDoubt(InDoubtResolution::Dismissed)
+        );
         for bad in [
             Value::Null,
             json!("retry"),
@@ -347,17 +291,5 @@ mod tests {
                 "{bad}"
             );
         }
-    }
-
-    #[test]
-    fn results_of_calls_in_doubt_say_who_checked() {
-        assert_eq!(
-            failed_text(Some("card declined")),
-            "Error: the call failed (checked by the user): card declined"
-        );
-        assert_eq!(
-            failed_text(None),
-            "Error: the call failed (checked by the user)."
-        );
     }
 }

@@ -76,7 +76,7 @@ impl CallInput {
         &self.retry
     }
 
-    fn into_parts(self) -> (Vec<Msg>, Vec<String>) {
+    pub(crate) fn into_parts(self) -> (Vec<Msg>, Vec<String>) {
         (self.messages, self.retry)
     }
 }

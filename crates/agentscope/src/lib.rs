@@ -12,6 +12,7 @@ pub mod context;
 mod engine;
 mod error;
 pub mod hooks;
+mod in_doubt;
 mod memory;
 pub mod model_layers;
 #[cfg(feature = "multi-agent")]
@@ -31,6 +32,7 @@ pub use agent_trait::Agent;
 pub use builder::ReActAgentBuilder;
 pub use engine::reply::{Reasoning, Reply, ReplyContext};
 pub use error::BuildError;
+pub use in_doubt::InDoubtResolution;
 pub use stream::{AgentStream, Event, EventType, StreamOptions};
 
 // Messages.

@@ -1,7 +1,8 @@
 //! A real server process killed with SIGKILL while an approved `pay` runs, after the payment
 //! service took the payment: a new server process on the same store reports the task that
-//! died `failed`, and the next message in the context goes on without running `pay` again
-//! (the call is in doubt, and the model is told so).
+//! died `failed`; the next message in the context ends `input-required`, naming the call in
+//! doubt and its idempotency key; the client checks the service by that key and answers
+//! "done" with the receipt, and the context goes on without running `pay` again.
 //!
 //! The servers are copies of this test binary running the ignored test `killed::worker`.
 
@@ -83,7 +84,7 @@ async fn worker() {
             json!({"invoice": 7}),
         )])
     } else {
-        ScriptedModel::new([ScriptedResponse::text("I cannot tell whether it was paid.")])
+        ScriptedModel::new([ScriptedResponse::text("Invoice 7 is paid.")])
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/a2a", listener.local_addr().unwrap());
@@ -125,7 +126,8 @@ async fn client_of(base: &str) -> crate::support::Client {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_killed_mid_tool_fails_the_task_and_the_context_goes_on_without_paying_twice() {
+async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doubt_without_paying_twice()
+ {
     let dir = tempfile::tempdir().unwrap();
     let (attempts, ledger) = (dir.path().join("attempts"), dir.path().join("ledger"));
 
@@ -186,18 +188,56 @@ async fn a_server_killed_mid_tool_fails_the_task_and_the_context_goes_on_without
         Some("agent: The task's call stopped before it finished: the process running it ended.")
     );
 
-    // The context goes on: `pay` does not run again, and the model is told the call may or
-    // may not have happened.
+    // The next message in the context asks about the call in doubt instead of moving on.
     let next = task_of(
         client
             .send_message(&request("Was it paid?", "c1"))
             .await
             .unwrap(),
     );
-    assert_eq!(state(&next.status.state), "completed");
+    assert_eq!(state(&next.status.state), "input-required");
+    let question = next.status.message.as_ref().unwrap();
+    assert!(
+        line(question).starts_with(
+            "agent: This message was not given to the agent: the calls below must be answered \
+             on this task first; send it again after. In doubt: pay({\"invoice\":7}) [c1] \
+             started before the agent stopped"
+        ),
+        "{}",
+        line(question)
+    );
+    let data = question
+        .parts
+        .iter()
+        .find_map(|part| match &part.content {
+            a2a::PartContent::Data(value) => Some(value.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(data["inDoubtToolCalls"][0]["id"], "c1");
+    assert_eq!(data["inDoubtToolCalls"][0]["name"], "pay");
+    // The key the tool gave the service is the key the question names: the client checks.
+    let asked_key = data["inDoubtToolCalls"][0]["idempotencyKey"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(asked_key, key);
+    assert!(lines(&ledger).contains(&asked_key));
+    let done = task_of(
+        client
+            .send_message(&answer(
+                &next,
+                vec![Part::data(json!({"decisions": [
+                    {"toolCallId": "c1", "action": "done", "result": "paid (ledger checked)"}
+                ]}))],
+            ))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(state(&done.status.state), "completed");
     assert_eq!(
-        next.status.message.as_ref().map(line).as_deref(),
-        Some("agent: I cannot tell whether it was paid.")
+        done.status.message.as_ref().map(line).as_deref(),
+        Some("agent: Invoice 7 is paid.")
     );
     assert_eq!(lines(&attempts), std::slice::from_ref(&key), "pay ran once");
     assert_eq!(lines(&ledger), [key], "paid once");
@@ -206,17 +246,26 @@ async fn a_server_killed_mid_tool_fails_the_task_and_the_context_goes_on_without
         .await
         .unwrap()
         .unwrap();
+    assert_eq!(
+        stored
+            .messages
+            .iter()
+            .map(|msg| format!("{:?}: {}", msg.role, msg.text()))
+            .collect::<Vec<_>>(),
+        [
+            "User: Pay invoice 7.",
+            "Assistant: ",
+            "Tool: ",
+            "Assistant: Invoice 7 is paid."
+        ]
+    );
     let result = stored
         .messages
         .iter()
         .flat_map(|msg| msg.tool_results())
         .find(|result| result.id == "c1")
         .unwrap();
-    assert!(result.is_error);
-    assert_eq!(
-        result.text_output(),
-        "Error: Tool execution was interrupted while running (the agent stopped before its \
-         result was stored), so it was not run again; its effects may or may not have happened."
-    );
+    assert!(!result.is_error);
+    assert_eq!(result.text_output(), "paid (ledger checked)");
     assert!(stored.running_tools.is_empty());
 }

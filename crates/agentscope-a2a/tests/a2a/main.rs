@@ -3,6 +3,7 @@
 
 mod agui;
 mod approvals;
+mod in_doubt;
 mod instances;
 mod killed;
 mod python;
