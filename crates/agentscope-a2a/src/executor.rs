@@ -140,6 +140,12 @@ impl Shared {
             tracing::error!(error = %err, "the session of an A2A task cannot be loaded");
             "the context's session cannot be loaded".to_owned()
         })?;
+        if let Some(first) = stored
+            .as_ref()
+            .and_then(|stored| duplicate_of(stored, &message.message_id))
+        {
+            return Ok(Start::Ask(duplicate(ctx, task, &message.message_id, first)));
+        }
         let awaiting = Awaiting {
             approvals: match &approvals {
                 Some(approvals) => self.restore(approvals, &agent, stored.as_ref())?,
@@ -149,7 +155,10 @@ impl Shared {
             session,
         };
         let input = if awaiting.is_empty() {
-            CallInput::from(convert::user_msg(message).map_err(|err| err.message)?)
+            let mut msg = convert::user_msg(message).map_err(|err| err.message)?;
+            msg.metadata
+                .insert(TASK_KEY.to_owned(), Value::from(ctx.task_id.as_str()));
+            CallInput::from(msg)
         } else {
             let asked = ctx
                 .stored_task
@@ -273,6 +282,48 @@ fn apply(
         }
     }
     Ok(input)
+}
+
+/// The metadata key of a user message given to the agent: the task it started.
+const TASK_KEY: &str = "a2a_task_id";
+
+/// The task that received message `id` in the session stored as `stored`, when the
+/// session holds that message: the same message sent again.
+fn duplicate_of(stored: &AgentState, id: &str) -> Option<String> {
+    let msg = stored.messages.iter().rev().find(|msg| msg.id == id)?;
+    Some(
+        msg.metadata
+            .get(TASK_KEY)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+    )
+}
+
+/// The answer to a message the context already received (a client sending it again after
+/// a lost response): the task is rejected, naming the task the message started, and
+/// nothing runs again.
+fn duplicate(
+    ctx: &ExecutorContext,
+    mut task: Task,
+    message_id: &str,
+    first: String,
+) -> StreamResponse {
+    let text = if first.is_empty() {
+        format!("Message {message_id:?} was already received in this context; it is not run again.")
+    } else {
+        format!(
+            "Message {message_id:?} was already received in this context, by task {first}; it \
+             is not run again: get that task for its result."
+        )
+    };
+    let parts = vec![
+        Part::text(text),
+        Part::data(serde_json::json!({"duplicateOf": {"messageId": message_id, "taskId": first}})),
+    ];
+    let message = agent_text(&ctx.task_id, &ctx.context_id, parts);
+    task.status = status(TaskState::Rejected, Some(message));
+    StreamResponse::Task(task)
 }
 
 /// Why a task's first message was not given to the agent: calls in doubt must be answered

@@ -603,3 +603,39 @@ async fn tool_progress_streams_between_the_call_and_its_result() {
         ]
     );
 }
+
+#[tokio::test]
+async fn the_same_message_sent_again_is_not_run_again_and_names_its_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let client = client(&server, "JSONRPC").await;
+    let message = request("Hi", "c1");
+    let first = task_of(client.send_message(&message).await.unwrap());
+    assert_eq!(state(&first.status.state), "completed");
+    // A client that lost the answer sends the same message again (same messageId).
+    let again = task_of(client.send_message(&message).await.unwrap());
+    assert_ne!(again.id, first.id);
+    assert_eq!(state(&again.status.state), "rejected");
+    let answer = again.status.message.as_ref().unwrap();
+    assert_eq!(
+        line(answer),
+        format!(
+            "agent: Message {:?} was already received in this context, by task {}; it is not \
+             run again: get that task for its result.|{}",
+            message.message.message_id,
+            first.id,
+            json!({"duplicateOf": {"messageId": message.message.message_id, "taskId": first.id}})
+        )
+    );
+    assert_eq!(model.request_count(), 1);
+    let stored = JsonFileSessionStore::new(dir.path())
+        .load("assistant.c1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        stored.messages.iter().map(|m| m.text()).collect::<Vec<_>>(),
+        ["Hi", "Hello!"]
+    );
+}
