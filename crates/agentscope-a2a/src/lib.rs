@@ -44,9 +44,12 @@
 
 // One job per module; `use crate::` edges only point down the list (no cycles):
 //   builder  -> card, executor, routes   A2aBuilder, BuildError: checks the options once
-//   routes   -> auth, executor, tasks    A2a, the router (the SDK's handler and routers)
+//   routes   -> auth, executor, handler, tasks, version
+//                                        A2a, the router (the SDK's handler and routers)
 //   card     -> auth                     the agent card, from the agent
 //   auth                                 the bearer token on the A2A methods
+//   version                              the A2A-Version header on HTTP+JSON
+//   handler                              the SDK's request handler, corrected where needed
 //   executor -> approvals, convert       one task turn: a call, its events as A2A updates
 //   approvals                            input-required: the question, the decisions
 //   tasks                                the SDK's task store over the session store
@@ -57,8 +60,10 @@ mod builder;
 mod card;
 mod convert;
 mod executor;
+mod handler;
 mod routes;
 mod tasks;
+mod version;
 
 pub use builder::{A2aBuilder, BuildError};
 pub use routes::A2a;

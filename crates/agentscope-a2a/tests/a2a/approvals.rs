@@ -203,3 +203,52 @@ async fn a_task_awaiting_decisions_asks_again_until_it_gets_them_and_a_rejection
         "Rejected by the user: keep it"
     );
 }
+
+#[tokio::test]
+async fn subscribing_to_a_task_that_awaits_decisions_gives_the_task_and_closes() {
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = ScriptedModel::new([ScriptedResponse::tool_call(
+            "c1",
+            "delete",
+            json!({"path": "/tmp/z"}),
+        )]);
+        let (toolkit, runs) = deleter();
+        let policy = ApprovalPolicy::tools(["delete"]);
+        let server = serve_with(&model, toolkit, dir.path(), Some(policy), None).await;
+        let client = client(&server, binding).await;
+        let task = task_of(
+            client
+                .send_message(&request("Delete /tmp/z", "c1"))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(state(&task.status.state), "input-required", "{binding}");
+        // No call runs the task (it waits for a person), yet it exists: the SDK alone
+        // answered TaskNotFoundError here.
+        let events: Vec<_> = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            client
+                .subscribe_to_task(&a2a::SubscribeToTaskRequest {
+                    id: task.id.clone(),
+                    tenant: None,
+                })
+                .await
+                .unwrap()
+                .map(|event| event.unwrap())
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            events.iter().map(describe).collect::<Vec<_>>(),
+            ["task input-required"],
+            "{binding}"
+        );
+        let StreamResponse::Task(got) = &events[0] else {
+            unreachable!()
+        };
+        assert_eq!(got, &task, "{binding}");
+        assert!(runs.lock().unwrap().is_empty());
+    }
+}
