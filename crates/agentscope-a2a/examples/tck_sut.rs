@@ -31,6 +31,9 @@ use serde_json::json;
 /// The kit's streaming timeout is 2 s; its re-subscribe scenario waits twice that.
 const SLOW_REPLY: Duration = Duration::from_secs(4);
 
+/// A message id prefix of the kit's scenarios, and the model's answer to it.
+type Scenario = (&'static str, fn() -> ScriptedResponse);
+
 /// Answers by the id of the conversation's last user message (the A2A message id).
 #[derive(Clone)]
 struct ScenarioModel;
@@ -50,7 +53,7 @@ impl ScenarioModel {
             .map(|msg| msg.id.to_string())
             .unwrap_or_default();
         let text = |text: &str| ScriptedResponse::text(text.to_owned());
-        let scenarios: [(&str, fn() -> ScriptedResponse); 11] = [
+        let scenarios: [Scenario; 11] = [
             ("tck-complete-task", || {
                 ScriptedResponse::text("Hello from TCK")
             }),
