@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 use crate::support::{answer, client, describe, line, request, serve_with, state};
 use crate::{history, task_of};
 
-const SHAPE: &str = r#"a data part {"decisions": [{"toolCallId": "...", "approved": true|false, "arguments"?: {...}, "reason"?: "..."}]}, one entry per pending call"#;
+pub(crate) const SHAPE: &str = r#"a data part {"decisions": [{"toolCallId": "...", "approved": true|false, "arguments"?: {...}, "reason"?: "..."}]}, one entry per pending call"#;
 
 /// A `delete` tool that records the arguments of each run.
-fn deleter() -> (Toolkit, Arc<Mutex<Vec<Value>>>) {
+pub(crate) fn deleter() -> (Toolkit, Arc<Mutex<Vec<Value>>>) {
     let runs = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&runs);
     let toolkit = Toolkit::new().tool(tool_fn(
