@@ -18,6 +18,8 @@ use agentscope::ToolUseBlock;
 use agentscope::hooks::ApprovalDecision;
 use serde_json::{Value, json};
 
+use crate::convert;
+
 /// The shape of an answer, for the messages that ask again.
 pub(crate) const DECISIONS_SHAPE: &str = r#"a data part {"decisions": [{"toolCallId": "...", "approved": true|false, "arguments"?: {...}, "reason"?: "..."}]}, one entry per pending call"#;
 
@@ -89,7 +91,7 @@ pub(crate) fn decisions(
             }
             (Some(Value::Bool(true)), None) => ApprovalDecision::Approve,
             (Some(Value::Bool(true)), Some(arguments @ Value::Object(_))) => {
-                ApprovalDecision::Edit(arguments.clone())
+                ApprovalDecision::Edit(convert::integral_numbers(arguments.clone()))
             }
             (Some(Value::Bool(true)), Some(_)) => {
                 return Err(format!(

@@ -51,7 +51,7 @@
 //   version                              the A2A-Version header on HTTP+JSON
 //   handler                              the SDK's request handler, corrected where needed
 //   executor -> approvals, convert       one task turn: a call, its events as A2A updates
-//   approvals                            input-required: the question, the decisions
+//   approvals -> convert                 input-required: the question, the decisions
 //   tasks                                the SDK's task store over the session store
 //   convert                              A2A messages and parts <-> Msg
 mod approvals;

@@ -252,3 +252,43 @@ async fn subscribing_to_a_task_that_awaits_decisions_gives_the_task_and_closes()
         assert!(runs.lock().unwrap().is_empty());
     }
 }
+
+#[tokio::test]
+async fn edited_arguments_keep_their_integers() {
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = ScriptedModel::new([
+            ScriptedResponse::tool_call("c1", "delete", json!({"path": "/tmp/e"})),
+            ScriptedResponse::text("Deleted."),
+        ]);
+        let (toolkit, runs) = deleter();
+        let policy = ApprovalPolicy::tools(["delete"]);
+        let server = serve_with(&model, toolkit, dir.path(), Some(policy), None).await;
+        let client = client(&server, binding).await;
+        let task = task_of(
+            client
+                .send_message(&request("Delete /tmp/e", "c1"))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(state(&task.status.state), "input-required", "{binding}");
+        let edit = Part::data(json!({"decisions": [{"toolCallId": "c1", "approved": true,
+            "arguments": {"path": "/tmp/e", "keep": 2, "ratio": 0.5, "nested": [{"n": -3}]}}]}));
+        let done = task_of(
+            client
+                .send_message(&answer(&task, vec![edit]))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(state(&done.status.state), "completed", "{binding}");
+        // Data parts travel as protobuf Structs (numbers are doubles): 2 arrived as 2.0,
+        // which a tool reading an integer refuses. Integral numbers are integers again.
+        let runs = runs.lock().unwrap();
+        assert_eq!(runs.len(), 1, "{binding}");
+        assert_eq!(
+            serde_json::to_string(&runs[0]).unwrap(),
+            r#"{"keep":2,"nested":[{"n":-3}],"path":"/tmp/e","ratio":0.5}"#,
+            "{binding}"
+        );
+    }
+}
