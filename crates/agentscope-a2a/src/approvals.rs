@@ -25,6 +25,8 @@ use agentscope::hooks::ApprovalDecision;
 use agentscope::{InDoubtResolution, ToolContext, ToolUseBlock};
 use serde_json::{Value, json};
 
+use crate::convert;
+
 /// An answer's entry for a call awaiting approval.
 const APPROVAL_ENTRY: &str =
     r#"{"toolCallId": "...", "approved": true|false, "arguments"?: {...}, "reason"?: "..."}"#;
@@ -197,9 +199,9 @@ fn decision(index: usize, entry: &Value) -> Result<ApprovalDecision, String> {
             reason.unwrap_or_else(|| "not approved".to_owned()),
         )),
         (Some(Value::Bool(true)), None) => Ok(ApprovalDecision::Approve),
-        (Some(Value::Bool(true)), Some(arguments @ Value::Object(_))) => {
-            Ok(ApprovalDecision::Edit(arguments.clone()))
-        }
+        (Some(Value::Bool(true)), Some(arguments @ Value::Object(_))) => Ok(
+            ApprovalDecision::Edit(convert::integral_numbers(arguments.clone())),
+        ),
         (Some(Value::Bool(true)), Some(_)) => Err(format!(
             "Decision {index} has `arguments` that are not an object."
         )),

@@ -3,9 +3,39 @@
 
 use a2a::{A2AError, Message, Part, PartContent, Role as A2aRole};
 use agentscope::{ContentBlock, ImageBlock, Msg, Role};
-use serde_json::json;
+use serde_json::{Value, json};
 
-/// The user message of a turn: text parts as text, data parts as their JSON text, and URL
+/// The largest integer a double holds exactly (2^53).
+const EXACT_DOUBLE: f64 = 9_007_199_254_740_992.0;
+
+/// `value` with each integral number as an integer: data parts travel as protobuf
+/// `Struct`s, whose numbers are doubles, so a client's `2` arrives as `2.0`, which a tool
+/// reading an integer refuses. JSON does not tell `2` from `2.0`; beyond 2^53 a double is
+/// not exact and stays as it is.
+pub(crate) fn integral_numbers(value: Value) -> Value {
+    match value {
+        Value::Number(number) => match number.as_f64() {
+            Some(x) if number.is_f64() && x.fract() == 0.0 && x.abs() <= EXACT_DOUBLE => {
+                // In range and integral: the casts are exact.
+                #[allow(clippy::cast_possible_truncation)]
+                let integer = x as i64;
+                Value::from(integer)
+            }
+            _ => Value::Number(number),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(integral_numbers).collect()),
+        Value::Object(fields) => Value::Object(
+            fields
+                .into_iter()
+                .map(|(key, value)| (key, integral_numbers(value)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// The user message of a turn: text parts as text, data parts as their JSON text (integral
+/// numbers as integers, see [`integral_numbers`]), and URL
 /// parts of an image type as images. Raw bytes and other files are refused, with the
 /// part's position (never its content).
 pub(crate) fn user_msg(message: &Message) -> Result<Msg, A2AError> {
@@ -18,7 +48,11 @@ pub(crate) fn user_msg(message: &Message) -> Result<Msg, A2AError> {
     for (index, part) in message.parts.iter().enumerate() {
         match &part.content {
             PartContent::Text(text) => blocks.push(ContentBlock::text(text.clone())),
-            PartContent::Data(value) => blocks.push(ContentBlock::text(value.to_string())),
+            PartContent::Data(value) => {
+                blocks.push(ContentBlock::text(
+                    integral_numbers(value.clone()).to_string(),
+                ));
+            }
             PartContent::Url(url) if is_image(part) => {
                 blocks.push(ContentBlock::Image(ImageBlock { url: url.clone() }));
             }
@@ -117,6 +151,15 @@ mod tests {
                     url: "https://example.com/a.png".into()
                 }),
             ]
+        );
+    }
+
+    #[test]
+    fn integral_doubles_become_integers_and_others_stay() {
+        let value = json!({"a": 2.0, "b": [-3.0, 0.5], "c": {"d": 1e300, "e": 7}, "f": "2.0"});
+        assert_eq!(
+            serde_json::to_string(&integral_numbers(value)).unwrap(),
+            r#"{"a":2,"b":[-3,0.5],"c":{"d":1e+300,"e":7},"f":"2.0"}"#
         );
     }
 

@@ -1,10 +1,17 @@
-//! The request handler: the SDK's, with `SubscribeToTask` answered on every instance.
+//! The request handler: the SDK's, with what it leaves out for this server added (the
+//! first two found by the A2A conformance kit, see `docs/a2a.md`, "Conformance"):
 //!
-//! The SDK re-attaches a subscriber to a task this process runs (its events, live). A task
-//! running on another instance sharing the store is followed through the store instead:
-//! the task, then a status update each time its stored state changes, its artifacts once
-//! they are stored, until it ends or asks for input. Streamed tokens are not stored, so a
-//! follower on another instance sees the task's states and its reply, not each token.
+//! - `SendMessage` and `SendStreamingMessage` without a message, or with a message of no
+//!   parts, are refused as invalid parameters before any task exists; the SDK reads a
+//!   missing message as an empty one and started a task for it.
+//! - `SubscribeToTask` answers for every task the store has, on every instance. The SDK
+//!   re-attaches a subscriber to a task this process runs (its events, live), and answered
+//!   `TaskNotFoundError` for any other. A task no execution of this process runs is
+//!   followed through the store instead: the task, then a status update each time its
+//!   stored state changes, its artifacts once they are stored, until it ends or waits for
+//!   input (a task already waiting for input: the task, then the stream closes). Streamed
+//!   tokens are not stored, so a follower on another instance sees the task's states and
+//!   its reply, not each token.
 
 use std::time::Duration;
 
@@ -121,6 +128,16 @@ impl Follower {
     }
 }
 
+/// A request whose message has no parts (or is missing, which the SDK reads as empty).
+fn check_message(req: &SendMessageRequest) -> Result<(), A2AError> {
+    if req.message.parts.is_empty() {
+        return Err(A2AError::invalid_params(
+            "the request needs a message with at least one part",
+        ));
+    }
+    Ok(())
+}
+
 #[async_trait]
 impl RequestHandler for Handler {
     async fn send_message(
@@ -128,6 +145,7 @@ impl RequestHandler for Handler {
         params: &ServiceParams,
         req: SendMessageRequest,
     ) -> Result<SendMessageResponse, A2AError> {
+        check_message(&req)?;
         self.inner.send_message(params, req).await
     }
 
@@ -136,6 +154,7 @@ impl RequestHandler for Handler {
         params: &ServiceParams,
         req: SendMessageRequest,
     ) -> Result<BoxStream<'static, Result<StreamResponse, A2AError>>, A2AError> {
+        check_message(&req)?;
         self.inner.send_streaming_message(params, req).await
     }
 

@@ -45,12 +45,14 @@
 
 // One job per module; `use crate::` edges only point down the list (no cycles):
 //   builder  -> card, executor, routes   A2aBuilder, BuildError: checks the options once
-//   routes   -> auth, executor, handler, tasks   A2a, the router (the handler, the SDK's routers)
-//   handler  -> tasks                    the SDK's handler, plus following tasks run elsewhere
+//   routes   -> auth, executor, handler, tasks, version
+//                                        A2a, the router (the handler, the SDK's routers)
 //   card     -> auth                     the agent card, from the agent
 //   auth                                 the bearer token on the A2A methods
+//   version                              the A2A-Version header on HTTP+JSON
+//   handler  -> tasks                    the SDK's request handler, completed where needed
 //   executor -> approvals, convert       one task turn: a call, its events as A2A updates
-//   approvals                            input-required: the question, the decisions
+//   approvals -> convert                 input-required: the question, the decisions
 //   tasks                                the SDK's task store over the session store
 //   convert                              A2A messages and parts <-> Msg
 mod approvals;
@@ -62,6 +64,7 @@ mod executor;
 mod handler;
 mod routes;
 mod tasks;
+mod version;
 
 pub use builder::{A2aBuilder, BuildError};
 pub use routes::A2a;

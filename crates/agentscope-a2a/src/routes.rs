@@ -14,6 +14,7 @@ use crate::auth::authenticate;
 use crate::executor::{self, Executor};
 use crate::handler::Handler;
 use crate::tasks::SessionTaskStore;
+use crate::version::require_version;
 
 /// An agent served over A2A 1.0: build one with [`A2a::builder`] and mount
 /// [`router`](Self::router) in an axum app, beside the AG-UI routes if you like.
@@ -86,8 +87,10 @@ impl A2a {
     /// [`bearer_token`](crate::A2aBuilder::bearer_token) the token; the card is public.
     pub fn router(&self) -> Router {
         let card = Arc::new(StaticAgentCard::new((*self.card).clone()));
-        let mut methods =
-            jsonrpc_router(Arc::clone(&self.handler)).merge(rest_router(Arc::clone(&self.handler)));
+        // The SDK checks `A2A-Version` on JSON-RPC itself, not on HTTP+JSON.
+        let rest = rest_router(Arc::clone(&self.handler))
+            .route_layer(middleware::from_fn(require_version));
+        let mut methods = jsonrpc_router(Arc::clone(&self.handler)).merge(rest);
         if let Some(token) = &self.token {
             methods = methods.route_layer(middleware::from_fn_with_state(
                 Arc::clone(token),

@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 use crate::support::{answer, client, describe, line, request, serve_with, state};
 use crate::{history, task_of};
 
-const SHAPE: &str = r#"a data part {"decisions": [{"toolCallId": "...", "approved": true|false, "arguments"?: {...}, "reason"?: "..."}]}, one entry per pending call"#;
+pub(crate) const SHAPE: &str = r#"a data part {"decisions": [{"toolCallId": "...", "approved": true|false, "arguments"?: {...}, "reason"?: "..."}]}, one entry per pending call"#;
 
 /// A `delete` tool that records the arguments of each run.
-fn deleter() -> (Toolkit, Arc<Mutex<Vec<Value>>>) {
+pub(crate) fn deleter() -> (Toolkit, Arc<Mutex<Vec<Value>>>) {
     let runs = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&runs);
     let toolkit = Toolkit::new().tool(tool_fn(
@@ -202,4 +202,93 @@ async fn a_task_awaiting_decisions_asks_again_until_it_gets_them_and_a_rejection
         result.tool_results()[0].text_output(),
         "Rejected by the user: keep it"
     );
+}
+
+#[tokio::test]
+async fn subscribing_to_a_task_that_awaits_decisions_gives_the_task_and_closes() {
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = ScriptedModel::new([ScriptedResponse::tool_call(
+            "c1",
+            "delete",
+            json!({"path": "/tmp/z"}),
+        )]);
+        let (toolkit, runs) = deleter();
+        let policy = ApprovalPolicy::tools(["delete"]);
+        let server = serve_with(&model, toolkit, dir.path(), Some(policy), None).await;
+        let client = client(&server, binding).await;
+        let task = task_of(
+            client
+                .send_message(&request("Delete /tmp/z", "c1"))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(state(&task.status.state), "input-required", "{binding}");
+        // No call runs the task (it waits for a person), yet it exists: the SDK alone
+        // answered TaskNotFoundError here.
+        let events: Vec<_> = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            client
+                .subscribe_to_task(&a2a::SubscribeToTaskRequest {
+                    id: task.id.clone(),
+                    tenant: None,
+                })
+                .await
+                .unwrap()
+                .map(|event| event.unwrap())
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            events.iter().map(describe).collect::<Vec<_>>(),
+            ["task input-required"],
+            "{binding}"
+        );
+        let StreamResponse::Task(got) = &events[0] else {
+            unreachable!()
+        };
+        assert_eq!(got, &task, "{binding}");
+        assert!(runs.lock().unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn edited_arguments_keep_their_integers() {
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = ScriptedModel::new([
+            ScriptedResponse::tool_call("c1", "delete", json!({"path": "/tmp/e"})),
+            ScriptedResponse::text("Deleted."),
+        ]);
+        let (toolkit, runs) = deleter();
+        let policy = ApprovalPolicy::tools(["delete"]);
+        let server = serve_with(&model, toolkit, dir.path(), Some(policy), None).await;
+        let client = client(&server, binding).await;
+        let task = task_of(
+            client
+                .send_message(&request("Delete /tmp/e", "c1"))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(state(&task.status.state), "input-required", "{binding}");
+        let edit = Part::data(json!({"decisions": [{"toolCallId": "c1", "approved": true,
+            "arguments": {"path": "/tmp/e", "keep": 2, "ratio": 0.5, "nested": [{"n": -3}]}}]}));
+        let done = task_of(
+            client
+                .send_message(&answer(&task, vec![edit]))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(state(&done.status.state), "completed", "{binding}");
+        // Data parts travel as protobuf Structs (numbers are doubles): 2 arrived as 2.0,
+        // which a tool reading an integer refuses. Integral numbers are integers again.
+        let runs = runs.lock().unwrap();
+        assert_eq!(runs.len(), 1, "{binding}");
+        assert_eq!(
+            serde_json::to_string(&runs[0]).unwrap(),
+            r#"{"keep":2,"nested":[{"n":-3}],"path":"/tmp/e","ratio":0.5}"#,
+            "{binding}"
+        );
+    }
 }

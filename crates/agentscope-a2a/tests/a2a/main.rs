@@ -639,3 +639,123 @@ async fn the_same_message_sent_again_is_not_run_again_and_names_its_task() {
         ["Hi", "Hello!"]
     );
 }
+
+#[tokio::test]
+async fn http_json_refuses_a_request_without_a2a_version_1_as_json_rpc_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let body =
+        json!({"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "Hi"}]}});
+    let http = reqwest::Client::new();
+    for version in [None, Some("0.3"), Some("99.0")] {
+        let mut request = http
+            .post(format!("{}/message:send", server.url))
+            .json(&body);
+        if let Some(version) = version {
+            request = request.header("A2A-Version", version);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 400, "{version:?}");
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/problem+json"
+        );
+        let error: serde_json::Value = response.json().await.unwrap();
+        let asked = version.unwrap_or("0.3");
+        assert_eq!(
+            error,
+            json!({"error": {
+                "code": 400,
+                "status": "FAILED_PRECONDITION",
+                "message": format!("version not supported: {asked}"),
+                "details": [{
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "VERSION_NOT_SUPPORTED",
+                    "domain": "a2a-protocol.org",
+                }],
+            }}),
+            "{version:?}"
+        );
+    }
+    let tasks = http
+        .get(format!("{}/tasks", server.url))
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tasks.status(), 200);
+    assert_eq!(model.request_count(), 0);
+    let served = http
+        .post(format!("{}/message:send", server.url))
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(served.status(), 200);
+    assert_eq!(model.request_count(), 1);
+}
+
+#[tokio::test]
+async fn a_send_without_a_message_is_refused_before_any_task_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::text("unused")]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let http = reqwest::Client::new();
+    let message = "the request needs a message with at least one part";
+    for method in ["SendMessage", "SendStreamingMessage"] {
+        for params in [
+            json!({}),
+            json!({"message": {"role": "ROLE_USER", "messageId": "m1", "parts": []}}),
+        ] {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+            let response: serde_json::Value = http
+                .post(&server.url)
+                .header("A2A-Version", "1.0")
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(
+                response["error"]["code"],
+                json!(-32602),
+                "{method} {params}"
+            );
+            assert_eq!(
+                response["error"]["message"],
+                json!(message),
+                "{method} {params}"
+            );
+        }
+    }
+    let response = http
+        .post(format!("{}/message:send", server.url))
+        .header("A2A-Version", "1.0")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let error: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["message"], json!(message));
+    let client = client(&server, "JSONRPC").await;
+    let listed = client
+        .list_tasks(&ListTasksRequest {
+            context_id: None,
+            status: None,
+            page_size: None,
+            page_token: None,
+            history_length: None,
+            status_timestamp_after: None,
+            include_artifacts: None,
+            tenant: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.tasks, []);
+    assert_eq!(model.request_count(), 0);
+}
