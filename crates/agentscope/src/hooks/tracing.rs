@@ -612,13 +612,7 @@ mod tests {
             "usage".into(),
             json!({"input_tokens": 3, "output_tokens": 4}),
         );
-        assert_eq!(
-            message_usage(&msg),
-            Some(ChatUsage {
-                input_tokens: 3,
-                output_tokens: 4
-            })
-        );
+        assert_eq!(message_usage(&msg), Some(ChatUsage::new(3, 4)));
         msg.metadata.insert("usage".into(), json!("garbage"));
         assert_eq!(message_usage(&msg), None);
     }
