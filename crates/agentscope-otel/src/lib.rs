@@ -1,5 +1,5 @@
 //! One-line OpenTelemetry export for agentscope-rs: the spans of
-//! [`TracingHook`](agentscope::hooks::TracingHook) (`invoke_agent`, `chat`, `execute_tool`,
+//! `agentscope::hooks::TracingHook` (`invoke_agent`, `chat`, `execute_tool`,
 //! named and attributed as the OpenTelemetry GenAI semantic conventions say) go to any OTLP
 //! backend (Arize Phoenix, Jaeger, Langfuse, an OpenTelemetry Collector), and the
 //! conventions' two client metrics are recorded from them.

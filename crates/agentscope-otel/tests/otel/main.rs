@@ -2,4 +2,5 @@
 //! SDK's in-memory exporter: no backend needed. Ids, times and call ids are normalised.
 //! `UPDATE_GOLDEN=1` rewrites the files.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod golden;
