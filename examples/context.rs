@@ -88,10 +88,10 @@ impl Model for OfflineModel {
         // Usage as a provider reports it: the whole request, and the reply.
         let counter = default_counter(self.name);
         let reply = Msg::new(Role::Assistant, "assistant", content.clone());
-        let usage = ChatUsage {
-            input_tokens: counter.count_messages(&request.messages) as u64,
-            output_tokens: counter.count_message(&reply) as u64,
-        };
+        let usage = ChatUsage::new(
+            counter.count_messages(&request.messages) as u64,
+            counter.count_message(&reply) as u64,
+        );
         let chunks = [
             Ok(ChatResponse::new(content)),
             Ok(ChatResponse {

@@ -38,6 +38,8 @@ pub(crate) struct Decoder {
     id: String,
     /// The latest usage counts.
     usage: Usage,
+    /// The model that answered (`message_start`), sent on the final chunk.
+    model: Option<String>,
     /// Why the model stopped (`message_delta`).
     stop_reason: Option<String>,
     /// The content blocks started so far.
@@ -131,6 +133,9 @@ impl Decode for Decoder {
         let message: Message = from_object(value).unwrap_or_default();
         if let Some(id) = message.id {
             self.id = id;
+        }
+        if message.model.is_some() {
+            self.model = message.model;
         }
         if let Some(usage) = message.usage {
             self.usage.update(usage);
@@ -248,6 +253,9 @@ impl Decoder {
         if let Some(id) = message.id.filter(|id| !id.is_empty()) {
             self.id = id;
         }
+        if message.model.is_some() {
+            self.model = message.model;
+        }
         if let Some(usage) = message.usage {
             self.usage.update(usage);
         }
@@ -362,6 +370,7 @@ impl Decoder {
             content,
             usage: None,
             finish_reason: None,
+            model: None,
         }
     }
 
@@ -390,10 +399,14 @@ impl Decoder {
         let usage = self.usage.is_known().then(|| ChatUsage {
             input_tokens: self.usage.total_input(),
             output_tokens: self.usage.output_tokens.unwrap_or(0),
+            // A zero is no cache use: reported as none, as every client does.
+            cache_read_input_tokens: self.usage.cache_read_input_tokens.filter(|n| *n > 0),
+            cache_creation_input_tokens: self.usage.cache_creation_input_tokens.filter(|n| *n > 0),
         });
         self.usage = Usage::default();
         let finish_reason = self.stop_reason.take();
-        if content.is_empty() && usage.is_none() && finish_reason.is_none() {
+        let model = self.model.take();
+        if content.is_empty() && usage.is_none() && finish_reason.is_none() && model.is_none() {
             return None;
         }
         Some(ChatResponse {
@@ -401,6 +414,7 @@ impl Decoder {
             content,
             usage,
             finish_reason,
+            model,
         })
     }
 }
@@ -524,14 +538,17 @@ mod tests {
             let scenario = scenario(name);
             let msg = assemble(&decode_ok(body));
             assert_eq!(msg.content, scenario.expected, "{name}");
-            assert_eq!(
-                msg.metadata["usage"],
-                json!({
-                    "input_tokens": scenario.usage.input_tokens,
-                    "output_tokens": scenario.usage.output_tokens
-                }),
-                "{name}"
-            );
+            // The conversation's counts, plus the cache counts this recording reports
+            // (non-zero only in the parallel one).
+            let mut usage = json!({
+                "input_tokens": scenario.usage.input_tokens,
+                "output_tokens": scenario.usage.output_tokens
+            });
+            if *name == "parallel_tool_calls" {
+                usage["cache_read_input_tokens"] = json!(64);
+                usage["cache_creation_input_tokens"] = json!(14);
+            }
+            assert_eq!(msg.metadata["usage"], usage, "{name}");
             let reason = match scenario.stop {
                 Stop::Answer => "end_turn",
                 Stop::ToolUse => "tool_use",
@@ -580,11 +597,9 @@ mod tests {
             &ChatResponse {
                 id: "msg_01ToolCallAbCdEf".into(),
                 content: Vec::new(),
-                usage: Some(ChatUsage {
-                    input_tokens: 67,
-                    output_tokens: 16
-                }),
+                usage: Some(ChatUsage::new(67, 16)),
                 finish_reason: Some("tool_use".into()),
+                model: Some("claude-sonnet-4-5".into()),
             }
         );
     }
@@ -764,11 +779,9 @@ mod tests {
             &ChatResponse {
                 id: "msg_s".into(),
                 content: Vec::new(),
-                usage: Some(ChatUsage {
-                    input_tokens: 3,
-                    output_tokens: 2
-                }),
+                usage: Some(ChatUsage::new(3, 2)),
                 finish_reason: Some("end_turn".into()),
+                model: Some("claude-test".into()),
             }
         );
         // An empty body is no error here (the transport sends the request once more).
@@ -824,7 +837,9 @@ mod tests {
             chunks[1].usage,
             Some(ChatUsage {
                 input_tokens: 2314,
-                output_tokens: 9
+                output_tokens: 9,
+                cache_read_input_tokens: Some(2000),
+                cache_creation_input_tokens: Some(300),
             })
         );
         assert_eq!(chunks.len(), 2);
@@ -940,7 +955,9 @@ mod tests {
             chunks[1].usage,
             Some(ChatUsage {
                 input_tokens: 100,
-                output_tokens: 20
+                output_tokens: 20,
+                cache_read_input_tokens: Some(90),
+                cache_creation_input_tokens: None,
             })
         );
         let msg = assemble(&chunks);

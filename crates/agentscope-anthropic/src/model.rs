@@ -125,6 +125,10 @@ impl Model for AnthropicModel {
         self.transport.model()
     }
 
+    fn provider_name(&self) -> Option<&str> {
+        Some("anthropic")
+    }
+
     /// Posts the request and returns the decoded stream once the response has started.
     ///
     /// # Cancel safety

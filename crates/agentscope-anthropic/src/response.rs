@@ -44,6 +44,9 @@ pub(crate) struct Event {
 pub(crate) struct Message {
     #[serde(deserialize_with = "lenient")]
     pub(crate) id: Option<String>,
+    /// The model that answered.
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) model: Option<String>,
     #[serde(deserialize_with = "objects")]
     pub(crate) content: Vec<Block>,
     #[serde(deserialize_with = "lenient")]

@@ -57,6 +57,10 @@ pub struct ChatAccumulator {
     current_tool_at: Option<usize>,
     usage: Option<ChatUsage>,
     finish_reason: Option<String>,
+    /// The provider's response id (empty until a chunk names it).
+    response_id: String,
+    /// The model that answered, from the first chunk that names it.
+    response_model: Option<String>,
 }
 
 impl ChatAccumulator {
@@ -75,6 +79,8 @@ impl ChatAccumulator {
             current_tool_at: None,
             usage: None,
             finish_reason: None,
+            response_id: String::new(),
+            response_model: None,
         }
     }
 
@@ -128,12 +134,19 @@ impl ChatAccumulator {
 
     fn push_totals(&mut self, chunk: &ChatResponse) {
         if let Some(usage) = chunk.usage {
-            let total = self.usage.get_or_insert_with(ChatUsage::default);
-            total.input_tokens += usage.input_tokens;
-            total.output_tokens += usage.output_tokens;
+            self.usage
+                .get_or_insert_with(ChatUsage::default)
+                .add(&usage);
         }
         if let Some(reason) = &chunk.finish_reason {
             self.finish_reason = Some(reason.clone());
+        }
+        // The provider's response id and model, once (chunks repeat them).
+        if self.response_id.is_empty() && !chunk.id.is_empty() {
+            self.response_id.clone_from(&chunk.id);
+        }
+        if self.response_model.is_none() && chunk.model.is_some() {
+            self.response_model.clone_from(&chunk.model);
         }
     }
 
@@ -268,9 +281,25 @@ impl ChatAccumulator {
     }
 
     /// Finishes the message: parses tool-call arguments, gives id-less calls an id, and
-    /// records usage (`"usage"`) and the finish reason
-    /// ([`FINISH_REASON_KEY`](crate::message::FINISH_REASON_KEY)) in the metadata.
+    /// records usage (`"usage"`), the finish reason
+    /// ([`FINISH_REASON_KEY`](crate::message::FINISH_REASON_KEY)) and the provider's response
+    /// id and model (`"response"`: `{"id": .., "model": ..}`, when the provider sent
+    /// either; read them with [`Msg::response_id`] and [`Msg::response_model`]) in the metadata.
     pub fn finish(mut self) -> Msg {
+        if !self.response_id.is_empty() || self.response_model.is_some() {
+            let mut response = serde_json::Map::new();
+            if !self.response_id.is_empty() {
+                let id = std::mem::take(&mut self.response_id);
+                response.insert("id".to_owned(), Value::String(id));
+            }
+            if let Some(model) = self.response_model.take() {
+                response.insert("model".to_owned(), Value::String(model));
+            }
+            self.message.metadata.insert(
+                crate::message::RESPONSE_KEY.to_owned(),
+                Value::Object(response),
+            );
+        }
         if let Some(reason) = self.finish_reason.take() {
             self.message.metadata.insert(
                 crate::message::FINISH_REASON_KEY.to_owned(),
@@ -423,10 +452,7 @@ mod tests {
                     ToolUseBlock::new("c2", "echo", json!({"text": "x"})).into(),
                 ]),
                 ChatResponse {
-                    usage: Some(ChatUsage {
-                        input_tokens: 3,
-                        output_tokens: 4,
-                    }),
+                    usage: Some(ChatUsage::new(3, 4)),
                     finish_reason: Some("tool_calls".into()),
                     ..ChatResponse::default()
                 },
@@ -536,10 +562,7 @@ mod tests {
         let mut acc = ChatAccumulator::new("a");
         acc.push(&ChatResponse {
             content: vec![ToolUseBlock::new("c1", "calc", json!({"x": 1})).into()],
-            usage: Some(ChatUsage {
-                input_tokens: 3,
-                output_tokens: 4,
-            }),
+            usage: Some(ChatUsage::new(3, 4)),
             finish_reason: Some("tool_calls".into()),
             ..ChatResponse::default()
         });
@@ -550,6 +573,43 @@ mod tests {
             msg.metadata["usage"],
             json!({"input_tokens": 3, "output_tokens": 4})
         );
+    }
+
+    #[test]
+    fn response_id_model_and_cache_counts_are_kept() {
+        let mut acc = ChatAccumulator::new("a");
+        acc.push(&ChatResponse {
+            id: "chatcmpl-1".into(),
+            content: vec![ContentBlock::text("hi")],
+            usage: Some(ChatUsage {
+                cache_read_input_tokens: Some(2),
+                ..ChatUsage::new(5, 1)
+            }),
+            ..ChatResponse::default()
+        });
+        acc.push(&ChatResponse {
+            id: "chatcmpl-1".into(),
+            usage: Some(ChatUsage {
+                cache_creation_input_tokens: Some(3),
+                ..ChatUsage::new(1, 1)
+            }),
+            model: Some("gpt-4o-2024-08-06".into()),
+            ..ChatResponse::default()
+        });
+        let msg = acc.finish();
+        assert_eq!(msg.response_id(), Some("chatcmpl-1"));
+        assert_eq!(msg.response_model(), Some("gpt-4o-2024-08-06"));
+        assert_eq!(
+            msg.metadata["usage"],
+            json!({"input_tokens": 6, "output_tokens": 2, "cache_read_input_tokens": 2,
+                   "cache_creation_input_tokens": 3})
+        );
+        // Nothing said, nothing stored.
+        let mut acc = ChatAccumulator::new("a");
+        acc.push(&chunk(vec![ContentBlock::text("hi")]));
+        let msg = acc.finish();
+        assert_eq!((msg.response_id(), msg.response_model()), (None, None));
+        assert!(!msg.metadata.contains_key("response"));
     }
 
     #[test]

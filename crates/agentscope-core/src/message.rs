@@ -43,6 +43,9 @@ pub const GENERATE_REASON_KEY: &str = "generate_reason";
 /// The metadata key under which a model message keeps the provider's finish reason, as the
 /// provider said it (`"stop"`, `"length"`, `"tool_calls"`, `"end_turn"`, ...).
 pub const FINISH_REASON_KEY: &str = "finish_reason";
+/// The metadata key under which a model message keeps what the provider said about its
+/// response: `{"id": "chatcmpl-1", "model": "gpt-4o-2024-08-06"}` (each when sent).
+pub(crate) const RESPONSE_KEY: &str = "response";
 
 /// Who produced a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -291,6 +294,18 @@ impl Msg {
     /// model said one.
     pub fn finish_reason(&self) -> Option<&str> {
         self.metadata.get(FINISH_REASON_KEY).and_then(Value::as_str)
+    }
+
+    /// The provider's id for the response that made this model message (`"chatcmpl-1"`),
+    /// when the provider sent one.
+    pub fn response_id(&self) -> Option<&str> {
+        self.metadata.get(RESPONSE_KEY)?.get("id")?.as_str()
+    }
+
+    /// The model that answered with this message, as the provider names it
+    /// (`"gpt-4o-2024-08-06"`), when the provider said.
+    pub fn response_model(&self) -> Option<&str> {
+        self.metadata.get(RESPONSE_KEY)?.get("model")?.as_str()
     }
 
     /// Records why generation ended.

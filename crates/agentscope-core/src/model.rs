@@ -47,6 +47,13 @@ pub trait Model: Send + Sync + 'static {
     /// The model's name, as reported to hooks (`model_name()` on reasoning events).
     fn model_name(&self) -> &str;
 
+    /// Who serves the model, as the OpenTelemetry GenAI conventions name providers
+    /// (`gen_ai.provider.name`: `"openai"`, `"anthropic"`, ...), when known. Tracing records
+    /// it on the agent's spans; the default is `None` (unknown).
+    fn provider_name(&self) -> Option<&str> {
+        None
+    }
+
     /// Starts generating a response to `request`.
     fn stream(
         &self,
@@ -57,6 +64,10 @@ pub trait Model: Send + Sync + 'static {
 impl<M: Model> Model for Arc<M> {
     fn model_name(&self) -> &str {
         (**self).model_name()
+    }
+
+    fn provider_name(&self) -> Option<&str> {
+        (**self).provider_name()
     }
 
     fn stream(
@@ -70,12 +81,17 @@ impl<M: Model> Model for Arc<M> {
 /// The dyn-compatible twin of [`Model`].
 trait DynModel: Send + Sync + 'static {
     fn name_dyn(&self) -> &str;
+    fn provider_dyn(&self) -> Option<&str>;
     fn stream_boxed(&self, request: ModelRequest) -> BoxFuture<'_, Result<ChatStream, ModelError>>;
 }
 
 impl<M: Model> DynModel for M {
     fn name_dyn(&self) -> &str {
         Model::model_name(self)
+    }
+
+    fn provider_dyn(&self) -> Option<&str> {
+        Model::provider_name(self)
     }
 
     fn stream_boxed(&self, request: ModelRequest) -> BoxFuture<'_, Result<ChatStream, ModelError>> {
@@ -110,6 +126,10 @@ impl std::fmt::Debug for BoxedModel {
 impl Model for BoxedModel {
     fn model_name(&self) -> &str {
         self.0.name_dyn()
+    }
+
+    fn provider_name(&self) -> Option<&str> {
+        self.0.provider_dyn()
     }
 
     fn stream(
@@ -292,12 +312,54 @@ impl GenerateOptions {
 }
 
 /// Token usage of one model call.
+///
+/// `input_tokens` counts every input token, cached ones included; the cache counts are
+/// parts of it, set when the provider reports them (OpenAI reports cache reads, Anthropic
+/// reads and writes). Build one with struct update syntax
+/// (`ChatUsage { input_tokens: 3, ..ChatUsage::default() }`) so new counts don't break it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ChatUsage {
-    /// Prompt tokens.
+    /// Prompt tokens (all of them, cache reads and writes included).
     pub input_tokens: u64,
     /// Completion tokens.
     pub output_tokens: u64,
+    /// Input tokens served from the provider's prompt cache, when the provider reports a
+    /// non-zero count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_input_tokens: Option<u64>,
+    /// Input tokens written to the provider's prompt cache, when the provider reports a
+    /// non-zero count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_input_tokens: Option<u64>,
+}
+
+impl ChatUsage {
+    /// Usage with these input and output counts (no cache counts).
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            ..Self::default()
+        }
+    }
+
+    /// Adds `other`'s counts to these (a cache count stays unknown only when both are).
+    pub fn add(&mut self, other: &ChatUsage) {
+        fn sum(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+            match (a, b) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+            }
+        }
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_input_tokens =
+            sum(self.cache_read_input_tokens, other.cache_read_input_tokens);
+        self.cache_creation_input_tokens = sum(
+            self.cache_creation_input_tokens,
+            other.cache_creation_input_tokens,
+        );
+    }
 }
 
 /// One streamed chunk of a model response.
@@ -315,6 +377,10 @@ pub struct ChatResponse {
     pub usage: Option<ChatUsage>,
     /// Why the model stopped (`"stop"`, `"tool_calls"`, `"length"`, ...), on the last chunk.
     pub finish_reason: Option<String>,
+    /// The model that answered, as the provider names it (it may be more specific than
+    /// the requested one, e.g. a dated version), when the provider says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl ChatResponse {

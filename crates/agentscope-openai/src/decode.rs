@@ -32,6 +32,8 @@ pub(crate) struct Decoder {
     /// The position in `calls` of the call that is streamed live.
     live: Option<usize>,
     usage: Option<ChatUsage>,
+    /// The model that answered, sent on the final chunk.
+    model: Option<String>,
     done: bool,
     /// Whether a choice said why it finished (`finish_reason`): a body that ends without
     /// `[DONE]` and without one was cut off.
@@ -186,7 +188,16 @@ impl Decoder {
             self.usage = Some(ChatUsage {
                 input_tokens: usage.prompt_tokens.unwrap_or(0),
                 output_tokens: usage.completion_tokens.unwrap_or(0),
+                cache_read_input_tokens: usage
+                    .prompt_tokens_details
+                    .and_then(|details| details.cached_tokens)
+                    // A zero is no cache use: reported as none, as every client does.
+                    .filter(|n| *n > 0),
+                ..ChatUsage::default()
             });
+        }
+        if self.model.is_none() {
+            self.model = chunk.model;
         }
         let Some(choice) = chunk
             .choices
@@ -208,6 +219,7 @@ impl Decoder {
             content,
             usage: None,
             finish_reason: choice.finish_reason,
+            model: None,
         }))
     }
 
@@ -351,7 +363,8 @@ impl Decoder {
             })
             .collect();
         let usage = self.usage.take();
-        if content.is_empty() && usage.is_none() {
+        let model = self.model.take();
+        if content.is_empty() && usage.is_none() && model.is_none() {
             return None;
         }
         Some(ChatResponse {
@@ -359,6 +372,7 @@ impl Decoder {
             content,
             usage,
             finish_reason: None,
+            model,
         })
     }
 }
@@ -571,13 +585,7 @@ mod tests {
         let (chunks, err) = decode(&[body.as_bytes()]);
         assert!(err.is_none());
         assert_eq!(chunks.len(), 2);
-        assert_eq!(
-            chunks[1].usage,
-            Some(ChatUsage {
-                input_tokens: 1,
-                output_tokens: 1
-            })
-        );
+        assert_eq!(chunks[1].usage, Some(ChatUsage::new(1, 1)));
     }
 
     #[test]

@@ -115,6 +115,12 @@ impl Model for OpenAIChatModel {
         self.transport.model()
     }
 
+    /// `"openai"`: the API this client speaks (a compatible server behind it, e.g.
+    /// llama.cpp or vLLM, is reported as `"openai"` too, as the conventions allow).
+    fn provider_name(&self) -> Option<&str> {
+        Some("openai")
+    }
+
     /// Posts the request and returns the decoded stream once the response has started.
     ///
     /// # Cancel safety

@@ -18,6 +18,9 @@ use serde_json::Value;
 pub(crate) struct Chunk {
     #[serde(deserialize_with = "lenient")]
     pub(crate) id: Option<String>,
+    /// The model that answered (often more specific than the requested one).
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) model: Option<String>,
     #[serde(deserialize_with = "objects")]
     pub(crate) choices: Vec<Choice>,
     #[serde(deserialize_with = "object")]
@@ -106,6 +109,16 @@ pub(crate) struct Usage {
     pub(crate) prompt_tokens: Option<u64>,
     #[serde(deserialize_with = "lenient")]
     pub(crate) completion_tokens: Option<u64>,
+    #[serde(deserialize_with = "object")]
+    pub(crate) prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+/// Where the prompt's tokens came from: `cached_tokens` were read from the prompt cache.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct PromptTokensDetails {
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) cached_tokens: Option<u64>,
 }
 
 #[cfg(test)]

@@ -75,6 +75,7 @@ async fn text_deltas_arrive_one_chunk_per_event_and_usage_comes_last_on_its_own(
         content: vec![ContentBlock::text(t)],
         usage: None,
         finish_reason: None,
+        model: None,
     };
     assert_eq!(
         outcome.chunks,
@@ -89,15 +90,14 @@ async fn text_deltas_arrive_one_chunk_per_event_and_usage_comes_last_on_its_own(
                 content: vec![],
                 usage: None,
                 finish_reason: Some("stop".into()),
+                model: None,
             },
             ChatResponse {
                 id: id.into(),
                 content: vec![],
-                usage: Some(ChatUsage {
-                    input_tokens: 19,
-                    output_tokens: 10
-                }),
+                usage: Some(ChatUsage::new(19, 10)),
                 finish_reason: None,
+                model: Some("gpt-4o-mini-2024-07-18".into()),
             },
         ]
     );

@@ -435,10 +435,7 @@ async fn check_empty_response<W: Wire>(wire: &W) {
 }
 
 fn usage(input_tokens: u64, output_tokens: u64) -> ChatUsage {
-    ChatUsage {
-        input_tokens,
-        output_tokens,
-    }
+    ChatUsage::new(input_tokens, output_tokens)
 }
 
 fn tool_use(id: &str, name: &str, input: Value) -> ContentBlock {

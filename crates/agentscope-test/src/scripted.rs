@@ -146,6 +146,8 @@ pub struct ScriptedResponse {
     delay: Option<Duration>,
     /// The finish reason of the last chunk (none by default).
     finish_reason: Option<String>,
+    /// The provider's response id and model on the last chunk (none by default).
+    response: Option<(String, String)>,
 }
 
 impl ScriptedResponse {
@@ -157,6 +159,7 @@ impl ScriptedResponse {
             usage: None,
             delay: None,
             finish_reason: None,
+            response: None,
         }
     }
 
@@ -222,10 +225,23 @@ impl ScriptedResponse {
     /// Adds a final usage-only chunk.
     #[must_use]
     pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> Self {
-        self.usage = Some(ChatUsage {
-            input_tokens,
-            output_tokens,
-        });
+        self.usage = Some(ChatUsage::new(input_tokens, output_tokens));
+        self
+    }
+
+    /// Adds a final usage-only chunk with these counts (cache counts included), as
+    /// [`with_usage`](Self::with_usage) does.
+    #[must_use]
+    pub fn with_usage_detail(mut self, usage: ChatUsage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Ends the response with a last chunk naming the provider's response id and the model
+    /// that answered, as real providers do (`"chatcmpl-1"`, `"gpt-4o-2024-08-06"`).
+    #[must_use]
+    pub fn with_response(mut self, id: impl Into<String>, model: impl Into<String>) -> Self {
+        self.response = Some((id.into(), model.into()));
         self
     }
 
@@ -254,13 +270,20 @@ impl ScriptedResponse {
             (None, Some(_)) => Some("stop".to_owned()),
             (None, None) => None,
         };
-        let last = (finish_reason.is_some() || self.usage.is_some()).then(|| {
-            Ok(ChatResponse {
-                usage: self.usage,
-                finish_reason,
-                ..ChatResponse::default()
-            })
-        });
+        let (id, model) = match self.response {
+            Some((id, model)) => (id, Some(model)),
+            None => (String::new(), None),
+        };
+        let last =
+            (finish_reason.is_some() || self.usage.is_some() || model.is_some()).then(|| {
+                Ok(ChatResponse {
+                    id,
+                    usage: self.usage,
+                    finish_reason,
+                    model,
+                    ..ChatResponse::default()
+                })
+            });
         let chunks = self.chunks;
         let items = (0..chunks.len())
             .map(move |i| chunks[i].clone().into_item())

@@ -340,8 +340,15 @@ impl ReActAgentBuilder {
         let id = self.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let model_name: Arc<str> = Arc::from(model.model_name());
         let tool_scope = SharedString::from(session.as_ref().map_or(&*id, |session| session.id()));
+        let mut info = AgentInfo::new(self.name, id);
+        if let Some(provider) = model.provider_name() {
+            info = info.with_model_provider(provider);
+        }
+        if let Some(session) = &session {
+            info = info.with_conversation_id(session.id());
+        }
         let config = AgentConfig {
-            info: Arc::new(AgentInfo::new(self.name, id)),
+            info: Arc::new(info),
             system_seed: self
                 .sys_prompt
                 .filter(|prompt| !prompt.trim().is_empty())

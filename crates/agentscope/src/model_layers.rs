@@ -19,9 +19,12 @@
 //!
 //! The layers are visible in `tracing` (target `agentscope::model_layers`): each try of
 //! [`Retry`] runs in a `model_attempt` span (`model`, `attempt` from 1) and a retry is a
-//! `warn!` event; the second model of [`Fallback`] runs in a `model_fallback` span
-//! (`model`, `fallback`) after a `warn!` event naming the failure; [`Cached`] records a
-//! `debug!` event with `cache_hit` true or false.
+//! `warn!` event `agentscope.model.retry` (`model`, `retry`, `max_retries`, `delay_ms`,
+//! `error.type`, `error`); the second model of [`Fallback`] runs in a `model_fallback` span
+//! (`model`, `fallback`) after a `warn!` event `agentscope.model.fallback` (`model`,
+//! `fallback`, `error.type`, `error`); [`Cached`] records a `debug!` event with `cache_hit`
+//! true or false. With a `TracingHook`, they happen inside the step's `chat` span (the
+//! event messages are the span events' names once exported).
 //!
 //! ```
 //! use std::time::Duration;
@@ -119,6 +122,10 @@ impl<M: Model> Model for Retry<M> {
         self.inner.model_name()
     }
 
+    fn provider_name(&self) -> Option<&str> {
+        self.inner.provider_name()
+    }
+
     async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
         let mut retry = 0;
         // The last try takes the request; earlier ones a copy.
@@ -149,8 +156,9 @@ impl<M: Model> Model for Retry<M> {
                         retry = retry + 1,
                         max_retries = self.policy.max_retries,
                         delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        error.type = %crate::hooks::tracing::model_error_type(&error),
                         %error,
-                        "model failed, retrying"
+                        "agentscope.model.retry"
                     );
                     tokio::time::sleep(delay).await;
                     retry += 1;
@@ -184,6 +192,10 @@ impl<P: Model, F: Model> Model for Fallback<P, F> {
         self.primary.model_name()
     }
 
+    fn provider_name(&self) -> Option<&str> {
+        self.primary.provider_name()
+    }
+
     async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
         match start(&self.primary, request.clone()).await {
             Ok(answer) => Ok(answer),
@@ -192,8 +204,9 @@ impl<P: Model, F: Model> Model for Fallback<P, F> {
                     target: "agentscope::model_layers",
                     model = self.primary.model_name(),
                     fallback = self.fallback.model_name(),
+                    error.type = %crate::hooks::tracing::model_error_type(&error),
                     %error,
-                    "model failed, using the fallback"
+                    "agentscope.model.fallback"
                 );
                 let span = tracing::debug_span!(
                     target: "agentscope::model_layers",
@@ -257,6 +270,10 @@ fn cache_key(request: &ModelRequest) -> String {
 impl<M: Model> Model for Cached<M> {
     fn model_name(&self) -> &str {
         self.inner.model_name()
+    }
+
+    fn provider_name(&self) -> Option<&str> {
+        self.inner.provider_name()
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {

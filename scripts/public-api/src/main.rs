@@ -31,6 +31,7 @@ const CRATES: &[&str] = &[
     "agentscope-server",
     "agentscope-a2a",
     "agentscope-mcp",
+    "agentscope-otel",
     "agentscope-test",
 ];
 

@@ -13,6 +13,10 @@ pub struct PreActingEvent {
     pub(crate) meta: Meta,
     pub(crate) tool_use: ToolUseBlock,
     pub(crate) skip: Option<ToolResultBlock>,
+    /// The hook whose `skip_with` stands (the last one; set by the chain).
+    pub(crate) skip_by: Option<Arc<str>>,
+    /// Whether `skip_with` was called since the chain last attributed one.
+    pub(crate) skip_unattributed: bool,
 }
 
 impl PreActingEvent {
@@ -42,6 +46,22 @@ impl PreActingEvent {
         result.id.clone_from(&self.tool_use.id);
         result.name.clone_from(&self.tool_use.name);
         self.skip = Some(result);
+        self.skip_unattributed = true;
+    }
+
+    /// The name of the hook whose [`skip_with`](Self::skip_with) stands (the last one made),
+    /// when the event went through a hook chain; `None` when the call runs.
+    pub fn skipped_by(&self) -> Option<&str> {
+        self.skip_by.as_deref().filter(|_| self.skip.is_some())
+    }
+
+    /// Called by the chain after `hook` handled the event: a skip made meanwhile is that
+    /// hook's.
+    pub(super) fn attribute_skip(&mut self, hook: &Arc<str>) {
+        if self.skip_unattributed {
+            self.skip_unattributed = false;
+            self.skip_by = Some(Arc::clone(hook));
+        }
     }
 
     /// Whether a hook called [`skip_with`](Self::skip_with).
@@ -64,6 +84,8 @@ pub struct PostActingEvent {
     pub(crate) tool_use: ToolUseBlock,
     pub(crate) result: ToolResultBlock,
     pub(crate) stop: bool,
+    /// The first hook that called `stop_agent` (set by the chain).
+    pub(crate) stop_by: Option<Arc<str>>,
 }
 
 impl PostActingEvent {
@@ -92,6 +114,20 @@ impl PostActingEvent {
     /// Whether a hook called [`stop_agent`](Self::stop_agent).
     pub fn is_stop_requested(&self) -> bool {
         self.stop
+    }
+
+    /// The name of the first hook that called [`stop_agent`](Self::stop_agent), when the
+    /// event went through a hook chain; `None` without a request.
+    pub fn stop_requested_by(&self) -> Option<&str> {
+        self.stop_by.as_deref().filter(|_| self.stop)
+    }
+
+    /// Called by the chain after `hook` handled the event: a first stop request is that
+    /// hook's.
+    pub(super) fn attribute_stop(&mut self, hook: &Arc<str>) {
+        if self.stop && self.stop_by.is_none() {
+            self.stop_by = Some(Arc::clone(hook));
+        }
     }
 }
 

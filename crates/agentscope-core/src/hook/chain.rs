@@ -33,10 +33,16 @@ macro_rules! run_chained {
                 Handler::Sync(f) => invoke_sync(&**f, $event).err().map(Box::new),
                 Handler::Async(h) => h.on_event_dyn($event).await.err(),
             };
-            if kind == HookEventType::PostReasoning
-                && let HookEvent::PostReasoning(event) = $event
-            {
-                event.attribute_goto(&hook.name);
+            // Which hook decided: goto and stop after reasoning, a skip before acting, a
+            // stop after acting (the engine and tracing name it).
+            match &mut *$event {
+                HookEvent::PostReasoning(event) => {
+                    event.attribute_goto(&hook.name);
+                    event.attribute_stop(&hook.name);
+                }
+                HookEvent::PreActing(event) => event.attribute_skip(&hook.name),
+                HookEvent::PostActing(event) => event.attribute_stop(&hook.name),
+                _ => {}
             }
             let source = match failure {
                 None if std::mem::discriminant(&*$event) == discriminant => continue,

@@ -19,11 +19,14 @@ use crate::hook::HookId;
 use crate::model::ToolSchema;
 use crate::tool::ToolKind;
 
-/// The name and id of the agent an event belongs to.
+/// The name and id of the agent an event belongs to, and what tracing reports about it:
+/// who serves its model and the conversation it keeps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentInfo {
     name: SharedString,
     id: String,
+    model_provider: Option<SharedString>,
+    conversation_id: Option<SharedString>,
 }
 
 impl AgentInfo {
@@ -32,7 +35,35 @@ impl AgentInfo {
         Self {
             name: SharedString::from(&*name.into()),
             id: id.into(),
+            model_provider: None,
+            conversation_id: None,
         }
+    }
+
+    /// Names who serves the agent's model ([`Model::provider_name`](crate::Model::provider_name));
+    /// the agent builder sets it.
+    #[must_use]
+    pub fn with_model_provider(mut self, provider: &str) -> Self {
+        self.model_provider = Some(SharedString::from(provider));
+        self
+    }
+
+    /// Names the conversation the agent keeps (its session's id); the agent builder sets it
+    /// for an agent bound to a session.
+    #[must_use]
+    pub fn with_conversation_id(mut self, id: &str) -> Self {
+        self.conversation_id = Some(SharedString::from(id));
+        self
+    }
+
+    /// Who serves the agent's model (`"openai"`, `"anthropic"`, ...), when known.
+    pub fn model_provider(&self) -> Option<&str> {
+        self.model_provider.as_deref()
+    }
+
+    /// The conversation the agent keeps (its session's id), when it is bound to a session.
+    pub fn conversation_id(&self) -> Option<&str> {
+        self.conversation_id.as_deref()
     }
 
     /// The agent's name.

@@ -77,6 +77,8 @@ pub struct PostReasoningEvent {
     pub(crate) goto_by: Option<Arc<str>>,
     /// Whether `goto_reasoning` was called since the chain last attributed a request.
     pub(crate) goto_unattributed: bool,
+    /// The first hook that called `stop_agent` (set by the chain).
+    pub(crate) stop_by: Option<Arc<str>>,
 }
 
 impl PostReasoningEvent {
@@ -109,6 +111,20 @@ impl PostReasoningEvent {
     /// Whether a hook called [`stop_agent`](Self::stop_agent).
     pub fn is_stop_requested(&self) -> bool {
         self.stop
+    }
+
+    /// The name of the first hook that called [`stop_agent`](Self::stop_agent), when the
+    /// event went through a hook chain; `None` without a request.
+    pub fn stop_requested_by(&self) -> Option<&str> {
+        self.stop_by.as_deref().filter(|_| self.stop)
+    }
+
+    /// Called by the chain after `hook` handled the event: a first stop request is that
+    /// hook's.
+    pub(super) fn attribute_stop(&mut self, hook: &Arc<str>) {
+        if self.stop && self.stop_by.is_none() {
+            self.stop_by = Some(Arc::clone(hook));
+        }
     }
 
     /// Stores `messages` after this message and calls the model again (without counting an

@@ -91,6 +91,7 @@ pub fn post_reasoning(
         goto: None,
         goto_by: None,
         goto_unattributed: false,
+        stop_by: None,
     }
 }
 
@@ -115,6 +116,8 @@ pub fn pre_acting(call: &Arc<CallInfo>, tool_use: ToolUseBlock) -> PreActingEven
         meta: Meta::new(call),
         tool_use,
         skip: None,
+        skip_by: None,
+        skip_unattributed: false,
     }
 }
 
@@ -129,6 +132,7 @@ pub fn post_acting(
         tool_use,
         result: tool_result,
         stop: false,
+        stop_by: None,
     }
 }
 

@@ -145,6 +145,15 @@ pub(super) async fn compact(
         truncated: std::mem::take(&mut work.truncated),
     };
     trace(&report, work.covered);
+    if report.changed() || work.covered > 0 {
+        crate::hooks::tracing::record(
+            target.extensions_mut(),
+            crate::hooks::tracing::Decision::Compacted {
+                before: report.tokens_before as u64,
+                after: report.tokens_after as u64,
+            },
+        );
+    }
 
     if let Target::Reasoning(_) = target {
         persisted.sent = Some(work.sent(system.as_ref(), target.input()));

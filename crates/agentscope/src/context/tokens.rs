@@ -387,7 +387,7 @@ pub fn default_counter(model: &str) -> Arc<dyn TokenCounter> {
 /// let mut reply = Msg::assistant("Hi!");
 /// assert_eq!(reported_usage(&reply), None);
 /// reply.metadata.insert("usage".into(), json!({"input_tokens": 120, "output_tokens": 3}));
-/// assert_eq!(reported_usage(&reply), Some(ChatUsage { input_tokens: 120, output_tokens: 3 }));
+/// assert_eq!(reported_usage(&reply), Some(ChatUsage::new(120, 3)));
 /// ```
 pub fn reported_usage(message: &Msg) -> Option<ChatUsage> {
     if message.role != Role::Assistant {
@@ -397,10 +397,7 @@ pub fn reported_usage(message: &Msg) -> Option<ChatUsage> {
     let input_tokens = usage.get("input_tokens")?.as_u64()?;
     let output_tokens = usage.get("output_tokens")?.as_u64()?;
     // A response that reports nothing (some providers send zeros) is no measurement.
-    (input_tokens > 0).then_some(ChatUsage {
-        input_tokens,
-        output_tokens,
-    })
+    (input_tokens > 0).then_some(ChatUsage::new(input_tokens, output_tokens))
 }
 
 /// The tokens of a model input (the system message and the messages after it), and how they

@@ -19,8 +19,10 @@ use agentscope_core::{
 };
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
+use tracing::{Instrument, Span};
 
 use super::{Call, Halt, Step};
+use crate::hooks::tracing::Decision;
 use crate::runtime::lock;
 use crate::stream::EventType;
 use crate::toolkit::{ToolRun, Toolkit};
@@ -106,8 +108,15 @@ impl Call<'_> {
             }
             let (tool_use, skip) = if self.setup.hooks.is_interested(HookEventType::PreActing) {
                 let id = call.id.clone();
-                let (tool_use, skip) =
-                    chain!(self, events::pre_acting(self.context().info(), call)).into_parts();
+                let event = chain!(self, events::pre_acting(self.context().info(), call));
+                let skipped_by = event.skipped_by().map(str::to_owned);
+                let (tool_use, skip) = event.into_parts();
+                if let Some(hook) = &skipped_by {
+                    self.trace(Decision::Skipped {
+                        hook,
+                        tool: &tool_use,
+                    });
+                }
                 if tool_use.id != id {
                     return Err(AgentError::Hook {
                         hook: "PreActing hooks".to_owned(),
@@ -211,11 +220,18 @@ impl Call<'_> {
             None => ToolResultBlock::error(&tool_use.id, &tool_use.name, super::CANCELLED_RESULT),
         };
         let (result, stop_here) = if self.setup.hooks.is_interested(HookEventType::PostActing) {
-            chain!(
+            let event = chain!(
                 self,
                 events::post_acting(self.context().info(), tool_use, result)
-            )
-            .into_parts()
+            );
+            if let Some(hook) = event.stop_requested_by() {
+                let hook = hook.to_owned();
+                self.trace(Decision::Stop {
+                    hook: &hook,
+                    step: "acting",
+                });
+            }
+            event.into_parts()
         } else {
             (result, false)
         };
@@ -320,6 +336,15 @@ impl Call<'_> {
         // loop below reads a call for each progress chunk.
         let tool_uses: Vec<Arc<ToolUseBlock>> =
             jobs.iter().map(|job| Arc::clone(&job.tool_use)).collect();
+        // Each tool that runs does so in its `execute_tool` span (with a `TracingHook`).
+        let spans = match &mut self.context {
+            Some(context) => crate::hooks::tracing::tool_spans(
+                context.extensions_mut(),
+                jobs.iter()
+                    .map(|job| job.run.is_none().then_some(job.tool_use.id.as_str())),
+            ),
+            None => Vec::new(),
+        };
         let jobs = Mutex::new(jobs);
         // How many tools have finished, and how many of those the loop has seen.
         let finished = AtomicUsize::new(0);
@@ -337,6 +362,7 @@ impl Call<'_> {
                     scope: &self.setup.config.tool_scope,
                     progress,
                     cancel,
+                    spans: &spans,
                 },
                 toolkit.is_parallel()
             ));
@@ -458,6 +484,8 @@ struct Tooling<'a> {
     /// Dropped when the batch ends, so the receiver ends with the tools.
     progress: Option<ProgressSender>,
     cancel: &'a CancellationToken,
+    /// The tools' `execute_tool` spans by index (none without a `TracingHook`).
+    spans: &'a [Span],
 }
 
 /// Runs every job that has no result yet, writing each result into its job as it finishes.
@@ -473,7 +501,9 @@ async fn run_batch(
         scope,
         progress,
         cancel,
+        spans,
     } = tooling;
+    let span = |index: usize| spans.get(index).cloned().unwrap_or_else(Span::none);
     let context = |index: usize| {
         let ctx = ToolContext::new(Arc::clone(&tool_uses[index]))
             .with_scope(scope.clone())
@@ -495,6 +525,7 @@ async fn run_batch(
             .map(|index| {
                 toolkit
                     .run(&tool_uses[index], context(index))
+                    .instrument(span(index))
                     .map(move |run| (index, run))
             })
             .collect();
@@ -509,7 +540,10 @@ async fn run_batch(
             if cancel.is_cancelled() {
                 break;
             }
-            let run = toolkit.run(&tool_uses[index], context(index)).await;
+            let run = toolkit
+                .run(&tool_uses[index], context(index))
+                .instrument(span(index))
+                .await;
             finish(index, run);
         }
     }

@@ -362,6 +362,22 @@ struct Progress {
 }
 
 impl Call<'_> {
+    /// Records what a hook decided on the call's trace (nothing without a `TracingHook`).
+    fn trace(&mut self, decision: crate::hooks::tracing::Decision<'_>) {
+        if let Some(context) = &mut self.context {
+            crate::hooks::tracing::record(context.extensions_mut(), decision);
+        }
+    }
+
+    /// The `chat` span a `TracingHook` opened for this model call (a disabled one
+    /// without), made current while the model streams.
+    fn chat_span(&mut self) -> tracing::Span {
+        match &mut self.context {
+            Some(context) => crate::hooks::tracing::chat_span(context.extensions_mut()),
+            None => tracing::Span::none(),
+        }
+    }
+
     /// The call's context, made on first use.
     #[inline]
     fn context(&mut self) -> &mut CallContext {

@@ -9,8 +9,10 @@ use agentscope_core::{
 };
 use futures::StreamExt;
 use futures::future::{Either, select};
+use tracing::Instrument;
 
 use super::{Call, Halt, Step, with_system};
+use crate::hooks::tracing::Decision;
 use crate::stream::EventType;
 
 pub(super) enum Reasoned {
@@ -57,7 +59,12 @@ pub(super) enum Then {
 impl Call<'_> {
     pub(super) async fn reason(&mut self, then: Then) -> Step<Reasoned> {
         let request = self.reasoning_request(false).await?;
-        let message = match self.generate(request, Phase::Reasoning).await {
+        let span = self.chat_span();
+        let message = match self
+            .generate(request, Phase::Reasoning)
+            .instrument(span)
+            .await
+        {
             // The provider refused the input as too long for its window: context hooks get
             // one chance to shrink it (PreReasoning again, `context_exceeded()` set).
             Err(Halt::Failed(AgentError::Model(error)))
@@ -70,13 +77,17 @@ impl Call<'_> {
                     "the model refused the input as too long; asking PreReasoning hooks to compact it"
                 );
                 let request = self.reasoning_request(true).await?;
-                self.generate(request, Phase::Reasoning).await?
+                let span = self.chat_span();
+                self.generate(request, Phase::Reasoning)
+                    .instrument(span)
+                    .await?
             }
             other => other?,
         };
         let config = self.setup.config;
 
         let mut goto_by = None;
+        let mut stop_by = None;
         let (mut message, stop, goto) =
             if self.setup.hooks.is_interested(HookEventType::PostReasoning) {
                 let iteration = self.progress.iteration;
@@ -90,6 +101,7 @@ impl Call<'_> {
                     )
                 );
                 goto_by = event.goto_requested_by().map(str::to_owned);
+                stop_by = event.stop_requested_by().map(str::to_owned);
                 event.into_parts()
             } else {
                 (message, false, None)
@@ -97,6 +109,10 @@ impl Call<'_> {
 
         check_reply(&message, "PostReasoningEvent reasoning message")?;
         if stop {
+            self.trace(Decision::Stop {
+                hook: stop_by.as_deref().unwrap_or("unknown"),
+                step: "reasoning",
+            });
             // Its tool calls stay pending on purpose: the next call resumes them.
             message.set_generate_reason(GenerateReason::ReasoningStopRequested);
             self.progress.left_pending = message.has_tool_uses();
@@ -106,6 +122,9 @@ impl Call<'_> {
         if let Some(goto) = goto {
             // Hooks validated at goto_reasoning(); a later hook may have changed the message.
             check_goto(&message, &goto)?;
+            self.trace(Decision::Goto {
+                hook: goto_by.as_deref().unwrap_or("unknown"),
+            });
             self.progress.gotos += 1;
             if self.progress.gotos > config.settings.max_goto_reasoning {
                 self.drop_goto_loop();

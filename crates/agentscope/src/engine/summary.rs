@@ -7,6 +7,7 @@ use agentscope_core::{
     AgentError, ContentBlock, GenerateOptions, GenerateReason, HookEventType, ModelError,
     ModelRequest, Msg, Role, ToolChoice, ToolResultBlock,
 };
+use tracing::Instrument;
 
 use super::reasoning::Phase;
 use super::{Call, Halt, Step, with_system};
@@ -63,8 +64,10 @@ impl Call<'_> {
             options,
         };
 
+        let span = self.chat_span();
         let generated = self
             .generate(request, Phase::Summary)
+            .instrument(span)
             .await
             .and_then(|summary| self.without_tool_calls(summary));
         let summary = match generated {

@@ -49,6 +49,15 @@ pub(crate) fn get_mut<T: Send + Sync + 'static>(
         .map(|(_, value)| value)
 }
 
+/// The state of the first instance of a hook type that has one in this call.
+pub(crate) fn first_mut<T: Send + Sync + 'static>(extensions: &mut Extensions) -> Option<&mut T> {
+    extensions
+        .get_mut::<PerInstance<T>>()?
+        .0
+        .first_mut()
+        .map(|(_, value)| value)
+}
+
 /// `instance`'s state for this call, a default one first when it has none.
 #[cfg(feature = "context")]
 pub(crate) fn get_or_default<T: Default + Send + Sync + 'static>(

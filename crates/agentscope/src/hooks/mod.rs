@@ -90,7 +90,7 @@ pub use long_term_memory::{
     StaticLongTermMemoryHook,
 };
 
-mod tracing;
+pub(crate) mod tracing;
 // `self::` because the `tracing` crate has the same name.
 pub use self::tracing::TracingHook;
 

@@ -22,6 +22,7 @@ use agentscope_core::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::tracing::{Decision, record};
 use crate::toolkit::argument_problems;
 
 /// Which tool calls need approval.
@@ -652,6 +653,9 @@ impl ToolApprovalHook {
                     .collect();
                 if !needed.is_empty() {
                     e.stop_agent();
+                    for call in &needed {
+                        record(e.extensions_mut(), Decision::ApprovalAsked(call));
+                    }
                     state.awaiting = needed;
                     state.remember_schemas(e.call());
                 }
@@ -664,8 +668,11 @@ impl ToolApprovalHook {
                 // The decision stays stored until its call settles (PostActing): a crash
                 // before this call starts must not make anyone decide again.
                 match state.decisions.get(call.id.as_str()).cloned() {
-                    Some(ApprovalDecision::Approve) => {}
+                    Some(ApprovalDecision::Approve) => {
+                        record(e.extensions_mut(), Decision::Approved(&call));
+                    }
                     Some(ApprovalDecision::Edit(input)) => {
+                        record(e.extensions_mut(), Decision::Edited(&call));
                         state.edited.insert(call.id.to_string(), input.clone());
                         e.set_tool_use(ToolUseBlock {
                             input: input.into(),
@@ -674,6 +681,7 @@ impl ToolApprovalHook {
                         })?;
                     }
                     Some(ApprovalDecision::Reject(reason)) => {
+                        record(e.extensions_mut(), Decision::Rejected(&call));
                         let text = rejected_text(&reason);
                         let rejection = (call.name.to_string(), call.input.clone().into(), reason);
                         if !state.rejected.contains(&rejection) {

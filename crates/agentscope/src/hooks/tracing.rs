@@ -1,20 +1,24 @@
-//! [`TracingHook`]: `tracing` spans for every call, model call and tool call, named after the
-//! OpenTelemetry GenAI semantic conventions.
+//! [`TracingHook`]: `tracing` spans for every call, model call and tool call, named, typed
+//! and attributed as the OpenTelemetry GenAI semantic conventions say, with what hooks
+//! decided as span events.
 //!
 //! | Priority | Events | Changes |
 //! |---|---|---|
 //! | 0 ([`TracingHook::PRIORITY`]) | PreCall, PostCall, PreReasoning, PostReasoning, PreActing, PostActing, PreSummary, PostSummary, Error (no chunk events) | nothing: it only reads events |
 //!
-//! Spans, fields, failure handling and cleanup are documented on [`TracingHook`].
+//! Spans, fields, events, failure handling and cleanup are documented on [`TracingHook`];
+//! `docs/observability.md` is the guide (exporting them with `agentscope-otel`).
 
 use std::borrow::Cow;
 use std::fmt;
 
 use agentscope_core::{
-    AgentError, CallInfo, ChatUsage, ConversationError, Extensions, GenerateOptions,
-    GenerateReason, Hook, HookError, HookEvent, ModelError, Msg, ToolResultBlock, ToolUseBlock,
+    AgentError, CallInfo, ChatUsage, ContentBlock, ConversationError, Extensions, GenerateOptions,
+    GenerateReason, Hook, HookError, HookEvent, ModelError, Msg, Role, ToolResultBlock,
+    ToolUseBlock,
 };
 use serde::Deserialize;
+use serde_json::{Value, json};
 use tracing::Span;
 use tracing::field::Empty;
 
@@ -23,8 +27,12 @@ use super::call_state::{self, InstanceId};
 /// The `error.type` of spans left open by a call that never finished.
 const CANCELLED: &str = "cancelled";
 
-/// Emits OpenTelemetry-GenAI-style `tracing` spans for each call (`invoke_agent`), model call
-/// (`chat`) and tool call (`execute_tool`).
+/// The variable of the GenAI conventions that opts in to capturing message content.
+const CAPTURE_CONTENT_ENV: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
+
+/// Emits `tracing` spans for each call (`invoke_agent`), model call (`chat`) and tool call
+/// (`execute_tool`) as the OpenTelemetry GenAI semantic conventions name them, and span
+/// events for what hooks decided.
 ///
 /// Priority 0 ([`TracingHook::PRIORITY`]); handles PreCall, PostCall, PreReasoning, PostReasoning,
 /// PreActing, PostActing, PreSummary, PostSummary and Error (no chunk events); changes
@@ -32,29 +40,59 @@ const CANCELLED: &str = "cancelled";
 ///
 /// # Spans
 ///
-/// | Span (`otel.name`) | Opens at | Closes at | Parent | Fields |
-/// |---|---|---|---|---|
-/// | `invoke_agent` (`invoke_agent {agent}`) | PreCall | PostCall / Error | the current span of the caller | `gen_ai.operation.name = "invoke_agent"`, `gen_ai.agent.name`, `gen_ai.agent.id`, `gen_ai.usage.input_tokens` / `output_tokens` (summed over the call), `agentscope.call.id`, `agentscope.call.resumed_from` (for resumes) |
-/// | `chat` (`chat {model}`) | PreReasoning, PreSummary | PostReasoning, PostSummary | `invoke_agent` | `gen_ai.operation.name = "chat"`, `gen_ai.request.model`, `gen_ai.request.temperature` / `top_p` / `max_tokens` / `seed` (when set), `gen_ai.usage.input_tokens` / `output_tokens` |
-/// | `execute_tool` (`execute_tool {tool}`) | PreActing | PostActing | `invoke_agent` | `gen_ai.operation.name = "execute_tool"`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type = "function"`, with [`with_content`](TracingHook::with_content) also `gen_ai.tool.call.arguments` / `gen_ai.tool.call.result` |
+/// | Span (`otel.name`) | `otel.kind` | Opens at | Closes at | Parent | Fields |
+/// |---|---|---|---|---|---|
+/// | `invoke_agent` (`invoke_agent {agent}`) | internal | PreCall | PostCall / Error | the current span of the caller | `gen_ai.operation.name = "invoke_agent"`, `gen_ai.provider.name`, `gen_ai.agent.name`, `gen_ai.agent.id`, `gen_ai.conversation.id` (the session id, for an agent bound to a session), `gen_ai.usage.input_tokens` / `output_tokens` / `cache_read.input_tokens` / `cache_creation.input_tokens` (summed over the call), `agentscope.call.id`, `agentscope.call.resumed_from` (for resumes) |
+/// | `chat` (`chat {model}`) | client | PreReasoning, PreSummary | PostReasoning, PostSummary | `invoke_agent` | `gen_ai.operation.name = "chat"`, `gen_ai.provider.name`, `gen_ai.conversation.id`, `gen_ai.request.model`, `gen_ai.request.temperature` / `top_p` / `max_tokens` / `seed` (when set), `gen_ai.response.id` / `model` / `finish_reasons`, `gen_ai.usage.*` as above; with content capture `gen_ai.system_instructions`, `gen_ai.input.messages`, `gen_ai.output.messages` |
+/// | `execute_tool` (`execute_tool {tool}`) | internal | when the tool starts | PostActing | `invoke_agent` | `gen_ai.operation.name = "execute_tool"`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type = "function"`, `gen_ai.tool.description`; with content capture `gen_ai.tool.call.arguments` / `gen_ai.tool.call.result` |
 ///
-/// The engine fires PreActing for every call of a batch before any tool runs and PostActing
-/// after the whole batch, so each `execute_tool` span covers the batch (with sequential tools,
-/// also the tools before it), not the tool alone.
+/// `gen_ai.provider.name` is [`Model::provider_name`](agentscope_core::Model::provider_name)
+/// (`"openai"`, `"anthropic"`), `"_OTHER"` when the model does not say. Message content is
+/// the conventions' JSON (`[{"role": "user", "parts": [{"type": "text", "content": ..}]}]`)
+/// as a string.
+///
+/// Every tool call has its own `execute_tool` span, opened when its tool starts (parallel
+/// tools: sibling spans that overlap) and run as the tool's current span, so what the tool
+/// logs or calls is inside it. A call a hook skipped, or one that did not run, gets a span at
+/// PostActing that lasts no time. Each `chat` span is the current span while the model is
+/// called, so the model layers' retries and fallbacks are inside it.
 ///
 /// Every span also declares `error.type`, `otel.status_code` and `otel.status_description`,
 /// recorded only when the operation failed. `otel.*` are the special fields of
 /// [`tracing-opentelemetry`](https://docs.rs/tracing-opentelemetry): with that layer installed
-/// the spans reach an OpenTelemetry exporter named `invoke_agent assistant`,
-/// `chat gpt-4o`, `execute_tool calculator` and with an error status on failure. Span metadata
-/// names are static (`tracing` requires it), so `otel.name` carries the full name. Spans are
-/// at `INFO` level with the target `agentscope::hooks::tracing`.
+/// (`agentscope-otel` does it in one line) the spans reach an OpenTelemetry exporter named
+/// `invoke_agent assistant`, `chat gpt-4o`, `execute_tool calculator`, with their kind and
+/// an error status on failure. Span metadata names are static (`tracing` requires it), so
+/// `otel.name` carries the full name. Spans are at `INFO` level with the target
+/// `agentscope::hooks::tracing`.
+///
+/// # Decisions
+///
+/// What hooks and the engine decided is recorded as `INFO` events (span events once
+/// exported) whose message is a stable name:
+///
+/// | Event | On | Fields |
+/// |---|---|---|
+/// | `agentscope.approval.asked` | `invoke_agent` | `gen_ai.tool.name`, `gen_ai.tool.call.id` (one per call that needs a decision) |
+/// | `agentscope.approval.approved` / `.edited` / `.rejected` | `invoke_agent` | `gen_ai.tool.name`, `gen_ai.tool.call.id` |
+/// | `agentscope.tool.skipped` | `invoke_agent` | `agentscope.hook.name` (whose `skip_with` stands), `gen_ai.tool.name`, `gen_ai.tool.call.id` |
+/// | `agentscope.goto_reasoning` | `invoke_agent` | `agentscope.hook.name` |
+/// | `agentscope.stop_agent` | `invoke_agent` | `agentscope.hook.name`, `agentscope.step` (`"reasoning"` or `"acting"`) |
+/// | `agentscope.context.compacted` | `invoke_agent` | `agentscope.context.tokens_before`, `agentscope.context.tokens_after` |
+/// | `agentscope.model.retry` | `chat` | see [`model_layers`](crate::model_layers) |
+/// | `agentscope.model.fallback` | `chat` | see [`model_layers`](crate::model_layers) |
+///
+/// # Content
+///
+/// Message content, system instructions and tool arguments and results may hold sensitive
+/// data: they are recorded only with [`with_content(true)`](TracingHook::with_content), or
+/// when the conventions' variable `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` is
+/// `true` when the hook is made ([`new`](TracingHook::new)).
 ///
 /// Hooks run inside the engine's future, which a hook cannot enter, so the hook never makes
-/// its spans *current*: `chat` and `execute_tool` spans name their parent explicitly, and the
-/// `invoke_agent` span takes the caller's current span as its parent (call the agent inside
-/// your request span and the agent's spans nest under it). Events that other code logs while
-/// the call runs are therefore not inside these spans.
+/// the `invoke_agent` span *current*: `chat` and `execute_tool` spans name their parent
+/// explicitly, and the `invoke_agent` span takes the caller's current span as its parent
+/// (call the agent inside your request span and the agent's spans nest under it).
 ///
 /// # Failures
 ///
@@ -88,19 +126,21 @@ const CANCELLED: &str = "cancelled";
 /// `check_running(false)`) without them seeing each other's spans. A call that is dropped (or
 /// interrupted by a dropped stream) fires neither PostCall nor Error: its spans close when the
 /// engine drops the call's extensions, with `error.type = "cancelled"`. Nothing outlives the
-/// call.
+/// call. With two `TracingHook`s on one agent, the first one's spans are the current ones
+/// and carry the decisions.
 ///
 /// Every `invoke_agent` span also carries `agentscope.call.id` (the call's
 /// [`CallId`](agentscope_core::CallId), which hooks see as `event.call_id()`) and, for a call
 /// that resumes one that stopped with tool calls pending (approval, a suspended tool),
-/// `agentscope.call.resumed_from`, so a trace can link the two.
+/// `agentscope.call.resumed_from`: the id of the call it resumes, so a trace backend can
+/// find the two (they are separate traces: the first one ended).
 ///
 /// # Priority
 ///
 /// At priority 0 the hook runs before the other built-in and user hooks, so a span opens
 /// before they run. It records request attributes (model, options) as it sees them then:
-/// options a later PreReasoning hook changes are not reflected. Token usage is read at
-/// PostReasoning from the message's `metadata["usage"]`.
+/// options a later PreReasoning hook changes are not reflected. Token usage and the
+/// response are read at PostReasoning from the message's metadata.
 ///
 /// ```
 /// use agentscope::hooks::TracingHook;
@@ -112,8 +152,8 @@ const CANCELLED: &str = "cancelled";
 ///     .model(ScriptedModel::new([ScriptedResponse::text("Hi!")]))
 ///     .hook(TracingHook::new())
 ///     .build()?;
-/// // With a subscriber installed (e.g. tracing-subscriber with tracing-opentelemetry), this
-/// // call produces an `invoke_agent` span with one `chat` child.
+/// // With a subscriber installed (e.g. agentscope-otel's), this call produces an
+/// // `invoke_agent` span with one `chat` child.
 /// assert_eq!(agent.call("Hello").await?.text(), "Hi!");
 /// # Ok::<_, Box<dyn std::error::Error>>(())
 /// # }).unwrap();
@@ -131,13 +171,21 @@ struct Config {
     record_content: bool,
 }
 
+/// A tool call of the batch: its span opens when its tool starts.
+struct ToolSpan {
+    tool_use: ToolUseBlock,
+    description: Option<String>,
+    span: Option<Span>,
+}
+
 /// The open spans of one call, kept in the call's extensions.
 ///
 /// Fields drop in declaration order: children close before the call span.
 struct CallSpans {
     chat: Option<Span>,
-    tools: Vec<(String, Span)>,
+    tools: Vec<ToolSpan>,
     span: Span,
+    record_content: bool,
     /// The model of the last reasoning step (the summary's `chat` span reuses it).
     model: Option<String>,
     usage: Option<ChatUsage>,
@@ -147,9 +195,10 @@ struct CallSpans {
 }
 
 impl CallSpans {
-    fn new(span: Span) -> Self {
+    fn new(span: Span, record_content: bool) -> Self {
         Self {
             span,
+            record_content,
             model: None,
             chat: None,
             tools: Vec::new(),
@@ -158,17 +207,33 @@ impl CallSpans {
         }
     }
 
-    /// Records `error.type` (and the status) on every span of the call.
+    /// Records `error.type` (and the status) on every open span of the call.
     fn fail_all(&mut self, error_type: &str, description: &str) {
         for span in self
             .chat
             .iter()
-            .chain(self.tools.iter().map(|(_, span)| span))
+            .chain(self.tools.iter().filter_map(|tool| tool.span.as_ref()))
         {
             mark_error(span, error_type, description);
         }
         mark_error(&self.span, error_type, description);
         self.closed = true;
+    }
+
+    /// The `execute_tool` span of `id`, opened now if its tool had not started.
+    fn open_tool(&mut self, id: &str) -> Option<Span> {
+        let parent = &self.span;
+        let record_content = self.record_content;
+        let tool = self.tools.iter_mut().find(|tool| tool.tool_use.id == id)?;
+        let span = tool.span.get_or_insert_with(|| {
+            tool_span(
+                parent,
+                &tool.tool_use,
+                tool.description.as_deref(),
+                record_content,
+            )
+        });
+        Some(span.clone())
     }
 }
 
@@ -189,19 +254,21 @@ impl TracingHook {
     /// The hook's priority.
     pub const PRIORITY: i32 = 0;
 
-    /// A hook with the default configuration.
+    /// A hook with the default configuration: content is recorded only when
+    /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` is `true` (read now).
     pub fn new() -> Self {
+        let record_content = std::env::var(CAPTURE_CONTENT_ENV)
+            .is_ok_and(|value| value.trim().eq_ignore_ascii_case("true"));
         Self {
-            config: Config {
-                record_content: false,
-            },
+            config: Config { record_content },
             instance: InstanceId::next(),
         }
     }
 
-    /// Also records tool arguments (`gen_ai.tool.call.arguments`, JSON) and results
-    /// (`gen_ai.tool.call.result`, text) on `execute_tool` spans (default off: they may hold
-    /// sensitive data).
+    /// Also records message content (`gen_ai.system_instructions`, `gen_ai.input.messages`,
+    /// `gen_ai.output.messages` on `chat` spans) and tool arguments and results
+    /// (`gen_ai.tool.call.arguments` / `gen_ai.tool.call.result` on `execute_tool` spans),
+    /// whatever the environment says (default: off, they may hold sensitive data).
     pub fn with_content(mut self, record: bool) -> Self {
         self.config.record_content = record;
         self
@@ -213,11 +280,12 @@ impl TracingHook {
     }
 
     fn observe(&self, event: &mut HookEvent) {
+        let record_content = self.config.record_content;
         match event {
             // An observation is no call: no span.
             HookEvent::PreCall(e) if e.is_observation() => {}
             HookEvent::PreCall(e) => {
-                let spans = CallSpans::new(call_span(e.call()));
+                let spans = CallSpans::new(call_span(e.call()), record_content);
                 call_state::insert(e.extensions_mut(), self.instance, spans);
             }
             HookEvent::PostCall(e) => {
@@ -226,42 +294,63 @@ impl TracingHook {
             }
             HookEvent::PreReasoning(e) => {
                 let (model, options) = (e.model_name().to_owned(), e.generate_options().clone());
+                let content = record_content.then(|| {
+                    (
+                        input_messages(e.input_messages()),
+                        system(e.system_message()),
+                    )
+                });
+                let call = e.call().clone();
                 if let Some(spans) = self.spans(e.extensions_mut()) {
-                    start_chat(spans, Some(model), &options);
+                    start_chat(spans, &call, Some(model), &options, content);
                 }
             }
             HookEvent::PostReasoning(e) => {
-                let usage = message_usage(e.reasoning_message());
-                let finish = e.reasoning_message().finish_reason().map(str::to_owned);
+                let response = Response::of(e.reasoning_message(), record_content);
                 if let Some(spans) = self.spans(e.extensions_mut()) {
-                    finish_chat(spans, usage, finish.as_deref());
+                    finish_chat(spans, response);
                 }
             }
             HookEvent::PreSummary(e) => {
                 let options = e.generate_options().clone();
+                let content = record_content.then(|| {
+                    (
+                        input_messages(e.input_messages()),
+                        system(e.system_message()),
+                    )
+                });
+                let call = e.call().clone();
                 if let Some(spans) = self.spans(e.extensions_mut()) {
-                    start_chat(spans, None, &options);
+                    start_chat(spans, &call, None, &options, content);
                 }
             }
             HookEvent::PostSummary(e) => {
-                let usage = message_usage(e.summary_message());
-                let finish = e.summary_message().finish_reason().map(str::to_owned);
+                let response = Response::of(e.summary_message(), record_content);
                 if let Some(spans) = self.spans(e.extensions_mut()) {
-                    finish_chat(spans, usage, finish.as_deref());
+                    finish_chat(spans, response);
                 }
             }
             HookEvent::PreActing(e) => {
                 let tool_use = e.tool_use().clone();
-                let record_content = self.config.record_content;
+                let description = e
+                    .call()
+                    .tool_schema(&tool_use.name)
+                    .map(|schema| schema.description.clone())
+                    .filter(|description| !description.is_empty());
                 if let Some(spans) = self.spans(e.extensions_mut()) {
-                    start_tool(spans, &tool_use, record_content);
+                    // A call seen again (a hook replaced it) starts over.
+                    spans.tools.retain(|tool| tool.tool_use.id != tool_use.id);
+                    spans.tools.push(ToolSpan {
+                        tool_use,
+                        description,
+                        span: None,
+                    });
                 }
             }
             HookEvent::PostActing(e) => {
                 let result = e.tool_result().clone();
-                let record_content = self.config.record_content;
                 if let Some(spans) = self.spans(e.extensions_mut()) {
-                    finish_tool(spans, &result, record_content);
+                    finish_tool(spans, &result);
                 }
             }
             HookEvent::Error(e) => {
@@ -275,17 +364,129 @@ impl TracingHook {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// The engine's side: the spans it makes current, and the decisions it records.
+
+/// The `chat` span open in this call (the first `TracingHook`'s), for the engine to make
+/// current while the model is called; a disabled span without one.
+pub(crate) fn chat_span(extensions: &mut Extensions) -> Span {
+    call_state::first_mut::<CallSpans>(extensions)
+        .and_then(|spans| spans.chat.clone())
+        .unwrap_or_else(Span::none)
+}
+
+/// Opens the `execute_tool` span of each call whose id is given (the first
+/// `TracingHook`'s), for the engine to make current while the tool runs: one span per
+/// item (a disabled one for `None`); no spans at all without a `TracingHook`.
+pub(crate) fn tool_spans<'a>(
+    extensions: &mut Extensions,
+    ids: impl Iterator<Item = Option<&'a str>>,
+) -> Vec<Span> {
+    match call_state::first_mut::<CallSpans>(extensions) {
+        Some(spans) => ids
+            .map(|id| {
+                id.and_then(|id| spans.open_tool(id))
+                    .unwrap_or_else(Span::none)
+            })
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+/// What a hook or the engine decided, recorded as an event on the call span.
+pub(crate) enum Decision<'a> {
+    /// A tool call needs a person's decision (the call stops).
+    ApprovalAsked(&'a ToolUseBlock),
+    /// A person approved a tool call.
+    Approved(&'a ToolUseBlock),
+    /// A person changed a tool call's arguments.
+    Edited(&'a ToolUseBlock),
+    /// A person rejected a tool call.
+    Rejected(&'a ToolUseBlock),
+    /// A PreActing hook answered a call instead of its tool.
+    Skipped {
+        hook: &'a str,
+        tool: &'a ToolUseBlock,
+    },
+    /// A PostReasoning hook asked to reason again.
+    Goto { hook: &'a str },
+    /// A hook asked to stop, after reasoning or acting.
+    Stop { hook: &'a str, step: &'static str },
+    /// A context hook shrank the request.
+    Compacted { before: u64, after: u64 },
+}
+
+/// Records `decision` on the call span of the first `TracingHook` (nothing without one).
+pub(crate) fn record(extensions: &mut Extensions, decision: Decision<'_>) {
+    let Some(spans) = call_state::first_mut::<CallSpans>(extensions) else {
+        return;
+    };
+    let parent = &spans.span;
+    macro_rules! tool_event {
+        ($name:literal, $tool:expr) => {
+            tracing::info!(
+                parent: parent,
+                gen_ai.tool.name = $tool.name.as_str(),
+                gen_ai.tool.call.id = $tool.id.as_str(),
+                $name
+            )
+        };
+    }
+    match decision {
+        Decision::ApprovalAsked(tool) => tool_event!("agentscope.approval.asked", tool),
+        Decision::Approved(tool) => tool_event!("agentscope.approval.approved", tool),
+        Decision::Edited(tool) => tool_event!("agentscope.approval.edited", tool),
+        Decision::Rejected(tool) => tool_event!("agentscope.approval.rejected", tool),
+        Decision::Skipped { hook, tool } => tracing::info!(
+            parent: parent,
+            agentscope.hook.name = hook,
+            gen_ai.tool.name = tool.name.as_str(),
+            gen_ai.tool.call.id = tool.id.as_str(),
+            "agentscope.tool.skipped"
+        ),
+        Decision::Goto { hook } => tracing::info!(
+            parent: parent,
+            agentscope.hook.name = hook,
+            "agentscope.goto_reasoning"
+        ),
+        Decision::Stop { hook, step } => tracing::info!(
+            parent: parent,
+            agentscope.hook.name = hook,
+            agentscope.step = step,
+            "agentscope.stop_agent"
+        ),
+        Decision::Compacted { before, after } => tracing::info!(
+            parent: parent,
+            agentscope.context.tokens_before = before,
+            agentscope.context.tokens_after = after,
+            "agentscope.context.compacted"
+        ),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+
+/// `gen_ai.provider.name`: the model's provider, `_OTHER` when it does not say.
+fn provider(call: &CallInfo) -> &str {
+    call.agent().model_provider().unwrap_or("_OTHER")
+}
+
 /// Opens a call's `invoke_agent` span.
 fn call_span(call: &CallInfo) -> Span {
     let agent = call.agent();
     let span = tracing::info_span!(
         "invoke_agent",
         otel.name = %format_args!("invoke_agent {}", agent.name()),
+        otel.kind = "internal",
         gen_ai.operation.name = "invoke_agent",
+        gen_ai.provider.name = provider(call),
         gen_ai.agent.name = agent.name(),
         gen_ai.agent.id = agent.id(),
+        gen_ai.conversation.id = agent.conversation_id(),
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.usage.cache_creation.input_tokens = Empty,
         agentscope.call.id = %call.id(),
         agentscope.call.resumed_from = Empty,
         error.type = Empty,
@@ -311,9 +512,11 @@ fn finish_call(spans: Option<CallSpans>, reply: &Msg) {
     if let Some(chat) = &call.chat {
         mark_cut_short(chat, reason);
     }
-    for (_, tool) in &call.tools {
-        if reason != Some(GenerateReason::ToolSuspended) {
-            mark_cut_short(tool, reason);
+    for tool in &call.tools {
+        if let Some(span) = &tool.span
+            && reason != Some(GenerateReason::ToolSuspended)
+        {
+            mark_cut_short(span, reason);
         }
     }
 }
@@ -333,8 +536,14 @@ fn fail_call(spans: Option<CallSpans>, call: &CallInfo, error: &AgentError) {
 }
 
 /// Opens a `chat` span; `model` is `None` for the summary (the last reasoning step's model
-/// is used).
-fn start_chat(call: &mut CallSpans, model: Option<String>, options: &GenerateOptions) {
+/// is used). `content`: the input messages and system instructions, as JSON, when recorded.
+fn start_chat(
+    call: &mut CallSpans,
+    info: &CallInfo,
+    model: Option<String>,
+    options: &GenerateOptions,
+    content: Option<(String, Option<String>)>,
+) {
     if let Some(model) = model {
         call.model = Some(model);
     }
@@ -343,51 +552,110 @@ fn start_chat(call: &mut CallSpans, model: Option<String>, options: &GenerateOpt
         parent: &call.span,
         "chat",
         otel.name = %format_args!("chat {model}"),
+        otel.kind = "client",
         gen_ai.operation.name = "chat",
+        gen_ai.provider.name = provider(info),
+        gen_ai.conversation.id = info.agent().conversation_id(),
         gen_ai.request.model = model,
         gen_ai.request.temperature = Empty,
         gen_ai.request.top_p = Empty,
         gen_ai.request.max_tokens = Empty,
         gen_ai.request.seed = Empty,
+        gen_ai.response.id = Empty,
+        gen_ai.response.model = Empty,
+        gen_ai.response.finish_reasons = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
-        gen_ai.response.finish_reasons = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.usage.cache_creation.input_tokens = Empty,
+        gen_ai.system_instructions = Empty,
+        gen_ai.input.messages = Empty,
+        gen_ai.output.messages = Empty,
         error.type = Empty,
         otel.status_code = Empty,
         otel.status_description = Empty,
     );
     record_options(&span, options);
-    call.chat = Some(span);
+    if let Some((input, system)) = content {
+        span.record("gen_ai.input.messages", input);
+        if let Some(system) = system {
+            span.record("gen_ai.system_instructions", system);
+        }
+    }
+    // A step that did not finish (the provider refused the input as too long and the
+    // step starts over) was cut short.
+    if let Some(previous) = call.chat.replace(span) {
+        mark_error(&previous, "_OTHER", "the model call was made again");
+    }
 }
 
-fn finish_chat(call: &mut CallSpans, usage: Option<ChatUsage>, finish_reason: Option<&str>) {
-    if let Some(usage) = usage {
-        let total = call.usage.get_or_insert_with(ChatUsage::default);
-        total.input_tokens += usage.input_tokens;
-        total.output_tokens += usage.output_tokens;
+/// What a model message says about its response.
+struct Response {
+    usage: Option<ChatUsage>,
+    id: Option<String>,
+    model: Option<String>,
+    finish_reason: Option<String>,
+    /// `gen_ai.output.messages`, when content is recorded.
+    output: Option<String>,
+}
+
+impl Response {
+    fn of(message: &Msg, record_content: bool) -> Self {
+        Self {
+            usage: message_usage(message),
+            id: message.response_id().map(str::to_owned),
+            model: message.response_model().map(str::to_owned),
+            finish_reason: message.finish_reason().map(str::to_owned),
+            output: record_content.then(|| output_messages(message)),
+        }
     }
-    let span = call.chat.take();
-    if let (Some(span), Some(usage)) = (&span, usage) {
-        record_usage(span, usage);
+}
+
+fn finish_chat(call: &mut CallSpans, response: Response) {
+    if let Some(usage) = &response.usage {
+        call.usage.get_or_insert_with(ChatUsage::default).add(usage);
     }
-    if let (Some(span), Some(reason)) = (&span, finish_reason) {
-        // The semantic conventions' array of one choice's reason, as a JSON array.
+    let Some(span) = call.chat.take() else {
+        return;
+    };
+    if let Some(usage) = response.usage {
+        record_usage(&span, usage);
+    }
+    if let Some(id) = &response.id {
+        span.record("gen_ai.response.id", id.as_str());
+    }
+    if let Some(model) = &response.model {
+        span.record("gen_ai.response.model", model.as_str());
+    }
+    if let Some(reason) = &response.finish_reason {
+        // The conventions' array of one reason per choice (one choice here), as JSON:
+        // `tracing` has no array values (agentscope-otel exports it as an array).
         span.record(
             "gen_ai.response.finish_reasons",
-            serde_json::json!([reason]).to_string(),
+            json!([reason]).to_string(),
         );
+    }
+    if let Some(output) = response.output {
+        span.record("gen_ai.output.messages", output);
     }
 }
 
-fn start_tool(call: &mut CallSpans, tool_use: &ToolUseBlock, record_content: bool) {
+fn tool_span(
+    parent: &Span,
+    tool_use: &ToolUseBlock,
+    description: Option<&str>,
+    record_content: bool,
+) -> Span {
     let span = tracing::info_span!(
-        parent: &call.span,
+        parent: parent,
         "execute_tool",
         otel.name = %format_args!("execute_tool {}", tool_use.name),
+        otel.kind = "internal",
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = tool_use.name.as_str(),
         gen_ai.tool.call.id = tool_use.id.as_str(),
         gen_ai.tool.type = "function",
+        gen_ai.tool.description = description,
         gen_ai.tool.call.arguments = Empty,
         gen_ai.tool.call.result = Empty,
         error.type = Empty,
@@ -400,21 +668,78 @@ fn start_tool(call: &mut CallSpans, tool_use: &ToolUseBlock, record_content: boo
             tracing::field::display(&tool_use.input),
         );
     }
-    drop(take_tool(&mut call.tools, &tool_use.id));
-    call.tools.push((tool_use.id.to_string(), span));
+    span
 }
 
-fn finish_tool(call: &mut CallSpans, result: &ToolResultBlock, record_content: bool) {
-    let Some(span) = take_tool(&mut call.tools, &result.id) else {
+fn finish_tool(call: &mut CallSpans, result: &ToolResultBlock) {
+    // Opened now when its tool never started (a hook skipped it): it lasts no time.
+    let Some(span) = call.open_tool(&result.id) else {
         return;
     };
+    call.tools.retain(|tool| tool.tool_use.id != result.id);
     let text = result.text_output();
-    if record_content {
+    if call.record_content {
         span.record("gen_ai.tool.call.result", text.as_str());
     }
     if result.is_error {
         mark_error(&span, "tool_error", &text);
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Content, as the conventions' JSON: messages of parts.
+
+/// One content block as a part, `None` for what is not captured (images, ...).
+fn part(block: &ContentBlock) -> Option<Value> {
+    Some(match block {
+        ContentBlock::Text(text) => json!({"type": "text", "content": &*text.text}),
+        ContentBlock::Thinking(thinking) => {
+            json!({"type": "reasoning", "content": &*thinking.thinking})
+        }
+        ContentBlock::ToolUse(call) => json!({
+            "type": "tool_call", "id": call.id.as_str(), "name": call.name.as_str(),
+            "arguments": &call.input,
+        }),
+        ContentBlock::ToolResult(result) => json!({
+            "type": "tool_call_response", "id": result.id.as_str(),
+            "result": result.text_output(),
+        }),
+        _ => return None,
+    })
+}
+
+fn role(role: Role) -> &'static str {
+    match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::System => "system",
+        Role::Tool => "tool",
+    }
+}
+
+fn message(msg: &Msg) -> Value {
+    let parts: Vec<Value> = msg.content.iter().filter_map(part).collect();
+    json!({"role": role(msg.role), "parts": parts})
+}
+
+/// `gen_ai.input.messages`.
+fn input_messages(messages: &[Msg]) -> String {
+    Value::Array(messages.iter().map(message).collect()).to_string()
+}
+
+/// `gen_ai.system_instructions`: the system message's parts.
+fn system(system: Option<&Msg>) -> Option<String> {
+    let parts: Vec<Value> = system?.content.iter().filter_map(part).collect();
+    Some(Value::Array(parts).to_string())
+}
+
+/// `gen_ai.output.messages`: the one choice, with its finish reason.
+fn output_messages(msg: &Msg) -> String {
+    let mut output = message(msg);
+    if let Some(reason) = msg.finish_reason() {
+        output["finish_reason"] = json!(reason);
+    }
+    json!([output]).to_string()
 }
 
 impl Default for TracingHook {
@@ -450,11 +775,6 @@ impl Hook for TracingHook {
     );
 }
 
-fn take_tool(tools: &mut Vec<(String, Span)>, id: &str) -> Option<Span> {
-    let at = tools.iter().position(|(open, _)| open == id)?;
-    Some(tools.swap_remove(at).1)
-}
-
 fn record_options(span: &Span, options: &GenerateOptions) {
     if let Some(temperature) = options.temperature {
         span.record("gen_ai.request.temperature", f64::from(temperature));
@@ -473,6 +793,12 @@ fn record_options(span: &Span, options: &GenerateOptions) {
 fn record_usage(span: &Span, usage: ChatUsage) {
     span.record("gen_ai.usage.input_tokens", usage.input_tokens);
     span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+    if let Some(read) = usage.cache_read_input_tokens {
+        span.record("gen_ai.usage.cache_read.input_tokens", read);
+    }
+    if let Some(written) = usage.cache_creation_input_tokens {
+        span.record("gen_ai.usage.cache_creation.input_tokens", written);
+    }
 }
 
 fn mark_error(span: &Span, error_type: &str, description: &str) {
@@ -519,7 +845,7 @@ pub(crate) fn error_type(error: &AgentError) -> Cow<'static, str> {
 }
 
 /// A model failure's `error.type`: the last attempt's, for a request its retries gave up on.
-fn model_error_type(error: &ModelError) -> Cow<'static, str> {
+pub(crate) fn model_error_type(error: &ModelError) -> Cow<'static, str> {
     Cow::Borrowed(match error {
         ModelError::RetriesExhausted { source, .. } => return model_error_type(source),
         ModelError::Status { status, .. } => return Cow::Owned(status.to_string()),
@@ -612,13 +938,7 @@ mod tests {
             "usage".into(),
             json!({"input_tokens": 3, "output_tokens": 4}),
         );
-        assert_eq!(
-            message_usage(&msg),
-            Some(ChatUsage {
-                input_tokens: 3,
-                output_tokens: 4
-            })
-        );
+        assert_eq!(message_usage(&msg), Some(ChatUsage::new(3, 4)));
         msg.metadata.insert("usage".into(), json!("garbage"));
         assert_eq!(message_usage(&msg), None);
     }

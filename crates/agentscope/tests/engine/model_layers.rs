@@ -211,11 +211,11 @@ async fn each_layer_shows_in_tracing() {
         [
             "DEBUG message=model response cache model=primary cache_hit=false",
             "span model_attempt model=primary attempt=1",
-            "WARN message=model failed, retrying model=primary retry=1 max_retries=1 \
-             error=HTTP 503: status 503",
+            "WARN message=agentscope.model.retry model=primary retry=1 max_retries=1 \
+             error.type=503 error=HTTP 503: status 503",
             "span model_attempt model=primary attempt=2",
-            "WARN message=model failed, using the fallback model=primary fallback=backup \
-             error=gave up after 2 attempts: HTTP 502: status 502",
+            "WARN message=agentscope.model.fallback model=primary fallback=backup \
+             error.type=502 error=gave up after 2 attempts: HTTP 502: status 502",
             "span model_fallback model=primary fallback=backup",
         ],
         "{lines:#?}"
