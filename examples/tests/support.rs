@@ -119,13 +119,14 @@ async fn a_retry_is_printed_as_a_warning_line() {
     let (start, rest) = lines[0].split_once(", delay_ms=").unwrap();
     assert_eq!(
         start,
-        "warning: model failed, retrying (model=flaky, retry=1, max_retries=2"
+        "warning: agentscope.model.retry (model=flaky, retry=1, max_retries=2"
     );
     let (delay, end) = rest.split_once(", ").unwrap();
     assert!(delay.parse::<u64>().unwrap() <= 1, "{delay}");
     assert_eq!(
         end,
-        "error=connection error: sending the request to http://127.0.0.1:9/v1/chat/completions)"
+        "error.type=connection_error, error=connection error: sending the request to \
+         http://127.0.0.1:9/v1/chat/completions)"
     );
 }
 

@@ -22,6 +22,19 @@ impl Scenario {
         let mut metadata = serde_json::Map::new();
         metadata.insert("usage".into(), serde_json::to_value(self.usage).unwrap());
         metadata.insert("finish_reason".into(), self.finish_reason.into());
+        // The provider's response id and model, as the transcript's chunks name them.
+        let chunk = self
+            .sse
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+            .find(|chunk| chunk["id"].is_string() && chunk["model"].is_string());
+        if let Some(chunk) = chunk {
+            metadata.insert(
+                "response".into(),
+                serde_json::json!({"id": chunk["id"], "model": chunk["model"]}),
+            );
+        }
         metadata
     }
 }
