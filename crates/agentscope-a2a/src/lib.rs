@@ -51,16 +51,19 @@
 //   approvals                            input-required: the question, the decisions
 //   tasks                                the SDK's task store over the session store
 //   convert                              A2A messages and parts <-> Msg
+//   remote                               calling remote agents: RemoteAgent, RemoteAgentTool
 mod approvals;
 mod auth;
 mod builder;
 mod card;
 mod convert;
 mod executor;
+mod remote;
 mod routes;
 mod tasks;
 
 pub use builder::{A2aBuilder, BuildError};
+pub use remote::{RemoteAgent, RemoteAgentBuilder, RemoteAgentTool, RemoteError};
 pub use routes::A2a;
 
 /// The A2A guide's code blocks, compiled with the doc tests.

@@ -5,6 +5,7 @@ mod agui;
 mod approvals;
 mod killed;
 mod python;
+mod remote;
 mod support;
 
 use std::time::Duration;
