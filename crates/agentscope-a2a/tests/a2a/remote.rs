@@ -52,7 +52,7 @@ fn blocks(content: &[ContentBlock]) -> String {
         .join("|")
 }
 
-async fn events(stream: AgentStream) -> Vec<String> {
+pub(crate) async fn events(stream: AgentStream) -> Vec<String> {
     stream.map(|event| seen(&event.unwrap())).collect().await
 }
 
