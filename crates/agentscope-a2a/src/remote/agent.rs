@@ -21,8 +21,8 @@ use super::tool::RemoteAgentTool;
 type Configure = Box<dyn FnOnce(ReActAgentBuilder) -> ReActAgentBuilder + Send>;
 
 /// A remote agent that speaks A2A 1.0, found from its agent card, used as a local
-/// [`Agent`]: in a [`MsgHub`](agentscope::multi_agent::MsgHub), a pipeline, an
-/// [`AgentTool`](agentscope::multi_agent::AgentTool), or directly as a tool
+/// [`Agent`]: in a `MsgHub`, a pipeline, an
+/// `AgentTool`, or directly as a tool
 /// ([`into_tool`](Self::into_tool)).
 ///
 /// # A call
@@ -266,6 +266,13 @@ impl RemoteAgent {
     /// # Errors
     ///
     /// As [`RemoteAgentBuilder::connect`].
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let remote = agentscope_a2a::RemoteAgent::connect("http://127.0.0.1:4000/a2a").await?;
+    /// println!("{}: {} ({})", remote.name(), remote.description(), remote.url());
+    /// # Ok(()) }
+    /// ```
     pub async fn connect(url: impl Into<String>) -> Result<Self, RemoteError> {
         Self::builder(url).connect().await
     }
@@ -287,6 +294,13 @@ impl RemoteAgent {
 
     /// The local agent that holds the conversation: its memory (the inputs and the
     /// replies), hooks, state.
+    ///
+    /// ```no_run
+    /// # async fn run(remote: agentscope_a2a::RemoteAgent) -> Result<(), Box<dyn std::error::Error>> {
+    /// remote.call("Hi").await?;
+    /// assert_eq!(remote.agent().memory().len(), 2); // the input and the reply
+    /// # Ok(()) }
+    /// ```
     pub fn agent(&self) -> &ReActAgent {
         &self.agent
     }
@@ -308,12 +322,36 @@ impl RemoteAgent {
 
     /// Runs one call as a stream of events (see the [type's documentation](Self) for the
     /// events). Dropping the stream cancels the remote task in the background.
+    ///
+    /// ```no_run
+    /// use agentscope::{EventType, StreamOptions};
+    /// use futures::StreamExt;
+    ///
+    /// # async fn run(remote: agentscope_a2a::RemoteAgent) -> Result<(), agentscope::AgentError> {
+    /// let mut events = remote.stream("Tell me a story.", StreamOptions::default());
+    /// while let Some(event) = events.next().await {
+    ///     let event = event?;
+    ///     if event.event_type == EventType::Reasoning && !event.is_last {
+    ///         print!("{}", event.message.text()); // the remote agent's text, as it comes
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn stream(&self, input: impl Into<CallInput>, options: StreamOptions) -> AgentStream {
         self.agent.stream(input, options)
     }
 
     /// Interrupts the running call: its remote task is canceled, then the call ends as an
     /// interrupted call. Does nothing when no call runs.
+    ///
+    /// ```no_run
+    /// # async fn run(remote: agentscope_a2a::RemoteAgent) -> Result<(), Box<dyn std::error::Error>> {
+    /// let call = tokio::spawn(remote.call("Take your time."));
+    /// remote.interrupt(); // the remote task is canceled, then the call ends
+    /// let reply = call.await??;
+    /// assert_eq!(reply.generate_reason(), Some(agentscope::GenerateReason::Interrupted));
+    /// # Ok(()) }
+    /// ```
     pub fn interrupt(&self) {
         if !self.running.interrupt() {
             self.agent.interrupt();
@@ -321,12 +359,30 @@ impl RemoteAgent {
     }
 
     /// The remote context of the conversation, once a reply recorded one.
+    ///
+    /// ```no_run
+    /// # async fn run(remote: agentscope_a2a::RemoteAgent) -> Result<(), Box<dyn std::error::Error>> {
+    /// assert_eq!(remote.context_id(), None); // no call yet
+    /// remote.call("Hi").await?;
+    /// println!("remote context: {:?}", remote.context_id());
+    /// # Ok(()) }
+    /// ```
     pub fn context_id(&self) -> Option<String> {
         standing(&self.agent.memory().messages(), self.name()).context_id
     }
 
     /// The question the remote agent waits for an answer to: its last reply, when its task
     /// ended `input-required` (or `auth-required`). The next call answers it.
+    ///
+    /// ```no_run
+    /// # async fn run(remote: agentscope_a2a::RemoteAgent) -> Result<(), Box<dyn std::error::Error>> {
+    /// let reply = remote.call("Book a table.").await?;
+    /// if remote.pending_question().is_some() {
+    ///     println!("it asks: {}", reply.text());
+    ///     remote.call("For two, at eight.").await?; // answers on the same task
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn pending_question(&self) -> Option<Msg> {
         let memory = self.agent.memory().messages();
         let at = standing(&memory, self.name()).last_reply?;
@@ -358,6 +414,15 @@ impl RemoteAgent {
     }
 
     /// The agent as a tool (see [`RemoteAgentTool`]).
+    ///
+    /// ```no_run
+    /// use agentscope::prelude::*;
+    ///
+    /// # async fn run(remote: agentscope_a2a::RemoteAgent) {
+    /// let toolkit = Toolkit::new().tool(remote.into_tool().with_name("ask_ops"));
+    /// # let _ = toolkit;
+    /// # }
+    /// ```
     pub fn into_tool(self) -> RemoteAgentTool {
         RemoteAgentTool::new(self)
     }

@@ -20,7 +20,7 @@ use super::error::RemoteError;
 ///
 /// - **Progress.** The remote agent's streamed text, tool calls and tool results become the
 ///   tool's progress (`ActingChunk` events, `ToolResult` chunks in the local stream), one
-///   chunk per content block, as [`AgentTool`](agentscope::multi_agent::AgentTool) forwards
+///   chunk per content block, as `AgentTool` forwards
 ///   an agent's.
 /// - **Questions.** When the remote task ends asking for input (`input-required`), the
 ///   question is the tool's progress and the tool call is suspended
@@ -89,6 +89,18 @@ fn tool_name(name: &str) -> String {
 impl RemoteAgentTool {
     /// The agent as a tool, named after it (other characters than letters, digits, `_`
     /// and `-` become `_`), described by its card.
+    ///
+    /// ```no_run
+    /// use agentscope_a2a::{RemoteAgent, RemoteAgentTool};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let remote = RemoteAgent::connect("http://127.0.0.1:4000/a2a").await?;
+    /// let tool = RemoteAgentTool::new(remote)
+    ///     .with_name("ask_calculator")
+    ///     .with_description("Asks the calculator agent an arithmetic question.");
+    /// assert_eq!(tool.agent().name(), "calculator");
+    /// # Ok(()) }
+    /// ```
     pub fn new(agent: RemoteAgent) -> Self {
         let name = tool_name(agent.name());
         let about = agent.description().trim();
@@ -136,6 +148,23 @@ impl RemoteAgentTool {
     /// # Errors
     ///
     /// [`RemoteError::NotWaiting`] when the call `call_id` is not suspended by a question.
+    ///
+    /// ```no_run
+    /// use agentscope::prelude::*;
+    /// use agentscope_a2a::{RemoteAgent, RemoteAgentTool};
+    /// use serde_json::json;
+    ///
+    /// # async fn run(lead: ReActAgent, tool: RemoteAgentTool) -> Result<(), Box<dyn std::error::Error>> {
+    /// let stopped = lead.call("Clean up.").await?;
+    /// if stopped.generate_reason() == Some(GenerateReason::ToolSuspended) {
+    ///     let call = &stopped.tool_uses()[0];
+    ///     let approve = json!({"decisions": [{"toolCallId": "c1", "approved": true}]});
+    ///     tool.answer(&call.id, RemoteAgent::data_message(approve))?;
+    ///     let done = lead.call(()).await?; // the tool sends the answer on the remote task
+    ///     println!("{}", done.text());
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn answer(&self, call_id: &str, answer: impl Into<CallInput>) -> Result<(), RemoteError> {
         let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
         match waiting.as_mut() {
