@@ -72,7 +72,10 @@ fn card_url(url: &str) -> Result<reqwest::Url, RemoteError> {
         let path = format!("{}/", base.path());
         base.set_path(&path);
     }
-    base.join(WELL_KNOWN).map_err(|_| invalid())
+    // A gateway's query (`?key=...`) stays on the card's URL.
+    let mut card = base.join(WELL_KNOWN).map_err(|_| invalid())?;
+    card.set_query(base.query());
+    Ok(card)
 }
 
 impl Connection {
@@ -278,6 +281,10 @@ mod tests {
         assert_eq!(
             url("https://agents.example.com/").unwrap(),
             "https://agents.example.com/.well-known/agent-card.json"
+        );
+        assert_eq!(
+            url("https://gw.example.com/a2a?key=k-1").unwrap(),
+            "https://gw.example.com/a2a/.well-known/agent-card.json?key=k-1"
         );
         assert_eq!(
             url("https://agents.example.com/cards/ops.json").unwrap(),

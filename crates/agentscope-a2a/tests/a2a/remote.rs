@@ -623,7 +623,9 @@ async fn a_bad_card_url_or_an_answer_that_is_no_card_is_a_clear_error() {
     };
     assert_eq!(
         url,
-        &format!("http://alice:<redacted>@127.0.0.1:{port}/a2a/.well-known/agent-card.json")
+        &format!(
+            "http://alice:<redacted>@127.0.0.1:{port}/a2a/.well-known/agent-card.json?key=<redacted>"
+        )
     );
     assert!(reason.starts_with("it cannot be fetched: "), "{reason}");
     let texts = format!("{error} {error:?}");
