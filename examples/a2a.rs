@@ -1,11 +1,16 @@
-//! An agent served to other agents over A2A 1.0: `agentscope-a2a` serves its card, the
-//! JSON-RPC and HTTP+JSON methods, and stores contexts and tasks in JSON files.
+//! An agent served to other agents over A2A 1.0, and a local agent that calls it:
+//! `agentscope-a2a` serves its card, the JSON-RPC and HTTP+JSON methods, and stores
+//! contexts and tasks in JSON files (`serve`); `RemoteAgent` calls a remote agent as a tool
+//! of a local agent, streaming its progress (`call`).
 //!
 //! ```sh
 //! cargo run --example a2a -- serve                    # http://127.0.0.1:4000/a2a, offline demo model
 //! PORT=8080 cargo run --example a2a -- serve          # another port
 //! A2A_TOKEN=secret cargo run --example a2a -- serve   # the methods ask for a bearer token
 //! OPENAI_API_KEY=sk-... cargo run --example a2a -- serve   # a real OpenAI-compatible endpoint
+//!
+//! cargo run --example a2a -- call http://127.0.0.1:4000/a2a                   # asks "What is 6*7?"
+//! cargo run --example a2a -- call http://127.0.0.1:4000/a2a "What is 12*12?"  # another question
 //! ```
 //!
 //! It prints the base URL; any A2A 1.0 client finds the agent from it (the card is at
@@ -23,6 +28,13 @@
 //! loop, tasks, sessions) is the real thing. Contexts are sessions in JSON files under the
 //! system temp directory (`SESSIONS_DIR` chooses another folder), so a restart continues
 //! a context.
+//!
+//! `call URL [QUESTION]` connects to the agent at `URL` (its base URL or its card's URL;
+//! with `A2A_TOKEN` as its bearer token when set), gives it to a local agent as a tool named
+//! after it, and asks the local agent the question. It prints the remote agent's progress as
+//! it streams (its tool calls, their results, its text) and the local agent's answer. The
+//! local model comes from `support::model_or` too: offline, a demo model (not a language
+//! model) that gives the question to the remote agent and quotes its answer.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -30,18 +42,31 @@ mod support;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use std::io::Write as _;
+
 use agentscope::prelude::*;
-use agentscope_a2a::A2a;
+use agentscope::{ChatStream, ContentBlock, Event, EventType, ModelError, ModelRequest};
+use agentscope_a2a::{A2a, RemoteAgent};
 use agentscope_test::tools::Calculator;
+use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
+use futures::StreamExt;
+use serde_json::json;
+
+const USAGE: &str = "usage: cargo run --example a2a -- serve\n       \
+                     cargo run --example a2a -- call URL [QUESTION]";
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let mode = std::env::args().nth(1);
-    if mode.as_deref() != Some("serve") {
-        eprintln!("usage: cargo run --example a2a -- serve");
-        return ExitCode::from(2);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["serve"] => support::run(serve()).await,
+        ["call", url] => support::run(call(url.to_owned(), "What is 6*7?".to_owned())).await,
+        ["call", url, question] => support::run(call(url.to_owned(), question.to_owned())).await,
+        _ => {
+            eprintln!("{USAGE}");
+            ExitCode::from(2)
+        }
     }
-    support::run(serve()).await
 }
 
 async fn serve() -> Result<(), Box<dyn std::error::Error>> {
@@ -88,4 +113,132 @@ async fn serve() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     println!("stopped");
     Ok(())
+}
+
+/// Asks a local agent `question`, with the remote agent at `url` as its tool, and prints the
+/// remote agent's progress and the local answer as they stream.
+async fn call(url: String, question: String) -> Result<(), Box<dyn std::error::Error>> {
+    let mut remote = RemoteAgent::builder(&url);
+    if let Some(token) = std::env::var("A2A_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+    {
+        remote = remote.bearer_token(token);
+    }
+    let remote = remote.connect().await?;
+    let tool = remote.clone().into_tool();
+    let tool_name = agentscope::Tool::name(&tool).to_owned();
+    let model = support::model_or(CallDemo::new(&tool_name, &question))?;
+    println!(
+        "remote agent: {} at {} ({})",
+        remote.name(),
+        remote.url(),
+        remote.description()
+    );
+    let agent = ReActAgent::builder()
+        .name("assistant")
+        .sys_prompt(format!(
+            "You are a helpful assistant. Give questions you cannot answer yourself to the \
+             remote agent `{tool_name}` and answer with what it says."
+        ))
+        .model(model)
+        .toolkit(Toolkit::new().tool(tool))
+        .build()?;
+
+    println!("you: {question}");
+    let mut events = agent.stream(question.as_str(), StreamOptions::default());
+    let mut answering = false;
+    while let Some(event) = events.next().await {
+        let event = event?;
+        print_event(&event, &mut answering);
+    }
+    println!();
+    Ok(())
+}
+
+/// One event of the local call: the remote agent's progress (a tool chunk) on lines of its
+/// own, the local answer's text as it streams.
+fn print_event(event: &Event, answering: &mut bool) {
+    match (event.event_type, event.is_last) {
+        (EventType::ToolResult, false) => {
+            for result in event.message.tool_results() {
+                for block in &result.output {
+                    match block {
+                        ContentBlock::Text(text) => println!("  {} | {}", result.name, text.text),
+                        ContentBlock::ToolUse(call) => {
+                            println!("  {} | calls {}({})", result.name, call.name, call.input)
+                        }
+                        ContentBlock::ToolResult(inner) => println!(
+                            "  {} | {} returned {}",
+                            result.name,
+                            inner.name,
+                            inner.text_output()
+                        ),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        (EventType::ToolResult, true) => {
+            for result in event.message.tool_results() {
+                println!("  {} answered: {}", result.name, result.text_output());
+            }
+        }
+        (EventType::Reasoning, false) => {
+            let text = event.message.text();
+            if !text.is_empty() {
+                if !*answering {
+                    print!("assistant: ");
+                    *answering = true;
+                }
+                print!("{text}");
+                let _ = std::io::stdout().flush();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The offline demo model of `call` (clearly not a language model): it gives the question
+/// to the remote agent's tool, then answers by quoting what the remote agent said.
+struct CallDemo {
+    script: ScriptedModel,
+}
+
+impl CallDemo {
+    fn new(tool: &str, question: &str) -> Self {
+        Self {
+            script: ScriptedModel::new([ScriptedResponse::chunks([ScriptedChunk::tool_call(
+                "call_1",
+                tool,
+                json!({"task": question}),
+            )])])
+            .with_name("demo-model (offline, scripted)"),
+        }
+    }
+}
+
+impl Model for CallDemo {
+    fn model_name(&self) -> &str {
+        self.script.model_name()
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
+        // Once the remote agent has answered, quote it, streamed word by word.
+        let said = request
+            .messages
+            .iter()
+            .flat_map(|m| m.tool_results())
+            .last()
+            .map(|r| r.text_output());
+        if let Some(said) = said {
+            let answer = format!("The remote agent says: {said}");
+            let words: Vec<ScriptedChunk> = answer
+                .split_inclusive(' ')
+                .map(ScriptedChunk::text)
+                .collect();
+            self.script.push(ScriptedResponse::chunks(words));
+        }
+        self.script.stream(request).await
+    }
 }

@@ -128,12 +128,27 @@ for _ in $(seq 1 100); do
 done
 card=$(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
     "http://127.0.0.1:$port/a2a/.well-known/agent-card.json" 2>&1 || true)
+# `call` against it: a local agent asks it as a tool, its progress and the answer stream.
+code=0
+"${offline[@]}" timeout 120 "$bin/a2a" call "http://127.0.0.1:$port/a2a" </dev/null \
+    >"$tmp/a2a-call" 2>"$tmp/a2a-call-err" || code=$?
 kill "$a2a_pid" 2>/dev/null || true
 wait "$a2a_pid" 2>/dev/null || true
 grep -q "^A2A agent: http://127.0.0.1:$port/a2a" "$tmp/a2a" || fail "a2a did not serve: $(cat "$tmp/a2a")"
 case "$card" in *'"name":"calculator"'*) ;; *) fail "a2a: no agent card named calculator: $card" ;; esac
 check_first_line a2a "$tmp/a2a"
 echo "a2a: $(head -n 1 "$tmp/a2a")"
+[ "$code" = 0 ] || fail "a2a call exited with $code: $(cat "$tmp/a2a-call-err")"
+check_first_line "a2a call" "$tmp/a2a-call"
+expected_call="remote agent: calculator at http://127.0.0.1:$port/a2a/.well-known/agent-card.json (Answers arithmetic questions with a calculator.)
+you: What is 6*7?
+  calculator | calls calculator({\"expression\":\"6*7\"})
+  calculator | calculator returned 42
+  calculator | The answer is 42.
+  calculator answered: The answer is 42.
+assistant: The remote agent says: The answer is 42."
+[ "$(tail -n +3 "$tmp/a2a-call")" = "$expected_call" ] || fail "a2a call printed: $(cat "$tmp/a2a-call")"
+echo "a2a call: $(tail -n 1 "$tmp/a2a-call")"
 
 echo "-- hitl: the hint, followed as printed, continues the session"
 store="$tmp/hitl store"

@@ -1,5 +1,6 @@
 //! Serve agentscope-rs agents to other agents over [A2A](https://a2a-protocol.org) 1.0, the
-//! Agent2Agent protocol, on the official A2A Rust SDK (`a2a-lf`, `a2a-server-lf`).
+//! Agent2Agent protocol, and call remote agents, on the official A2A Rust SDK (`a2a-lf`,
+//! `a2a-server-lf`, `a2a-client-lf`).
 //!
 //! - [`A2a`] holds one agent (a factory of a configured [`ReActAgentBuilder`]), the
 //!   session store and the card's details, and gives an axum [`Router`](axum::Router) to
@@ -21,6 +22,11 @@
 //! - **Approvals as `input-required`**: with [`A2aBuilder::approval`], a tool call that
 //!   needs a decision ends the task asking for it; the next message on the task decides,
 //!   and the stopped call resumes.
+//!
+//! - **Calling remote agents**: [`RemoteAgent`] is any A2A 1.0 agent, found from its card,
+//!   as a local [`Agent`](agentscope::Agent) (in a `MsgHub`, a pipeline, an `AgentTool`),
+//!   on the SDK's client (`a2a-client-lf`); [`RemoteAgentTool`] is the same agent as a tool
+//!   whose questions (`input-required`) suspend the tool call until they are answered.
 //!
 //! The concept mapping is in `docs/a2a.md`.
 //!
@@ -55,6 +61,7 @@
 //   approvals -> convert                 input-required: the question, the decisions
 //   tasks                                the SDK's task store over the session store
 //   convert                              A2A messages and parts <-> Msg
+//   remote                               calling remote agents: RemoteAgent, RemoteAgentTool
 mod approvals;
 mod auth;
 mod builder;
@@ -62,11 +69,13 @@ mod card;
 mod convert;
 mod executor;
 mod handler;
+mod remote;
 mod routes;
 mod tasks;
 mod version;
 
 pub use builder::{A2aBuilder, BuildError};
+pub use remote::{RemoteAgent, RemoteAgentBuilder, RemoteAgentTool, RemoteError};
 pub use routes::A2a;
 
 /// The A2A guide's code blocks, compiled with the doc tests.

@@ -497,6 +497,19 @@ pub enum AgentError {
         /// Why.
         message: String,
     },
+    /// The agent failed for a reason of its own: what an agent whose work is not the ReAct
+    /// loop (a custom reply, an `Agent` implemented outside the `agentscope` crate) returns
+    /// when that work fails: a remote agent's task failed or was rejected, a service it
+    /// relays to refused. The message says what failed; `source` holds the underlying
+    /// error, if any.
+    #[error("{message}")]
+    Failed {
+        /// What failed.
+        message: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<ErrorSource>,
+    },
 }
 
 /// A session that another call holds is [`AgentError::Busy`], like a busy agent; every other
@@ -511,6 +524,21 @@ impl From<SessionError> for AgentError {
 }
 
 impl AgentError {
+    /// A [`Failed`](AgentError::Failed) error with a message and no source.
+    ///
+    /// ```
+    /// use agentscope_core::AgentError;
+    ///
+    /// let error = AgentError::failed("the remote agent rejected the task: no such city");
+    /// assert_eq!(error.to_string(), "the remote agent rejected the task: no such city");
+    /// ```
+    pub fn failed(message: impl fmt::Display) -> Self {
+        AgentError::Failed {
+            message: message.to_string(),
+            source: None,
+        }
+    }
+
     /// An invalid-input error with a message.
     pub fn invalid_input(message: impl fmt::Display) -> Self {
         AgentError::InvalidInput {

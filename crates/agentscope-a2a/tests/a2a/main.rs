@@ -7,6 +7,7 @@ mod in_doubt;
 mod instances;
 mod killed;
 mod python;
+mod remote;
 mod support;
 
 use std::time::Duration;

@@ -14,7 +14,7 @@ use futures::future::{BoxFuture, Either, select};
 use super::acting::Acted;
 use super::reasoning::{Reasoned, Then};
 use super::{Call, Halt, Step};
-use crate::stream::EventType;
+use crate::stream::{Event, EventType};
 
 /// An agent's reply logic: what the agent does with a call's input, in place of the ReAct
 /// loop. Give it to [`ReActAgentBuilder::reply`](crate::ReActAgentBuilder::reply).
@@ -225,6 +225,52 @@ impl<'c, 'a> ReplyContext<'c, 'a> {
     pub async fn say(&mut self, message: Msg) {
         self.call.setup.config.memory.add(message.clone());
         self.call.emit(EventType::Reasoning, true, || message).await;
+    }
+
+    /// Sends `event` to the call's stream (when the stream's options want its type) as it
+    /// is: nothing is stored and no hook runs. For a reply that relays another agent's
+    /// work, whose steps are not this agent's (a remote agent's streamed text, tool calls and
+    /// tool results). Chunk events are sent as given, whatever the stream's `incremental`
+    /// option says; an [`AgentResult`](EventType::AgentResult) event is not sent (the call's
+    /// reply is the stream's result).
+    ///
+    /// ```
+    /// use agentscope::prelude::*;
+    /// use agentscope::{Event, EventType, Reply, ReplyContext, StreamOptions};
+    /// use futures::StreamExt;
+    ///
+    /// /// Relays a word at a time, then answers with the whole text.
+    /// struct Relay;
+    ///
+    /// impl Reply for Relay {
+    ///     async fn reply(&self, cx: &mut ReplyContext<'_, '_>) -> Result<Msg, AgentError> {
+    ///         for word in ["Hello", " there"] {
+    ///             let chunk = cx.message(word);
+    ///             cx.emit(Event { event_type: EventType::Reasoning, message: chunk, is_last: false })
+    ///                 .await;
+    ///         }
+    ///         Ok(cx.message("Hello there"))
+    ///     }
+    /// }
+    ///
+    /// # futures::executor::block_on(async {
+    /// let agent = ReActAgent::builder().name("relay").reply(Relay).build()?;
+    /// let events: Vec<_> = agent.stream("hi", StreamOptions::default()).collect().await;
+    /// let texts: Vec<String> = events.into_iter().map(|e| e.unwrap().message.text()).collect();
+    /// assert_eq!(texts, ["Hello", " there", "Hello there"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn emit(&mut self, event: Event) {
+        let Event {
+            event_type,
+            message,
+            is_last,
+        } = event;
+        if event_type == EventType::AgentResult {
+            return;
+        }
+        self.call.emit(event_type, is_last, || message).await;
     }
 }
 

@@ -413,6 +413,7 @@ pub(crate) enum Decision<'a> {
     /// A hook asked to stop, after reasoning or acting.
     Stop { hook: &'a str, step: &'static str },
     /// A context hook shrank the request.
+    #[cfg(feature = "context")]
     Compacted { before: u64, after: u64 },
 }
 
@@ -455,6 +456,7 @@ pub(crate) fn record(extensions: &mut Extensions, decision: Decision<'_>) {
             agentscope.step = step,
             "agentscope.stop_agent"
         ),
+        #[cfg(feature = "context")]
         Decision::Compacted { before, after } => tracing::info!(
             parent: parent,
             agentscope.context.tokens_before = before,
