@@ -45,10 +45,9 @@ use std::process::ExitCode;
 use std::io::Write as _;
 
 use agentscope::prelude::*;
-use agentscope::{ChatStream, ContentBlock, Event, EventType, ModelError, ModelRequest};
+use agentscope::{ContentBlock, Event, EventType};
 use agentscope_a2a::{A2a, RemoteAgent};
 use agentscope_test::tools::Calculator;
-use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -128,7 +127,12 @@ async fn call(url: String, question: String) -> Result<(), Box<dyn std::error::E
     let remote = remote.connect().await?;
     let tool = remote.clone().into_tool();
     let tool_name = agentscope::Tool::name(&tool).to_owned();
-    let model = support::model_or(CallDemo::new(&tool_name, &question))?;
+    let model = support::model_or(support::DemoModel::calling(
+        None,
+        &tool_name,
+        json!({"task": question}),
+        |said| format!("The remote agent says: {said}"),
+    ))?;
     println!(
         "remote agent: {} at {} ({})",
         remote.name(),
@@ -196,49 +200,5 @@ fn print_event(event: &Event, answering: &mut bool) {
             }
         }
         _ => {}
-    }
-}
-
-/// The offline demo model of `call` (clearly not a language model): it gives the question
-/// to the remote agent's tool, then answers by quoting what the remote agent said.
-struct CallDemo {
-    script: ScriptedModel,
-}
-
-impl CallDemo {
-    fn new(tool: &str, question: &str) -> Self {
-        Self {
-            script: ScriptedModel::new([ScriptedResponse::chunks([ScriptedChunk::tool_call(
-                "call_1",
-                tool,
-                json!({"task": question}),
-            )])])
-            .with_name("demo-model (offline, scripted)"),
-        }
-    }
-}
-
-impl Model for CallDemo {
-    fn model_name(&self) -> &str {
-        self.script.model_name()
-    }
-
-    async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
-        // Once the remote agent has answered, quote it, streamed word by word.
-        let said = request
-            .messages
-            .iter()
-            .flat_map(|m| m.tool_results())
-            .last()
-            .map(|r| r.text_output());
-        if let Some(said) = said {
-            let answer = format!("The remote agent says: {said}");
-            let words: Vec<ScriptedChunk> = answer
-                .split_inclusive(' ')
-                .map(ScriptedChunk::text)
-                .collect();
-            self.script.push(ScriptedResponse::chunks(words));
-        }
-        self.script.stream(request).await
     }
 }

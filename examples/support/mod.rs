@@ -33,7 +33,7 @@ use agentscope::{BoxedModel, ChatStream, ModelError, ModelRequest};
 use agentscope_anthropic::AnthropicModel;
 use agentscope_openai::OpenAIChatModel;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
-use serde_json::json;
+use serde_json::{Value, json};
 use tracing::field::{Field, Visit};
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::LevelFilter;
@@ -296,24 +296,42 @@ impl<M: Model> Model for MaxTokens<M> {
     }
 }
 
-/// The offline demo model (clearly not a language model): it plays a calculator call, then
-/// streams an answer quoting the calculator's result from the conversation.
-struct DemoModel {
+/// The offline demo model (clearly not a language model): it plays one tool call, then
+/// streams an answer made from the tool's result in the conversation, word by word.
+pub(crate) struct DemoModel {
     script: ScriptedModel,
+    answer: fn(&str) -> String,
 }
 
 impl DemoModel {
-    fn new(question_expression: &str) -> Self {
+    /// The calculator demo: it asks the calculator for `expression`, then answers with the
+    /// calculator's result.
+    fn new(expression: &str) -> Self {
+        Self::calling(
+            Some("The user wants arithmetic; I'll use the calculator."),
+            "calculator",
+            json!({"expression": expression}),
+            |result| format!("The answer is {result}."),
+        )
+    }
+
+    /// Calls `tool` with `input` (after `thinking`, if any), then answers
+    /// `answer(the tool's result)`.
+    pub(crate) fn calling(
+        thinking: Option<&str>,
+        tool: &str,
+        input: Value,
+        answer: fn(&str) -> String,
+    ) -> Self {
+        let call = ScriptedChunk::tool_call("call_1", tool, input);
+        let chunks = match thinking {
+            Some(thinking) => vec![ScriptedChunk::thinking(thinking), call],
+            None => vec![call],
+        };
         Self {
-            script: ScriptedModel::new([ScriptedResponse::chunks([
-                ScriptedChunk::thinking("The user wants arithmetic; I'll use the calculator."),
-                ScriptedChunk::tool_call(
-                    "call_1",
-                    "calculator",
-                    json!({"expression": question_expression}),
-                ),
-            ])])
-            .with_name("demo-model (offline, scripted)"),
+            script: ScriptedModel::new([ScriptedResponse::chunks(chunks)])
+                .with_name("demo-model (offline, scripted)"),
+            answer,
         }
     }
 }
@@ -324,7 +342,7 @@ impl Model for DemoModel {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
-        // Once the calculator has answered, reply with its result, streamed word by word.
+        // Once the tool has answered, reply from its result, streamed word by word.
         let result = request
             .messages
             .iter()
@@ -332,7 +350,7 @@ impl Model for DemoModel {
             .last()
             .map(|r| r.text_output());
         if let Some(result) = result {
-            let answer = format!("The answer is {result}.");
+            let answer = (self.answer)(&result);
             let words: Vec<ScriptedChunk> = answer
                 .split_inclusive(' ')
                 .map(ScriptedChunk::text)

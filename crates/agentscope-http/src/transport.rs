@@ -14,6 +14,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentscope_core::plumbing::error_chain;
 use agentscope_core::plumbing::redact::{REDACTED, Redactor, url_secrets};
 use agentscope_core::{
     ChatResponse, ChatStream, ContentBlock, ErrorSource, ModelError, RetryPolicy,
@@ -742,21 +743,6 @@ fn body_error(err: reqwest::Error) -> ModelError {
             source: None,
         }
     }
-}
-
-/// An error's message followed by its sources' (`a: b: c`).
-fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut message = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
 }
 
 #[cfg(test)]

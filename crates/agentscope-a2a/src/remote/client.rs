@@ -13,6 +13,7 @@ use a2a_client::auth::AuthInterceptor;
 use a2a_client::jsonrpc::JsonRpcTransportFactory;
 use a2a_client::rest::RestTransportFactory;
 use a2a_client::{A2AClient, A2AClientFactory, Transport};
+use agentscope_core::plumbing::error_chain;
 use agentscope_core::plumbing::redact::{Redactor, url_for_display, url_secrets};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -116,7 +117,7 @@ impl Connection {
             .map_err(|err| {
                 card_error(
                     &redactor,
-                    format!("it cannot be fetched: {}", chain(&err.without_url())),
+                    format!("it cannot be fetched: {}", error_chain(&err.without_url())),
                 )
             })?;
         let status = response.status();
@@ -129,7 +130,7 @@ impl Connection {
         let body = response.bytes().await.map_err(|err| {
             card_error(
                 &redactor,
-                format!("it cannot be read: {}", chain(&err.without_url())),
+                format!("it cannot be read: {}", error_chain(&err.without_url())),
             )
         })?;
         let card: AgentCard = serde_json::from_slice(&body).map_err(|err| {
@@ -249,21 +250,6 @@ impl Connection {
             })
             .await
     }
-}
-
-/// An error and its causes, as one line.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        let more = error.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        cause = error.source();
-    }
-    text
 }
 
 #[cfg(test)]
