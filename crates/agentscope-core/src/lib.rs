@@ -23,6 +23,8 @@
 //! - **Retries**: when a failed model request is sent again, for every client and layer
 //!   ([`RetryPolicy`]).
 //! - **Sessions**: the session store seam, in [`session`].
+//! - **Trace context across processes**: the seam an OpenTelemetry integration fills, in
+//!   [`propagation`].
 //!
 //! Applications depend on the `agentscope` crate, which re-exports these names next to the
 //! engine. What engines, model clients and stores share beyond this is in [`plumbing`].
@@ -40,6 +42,7 @@ mod message;
 mod metadata;
 mod model;
 pub mod plumbing;
+pub mod propagation;
 mod retry;
 pub mod session;
 mod text;

@@ -239,7 +239,9 @@ impl McpClient {
     /// Calls the server's tool `name` (its own name, without the prefix) with `arguments`,
     /// outside any agent: no schema validation, no progress, no hooks.
     ///
-    /// An `isError` result is `Ok` with [`McpToolResult::is_error`] set.
+    /// An `isError` result is `Ok` with [`McpToolResult::is_error`] set. The trace context
+    /// of the current span goes in the request's `_meta` when a propagator is installed
+    /// (see [`McpTool`](crate::McpTool)).
     ///
     /// # Errors
     ///
@@ -529,14 +531,24 @@ impl Inner {
             return Err(CallError::Cancelled);
         }
         let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let mut meta = RequestMetaObject::new();
         if let Some(ctx) = ctx {
             // The call's idempotency key, for a server that deduplicates (the same in every
             // process and every retry of the call).
-            let mut meta = RequestMetaObject::new();
             meta.0.0.insert(
                 IDEMPOTENCY_KEY_META.to_owned(),
                 ctx.idempotency_key().into(),
             );
+        }
+        // The current span's trace context (an agent's tool call: its `execute_tool` span),
+        // as the MCP conventions of OpenTelemetry say: `traceparent` / `tracestate` at the
+        // root of `params._meta`, whatever the transport. Nothing without a propagator.
+        if let Some(context) = agentscope_core::propagation::inject(&tracing::Span::current()) {
+            for (field, value) in context.iter() {
+                meta.0.0.insert(field.to_owned(), value.into());
+            }
+        }
+        if !meta.0.0.is_empty() {
             params.meta = Some(meta);
         }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));

@@ -19,7 +19,11 @@ use crate::defs::ToolDef;
 /// A call:
 ///
 /// - sends `tools/call` with the arguments (the toolkit validated them against the
-///   server's schema first; `null` is sent as `{}`);
+///   server's schema first; `null` is sent as `{}`), and in its `params._meta` the call's
+///   [idempotency key](crate::IDEMPOTENCY_KEY_META) and, when an OpenTelemetry propagator is
+///   installed (`agentscope-otel` does it), the W3C trace context of the tool's
+///   `execute_tool` span (`traceparent`, `tracestate`), as OpenTelemetry's MCP conventions
+///   say, so the server's spans join the agent's trace;
 /// - turns each progress notification into a progress chunk (`ctx.emit`, so an
 ///   `ActingChunk` event and a streamed tool-result chunk), in the server's order, with the
 ///   text `progress <progress>[/<total>][: <message>]`;

@@ -23,12 +23,16 @@
 //! - Metrics: `gen_ai.client.operation.duration` (seconds) and `gen_ai.client.token.usage`
 //!   (tokens, `gen_ai.token.type` = `input` / `output`) histograms for every `chat` span,
 //!   with the conventions' attributes and bucket boundaries ([`metrics`]).
+//! - Trace context across processes: building the pipeline installs [`propagation`], so MCP
+//!   tool calls carry the current span's W3C `traceparent` and the AG-UI server continues
+//!   the trace of a request that carries one.
 //!
 //! The guide is `docs/observability.md`.
 
 mod exporter;
 pub mod metrics;
 mod pipeline;
+pub mod propagation;
 
 pub use pipeline::{Error, Otel, OtelBuilder, OtelGuard, Protocol, init};
 

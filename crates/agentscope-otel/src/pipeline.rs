@@ -197,6 +197,7 @@ impl OtelBuilder {
             resource = resource.with_service_name(name);
         }
         let resource = resource.build();
+        crate::propagation::install();
         let protocol = match self.protocol {
             Some(protocol) => protocol,
             None => match std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL") {

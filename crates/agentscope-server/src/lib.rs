@@ -20,7 +20,10 @@
 //!   needs no answer and runs on a run without new messages; `GET
 //!   /agents/{agent}/threads/{thread}` says which (`"awaits"`).
 //! - Production basics: an optional bearer token, CORS, a body size limit, JSON errors,
-//!   a `tracing` span per run, and a graceful shutdown that interrupts running calls.
+//!   a `tracing` span per run (continuing the caller's trace from a W3C `traceparent` when
+//!   `agentscope-otel` is installed), and a graceful shutdown that interrupts running calls.
+//! - Each run ends with a `CUSTOM "timeline"` event (its model and tool steps with their
+//!   times and tokens, and what hooks decided), which the web chat draws.
 //!
 //! The event mapping and the HTTP routes are documented in `docs/serving.md` and on
 //! [`AgUi::router`].
@@ -49,9 +52,11 @@
 //   builder  -> routes, spec, state          AgUiBuilder, BuildError: checks the options once
 //   routes   -> run, auth, assets, state, awaiting, mapping, error   AgUi, the router,
 //                                            thread history
-//   run      -> resume, awaiting, interrupts, state, mapping, protocol, error   one run:
-//                                            input, the event stream, its outcome
-//   resume   -> awaiting, protocol, error    a resume's answers: checked, then applied
+//   run      -> resume, awaiting, interrupts, state, mapping, timeline, protocol, error
+//                                            one run: input, the event stream, its outcome
+//   resume   -> awaiting, timeline, protocol, error   a resume's answers: checked, then
+//                                            applied
+//   timeline                                 a run's steps and decisions, for the web chat
 //   awaiting -> interrupts, protocol         what a thread awaits, from its stored state
 //   interrupts -> mapping, protocol          approval and in-doubt interrupts
 //   auth     -> error                        the bearer token on the `/agents` routes
@@ -75,6 +80,7 @@ mod routes;
 mod run;
 mod spec;
 mod state;
+mod timeline;
 
 pub use builder::{AgUiBuilder, BuildError, DEFAULT_MAX_BODY_BYTES};
 pub use error::ApiError;

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::awaiting::Awaiting;
 use crate::error::{ApiError, shorten};
 use crate::protocol::{ResumeEntry, ResumeStatus};
+use crate::timeline::Timeline;
 
 /// What one resume entry says.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,13 +82,19 @@ impl Answers {
     ///
     /// `400 invalid_decision` when the hook refuses a decision (edited arguments that do
     /// not match the tool's schema).
-    pub(crate) fn apply(self, approvals: Option<&ToolApprovalHook>) -> Result<CallInput, ApiError> {
+    /// The decisions are marked on the run's `timeline`.
+    pub(crate) fn apply(
+        self,
+        approvals: Option<&ToolApprovalHook>,
+        timeline: &Timeline,
+    ) -> Result<CallInput, ApiError> {
         let mut input = CallInput::default();
         for (call, answer) in self.0 {
             match answer {
                 Answer::Decision(decision) => {
                     // Approval interrupts exist only with an approval hook.
                     if let Some(approvals) = approvals {
+                        timeline.decided(&call, &decision);
                         approvals.decide(&call.id, decision).map_err(|err| {
                             ApiError::bad_request("invalid_decision", err.to_string())
                         })?;

@@ -13,7 +13,7 @@ use agentscope::{
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -25,12 +25,14 @@ use crate::error::{ApiError, shorten};
 use crate::mapping::{Mapper, to_messages};
 use crate::protocol::{AgUiEvent, Outcome, RunAgentInput};
 use crate::state::{Inner, RunGuard, session_of};
+use crate::timeline::Timeline;
 use crate::{interrupts, resume};
 
 /// The handler of `POST /agents/{agent}`.
 pub(crate) async fn run(
     State(inner): State<Arc<Inner>>,
     Path(agent): Path<String>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     if inner.draining() {
@@ -80,14 +82,24 @@ pub(crate) async fn run(
     let held = awaiting::may_be_running(stored.as_ref()) && inner.leased(&session).await?;
     let awaiting = Awaiting::of(stored.as_ref(), approvals.as_ref(), held);
     let stored_messages = stored.map(|state| state.messages).unwrap_or_default();
-    let call_input = call_input(&input, &stored_messages, &awaiting, approvals.as_ref())?;
+    let timeline = Timeline::start();
+    let call_input = call_input(
+        &input,
+        &stored_messages,
+        &awaiting,
+        approvals.as_ref(),
+        &timeline,
+    )?;
+    agent_handle.add_hook(timeline.hook(approvals.clone()));
 
     let span = tracing::info_span!(
         "agui_run",
         agent = %agent,
         thread_id = %input.thread_id,
         run_id = %input.run_id,
+        otel.kind = tracing::field::Empty,
     );
+    continue_trace(&span, &headers);
     span.in_scope(|| tracing::info!(resume = !input.resume.is_empty(), "run started"));
     let stream = agent_handle.stream(call_input, StreamOptions::default());
     let run = Run {
@@ -99,6 +111,7 @@ pub(crate) async fn run(
         approvals,
         stream: Some(stream),
         mapper: Mapper::default(),
+        timeline,
         _guard: guard,
         started: false,
     };
@@ -111,6 +124,27 @@ pub(crate) async fn run(
     Ok(Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response())
+}
+
+/// Makes the caller's span, named by the request's W3C trace context (`traceparent`,
+/// `tracestate`), the parent of the run's span (then a SERVER span), so the run's spans
+/// (`invoke_agent` and its children) join the caller's trace. Only when an OpenTelemetry
+/// propagator is installed (`agentscope-otel`), and only when no span encloses the handler:
+/// one that does (an HTTP tracing layer of the application) has continued the trace already.
+fn continue_trace(span: &tracing::Span, headers: &HeaderMap) {
+    if !agentscope::propagation::is_installed() || !tracing::Span::current().is_none() {
+        return;
+    }
+    span.record("otel.kind", "server");
+    let context = agentscope::propagation::extract(|name| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned)
+    });
+    if let Some(context) = context {
+        agentscope::propagation::set_parent(span, &context);
+    }
 }
 
 fn sse_event(event: &AgUiEvent) -> SseEvent {
@@ -130,6 +164,7 @@ fn call_input(
     stored: &[Msg],
     awaiting: &Awaiting,
     approvals: Option<&ToolApprovalHook>,
+    timeline: &Timeline,
 ) -> Result<CallInput, ApiError> {
     let known: HashSet<&str> = stored.iter().map(|msg| msg.id.as_str()).collect();
     let mut new: Vec<Msg> = Vec::new();
@@ -140,7 +175,7 @@ fn call_input(
         new.push(user_message(&message.id, message.content.as_ref())?);
     }
     if !awaiting.held {
-        if let Some(input) = settled_input(input, &new, awaiting, approvals)? {
+        if let Some(input) = settled_input(input, &new, awaiting, approvals, timeline)? {
             return Ok(input);
         }
     } else if !input.resume.is_empty() {
@@ -176,6 +211,7 @@ fn settled_input(
     new: &[Msg],
     awaiting: &Awaiting,
     approvals: Option<&ToolApprovalHook>,
+    timeline: &Timeline,
 ) -> Result<Option<CallInput>, ApiError> {
     if !input.resume.is_empty() {
         if approvals.is_none() && !awaiting.has_interrupts() {
@@ -192,7 +228,7 @@ fn settled_input(
             ));
         }
         return resume::check(&input.resume, awaiting)?
-            .apply(approvals)
+            .apply(approvals, timeline)
             .map(Some);
     }
     // A run without new messages on a thread with calls in doubt (and nothing awaiting
@@ -311,6 +347,8 @@ struct Run {
     /// `None` once the run has ended.
     stream: Option<AgentStream>,
     mapper: Mapper,
+    /// The steps and decisions of the run, sent before it ends.
+    timeline: Timeline,
     /// The thread stays busy while this lives; dropped with the stream.
     _guard: RunGuard,
     started: bool,
@@ -349,6 +387,7 @@ impl Run {
             Some(Err(error)) => {
                 self.stream = None;
                 tracing::warn!(%error, "run failed");
+                self.push_timeline(&mut out);
                 out.push(AgUiEvent::RunError {
                     message: error.to_string(),
                     code: error_code(&error).to_owned(),
@@ -358,6 +397,7 @@ impl Run {
                 // Only reached if the stream ended without its result (not expected).
                 self.stream = None;
                 self.mapper.close_all(&mut out);
+                self.push_timeline(&mut out);
                 out.push(AgUiEvent::RunError {
                     message: "the run ended without a reply".into(),
                     code: "internal".into(),
@@ -365,6 +405,17 @@ impl Run {
             }
         }
         Some((out, self))
+    }
+
+    /// `CUSTOM "timeline"`: the run's steps and decisions (see [`crate::timeline`]); none
+    /// for a run that refused its call before any step (a busy agent).
+    fn push_timeline(&self, out: &mut Vec<AgUiEvent>) {
+        if let Some(value) = self.timeline.finish() {
+            out.push(AgUiEvent::Custom {
+                name: "timeline",
+                value,
+            });
+        }
     }
 
     async fn finish(&mut self, reply: &Msg, out: &mut Vec<AgUiEvent>) {
@@ -406,6 +457,7 @@ impl Run {
                 "generateReason": reply.generate_reason(),
             })
         });
+        self.push_timeline(out);
         out.push(AgUiEvent::RunFinished {
             thread_id: self.thread_id.clone(),
             run_id: self.run_id.clone(),

@@ -551,7 +551,9 @@
 
   function handleCustom(ev) {
     const value = ev.value || {};
-    if (ev.name === "hint") {
+    if (ev.name === "timeline") {
+      append(timelineView(value));
+    } else if (ev.name === "hint") {
       note("hint", `Hint: ${value.text || ""}`);
     } else if (ev.name === "summary") {
       const entry = value.messageId
@@ -562,6 +564,109 @@
         entry.el.querySelector(".who").append(el("span", { class: "badge", text: "summary" }));
       }
     }
+  }
+
+  // ----------------------------------------------------------------- timeline
+
+  function formatMs(ms) {
+    const value = Number(ms) || 0;
+    return value < 1000 ? `${value.toFixed(1)} ms` : `${(value / 1000).toFixed(2)} s`;
+  }
+
+  // What a mark (a decision, named as the trace's span events) says.
+  function markText(mark) {
+    const tool = mark.tool || "a tool call";
+    switch (mark.kind) {
+      case "approval.asked": return `approval asked: ${tool}`;
+      case "approval.approved": return `approved: ${tool}`;
+      case "approval.edited": return `edited: ${tool}`;
+      case "approval.rejected": return `rejected: ${tool}`;
+      case "tool.skipped": return `${tool} skipped by ${mark.hook || "a hook"}`;
+      case "goto_reasoning": return `goto_reasoning by ${mark.hook || "a hook"}`;
+      case "stop_agent":
+        return `stop_agent by ${mark.hook || "a hook"}${mark.step ? ` (after ${mark.step})` : ""}`;
+      default: return String(mark.kind || "decision");
+    }
+  }
+
+  // A run's timeline (the CUSTOM "timeline" event that ends it): its model and tool steps as
+  // bars on a time axis with their durations and tokens, and what hooks decided as marks.
+  // Folded until opened.
+  function timelineView(timeline) {
+    const bars = Array.isArray(timeline.bars) ? timeline.bars : [];
+    const marks = Array.isArray(timeline.marks) ? timeline.marks : [];
+    const total = Math.max(
+      Number(timeline.durationMs) || 0,
+      ...bars.map((bar) => Number(bar.endMs) || 0),
+      ...marks.map((mark) => Number(mark.atMs) || 0),
+      0.1,
+    );
+    const percent = (ms) => `${Math.min(100, Math.max(0, ((Number(ms) || 0) / total) * 100)).toFixed(2)}%`;
+    const track = (...children) => el("span", { class: "tl-track" }, ...children);
+    const rows = bars.map((bar) => {
+      const start = Number(bar.startMs) || 0;
+      const end = Math.max(start, Number(bar.endMs) || start);
+      const duration = formatMs(end - start);
+      const tokens = bar.inputTokens !== undefined || bar.outputTokens !== undefined
+        ? `${bar.inputTokens ?? 0} in / ${bar.outputTokens ?? 0} out tokens`
+        : "";
+      const block = el("span", {
+        class: "tl-bar",
+        title: `${bar.label}: ${formatMs(start)} to ${formatMs(end)} (${duration})${tokens ? `, ${tokens}` : ""}`,
+      });
+      block.style.left = percent(start);
+      block.style.width = `max(2px, ${percent(end - start)})`;
+      return el(
+        "div",
+        { class: `tl-row tl-${bar.kind}`, role: "listitem", "data-testid": "timeline-bar", "data-kind": bar.kind },
+        el("span", { class: "tl-label", "data-testid": "timeline-bar-label", text: bar.label }),
+        track(block),
+        el(
+          "span",
+          { class: "tl-meta" },
+          el("span", { "data-testid": "timeline-bar-duration", text: duration }),
+          tokens && el("span", { class: "tl-tokens", "data-testid": "timeline-bar-tokens", text: tokens }),
+        ),
+      );
+    });
+    let decisions = null;
+    if (marks.length) {
+      const ticks = marks.map((mark, i) => {
+        const tick = el("span", { class: "tl-mark", title: `${formatMs(mark.atMs)}: ${markText(mark)}`, text: String(i + 1) });
+        tick.style.left = percent(mark.atMs);
+        return tick;
+      });
+      rows.push(
+        el(
+          "div",
+          { class: "tl-row tl-marks", role: "listitem" },
+          el("span", { class: "tl-label", text: "decisions" }),
+          track(...ticks),
+          el("span", { class: "tl-meta" }),
+        ),
+      );
+      decisions = el(
+        "ol",
+        { class: "tl-mark-list", "aria-label": "Decisions" },
+        ...marks.map((mark) =>
+          el(
+            "li",
+            { "data-testid": "timeline-mark", "data-kind": mark.kind },
+            el("span", { class: "tl-at", text: formatMs(mark.atMs) }),
+            el("span", { "data-testid": "timeline-mark-text", text: markText(mark) }),
+          ),
+        ),
+      );
+    }
+    const steps = `${bars.length} step${bars.length === 1 ? "" : "s"}`;
+    const decided = marks.length ? `, ${marks.length} decision${marks.length === 1 ? "" : "s"}` : "";
+    return el(
+      "details",
+      { class: "timeline", "data-testid": "timeline" },
+      el("summary", { "data-testid": "timeline-toggle" }, "Timeline", el("span", { class: "tl-overview", text: ` · ${steps}${decided} · ${formatMs(total)}` })),
+      el("div", { class: "tl-rows", role: "list", "aria-label": "Steps" }, ...rows),
+      decisions,
+    );
   }
 
   // Reads `data:` frames (separated by blank lines) from a text/event-stream body.

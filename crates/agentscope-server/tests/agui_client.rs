@@ -626,7 +626,7 @@ fn check_error(report: &Value) {
         "{run:#}"
     );
     let run = clean_run(report, "e_error", 0);
-    assert_eq!(types(run), ["RUN_STARTED", "RUN_ERROR"]);
+    assert_eq!(types(run), ["RUN_STARTED", "CUSTOM", "RUN_ERROR"]);
     let error = json!({"message": "model error: the model is overloaded", "code": "model_error"});
     assert_eq!(summary(run, "runError"), &error);
     assert_eq!(run["subscriber"]["runError"], error);

@@ -6,9 +6,10 @@
 //! `node tests/browser/chat.test.mjs <url>` loads the page, asks
 //! "What is 6*7?" and waits for the streamed answer, asks to delete the old log files, clicks
 //! Approve on the approval request and waits for the tool result and the final answer, then
-//! reloads the page and checks the same conversation is shown again. Last it asks to pay an
-//! invoice, approves, and clicks Stop while `pay` runs (it never returns the first time): the
-//! page shows the call in doubt with Mark done, Retry and Fail; it clicks Mark done, types
+//! opens the timeline of each run (bars of its steps with tokens, marks of the approval and
+//! the stop), then reloads the page and checks the same conversation is shown again. Last it
+//! asks to pay an invoice, approves, and clicks Stop while `pay` runs (it never returns the
+//! first time): the page shows the call in doubt with Mark done, Retry and Fail; it clicks Mark done, types
 //! the result and waits for the agent's answer. It prints one JSON line of what the page
 //! showed; this test asserts the exact texts, that each tool ran once, and what the model
 //! read.
@@ -53,7 +54,7 @@ const IN_DOUBT_ANSWER: &str = "Invoice 7 is paid (receipt 42).";
 fn script() -> Vec<ScriptedResponse> {
     vec![
         // 1. The question: a text answer streamed in chunks.
-        ScriptedResponse::chunks(ANSWER_CHUNKS.map(ScriptedChunk::text)),
+        ScriptedResponse::chunks(ANSWER_CHUNKS.map(ScriptedChunk::text)).with_usage(21, 7),
         // 2. The deletion: thinking, a short text, then a guarded tool call (the run stops).
         ScriptedResponse::chunks([
             ScriptedChunk::thinking(THINKING),
@@ -64,9 +65,10 @@ fn script() -> Vec<ScriptedResponse> {
                 "delete_files",
                 json!({"pattern": "/var/log/app/*.log"}),
             ),
-        ]),
+        ])
+        .with_usage(64, 25),
         // 3. After the approval: the final answer.
-        ScriptedResponse::text(FINAL_ANSWER),
+        ScriptedResponse::text(FINAL_ANSWER).with_usage(98, 9),
         // 4. The payment: a guarded `pay` call (approved, then stopped while it runs).
         ScriptedResponse::tool_call("call-pay", "pay", json!({"invoice": 7})),
         // 5. After the call in doubt is marked done: the answer.
@@ -219,6 +221,40 @@ async fn the_web_chat_streams_asks_for_approval_and_restores_the_thread_in_a_rea
         "{seen:#}"
     );
     assert_eq!(seen["reloadedTranscriptMatches"], json!(true));
+
+    // The timelines of the three runs, opened on the page: the bars of their model and tool
+    // steps in time order, with tokens, and the marks of the decisions.
+    let drawn = |bars: Value, marks: Value| {
+        json!({"open": true, "bars": bars, "barsDrawn": true, "barsInTimeOrder": true,
+               "durations": true, "marks": marks})
+    };
+    assert_eq!(
+        seen["timelines"],
+        json!([
+            drawn(
+                json!([{"kind": "reasoning", "label": "reasoning 1",
+                        "tokens": "21 in / 7 out tokens"}]),
+                json!([]),
+            ),
+            drawn(
+                json!([{"kind": "reasoning", "label": "reasoning 1",
+                        "tokens": "64 in / 25 out tokens"}]),
+                json!([
+                    {"kind": "approval.asked", "text": "approval asked: delete_files"},
+                    {"kind": "stop_agent", "text": "stop_agent by tool_approval (after reasoning)"},
+                ]),
+            ),
+            drawn(
+                json!([
+                    {"kind": "tool", "label": "delete_files", "tokens": null},
+                    {"kind": "reasoning", "label": "reasoning 1",
+                     "tokens": "98 in / 9 out tokens"},
+                ]),
+                json!([{"kind": "approval.approved", "text": "approved: delete_files"}]),
+            ),
+        ]),
+        "{seen:#}"
+    );
 
     // 4. The call stopped while it ran: in doubt, its card, then the result typed under Mark
     // done, and the answer.

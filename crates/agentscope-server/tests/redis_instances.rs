@@ -304,7 +304,12 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
     let tail = run1.rest().await;
     assert_eq!(
         types(&tail),
-        ["STEP_FINISHED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+        [
+            "STEP_FINISHED",
+            "MESSAGES_SNAPSHOT",
+            "CUSTOM",
+            "RUN_FINISHED"
+        ]
     );
     assert_eq!(tail[0]["stepName"], "reasoning 1");
     let interrupted_reply = "I noticed that you have interrupted me. What can I do for you?";
@@ -326,7 +331,7 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
         )
     );
     assert_eq!(
-        tail[2],
+        tail[3],
         json!({"type": "RUN_FINISHED", "threadId": "t1", "runId": "run-1",
                "outcome": {"type": "cancelled"}})
     );

@@ -4,6 +4,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
+#[path = "server/timeline.rs"]
+mod timeline;
+#[path = "server/trace_context.rs"]
+mod trace_context;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -262,16 +266,27 @@ async fn a_failed_call_is_a_run_error() {
     let server = serve(agui(model, dir.path(), Arc::default())).await;
     let (status, events) = post(&server.base, &input("t4", json!([user("u1", "Hi")]))).await;
     assert_eq!(status, 200);
-    assert_eq!(types(&events), ["RUN_STARTED", "RUN_ERROR"]);
-    assert_eq!(events[1]["code"], "model_error");
+    assert_eq!(types(&events), ["RUN_STARTED", "CUSTOM", "RUN_ERROR"]);
+    assert_eq!(events[2]["code"], "model_error");
     assert!(
-        events[1]["message"]
+        events[2]["message"]
             .as_str()
             .unwrap()
             .contains("HTTP 503: overloaded"),
         "{}",
-        events[1]
+        events[2]
     );
+    // The timeline shows the step that failed, ended when the run did, without tokens.
+    let timeline = &events[1];
+    assert_eq!(timeline["name"], "timeline");
+    let bar = &timeline["value"]["bars"][0];
+    assert_eq!(
+        (&bar["kind"], &bar["label"], bar.get("inputTokens")),
+        (&json!("reasoning"), &json!("reasoning 1"), None)
+    );
+    assert_eq!(timeline["value"]["bars"].as_array().unwrap().len(), 1);
+    assert_eq!(timeline["value"]["marks"], json!([]));
+    assert!(bar["endMs"].as_f64().unwrap() >= bar["startMs"].as_f64().unwrap());
 }
 
 #[tokio::test]

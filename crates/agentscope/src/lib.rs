@@ -52,6 +52,9 @@ pub use agentscope_core::{
 };
 pub use system_hooks::SystemHooks;
 
+// Trace context across processes (filled by an OpenTelemetry integration).
+pub use agentscope_core::propagation;
+
 // Models.
 pub use agentscope_core::{
     BoxedModel, ChatAccumulator, ChatResponse, ChatStream, ChatUsage, GenerateOptions, Model,

@@ -13,10 +13,11 @@ use crate::support::{
     offered, offered_names, prefixed, reply, within,
 };
 
-const FIXTURE_TOOLS: [&str; 6] = [
+const FIXTURE_TOOLS: [&str; 7] = [
     "add-tool",
     "wait-for-cancel",
     "idempotency-key",
+    "trace-context",
     "cancellations",
     "mixed-content",
     "fail",

@@ -131,6 +131,48 @@ fn fixture_stdio() -> Option<McpServerConfig> {
     )
 }
 
+/// The fixture server over streamable HTTP on a free port of 127.0.0.1 (at `/mcp`), stopped
+/// when dropped.
+pub(crate) struct HttpFixture {
+    port: u16,
+    _child: tokio::process::Child,
+}
+
+impl HttpFixture {
+    pub(crate) async fn start() -> Option<Self> {
+        let dir = servers_dir()?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let child = tokio::process::Command::new("node")
+            .arg(dir.join("fixture.mjs"))
+            .arg("http")
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("starting node");
+        let address = format!("127.0.0.1:{port}");
+        for _ in 0..300 {
+            if tokio::net::TcpStream::connect(&address).await.is_ok() {
+                return Some(Self {
+                    port,
+                    _child: child,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the fixture server did not listen on {address} within 15 s");
+    }
+
+    /// The server named "fixture" at its URL.
+    pub(crate) fn config(&self) -> McpServerConfig {
+        McpServerConfig::http(format!("http://127.0.0.1:{}/mcp", self.port)).name("fixture")
+    }
+}
+
 /// server-everything over streamable HTTP on a free port of 127.0.0.1.
 pub(crate) struct HttpEverything {
     js: PathBuf,

@@ -1,9 +1,14 @@
-// A small MCP server (stdio) for what @modelcontextprotocol/server-everything cannot show on
-// demand: a tool list that changes while a client is connected, and a tool that reports
-// whether a cancellation reached it. Written with the official TypeScript SDK (pinned by
-// package-lock.json), so the protocol side is the SDK's, not ours.
+// A small MCP server for what @modelcontextprotocol/server-everything cannot show on
+// demand: a tool list that changes while a client is connected, a tool that reports
+// whether a cancellation reached it, and tools that report the `_meta` a call carried.
+// Written with the official TypeScript SDK (pinned by package-lock.json), so the protocol
+// side is the SDK's, not ours. Over stdio; with the argument `http`, over streamable HTTP on
+// 127.0.0.1:$PORT (path /mcp).
+import { randomUUID } from "node:crypto";
+import http from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
 
 const server = new McpServer(
@@ -71,6 +76,23 @@ server.registerTool(
 );
 
 server.registerTool(
+  "trace-context",
+  {
+    description: "Returns the W3C trace context the client sent in the request's _meta.",
+    inputSchema: {},
+  },
+  async (_args, extra) => ({
+    content: [{
+      type: "text",
+      text: JSON.stringify({
+        traceparent: extra._meta?.traceparent ?? null,
+        tracestate: extra._meta?.tracestate ?? null,
+      }),
+    }],
+  }),
+);
+
+server.registerTool(
   "cancellations",
   { description: "Lists the wait-for-cancel calls that were cancelled.", inputSchema: {} },
   async () => ({ content: [{ type: "text", text: JSON.stringify(cancellations) }] }),
@@ -101,4 +123,16 @@ server.registerTool(
   async ({ why }) => ({ content: [{ type: "text", text: `failed: ${why}` }], isError: true }),
 );
 
-await server.connect(new StdioServerTransport());
+if (process.argv[2] === "http") {
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
+  await server.connect(transport);
+  http
+    .createServer(async (req, res) => {
+      let body = "";
+      for await (const chunk of req) body += chunk;
+      await transport.handleRequest(req, res, body ? JSON.parse(body) : undefined);
+    })
+    .listen(Number(process.env.PORT), "127.0.0.1");
+} else {
+  await server.connect(new StdioServerTransport());
+}

@@ -6,6 +6,9 @@
 //  1. loads the page, asks "What is 6*7?", waits for the streamed answer;
 //  2. asks to delete the log files, waits for the approval request, clicks Approve, waits
 //     for the tool result and the final answer;
+//     Then opens the timeline of each of the three runs so far (click on "Timeline") and
+//     reads its bars (kind, label, tokens; drawn in time order, each with a duration) and
+//     the marks of the decisions (approval asked, stop_agent, approved);
 //  3. reloads the page and checks the same conversation is shown again;
 //  4. asks to pay an invoice, approves, and clicks Stop while `pay` runs; checks the card of
 //     the call in doubt (Mark done / Retry / Fail), clicks Mark done, types the result and
@@ -72,6 +75,44 @@ async function transcript() {
     }
     return items;
   });
+}
+
+// The timelines of the runs shown, in order: opens each (as a person clicks "Timeline")
+// and reads what it draws. Checks that each opened bar is visible, has a duration, and that
+// the bars start in time order.
+async function timelines() {
+  const toggles = page.getByTestId("timeline-toggle");
+  const count = await toggles.count();
+  for (let i = 0; i < count; i += 1) {
+    await toggles.nth(i).click();
+    await page.getByTestId("timeline").nth(i).getByTestId("timeline-bar").first().waitFor({ state: "visible" });
+  }
+  return page.evaluate(() =>
+    Array.from(document.querySelectorAll('[data-testid="timeline"]'), (node) => {
+      const bars = Array.from(node.querySelectorAll('[data-testid="timeline-bar"]'));
+      const lefts = bars.map((bar) => bar.querySelector(".tl-bar").getBoundingClientRect().left);
+      return {
+        open: node.open,
+        bars: bars.map((bar) => {
+          const tokens = bar.querySelector('[data-testid="timeline-bar-tokens"]');
+          return {
+            kind: bar.dataset.kind,
+            label: bar.querySelector('[data-testid="timeline-bar-label"]').textContent,
+            tokens: tokens ? tokens.textContent : null,
+          };
+        }),
+        barsDrawn: bars.every((bar) => bar.querySelector(".tl-bar").getBoundingClientRect().width > 0),
+        barsInTimeOrder: lefts.every((left, i) => i === 0 || left >= lefts[i - 1]),
+        durations: bars.every((bar) =>
+          /^\d+\.\d ms$|^\d+\.\d\d s$/.test(bar.querySelector('[data-testid="timeline-bar-duration"]').textContent),
+        ),
+        marks: Array.from(node.querySelectorAll('[data-testid="timeline-mark"]'), (mark) => ({
+          kind: mark.dataset.kind,
+          text: mark.querySelector('[data-testid="timeline-mark-text"]').textContent,
+        })),
+      };
+    }),
+  );
 }
 
 async function waitIdle() {
@@ -166,6 +207,7 @@ async function main() {
   const progress = await page.evaluate(() => window.__progress);
   const before = await transcript();
   check(!before.some((item) => item.error), `an error is shown: ${JSON.stringify(before)}`);
+  const runTimelines = await timelines();
 
   // --- 3. reload: the same thread, the same conversation ------------------------------
   await page.reload();
@@ -247,6 +289,7 @@ async function main() {
     toolResult,
     finalAnswer: assistantTexts[assistantTexts.length - 1] ?? "",
     transcript: before,
+    timelines: runTimelines,
     reloadedTranscriptMatches: true,
     inDoubt,
   };

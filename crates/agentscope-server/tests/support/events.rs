@@ -8,11 +8,16 @@ pub(crate) fn types(events: &[Value]) -> Vec<&str> {
     events.iter().map(|e| e["type"].as_str().unwrap()).collect()
 }
 
-/// A whole run: `RUN_STARTED`, the events of `steps`, then the snapshot and `RUN_FINISHED`.
+/// A whole run: `RUN_STARTED`, the events of `steps`, then the snapshot, the timeline
+/// (`CUSTOM`, for a run with steps) and `RUN_FINISHED`.
 pub(crate) fn run_of(steps: &[&[&'static str]]) -> Vec<&'static str> {
     let mut all = vec!["RUN_STARTED"];
     all.extend(steps.concat());
-    all.extend(["MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+    all.push("MESSAGES_SNAPSHOT");
+    if !steps.is_empty() {
+        all.push("CUSTOM");
+    }
+    all.push("RUN_FINISHED");
     all
 }
 
