@@ -20,6 +20,7 @@ use agentscope_core::plumbing::conversation::pending_tool_uses;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::approvals::{Answer, Awaiting};
 use crate::convert;
@@ -196,9 +197,25 @@ impl Shared {
                 }
             }
         };
+        // The turn's span: the parent of the call's spans, continuing the caller's trace
+        // (the request's `traceparent`) when an OpenTelemetry propagator is installed.
+        let span = tracing::info_span!(
+            "a2a_task",
+            agent = %self.agent,
+            task_id = %ctx.task_id,
+            context_id = %ctx.context_id,
+            otel.kind = tracing::field::Empty,
+        );
+        agentscope::propagation::continue_trace(&span, |name| {
+            ctx.service_params
+                .get(name)
+                .and_then(|values| values.first())
+                .cloned()
+        });
         let stream = agent.stream(input, StreamOptions::default());
         lock(&self.running).insert(ctx.task_id.clone(), agent.clone());
         Ok(Start::Run(Turn {
+            span,
             task_id: ctx.task_id.clone(),
             context_id: ctx.context_id.clone(),
             stream: Some(stream),
@@ -363,7 +380,11 @@ impl AgentExecutor for Executor {
             (start, ctx)
         })
         .flat_map(|(start, ctx)| match start {
-            Ok(Start::Run(turn)) => futures::stream::unfold(turn, Turn::next).boxed(),
+            Ok(Start::Run(turn)) => futures::stream::unfold(turn, |turn| {
+                let span = turn.span.clone();
+                turn.next().instrument(span)
+            })
+            .boxed(),
             Ok(Start::Ask(task)) => futures::stream::iter([Ok(task)]).boxed(),
             Err(reason) => {
                 let message = agent_text(&ctx.task_id, &ctx.context_id, vec![Part::text(reason)]);
@@ -429,6 +450,8 @@ impl Drop for Running {
 
 /// One turn: the agent's events as A2A updates, after the task itself.
 struct Turn {
+    /// The turn's span, current while the call is polled.
+    span: tracing::Span,
     task_id: String,
     context_id: String,
     /// `None` once the call has ended.

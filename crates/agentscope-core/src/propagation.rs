@@ -151,3 +151,17 @@ pub fn set_parent(span: &Span, context: &TraceContext) -> bool {
         .get()
         .is_some_and(|propagator| propagator.set_parent(span, context))
 }
+
+/// Makes the span of a request a server takes (`span`, new, declaring the field
+/// `otel.kind`) a SERVER span continuing the caller's trace: the request's trace context,
+/// read with `get` (a header's value by its lower-case name), becomes its parent. Only with
+/// a propagator installed, and only when no span encloses the handler: one that does (an
+/// HTTP tracing layer of the application) has continued the trace already. Returns whether
+/// the span now continues the caller's trace.
+pub fn continue_trace(span: &Span, get: impl FnMut(&str) -> Option<String>) -> bool {
+    if !is_installed() || !Span::current().is_none() {
+        return false;
+    }
+    span.record("otel.kind", "server");
+    extract(get).is_some_and(|context| set_parent(span, &context))
+}

@@ -99,7 +99,12 @@ pub(crate) async fn run(
         run_id = %input.run_id,
         otel.kind = tracing::field::Empty,
     );
-    continue_trace(&span, &headers);
+    agentscope::propagation::continue_trace(&span, |name| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned)
+    });
     span.in_scope(|| tracing::info!(resume = !input.resume.is_empty(), "run started"));
     let stream = agent_handle.stream(call_input, StreamOptions::default());
     let run = Run {
@@ -124,27 +129,6 @@ pub(crate) async fn run(
     Ok(Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response())
-}
-
-/// Makes the caller's span, named by the request's W3C trace context (`traceparent`,
-/// `tracestate`), the parent of the run's span (then a SERVER span), so the run's spans
-/// (`invoke_agent` and its children) join the caller's trace. Only when an OpenTelemetry
-/// propagator is installed (`agentscope-otel`), and only when no span encloses the handler:
-/// one that does (an HTTP tracing layer of the application) has continued the trace already.
-fn continue_trace(span: &tracing::Span, headers: &HeaderMap) {
-    if !agentscope::propagation::is_installed() || !tracing::Span::current().is_none() {
-        return;
-    }
-    span.record("otel.kind", "server");
-    let context = agentscope::propagation::extract(|name| {
-        headers
-            .get(name)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned)
-    });
-    if let Some(context) = context {
-        agentscope::propagation::set_parent(span, &context);
-    }
 }
 
 fn sse_event(event: &AgUiEvent) -> SseEvent {

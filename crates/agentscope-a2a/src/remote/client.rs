@@ -168,6 +168,7 @@ impl Connection {
                 factory.with_interceptor(Arc::new(AuthInterceptor::custom(name.as_str(), value)));
         }
         let client = factory
+            .with_interceptor(Arc::new(TraceContext))
             .build()
             .create_from_card(&card)
             .await
@@ -249,6 +250,27 @@ impl Connection {
                 tenant: None,
             })
             .await
+    }
+}
+
+/// Sends the current span's W3C trace context (`traceparent`, `tracestate`) with every
+/// request, so the remote agent's spans join the caller's trace (with an OpenTelemetry
+/// propagator installed, by `agentscope-otel`; nothing otherwise).
+struct TraceContext;
+
+#[async_trait::async_trait]
+impl a2a_client::middleware::CallInterceptor for TraceContext {
+    async fn before(
+        &self,
+        _method: &str,
+        params: &mut a2a_client::ServiceParams,
+    ) -> Result<(), A2AError> {
+        if let Some(context) = agentscope_core::propagation::inject(&tracing::Span::current()) {
+            for (name, value) in context.iter() {
+                params.insert(name.to_owned(), vec![value.to_owned()]);
+            }
+        }
+        Ok(())
     }
 }
 

@@ -9,6 +9,7 @@ mod killed;
 mod python;
 mod remote;
 mod support;
+mod trace;
 
 use std::time::Duration;
 

@@ -83,7 +83,15 @@ pub(crate) async fn serve_on(
     }
     .build()
     .unwrap();
-    let app = axum::Router::new().nest("/a2a", a2a.router());
+    spawn(
+        listener,
+        url,
+        axum::Router::new().nest("/a2a", a2a.router()),
+    )
+}
+
+/// Serves `app` on `listener`, whose base URL (where the A2A router is) is `url`.
+pub(crate) fn spawn(listener: tokio::net::TcpListener, url: String, app: axum::Router) -> Server {
     let task = tokio::spawn(async move {
         axum::serve(listener, app).await.unwrap();
     });

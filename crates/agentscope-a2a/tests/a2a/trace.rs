@@ -1,0 +1,162 @@
+//! One trace across agents: the server's turn continues the W3C trace context of the
+//! request (`traceparent`, `tracestate`), and `RemoteAgent` sends its current span's, so a
+//! local agent's `execute_tool` span is the parent of the remote agent's turn. The spans are
+//! read back from the SDK's in-memory exporter of `agentscope-otel`'s pipeline (whose build
+//! installs the propagator).
+
+use agentscope::hooks::TracingHook;
+use agentscope::prelude::*;
+use agentscope_a2a::{A2a, RemoteAgent};
+use agentscope_otel::{Otel, OtelGuard};
+use agentscope_test::{ScriptedModel, ScriptedResponse};
+use opentelemetry::trace::{SpanId, SpanKind};
+use opentelemetry_sdk::metrics::InMemoryMetricExporter;
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
+use serde_json::json;
+use tracing_subscriber::layer::SubscriberExt;
+
+use crate::support::Server;
+
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN_ID: &str = "00f067aa0ba902b7";
+
+fn span<'a>(spans: &'a [SpanData], name: &str) -> &'a SpanData {
+    spans
+        .iter()
+        .find(|span| span.name == name)
+        .unwrap_or_else(|| panic!("no span {name} in {:?}", names(spans)))
+}
+
+fn names(spans: &[SpanData]) -> Vec<String> {
+    spans.iter().map(|span| span.name.to_string()).collect()
+}
+
+/// The pipeline, with its subscriber the default of this (single-threaded) test.
+fn traced() -> (
+    InMemorySpanExporter,
+    Otel,
+    tracing::dispatcher::DefaultGuard,
+) {
+    let exporter = InMemorySpanExporter::default();
+    let otel = Otel::builder()
+        .span_exporter(exporter.clone())
+        .metric_exporter(InMemoryMetricExporter::default())
+        .build()
+        .unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(otel.layer()));
+    let default = tracing::dispatcher::set_default(&dispatch);
+    (exporter, otel, default)
+}
+
+fn finished(exporter: &InMemorySpanExporter, guard: OtelGuard) -> Vec<SpanData> {
+    guard.flush().unwrap();
+    exporter.get_finished_spans().unwrap()
+}
+
+/// `remote` on a scripted model, with the tracing hook, served on 127.0.0.1.
+async fn serve_traced(model: ScriptedModel, dir: &std::path::Path) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/a2a", listener.local_addr().unwrap());
+    let a2a = A2a::builder()
+        .agent(move || {
+            ReActAgent::builder()
+                .name("remote")
+                .model(model.clone())
+                .hook(TracingHook::new())
+        })
+        .url(&url)
+        .store(JsonFileSessionStore::new(dir))
+        .build()
+        .unwrap();
+    crate::support::spawn(
+        listener,
+        url,
+        axum::Router::new().nest("/a2a", a2a.router()),
+    )
+}
+
+#[tokio::test]
+async fn a_task_continues_the_trace_of_the_request() {
+    let (exporter, otel, _default) = traced();
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_traced(
+        ScriptedModel::new([ScriptedResponse::text("Hi!")]),
+        dir.path(),
+    )
+    .await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"role": "ROLE_USER", "messageId": "m1", "contextId": "c1",
+                    "parts": [{"text": "Hello"}]}}});
+    let answer: serde_json::Value = reqwest::Client::new()
+        .post(&server.url)
+        .header("A2A-Version", "1.0")
+        .header("traceparent", format!("00-{TRACE_ID}-{CALLER_SPAN_ID}-01"))
+        .header("tracestate", "congo=t61rcWkgMzE")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        answer["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    drop(server);
+    let spans = finished(&exporter, otel.into_guard());
+
+    let task = span(&spans, "a2a_task");
+    let call = span(&spans, "invoke_agent remote");
+    // The turn's span is the caller's child, a SERVER span with a remote parent.
+    assert_eq!(task.span_context.trace_id().to_string(), TRACE_ID);
+    assert_eq!(task.parent_span_id.to_string(), CALLER_SPAN_ID);
+    assert!(task.parent_span_is_remote);
+    assert_eq!(task.span_kind, SpanKind::Server);
+    // The agent's call is in the caller's trace, under the turn, with its trace state.
+    assert_eq!(call.span_context.trace_id().to_string(), TRACE_ID);
+    assert_eq!(call.parent_span_id, task.span_context.span_id());
+    assert_eq!(
+        call.span_context.trace_state().header(),
+        "congo=t61rcWkgMzE"
+    );
+}
+
+#[tokio::test]
+async fn a_remote_agent_called_as_a_tool_is_a_child_of_the_tool_call() {
+    let (exporter, otel, _default) = traced();
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_traced(
+        ScriptedModel::new([ScriptedResponse::text("42.")]),
+        dir.path(),
+    )
+    .await;
+    let remote = RemoteAgent::connect(&server.url).await.unwrap();
+    let lead = ReActAgent::builder()
+        .name("lead")
+        .model(ScriptedModel::new([
+            ScriptedResponse::tool_call("l1", "remote", json!({"task": "6*7?"})),
+            ScriptedResponse::text("It is 42."),
+        ]))
+        .toolkit(Toolkit::new().tool(remote.into_tool()))
+        .hook(TracingHook::new())
+        .build()
+        .unwrap();
+    assert_eq!(lead.call("Ask remote.").await.unwrap().text(), "It is 42.");
+    drop(server);
+    let spans = finished(&exporter, otel.into_guard());
+
+    let lead_call = span(&spans, "invoke_agent lead");
+    let tool = span(&spans, "execute_tool remote");
+    let task = span(&spans, "a2a_task");
+    let remote_call = span(&spans, "invoke_agent remote");
+    let trace = lead_call.span_context.trace_id();
+    assert_eq!(lead_call.parent_span_id, SpanId::INVALID);
+    assert_eq!(tool.span_context.trace_id(), trace);
+    // The remote turn continues the trace of the tool call that sent it.
+    assert_eq!(task.span_context.trace_id(), trace);
+    assert_eq!(task.parent_span_id, tool.span_context.span_id());
+    assert!(task.parent_span_is_remote);
+    assert_eq!(remote_call.span_context.trace_id(), trace);
+    assert_eq!(remote_call.parent_span_id, task.span_context.span_id());
+}
