@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::{
-    A2AError, AgentCard, CancelTaskRequest, Message, SendMessageRequest, SendMessageResponse,
-    StreamResponse, Task,
+    A2AError, AgentCard, CancelTaskRequest, GetTaskRequest, Message, SendMessageRequest,
+    SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task, TaskState,
 };
 use a2a_client::auth::AuthInterceptor;
 use a2a_client::jsonrpc::JsonRpcTransportFactory;
@@ -239,6 +239,32 @@ impl Connection {
             SendMessageResponse::Message(message) => StreamResponse::Message(message),
         };
         Ok(futures::stream::iter([Ok(answer)]).boxed())
+    }
+
+    /// Task `id` from where it is: the task, then (while it runs) its updates until it
+    /// ends or asks.
+    pub(crate) async fn resume(&self, id: &str) -> Result<Updates, A2AError> {
+        let task = self
+            .client
+            .get_task(&GetTaskRequest {
+                id: id.to_owned(),
+                history_length: Some(0),
+                tenant: None,
+            })
+            .await?;
+        let waits = matches!(
+            task.status.state,
+            TaskState::InputRequired | TaskState::AuthRequired
+        );
+        if task.status.state.is_terminal() || waits || !self.streaming() {
+            return Ok(futures::stream::iter([Ok(StreamResponse::Task(task))]).boxed());
+        }
+        self.client
+            .subscribe_to_task(&SubscribeToTaskRequest {
+                id: id.to_owned(),
+                tenant: None,
+            })
+            .await
     }
 
     /// Cancels task `id`.

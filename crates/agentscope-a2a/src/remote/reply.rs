@@ -7,7 +7,7 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use a2a::{A2AError, Artifact, Message, Part, StreamResponse, TaskState, TaskStatus};
+use a2a::{A2AError, Artifact, Message, Part, PartContent, StreamResponse, TaskState, TaskStatus};
 use agentscope::{
     AgentError, CancellationToken, Event, EventType, GenerateReason, Msg, Reply, ReplyContext, Role,
 };
@@ -138,6 +138,12 @@ impl Reply for RemoteReply {
             ));
         }
         let mut message = Message::new(a2a::Role::User, sent);
+        // The input's id is the message's: the same message sent again (a call retried
+        // with the same input, a tool call retried with its idempotency key) is known as
+        // such by the remote agent, which does not run it again.
+        if let Some(last) = cx.input().last() {
+            message.message_id = last.id.to_string();
+        }
         message.context_id = standing.context_id.clone();
         message.task_id = standing.waiting_task.clone();
 
@@ -151,6 +157,7 @@ impl Reply for RemoteReply {
             state: TaskState::Submitted,
             end: None,
             updates: None,
+            duplicate_of: None,
         };
         {
             let sent = pin!(self.connection.send(message));
@@ -163,6 +170,40 @@ impl Reply for RemoteReply {
                 }
             }
         }
+        loop {
+            turn.follow(&guard, cx).await?;
+            // The remote agent had this message already: its answer is the task the
+            // message started, followed from where it is.
+            let Some(original) = turn.duplicate_of.take() else {
+                break;
+            };
+            turn.end = None;
+            turn.artifacts.clear();
+            match self.connection.resume(&original).await {
+                Ok(updates) => turn.updates = Some(updates),
+                Err(error) => return Err(turn.unreachable(&error)),
+            }
+        }
+        match turn.end.take() {
+            Some(End::Reply(reply)) => {
+                cx.say(reply.clone()).await;
+                Ok(reply)
+            }
+            Some(End::Failed(message)) => Err(AgentError::failed(message)),
+            None => Err(turn.ended_early()),
+        }
+    }
+}
+
+impl Turn {
+    /// Reads the remote agent's updates until the task ends or asks, relaying its
+    /// progress as stream events.
+    async fn follow(
+        &mut self,
+        guard: &RunningGuard,
+        cx: &mut ReplyContext<'_, '_>,
+    ) -> Result<(), AgentError> {
+        let turn = self;
         while turn.end.is_none() {
             let Some(updates) = turn.updates.as_mut() else {
                 return Err(turn.ended_early());
@@ -184,15 +225,20 @@ impl Reply for RemoteReply {
                 None => return Err(turn.ended_early()),
             }
         }
-        match turn.end.take() {
-            Some(End::Reply(reply)) => {
-                cx.say(reply.clone()).await;
-                Ok(reply)
-            }
-            Some(End::Failed(message)) => Err(AgentError::failed(message)),
-            None => Err(turn.ended_early()),
-        }
+        Ok(())
     }
+}
+
+/// The task a rejection names as the one that received the message before (an
+/// agentscope-rs server's `{"duplicateOf": {"messageId", "taskId"}}` data part).
+fn duplicate_of(message: Option<&Message>) -> Option<String> {
+    message?.parts.iter().find_map(|part| match &part.content {
+        PartContent::Data(data) => data["duplicateOf"]["taskId"]
+            .as_str()
+            .filter(|id| !id.is_empty())
+            .map(str::to_owned),
+        _ => None,
+    })
 }
 
 /// How a task ended for the caller.
@@ -216,6 +262,9 @@ struct Turn {
     end: Option<End>,
     /// The remote agent's answer, once it started.
     updates: Option<Updates>,
+    /// The task that received the message before, when the remote agent refused it as
+    /// sent again.
+    duplicate_of: Option<String>,
 }
 
 impl Drop for Turn {
@@ -240,6 +289,7 @@ impl Drop for Turn {
             state: TaskState::Canceled,
             end: None,
             updates: self.updates.take(),
+            duplicate_of: None,
         };
         if turn.task_id.is_none() && turn.updates.is_none() {
             return;
@@ -386,6 +436,14 @@ impl Turn {
                     .map(|message| parts::blocks(&message.parts))
                     .unwrap_or_default();
                 self.end = Some(End::Reply(self.reply(content, state)));
+                Vec::new()
+            }
+            TaskState::Rejected if duplicate_of(message.as_ref()).is_some() => {
+                self.duplicate_of = duplicate_of(message.as_ref());
+                self.end = Some(End::Failed(format!(
+                    "the remote agent '{}' had the message already",
+                    self.name
+                )));
                 Vec::new()
             }
             TaskState::Failed | TaskState::Rejected | TaskState::Canceled => {

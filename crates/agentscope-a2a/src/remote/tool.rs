@@ -5,8 +5,8 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agentscope::{
-    CallInput, ContentBlock, ErrorSource, EventType, GenerateReason, Msg, StreamOptions, Tool,
-    ToolContext, ToolError, ToolOutput,
+    CallInput, ContentBlock, ErrorSource, EventType, GenerateReason, Msg, Role, StreamOptions,
+    Tool, ToolContext, ToolError, ToolOutput,
 };
 use futures::StreamExt;
 use futures::future::{Either, select};
@@ -244,7 +244,17 @@ impl Tool for RemoteAgentTool {
                 Some(answer) => answer,
                 None => return Ok(self.ask(&ctx, &question).await),
             },
-            None => vec![Msg::user(task)],
+            // Named by the call's idempotency key: a retry of the call (after a crash,
+            // `InDoubt::RunAgain`) sends the same message, which the remote agent does not
+            // run again.
+            None => vec![
+                Msg::builder()
+                    .id(ctx.idempotency_key())
+                    .name("user")
+                    .role(Role::User)
+                    .text(task)
+                    .build(),
+            ],
         };
         let options = StreamOptions::default().event_types([
             EventType::Reasoning,

@@ -716,3 +716,64 @@ async fn a_failed_or_rejected_remote_task_is_an_agent_error_and_a_tool_error_res
         format!("tool assistant: assistant l1 -> Error: Tool execution failed: {failed}")
     );
 }
+
+/// The idempotency key crosses agents: the tool's message is named by its call's key, and a
+/// message sent again is answered with the task it started, not run again.
+#[tokio::test]
+async fn a_message_sent_again_gets_the_first_answer_and_runs_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote_model = ScriptedModel::new([ScriptedResponse::text("Five.")]);
+    let server = serve(&remote_model, Toolkit::new(), dir.path()).await;
+    let remote = RemoteAgent::connect(&server.url).await.unwrap();
+    let question = Msg::user("What is 2+3?");
+    assert_eq!(remote.call(question.clone()).await.unwrap().text(), "Five.");
+    // The same message again (a call retried with the same input): the remote agent does
+    // not run it again, and the answer is the first task's.
+    let again = remote.call(question.clone()).await.unwrap();
+    assert_eq!(again.text(), "Five.");
+    assert_eq!(remote_model.request_count(), 1);
+    let context = remote.context_id().unwrap();
+    assert_eq!(
+        remote_session(dir.path(), &context).await,
+        ["user user: What is 2+3?", "assistant assistant: Five."]
+    );
+    let stored = JsonFileSessionStore::new(dir.path())
+        .load(&format!("assistant.{context}"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.messages[0].id, question.id);
+
+    // As a tool, the message is named by the call's idempotency key.
+    let tool_dir = tempfile::tempdir().unwrap();
+    let tool_model = ScriptedModel::new([ScriptedResponse::text("Six.")]);
+    let tool_server = serve(&tool_model, Toolkit::new(), tool_dir.path()).await;
+    let tool = RemoteAgent::connect(&tool_server.url)
+        .await
+        .unwrap()
+        .into_tool();
+    let local = ReActAgent::builder()
+        .name("lead")
+        .model(ScriptedModel::new([
+            ScriptedResponse::tool_call("l1", "assistant", json!({"task": "What is 3+3?"})),
+            ScriptedResponse::text("It is 6."),
+        ]))
+        .toolkit(Toolkit::new().tool(tool.clone()))
+        .build()
+        .unwrap();
+    assert_eq!(local.call("Ask.").await.unwrap().text(), "It is 6.");
+    let key = agentscope::ToolContext::new(agentscope::ToolUseBlock::new(
+        "l1",
+        "assistant",
+        json!({"task": "What is 3+3?"}),
+    ))
+    .with_scope(local.id().to_owned())
+    .idempotency_key();
+    let context = tool.agent().context_id().unwrap();
+    let stored = JsonFileSessionStore::new(tool_dir.path())
+        .load(&format!("assistant.{context}"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.messages[0].id, key);
+}
