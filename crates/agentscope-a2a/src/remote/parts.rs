@@ -65,10 +65,18 @@ fn image_media_type(url: &str) -> Option<String> {
 }
 
 /// An earlier message of the conversation, as context for the remote agent: one text part
-/// `"<name>: <text>"`. `None` for a message without text.
+/// `"<name>: <text>"` (as it is when it names its speaker already, as a message a hub
+/// delivered does). `None` for a message without text.
 pub(crate) fn context_part(msg: &Msg) -> Option<Part> {
     let text = msg.text();
-    (!text.trim().is_empty()).then(|| Part::text(format!("{}: {text}", msg.name)))
+    if text.trim().is_empty() {
+        return None;
+    }
+    let speaker = format!("{}: ", msg.name);
+    Some(match text.starts_with(&speaker) {
+        true => Part::text(text),
+        false => Part::text(format!("{speaker}{text}")),
+    })
 }
 
 /// The content blocks of received parts: text as text, data as its JSON text, URLs of an

@@ -777,3 +777,46 @@ async fn a_message_sent_again_gets_the_first_answer_and_runs_once() {
         .unwrap();
     assert_eq!(stored.messages[0].id, key);
 }
+
+/// A remote agent is a participant like any other: in a hub's sequential pipeline, it
+/// hears what the local agent said before it, and the local agent hears its reply.
+#[tokio::test]
+async fn a_remote_agent_takes_part_in_a_hub_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote_model = ScriptedModel::new([ScriptedResponse::text("Bob here, from afar.")]);
+    let server = serve(&remote_model, Toolkit::new(), dir.path()).await;
+    let remote: Arc<dyn agentscope::Agent> =
+        Arc::new(RemoteAgent::connect(&server.url).await.unwrap());
+    let alice = ReActAgent::builder()
+        .name("alice")
+        .model(ScriptedModel::new([ScriptedResponse::text(
+            "Alice says hi.",
+        )]))
+        .build()
+        .unwrap();
+    let local: Arc<dyn agentscope::Agent> = Arc::new(alice.clone());
+    let hub = agentscope::multi_agent::MsgHub::builder()
+        .participants([Arc::clone(&local), Arc::clone(&remote)])
+        .enter()
+        .await
+        .unwrap();
+    let last = hub
+        .sequential(&[local, Arc::clone(&remote)], "Introduce yourselves.")
+        .await
+        .unwrap();
+    assert_eq!(last.text(), "Bob here, from afar.");
+    assert_eq!(last.name, "assistant");
+    // The remote agent got what alice said (a pipeline's next input is the reply before),
+    // naming her once; alice heard its reply.
+    let context = remote_model.requests()[0].messages.clone();
+    assert_eq!(lines(&context), ["user user: alice: Alice says hi."]);
+    assert_eq!(
+        lines(&alice.memory().messages()),
+        [
+            "user user: Introduce yourselves.",
+            "assistant alice: Alice says hi.",
+            // Heard as the hub delivers another participant's reply.
+            "user assistant: assistant: Bob here, from afar.",
+        ]
+    );
+}
