@@ -163,3 +163,29 @@ async fn subscribe_on_another_instance_follows_the_task_until_it_ends() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_second_message_in_a_busy_context_on_another_instance_fails_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let model =
+        ScriptedModel::new(
+            [ScriptedResponse::text("too late").with_delay(Duration::from_secs(30))],
+        );
+    let (first, second) = two_instances(&model, &path).await;
+    let (_task_id, _events) = started(&first, "Take your time").await;
+    let other = tokio::time::timeout(
+        Duration::from_secs(10),
+        client(&second, "JSONRPC")
+            .await
+            .send_message(&crate::support::request("Meanwhile?", "c1")),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let task = crate::task_of(other);
+    assert_eq!(state(&task.status.state), "failed");
+    let said = crate::support::line(task.status.message.as_ref().unwrap());
+    assert!(said.contains("busy"), "{said}");
+    assert_eq!(model.request_count(), 1, "the second message ran nothing");
+}
