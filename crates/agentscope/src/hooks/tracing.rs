@@ -457,8 +457,8 @@ pub(crate) fn record(extensions: &mut Extensions, decision: Decision<'_>) {
         ),
         Decision::Compacted { before, after } => tracing::info!(
             parent: parent,
-            agentscope.context.tokens_before = before,
-            agentscope.context.tokens_after = after,
+            agentscope.context.tokens_before = int(before),
+            agentscope.context.tokens_after = int(after),
             "agentscope.context.compacted"
         ),
     }
@@ -783,22 +783,32 @@ fn record_options(span: &Span, options: &GenerateOptions) {
         span.record("gen_ai.request.top_p", f64::from(top_p));
     }
     if let Some(max_tokens) = options.max_tokens {
-        span.record("gen_ai.request.max_tokens", u64::from(max_tokens));
+        span.record("gen_ai.request.max_tokens", i64::from(max_tokens));
     }
     if let Some(seed) = options.seed {
-        span.record("gen_ai.request.seed", seed);
+        match i64::try_from(seed) {
+            Ok(seed) => span.record("gen_ai.request.seed", seed),
+            // Beyond OpenTelemetry's integers: as text.
+            Err(_) => span.record("gen_ai.request.seed", seed),
+        };
     }
 }
 
 fn record_usage(span: &Span, usage: ChatUsage) {
-    span.record("gen_ai.usage.input_tokens", usage.input_tokens);
-    span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+    span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
+    span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
     if let Some(read) = usage.cache_read_input_tokens {
-        span.record("gen_ai.usage.cache_read.input_tokens", read);
+        span.record("gen_ai.usage.cache_read.input_tokens", int(read));
     }
     if let Some(written) = usage.cache_creation_input_tokens {
-        span.record("gen_ai.usage.cache_creation.input_tokens", written);
+        span.record("gen_ai.usage.cache_creation.input_tokens", int(written));
     }
+}
+
+/// A count as the conventions' `int`: `tracing-opentelemetry` exports a `u64` field as a
+/// string (OpenTelemetry has no unsigned integers) and an `i64` as an integer.
+pub(crate) fn int(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 fn mark_error(span: &Span, error_type: &str, description: &str) {
