@@ -413,6 +413,8 @@ pub(crate) enum Decision<'a> {
     /// A hook asked to stop, after reasoning or acting.
     Stop { hook: &'a str, step: &'static str },
     /// A context hook shrank the request.
+    // Recorded by the context hook, which only the `context` feature builds.
+    #[cfg_attr(not(feature = "context"), allow(dead_code))]
     Compacted { before: u64, after: u64 },
 }
 
