@@ -142,6 +142,10 @@ const CAPTURE_CONTENT_ENV: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CO
 /// options a later PreReasoning hook changes are not reflected. Token usage and the
 /// response are read at PostReasoning from the message's metadata.
 ///
+/// Without a subscriber (or with one that filters the `invoke_agent` span out) the hook
+/// records nothing for the call: it opens no span and keeps no state, and each event returns
+/// at once.
+///
 /// ```
 /// use agentscope::hooks::TracingHook;
 /// use agentscope::prelude::*;
@@ -281,12 +285,20 @@ impl TracingHook {
 
     fn observe(&self, event: &mut HookEvent) {
         let record_content = self.config.record_content;
+        // Without spans for this call (no subscriber, or one that filters them out) there is
+        // nothing to record: leave before copying anything out of the event.
+        if !matches!(event, HookEvent::PreCall(_)) && self.spans(event.extensions_mut()).is_none() {
+            return;
+        }
         match event {
             // An observation is no call: no span.
             HookEvent::PreCall(e) if e.is_observation() => {}
             HookEvent::PreCall(e) => {
-                let spans = CallSpans::new(call_span(e.call()), record_content);
-                call_state::insert(e.extensions_mut(), self.instance, spans);
+                let span = call_span(e.call());
+                if !span.is_disabled() {
+                    let spans = CallSpans::new(span, record_content);
+                    call_state::insert(e.extensions_mut(), self.instance, spans);
+                }
             }
             HookEvent::PostCall(e) => {
                 let spans = call_state::take::<CallSpans>(e.extensions_mut(), self.instance);
