@@ -18,10 +18,29 @@ pub struct Scenario {
 
 impl Scenario {
     /// The assembled message's metadata.
+    /// The response id and answering model are the transcript's (its first `id` and
+    /// `model`).
     pub fn expected_metadata(&self) -> serde_json::Map<String, Value> {
         let mut metadata = serde_json::Map::new();
         metadata.insert("usage".into(), serde_json::to_value(self.usage).unwrap());
         metadata.insert("finish_reason".into(), self.finish_reason.into());
+        let mut response = serde_json::Map::new();
+        for line in self.sse.lines() {
+            let Some(data) = line.strip_prefix("data:") else {
+                continue;
+            };
+            let Ok(chunk) = serde_json::from_str::<Value>(data.trim()) else {
+                continue;
+            };
+            for key in ["id", "model"] {
+                if let Some(value) = chunk[key].as_str().filter(|v| !v.is_empty()) {
+                    response.entry(key).or_insert_with(|| value.into());
+                }
+            }
+        }
+        if !response.is_empty() {
+            metadata.insert("response".into(), response.into());
+        }
         metadata
     }
 }
