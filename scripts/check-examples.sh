@@ -4,11 +4,13 @@
 # 1. offline, each example that ends by itself exits 0, and its first line says which model
 #    runs or that it runs scripted and why (`mcp` needs Node.js, `two_instances` Redis: each is
 #    skipped with a message when missing, outside CI);
-# 2. `hitl`'s hint, followed literally, continues the stopped session (a store path with a
+# 2. `observability` prints its spans without an OTLP endpoint, and with one (a receiver of
+#    a few lines of Python) exports its traces and metrics there;
+# 3. `hitl`'s hint, followed literally, continues the stopped session (a store path with a
 #    space in it);
-# 3. a retry shows: `quickstart` against a port where nothing listens prints one `warning:`
+# 4. a retry shows: `quickstart` against a port where nothing listens prints one `warning:`
 #    line per retry, then the error's chain and exits 1;
-# 4. against a real model (llama.cpp's llama-server serving SmolLM2, started with
+# 5. against a real model (llama.cpp's llama-server serving SmolLM2, started with
 #    `third_party_openai.sh llama PORT` from ../shared/tools, or $THIRD_PARTY_OPENAI),
 #    `cargo run --example quickstart` and `--example streaming` end normally (exit 0) or with
 #    a clear model error: `error:` and `caused by:` lines only, no `Debug` dump, no panic. The
@@ -149,6 +151,64 @@ you: What is 6*7?
 assistant: The remote agent says: The answer is 42."
 [ "$(tail -n +3 "$tmp/a2a-call")" = "$expected_call" ] || fail "a2a call printed: $(cat "$tmp/a2a-call")"
 echo "a2a call: $(tail -n 1 "$tmp/a2a-call")"
+
+echo "-- observability: the spans printed without an endpoint, exported over OTLP with one"
+code=0
+"${offline[@]}" -u OTEL_EXPORTER_OTLP_ENDPOINT -u OTEL_EXPORTER_OTLP_TRACES_ENDPOINT \
+    timeout 120 "$bin/observability" </dev/null >"$tmp/out" 2>"$tmp/err" || code=$?
+[ "$code" = 0 ] || fail "observability exited with $code: $(cat "$tmp/err")"
+check_first_line observability "$tmp/out"
+grep -q '^no OTEL_EXPORTER_OTLP_ENDPOINT set, so nothing was sent' "$tmp/out" \
+    || fail "observability did not say it sent nothing: $(cat "$tmp/out")"
+for span in '^invoke_agent assistant \[Internal, ' '^  chat demo-model (offline, scripted) \[Client, ' \
+    '^  execute_tool calculator \[Internal, .* gen_ai.tool.call.id=call_1 '; do
+    grep -q "$span" "$tmp/out" || fail "observability printed no span like '$span': $(cat "$tmp/out")"
+done
+[ "$(grep -c '^  chat ' "$tmp/out")" = 2 ] || fail "observability: not two chat spans: $(cat "$tmp/out")"
+grep -q '^gen_ai.client.operation.duration {.*} count=2 ' "$tmp/out" \
+    || fail "observability printed no duration metric: $(cat "$tmp/out")"
+# An OTLP/HTTP receiver of a few lines: it keeps each request's path and body.
+port=$(free_port)
+python3 - "$port" "$tmp/otlp" <<'PY' &
+import http.server, os, sys
+os.makedirs(sys.argv[2], exist_ok=True)
+class Sink(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        name = self.path.strip("/").replace("/", "_")
+        with open(os.path.join(sys.argv[2], name), "ab") as f:
+            f.write(body)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Sink).serve_forever()
+PY
+sink_pid=$!
+for _ in $(seq 1 50); do
+    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])))' "$port" \
+        2>/dev/null && break
+    sleep 0.1
+done
+code=0
+"${offline[@]}" -u OTEL_EXPORTER_OTLP_TRACES_ENDPOINT -u OTEL_EXPORTER_OTLP_PROTOCOL \
+    OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$port" OTEL_SERVICE_NAME=check-examples \
+    timeout 120 "$bin/observability" </dev/null >"$tmp/out" 2>"$tmp/err" || code=$?
+kill "$sink_pid" 2>/dev/null || true
+wait "$sink_pid" 2>/dev/null || true
+[ "$code" = 0 ] || fail "observability with an endpoint exited with $code: $(cat "$tmp/err")"
+grep -qx "traces and metrics exported to http://127.0.0.1:$port (OTLP)" "$tmp/out" \
+    || fail "observability did not say where it exported: $(cat "$tmp/out")"
+# Protobuf keeps strings as they are: the span names, the service and the metric show.
+for text in 'invoke_agent assistant' 'execute_tool calculator' 'check-examples'; do
+    grep -qa "$text" "$tmp/otlp/v1_traces" 2>/dev/null \
+        || fail "the OTLP receiver got no trace with '$text'"
+done
+grep -qa 'gen_ai.client.token.usage\|gen_ai.client.operation.duration' "$tmp/otlp/v1_metrics" \
+    2>/dev/null || fail "the OTLP receiver got no GenAI metric"
+echo "observability: $(head -n 1 "$tmp/out") -> exported to the OTLP receiver"
 
 echo "-- hitl: the hint, followed as printed, continues the session"
 store="$tmp/hitl store"

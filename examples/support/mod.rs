@@ -286,6 +286,10 @@ impl<M: Model> Model for MaxTokens<M> {
         self.inner.model_name()
     }
 
+    fn provider_name(&self) -> Option<&str> {
+        self.inner.provider_name()
+    }
+
     async fn stream(&self, mut request: ModelRequest) -> Result<ChatStream, ModelError> {
         let cap = request
             .options

@@ -44,7 +44,8 @@ async fn a_forced_tool_call_with_text_before_it() {
         ]
     );
     assert_eq!(msg.finish_reason(), Some("tool_use"));
-    // input_tokens 206 plus 54 read from the cache, as the last counts say.
+    // input_tokens 206 plus 54 read from the cache, as the last counts say; the cache read
+    // is also reported on its own.
     assert_eq!(
         msg.metadata["usage"],
         json!({"input_tokens": 260, "output_tokens": 44, "cache_read_input_tokens": 54})

@@ -618,6 +618,56 @@ mod tests {
         );
     }
 
+    /// The prompt-cache count (`prompt_tokens_details.cached_tokens`), the response id and the
+    /// answering model reach the message, streamed and whole; a zero cache count is none.
+    #[test]
+    fn cached_tokens_response_id_and_model_are_decoded() {
+        let streamed = sse(&[
+            json!({"id": "chatcmpl-7", "model": "gpt-4o-2024-08-06",
+                   "choices": [{"index": 0, "delta": {"content": "Hi"}}]}),
+            json!({"id": "chatcmpl-7", "model": "gpt-4o-2024-08-06",
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+            json!({"id": "chatcmpl-7", "model": "gpt-4o-2024-08-06", "choices": [],
+                   "usage": {"prompt_tokens": 1200, "completion_tokens": 2,
+                             "prompt_tokens_details": {"cached_tokens": 1024}}}),
+        ]);
+        let (chunks, err) = decode(&[streamed.as_bytes()]);
+        assert!(err.is_none(), "{err:?}");
+        let last = chunks.last().unwrap();
+        assert_eq!(last.model.as_deref(), Some("gpt-4o-2024-08-06"));
+        assert_eq!(
+            last.usage,
+            Some(ChatUsage {
+                cache_read_input_tokens: Some(1024),
+                ..ChatUsage::new(1200, 2)
+            })
+        );
+        let msg = assemble(&chunks);
+        assert_eq!(msg.response_id(), Some("chatcmpl-7"));
+        assert_eq!(msg.response_model(), Some("gpt-4o-2024-08-06"));
+        assert_eq!(
+            msg.metadata["usage"],
+            json!({"input_tokens": 1200, "output_tokens": 2, "cache_read_input_tokens": 1024})
+        );
+
+        let whole = json!({
+            "id": "chatcmpl-8", "object": "chat.completion", "model": "gpt-4o-mini-2024-07-18",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "Hello."}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 2,
+                      "prompt_tokens_details": {"cached_tokens": 0}}
+        });
+        let (chunks, err) = testing::decode_json::<Decoder>(whole.to_string().as_bytes());
+        assert!(err.is_none(), "{err:?}");
+        let msg = assemble(&chunks);
+        assert_eq!(msg.response_id(), Some("chatcmpl-8"));
+        assert_eq!(msg.response_model(), Some("gpt-4o-mini-2024-07-18"));
+        assert_eq!(
+            msg.metadata["usage"],
+            json!({"input_tokens": 10, "output_tokens": 2})
+        );
+    }
+
     #[test]
     fn generated_call_ids_differ() {
         let ids: std::collections::HashSet<String> = (0..20).map(|_| generated_call_id()).collect();

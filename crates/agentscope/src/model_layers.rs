@@ -153,9 +153,10 @@ impl<M: Model> Model for Retry<M> {
                     tracing::warn!(
                         target: "agentscope::model_layers",
                         model = self.inner.model_name(),
-                        retry = retry + 1,
-                        max_retries = self.policy.max_retries,
-                        delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        // Signed: `tracing-opentelemetry` exports unsigned fields as text.
+                        retry = i64::from(retry + 1),
+                        max_retries = i64::from(self.policy.max_retries),
+                        delay_ms = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX),
                         error.type = %crate::hooks::tracing::model_error_type(&error),
                         %error,
                         "agentscope.model.retry"

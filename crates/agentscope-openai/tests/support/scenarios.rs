@@ -18,6 +18,8 @@ pub struct Scenario {
 
 impl Scenario {
     /// The assembled message's metadata.
+    /// The response id and answering model are the transcript's (its first `id` and
+    /// `model`).
     pub fn expected_metadata(&self) -> serde_json::Map<String, Value> {
         let mut metadata = serde_json::Map::new();
         metadata.insert("usage".into(), serde_json::to_value(self.usage).unwrap());

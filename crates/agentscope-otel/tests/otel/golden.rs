@@ -1,3 +1,8 @@
+//! The exported span trees, checked against golden files (`tests/golden/*.json`), with the
+//! SDK's in-memory exporter: no backend needed. Ids, times and call ids are normalised.
+//! `UPDATE_GOLDEN=1` rewrites the files. The scenarios are shared with the Phoenix test
+//! (`phoenix.rs`), which checks that the same trees arrive in a real backend.
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -11,7 +16,7 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
 use serde_json::{Value, json};
 
 /// Runs `scenario` with a pipeline exporting to memory; returns the finished spans.
-async fn export<F: Future<Output = ()>>(scenario: F) -> Vec<SpanData> {
+pub(crate) async fn export<F: Future<Output = ()>>(scenario: F) -> Vec<SpanData> {
     let exporter = InMemorySpanExporter::default();
     let otel = Otel::builder()
         .service_name("golden")
@@ -31,20 +36,98 @@ async fn export<F: Future<Output = ()>>(scenario: F) -> Vec<SpanData> {
     exporter.get_finished_spans().unwrap()
 }
 
-fn value(value: &OtelValue) -> Value {
+/// An attribute value as JSON, of its type (an array as an array, not the text of one).
+pub(crate) fn value(value: &OtelValue) -> Value {
+    use opentelemetry::Array;
     match value {
         OtelValue::Bool(b) => json!(b),
         OtelValue::I64(i) => json!(i),
         OtelValue::F64(f) => json!(f),
         OtelValue::String(s) => json!(s.as_str()),
-        OtelValue::Array(array) => json!(array.to_string()),
-        _ => json!(value.to_string()),
+        OtelValue::Array(Array::String(items)) => {
+            json!(items.iter().map(|s| s.as_str()).collect::<Vec<_>>())
+        }
+        OtelValue::Array(Array::I64(items)) => json!(items),
+        OtelValue::Array(Array::F64(items)) => json!(items),
+        OtelValue::Array(Array::Bool(items)) => json!(items),
+        _ => json!({"unknown type": value.to_string()}),
     }
+}
+
+/// One finished span, wherever it was read from (the in-memory exporter, a backend's API).
+pub(crate) struct Flat {
+    /// The span id, and its parent's (none for a root).
+    pub(crate) id: String,
+    pub(crate) parent: Option<String>,
+    /// Sorts as the start time does.
+    pub(crate) start: String,
+    pub(crate) name: String,
+    pub(crate) kind: String,
+    /// `Unset`, `Ok`, or `Error { description: "..." }`.
+    pub(crate) status: String,
+    pub(crate) attributes: Vec<(String, Value)>,
+    pub(crate) events: Vec<(String, Vec<(String, Value)>)>,
+}
+
+impl Flat {
+    pub(crate) fn of(span: &SpanData) -> Self {
+        let nanos = |time: std::time::SystemTime| {
+            let since = time.duration_since(std::time::UNIX_EPOCH).unwrap();
+            format!("{:020}", since.as_nanos())
+        };
+        let parent = span.parent_span_id;
+        Self {
+            id: span.span_context.span_id().to_string(),
+            parent: (parent != opentelemetry::trace::SpanId::INVALID).then(|| parent.to_string()),
+            start: nanos(span.start_time),
+            name: span.name.to_string(),
+            kind: format!("{:?}", span.span_kind),
+            status: format!("{:?}", span.status),
+            attributes: span
+                .attributes
+                .iter()
+                .map(|kv| (kv.key.to_string(), value(&kv.value)))
+                .collect(),
+            events: span
+                .events
+                .iter()
+                .map(|event| {
+                    let attributes = event
+                        .attributes
+                        .iter()
+                        .map(|kv| (kv.key.to_string(), value(&kv.value)))
+                        .collect();
+                    (event.name.to_string(), attributes)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What `tracing-opentelemetry` adds about the code and thread: not part of the trees.
+fn incidental(key: &str) -> bool {
+    matches!(
+        key,
+        "code.file.path"
+            | "code.line.number"
+            | "code.module.name"
+            | "thread.id"
+            | "thread.name"
+            | "busy_ns"
+            | "idle_ns"
+            | "target"
+    )
 }
 
 /// The spans as a tree: names, kinds, status, attributes and events, children by start,
 /// with ids replaced by stable names.
-fn tree(spans: &[SpanData]) -> Value {
+pub(crate) fn tree(spans: &[SpanData]) -> Value {
+    let flat: Vec<Flat> = spans.iter().map(Flat::of).collect();
+    tree_of(flat)
+}
+
+/// [`tree`] of spans read from anywhere.
+pub(crate) fn tree_of(mut spans: Vec<Flat>) -> Value {
     let mut call_ids: Vec<String> = Vec::new();
     let mut normal = |key: &str, v: Value| -> Value {
         match key {
@@ -62,60 +145,40 @@ fn tree(spans: &[SpanData]) -> Value {
             _ => v,
         }
     };
-    let mut ordered: Vec<&SpanData> = spans.iter().collect();
-    ordered.sort_by_key(|span| span.start_time);
+    spans.sort_by(|a, b| a.start.cmp(&b.start));
+    // Ids are named in the order they are met: keys in order, whatever order a source gives.
+    for span in &mut spans {
+        span.attributes.sort_by(|a, b| a.0.cmp(&b.0));
+    }
     let mut nodes: Vec<(Option<usize>, Value)> = Vec::new();
-    for span in &ordered {
+    for span in &spans {
         let attributes: BTreeMap<String, Value> = span
             .attributes
             .iter()
-            .filter(|kv| {
-                !matches!(
-                    kv.key.as_str(),
-                    "code.file.path"
-                        | "code.line.number"
-                        | "code.module.name"
-                        | "thread.id"
-                        | "thread.name"
-                        | "busy_ns"
-                        | "idle_ns"
-                        | "target"
-                )
-            })
-            .map(|kv| {
-                (
-                    kv.key.to_string(),
-                    normal(kv.key.as_str(), value(&kv.value)),
-                )
-            })
+            .filter(|(key, _)| !incidental(key))
+            .map(|(key, v)| (key.clone(), normal(key, v.clone())))
             .collect();
         let events: Vec<Value> = span
             .events
             .iter()
-            .map(|event| {
-                let attributes: BTreeMap<String, Value> = event
-                    .attributes
+            .map(|(name, attributes)| {
+                let attributes: BTreeMap<&String, &Value> = attributes
                     .iter()
-                    .filter(|kv| {
-                        !matches!(
-                            kv.key.as_str(),
-                            "code.file.path" | "code.line.number" | "code.module.name" | "target"
-                        )
-                    })
-                    .map(|kv| (kv.key.to_string(), value(&kv.value)))
+                    .filter(|(key, _)| !incidental(key))
+                    .map(|(key, v)| (key, v))
                     .collect();
-                json!({"name": event.name, "attributes": attributes})
+                json!({"name": name, "attributes": attributes})
             })
             .collect();
-        let parent = ordered
+        let parent = spans
             .iter()
-            .position(|other| other.span_context.span_id() == span.parent_span_id);
+            .position(|other| Some(&other.id) == span.parent.as_ref());
         nodes.push((
             parent,
             json!({
                 "name": span.name,
-                "kind": format!("{:?}", span.span_kind),
-                "status": format!("{:?}", span.status),
+                "kind": span.kind,
+                "status": span.status,
                 "attributes": attributes,
                 "events": events,
             }),
@@ -134,6 +197,16 @@ fn tree(spans: &[SpanData]) -> Value {
             .collect()
     }
     json!(build(&nodes, None))
+}
+
+/// The golden tree of `name`.
+pub(crate) fn golden(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_GOLDEN=1", path.display()));
+    serde_json::from_str(&text).unwrap()
 }
 
 fn check(name: &str, actual: &Value) {
@@ -171,36 +244,44 @@ fn calculator_agent(
     builder.build().unwrap()
 }
 
-#[tokio::test]
-async fn a_react_call_with_a_tool() {
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"}))
-            .with_usage(10, 5)
-            .with_finish_reason("tool_calls")
-            .with_response("chatcmpl-1", "scripted-model-2026"),
-        ScriptedResponse::text("42")
-            .with_usage(20, 3)
-            .with_finish_reason("stop")
-            .with_response("chatcmpl-2", "scripted-model-2026"),
-    ]);
-    let agent = calculator_agent(model, vec![]);
-    let spans = export(async {
+/// The scenarios of the golden files, by file name: each builds its agents and runs them.
+pub(crate) const SCENARIOS: [(&str, MakeScenario); 3] = [
+    ("react_with_tool", react_with_tool),
+    ("approval_and_resume", approval_and_resume),
+    ("failed_call", failed_call),
+];
+
+pub(crate) type Scenario = std::pin::Pin<Box<dyn Future<Output = ()>>>;
+pub(crate) type MakeScenario = fn() -> Scenario;
+
+/// A ReAct call with a tool: the model calls the calculator, then answers.
+fn react_with_tool() -> Scenario {
+    Box::pin(async {
+        let model = ScriptedModel::new([
+            ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"}))
+                .with_usage(10, 5)
+                .with_finish_reason("tool_calls")
+                .with_response("chatcmpl-1", "scripted-model-2026"),
+            ScriptedResponse::text("42")
+                .with_usage(20, 3)
+                .with_finish_reason("stop")
+                .with_response("chatcmpl-2", "scripted-model-2026"),
+        ]);
+        let agent = calculator_agent(model, vec![]);
         assert_eq!(agent.call("What is 6*7?").await.unwrap().text(), "42");
     })
-    .await;
-    check("react_with_tool", &tree(&spans));
 }
 
-#[tokio::test]
-async fn a_stop_for_approval_and_its_resume() {
-    let approval = ToolApprovalHook::new(ApprovalPolicy::all());
-    let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "2+2"})),
-        ScriptedResponse::text("4"),
-    ]);
-    let hook = approval.clone();
-    let agent = calculator_agent(model, vec![Box::new(move |b| b.hook(hook))]);
-    let spans = export(async {
+/// A call that stops for a person's approval, and the call that resumes it once approved.
+fn approval_and_resume() -> Scenario {
+    Box::pin(async {
+        let approval = ToolApprovalHook::new(ApprovalPolicy::all());
+        let model = ScriptedModel::new([
+            ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "2+2"})),
+            ScriptedResponse::text("4"),
+        ]);
+        let hook = approval.clone();
+        let agent = calculator_agent(model, vec![Box::new(move |b| b.hook(hook))]);
         let stopped = agent.call("2+2?").await.unwrap();
         assert_eq!(
             stopped.generate_reason(),
@@ -209,21 +290,36 @@ async fn a_stop_for_approval_and_its_resume() {
         approval.approve("c1").unwrap();
         assert_eq!(agent.call(()).await.unwrap().text(), "4");
     })
-    .await;
-    check("approval_and_resume", &tree(&spans));
+}
+
+/// A call whose model fails (HTTP 503).
+fn failed_call() -> Scenario {
+    Box::pin(async {
+        let model =
+            ScriptedModel::new([ScriptedResponse::failure(agentscope::ModelError::Status {
+                status: 503,
+                message: "overloaded".into(),
+                retry_after: None,
+            })]);
+        let agent = calculator_agent(model, vec![]);
+        agent.call("hi").await.unwrap_err();
+    })
+}
+
+#[tokio::test]
+async fn a_react_call_with_a_tool() {
+    check("react_with_tool", &tree(&export(react_with_tool()).await));
+}
+
+#[tokio::test]
+async fn a_stop_for_approval_and_its_resume() {
+    check(
+        "approval_and_resume",
+        &tree(&export(approval_and_resume()).await),
+    );
 }
 
 #[tokio::test]
 async fn a_failed_call() {
-    let model = ScriptedModel::new([ScriptedResponse::failure(agentscope::ModelError::Status {
-        status: 503,
-        message: "overloaded".into(),
-        retry_after: None,
-    })]);
-    let agent = calculator_agent(model, vec![]);
-    let spans = export(async {
-        agent.call("hi").await.unwrap_err();
-    })
-    .await;
-    check("failed_call", &tree(&spans));
+    check("failed_call", &tree(&export(failed_call()).await));
 }

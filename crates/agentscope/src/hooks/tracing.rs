@@ -142,6 +142,10 @@ const CAPTURE_CONTENT_ENV: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CO
 /// options a later PreReasoning hook changes are not reflected. Token usage and the
 /// response are read at PostReasoning from the message's metadata.
 ///
+/// Without a subscriber (or with one that filters the `invoke_agent` span out) the hook
+/// records nothing for the call: it opens no span and keeps no state, and each event returns
+/// at once.
+///
 /// ```
 /// use agentscope::hooks::TracingHook;
 /// use agentscope::prelude::*;
@@ -281,12 +285,20 @@ impl TracingHook {
 
     fn observe(&self, event: &mut HookEvent) {
         let record_content = self.config.record_content;
+        // Without spans for this call (no subscriber, or one that filters them out) there is
+        // nothing to record: leave before copying anything out of the event.
+        if !matches!(event, HookEvent::PreCall(_)) && self.spans(event.extensions_mut()).is_none() {
+            return;
+        }
         match event {
             // An observation is no call: no span.
             HookEvent::PreCall(e) if e.is_observation() => {}
             HookEvent::PreCall(e) => {
-                let spans = CallSpans::new(call_span(e.call()), record_content);
-                call_state::insert(e.extensions_mut(), self.instance, spans);
+                let span = call_span(e.call());
+                if !span.is_disabled() {
+                    let spans = CallSpans::new(span, record_content);
+                    call_state::insert(e.extensions_mut(), self.instance, spans);
+                }
             }
             HookEvent::PostCall(e) => {
                 let spans = call_state::take::<CallSpans>(e.extensions_mut(), self.instance);
@@ -459,8 +471,8 @@ pub(crate) fn record(extensions: &mut Extensions, decision: Decision<'_>) {
         #[cfg(feature = "context")]
         Decision::Compacted { before, after } => tracing::info!(
             parent: parent,
-            agentscope.context.tokens_before = before,
-            agentscope.context.tokens_after = after,
+            agentscope.context.tokens_before = int(before),
+            agentscope.context.tokens_after = int(after),
             "agentscope.context.compacted"
         ),
     }
@@ -785,22 +797,32 @@ fn record_options(span: &Span, options: &GenerateOptions) {
         span.record("gen_ai.request.top_p", f64::from(top_p));
     }
     if let Some(max_tokens) = options.max_tokens {
-        span.record("gen_ai.request.max_tokens", u64::from(max_tokens));
+        span.record("gen_ai.request.max_tokens", i64::from(max_tokens));
     }
     if let Some(seed) = options.seed {
-        span.record("gen_ai.request.seed", seed);
+        match i64::try_from(seed) {
+            Ok(seed) => span.record("gen_ai.request.seed", seed),
+            // Beyond OpenTelemetry's integers: as text.
+            Err(_) => span.record("gen_ai.request.seed", seed),
+        };
     }
 }
 
 fn record_usage(span: &Span, usage: ChatUsage) {
-    span.record("gen_ai.usage.input_tokens", usage.input_tokens);
-    span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+    span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
+    span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
     if let Some(read) = usage.cache_read_input_tokens {
-        span.record("gen_ai.usage.cache_read.input_tokens", read);
+        span.record("gen_ai.usage.cache_read.input_tokens", int(read));
     }
     if let Some(written) = usage.cache_creation_input_tokens {
-        span.record("gen_ai.usage.cache_creation.input_tokens", written);
+        span.record("gen_ai.usage.cache_creation.input_tokens", int(written));
     }
+}
+
+/// A count as the conventions' `int`: `tracing-opentelemetry` exports a `u64` field as a
+/// string (OpenTelemetry has no unsigned integers) and an `i64` as an integer.
+pub(crate) fn int(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 fn mark_error(span: &Span, error_type: &str, description: &str) {
