@@ -6,8 +6,6 @@
 mod support;
 #[path = "server/timeline.rs"]
 mod timeline;
-#[path = "server/trace_context.rs"]
-mod trace_context;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

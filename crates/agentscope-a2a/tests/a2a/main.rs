@@ -9,7 +9,6 @@ mod killed;
 mod python;
 mod remote;
 mod support;
-mod trace;
 
 use std::time::Duration;
 
