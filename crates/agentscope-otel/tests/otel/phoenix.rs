@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentscope_otel::Otel;
+use agentscope_otel::{Otel, Protocol};
 use agentscope_test::components::{available, free_port};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -58,6 +58,8 @@ fn python() -> Result<PathBuf, String> {
 struct Phoenix {
     child: Child,
     url: String,
+    /// Its OTLP gRPC endpoint.
+    grpc: String,
     dir: TempDir,
 }
 
@@ -116,6 +118,7 @@ impl Phoenix {
         Ok(Phoenix {
             child,
             url: format!("http://127.0.0.1:{port}"),
+            grpc: format!("http://127.0.0.1:{grpc}"),
             dir,
         })
     }
@@ -263,38 +266,60 @@ async fn the_golden_traces_arrive_in_phoenix_intact() {
         .unwrap_or_else(|why| panic!("{why}"));
     eprintln!("Phoenix answered after {:?}", started.elapsed());
     for (name, scenario) in SCENARIOS {
-        // A project of its own per scenario (Phoenix files spans by this resource attribute).
-        let project = format!("agentscope-{}", name.replace('_', "-"));
-        let otel = Otel::builder()
-            .service_name("agentscope-otel-tests")
-            .endpoint(&phoenix.url)
-            .attribute("openinference.project.name", project.clone())
-            // Phoenix takes traces only; the metrics stay in memory.
-            .metric_exporter(opentelemetry_sdk::metrics::InMemoryMetricExporter::default())
-            .build()
-            .unwrap();
-        let subscriber = {
-            use tracing_subscriber::layer::SubscriberExt;
-            tracing_subscriber::registry().with(otel.layer())
-        };
-        let dispatch = tracing::Dispatch::new(subscriber);
-        {
-            let _default = tracing::dispatcher::set_default(&dispatch);
-            scenario().await;
-        }
-        let guard = otel.into_guard();
-        tokio::task::spawn_blocking(move || guard.shutdown())
-            .await
-            .unwrap()
-            .unwrap();
-        let expected = as_phoenix_shows(golden(name));
-        let spans = spans_of(&phoenix.url, &project, count(&expected)).await;
-        let arrived = tree_of(spans.iter().map(flat).collect());
-        assert_eq!(
-            serde_json::to_string_pretty(&arrived).unwrap(),
-            serde_json::to_string_pretty(&expected).unwrap(),
-            "{name}: what Phoenix holds differs from tests/golden/{name}.json"
-        );
+        export_and_compare(&phoenix, name, scenario, Protocol::HttpProtobuf).await;
+    }
+    // The same over OTLP/gRPC, with the `grpc` feature (CI runs this test with it too).
+    #[cfg(feature = "grpc")]
+    for (name, scenario) in SCENARIOS {
+        export_and_compare(&phoenix, name, scenario, Protocol::Grpc).await;
     }
     eprintln!("Phoenix test done after {:?}", started.elapsed());
+}
+
+/// Exports scenario `name` to Phoenix over `protocol`, into a project of its own, and
+/// compares what Phoenix holds with the golden tree.
+async fn export_and_compare(
+    phoenix: &Phoenix,
+    name: &str,
+    scenario: crate::golden::MakeScenario,
+    protocol: Protocol,
+) {
+    // A project of its own per scenario and protocol (Phoenix files spans by this resource
+    // attribute).
+    let (endpoint, transport) = match protocol {
+        Protocol::Grpc => (&phoenix.grpc, "grpc"),
+        _ => (&phoenix.url, "http"),
+    };
+    let project = format!("agentscope-{transport}-{}", name.replace('_', "-"));
+    let otel = Otel::builder()
+        .service_name("agentscope-otel-tests")
+        .protocol(protocol)
+        .endpoint(endpoint)
+        .attribute("openinference.project.name", project.clone())
+        // Phoenix takes traces only; the metrics stay in memory.
+        .metric_exporter(opentelemetry_sdk::metrics::InMemoryMetricExporter::default())
+        .build()
+        .unwrap();
+    let subscriber = {
+        use tracing_subscriber::layer::SubscriberExt;
+        tracing_subscriber::registry().with(otel.layer())
+    };
+    let dispatch = tracing::Dispatch::new(subscriber);
+    {
+        let _default = tracing::dispatcher::set_default(&dispatch);
+        scenario().await;
+    }
+    let guard = otel.into_guard();
+    tokio::task::spawn_blocking(move || guard.shutdown())
+        .await
+        .unwrap()
+        .unwrap();
+    let expected = as_phoenix_shows(golden(name));
+    let spans = spans_of(&phoenix.url, &project, count(&expected)).await;
+    let arrived = tree_of(spans.iter().map(flat).collect());
+    assert_eq!(
+        serde_json::to_string_pretty(&arrived).unwrap(),
+        serde_json::to_string_pretty(&expected).unwrap(),
+        "{name} over {transport}: what Phoenix holds differs from tests/golden/{name}.json"
+    );
 }
