@@ -5,7 +5,9 @@
 //! A hook of the server, registered last on each run's agent (priority `i32::MAX`, so it
 //! sees every other hook's decision), records the bars from PreReasoning / PostReasoning,
 //! PreSummary / PostSummary and PreActing / PostActing, and the decisions the events carry
-//! (`goto_reasoning`, `stop_agent`, `skip_with`, with the deciding hook); the run adds the
+//! (`goto_reasoning`, `stop_agent`, `skip_with`, with the deciding hook, and a context
+//! compaction with the tokens before and after, from the `CompactionReport` the context hook
+//! leaves for later hooks when asked at PreCall); the run adds the
 //! approvals it applies when it starts (a resume) and the approvals it asks for when it ends.
 //! The marks are named as `TracingHook`'s span events (without `agentscope.`).
 //!
@@ -22,6 +24,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use agentscope::context::{CollectCompactionReports, CompactionReport, ContextWindowHook};
 use agentscope::hooks::{ApprovalDecision, ToolApprovalHook};
 use agentscope::{
     ChatUsage, Hook, HookError, HookEvent, HookEventType, HookEventTypes, Msg, ToolUseBlock,
@@ -48,6 +51,8 @@ struct Mark {
     hook: Option<String>,
     step: Option<&'static str>,
     tool: Option<(String, String)>,
+    /// A compaction's tokens before and after.
+    tokens: Option<(usize, usize)>,
 }
 
 impl Mark {
@@ -58,6 +63,7 @@ impl Mark {
             hook: None,
             step: None,
             tool: None,
+            tokens: None,
         }
     }
 
@@ -166,6 +172,10 @@ impl Timeline {
                     value["tool"] = json!(name);
                     value["toolCallId"] = json!(id);
                 }
+                if let Some((before, after)) = mark.tokens {
+                    value["tokensBefore"] = json!(before);
+                    value["tokensAfter"] = json!(after);
+                }
                 value
             })
             .collect();
@@ -222,7 +232,22 @@ impl Hook for TimelineHook {
     async fn on_event(&self, event: &mut HookEvent) -> Result<(), HookError> {
         let timeline = &self.timeline;
         match event {
-            HookEvent::PreReasoning(_) => {
+            // The context hook (if any) leaves what it did for later hooks.
+            HookEvent::PreCall(e) => {
+                e.extensions_mut().insert(CollectCompactionReports);
+            }
+            HookEvent::PreReasoning(e) => {
+                let compacted = e
+                    .extensions()
+                    .get::<CompactionReport>()
+                    .filter(|report| report.changed())
+                    .map(|report| (report.tokens_before, report.tokens_after));
+                if let Some(tokens) = compacted {
+                    let mut mark = Mark::new("context.compacted", timeline.now())
+                        .hook(ContextWindowHook::NAME);
+                    mark.tokens = Some(tokens);
+                    timeline.mark(mark);
+                }
                 let step = {
                     let mut data = timeline.data();
                     data.reasoning_steps += 1;
@@ -282,6 +307,7 @@ impl Hook for TimelineHook {
 
     fn interests(&self) -> HookEventTypes {
         HookEventTypes::NONE
+            .with(HookEventType::PreCall)
             .with(HookEventType::PreReasoning)
             .with(HookEventType::PostReasoning)
             .with(HookEventType::PreSummary)

@@ -583,6 +583,8 @@
       case "approval.rejected": return `rejected: ${tool}`;
       case "tool.skipped": return `${tool} skipped by ${mark.hook || "a hook"}`;
       case "goto_reasoning": return `goto_reasoning by ${mark.hook || "a hook"}`;
+      case "context.compacted":
+        return `context compacted by ${mark.hook || "a hook"}: ${mark.tokensBefore} → ${mark.tokensAfter} tokens`;
       case "stop_agent":
         return `stop_agent by ${mark.hook || "a hook"}${mark.step ? ` (after ${mark.step})` : ""}`;
       default: return String(mark.kind || "decision");

@@ -178,3 +178,51 @@ async fn edited_and_rejected_calls_a_goto_and_a_skip_are_marked() {
         })
     );
 }
+
+#[tokio::test]
+async fn a_context_compaction_is_marked_with_its_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::text("Noted.").with_usage(20, 2)]);
+    let seen = model.clone();
+    let spec = AgentSpec::new(move || {
+        ReActAgent::builder()
+            .model(model.clone())
+            .hook(agentscope::context::ContextWindowHook::new().with_max_messages(2))
+    });
+    let agui = AgUi::builder()
+        .agent("assistant", spec)
+        .store(agentscope::session::JsonFileSessionStore::new(dir.path()))
+        .build()
+        .unwrap();
+    let server = serve(agui).await;
+    let (_, events) = post(
+        &server.base,
+        &input(
+            "t1",
+            "r1",
+            json!([
+                user("u1", "The first thing to remember."),
+                user("u2", "The second thing to remember."),
+                user("u3", "The third thing to remember."),
+                user("u4", "What now?"),
+            ]),
+        ),
+    )
+    .await;
+    // The window kept the last two messages; the mark says so in (estimated) tokens.
+    let sent: Vec<String> = seen.requests()[0]
+        .messages
+        .iter()
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(sent, ["The third thing to remember.", "What now?"]);
+    assert_eq!(
+        timeline(&events),
+        json!({
+            "bars": [{"kind": "reasoning", "label": "reasoning 1",
+                      "inputTokens": 20, "outputTokens": 2}],
+            "marks": [{"kind": "context.compacted", "hook": "context_window",
+                       "tokensBefore": 41, "tokensAfter": 18}],
+        })
+    );
+}
