@@ -185,9 +185,13 @@ async fn a_context_compaction_is_marked_with_its_tokens() {
     let model = ScriptedModel::new([ScriptedResponse::text("Noted.").with_usage(20, 2)]);
     let seen = model.clone();
     let spec = AgentSpec::new(move || {
-        ReActAgent::builder()
-            .model(model.clone())
-            .hook(agentscope::context::ContextWindowHook::new().with_max_messages(2))
+        ReActAgent::builder().model(model.clone()).hook(
+            agentscope::context::ContextWindowHook::new()
+                .with_max_messages(2)
+                // The estimate, whichever counter the build's features would pick (a
+                // workspace build has `tiktoken`): the tokens below are exact.
+                .with_counter(agentscope::context::EstimatedTokens::new()),
+        )
     });
     let agui = AgUi::builder()
         .agent("assistant", spec)
