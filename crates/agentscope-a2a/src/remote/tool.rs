@@ -4,13 +4,14 @@ use std::fmt;
 use std::pin::pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use agentscope::multi_agent::AgentTool;
 use agentscope::{
     CallInput, ContentBlock, ErrorSource, EventType, GenerateReason, Msg, Role, StreamOptions,
     Tool, ToolContext, ToolError, ToolOutput,
 };
 use futures::StreamExt;
 use futures::future::{Either, select};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::agent::RemoteAgent;
 use super::error::RemoteError;
@@ -217,23 +218,11 @@ impl Tool for RemoteAgentTool {
     }
 
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "task": {
-                    "type": "string",
-                    "description": "The task for the agent, with everything it needs to know."
-                }
-            },
-            "required": ["task"]
-        })
+        AgentTool::task_parameters()
     }
 
     async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let task = input
-            .get("task")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ToolError::invalid_arguments("'task' must be a string"))?;
+        let task = AgentTool::task_of(&input)?;
         if ctx.is_cancelled() {
             return Err(ToolError::Cancelled);
         }

@@ -160,6 +160,42 @@ impl AgentTool {
         options
     }
 
+    /// The arguments every agent used as a tool takes, as a JSON schema: `{"task": string}`
+    /// (also for tools of other crates that call an agent, such as a remote one).
+    ///
+    /// ```
+    /// use agentscope::prelude::*;
+    /// use serde_json::json;
+    ///
+    /// assert_eq!(AgentTool::task_parameters()["required"], json!(["task"]));
+    /// assert_eq!(AgentTool::task_of(&json!({"task": "Find 6*7."})).unwrap(), "Find 6*7.");
+    /// assert!(AgentTool::task_of(&json!({"task": 42})).is_err());
+    /// ```
+    pub fn task_parameters() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "task": {
+                    "type": "string",
+                    "description": "The task for the agent, with everything it needs to know."
+                }
+            },
+            "required": ["task"]
+        })
+    }
+
+    /// The task of a call's arguments (see [`task_parameters`](Self::task_parameters)).
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError::InvalidArguments`] when `task` is missing or not a string.
+    pub fn task_of(input: &Value) -> Result<&str, ToolError> {
+        input
+            .get("task")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ToolError::invalid_arguments("'task' must be a string"))
+    }
+
     fn failed(&self, error: impl std::error::Error + Send + Sync + 'static) -> ToolError {
         ToolError::Failed {
             message: format!("agent '{}' failed: {error}", self.agent.name()),
@@ -178,23 +214,11 @@ impl Tool for AgentTool {
     }
 
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "task": {
-                    "type": "string",
-                    "description": "The task for the agent, with everything it needs to know."
-                }
-            },
-            "required": ["task"]
-        })
+        AgentTool::task_parameters()
     }
 
     async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let task = input
-            .get("task")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ToolError::invalid_arguments("'task' must be a string"))?;
+        let task = AgentTool::task_of(&input)?;
         if ctx.is_cancelled() {
             return Err(ToolError::Cancelled);
         }
