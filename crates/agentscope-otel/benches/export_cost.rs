@@ -1,12 +1,16 @@
 //! `export_cost`: what tracing and exporting cost a ReAct call (the model asks the
 //! calculator, then answers), in the same run:
 //!
-//! - `model_1ms/no_subscriber`: no `TracingHook`, no subscriber; each model call takes 1 ms;
+//! - `model_1ms/no_hook`: no hook, no subscriber; each model call takes 1 ms;
+//! - `model_1ms/tracing_hook_no_subscriber`: `TracingHook` but no subscriber: target, nothing
+//!   measurable over `no_hook`;
 //! - `model_1ms/tracing_hook_otlp`: `TracingHook` and `agentscope-otel`'s pipeline as the
 //!   subscriber, exporting over OTLP/HTTP (batch export, protobuf) to a loopback HTTP server
-//!   that accepts and discards the requests; target: at most 10% more than `no_subscriber`;
-//! - `instant/no_hook` and `instant/tracing_hook_no_subscriber`: an instant model, without
-//!   and with `TracingHook` but no subscriber: the hook should cost nothing measurable.
+//!   that accepts and discards the requests; target: at most 10% more than `no_hook`;
+//! - `instant/no_hook`, `instant/noop_hook` and `instant/tracing_hook_no_subscriber`: an
+//!   instant model, which shows the engine's own costs: `TracingHook` without a subscriber
+//!   costs what a hook that does nothing costs (the engine builds the events of the kinds
+//!   some hook wants, whatever the hook then does with them).
 //!
 //! `cargo bench -p agentscope-otel --bench export_cost`; figures in docs/observability.md.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -38,15 +42,39 @@ fn model(latency: Duration) -> ScriptedModel {
     .without_recording()
 }
 
-fn agent(latency: Duration, traced: bool) -> ReActAgent {
-    let mut builder = ReActAgent::builder()
+/// Which hook the agent has.
+#[derive(Clone, Copy)]
+enum With {
+    Nothing,
+    /// An async hook that does nothing, with `TracingHook`'s interests: what any hook costs.
+    Noop,
+    Tracing,
+}
+
+struct Noop;
+
+impl Hook for Noop {
+    async fn on_event(&self, _event: &mut HookEvent) -> Result<(), HookError> {
+        Ok(())
+    }
+
+    fn interests(&self) -> HookEventTypes {
+        TracingHook::new().interests()
+    }
+}
+
+fn agent(latency: Duration, with: With) -> ReActAgent {
+    let builder = ReActAgent::builder()
         .name("assistant")
         .model(model(latency))
         .toolkit(Toolkit::new().tool(Calculator::new()));
-    if traced {
-        builder = builder.hook(TracingHook::new());
+    match with {
+        With::Nothing => builder,
+        With::Noop => builder.hook(Noop),
+        With::Tracing => builder.hook(TracingHook::new()),
     }
-    builder.build().unwrap()
+    .build()
+    .unwrap()
 }
 
 /// An OTLP/HTTP receiver on loopback that reads each request and answers 200, keeping the
@@ -125,8 +153,12 @@ fn bench(c: &mut Criterion) {
     // asking it whether each span is wanted).
     let mut group = c.benchmark_group("instant");
     group.measurement_time(Duration::from_secs(3));
-    for (name, traced) in [("no_hook", false), ("tracing_hook_no_subscriber", true)] {
-        let agent = agent(Duration::ZERO, traced);
+    for (name, with) in [
+        ("no_hook", With::Nothing),
+        ("noop_hook", With::Noop),
+        ("tracing_hook_no_subscriber", With::Tracing),
+    ] {
+        let agent = agent(Duration::ZERO, with);
         group.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter_custom(|iters| run(&runtime, &agent, None, iters));
         });
@@ -136,10 +168,15 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("model_1ms");
     group.measurement_time(Duration::from_secs(5));
     let latency = Duration::from_millis(1);
-    let plain = agent(latency, false);
-    group.bench_function(BenchmarkId::from_parameter("no_subscriber"), |b| {
-        b.iter_custom(|iters| run(&runtime, &plain, None, iters));
-    });
+    for (name, with) in [
+        ("no_hook", With::Nothing),
+        ("tracing_hook_no_subscriber", With::Tracing),
+    ] {
+        let agent = agent(latency, with);
+        group.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter_custom(|iters| run(&runtime, &agent, None, iters));
+        });
+    }
     let otel = Otel::builder()
         .service_name("export-cost-bench")
         .endpoint(discarding_receiver())
@@ -147,7 +184,7 @@ fn bench(c: &mut Criterion) {
         .unwrap();
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(otel.layer()));
     let guard = otel.into_guard();
-    let traced = agent(latency, true);
+    let traced = agent(latency, With::Tracing);
     group.bench_function(BenchmarkId::from_parameter("tracing_hook_otlp"), |b| {
         b.iter_custom(|iters| run(&runtime, &traced, Some(&dispatch), iters));
     });
