@@ -13,7 +13,7 @@ use crate::engine::reply::{NoModel, Reply, SharedReply};
 use crate::error::BuildError;
 use crate::memory::InMemoryMemory;
 use crate::runtime::AgentRuntime;
-use crate::session::{AgentState, SessionBinding, SessionStore, check_sessionless};
+use crate::session::{AgentState, Durability, SessionBinding, SessionStore, check_sessionless};
 use crate::system_hooks::SystemHooks;
 use crate::toolkit::Toolkit;
 
@@ -49,6 +49,7 @@ pub struct ReActAgentBuilder {
     hooks: HookChain,
     state: Option<AgentState>,
     session: Option<(Arc<dyn SessionStore>, String)>,
+    durability: Option<Durability>,
     reply: Option<SharedReply>,
     /// The settings that have defaults; `build()` moves them into the configuration as is.
     settings: Settings,
@@ -92,6 +93,7 @@ impl Default for ReActAgentBuilder {
             hooks: HookChain::new(),
             state: None,
             session: None,
+            durability: None,
             reply: None,
             settings: Settings::default(),
         }
@@ -224,7 +226,9 @@ impl ReActAgentBuilder {
     /// - the call saves what changed at every step: after a reasoning message with tool
     ///   calls, before each tool runs (recording it as running; a parallel batch records its
     ///   calls together, as they start together), after each tool result as it settles
-    ///   (before the stream shows it), and when it ends, however it ends. Saves are
+    ///   (before the stream shows it), and when it ends, however it ends (when these saves
+    ///   are written is the [`durability`](Self::durability); by default, each before the
+    ///   call goes on). Saves are
     ///   compare-and-swap: when another writer saved the session meanwhile, the call fails
     ///   with a [`SessionError::Conflict`](crate::session::SessionError::Conflict); a failed
     ///   save fails the call;
@@ -256,6 +260,29 @@ impl ReActAgentBuilder {
         self
     }
 
+    /// When the [`session`](Self::session)'s saves are written: at every step
+    /// ([`Durability::Step`], the default), in order beside the call's work
+    /// ([`Durability::Async`]: the call waits only before a tool that is not idempotent
+    /// starts, and for its last save), or once when the call ends ([`Durability::Exit`],
+    /// which gives up at-most-once across a crash). See [`Durability`]. Needs a session:
+    /// without one the build fails.
+    ///
+    /// ```
+    /// use agentscope::prelude::*;
+    /// use agentscope::session::Durability;
+    /// use agentscope_test::ScriptedModel;
+    ///
+    /// let result = ReActAgent::builder()
+    ///     .model(ScriptedModel::new([]))
+    ///     .durability(Durability::Exit)
+    ///     .build();
+    /// assert!(matches!(result, Err(BuildError::InvalidConfig { .. })));
+    /// ```
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = Some(durability);
+        self
+    }
+
     /// Replaces the ReAct loop with your own reply logic; the agent keeps the rest of its
     /// machinery (hooks, sessions, streaming, interrupts, state). The model is then
     /// optional: give one if the reply uses the model steps of its
@@ -273,7 +300,8 @@ impl ReActAgentBuilder {
     /// is set), [`BuildError::Toolkit`] when the toolkit
     /// rejected a tool, [`BuildError::InvalidConfig`] for `max_iters(0)`, a blank name, a
     /// [`state`](Self::state) that has another format version or holds a `System` message,
-    /// or a [`session`](Self::session) with a blank id or with `check_running(false)`.
+    /// a [`session`](Self::session) with a blank id or with `check_running(false)`, or a
+    /// [`durability`](Self::durability) without a session.
     pub fn build(self) -> Result<ReActAgent, BuildError> {
         let model = match (self.model, &self.reply) {
             (Some(model), _) => model,
@@ -303,6 +331,16 @@ impl ReActAgentBuilder {
                 })?;
             }
         }
+        if self.session.is_none()
+            && let Some(durability) = self.durability
+        {
+            return Err(BuildError::InvalidConfig {
+                message: format!(
+                    "durability({durability:?}) says when a session's saves are written, and \
+                     the agent has no session: bind one with session(..)"
+                ),
+            });
+        }
         if let Some((_, id)) = &self.session {
             if id.trim().is_empty() {
                 return Err(BuildError::InvalidConfig {
@@ -330,9 +368,9 @@ impl ReActAgentBuilder {
             .map(|state| state.metadata.clone())
             .unwrap_or_default();
         let initial = self.state;
-        let session = self
-            .session
-            .map(|(store, id)| SessionBinding::new(store, id, initial));
+        let session = self.session.map(|(store, id)| {
+            SessionBinding::new(store, id, initial, self.durability.unwrap_or_default())
+        });
         // The agent's own hooks first, then the system hooks: at equal priority the agent's
         // run first, as in AgentScope-Java (and Python's instance-before-class hooks).
         let mut hooks = self.hooks;

@@ -186,16 +186,19 @@ impl Call<'_> {
         }
     }
 
-    /// Records the jobs that are about to run as running, and saves that before they start.
+    /// Records the jobs that are about to run as running, and saves that before they start
+    /// (under `Durability::Async`, waits for the save only when a tool that is not
+    /// idempotent is among them).
     async fn record_running(&mut self, jobs: &[Job]) -> Step<()> {
-        if let Some(synced) = &mut self.session {
-            synced.start(
-                jobs.iter()
-                    .filter(|job| job.run.is_none())
-                    .map(|job| job.tool_use.id.to_string()),
-            );
-        }
-        if let Some(save) = self.checkpoint() {
+        let Some(synced) = &mut self.session else {
+            return Ok(());
+        };
+        let mut starting = jobs.iter().filter(|job| job.run.is_none());
+        synced.start(starting.clone().map(|job| job.tool_use.id.to_string()));
+        let toolkit = self.setup.toolkit;
+        let idempotent =
+            starting.all(|job| toolkit.in_doubt(&job.tool_use.name) == Some(InDoubt::RunAgain));
+        if let Some(save) = self.checkpoint_before_tools(idempotent) {
             save.await?;
         }
         Ok(())

@@ -45,7 +45,8 @@ use futures::future::BoxFuture;
 
 use crate::config::AgentConfig;
 use crate::runtime::AgentRuntime;
-use crate::session::Synced;
+use crate::runtime::CallGuard;
+use crate::session::{Durability, SaveQueue, SessionBinding, Synced};
 use crate::stream::{EventSink, EventType};
 use crate::toolkit::Toolkit;
 
@@ -123,6 +124,73 @@ pub(crate) async fn run(
             .map(Box::new),
         false => None,
     };
+    let loaded = Loaded {
+        guard,
+        session,
+        queue: None,
+    };
+    match (&config.session, &loaded.session) {
+        (Some(binding), Some(_)) if binding.durability() == Durability::Async => {
+            Box::pin(run_with_queue(
+                config, runtime, input, sink, extras, loaded, binding,
+            ))
+            .await
+        }
+        _ => run_loaded(config, runtime, input, sink, extras, loaded).await,
+    }
+}
+
+/// What a call holds once its session is loaded: the agent (its busy guard), the stored
+/// revision it works from, and under `Durability::Async` its save queue.
+struct Loaded<'a> {
+    guard: CallGuard<'a>,
+    session: Option<Box<Synced>>,
+    queue: Option<&'a SaveQueue>,
+}
+
+/// [`run_loaded`] with a save queue, whose writer runs beside the call until the call has
+/// waited for its last save (`Durability::Async`).
+#[cold]
+async fn run_with_queue<'a>(
+    config: &'a AgentConfig,
+    runtime: &'a AgentRuntime,
+    input: Vec<Msg>,
+    sink: Option<&'a EventSink>,
+    extras: CallExtras,
+    loaded: Loaded<'a>,
+    binding: &'a SessionBinding,
+) -> Result<Msg, AgentError> {
+    let Loaded { guard, session, .. } = loaded;
+    let revision = session.as_ref().map_or(0, |synced| synced.revision());
+    let (queue, writer) = SaveQueue::new(binding, revision);
+    let call = async move {
+        let loaded = Loaded {
+            guard,
+            session,
+            queue: Some(&queue),
+        };
+        let result = run_loaded(config, runtime, input, sink, extras, loaded).await;
+        // The writer ends with the queue.
+        drop(queue);
+        result
+    };
+    futures::future::join(call, writer).await.0
+}
+
+/// Runs a call whose session (if any) is loaded.
+async fn run_loaded(
+    config: &AgentConfig,
+    runtime: &AgentRuntime,
+    input: Vec<Msg>,
+    sink: Option<&EventSink>,
+    extras: CallExtras,
+    loaded: Loaded<'_>,
+) -> Result<Msg, AgentError> {
+    let Loaded {
+        guard,
+        session,
+        queue,
+    } = loaded;
     // Declared before `call`: when the call is dropped, its open tool calls are closed first.
     let mut finish = FinishStep::new(&*config.memory, extras.finish);
     let mut hooks = runtime.hook_snapshot();
@@ -162,6 +230,7 @@ pub(crate) async fn run(
         context: None,
         progress: Progress::default(),
         session,
+        queue,
         open: OpenToolCalls::new(
             &*config.memory,
             hooks.is_interested(HookEventType::PostActing),
@@ -206,6 +275,7 @@ pub(crate) async fn run(
                 config,
                 runtime,
                 synced,
+                queue,
                 result,
                 hook_entries.as_ref(),
             ))
@@ -224,17 +294,31 @@ pub(crate) async fn run(
     result
 }
 
-/// Saves the bound session after a call (whatever its outcome) if memory changed, and gives
-/// the session's lease back. A failed save fails a call that succeeded; a call that failed keeps its own error (the save error
-/// is logged), since its caller must retry anyway.
+/// Saves the bound session after a call (whatever its outcome) if memory changed (through
+/// `queue` under `Durability::Async`, waiting for every save queued before), and gives the
+/// session's lease back. A failed save fails a call that succeeded; a call that failed keeps
+/// its own error (the save error is logged), since its caller must retry anyway.
 async fn save_session(
     config: &AgentConfig,
     runtime: &AgentRuntime,
     mut synced: Box<Synced>,
+    queue: Option<&SaveQueue>,
     result: Result<Msg, AgentError>,
     hooks: Option<&serde_json::Map<String, serde_json::Value>>,
 ) -> Result<Msg, AgentError> {
-    let saved = config.save_session(runtime, Some(&mut synced), hooks).await;
+    let saved = match (queue, &config.session) {
+        (Some(queue), Some(binding)) => {
+            let memory = &*config.memory;
+            let metadata = runtime.metadata();
+            let change =
+                binding.save_ahead(&mut synced, &config.identity(), memory, metadata, hooks);
+            if let Some(change) = change {
+                queue.push(change);
+            }
+            queue.durable().await
+        }
+        _ => config.save_session(runtime, Some(&mut synced), hooks).await,
+    };
     config.release_session(Some(*synced)).await;
     let Err(save_error) = saved else {
         return result;
@@ -319,6 +403,8 @@ pub(crate) struct Call<'a> {
     /// With a bound session: the stored revision the call works from. Saved at step
     /// boundaries (see `checkpoint`).
     session: Option<Box<Synced>>,
+    /// Under `Durability::Async`: where the step saves go.
+    queue: Option<&'a SaveQueue>,
     /// The tool calls stored in memory without a result; any early exit closes them.
     open: OpenToolCalls<'a>,
 }
@@ -645,40 +731,71 @@ impl Call<'_> {
 
     /// With a bound session, saves what the call changed so far: a step boundary. Called
     /// once a reasoning message with tool calls is stored, before tools run (with their
-    /// calls recorded as running) and after each tool result is stored, always before the
-    /// stream shows the step, so a consumer that drops the stream after an event finds
-    /// that event's effects stored. The first two are one save when nothing can happen
-    /// between them (see `reason`).
+    /// calls recorded as running: [`checkpoint_before_tools`](Self::checkpoint_before_tools))
+    /// and after each tool result is stored, always before the stream shows the step, so a
+    /// consumer that drops the stream after an event finds that event's effects stored. The
+    /// first two are one save when nothing can happen between them (see `reason`).
     ///
-    /// `None` without a session: the step costs a branch, and the save's future (boxed,
-    /// made out of line) never sits in the call's own future.
+    /// What the save does depends on the session's [`Durability`]: under `Step` the future
+    /// writes it; under `Async` the change is queued now and there is nothing to wait for;
+    /// under `Exit` nothing happens (the call's end saves). `None` without a session: the
+    /// step costs a branch, and the save's future (boxed, made out of line) never sits in
+    /// the call's own future.
     #[inline]
     fn checkpoint(&mut self) -> Option<BoxFuture<'_, Result<(), AgentError>>> {
         match self.session {
-            Some(_) => Some(self.save_step()),
+            Some(_) => self.save_step(false),
+            None => None,
+        }
+    }
+
+    /// The save before tools start, with their calls recorded as running (see
+    /// [`checkpoint`](Self::checkpoint)); under `Durability::Async` the call waits for it
+    /// (and every save before it) unless all the tools are `idempotent`.
+    fn checkpoint_before_tools(
+        &mut self,
+        idempotent: bool,
+    ) -> Option<BoxFuture<'_, Result<(), AgentError>>> {
+        match self.session {
+            Some(_) => self.save_step(!idempotent),
             None => None,
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn save_step(&mut self) -> BoxFuture<'_, Result<(), AgentError>> {
-        Box::pin(async move {
-            let config = self.setup.config;
-            let (Some(binding), Some(synced)) = (&config.session, &mut self.session) else {
-                return Ok(());
-            };
-            let hooks = hook_state(self.context.as_ref());
-            binding
-                .save(
+    fn save_step(&mut self, wait: bool) -> Option<BoxFuture<'_, Result<(), AgentError>>> {
+        let config = self.setup.config;
+        let (Some(binding), Some(synced)) = (&config.session, &mut self.session) else {
+            return None;
+        };
+        let hooks = hook_state(self.context.as_ref());
+        let metadata = self.setup.runtime.metadata();
+        match binding.durability() {
+            Durability::Step => {
+                let agent = config.identity();
+                Some(Box::pin(async move {
+                    binding
+                        .save(synced, &agent, &*config.memory, metadata, hooks)
+                        .await
+                }))
+            }
+            Durability::Async => {
+                let queue = self.queue?;
+                let change = binding.save_ahead(
                     synced,
                     &config.identity(),
                     &*config.memory,
-                    self.setup.runtime.metadata(),
+                    metadata,
                     hooks,
-                )
-                .await
-        })
+                );
+                if let Some(change) = change {
+                    queue.push(change);
+                }
+                wait.then(|| Box::pin(queue.durable()) as BoxFuture<'_, _>)
+            }
+            Durability::Exit => None,
+        }
     }
 
     /// Whether a hook changed the session's `HookState` since it was stored.

@@ -7,7 +7,7 @@ use agentscope_core::session::{SessionError, SessionLease};
 use agentscope_core::{AgentError, CancellationToken, Memory, Msg, SharedString};
 use serde_json::{Map, Value};
 
-use super::{AgentIdentity, AgentState, SessionStore, StateChange};
+use super::{AgentIdentity, AgentState, Durability, SessionStore, StateChange};
 use crate::runtime::lock;
 
 /// The store and session id an agent is bound to, what a session that does not exist yet
@@ -21,6 +21,18 @@ pub(crate) struct SessionBinding {
     initial: Option<AgentState>,
     /// The running tools and the hooks' state as of this instance's last load or save.
     seen: Mutex<(Vec<String>, Map<String, Value>)>,
+    /// When a call's saves are written.
+    durability: Durability,
+}
+
+/// A change [`SessionBinding::prepare`] made, and what the `Synced` it was made from holds
+/// once it is stored.
+struct Prepared {
+    change: StateChange,
+    /// How many messages the session holds after the change.
+    stored: usize,
+    /// The id of the last of them.
+    last_id: Option<SharedString>,
 }
 
 /// The stored revision a call works from, and how memory relates to it: the next save sends
@@ -46,6 +58,11 @@ pub(crate) struct Synced {
 }
 
 impl Synced {
+    /// The stored revision the call works from.
+    pub(crate) fn revision(&self) -> u64 {
+        self.revision
+    }
+
     /// The tool calls that started in an earlier call and have no stored result.
     pub(crate) fn running(&self) -> &[String] {
         &self.running
@@ -72,6 +89,7 @@ impl SessionBinding {
         store: Arc<dyn SessionStore>,
         id: String,
         initial: Option<AgentState>,
+        durability: Durability,
     ) -> Self {
         let seen = Mutex::new(
             initial
@@ -84,7 +102,13 @@ impl SessionBinding {
             id,
             initial,
             seen,
+            durability,
         }
+    }
+
+    /// When a call's saves are written.
+    pub(crate) fn durability(&self) -> Durability {
+        self.durability
     }
 
     /// The session's running tools and hooks' state as of this instance's last load or save
@@ -196,6 +220,40 @@ impl SessionBinding {
         metadata: &Mutex<Map<String, Value>>,
         hooks: Option<&Map<String, Value>>,
     ) -> Result<(), AgentError> {
+        let Some(prepared) = self.prepare(synced, agent, memory, metadata, hooks) else {
+            return Ok(());
+        };
+        let revision = self.save_change(&prepared.change).await?;
+        self.advance(synced, &prepared, revision);
+        Ok(())
+    }
+
+    /// What [`save`](Self::save) would write, with `synced` moved on as if it were stored
+    /// (for [`Durability::Async`](super::Durability::Async): the change goes to the call's
+    /// save queue, whose writer rebases it on the revision actually stored).
+    pub(crate) fn save_ahead(
+        &self,
+        synced: &mut Synced,
+        agent: &AgentIdentity,
+        memory: &dyn Memory,
+        metadata: &Mutex<Map<String, Value>>,
+        hooks: Option<&Map<String, Value>>,
+    ) -> Option<StateChange> {
+        let prepared = self.prepare(synced, agent, memory, metadata, hooks)?;
+        self.advance(synced, &prepared, prepared.change.revision());
+        Some(prepared.change)
+    }
+
+    /// The change from `synced` to memory, metadata, running tools and hooks' state as they
+    /// are now; `None` when nothing changed.
+    fn prepare(
+        &self,
+        synced: &mut Synced,
+        agent: &AgentIdentity,
+        memory: &dyn Memory,
+        metadata: &Mutex<Map<String, Value>>,
+        hooks: Option<&Map<String, Value>>,
+    ) -> Option<Prepared> {
         // Memory normally grows by appends: check that the last stored message is still
         // where it was, and send only what follows it.
         let (kept, appended) = match synced.stored {
@@ -236,7 +294,7 @@ impl SessionBinding {
                 _ => kept == synced.stored && appended.is_empty(),
             };
         if unchanged {
-            return Ok(());
+            return None;
         }
         let stored = kept + appended.len();
         let last_id = match appended.last() {
@@ -250,15 +308,22 @@ impl SessionBinding {
             .with_running_tools(synced.running.clone())
             .with_hooks(hooks);
         change.fence = synced.lease.as_ref().map(|lease| lease.fence().to_owned());
-        let revision = self.save_change(&change).await?;
+        Some(Prepared {
+            change,
+            stored,
+            last_id,
+        })
+    }
+
+    /// Moves `synced` on to the state `prepared` leaves, stored as `revision`.
+    fn advance(&self, synced: &mut Synced, prepared: &Prepared, revision: u64) {
         synced.revision = revision;
-        synced.stored = stored;
-        synced.last_id = last_id;
-        synced.metadata = change.metadata;
-        synced.hooks = change.hooks;
+        synced.stored = prepared.stored;
+        synced.last_id.clone_from(&prepared.last_id);
+        synced.metadata.clone_from(&prepared.change.metadata);
+        synced.hooks.clone_from(&prepared.change.hooks);
         synced.running_changed = false;
         self.see(&synced.running, &synced.hooks);
-        Ok(())
     }
 
     /// Saves `change`. A save that failed with an I/O or backend error may still have been
@@ -266,7 +331,7 @@ impl SessionBinding {
     /// loaded, and the change counts as saved if the stored state is what it produced, so a
     /// turn that is stored is never reported as failed (a caller retrying it would store it
     /// twice).
-    async fn save_change(&self, change: &StateChange) -> Result<u64, SessionError> {
+    pub(super) async fn save_change(&self, change: &StateChange) -> Result<u64, SessionError> {
         let error = match self.store.save(&self.id, change).await {
             Ok(revision) => return Ok(revision),
             Err(error @ (SessionError::Io { .. } | SessionError::Backend { .. })) => error,

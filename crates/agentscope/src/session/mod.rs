@@ -49,13 +49,17 @@
 //! instances share sessions.
 
 mod binding;
+mod durability;
 #[cfg(feature = "json-store")]
 mod json_file;
+mod save_queue;
 
 pub(crate) use binding::{SessionBinding, Synced, check_sessionless};
+pub use durability::Durability;
 #[cfg(feature = "json-store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json-store")))]
 pub use json_file::JsonFileSessionStore;
+pub(crate) use save_queue::SaveQueue;
 
 pub use agentscope_core::session::{
     AgentIdentity, AgentState, HookState, InvalidState, LeaseHandle, MAX_SESSION_ID_LEN,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use agentscope::CallInput;
 use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 use agentscope::prelude::*;
-use agentscope::session::{JsonFileSessionStore, SessionError, SessionStore};
+use agentscope::session::{Durability, JsonFileSessionStore, SessionError, SessionStore};
 use agentscope_postgres::PostgresSessionStore;
 use agentscope_redis::RedisSessionStore;
 use agentscope_sqlite::SqliteSessionStore;
@@ -62,6 +62,7 @@ pub(crate) enum Task {
         session: String,
         effects: PathBuf,
         first: bool,
+        mode: Mode,
     },
     /// Make `calls` calls `"{tag}-{i}"` on session `session`; print the outcomes, then
     /// `COUNTS` (how many requests the model got and how many calls hooks saw).
@@ -80,6 +81,24 @@ pub(crate) enum Task {
         session: String,
         input: String,
     },
+}
+
+/// The session's durability in a `Batch` worker.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Step,
+    Async,
+    Exit,
+}
+
+impl From<Mode> for Durability {
+    fn from(mode: Mode) -> Self {
+        match mode {
+            Mode::Step => Durability::Step,
+            Mode::Async => Durability::Async,
+            Mode::Exit => Durability::Exit,
+        }
+    }
 }
 
 /// What a `Write` worker's agent saw over all its calls, printed as `COUNTS <json>`.
@@ -244,13 +263,15 @@ fn append(path: &Path, line: &str) {
     file.sync_data().unwrap();
 }
 
-/// An agent on `session` of `store` whose model asks for the sequential batch `s1`, `s2`,
-/// `s3` of the `step` tool (on the first call) and then answers "Done.".
+/// An agent on `session` of `store` (with durability `mode`) whose model asks for the
+/// sequential batch `s1`, `s2`, `s3` of the `step` tool (on the first call) and then answers
+/// "Done.".
 pub(crate) fn batch_agent(
     store: Arc<dyn SessionStore>,
     session: &str,
     first: bool,
     effects: PathBuf,
+    mode: Mode,
 ) -> ReActAgent {
     let batch = ScriptedResponse::tool_calls(["s1", "s2", "s3"].map(|id| (id, "step", json!({}))));
     let done = ScriptedResponse::text("Done.");
@@ -277,6 +298,7 @@ pub(crate) fn batch_agent(
         .model(model)
         .toolkit(Toolkit::new().tool(step))
         .session(store, session)
+        .durability(mode.into())
         .build()
         .unwrap()
 }
@@ -449,10 +471,11 @@ fn run() {
                 session,
                 effects,
                 first,
+                mode,
             } => {
                 let store = open_store(store, &path);
                 store_open();
-                let agent = batch_agent(store, &session, first, effects);
+                let agent = batch_agent(store, &session, first, effects, mode);
                 let input = match first {
                     true => CallInput::from("Do three steps."),
                     false => CallInput::default(),

@@ -1,5 +1,5 @@
 //! Durable sessions: agents bound to the JSON file store (`agents`), what a call saves at
-//! each step (`steps`), the store's lease between agents of one process (`leases`) and
+//! each step (`steps`), when the durability modes write them (`durability`), the store's lease between agents of one process (`leases`) and
 //! between processes (`processes`, which start copies of this binary as workers: the
 //! ignored test `worker::run`), and the JSON file store against the shared `SessionStore`
 //! conformance suite (`json_file_conformance`).
@@ -9,6 +9,7 @@
 mod support;
 
 mod agents;
+mod durability;
 mod hook_versions;
 mod in_doubt;
 mod json_file_conformance;
