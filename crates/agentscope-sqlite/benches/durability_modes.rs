@@ -1,0 +1,351 @@
+//! `durability_modes`: what each durability mode costs, against the store's own floor, in
+//! one run, for the JSON file store on a tmpfs (`/dev/shm`) and the SQLite store on a tmpfs
+//! and on the disk.
+//!
+//! 1. **A step's save under `Step`**: `SessionStore::save` of one agent step (an assistant
+//!    message with a tool call and its tool result, from `agentscope_test::conversation`)
+//!    awaited in a task of a tokio multi-thread runtime, against the floor: the same bytes
+//!    written and synced by a minimal program on the same file system (for the JSON store:
+//!    the bytes its log grew by, appended to an open file and `fdatasync`ed; for SQLite:
+//!    the messages' JSON inserted as one row in one transaction of a WAL database with
+//!    `synchronous = FULL`). Target: at most 1.3x.
+//! 2. **What a session adds to a call of several steps under each mode**: a ReAct call with
+//!    three rounds of an idempotent tool (`InDoubt::RunAgain`), each model answer taking
+//!    300 µs (spent on tokio's blocking pool, so the call waits as it waits for a real
+//!    model), on a fresh session, minus the same call without a session; as a multiple of
+//!    one floor save. Target for `Async`: at most 1.3x (the call waits only for its last
+//!    save). The same call with a tool that is not idempotent is reported beside it.
+//!
+//! The JSON store does its file work inline (`JsonFileSessionStore::inline(true)`, meant for
+//! directories whose `fsync` is fast); SQLite on its blocking pool, as it always does.
+//! Rounds alternate the subjects; the figures are medians over rounds.
+//!
+//! Run: `cargo bench -p agentscope-sqlite --bench durability_modes`.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentscope::prelude::*;
+use agentscope::session::{Durability, JsonFileSessionStore, SessionStore, StateChange};
+use agentscope::{ChatStream, InDoubt, ModelError, ModelRequest};
+use agentscope_sqlite::SqliteSessionStore;
+use agentscope_test::conversation::{agent, assistant_call, history, tool_result};
+use agentscope_test::{ScriptedModel, ScriptedResponse};
+use serde_json::json;
+
+const ROUNDS: usize = 9;
+const SAVES: usize = 300;
+const CALLS: usize = 200;
+const ROUNDS_OF_TOOLS: usize = 3;
+const MODEL_LATENCY: Duration = Duration::from_micros(300);
+
+/// Where the stores live.
+#[derive(Clone, Copy, Debug)]
+enum Place {
+    JsonTmpfs,
+    SqliteTmpfs,
+    SqliteDisk,
+}
+
+impl Place {
+    fn dir(self) -> tempfile::TempDir {
+        let tmpfs = Path::new("/dev/shm");
+        match self {
+            Place::JsonTmpfs | Place::SqliteTmpfs if tmpfs.is_dir() => {
+                tempfile::tempdir_in(tmpfs).unwrap()
+            }
+            _ => tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn store(self, dir: &Path) -> Arc<dyn SessionStore> {
+        match self {
+            Place::JsonTmpfs => {
+                Arc::new(JsonFileSessionStore::new(dir.join("sessions")).inline(true))
+            }
+            Place::SqliteTmpfs | Place::SqliteDisk => {
+                Arc::new(SqliteSessionStore::open(dir.join("sessions.db")).unwrap())
+            }
+        }
+    }
+}
+
+fn median(mut values: Vec<Duration>) -> Duration {
+    values.sort();
+    values[values.len() / 2]
+}
+
+fn micros(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e6
+}
+
+/// The floor of one save on `place`'s file system: `bytes` written and synced by a minimal
+/// program, `SAVES` times; the time per save.
+struct Floor {
+    file: std::fs::File,
+    db: Option<rusqlite::Connection>,
+    bytes: Vec<u8>,
+}
+
+impl Floor {
+    fn new(place: Place, dir: &Path, bytes: Vec<u8>) -> Self {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("floor.log"))
+            .unwrap();
+        let db = match place {
+            Place::JsonTmpfs => None,
+            Place::SqliteTmpfs | Place::SqliteDisk => {
+                let db = rusqlite::Connection::open(dir.join("floor.db")).unwrap();
+                db.pragma_update_and_check(None, "journal_mode", "WAL", |row| {
+                    row.get::<_, String>(0)
+                })
+                .unwrap();
+                db.pragma_update(None, "synchronous", "FULL").unwrap();
+                db.execute_batch("CREATE TABLE log (body BLOB NOT NULL)")
+                    .unwrap();
+                Some(db)
+            }
+        };
+        Self { file, db, bytes }
+    }
+
+    fn time(&mut self) -> Duration {
+        let start = Instant::now();
+        for _ in 0..SAVES {
+            match &mut self.db {
+                None => {
+                    self.file.write_all(&self.bytes).unwrap();
+                    self.file.sync_data().unwrap();
+                }
+                Some(db) => {
+                    let tx = db.transaction().unwrap();
+                    tx.prepare_cached("INSERT INTO log (body) VALUES (?1)")
+                        .unwrap()
+                        .execute([&self.bytes])
+                        .unwrap();
+                    tx.commit().unwrap();
+                }
+            }
+        }
+        start.elapsed() / SAVES as u32
+    }
+}
+
+/// Saves one step (two messages) to `store`'s session `session`, which holds 10 messages
+/// and a step per revision after the first; `revision` moves on.
+async fn save_step(store: &dyn SessionStore, session: &str, revision: &mut u64) {
+    let stored = 10 + 2 * (usize::try_from(*revision).unwrap() - 1);
+    let change = StateChange::new(
+        *revision,
+        stored,
+        vec![assistant_call(stored), tool_result(stored)],
+        agent(),
+    );
+    *revision = store.save(session, &change).await.unwrap();
+}
+
+/// `SAVES` step saves in one task; the time per save.
+async fn step_saves(store: &dyn SessionStore, session: &str, revision: &mut u64) -> Duration {
+    let start = Instant::now();
+    for _ in 0..SAVES {
+        save_step(store, session, revision).await;
+    }
+    start.elapsed() / SAVES as u32
+}
+
+/// A model answering after `MODEL_LATENCY`, waited for as for a real model: the call's task
+/// is free meanwhile (the time passes on tokio's blocking pool, exactly: no timer).
+struct Slow(ScriptedModel);
+
+impl Model for Slow {
+    fn model_name(&self) -> &str {
+        self.0.model_name()
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
+        tokio::task::spawn_blocking(|| {
+            let start = Instant::now();
+            while start.elapsed() < MODEL_LATENCY {
+                std::hint::spin_loop();
+            }
+        })
+        .await
+        .unwrap();
+        self.0.stream(request).await
+    }
+}
+
+/// Three rounds of the `lookup` tool, then the answer.
+fn model() -> ScriptedModel {
+    let mut responses: Vec<ScriptedResponse> = (0..ROUNDS_OF_TOOLS)
+        .map(|i| ScriptedResponse::tool_call(format!("c{i}"), "lookup", json!({"q": i})))
+        .collect();
+    responses.push(ScriptedResponse::text("Found it."));
+    ScriptedModel::new(responses).without_recording()
+}
+
+struct Lookup {
+    idempotent: bool,
+}
+
+impl Tool for Lookup {
+    fn name(&self) -> &str {
+        "lookup"
+    }
+
+    fn description(&self) -> &str {
+        "Looks something up."
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        json!({"type": "object"})
+    }
+
+    async fn call(
+        &self,
+        _input: serde_json::Value,
+        _ctx: ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text("a result of a few words"))
+    }
+
+    fn in_doubt(&self) -> Option<InDoubt> {
+        self.idempotent.then_some(InDoubt::RunAgain)
+    }
+}
+
+/// How a call is bound.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Binding {
+    None,
+    Mode(Durability, bool),
+}
+
+/// `CALLS` calls, each on a fresh agent and session (built before the clock starts); the
+/// median time per call.
+async fn calls(
+    store: &Arc<dyn SessionStore>,
+    binding: Binding,
+    subject: usize,
+    round: usize,
+) -> Duration {
+    let agents: Vec<ReActAgent> = (0..CALLS)
+        .map(|i| {
+            let idempotent = match binding {
+                Binding::None => true,
+                Binding::Mode(_, idempotent) => idempotent,
+            };
+            let builder = ReActAgent::builder()
+                .model(Slow(model()))
+                .toolkit(Toolkit::new().tool(Lookup { idempotent }));
+            match binding {
+                Binding::None => builder,
+                Binding::Mode(durability, _) => builder
+                    .session(Arc::clone(store), format!("call-{subject}-{round}-{i}"))
+                    .durability(durability),
+            }
+            .build()
+            .unwrap()
+        })
+        .collect();
+    let mut times = Vec::with_capacity(CALLS);
+    for agent in &agents {
+        let start = Instant::now();
+        let reply = agent.call("Find it.").await.unwrap();
+        times.push(start.elapsed());
+        assert_eq!(reply.text(), "Found it.");
+    }
+    median(times)
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    println!(
+        "durability_modes: {ROUNDS} rounds; {SAVES} saves and {CALLS} calls of {ROUNDS_OF_TOOLS} \
+         tool rounds (model latency {MODEL_LATENCY:?}) per subject and round; medians"
+    );
+    for place in [Place::JsonTmpfs, Place::SqliteTmpfs, Place::SqliteDisk] {
+        let dir = place.dir();
+        let store = place.store(dir.path());
+        let session = "steps";
+        let mut revision = runtime
+            .block_on(store.save(session, &StateChange::new(0, 0, history(10), agent())))
+            .unwrap();
+        // The bytes one step's save writes: what the JSON log grows by, or the messages'
+        // JSON for SQLite.
+        let bytes = match place {
+            Place::JsonTmpfs => {
+                let log = std::fs::read_dir(dir.path().join("sessions"))
+                    .unwrap()
+                    .map(|entry| entry.unwrap().path())
+                    .find(|path| path.extension().is_some_and(|e| e == "jsonl"))
+                    .unwrap();
+                let before = std::fs::metadata(&log).unwrap().len();
+                runtime.block_on(save_step(&*store, session, &mut revision));
+                let grown = std::fs::metadata(&log).unwrap().len() - before;
+                vec![b'x'; usize::try_from(grown).unwrap()]
+            }
+            Place::SqliteTmpfs | Place::SqliteDisk => {
+                runtime.block_on(save_step(&*store, session, &mut revision));
+                serde_json::to_vec(&[assistant_call(0), tool_result(0)]).unwrap()
+            }
+        };
+        let mut floor = Floor::new(place, dir.path(), bytes.clone());
+        let subjects = [
+            Binding::None,
+            Binding::Mode(Durability::Step, true),
+            Binding::Mode(Durability::Async, true),
+            Binding::Mode(Durability::Exit, true),
+            Binding::Mode(Durability::Step, false),
+            Binding::Mode(Durability::Async, false),
+        ];
+        let mut saves = Vec::new();
+        let mut floors = Vec::new();
+        let mut call_times = vec![Vec::new(); subjects.len()];
+        for round in 0..ROUNDS {
+            floors.push(floor.time());
+            saves.push(runtime.block_on(step_saves(&*store, session, &mut revision)));
+            for (index, (subject, times)) in subjects.iter().zip(&mut call_times).enumerate() {
+                times.push(runtime.block_on(calls(&store, *subject, index, round)));
+            }
+        }
+        let (save, floor) = (median(saves), median(floors));
+        println!(
+            "\n{place:?} ({} bytes per save): step save {:.1} µs, floor {:.1} µs: {:.2}x",
+            bytes.len(),
+            micros(save),
+            micros(floor),
+            save.as_secs_f64() / floor.as_secs_f64()
+        );
+        let bare = median(call_times[0].clone());
+        println!("  call without a session: {:.1} µs", micros(bare));
+        for (subject, times) in subjects.iter().zip(call_times).skip(1) {
+            let time = median(times);
+            let added = time.saturating_sub(bare);
+            let Binding::Mode(mode, idempotent) = subject else {
+                continue;
+            };
+            println!(
+                "  {mode:?}, {} tool: call {:.1} µs, added {:.1} µs = {:.2}x one floor save",
+                if *idempotent {
+                    "idempotent"
+                } else {
+                    "not idempotent"
+                },
+                micros(time),
+                micros(added),
+                added.as_secs_f64() / floor.as_secs_f64()
+            );
+        }
+    }
+}
