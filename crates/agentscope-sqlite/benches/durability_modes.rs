@@ -11,9 +11,9 @@
 //!    `synchronous = FULL`). Target: at most 1.3x.
 //! 2. **What a session adds to a call of several steps under each mode**: a ReAct call with
 //!    three rounds of an idempotent tool (`InDoubt::RunAgain`), each model answer taking
-//!    300 µs (spent on tokio's blocking pool, so the call waits as it waits for a real
-//!    model), on a fresh session, minus the same call without a session; as a multiple of
-//!    one floor save. Target for `Async`: at most 1.3x (the call waits only for its last
+//!    300 µs (asleep on tokio's blocking pool, so the call waits as it waits for a real
+//!    model), the second turn of its conversation (the session exists), minus the same call
+//!    without a session; as a multiple of one floor save. Target for `Async`: at most 1.3x (the call waits only for its last
 //!    save). The same call with a tool that is not idempotent is reported beside it.
 //!
 //! The JSON store does its file work inline (`JsonFileSessionStore::inline(true)`, meant for
@@ -115,19 +115,31 @@ impl Floor {
         Self { file, db, bytes }
     }
 
-    fn time(&mut self) -> Duration {
+    /// The time per save; with `encode`, each save first encodes the step's messages as
+    /// JSON (into a reused buffer), as a minimal program given the messages would.
+    fn time(&mut self, encode: bool) -> Duration {
+        let step = [assistant_call(1), tool_result(1)];
+        let mut encoded = Vec::with_capacity(self.bytes.len() * 2);
         let start = Instant::now();
         for _ in 0..SAVES {
+            let bytes = if encode {
+                encoded.clear();
+                serde_json::to_writer(&mut encoded, &step).unwrap();
+                encoded.push(b'\n');
+                &encoded
+            } else {
+                &self.bytes
+            };
             match &mut self.db {
                 None => {
-                    self.file.write_all(&self.bytes).unwrap();
+                    self.file.write_all(bytes).unwrap();
                     self.file.sync_data().unwrap();
                 }
                 Some(db) => {
                     let tx = db.transaction().unwrap();
                     tx.prepare_cached("INSERT INTO log (body) VALUES (?1)")
                         .unwrap()
-                        .execute([&self.bytes])
+                        .execute([bytes])
                         .unwrap();
                     tx.commit().unwrap();
                 }
@@ -160,7 +172,9 @@ async fn step_saves(store: &dyn SessionStore, session: &str, revision: &mut u64)
 }
 
 /// A model answering after `MODEL_LATENCY`, waited for as for a real model: the call's task
-/// is free meanwhile (the time passes on tokio's blocking pool, exactly: no timer).
+/// is free meanwhile, and no core is busy (the time passes asleep on tokio's blocking pool,
+/// about 60 µs longer than asked, the kernel's timer slack; tokio's timer would round to
+/// milliseconds).
 struct Slow(ScriptedModel);
 
 impl Model for Slow {
@@ -169,14 +183,9 @@ impl Model for Slow {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
-        tokio::task::spawn_blocking(|| {
-            let start = Instant::now();
-            while start.elapsed() < MODEL_LATENCY {
-                std::hint::spin_loop();
-            }
-        })
-        .await
-        .unwrap();
+        tokio::task::spawn_blocking(|| std::thread::sleep(MODEL_LATENCY))
+            .await
+            .unwrap();
         self.0.stream(request).await
     }
 }
@@ -187,7 +196,7 @@ fn model() -> ScriptedModel {
         .map(|i| ScriptedResponse::tool_call(format!("c{i}"), "lookup", json!({"q": i})))
         .collect();
     responses.push(ScriptedResponse::text("Found it."));
-    ScriptedModel::new(responses).without_recording()
+    ScriptedModel::new(responses).cycling().without_recording()
 }
 
 struct Lookup {
@@ -227,37 +236,38 @@ enum Binding {
     Mode(Durability, bool),
 }
 
-/// `CALLS` calls, each on a fresh agent and session (built before the clock starts); the
-/// median time per call.
+/// `CALLS` calls, each on its own agent and session, each the second turn of its
+/// conversation (the first, untimed, creates the session); the median time per call.
 async fn calls(
     store: &Arc<dyn SessionStore>,
     binding: Binding,
     subject: usize,
     round: usize,
 ) -> Duration {
-    let agents: Vec<ReActAgent> = (0..CALLS)
-        .map(|i| {
-            let idempotent = match binding {
-                Binding::None => true,
-                Binding::Mode(_, idempotent) => idempotent,
-            };
-            let builder = ReActAgent::builder()
-                .model(Slow(model()))
-                .toolkit(Toolkit::new().tool(Lookup { idempotent }));
-            match binding {
-                Binding::None => builder,
-                Binding::Mode(durability, _) => builder
-                    .session(Arc::clone(store), format!("call-{subject}-{round}-{i}"))
-                    .durability(durability),
-            }
-            .build()
-            .unwrap()
-        })
-        .collect();
+    let idempotent = match binding {
+        Binding::None => true,
+        Binding::Mode(_, idempotent) => idempotent,
+    };
+    let mut agents = Vec::with_capacity(CALLS);
+    for i in 0..CALLS {
+        let builder = ReActAgent::builder()
+            .model(Slow(model()))
+            .toolkit(Toolkit::new().tool(Lookup { idempotent }));
+        let agent = match binding {
+            Binding::None => builder,
+            Binding::Mode(durability, _) => builder
+                .session(Arc::clone(store), format!("call-{subject}-{round}-{i}"))
+                .durability(durability),
+        }
+        .build()
+        .unwrap();
+        agent.call("Find it.").await.unwrap();
+        agents.push(agent);
+    }
     let mut times = Vec::with_capacity(CALLS);
     for agent in &agents {
         let start = Instant::now();
-        let reply = agent.call("Find it.").await.unwrap();
+        let reply = agent.call("Find it again.").await.unwrap();
         times.push(start.elapsed());
         assert_eq!(reply.text(), "Found it.");
     }
@@ -311,21 +321,26 @@ fn main() {
         ];
         let mut saves = Vec::new();
         let mut floors = Vec::new();
+        let mut encoding_floors = Vec::new();
         let mut call_times = vec![Vec::new(); subjects.len()];
         for round in 0..ROUNDS {
-            floors.push(floor.time());
+            floors.push(floor.time(false));
+            encoding_floors.push(floor.time(true));
             saves.push(runtime.block_on(step_saves(&*store, session, &mut revision)));
             for (index, (subject, times)) in subjects.iter().zip(&mut call_times).enumerate() {
                 times.push(runtime.block_on(calls(&store, *subject, index, round)));
             }
         }
-        let (save, floor) = (median(saves), median(floors));
+        let (save, floor, encoding) = (median(saves), median(floors), median(encoding_floors));
         println!(
-            "\n{place:?} ({} bytes per save): step save {:.1} µs, floor {:.1} µs: {:.2}x",
+            "\n{place:?} ({} bytes per save): step save {:.1} µs; floor {:.1} µs: {:.2}x; floor \
+             with the JSON encoding {:.1} µs: {:.2}x",
             bytes.len(),
             micros(save),
             micros(floor),
-            save.as_secs_f64() / floor.as_secs_f64()
+            save.as_secs_f64() / floor.as_secs_f64(),
+            micros(encoding),
+            save.as_secs_f64() / encoding.as_secs_f64(),
         );
         let bare = median(call_times[0].clone());
         println!("  call without a session: {:.1} µs", micros(bare));

@@ -47,6 +47,24 @@ fn ms(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// Runs `write` with its commits not synced to disk (`synchronous = NORMAL`: in WAL mode a
+/// commit still survives a crash of the process, not a power loss), then puts back the
+/// `FULL` every save needs. Only lease rows are written this way: a lease matters while its
+/// holder runs, and a power loss that loses one ends its holder too (a lost release leaves
+/// a lease that expires; a lost take or renewal, one no process holds any more). The next
+/// synced commit, a save, syncs them with it. Saves two syncs per leased call (take and
+/// give back), each as long as a save's on a real disk.
+fn unsynced<T, E: From<rusqlite::Error>>(
+    connection: &mut Connection,
+    write: impl FnOnce(&mut Connection) -> Result<T, E>,
+) -> Result<T, E> {
+    connection.pragma_update(None, "synchronous", "NORMAL")?;
+    let written = write(connection);
+    // Saves must never run unsynced: when `FULL` cannot be put back, the write fails too.
+    connection.pragma_update(None, "synchronous", "FULL")?;
+    written
+}
+
 /// What this process writes as a lease's holder (informational, for whoever inspects the
 /// table).
 pub(crate) fn holder() -> String {
@@ -65,7 +83,7 @@ pub(crate) fn take(
     ttl: Duration,
     dropped: &[String],
 ) -> Result<bool, SessionError> {
-    let mut run = || -> Result<bool, rusqlite::Error> {
+    let run = |connection: &mut Connection| -> Result<bool, rusqlite::Error> {
         let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         for dropped in dropped {
             tx.prepare_cached(RELEASE)?.execute([session, dropped])?;
@@ -87,7 +105,8 @@ pub(crate) fn take(
         tx.commit()?;
         Ok(true)
     };
-    run().map_err(|error| SessionError::backend(Some(session), "taking the session's lease", error))
+    unsynced(connection, run)
+        .map_err(|error| SessionError::backend(Some(session), "taking the session's lease", error))
 }
 
 /// Gives session `session`'s lease back if `token` still holds it (a lease another call
@@ -97,13 +116,13 @@ pub(crate) fn release(
     session: &str,
     token: &str,
 ) -> Result<(), SessionError> {
-    connection
-        .prepare_cached(RELEASE)
-        .and_then(|mut statement| statement.execute([session, token]))
-        .map(drop)
-        .map_err(|error| {
-            SessionError::backend(Some(session), "giving back the session's lease", error)
-        })
+    unsynced(connection, |connection| {
+        connection
+            .prepare_cached(RELEASE)?
+            .execute([session, token])
+            .map(drop)
+    })
+    .map_err(|error| SessionError::backend(Some(session), "giving back the session's lease", error))
 }
 
 /// What renewing one lease found.
@@ -122,23 +141,25 @@ pub(crate) fn renew(
     held: &[(String, String)],
     ttl: Duration,
 ) -> Result<Vec<Renewed>, rusqlite::Error> {
-    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let expires = now_ms().saturating_add(ms(ttl));
-    let mut renewed = Vec::with_capacity(held.len());
-    {
-        let mut statement = tx.prepare_cached(RENEW)?;
-        for (session, token) in held {
-            let interrupted: Option<bool> = statement
-                .query_row(rusqlite::params![session, token, expires], |row| row.get(0))
-                .optional()?;
-            renewed.push(match interrupted {
-                Some(interrupted) => Renewed::Held { interrupted },
-                None => Renewed::Lost,
-            });
+    unsynced(connection, |connection| {
+        let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let expires = now_ms().saturating_add(ms(ttl));
+        let mut renewed = Vec::with_capacity(held.len());
+        {
+            let mut statement = tx.prepare_cached(RENEW)?;
+            for (session, token) in held {
+                let interrupted: Option<bool> = statement
+                    .query_row(rusqlite::params![session, token, expires], |row| row.get(0))
+                    .optional()?;
+                renewed.push(match interrupted {
+                    Some(interrupted) => Renewed::Held { interrupted },
+                    None => Renewed::Lost,
+                });
+            }
         }
-    }
-    tx.commit()?;
-    Ok(renewed)
+        tx.commit()?;
+        Ok(renewed)
+    })
 }
 
 /// The tokens of the leases an interrupt marked.
@@ -150,11 +171,13 @@ pub(crate) fn interrupted(connection: &mut Connection) -> Result<Vec<String>, ru
 
 /// Marks the live lease on session `session` interrupted; returns whether there is one.
 pub(crate) fn interrupt(connection: &mut Connection, session: &str) -> Result<bool, SessionError> {
-    connection
-        .prepare_cached(INTERRUPT)
-        .and_then(|mut statement| statement.execute(rusqlite::params![session, now_ms()]))
-        .map(|marked| marked > 0)
-        .map_err(|error| SessionError::backend(Some(session), "interrupting", error))
+    unsynced(connection, |connection| {
+        connection
+            .prepare_cached(INTERRUPT)?
+            .execute(rusqlite::params![session, now_ms()])
+            .map(|marked| marked > 0)
+    })
+    .map_err(|error| SessionError::backend(Some(session), "interrupting", error))
 }
 
 /// Refuses a save fenced by `fence` unless that lease holds session `session`
@@ -173,5 +196,60 @@ pub(crate) fn check_fence(
         _ => Err(SessionError::LeaseLost {
             session: session.to_owned(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db;
+
+    /// `PRAGMA synchronous`: 2 is `FULL`, 1 `NORMAL`.
+    fn synchronous(connection: &Connection) -> i64 {
+        connection
+            .query_row("PRAGMA synchronous", [], |row| row.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn lease_writes_are_unsynced_and_leave_the_connection_syncing_every_save() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("leases.db");
+        let mut connection = db::connect(&path, Duration::from_secs(1), false).unwrap();
+        assert!(matches!(
+            db::init(&mut connection, Duration::from_secs(1)).unwrap(),
+            db::Opened::Ready { .. }
+        ));
+        assert_eq!(synchronous(&connection), 2);
+
+        // Inside, the write runs with `NORMAL`.
+        let inside = unsynced(&mut connection, |connection| {
+            Ok::<_, rusqlite::Error>(synchronous(connection))
+        })
+        .unwrap();
+        assert_eq!(inside, 1);
+        assert_eq!(synchronous(&connection), 2);
+
+        let ttl = Duration::from_secs(30);
+        assert!(take(&mut connection, "s", "t1", "me", ttl, &[]).unwrap());
+        assert_eq!(synchronous(&connection), 2);
+        let held = [("s".to_owned(), "t1".to_owned())];
+        assert_eq!(
+            renew(&mut connection, &held, ttl).unwrap(),
+            [Renewed::Held { interrupted: false }]
+        );
+        assert_eq!(synchronous(&connection), 2);
+        assert!(interrupt(&mut connection, "s").unwrap());
+        assert_eq!(synchronous(&connection), 2);
+        release(&mut connection, "s", "t1").unwrap();
+        assert_eq!(synchronous(&connection), 2);
+        // Also when the write fails.
+        let failed = unsynced(&mut connection, |connection| {
+            connection.execute("INSERT INTO no_such_table VALUES (1)", [])
+        });
+        assert!(failed.is_err());
+        assert_eq!(synchronous(&connection), 2);
+        // And the lease is gone: another token takes it at once.
+        assert!(take(&mut connection, "s", "t2", "me", ttl, &[]).unwrap());
     }
 }

@@ -132,7 +132,8 @@
 //!   holds the session.
 //!
 //! A leased call costs two more small write transactions (take and give back) than the
-//! same call without a lease, and each store holding leases makes one renewal transaction
+//! same call without a lease, neither of which waits for the disk (lease rows are written
+//! with `synchronous = NORMAL`, see [Durability](#durability)), and each store holding leases makes one renewal transaction
 //! per third of the time to live and reads the interrupt marks ten times a second.
 //! [`without_leases`](SqliteSessionStoreBuilder::without_leases) turns leases off: calls
 //! on one session then run side by side, and the loser of a race fails with
@@ -181,7 +182,11 @@
 //!
 //! Every connection uses `synchronous = FULL`: in WAL mode, each commit syncs the
 //! write-ahead log to disk before returning, so a save that returned `Ok` survives a process
-//! crash and a power loss. A save is one transaction: a crash or an error during a save
+//! crash and a power loss. Lease rows alone (taken, renewed, given back, marked
+//! interrupted) are committed with `synchronous = NORMAL`, which survives a process crash
+//! but not a power loss: a lease only matters while its holder runs, and a power loss ends
+//! the holder too (a lost release leaves a lease that expires). The next save's sync covers
+//! them. A save is one transaction: a crash or an error during a save
 //! leaves the previous revision, never a half-applied change.
 //!
 //! The sync is most of a save's cost (about 0.2 ms on a fast disk; about 2 ms on a slow or
