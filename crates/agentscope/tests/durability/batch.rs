@@ -65,6 +65,16 @@ fn lifetime(place: &Place, task: &impl Fn(&str, &Path, bool) -> Task) -> std::ti
     started.elapsed()
 }
 
+/// Starts a worker for `task` and kills it (SIGKILL) `trial / TRIALS` of `lifetime` after its
+/// store is open; when.
+async fn kill_at(task: &Task, lifetime: std::time::Duration, trial: usize) -> Instant {
+    let mut child = spawn_ready(task);
+    tokio::time::sleep(lifetime.mul_f64(trial as f64 / TRIALS as f64)).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    Instant::now()
+}
+
 async fn step_trials(kind: StoreKind) {
     trials(kind, Mode::Step).await;
 }
@@ -92,11 +102,7 @@ async fn trials(kind: StoreKind, mode: Mode) {
     for trial in 0..TRIALS {
         let session = format!("batch-{trial}");
         let effects = dir.path().join(format!("effects-{trial}"));
-        let mut child = spawn_ready(&task(&session, &effects, true));
-        tokio::time::sleep(lifetime.mul_f64(trial as f64 / TRIALS as f64)).await;
-        let _ = child.kill();
-        let _ = child.wait();
-        let killed = Instant::now();
+        let killed = kill_at(&task(&session, &effects, true), lifetime, trial).await;
 
         let before = store.load(&session).await.unwrap();
         let stored_before: Vec<String> = before
@@ -208,11 +214,7 @@ async fn exit_trials(kind: StoreKind) {
     for trial in 0..TRIALS {
         let session = format!("exit-{trial}");
         let effects = dir.path().join(format!("effects-{trial}"));
-        let mut child = spawn_ready(&task(&session, &effects, true));
-        tokio::time::sleep(lifetime.mul_f64(trial as f64 / TRIALS as f64)).await;
-        let _ = child.kill();
-        let _ = child.wait();
-        let killed = Instant::now();
+        let killed = kill_at(&task(&session, &effects, true), lifetime, trial).await;
 
         if let Some(state) = store.load(&session).await.unwrap() {
             // All of the call, or it would not be stored at all.

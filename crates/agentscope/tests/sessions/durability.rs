@@ -9,7 +9,8 @@ use std::time::Duration;
 use agentscope::CancellationToken;
 use agentscope::prelude::*;
 use agentscope::session::{
-    AgentState, Durability, SessionError, SessionLease, SessionStore, StateChange,
+    AgentState, Durability, JsonFileSessionStore, SessionError, SessionLease, SessionStore,
+    StateChange,
 };
 use agentscope::{InDoubt, ReActAgentBuilder};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
@@ -304,9 +305,9 @@ async fn exit_saves_once_when_the_call_ends() {
     assert_eq!(files.load("s").await.unwrap().unwrap().revision, 1);
 }
 
-#[tokio::test]
-async fn exit_leaves_nothing_of_a_dropped_call_so_running_it_again_runs_its_tool_again() {
-    let (_dir, files) = temp_store();
+/// Makes a call on session "s" of `files` (in `durability`) whose tool "act" hangs, and
+/// drops it once the tool has started; how many times the tool started.
+async fn drop_mid_tool(files: &JsonFileSessionStore, durability: Durability) -> usize {
     let runs = Arc::new(AtomicUsize::new(0));
     let started = Arc::new(tokio::sync::Notify::new());
     let hanging = {
@@ -330,13 +331,20 @@ async fn exit_leaves_nothing_of_a_dropped_call_so_running_it_again_runs_its_tool
         .model(tool_round_model())
         .toolkit(Toolkit::new().tool(hanging))
         .session(files.clone(), "s")
-        .durability(Durability::Exit)
+        .durability(durability)
         .build()
         .unwrap();
     tokio::select! {
         _ = agent.call("go") => panic!("the tool never returns"),
         () = started.notified() => {}
     }
+    runs.load(Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn exit_leaves_nothing_of_a_dropped_call_so_running_it_again_runs_its_tool_again() {
+    let (_dir, files) = temp_store();
+    assert_eq!(drop_mid_tool(&files, Durability::Exit).await, 1);
     // Dropped mid-tool: nothing of the call was stored, not even that the tool started.
     assert_eq!(files.load("s").await.unwrap(), None);
 
@@ -352,44 +360,20 @@ async fn exit_leaves_nothing_of_a_dropped_call_so_running_it_again_runs_its_tool
     .unwrap();
     assert_eq!(agent.call("go").await.unwrap().text(), "Done.");
     // The tool ran in both calls: what Exit gives up.
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(runs_again.load(Ordering::SeqCst), 1);
     let stored = files.load("s").await.unwrap().unwrap();
     assert_eq!(stored.messages.len(), 4);
 }
 
 #[tokio::test]
-async fn step_leaves_the_started_record_of_a_dropped_call() {
-    // The same drop as above under the default: the tool is recorded as running.
-    let (_dir, files) = temp_store();
-    let started = Arc::new(tokio::sync::Notify::new());
-    let hanging = {
-        let started = Arc::clone(&started);
-        tool_fn(
-            "act",
-            "Hangs.",
-            json!({"type": "object"}),
-            move |_input, _ctx| {
-                let started = Arc::clone(&started);
-                async move {
-                    started.notify_one();
-                    std::future::pending::<()>().await;
-                    Ok("never")
-                }
-            },
-        )
-    };
-    let agent = ReActAgent::builder()
-        .model(tool_round_model())
-        .toolkit(Toolkit::new().tool(hanging))
-        .session(files.clone(), "s")
-        .build()
-        .unwrap();
-    tokio::select! {
-        _ = agent.call("go") => panic!("the tool never returns"),
-        () = started.notified() => {}
+async fn step_and_async_leave_the_started_record_of_a_dropped_call() {
+    // The same drop under the default and under Async (the tool is not idempotent, so the
+    // call waited for its record): the tool is recorded as running.
+    for durability in [Durability::Step, Durability::Async] {
+        let (_dir, files) = temp_store();
+        assert_eq!(drop_mid_tool(&files, durability).await, 1);
+        let stored = files.load("s").await.unwrap().unwrap();
+        assert_eq!(stored.running_tools, ["t1"], "{durability:?}");
+        assert_eq!(stored.messages.len(), 2, "{durability:?}");
     }
-    let stored = files.load("s").await.unwrap().unwrap();
-    assert_eq!(stored.running_tools, ["t1"]);
-    assert_eq!(stored.messages.len(), 2);
 }
