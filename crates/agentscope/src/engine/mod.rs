@@ -46,7 +46,7 @@ use futures::future::BoxFuture;
 use crate::config::AgentConfig;
 use crate::runtime::AgentRuntime;
 use crate::runtime::CallGuard;
-use crate::session::{Durability, SaveQueue, SessionBinding, Synced};
+use crate::session::{Durability, SaveQueue, SessionBinding, Synced, save_queue};
 use crate::stream::{EventSink, EventType};
 use crate::toolkit::Toolkit;
 
@@ -162,19 +162,18 @@ async fn run_with_queue<'a>(
 ) -> Result<Msg, AgentError> {
     let Loaded { guard, session, .. } = loaded;
     let revision = session.as_ref().map_or(0, |synced| synced.revision());
-    let (queue, writer) = SaveQueue::new(binding, revision);
-    let call = async move {
+    let queue = SaveQueue::default();
+    let call = async {
         let loaded = Loaded {
             guard,
             session,
             queue: Some(&queue),
         };
         let result = run_loaded(config, runtime, input, sink, extras, loaded).await;
-        // The writer ends with the queue.
-        drop(queue);
+        queue.close();
         result
     };
-    futures::future::join(call, writer).await.0
+    save_queue::beside(call, queue.write(binding, revision)).await
 }
 
 /// Runs a call whose session (if any) is loaded.

@@ -52,7 +52,7 @@ mod binding;
 mod durability;
 #[cfg(feature = "json-store")]
 mod json_file;
-mod save_queue;
+pub(crate) mod save_queue;
 
 pub(crate) use binding::{SessionBinding, Synced, check_sessionless};
 pub use durability::Durability;

@@ -1,17 +1,24 @@
 //! [`SaveQueue`]: the saves of a call under [`Durability::Async`](super::Durability::Async),
 //! written in order by a writer that runs beside the call.
 //!
-//! The writer is a future the engine polls together with the call (no task is spawned: the
-//! call runs on whatever executor runs it), so it makes progress whenever the call waits.
-//! It owns the revision sequence: each change is rebased on the revision the previous one
-//! stored, and the changes queued while one was written go out together as one.
+//! The writer is a future polled together with the call by [`beside`] (no task is spawned:
+//! the call runs on whatever executor runs it), right after the call at every poll, so it
+//! finds each change the call queued as soon as the call waits, without a wake-up per
+//! change. It owns the revision sequence: each change is rebased on the revision the
+//! previous one stored, and the changes queued while one was written go out together as
+//! one.
+
+use std::collections::VecDeque;
+use std::pin::pin;
+use std::sync::Mutex;
+use std::task::Poll;
 
 use agentscope_core::AgentError;
 use agentscope_core::session::StateChange;
-use futures::StreamExt;
-use futures::channel::{mpsc, oneshot};
+use futures::channel::oneshot;
 
 use super::SessionBinding;
+use crate::runtime::lock;
 
 enum Job {
     Save(StateChange),
@@ -19,83 +26,119 @@ enum Job {
     Durable(oneshot::Sender<Result<(), AgentError>>),
 }
 
-/// The call's side of the queue.
+#[derive(Default)]
+struct Jobs {
+    queued: VecDeque<Job>,
+    /// The call ended: the writer ends once the queue is empty.
+    closed: bool,
+}
+
+/// A call's save queue.
+#[derive(Default)]
 pub(crate) struct SaveQueue {
-    jobs: mpsc::UnboundedSender<Job>,
+    jobs: Mutex<Jobs>,
 }
 
 impl SaveQueue {
-    /// A queue for a call that loaded revision `revision` of `binding`'s session, and the
-    /// writer to poll beside the call; the writer ends once the queue is dropped and its
-    /// jobs are done.
-    pub(crate) fn new(
-        binding: &SessionBinding,
-        revision: u64,
-    ) -> (Self, impl Future<Output = ()> + '_) {
-        let (jobs, queued) = mpsc::unbounded();
-        (Self { jobs }, write(binding, revision, queued))
-    }
-
     /// Queues `change` (made from the revision the previous change left).
     pub(crate) fn push(&self, change: StateChange) {
-        // The writer only ends once the queue is dropped: sending cannot fail.
-        let _ = self.jobs.unbounded_send(Job::Save(change));
+        lock(&self.jobs).queued.push_back(Job::Save(change));
     }
 
     /// Waits until every change queued so far is stored; the first save that failed, if one
     /// did (the changes after it are not written).
     pub(crate) async fn durable(&self) -> Result<(), AgentError> {
         let (reply, stored) = oneshot::channel();
-        let _ = self.jobs.unbounded_send(Job::Durable(reply));
+        lock(&self.jobs).queued.push_back(Job::Durable(reply));
         stored.await.unwrap_or_else(|_| {
             Err(AgentError::failed(
                 "the session's save queue stopped before its saves were stored",
             ))
         })
     }
-}
 
-async fn write(
-    binding: &SessionBinding,
-    mut revision: u64,
-    mut queued: mpsc::UnboundedReceiver<Job>,
-) {
-    let mut failed: Option<AgentError> = None;
-    let mut next = None;
-    loop {
-        let job = match next.take() {
-            Some(job) => job,
-            None => match queued.next().await {
-                Some(job) => job,
-                None => return,
-            },
-        };
-        match job {
-            Job::Durable(reply) => {
-                let _ = reply.send(failed.clone().map_or(Ok(()), Err));
+    /// Ends the queue: the writer ends once it has done what is queued.
+    pub(crate) fn close(&self) {
+        lock(&self.jobs).closed = true;
+    }
+
+    /// The next job; `None` once the queue is closed and empty. Registers no waker: the
+    /// writer is polled right after the call at every poll of [`beside`], and only the call
+    /// queues jobs.
+    async fn next(&self) -> Option<Job> {
+        std::future::poll_fn(|_| {
+            let mut jobs = lock(&self.jobs);
+            match jobs.queued.pop_front() {
+                Some(job) => Poll::Ready(Some(job)),
+                None if jobs.closed => Poll::Ready(None),
+                None => Poll::Pending,
             }
-            Job::Save(mut change) => {
-                // The saves queued meanwhile go out with this one.
-                while let Ok(job) = queued.try_recv() {
-                    match job {
-                        Job::Save(later) => change = merge(change, later),
-                        durable => {
-                            next = Some(durable);
-                            break;
-                        }
+        })
+        .await
+    }
+
+    /// The queued saves at the front, each made from the state the one before leaves, as
+    /// one change after `change`.
+    fn merge_queued(&self, mut change: StateChange) -> StateChange {
+        let mut jobs = lock(&self.jobs);
+        while let Some(Job::Save(_)) = jobs.queued.front() {
+            if let Some(Job::Save(later)) = jobs.queued.pop_front() {
+                change = merge(change, later);
+            }
+        }
+        change
+    }
+
+    /// Writes the queued changes to `binding`'s session, which the call loaded at revision
+    /// `revision`, until the queue is closed and done.
+    pub(crate) async fn write(&self, binding: &SessionBinding, mut revision: u64) {
+        let mut failed: Option<AgentError> = None;
+        while let Some(job) = self.next().await {
+            match job {
+                Job::Durable(reply) => {
+                    let _ = reply.send(failed.clone().map_or(Ok(()), Err));
+                }
+                // After a failed save nothing more is written.
+                Job::Save(_) if failed.is_some() => {}
+                Job::Save(change) => {
+                    let mut change = self.merge_queued(change);
+                    change.base = revision;
+                    match binding.save_change(&change).await {
+                        Ok(stored) => revision = stored,
+                        Err(error) => failed = Some(error.into()),
                     }
-                }
-                if failed.is_some() {
-                    continue;
-                }
-                change.base = revision;
-                match binding.save_change(&change).await {
-                    Ok(stored) => revision = stored,
-                    Err(error) => failed = Some(error.into()),
                 }
             }
         }
     }
+}
+
+/// Runs `call` with `writer` beside it, polling the writer right after the call at every
+/// poll (which [`SaveQueue::next`] relies on), until both are done; the call's output.
+pub(crate) async fn beside<T>(
+    call: impl Future<Output = T>,
+    writer: impl Future<Output = ()>,
+) -> T {
+    let (mut call, mut writer) = (pin!(call), pin!(writer));
+    let (mut output, mut written) = (None, false);
+    std::future::poll_fn(|cx| {
+        if output.is_none()
+            && let Poll::Ready(done) = call.as_mut().poll(cx)
+        {
+            output = Some(done);
+        }
+        if !written {
+            written = writer.as_mut().poll(cx).is_ready();
+        }
+        match (written, output.take()) {
+            (true, Some(done)) => Poll::Ready(done),
+            (_, pending) => {
+                output = pending;
+                Poll::Pending
+            }
+        }
+    })
+    .await
 }
 
 /// One change doing what `first` then `then` (made from the state `first` leaves) do.
