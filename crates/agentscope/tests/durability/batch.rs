@@ -188,11 +188,13 @@ on_every_store! {
     a_killed_sequential_batch_keeps_its_results_and_runs_the_rest_postgres,
 }
 
-on_both_stores! {
+on_every_store! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async_trials:
     async_a_killed_sequential_batch_keeps_its_results_and_runs_the_rest_json,
     async_a_killed_sequential_batch_keeps_its_results_and_runs_the_rest_sqlite,
+    async_a_killed_sequential_batch_keeps_its_results_and_runs_the_rest_redis,
+    async_a_killed_sequential_batch_keeps_its_results_and_runs_the_rest_postgres,
 }
 
 /// `Exit`: a killed worker leaves nothing of its call or all of it; a resume runs the call
@@ -263,9 +265,11 @@ async fn exit_trials(kind: StoreKind) {
     );
 }
 
-on_both_stores! {
+on_every_store! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     exit_trials:
     exit_a_killed_call_leaves_all_or_nothing_and_its_tools_run_again_json,
     exit_a_killed_call_leaves_all_or_nothing_and_its_tools_run_again_sqlite,
+    exit_a_killed_call_leaves_all_or_nothing_and_its_tools_run_again_redis,
+    exit_a_killed_call_leaves_all_or_nothing_and_its_tools_run_again_postgres,
 }

@@ -9,11 +9,10 @@
 //!   the application, and its resolution holds (a retry reaches the tool with the key of
 //!   the first attempt, a verified result is what the model reads).
 //! - `batch`: a worker running a sequential batch of three tools is killed at random
-//!   instants, in each durability mode. `Step` (every store) and `Async` (JSON file,
-//!   SQLite): completed results are kept, unstarted calls run on resume, at most the call
-//!   running at the kill is in doubt, and no call runs twice. `Exit` (JSON file, SQLite):
-//!   the session holds all of the call or nothing of it, and running it again runs its
-//!   tools again.
+//!   instants, in each durability mode (every store). `Step` and `Async`: completed
+//!   results are kept, unstarted calls run on resume, at most the call running at the kill
+//!   is in doubt, and no call runs twice. `Exit`: the session holds all of the call or
+//!   nothing of it, and running it again runs its tools again.
 //! - `writers`: two worker processes make 100 calls each on one session: every call that
 //!   returned `Ok` has its turn stored; every other call was refused as busy by the
 //!   session's lease (JSON file and SQLite stores alike) before any hook ran or the model
