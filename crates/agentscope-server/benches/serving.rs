@@ -85,18 +85,21 @@ fn idle_model() -> ScriptedModel {
         .without_recording()
 }
 
-fn agui(model: ScriptedModel, durability: Durability, dir: &Path) -> axum::Router {
+fn agui(model: ScriptedModel, durability: Durability, store: JsonFileSessionStore) -> axum::Router {
+    // Built once: a clone shares the tools' compiled argument schemas (building the toolkit
+    // in the factory compiles them again for every run).
+    let toolkit = Toolkit::new().tool(EchoTool::new());
     let agui = AgUi::builder()
         .agent(
             "assistant",
             AgentSpec::new(move || {
                 ReActAgent::builder()
                     .model(model.fork())
-                    .toolkit(Toolkit::new().tool(EchoTool::new()))
+                    .toolkit(toolkit.clone())
                     .durability(durability)
             }),
         )
-        .store(JsonFileSessionStore::new(dir))
+        .store(store)
         .build()
         .unwrap();
     agui.router()
@@ -138,10 +141,15 @@ fn serve_child(mode: &str) {
         .build()
         .unwrap();
     let dir = std::env::var("SERVING_DIR").map(PathBuf::from).unwrap();
+    let pooled = JsonFileSessionStore::new(&dir);
+    let inline = pooled.clone().inline(true);
     let app = match mode {
-        "async" => agui(working_model(), Durability::Async, &dir),
-        "step" => agui(working_model(), Durability::Step, &dir),
-        "idle" => agui(idle_model(), Durability::Async, &dir),
+        // The store's file work on the calling task, as its docs advise for a tmpfs...
+        "async" => agui(working_model(), Durability::Async, inline),
+        "step" => agui(working_model(), Durability::Step, inline),
+        "idle" => agui(idle_model(), Durability::Async, inline),
+        // ... and on tokio's blocking pool (the default).
+        "async-pool" => agui(working_model(), Durability::Async, pooled),
         "floor" | "floor-idle" => {
             let frames: Vec<String> =
                 serde_json::from_slice(&std::fs::read(dir.join("frames.json")).unwrap()).unwrap();
@@ -155,7 +163,11 @@ fn serve_child(mode: &str) {
         std::process::exit(0);
     });
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        // A backlog for a burst of a thousand connections (`TcpListener::bind`'s 1024 lets
+        // the kernel drop some of them, and their SYNs are sent again a second later).
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = socket.listen(4096).unwrap();
         println!("{}", listener.local_addr().unwrap());
         std::io::stdout().flush().unwrap();
         axum::serve(listener, app).await.unwrap();
@@ -211,6 +223,28 @@ impl Server {
                 .map_or(f64::NAN, |kb| kb / 1024.0)
         };
         (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    /// The CPU time the server has used (user and system), from `/proc/<pid>/stat`.
+    fn cpu(&self) -> Duration {
+        cpu_of(&self.child.id().to_string())
+    }
+}
+
+/// The CPU time process `pid` has used (user and system), from `/proc/<pid>/stat`.
+fn cpu_of(pid: &str) -> Duration {
+    {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        // The fields after the command's closing parenthesis; utime and stime are the 12th
+        // and 13th of them, in clock ticks (100 a second on Linux).
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let ticks: u64 = after
+            .split_whitespace()
+            .skip(11)
+            .take(2)
+            .map(|t| t.parse::<u64>().unwrap())
+            .sum();
+        Duration::from_millis(ticks * 10)
     }
 }
 
@@ -295,6 +329,9 @@ struct Load {
     failed: usize,
     rss_before: f64,
     peak: f64,
+    /// The server's CPU time during the load, and the client's (this process).
+    cpu: Duration,
+    client_cpu: Duration,
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -317,6 +354,8 @@ async fn load(client: &reqwest::Client, server: &Server, round: usize, runs: usi
             .all(|run| run.as_ref().is_some_and(|(_, body)| complete(body)))
     );
     let (rss_before, _) = server.memory();
+    let cpu_before = server.cpu();
+    let client_before = cpu_of("self");
     let bodies: Vec<_> = (0..runs)
         .map(|i| input(&format!("run-{round}-{i}")))
         .collect();
@@ -343,6 +382,8 @@ async fn load(client: &reqwest::Client, server: &Server, round: usize, runs: usi
     }
     let wall = start.elapsed();
     let (_, peak) = server.memory();
+    let cpu = server.cpu() - cpu_before;
+    let client_cpu = cpu_of("self") - client_before;
     firsts.sort();
     Load {
         wall,
@@ -351,6 +392,8 @@ async fn load(client: &reqwest::Client, server: &Server, round: usize, runs: usi
         failed,
         rss_before,
         peak,
+        cpu,
+        client_cpu,
     }
 }
 
@@ -464,6 +507,8 @@ fn drive() {
     let streams = env("SERVING_IDLE", 10_000);
     let rounds = env("SERVING_ROUNDS", 2);
     let only = std::env::var("SERVING_ONLY").unwrap_or_default();
+    let modes = std::env::var("SERVING_SERVERS")
+        .unwrap_or_else(|_| "floor,async,step,async-pool".to_owned());
     let root = PathBuf::from(format!(
         "/dev/shm/agentscope-serving-{}",
         std::process::id()
@@ -514,7 +559,7 @@ fn drive() {
     if only.is_empty() || only == "runs" {
         println!("\n{runs} concurrent runs (JSON threads on /dev/shm), {rounds} rounds:");
         println!(
-            "{:<8} {:>5} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>8} {:>8}",
+            "{:<6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7}",
             "round",
             "server",
             "wall ms",
@@ -523,12 +568,14 @@ fn drive() {
             "failed",
             "rss MB",
             "peak MB",
+            "cpu s",
+            "client s",
             "wall x",
             "p99 x"
         );
         for round in 0..rounds {
             let mut floor_load = None;
-            for mode in ["floor", "async", "step"] {
+            for mode in modes.split(',') {
                 let server = Server::start(mode, &fresh(mode));
                 let result = runtime.block_on(load(&client, &server, round, runs));
                 drop(server);
@@ -542,7 +589,7 @@ fn drive() {
                     None => (1.0, 1.0),
                 };
                 println!(
-                    "{:<8} {:>5} {:>9.1} {:>9.2} {:>9.2} {:>7} {:>9.1} {:>9.1} {:>8.2} {:>8.2}",
+                    "{:<6} {:>6} {:>8.1} {:>9.2} {:>9.2} {:>6} {:>7.1} {:>7.1} {:>7.2} {:>8.2} {:>7.2} {:>7.2}",
                     round + 1,
                     mode,
                     ms(result.wall),
@@ -551,6 +598,8 @@ fn drive() {
                     result.failed,
                     result.rss_before,
                     result.peak,
+                    result.cpu.as_secs_f64(),
+                    result.client_cpu.as_secs_f64(),
                     wall_x,
                     p99_x
                 );
@@ -562,13 +611,19 @@ fn drive() {
     }
 
     if only.is_empty() || only == "idle" {
-        let limit = fd_limit().unwrap_or(0);
-        if limit < streams as u64 + 100 {
+        // The server holds two descriptors per open run (its connection, and its thread's
+        // lock file: the JSON store's lease), the client one per stream.
+        let limit = fd_limit().unwrap_or(0) as usize;
+        let fits = (limit.saturating_sub(200) / 2).min(streams);
+        if fits < streams {
             println!(
-                "\nidle streams: skipped, the open-file limit is {limit} (raise it: ulimit -n {})",
-                streams + 1000
+                "\nidle streams: {fits} instead of {streams}: the open-file limit is {limit}, and \
+                 the server needs two per open run (raise it: ulimit -n {})",
+                2 * streams + 200
             );
-        } else {
+        }
+        let (asked, streams) = (streams, fits);
+        {
             // What an idle stream has received: the run's first frames, before the model.
             let wanted = runtime.block_on(async {
                 let server = Server::start("idle", &fresh("idle-probe"));
@@ -607,11 +662,14 @@ fn drive() {
                     let server = Server::start(mode, &fresh(mode));
                     let (before, open, opened) =
                         runtime.block_on(idle(&client, &server, streams, wanted.len()));
+                    let per_stream = (open - before) / opened.max(1) as f64;
                     println!(
-                        "round {} {:<10} open {opened:>6}  rss before {before:>7.1} MB  with them open {open:>7.1} MB  per stream {:>6.1} KB",
+                        "round {} {:<10} open {opened:>6}  rss before {before:>6.1} MB  with them \
+                         open {open:>6.1} MB  per stream {:>5.1} KB  at {asked}: {:>6.1} MB",
                         round + 1,
                         mode,
-                        (open - before) * 1024.0 / opened.max(1) as f64
+                        per_stream * 1024.0,
+                        before + per_stream * asked as f64
                     );
                 }
             }
