@@ -117,11 +117,11 @@ fn floor(frames: Vec<String>, idle: bool) -> axum::Router {
                 let frames = Arc::clone(&frames);
                 async move {
                     let frame = frames.get(i)?;
-                    let text = frame.starts_with(r#"{"type":"TEXT_MESSAGE_CONTENT""#);
+                    let text = is_text(frame);
                     if text && texted {
                         tokio::time::sleep(INTERVAL).await;
                     }
-                    let event = Ok::<_, Infallible>(Event::default().data(frame.as_str()));
+                    let event = Ok::<_, Infallible>(event_of(frame));
                     Some((event, (i + 1, texted || text)))
                 }
             });
@@ -131,7 +131,9 @@ fn floor(frames: Vec<String>, idle: bool) -> axum::Router {
             Sse::new(events).keep_alive(KeepAlive::default())
         }
     };
-    axum::Router::new().route("/agents/assistant", axum::routing::post(handler))
+    axum::Router::new()
+        .route("/agents/assistant", axum::routing::post(handler.clone()))
+        .route("/a2a", axum::routing::post(handler))
 }
 
 /// Runs the server `mode` on 127.0.0.1 and prints its address; exits when stdin closes.
@@ -143,20 +145,6 @@ fn serve_child(mode: &str) {
     let dir = std::env::var("SERVING_DIR").map(PathBuf::from).unwrap();
     let pooled = JsonFileSessionStore::new(&dir);
     let inline = pooled.clone().inline(true);
-    let app = match mode {
-        // The store's file work on the calling task, as its docs advise for a tmpfs...
-        "async" => agui(working_model(), Durability::Async, inline),
-        "step" => agui(working_model(), Durability::Step, inline),
-        "idle" => agui(idle_model(), Durability::Async, inline),
-        // ... and on tokio's blocking pool (the default).
-        "async-pool" => agui(working_model(), Durability::Async, pooled),
-        "floor" | "floor-idle" => {
-            let frames: Vec<String> =
-                serde_json::from_slice(&std::fs::read(dir.join("frames.json")).unwrap()).unwrap();
-            floor(frames, mode == "floor-idle")
-        }
-        other => panic!("unknown server {other}"),
-    };
     std::thread::spawn(|| {
         // The driver closes stdin to stop the server (or dies).
         let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
@@ -168,11 +156,61 @@ fn serve_child(mode: &str) {
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
         socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let listener = socket.listen(4096).unwrap();
-        println!("{}", listener.local_addr().unwrap());
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let app = match mode {
+            // The store's file work on the calling task, as its docs advise for a tmpfs...
+            "async" => agui(working_model(), Durability::Async, inline),
+            "step" => agui(working_model(), Durability::Step, inline),
+            "idle" => agui(idle_model(), Durability::Async, inline),
+            // ... and on tokio's blocking pool (the default).
+            "async-pool" => agui(working_model(), Durability::Async, pooled),
+            "a2a-async" => a2a(&base, Durability::Async, inline),
+            "a2a-step" => a2a(&base, Durability::Step, inline),
+            "floor" | "floor-idle" | "a2a-floor" => {
+                let frames: Vec<String> =
+                    serde_json::from_slice(&std::fs::read(dir.join("frames.json")).unwrap())
+                        .unwrap();
+                floor(frames, mode == "floor-idle")
+            }
+            other => panic!("unknown server {other}"),
+        };
+        let path = if mode.starts_with("a2a") {
+            "/a2a"
+        } else {
+            "/agents/assistant"
+        };
+        println!("{base}{path}");
         std::io::stdout().flush().unwrap();
         axum::serve(listener, app).await.unwrap();
     });
 }
+
+/// The A2A server of the same agent, under `/a2a`.
+fn a2a(base: &str, durability: Durability, store: JsonFileSessionStore) -> axum::Router {
+    let toolkit = Toolkit::new().tool(EchoTool::new());
+    let model = working_model();
+    let a2a = agentscope_a2a::A2a::builder()
+        .agent(move || {
+            ReActAgent::builder()
+                .name("assistant")
+                .model(model.fork())
+                .toolkit(toolkit.clone())
+                .durability(durability)
+        })
+        .url(format!("{base}/a2a"))
+        .store(store)
+        .build()
+        .unwrap();
+    axum::Router::new().nest("/a2a", a2a.router())
+}
+
+/// Whether an event carries a piece of the model's text (AG-UI or A2A).
+fn is_text(frame: &str) -> bool {
+    frame.contains(r#"{"type":"TEXT_MESSAGE_CONTENT""#) || frame.contains(A2A_TEXT)
+}
+
+/// How an A2A status update carrying model text is marked.
+const A2A_TEXT: &str = r#""agentscope.kind":"text_delta""#;
 
 // ---------------------------------------------------------------------------------------
 // The driver (the client)
@@ -202,7 +240,7 @@ impl Server {
         Server {
             child,
             stdin,
-            url: format!("http://{}/agents/assistant", line.trim()),
+            url: line.trim().to_owned(),
         }
     }
 
@@ -261,35 +299,64 @@ impl Drop for Server {
     }
 }
 
-fn input(thread: &str) -> axum::body::Bytes {
-    serde_json::to_vec(&serde_json::json!({
-        "threadId": thread, "runId": format!("{thread}-run"),
-        "messages": [{"id": format!("{thread}-m"), "role": "user", "content": "Hi"}],
-        "tools": [], "context": [], "state": {}, "forwardedProps": {}}))
-    .unwrap()
-    .into()
+/// The request of a run on `thread` for the server at `url`: an AG-UI `RunAgentInput`, or
+/// an A2A `SendStreamingMessage` (JSON-RPC) in context `thread`.
+fn input(url: &str, thread: &str) -> axum::body::Bytes {
+    let body = if url.ends_with("/a2a") {
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+            "params": {"message": {"role": "ROLE_USER", "messageId": format!("{thread}-m"),
+                                   "contextId": thread, "parts": [{"text": "Hi"}]}}})
+    } else {
+        serde_json::json!({
+            "threadId": thread, "runId": format!("{thread}-run"),
+            "messages": [{"id": format!("{thread}-m"), "role": "user", "content": "Hi"}],
+            "tools": [], "context": [], "state": {}, "forwardedProps": {}})
+    };
+    serde_json::to_vec(&body).unwrap().into()
 }
 
-/// The data of each SSE event in `body` (keep-alive comments left out).
-fn frames(body: &[u8]) -> Vec<String> {
+/// Each SSE event in `body`, as its lines (`id: 3\ndata: {...}`; keep-alive comments left
+/// out).
+fn raw_frames(body: &[u8]) -> Vec<String> {
     String::from_utf8_lossy(body)
         .split("\n\n")
-        .filter_map(|frame| frame.strip_prefix("data: "))
+        .filter(|frame| frame.lines().any(|line| line.starts_with("data: ")))
         .map(str::to_owned)
         .collect()
 }
 
-/// Whether a run's stream is complete: 50 text frames, then a successful `RUN_FINISHED`.
+/// The data of each SSE event in `body`.
+fn frames(body: &[u8]) -> Vec<String> {
+    raw_frames(body)
+        .iter()
+        .filter_map(|frame| frame.lines().find_map(|line| line.strip_prefix("data: ")))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The axum event of a captured frame (its `id` and `data` lines).
+fn event_of(frame: &str) -> Event {
+    frame.lines().fold(Event::default(), |event, line| {
+        if let Some(id) = line.strip_prefix("id: ") {
+            event.id(id)
+        } else if let Some(data) = line.strip_prefix("data: ") {
+            event.data(data)
+        } else {
+            event
+        }
+    })
+}
+
+/// Whether a run's stream is complete: 50 text frames, then a successful end (AG-UI's
+/// `RUN_FINISHED`, A2A's completed status).
 fn complete(body: &[u8]) -> bool {
     let frames = frames(body);
-    let texts = frames
-        .iter()
-        .filter(|f| f.starts_with(r#"{"type":"TEXT_MESSAGE_CONTENT""#))
-        .count();
+    let texts = frames.iter().filter(|f| is_text(f)).count();
     texts == TOKENS
         && frames.last().is_some_and(|last| {
-            last.starts_with(r#"{"type":"RUN_FINISHED""#)
-                && last.contains(r#""outcome":{"type":"success"}"#)
+            (last.starts_with(r#"{"type":"RUN_FINISHED""#)
+                && last.contains(r#""outcome":{"type":"success"}"#))
+                || last.contains(r#""state":"TASK_STATE_COMPLETED""#)
         })
 }
 
@@ -303,6 +370,7 @@ async fn one_run(
     let response = client
         .post(url)
         .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
         .body(body)
         .send()
         .await
@@ -345,7 +413,13 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// `runs` concurrent runs on `server`, each on a new thread (after 20 to warm it up).
 async fn load(client: &reqwest::Client, server: &Server, round: usize, runs: usize) -> Load {
     let warm: Vec<_> = (0..20)
-        .map(|i| one_run(client, &server.url, input(&format!("warm-{round}-{i}"))))
+        .map(|i| {
+            one_run(
+                client,
+                &server.url,
+                input(&server.url, &format!("warm-{round}-{i}")),
+            )
+        })
         .collect();
     let warmed = futures::future::join_all(warm).await;
     assert!(
@@ -357,7 +431,7 @@ async fn load(client: &reqwest::Client, server: &Server, round: usize, runs: usi
     let cpu_before = server.cpu();
     let client_before = cpu_of("self");
     let bodies: Vec<_> = (0..runs)
-        .map(|i| input(&format!("run-{round}-{i}")))
+        .map(|i| input(&server.url, &format!("run-{round}-{i}")))
         .collect();
     let start = Instant::now();
     let tasks: Vec<_> = bodies
@@ -424,7 +498,8 @@ async fn idle(
                     let response = client
                         .post(&url)
                         .header("content-type", "application/json")
-                        .body(input(&format!("idle-{i}")))
+                        .header("A2A-Version", "1.0")
+                        .body(input(&url, &format!("idle-{i}")))
                         .send()
                         .await
                         .map_err(|err| format!("request: {err:?}"))?;
@@ -530,36 +605,35 @@ fn drive() {
         dir
     };
 
-    // The bytes of one run, for the floor.
-    let captured = runtime.block_on(async {
-        let server = Server::start("async", &fresh("capture"));
-        for i in 0..3 {
-            one_run(&client, &server.url, input(&format!("capture-{i}")))
-                .await
-                .unwrap();
-        }
-        let (_, body) = one_run(&client, &server.url, input("captured"))
-            .await
-            .unwrap();
-        assert!(complete(&body), "{}", String::from_utf8_lossy(&body));
-        frames(&body)
-    });
-    std::fs::write(
-        root.join("frames.json"),
-        serde_json::to_vec(&captured).unwrap(),
-    )
-    .unwrap();
-    let bytes: usize = captured.iter().map(|f| f.len() + "data: \n\n".len()).sum();
-    println!(
-        "one run: {} events, {bytes} bytes; {TOKENS} tokens {} ms apart and one tool call",
-        captured.len(),
-        INTERVAL.as_millis()
-    );
-
-    if only.is_empty() || only == "runs" {
-        println!("\n{runs} concurrent runs (JSON threads on /dev/shm), {rounds} rounds:");
+    // The bytes of one run, for the floor: captured from the server, then replayed.
+    let capture = |mode: &str| {
+        let captured = runtime.block_on(async {
+            let server = Server::start(mode, &fresh("capture"));
+            for i in 0..3 {
+                let body = input(&server.url, &format!("capture-{i}"));
+                one_run(&client, &server.url, body).await.unwrap();
+            }
+            let body = input(&server.url, "captured");
+            let (_, body) = one_run(&client, &server.url, body).await.unwrap();
+            assert!(complete(&body), "{}", String::from_utf8_lossy(&body));
+            raw_frames(&body)
+        });
+        std::fs::write(
+            root.join("frames.json"),
+            serde_json::to_vec(&captured).unwrap(),
+        )
+        .unwrap();
+        let bytes: usize = captured.iter().map(|f| f.len() + "\n\n".len()).sum();
         println!(
-            "{:<6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7}",
+            "one run: {} events, {bytes} bytes; {TOKENS} tokens {} ms apart and one tool call",
+            captured.len(),
+            INTERVAL.as_millis()
+        );
+    };
+    let compare = |title: &str, servers: &str| {
+        println!("\n{title}: {runs} concurrent runs (JSON threads on /dev/shm), {rounds} rounds");
+        println!(
+            "{:<6} {:>10} {:>8} {:>9} {:>9} {:>6} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7}",
             "round",
             "server",
             "wall ms",
@@ -575,7 +649,7 @@ fn drive() {
         );
         for round in 0..rounds {
             let mut floor_load = None;
-            for mode in modes.split(',') {
+            for mode in servers.split(',') {
                 let server = Server::start(mode, &fresh(mode));
                 let result = runtime.block_on(load(&client, &server, round, runs));
                 drop(server);
@@ -589,7 +663,7 @@ fn drive() {
                     None => (1.0, 1.0),
                 };
                 println!(
-                    "{:<6} {:>6} {:>8.1} {:>9.2} {:>9.2} {:>6} {:>7.1} {:>7.1} {:>7.2} {:>8.2} {:>7.2} {:>7.2}",
+                    "{:<6} {:>10} {:>8.1} {:>9.2} {:>9.2} {:>6} {:>7.1} {:>7.1} {:>7.2} {:>8.2} {:>7.2} {:>7.2}",
                     round + 1,
                     mode,
                     ms(result.wall),
@@ -603,14 +677,24 @@ fn drive() {
                     wall_x,
                     p99_x
                 );
-                if mode == "floor" {
+                if mode.ends_with("floor") {
                     floor_load = Some(result);
                 }
             }
         }
+    };
+    let wants = |part: &str| only.is_empty() || only.split(',').any(|p| p == part);
+
+    if wants("runs") {
+        capture("async");
+        compare("AG-UI", &modes);
+    }
+    if wants("a2a") {
+        capture("a2a-async");
+        compare("A2A SendStreamingMessage", "a2a-floor,a2a-async,a2a-step");
     }
 
-    if only.is_empty() || only == "idle" {
+    if wants("idle") {
         // The server holds two descriptors per open run (its connection, and its thread's
         // lock file: the JSON store's lease), the client one per stream.
         let limit = fd_limit().unwrap_or(0) as usize;
@@ -630,7 +714,8 @@ fn drive() {
                 let response = client
                     .post(&server.url)
                     .header("content-type", "application/json")
-                    .body(input("probe"))
+                    .header("A2A-Version", "1.0")
+                    .body(input(&server.url, "probe"))
                     .send()
                     .await
                     .unwrap();
@@ -642,7 +727,7 @@ fn drive() {
                     }
                 })
                 .await;
-                frames(&bytes)
+                raw_frames(&bytes)
             });
             println!(
                 "\n{streams} idle streams (each got {} events: {:?}):",
