@@ -1,36 +1,44 @@
-//! `serving`: one instance serving AG-UI runs under load, against a bare axum SSE handler
-//! that sends the same bytes on the same schedule (issue 36, point 3).
+//! `serving`: one instance serving AG-UI runs (and A2A `SendStreamingMessage` tasks) under
+//! load, against a bare axum SSE handler that sends the same bytes on the same schedule
+//! (issue 36, point 3).
 //!
 //! - **1,000 concurrent runs.** Each run is a new thread: the user says "Hi", the scripted
 //!   model calls the `echo` tool (one chunk), then answers in 50 tokens 10 ms apart. Threads
-//!   are JSON files on a tmpfs (`/dev/shm`), with `Durability::Async` and, beside it,
-//!   `Durability::Step`. The client (reqwest, in this process) starts every run at once and
-//!   reads each stream to its end. Reported per server: the wall time from the start to the
-//!   last run's end, each run's time to its first event (from its request to the first
-//!   complete SSE frame; p50, p99), the failed runs (not `200`, a transport error, or a
-//!   stream that does not end with a successful `RUN_FINISHED` after 50 text frames), the
-//!   server's resident memory before the load and its peak (`VmHWM`).
+//!   are JSON files on a tmpfs (`/dev/shm`, the store `inline` as its docs advise there),
+//!   with `Durability::Async` and, beside it, `Durability::Step` and `Async` with the store's
+//!   file work on tokio's blocking pool (its default). The client (reqwest, in this process)
+//!   starts every run at once and reads each stream to its end. Reported per server: the
+//!   wall time from the start to the last run's end, each run's time to its first event
+//!   (from its request to the first complete SSE frame; p50, p99), the failed runs (not
+//!   `200`, a transport error, or a stream that does not end with a successful end after 50
+//!   text frames), the server's resident memory before the load and its peak (`VmHWM`), and
+//!   the CPU time the server and the client used during the load.
 //! - **The floor** is a bare axum handler that answers every `POST` with the frames one run
 //!   of the real server sent (captured first, message ids and all), through axum's `Sse`
 //!   with the same keep-alive, on the model's schedule: each text frame but the first comes
 //!   10 ms after the frame before it, everything else at once. It does no work but the
 //!   sending: the difference is what the server, the engine and the store cost under load.
+//! - **A2A**: the same runs as `SendStreamingMessage` (JSON-RPC) tasks of the same agent on
+//!   `agentscope-a2a`, each in a new context, against the same kind of floor replaying an
+//!   A2A stream.
 //! - **10,000 idle streams.** An open chat whose user waits for the model: a run whose model
-//!   has not answered yet (its first step started, its thread stored). AG-UI has no stream
-//!   without a run (a client holds an SSE stream only while a run is in flight), so this is
-//!   what an idle open stream costs: the connection, the run's agent, its task and its
-//!   stored thread. Reported: the server's resident memory with every stream open, against
-//!   the same number of streams on the floor (the run's first frames, then nothing).
+//!   has not answered yet (`RUN_STARTED` sent, the user's message stored). AG-UI has no
+//!   stream without a run (a client holds an SSE stream only while a run is in flight), so
+//!   this is what an idle open stream costs: the connection, the run's agent, its task and
+//!   its leased thread. Reported: the server's resident memory with every stream open,
+//!   against the same number of streams on the floor (the same first frame, then nothing).
 //!
 //! Every server runs in a child process of this binary (a fresh one per measurement), so its
-//! memory is its own (`/proc/<pid>/status`), and the client's 10,000 connections and the
-//! server's are counted against two file-descriptor limits. The client needs one descriptor
-//! per stream: with a soft limit below `SERVING_IDLE + 100`, raise it (`ulimit -n 20000`)
-//! before running.
+//! memory and CPU are its own (`/proc/<pid>/status`, `/proc/<pid>/stat`), and the client's
+//! connections and the server's count against two file-descriptor limits. The server holds
+//! two descriptors per open run (the connection, and the thread's lock file: the JSON
+//! store's lease); with a soft limit below twice `SERVING_IDLE` plus 200, the bench opens as
+//! many idle streams as fit and says so (raise it with `ulimit -n`).
 //!
 //! Run: `cargo bench -p agentscope-server --bench serving`. Knobs (environment):
 //! `SERVING_RUNS` (1000), `SERVING_IDLE` (10000), `SERVING_ROUNDS` (2: the servers are
-//! measured in turn, round after round), `SERVING_ONLY` (`runs` or `idle`).
+//! measured in turn, round after round), `SERVING_ONLY` (any of `runs`, `a2a`, `idle`,
+//! comma-separated), `SERVING_SERVERS` (the AG-UI servers: `floor,async,step,async-pool`).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::convert::Infallible;
