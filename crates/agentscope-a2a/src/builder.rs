@@ -183,7 +183,14 @@ impl A2aBuilder {
         {
             return Err(BuildError("the bearer token is empty".into()));
         }
+        let store = match self.store {
+            Some(store) => store,
+            None => Arc::new(agentscope::session::JsonFileSessionStore::new("sessions")),
+        };
+        // Bound to the store as every turn's agent is (building it touches no session), so
+        // that a builder with session settings (`durability(..)`) builds here too.
         let agent = factory()
+            .session(Arc::clone(&store), CARD_SESSION)
             .build()
             .map_err(|err| BuildError(format!("the agent cannot be built: {err}")))?;
         let name = agent.name();
@@ -209,14 +216,14 @@ impl A2aBuilder {
                 version: &self.version,
             },
         );
-        let store = match self.store {
-            Some(store) => store,
-            None => Arc::new(agentscope::session::JsonFileSessionStore::new("sessions")),
-        };
         let executor = Executor::new(factory, store, name.to_owned(), self.approval);
         Ok(A2a::new(card, executor, self.token.map(Arc::from)))
     }
 }
+
+/// The session id of the agent [`A2aBuilder::build`] makes for the card (nothing is loaded
+/// from it or stored in it).
+const CARD_SESSION: &str = "a2a-card";
 
 /// What [`A2aBuilder::build`] reports: which setting is missing or wrong.
 ///

@@ -119,6 +119,7 @@ pub(crate) async fn run(
         timeline,
         _guard: guard,
         started: false,
+        flushed: false,
     };
     let events = futures::stream::unfold(run, move |run| {
         let span = span.clone();
@@ -336,6 +337,8 @@ struct Run {
     /// The thread stays busy while this lives; dropped with the stream.
     _guard: RunGuard,
     started: bool,
+    /// Whether the run gave the connection its turn to send `RUN_STARTED`.
+    flushed: bool,
 }
 
 impl Run {
@@ -348,6 +351,15 @@ impl Run {
                 protocol_version: crate::protocol::PROTOCOL_VERSION,
             };
             return Some((vec![started], self));
+        }
+        if !self.flushed {
+            // Once, before the agent's first step: the body is not ready for a moment, so
+            // the HTTP connection sends `RUN_STARTED` now. Without it the event waits in the
+            // connection's buffer for the whole first burst of work (the thread loaded and
+            // saved, a step or two, a tool run) until the model first makes the call wait,
+            // which under load is most of a client's time to its first event.
+            self.flushed = true;
+            yield_once().await;
         }
         let stream = self.stream.as_mut()?;
         let (inner, agent) = (&self.inner, &self.agent);
@@ -449,6 +461,22 @@ impl Run {
             outcome,
         });
     }
+}
+
+/// Not ready once (waking itself at once), then ready: lets the task's other work run, as
+/// `tokio::task::yield_now` does, without tying the run to tokio.
+async fn yield_once() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await;
 }
 
 fn outcome_name(outcome: &Outcome) -> &'static str {

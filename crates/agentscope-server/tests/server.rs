@@ -3,6 +3,8 @@
 //! input, a client that goes away, and shutdown.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "server/first_event.rs"]
+mod first_event;
 mod support;
 #[path = "server/timeline.rs"]
 mod timeline;

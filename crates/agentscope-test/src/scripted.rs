@@ -144,6 +144,8 @@ pub struct ScriptedResponse {
     fail_before: Option<ModelError>,
     usage: Option<ChatUsage>,
     delay: Option<Duration>,
+    /// The wait between one chunk and the next (none by default).
+    chunk_interval: Option<Duration>,
     /// The finish reason of the last chunk (none by default).
     finish_reason: Option<String>,
     /// The provider's response id and model on the last chunk (none by default).
@@ -158,6 +160,7 @@ impl ScriptedResponse {
             fail_before: None,
             usage: None,
             delay: None,
+            chunk_interval: None,
             finish_reason: None,
             response: None,
         }
@@ -261,6 +264,27 @@ impl ScriptedResponse {
         self
     }
 
+    /// Waits this long (on the tokio timer) between one scripted chunk and the next, as a
+    /// model streams tokens: the first chunk comes at once (after
+    /// [`with_delay`](Self::with_delay), if any), each later one `interval` after the one
+    /// before, and the last chunk (usage, finish reason) right after the last scripted one.
+    /// A response of `n` chunks takes `(n - 1) × interval`, plus the timer's lateness.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use agentscope_test::{ScriptedChunk, ScriptedResponse};
+    ///
+    /// // 50 tokens, 10 ms apart: about half a second of streaming.
+    /// let tokens = ScriptedResponse::chunks((0..50).map(|i| ScriptedChunk::text(format!("t{i} "))))
+    ///     .with_chunk_interval(Duration::from_millis(10));
+    /// # let _ = tokens;
+    /// ```
+    #[must_use]
+    pub fn with_chunk_interval(mut self, interval: Duration) -> Self {
+        self.chunk_interval = Some(interval);
+        self
+    }
+
     fn into_stream(self) -> Result<ChatStream, ModelError> {
         if let Some(err) = self.fail_before {
             return Err(err);
@@ -285,10 +309,22 @@ impl ScriptedResponse {
                 })
             });
         let chunks = self.chunks;
-        let items = (0..chunks.len())
+        let count = chunks.len();
+        let items = (0..count)
             .map(move |i| chunks[i].clone().into_item())
             .chain(last);
-        Ok(futures::stream::iter(items).boxed())
+        match self.chunk_interval.filter(|interval| !interval.is_zero()) {
+            None => Ok(futures::stream::iter(items).boxed()),
+            // Every scripted chunk but the first waits; the last (usage) one does not.
+            Some(interval) => Ok(futures::stream::iter(items.enumerate())
+                .then(move |(i, item)| async move {
+                    if i > 0 && i < count {
+                        tokio::time::sleep(interval).await;
+                    }
+                    item
+                })
+                .boxed()),
+        }
     }
 }
 
@@ -693,5 +729,44 @@ mod tests {
         let start = std::time::Instant::now();
         assemble(&model).await.unwrap();
         assert!(start.elapsed() >= Duration::from_millis(30));
+    }
+
+    /// The first chunk comes at once, each later one no sooner than an interval after the
+    /// one before, and the usage chunk right after the last scripted one.
+    #[tokio::test]
+    async fn chunk_interval_spaces_the_chunks() {
+        use futures::FutureExt;
+        let model = ScriptedModel::new([ScriptedResponse::chunks([
+            ScriptedChunk::text("a"),
+            ScriptedChunk::text("b"),
+            ScriptedChunk::text("c"),
+        ])
+        .with_usage(1, 3)
+        .with_chunk_interval(Duration::from_millis(10))]);
+        let text = |chunk: Option<Result<ChatResponse, ModelError>>| {
+            let chunk = chunk.unwrap().unwrap();
+            let text: String = chunk.content.iter().filter_map(|b| b.as_text()).collect();
+            (text, chunk.usage.is_some())
+        };
+        let start = std::time::Instant::now();
+        let mut stream = model.stream(ModelRequest::default()).await.unwrap();
+        // "a" is ready at once; "b" is not.
+        assert_eq!(
+            text(stream.next().now_or_never().unwrap()),
+            ("a".into(), false)
+        );
+        assert!(stream.next().now_or_never().is_none());
+        // That poll started "b"'s wait: it comes 10 ms later, "c" 10 ms after it.
+        assert_eq!(text(stream.next().await), ("b".into(), false));
+        let b = start.elapsed();
+        assert!(b >= Duration::from_millis(10), "{b:?}");
+        assert_eq!(text(stream.next().await), ("c".into(), false));
+        assert!(start.elapsed() >= b + Duration::from_millis(10));
+        // The usage chunk does not wait.
+        assert_eq!(
+            text(stream.next().now_or_never().unwrap()),
+            (String::new(), true)
+        );
+        assert!(stream.next().now_or_never().unwrap().is_none());
     }
 }

@@ -760,3 +760,57 @@ async fn a_send_without_a_message_is_refused_before_any_task_exists() {
     assert_eq!(listed.tasks, []);
     assert_eq!(model.request_count(), 0);
 }
+
+/// A factory that sets a durability mode (a session setting) builds the server, and each
+/// turn runs under it: `build()` makes the card's agent bound to the store, as every turn's
+/// agent is, instead of without a session (which the mode refuses).
+#[tokio::test]
+async fn an_agent_with_a_durability_mode_is_served_and_its_turns_are_stored() {
+    use agentscope::session::Durability;
+    for durability in [Durability::Step, Durability::Async, Durability::Exit] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/a2a", listener.local_addr().unwrap());
+        let served = model.clone();
+        let a2a = agentscope_a2a::A2a::builder()
+            .agent(move || {
+                ReActAgent::builder()
+                    .name("assistant")
+                    .model(served.clone())
+                    .durability(durability)
+            })
+            .url(&url)
+            .store(JsonFileSessionStore::new(dir.path()))
+            .build()
+            .unwrap();
+        let server = support::spawn(
+            listener,
+            url,
+            axum::Router::new().nest("/a2a", a2a.router()),
+        );
+        let client = client(&server, "JSONRPC").await;
+        let task = task_of(client.send_message(&request("Hi", "c1")).await.unwrap());
+        assert_eq!(state(&task.status.state), "completed", "{durability:?}");
+        assert_eq!(
+            history(&task),
+            ["user: Hi", "agent: Hello!"],
+            "{durability:?}"
+        );
+        let stored = JsonFileSessionStore::new(dir.path())
+            .load("assistant.c1")
+            .await
+            .unwrap()
+            .unwrap();
+        let texts: Vec<String> = stored.messages.iter().map(Msg::text).collect();
+        assert_eq!(texts, ["Hi", "Hello!"], "{durability:?}");
+        // Nothing was stored for the card's agent.
+        assert!(
+            JsonFileSessionStore::new(dir.path())
+                .load("a2a-card")
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+}
