@@ -1,16 +1,13 @@
 //! [`RemoteAgentTool`]: a remote agent as a tool, whose questions suspend the call.
 
 use std::fmt;
-use std::pin::pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agentscope::multi_agent::AgentTool;
 use agentscope::{
-    CallInput, ContentBlock, ErrorSource, EventType, GenerateReason, Msg, Role, StreamOptions,
-    Tool, ToolContext, ToolError, ToolOutput,
+    AgentError, CallInput, ContentBlock, ErrorSource, Event, EventType, GenerateReason, Msg, Role,
+    StreamOptions, Tool, ToolContext, ToolError, ToolOutput,
 };
-use futures::StreamExt;
-use futures::future::{Either, select};
 use serde_json::Value;
 
 use super::agent::RemoteAgent;
@@ -250,51 +247,22 @@ impl Tool for RemoteAgentTool {
             EventType::ToolResult,
             EventType::AgentResult,
         ]);
-        let mut events = self.agent.stream(sent, options);
-        let mut interrupted = false;
-        let mut reply = None;
-        loop {
-            let next = if interrupted {
-                events.next().await
-            } else {
-                match select(events.next(), pin!(ctx.cancelled())).await {
-                    Either::Left((next, _)) => next,
-                    Either::Right(_) => {
-                        // The remote task is canceled, then the call ends; keep driving it.
-                        self.agent.interrupt();
-                        interrupted = true;
-                        continue;
-                    }
-                }
-            };
-            match next {
-                Some(Ok(event)) if event.event_type == EventType::AgentResult => {
-                    reply = Some(event.message);
-                }
-                Some(Ok(event)) => {
-                    // A final reasoning message is the remote agent's tool calls (its text
-                    // came as chunks) or the reply (the result).
-                    let calls_only = event.event_type == EventType::Reasoning && event.is_last;
-                    if !interrupted {
-                        for block in event.message.content.iter() {
-                            if !calls_only || matches!(block, ContentBlock::ToolUse(_)) {
-                                ctx.emit(block.clone()).await;
-                            }
-                        }
-                    }
-                }
-                Some(Err(error)) => {
-                    return Err(ToolError::Failed {
-                        message: error.to_string(),
-                        source: Some(ErrorSource::new(error)),
-                    });
-                }
-                None => break,
+        // A final reasoning message is the remote agent's tool calls (its text came as
+        // chunks) or the reply (the result).
+        let forward = |event: &Event, block: &ContentBlock| {
+            let calls_only = event.event_type == EventType::Reasoning && event.is_last;
+            !calls_only || matches!(block, ContentBlock::ToolUse(_))
+        };
+        let relayed = AgentTool::relay(&self.agent, sent.into(), options, &ctx, forward).await;
+        let reply = match relayed {
+            Ok(Some(reply)) => reply,
+            Ok(None) | Err(AgentError::Interrupted) => return Err(ToolError::Cancelled),
+            Err(error) => {
+                return Err(ToolError::Failed {
+                    message: error.to_string(),
+                    source: Some(ErrorSource::new(error)),
+                });
             }
-        }
-        let reply = match reply {
-            Some(reply) if !interrupted => reply,
-            _ => return Err(ToolError::Cancelled),
         };
         if reply.generate_reason() == Some(GenerateReason::Interrupted) {
             return Err(ToolError::Cancelled);

@@ -4,13 +4,16 @@ use std::fmt;
 use std::pin::pin;
 use std::sync::Arc;
 
-use agentscope_core::{ContentBlock, ErrorSource, Msg, Tool, ToolContext, ToolError, ToolOutput};
+use agentscope_core::{
+    AgentError, ContentBlock, ErrorSource, Msg, Tool, ToolContext, ToolError, ToolOutput,
+};
 use futures::StreamExt;
 use futures::future::{Either, select};
 use serde_json::{Value, json};
 
+use crate::CallInput;
 use crate::agent_trait::{Agent, shared};
-use crate::stream::{EventType, StreamOptions};
+use crate::stream::{Event, EventType, StreamOptions};
 
 /// An agent used as a tool by another agent: the model of the outer agent calls it with
 /// `{"task": "..."}`, the inner agent replies to the task (a user message), and its reply is
@@ -196,6 +199,65 @@ impl AgentTool {
             .ok_or_else(|| ToolError::invalid_arguments("'task' must be a string"))
     }
 
+    /// Relays a call of `agent` made for the tool call `ctx` (the body of an agent used as
+    /// a tool, also of other crates' tools that call an agent): streams `input` with
+    /// `options`, gives the content blocks of each event that `forward` keeps to `ctx` as
+    /// the call's progress, and interrupts `agent` when the tool call is cancelled (the
+    /// stream is then driven to its end, forwarding nothing). Returns the call's reply (its
+    /// `AgentResult` event; `options` must ask for it), `None` when the stream ended
+    /// without one.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Interrupted`] when the tool call was cancelled; the stream's error
+    /// when it failed.
+    pub async fn relay(
+        agent: &dyn Agent,
+        input: CallInput,
+        options: StreamOptions,
+        ctx: &ToolContext,
+        mut forward: impl FnMut(&Event, &ContentBlock) -> bool,
+    ) -> Result<Option<Msg>, AgentError> {
+        let mut events = agent.stream(input, options);
+        let mut interrupted = false;
+        let mut reply = None;
+        loop {
+            let next = if interrupted {
+                events.next().await
+            } else {
+                match select(events.next(), pin!(ctx.cancelled())).await {
+                    Either::Left((next, _)) => next,
+                    Either::Right(_) => {
+                        // The inner call ends as an interrupted call; keep driving it.
+                        agent.interrupt();
+                        interrupted = true;
+                        continue;
+                    }
+                }
+            };
+            match next {
+                Some(Ok(event)) if event.event_type == EventType::AgentResult => {
+                    reply = Some(event.message);
+                }
+                Some(Ok(event)) => {
+                    if !interrupted {
+                        for block in event.message.content.iter() {
+                            if forward(&event, block) {
+                                ctx.emit(block.clone()).await;
+                            }
+                        }
+                    }
+                }
+                Some(Err(error)) => return Err(error),
+                None => break,
+            }
+        }
+        if interrupted {
+            return Err(AgentError::Interrupted);
+        }
+        Ok(reply)
+    }
+
     fn failed(&self, error: impl std::error::Error + Send + Sync + 'static) -> ToolError {
         ToolError::Failed {
             message: format!("agent '{}' failed: {error}", self.agent.name()),
@@ -223,43 +285,13 @@ impl Tool for AgentTool {
             return Err(ToolError::Cancelled);
         }
         let forward = ctx.has_progress_receiver();
-        let mut events = self
-            .agent
-            .stream(Msg::user(task).into(), self.inner_options(forward));
-        let mut interrupted = false;
-        let mut reply = None;
-        loop {
-            let next = if interrupted {
-                events.next().await
-            } else {
-                match select(events.next(), pin!(ctx.cancelled())).await {
-                    Either::Left((next, _)) => next,
-                    Either::Right(_) => {
-                        // The inner call ends as an interrupted call; keep driving it.
-                        self.agent.interrupt();
-                        interrupted = true;
-                        continue;
-                    }
-                }
-            };
-            match next {
-                Some(Ok(event)) if event.event_type == EventType::AgentResult => {
-                    reply = Some(event.message);
-                }
-                Some(Ok(event)) => {
-                    if !interrupted {
-                        for block in event.message.content.iter() {
-                            ctx.emit(block.clone()).await;
-                        }
-                    }
-                }
-                Some(Err(error)) => return Err(self.failed(error)),
-                None => break,
-            }
-        }
-        if interrupted {
-            return Err(ToolError::Cancelled);
-        }
+        let options = self.inner_options(forward);
+        let input = Msg::user(task).into();
+        let reply = match Self::relay(&*self.agent, input, options, &ctx, |_, _| true).await {
+            Ok(reply) => reply,
+            Err(AgentError::Interrupted) => return Err(ToolError::Cancelled),
+            Err(error) => return Err(self.failed(error)),
+        };
         let Some(reply) = reply else {
             return Err(ToolError::msg(format!(
                 "agent '{}' ended without a reply",
