@@ -2,7 +2,8 @@
 //! decode a body in pieces, split it anywhere, assemble the result; and the checks every
 //! decoder runs over its fixtures ([`check_every_fixture`], and
 //! [`assert_fixture_same_when_split`] for a property test over random cuts), declared in a
-//! client's tests by [`fixture_split_tests!`](crate::fixture_split_tests).
+//! client's tests by [`fixture_split_tests!`](crate::fixture_split_tests); and the harness
+//! of a client's `decode` bench ([`bench`](mod@bench)).
 //!
 //! ```
 //! use agentscope_http::testing::{assemble, decode, split_at};
@@ -21,6 +22,8 @@
 //! assert!(error.is_none());
 //! assert_eq!(assemble(&chunks).text(), "Hello, world");
 //! ```
+
+pub mod bench;
 
 use agentscope_core::{ChatAccumulator, ChatResponse, ContentBlock, ModelError, Msg, ToolUseBlock};
 

@@ -10,7 +10,7 @@
 //! `usage`). It is fed in pieces of 1 to 4 KiB (a fixed pseudo-random sequence), as reads
 //! from a socket come.
 //!
-//! Subjects, each a whole pass over the input:
+//! Subjects, each a whole pass over the input (the harness: `agentscope_http::testing::bench`):
 //!
 //! - `floor`: `agentscope_http::sse::SseParser::feed` into one reused event vector, cleared
 //!   after every piece: the project's SSE splitter at its cheapest (no body head kept, no
@@ -38,12 +38,7 @@ mod decode;
 #[allow(dead_code, unused_imports)]
 mod response;
 
-use std::hint::black_box;
-use std::time::{Duration, Instant};
-
-use agentscope_http::Decode;
-use agentscope_http::sse::{SseBody, SseParser};
-use agentscope_http::testing::assemble;
+use agentscope_http::testing::{assemble, bench};
 use serde_json::json;
 
 const CONTENT_DELTAS: usize = 10_000;
@@ -156,109 +151,12 @@ fn input() -> Input {
     }
 }
 
-/// The body cut into pieces of 1 to 4 KiB, the same sequence every run.
-fn pieces(body: &[u8]) -> Vec<&[u8]> {
-    let mut rng = fastrand::Rng::with_seed(36);
-    let mut pieces = Vec::new();
-    let mut rest = body;
-    while !rest.is_empty() {
-        let take = rng.usize(1024..=4096).min(rest.len());
-        let (piece, tail) = rest.split_at(take);
-        pieces.push(piece);
-        rest = tail;
-    }
-    pieces
-}
-
-/// The floor: SSE events only, from the cheapest use of the splitter. Returns the events.
-fn floor(pieces: &[&[u8]]) -> usize {
-    let mut parser = SseParser::new();
-    let mut out = Vec::new();
-    let mut events = 0;
-    for piece in pieces {
-        parser.feed(piece, &mut out);
-        events += out.len();
-        for event in out.drain(..) {
-            black_box(event);
-        }
-    }
-    parser.finish(&mut out);
-    events + out.len()
-}
-
-/// The splitter as the decoders read it (`SseBody`). Returns the events.
-fn sse_body(pieces: &[&[u8]]) -> usize {
-    let mut body = SseBody::new();
-    let mut events = 0;
-    for piece in pieces {
-        body.feed(piece);
-        for event in body.take_events() {
-            black_box(event);
-            events += 1;
-        }
-    }
-    body.finish();
-    events + body.take_events().len()
-}
-
-/// The client's decoder. Returns the chunks it yields.
-fn decoder(pieces: &[&[u8]]) -> usize {
-    let mut decoder = decode::Decoder::default();
-    let mut chunks = 0;
-    for piece in pieces {
-        for item in decoder.feed(piece) {
-            black_box(item.unwrap());
-            chunks += 1;
-        }
-    }
-    for item in decoder.finish() {
-        black_box(item.unwrap());
-        chunks += 1;
-    }
-    chunks
-}
-
-/// A subject: a pass over the pieces, returning what it counted.
-type Subject = fn(&[&[u8]]) -> usize;
-
-/// Times `passes` passes of `subject`: the time per pass.
-fn time(subject: Subject, pieces: &[&[u8]], passes: u32) -> Duration {
-    let start = Instant::now();
-    for _ in 0..passes {
-        black_box(subject(black_box(pieces)));
-    }
-    start.elapsed() / passes
-}
-
-/// Passes per measurement so that one takes at least about 5 ms.
-fn passes_for(subject: Subject, pieces: &[&[u8]]) -> u32 {
-    let once = time(subject, pieces, 1).max(Duration::from_micros(1));
-    u32::try_from(Duration::from_millis(5).as_nanos() / once.as_nanos())
-        .unwrap()
-        .max(1)
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 fn main() {
-    let quick = std::env::args().any(|arg| arg == "--quick");
-    let rounds = if quick { 7 } else { 31 };
     let input = input();
-    let pieces = pieces(&input.body);
+    let chunks = bench::run::<decode::Decoder>("openai", &input.body, input.events);
 
-    // The subjects read the input whole and alike.
-    assert_eq!(floor(&pieces), input.events);
-    assert_eq!(sse_body(&pieces), input.events);
-    let mut decoder_chunks = Vec::new();
-    let mut dec = decode::Decoder::default();
-    for piece in &pieces {
-        decoder_chunks.extend(dec.feed(piece).into_iter().map(Result::unwrap));
-    }
-    decoder_chunks.extend(dec.finish().into_iter().map(Result::unwrap));
-    let message = assemble(&decoder_chunks);
+    // What the decoder read is the whole answer.
+    let message = assemble(&chunks);
     assert_eq!(message.text(), input.text);
     let calls = message.tool_uses();
     assert_eq!(calls.len(), 1);
@@ -270,50 +168,5 @@ fn main() {
     assert_eq!(
         message.metadata["usage"],
         json!({"input_tokens": 67, "output_tokens": 10026})
-    );
-    let chunks = decoder(&pieces);
-    assert_eq!(chunks, decoder_chunks.len());
-
-    let subjects: [(&str, Subject); 3] = [
-        ("floor", floor),
-        ("sse_body", sse_body),
-        ("decoder", decoder),
-    ];
-    let passes: Vec<u32> = subjects
-        .iter()
-        .map(|(_, subject)| passes_for(*subject, &pieces))
-        .collect();
-    let mut rates = vec![Vec::new(); subjects.len()];
-    let mut ratios = Vec::new();
-    for round in 0..rounds {
-        let mut per_pass = [Duration::ZERO; 3];
-        for k in 0..subjects.len() {
-            // Alternate the order, so no subject always runs first.
-            let at = if round % 2 == 0 {
-                k
-            } else {
-                subjects.len() - 1 - k
-            };
-            per_pass[at] = time(subjects[at].1, &pieces, passes[at]);
-        }
-        for (at, elapsed) in per_pass.iter().enumerate() {
-            rates[at].push(input.events as f64 / elapsed.as_secs_f64());
-        }
-        ratios.push(per_pass[0].as_secs_f64() / per_pass[2].as_secs_f64());
-    }
-    println!(
-        "decode (openai): {} events ({} bytes) in {} pieces of 1-4 KiB; the decoder yields {} \
-         chunks; {rounds} rounds, medians",
-        input.events,
-        input.body.len(),
-        pieces.len(),
-        chunks
-    );
-    for ((name, _), rates) in subjects.iter().zip(rates) {
-        println!("openai {name:<8} {:>6.2} M chunks/s", median(rates) / 1e6);
-    }
-    println!(
-        "openai decoder/floor {:.2}x (target: at least 0.50x)",
-        median(ratios)
     );
 }
