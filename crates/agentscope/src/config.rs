@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::engine::reply::SharedReply;
 use crate::runtime::AgentRuntime;
-use crate::session::{AgentIdentity, SessionBinding, Synced};
+use crate::session::{AgentIdentity, Current, SessionBinding, Synced};
 use crate::toolkit::Toolkit;
 
 /// The settings that have a default: the builder starts from [`Settings::default`] and its
@@ -73,6 +73,21 @@ impl AgentConfig {
         AgentIdentity::new(self.info.name(), self.info.id())
     }
 
+    /// What a save of the session is made from now: memory, `runtime`'s metadata and the
+    /// call's hooks' state (`None` when no hook saw the call).
+    pub(crate) fn current<'a>(
+        &'a self,
+        runtime: &'a AgentRuntime,
+        hooks: Option<&'a Map<String, Value>>,
+    ) -> Current<'a> {
+        Current {
+            agent: self.identity(),
+            memory: &*self.memory,
+            metadata: runtime.metadata(),
+            hooks,
+        }
+    }
+
     /// With a session: takes its lease (from a store that coordinates instances;
     /// interrupts for the session cancel `interrupt`) and loads it into memory and
     /// `runtime`'s metadata (call this holding the agent; end with
@@ -107,15 +122,7 @@ impl AgentConfig {
     ) -> Result<(), AgentError> {
         match (&self.session, synced) {
             (Some(session), Some(synced)) => {
-                session
-                    .save(
-                        synced,
-                        &self.identity(),
-                        &*self.memory,
-                        runtime.metadata(),
-                        hooks,
-                    )
-                    .await
+                session.save(synced, &self.current(runtime, hooks)).await
             }
             _ => Ok(()),
         }

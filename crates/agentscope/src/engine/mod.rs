@@ -307,13 +307,7 @@ async fn save_session(
 ) -> Result<Msg, AgentError> {
     let saved = match (queue, &config.session) {
         (Some(queue), Some(binding)) => {
-            let memory = &*config.memory;
-            let metadata = runtime.metadata();
-            let change =
-                binding.save_ahead(&mut synced, &config.identity(), memory, metadata, hooks);
-            if let Some(change) = change {
-                queue.push(change);
-            }
+            binding.enqueue(&mut synced, &config.current(runtime, hooks), queue);
             queue.durable().await
         }
         _ => config.save_session(runtime, Some(&mut synced), hooks).await,
@@ -768,33 +762,20 @@ impl Call<'_> {
         let (Some(binding), Some(synced)) = (&config.session, &mut self.session) else {
             return None;
         };
-        let hooks = hook_state(self.context.as_ref());
-        let metadata = self.setup.runtime.metadata();
-        match binding.durability() {
-            Durability::Step => {
-                let agent = config.identity();
-                Some(Box::pin(async move {
-                    binding
-                        .save(synced, &agent, &*config.memory, metadata, hooks)
-                        .await
-                }))
-            }
-            Durability::Async => {
-                let queue = self.queue?;
-                let change = binding.save_ahead(
-                    synced,
-                    &config.identity(),
-                    &*config.memory,
-                    metadata,
-                    hooks,
-                );
-                if let Some(change) = change {
-                    queue.push(change);
-                }
-                wait.then(|| Box::pin(queue.durable()) as BoxFuture<'_, _>)
-            }
-            Durability::Exit => None,
+        let durability = binding.durability();
+        // Under `Exit` nothing is saved until the call's end.
+        if durability == Durability::Exit {
+            return None;
         }
+        let current = config.current(self.setup.runtime, hook_state(self.context.as_ref()));
+        if durability == Durability::Step {
+            return Some(Box::pin(
+                async move { binding.save(synced, &current).await },
+            ));
+        }
+        let queue = self.queue?;
+        binding.enqueue(synced, &current, queue);
+        wait.then(|| Box::pin(queue.durable()) as BoxFuture<'_, _>)
     }
 
     /// Whether a hook changed the session's `HookState` since it was stored.

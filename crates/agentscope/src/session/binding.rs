@@ -7,7 +7,7 @@ use agentscope_core::session::{SessionError, SessionLease};
 use agentscope_core::{AgentError, CancellationToken, Memory, Msg, SharedString};
 use serde_json::{Map, Value};
 
-use super::{AgentIdentity, AgentState, Durability, SessionStore, StateChange};
+use super::{AgentIdentity, AgentState, Durability, SaveQueue, SessionStore, StateChange};
 use crate::runtime::lock;
 
 /// The store and session id an agent is bound to, what a session that does not exist yet
@@ -23,6 +23,15 @@ pub(crate) struct SessionBinding {
     seen: Mutex<(Vec<String>, Map<String, Value>)>,
     /// When a call's saves are written.
     durability: Durability,
+}
+
+/// What a save is made from: the agent's identity, its memory and metadata as they are now,
+/// and the call's hooks' state (`None` when no hook saw the call).
+pub(crate) struct Current<'a> {
+    pub(crate) agent: AgentIdentity,
+    pub(crate) memory: &'a dyn Memory,
+    pub(crate) metadata: &'a Mutex<Map<String, Value>>,
+    pub(crate) hooks: Option<&'a Map<String, Value>>,
 }
 
 /// A change [`SessionBinding::prepare`] made, and what the `Synced` it was made from holds
@@ -208,19 +217,15 @@ impl SessionBinding {
     }
 
     /// Saves what changed since `synced`: the messages memory gained (or, when memory was
-    /// rewritten, all of them), the metadata, the running tools and the hooks' state
-    /// (`hooks`: the call's `HookState`, `None` when no hook saw the call). Does nothing
-    /// when nothing changed. Compare-and-swap on `synced`'s revision: a concurrent writer's
-    /// save makes this one fail with a conflict.
+    /// rewritten, all of them), the metadata, the running tools and the hooks' state, as
+    /// `current` holds them. Does nothing when nothing changed. Compare-and-swap on
+    /// `synced`'s revision: a concurrent writer's save makes this one fail with a conflict.
     pub(crate) async fn save(
         &self,
         synced: &mut Synced,
-        agent: &AgentIdentity,
-        memory: &dyn Memory,
-        metadata: &Mutex<Map<String, Value>>,
-        hooks: Option<&Map<String, Value>>,
+        current: &Current<'_>,
     ) -> Result<(), AgentError> {
-        let Some(prepared) = self.prepare(synced, agent, memory, metadata, hooks) else {
+        let Some(prepared) = self.prepare(synced, current) else {
             return Ok(());
         };
         let revision = self.save_change(&prepared.change).await?;
@@ -228,32 +233,25 @@ impl SessionBinding {
         Ok(())
     }
 
-    /// What [`save`](Self::save) would write, with `synced` moved on as if it were stored
-    /// (for [`Durability::Async`](super::Durability::Async): the change goes to the call's
-    /// save queue, whose writer rebases it on the revision actually stored).
-    pub(crate) fn save_ahead(
-        &self,
-        synced: &mut Synced,
-        agent: &AgentIdentity,
-        memory: &dyn Memory,
-        metadata: &Mutex<Map<String, Value>>,
-        hooks: Option<&Map<String, Value>>,
-    ) -> Option<StateChange> {
-        let prepared = self.prepare(synced, agent, memory, metadata, hooks)?;
-        self.advance(synced, &prepared, prepared.change.revision());
-        Some(prepared.change)
+    /// Queues on `queue` what [`save`](Self::save) would write, with `synced` moved on as
+    /// if it were stored (for [`Durability::Async`](super::Durability::Async): the queue's
+    /// writer rebases the change on the revision actually stored).
+    pub(crate) fn enqueue(&self, synced: &mut Synced, current: &Current<'_>, queue: &SaveQueue) {
+        if let Some(prepared) = self.prepare(synced, current) {
+            self.advance(synced, &prepared, prepared.change.revision());
+            queue.push(prepared.change);
+        }
     }
 
-    /// The change from `synced` to memory, metadata, running tools and hooks' state as they
-    /// are now; `None` when nothing changed.
-    fn prepare(
-        &self,
-        synced: &mut Synced,
-        agent: &AgentIdentity,
-        memory: &dyn Memory,
-        metadata: &Mutex<Map<String, Value>>,
-        hooks: Option<&Map<String, Value>>,
-    ) -> Option<Prepared> {
+    /// The change from `synced` to `current` (memory, metadata, running tools and hooks'
+    /// state); `None` when nothing changed.
+    fn prepare(&self, synced: &mut Synced, current: &Current<'_>) -> Option<Prepared> {
+        let Current {
+            agent,
+            memory,
+            metadata,
+            hooks,
+        } = current;
         // Memory normally grows by appends: check that the last stored message is still
         // where it was, and send only what follows it.
         let (kept, appended) = match synced.stored {

@@ -54,7 +54,7 @@ mod durability;
 mod json_file;
 pub(crate) mod save_queue;
 
-pub(crate) use binding::{SessionBinding, Synced, check_sessionless};
+pub(crate) use binding::{Current, SessionBinding, Synced, check_sessionless};
 pub use durability::Durability;
 #[cfg(feature = "json-store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json-store")))]
