@@ -1,35 +1,44 @@
 //! The response side of the wire format: the events of a streamed Messages response (or one
 //! whole message), as derived serde types.
 //!
+//! Each event's JSON is deserialized straight into these types (no intermediate
+//! [`serde_json::Value`]): texts are borrowed from the event's data where they need no
+//! unescaping, and unknown fields are skipped unread (only their JSON syntax is checked).
+//!
 //! Every field is read leniently (see [`agentscope_http::lenient`]): unknown fields are
 //! ignored, and a field that is missing, `null` or of an unexpected type reads as absent
 //! instead of failing the whole event. One type per shape covers every event: an event's
 //! fields are the union of what `message_start`, `content_block_start`,
 //! `content_block_delta`, `message_delta` and `error` carry.
 
-use agentscope_http::lenient::{lenient, object, objects};
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
 use serde::Deserialize;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 /// One streamed event (its `type` says which), or a whole message.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Event {
+pub(crate) struct Event<'a> {
     /// `message_start`, `content_block_delta`, ... (`message` for a whole message).
-    #[serde(rename = "type", deserialize_with = "lenient")]
-    pub(crate) kind: Option<String>,
+    #[serde(rename = "type", borrow, deserialize_with = "text")]
+    pub(crate) kind: Option<Cow<'a, str>>,
     /// `message_start`: the message so far (id, usage).
-    #[serde(deserialize_with = "object")]
-    pub(crate) message: Option<Message>,
+    #[serde(borrow, deserialize_with = "object")]
+    pub(crate) message: Option<Message<'a>>,
     /// `content_block_*`: the block's position in the message.
-    #[serde(deserialize_with = "lenient")]
+    #[serde(deserialize_with = "count")]
     pub(crate) index: Option<u64>,
     /// `content_block_start`: the block, empty or nearly so.
-    #[serde(deserialize_with = "object")]
-    pub(crate) content_block: Option<Block>,
+    #[serde(borrow, deserialize_with = "object")]
+    pub(crate) content_block: Option<Block<'a>>,
     /// `content_block_delta` (a piece of a block) or `message_delta` (the stop reason).
-    #[serde(deserialize_with = "object")]
-    pub(crate) delta: Option<Delta>,
+    #[serde(borrow, deserialize_with = "object")]
+    pub(crate) delta: Option<Delta<'a>>,
     /// `message_delta`: cumulative usage.
     #[serde(deserialize_with = "object")]
     pub(crate) usage: Option<Usage>,
@@ -41,16 +50,16 @@ pub(crate) struct Event {
 /// A message: the one `message_start` carries (no content yet), or a whole response.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Message {
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) id: Option<String>,
+pub(crate) struct Message<'a> {
+    #[serde(borrow, deserialize_with = "text")]
+    pub(crate) id: Option<Cow<'a, str>>,
     /// The model that answered.
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) model: Option<String>,
-    #[serde(deserialize_with = "objects")]
-    pub(crate) content: Vec<Block>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) stop_reason: Option<String>,
+    #[serde(borrow, deserialize_with = "text")]
+    pub(crate) model: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "objects")]
+    pub(crate) content: Vec<Block<'a>>,
+    #[serde(borrow, deserialize_with = "text")]
+    pub(crate) stop_reason: Option<Cow<'a, str>>,
     #[serde(deserialize_with = "object")]
     pub(crate) usage: Option<Usage>,
 }
@@ -59,22 +68,22 @@ pub(crate) struct Message {
 /// client does not handle (server tools, ...).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Block {
-    #[serde(rename = "type", deserialize_with = "lenient")]
-    pub(crate) kind: Option<String>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) text: Option<String>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) thinking: Option<String>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) signature: Option<String>,
+pub(crate) struct Block<'a> {
+    #[serde(rename = "type", borrow, deserialize_with = "text")]
+    pub(crate) kind: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "text")]
+    pub(crate) text: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "text")]
+    pub(crate) thinking: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "text")]
+    pub(crate) signature: Option<Cow<'a, str>>,
     /// A `redacted_thinking` block's encrypted reasoning.
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) data: Option<String>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) id: Option<String>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) name: Option<String>,
+    #[serde(borrow, deserialize_with = "text")]
+    pub(crate) data: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "text")]
+    pub(crate) id: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "text")]
+    pub(crate) name: Option<Cow<'a, str>>,
     /// A tool call's arguments (`{}` at the start of a streamed call).
     pub(crate) input: Option<Value>,
 }
@@ -82,33 +91,33 @@ pub(crate) struct Block {
 /// What a delta event adds: a piece of a block, or (`message_delta`) the stop reason.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Delta {
+pub(crate) struct Delta<'a> {
     /// `text_delta`, `thinking_delta`, `signature_delta`, `input_json_delta`, ...
-    #[serde(rename = "type", deserialize_with = "lenient")]
-    pub(crate) kind: Option<String>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) text: Option<String>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) thinking: Option<String>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) signature: Option<String>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) partial_json: Option<String>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) stop_reason: Option<String>,
+    #[serde(rename = "type", borrow, deserialize_with = "text")]
+    pub(crate) kind: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "text")]
+    pub(crate) text: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "text")]
+    pub(crate) thinking: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "text")]
+    pub(crate) signature: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "text")]
+    pub(crate) partial_json: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "text")]
+    pub(crate) stop_reason: Option<Cow<'a, str>>,
 }
 
 /// Token counts. Cache writes and reads are counted apart from `input_tokens`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub(crate) struct Usage {
-    #[serde(deserialize_with = "lenient")]
+    #[serde(deserialize_with = "count")]
     pub(crate) input_tokens: Option<u64>,
-    #[serde(deserialize_with = "lenient")]
+    #[serde(deserialize_with = "count")]
     pub(crate) cache_creation_input_tokens: Option<u64>,
-    #[serde(deserialize_with = "lenient")]
+    #[serde(deserialize_with = "count")]
     pub(crate) cache_read_input_tokens: Option<u64>,
-    #[serde(deserialize_with = "lenient")]
+    #[serde(deserialize_with = "count")]
     pub(crate) output_tokens: Option<u64>,
 }
 
@@ -155,44 +164,231 @@ impl Usage {
     }
 }
 
+// Lenient readers. Each reads any JSON value (skipping what it does not keep, so the
+// deserializer moves past it) and keeps only the kind it wants; everything else reads as
+// `Default` (absent). They are `serde` visitors, so they read a `serde_json` stream and a
+// `Value` alike.
+
+/// The `visit_*` methods for the kinds of JSON value a lenient reader does not keep: each
+/// reads as `Default::default()`, arrays and objects skipped whole.
+macro_rules! absent {
+    (bool) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+    };
+    (i64) => {
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+    };
+    (u64) => {
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+    };
+    (f64) => {
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+    };
+    (unit) => {
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+    };
+    (str) => {
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+    };
+    (seq) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Default::default())
+        }
+    };
+    (map) => {
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(Default::default())
+        }
+    };
+    ($($kind:tt),+) => {
+        $(absent!($kind);)+
+    };
+}
+
+/// A string field: borrowed from the input when it has no escapes.
+fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    struct Text;
+    impl<'de> Visitor<'de> for Text {
+        type Value = Option<Cow<'de, str>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(v)))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_owned())))
+        }
+        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v)))
+        }
+        absent!(bool, i64, u64, f64, unit, seq, map);
+    }
+    d.deserialize_any(Text)
+}
+
+/// A count: a non-negative integer.
+fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    struct Count;
+    impl<'de> Visitor<'de> for Count {
+        type Value = Option<u64>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Some(v))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(u64::try_from(v).ok())
+        }
+        absent!(bool, f64, unit, str, seq, map);
+    }
+    d.deserialize_any(Count)
+}
+
+/// An object read as `T`; `None` for any other value.
+fn object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct Object<T>(PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for Object<T> {
+        type Value = Option<T>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            T::deserialize(MapAccessDeserializer::new(map)).map(Some)
+        }
+        absent!(bool, i64, u64, f64, unit, str, seq);
+    }
+    d.deserialize_any(Object(PhantomData))
+}
+
+/// An element of an array of objects: its object, or an empty one.
+struct OrEmpty<T>(T);
+
+impl<'de, T: Deserialize<'de> + Default> Deserialize<'de> for OrEmpty<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        object(d).map(|object| OrEmpty(object.unwrap_or_default()))
+    }
+}
+
+/// The elements of an array, as objects; no elements when the value is not an array.
+fn objects<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    struct Objects<T>(PhantomData<T>);
+    impl<'de, T: Deserialize<'de> + Default> Visitor<'de> for Objects<T> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(OrEmpty(item)) = seq.next_element()? {
+                items.push(item);
+            }
+            Ok(items)
+        }
+        absent!(bool, i64, u64, f64, unit, str, map);
+    }
+    d.deserialize_any(Objects(PhantomData))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use agentscope_http::lenient::from_object;
     use serde_json::json;
+
+    /// `T` read both ways the decoder reads it: from the JSON text (`value`'s), and from
+    /// the `Value`.
+    fn both<'a, T: Deserialize<'a>>(text: &'a str, value: &'a Value) -> [T; 2] {
+        assert_eq!(text, value.to_string());
+        [
+            serde_json::from_str(text).unwrap(),
+            T::deserialize(value).unwrap(),
+        ]
+    }
 
     #[test]
     fn fields_of_the_wrong_type_read_as_absent() {
-        let event: Event = from_object(json!({
-            "type": 3, "index": "0", "message": [1], "usage": null, "extra": {"x": 1},
+        let value = json!({
+            "type": 3, "index": "0", "message": [1], "usage": null, "extra": {"x": [1, {}]},
             "content_block": {"type": "tool_use", "id": 7, "name": "f", "input": {"a": 1}},
             "delta": {"type": "text_delta", "text": ["x"]}
-        }))
-        .unwrap();
-        assert!(event.kind.is_none() && event.index.is_none());
-        assert!(event.message.is_none() && event.usage.is_none() && event.error.is_none());
-        let block = event.content_block.unwrap();
-        assert_eq!(block.kind.as_deref(), Some("tool_use"));
-        assert!(block.id.is_none());
-        assert_eq!(block.input, Some(json!({"a": 1})));
-        let delta = event.delta.unwrap();
-        assert_eq!(delta.kind.as_deref(), Some("text_delta"));
-        assert!(delta.text.is_none());
+        });
+        let text = value.to_string();
+        for event in both::<Event<'_>>(&text, &value) {
+            assert!(event.kind.is_none() && event.index.is_none());
+            assert!(event.message.is_none() && event.usage.is_none() && event.error.is_none());
+            let block = event.content_block.unwrap();
+            assert_eq!(block.kind.as_deref(), Some("tool_use"));
+            assert!(block.id.is_none());
+            assert_eq!(block.input, Some(json!({"a": 1})));
+            let delta = event.delta.unwrap();
+            assert_eq!(delta.kind.as_deref(), Some("text_delta"));
+            assert!(delta.text.is_none());
+        }
+    }
+
+    #[test]
+    fn texts_are_borrowed_unless_escaped_and_content_elements_are_objects() {
+        let data = r#"{"type":"content_block_delta","delta":{"text":"caf\u00e9"}}"#;
+        let event: Event<'_> = serde_json::from_str(data).unwrap();
+        assert!(matches!(
+            event.kind,
+            Some(Cow::Borrowed("content_block_delta"))
+        ));
+        assert!(matches!(event.delta.unwrap().text, Some(Cow::Owned(ref t)) if t == "café"));
+        let value = json!({"content": [null, {"type": "text", "text": "a"}], "id": -1});
+        let text = value.to_string();
+        for message in both::<Message<'_>>(&text, &value) {
+            let kinds: Vec<_> = message
+                .content
+                .iter()
+                .map(|b| (b.kind.as_deref(), b.text.as_deref()))
+                .collect();
+            assert_eq!(kinds, [(None, None), (Some("text"), Some("a"))]);
+            assert!(message.id.is_none());
+        }
     }
 
     #[test]
     fn usage_counts_are_cumulative_and_cache_counts_are_input() {
-        let mut usage: Usage = from_object(json!({
+        let counts = |value: Value| {
+            let text = value.to_string();
+            let [a, b] = both::<Usage>(&text, &value);
+            assert_eq!(a, b);
+            a
+        };
+        let mut usage = counts(json!({
             "input_tokens": 5, "cache_creation_input_tokens": 100,
             "cache_read_input_tokens": 1000, "output_tokens": 1
-        }))
-        .unwrap();
+        }));
         assert_eq!(usage.total_input(), 1105);
-        usage.update(from_object(json!({"output_tokens": 42})).unwrap());
+        usage.update(counts(json!({"output_tokens": 42, "input_tokens": -1})));
         assert_eq!((usage.total_input(), usage.output_tokens), (1105, Some(42)));
-        usage.update(from_object(json!({"input_tokens": 6, "output_tokens": 43})).unwrap());
-        assert_eq!((usage.total_input(), usage.output_tokens), (1106, Some(43)));
+        usage.update(counts(json!({"input_tokens": 6, "output_tokens": 43.5})));
+        assert_eq!((usage.total_input(), usage.output_tokens), (1106, Some(42)));
         assert!(!Usage::default().is_known());
         assert_eq!(Usage::default().total_input(), 0);
     }
