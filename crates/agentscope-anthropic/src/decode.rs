@@ -197,10 +197,10 @@ impl Decoder {
         }
         if !named_error
             && data.starts_with('{')
-            && let Ok(parsed) = serde_json::from_str::<Event<'_>>(data)
+            && let Ok(mut parsed) = serde_json::from_str::<Event<'_>>(data)
             && parsed.kind.as_deref() != Some("error")
         {
-            return Ok(self.handle_parsed(parsed, event.event.as_deref()));
+            return Ok(self.handle_parsed(&mut parsed, event.event.as_deref()));
         }
         let value: Value = match serde_json::from_str(data) {
             Ok(value) => value,
@@ -225,21 +225,25 @@ impl Decoder {
             return Err(stream_error(value));
         }
         // Never the default in practice: every field of an event is read leniently.
-        let parsed = Event::deserialize(&value).unwrap_or_default();
-        Ok(self.handle_parsed(parsed, event.event.as_deref()))
+        let mut parsed = Event::deserialize(&value).unwrap_or_default();
+        Ok(self.handle_parsed(&mut parsed, event.event.as_deref()))
     }
 
     /// Handles one event (not an error); `name` is its SSE `event:` line.
-    fn handle_parsed(&mut self, mut parsed: Event<'_>, name: Option<&str>) -> Option<ChatResponse> {
+    fn handle_parsed(
+        &mut self,
+        parsed: &mut Event<'_>,
+        name: Option<&str>,
+    ) -> Option<ChatResponse> {
         // The payload's `type` names the event; the SSE `event:` line is the fallback.
         let kind = parsed.kind.take();
         match kind.as_deref().or(name).unwrap_or_default() {
-            "content_block_delta" => self.block_delta(parsed),
+            "content_block_delta" => self.block_delta(parsed.index, parsed.delta.take()?),
             "message_start" => {
-                self.message_start(parsed);
+                self.message_start(parsed.message.take());
                 None
             }
-            "content_block_start" => self.block_start(parsed),
+            "content_block_start" => self.block_start(parsed.index, parsed.content_block.take()),
             "content_block_stop" => {
                 if parsed.index.is_some() && parsed.index == self.live_tool {
                     self.live_tool = None;
@@ -247,11 +251,11 @@ impl Decoder {
                 None
             }
             "message_delta" => {
-                if let Some(reason) = parsed.delta.and_then(|delta| delta.stop_reason) {
+                if let Some(reason) = parsed.delta.take().and_then(|delta| delta.stop_reason) {
                     self.stop_reason = Some(reason.into_owned());
                 }
-                if let Some(usage) = parsed.usage {
-                    self.usage.update(usage);
+                if let Some(usage) = parsed.usage.take() {
+                    self.usage.update(*usage);
                 }
                 None
             }
@@ -268,8 +272,8 @@ impl Decoder {
         }
     }
 
-    fn message_start(&mut self, event: Event<'_>) {
-        let Some(message) = event.message else {
+    fn message_start(&mut self, message: Option<Box<Message<'_>>>) {
+        let Some(message) = message else {
             return;
         };
         if let Some(id) = non_empty(message.id) {
@@ -283,11 +287,14 @@ impl Decoder {
         }
     }
 
-    fn block_start(&mut self, event: Event<'_>) -> Option<ChatResponse> {
-        let index = event
-            .index
-            .unwrap_or_else(|| self.blocks.iter().map(|b| b.index + 1).max().unwrap_or(0));
-        let block = event.content_block.unwrap_or_default();
+    fn block_start(
+        &mut self,
+        index: Option<u64>,
+        block: Option<Box<Block<'_>>>,
+    ) -> Option<ChatResponse> {
+        let index =
+            index.unwrap_or_else(|| self.blocks.iter().map(|b| b.index + 1).max().unwrap_or(0));
+        let block = block.map(|block| *block).unwrap_or_default();
         let (kind, content) = match block.kind.as_deref() {
             Some("text") => (
                 BlockKind::Text,
@@ -350,8 +357,7 @@ impl Decoder {
         (state, Some(fragment.into()))
     }
 
-    fn block_delta(&mut self, event: Event<'_>) -> Option<ChatResponse> {
-        let delta: Delta<'_> = event.delta?;
+    fn block_delta(&mut self, index: Option<u64>, delta: Delta<'_>) -> Option<ChatResponse> {
         let content = match delta.kind.as_deref() {
             Some("text_delta") => non_empty(delta.text).map(|text| ContentBlock::text(&*text)),
             Some("thinking_delta") => thinking(delta.thinking, None),
@@ -362,7 +368,7 @@ impl Decoder {
                     .blocks
                     .iter_mut()
                     .rev()
-                    .find(|block| Some(block.index) == event.index)?;
+                    .find(|block| Some(block.index) == index)?;
                 match &mut block.kind {
                     BlockKind::Tool(tool) if tool.live => Some(
                         ToolUseBlock {

@@ -5,6 +5,9 @@
 //! [`serde_json::Value`]): texts are borrowed from the event's data where they need no
 //! unescaping, and unknown fields are skipped unread (only their JSON syntax is checked).
 //!
+//! An `error` event is read as a [`Value`] by the decoder, so [`Event`] has no `error`
+//! field.
+//!
 //! Every field is read leniently (see [`agentscope_http::lenient`]): unknown fields are
 //! ignored, and a field that is missing, `null` or of an unexpected type reads as absent
 //! instead of failing the whole event. One type per shape covers every event: an event's
@@ -22,102 +25,95 @@ use serde_json::Value;
 
 /// One streamed event (its `type` says which), or a whole message.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 pub(crate) struct Event<'a> {
     /// `message_start`, `content_block_delta`, ... (`message` for a whole message).
-    #[serde(rename = "type", borrow, deserialize_with = "text")]
+    #[serde(default, rename = "type", borrow, deserialize_with = "text")]
     pub(crate) kind: Option<Cow<'a, str>>,
     /// `message_start`: the message so far (id, usage).
-    #[serde(borrow, deserialize_with = "object")]
-    pub(crate) message: Option<Message<'a>>,
+    #[serde(default, borrow, deserialize_with = "object")]
+    pub(crate) message: Option<Box<Message<'a>>>,
     /// `content_block_*`: the block's position in the message.
-    #[serde(deserialize_with = "count")]
+    #[serde(default, deserialize_with = "count")]
     pub(crate) index: Option<u64>,
     /// `content_block_start`: the block, empty or nearly so.
-    #[serde(borrow, deserialize_with = "object")]
-    pub(crate) content_block: Option<Block<'a>>,
+    #[serde(default, borrow, deserialize_with = "object")]
+    pub(crate) content_block: Option<Box<Block<'a>>>,
     /// `content_block_delta` (a piece of a block) or `message_delta` (the stop reason).
-    #[serde(borrow, deserialize_with = "object")]
+    #[serde(default, borrow, deserialize_with = "object")]
     pub(crate) delta: Option<Delta<'a>>,
     /// `message_delta`: cumulative usage.
-    #[serde(deserialize_with = "object")]
-    pub(crate) usage: Option<Usage>,
-    /// `error`: `{"type": "overloaded_error", "message": "Overloaded"}` (see
-    /// [`error_text`](agentscope_http::lenient::error_text)).
-    pub(crate) error: Option<Value>,
+    #[serde(default, deserialize_with = "object")]
+    pub(crate) usage: Option<Box<Usage>>,
 }
 
 /// A message: the one `message_start` carries (no content yet), or a whole response.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 pub(crate) struct Message<'a> {
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) id: Option<Cow<'a, str>>,
     /// The model that answered.
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) model: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "objects")]
+    #[serde(default, borrow, deserialize_with = "objects")]
     pub(crate) content: Vec<Block<'a>>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) stop_reason: Option<Cow<'a, str>>,
-    #[serde(deserialize_with = "object")]
+    #[serde(default, deserialize_with = "object")]
     pub(crate) usage: Option<Usage>,
 }
 
 /// A content block: `text`, `thinking`, `redacted_thinking`, `tool_use`, or a kind this
 /// client does not handle (server tools, ...).
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 pub(crate) struct Block<'a> {
-    #[serde(rename = "type", borrow, deserialize_with = "text")]
+    #[serde(default, rename = "type", borrow, deserialize_with = "text")]
     pub(crate) kind: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) text: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) thinking: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) signature: Option<Cow<'a, str>>,
     /// A `redacted_thinking` block's encrypted reasoning.
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) data: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) id: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) name: Option<Cow<'a, str>>,
     /// A tool call's arguments (`{}` at the start of a streamed call).
+    #[serde(default)]
     pub(crate) input: Option<Value>,
 }
 
 /// What a delta event adds: a piece of a block, or (`message_delta`) the stop reason.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 pub(crate) struct Delta<'a> {
     /// `text_delta`, `thinking_delta`, `signature_delta`, `input_json_delta`, ...
-    #[serde(rename = "type", borrow, deserialize_with = "text")]
+    #[serde(default, rename = "type", borrow, deserialize_with = "text")]
     pub(crate) kind: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) text: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) thinking: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) signature: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) partial_json: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) stop_reason: Option<Cow<'a, str>>,
 }
 
 /// Token counts. Cache writes and reads are counted apart from `input_tokens`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(default)]
 pub(crate) struct Usage {
-    #[serde(deserialize_with = "count")]
+    #[serde(default, deserialize_with = "count")]
     pub(crate) input_tokens: Option<u64>,
-    #[serde(deserialize_with = "count")]
+    #[serde(default, deserialize_with = "count")]
     pub(crate) cache_creation_input_tokens: Option<u64>,
-    #[serde(deserialize_with = "count")]
+    #[serde(default, deserialize_with = "count")]
     pub(crate) cache_read_input_tokens: Option<u64>,
-    #[serde(deserialize_with = "count")]
+    #[serde(default, deserialize_with = "count")]
     pub(crate) output_tokens: Option<u64>,
 }
 
@@ -339,7 +335,7 @@ mod tests {
         let text = value.to_string();
         for event in both::<Event<'_>>(&text, &value) {
             assert!(event.kind.is_none() && event.index.is_none());
-            assert!(event.message.is_none() && event.usage.is_none() && event.error.is_none());
+            assert!(event.message.is_none() && event.usage.is_none());
             let block = event.content_block.unwrap();
             assert_eq!(block.kind.as_deref(), Some("tool_use"));
             assert!(block.id.is_none());

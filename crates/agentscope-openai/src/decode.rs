@@ -202,7 +202,7 @@ impl Decoder {
     ) -> Result<Option<ChatResponse>, ModelError> {
         if let Some(error) = chunk.error {
             return Err(ModelError::Stream {
-                message: error_text(error),
+                message: error_text(*error),
             });
         }
         // An `error` event without an `error` field: its whole payload is the message.
@@ -235,7 +235,7 @@ impl Decoder {
             return Ok(None);
         };
         let mut content = Vec::new();
-        if let Some(delta) = choice.delta.or(choice.message) {
+        if let Some(delta) = choice.delta.or(choice.message.map(|message| *message)) {
             self.handle_delta(delta, &mut content);
         }
         self.finished |= choice.finish_reason.is_some();

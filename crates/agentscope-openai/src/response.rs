@@ -24,53 +24,51 @@ use serde_json::Value;
 /// One chunk of a streamed response, or a whole completion (whose choices carry `message`
 /// where chunks carry `delta`).
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 pub(crate) struct Chunk<'a> {
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) id: Option<Cow<'a, str>>,
     /// The model that answered (often more specific than the requested one).
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) model: Option<Cow<'a, str>>,
     /// The first choice whose `index` is 0 (or missing): the only one the client reads.
-    #[serde(borrow, rename = "choices", deserialize_with = "first_choice")]
+    #[serde(default, borrow, rename = "choices", deserialize_with = "first_choice")]
     pub(crate) choice: Option<Choice<'a>>,
-    #[serde(deserialize_with = "object")]
-    pub(crate) usage: Option<Usage>,
+    #[serde(default, deserialize_with = "object")]
+    pub(crate) usage: Option<Box<Usage>>,
     /// An `{"error": ...}` sent in place of a chunk (see
     /// [`error_text`](agentscope_http::lenient::error_text)).
-    pub(crate) error: Option<Value>,
+    #[serde(default)]
+    pub(crate) error: Option<Box<Value>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 pub(crate) struct Choice<'a> {
-    #[serde(deserialize_with = "count")]
+    #[serde(default, deserialize_with = "count")]
     pub(crate) index: Option<u64>,
     /// `Some` whenever the field is present (even `null`): a present `delta` is used, and
     /// `message` only when there is none.
-    #[serde(borrow, deserialize_with = "object_or_empty")]
+    #[serde(default, borrow, deserialize_with = "object_or_empty")]
     pub(crate) delta: Option<Delta<'a>>,
-    #[serde(borrow, deserialize_with = "object_or_empty")]
-    pub(crate) message: Option<Delta<'a>>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "object_or_empty")]
+    pub(crate) message: Option<Box<Delta<'a>>>,
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) finish_reason: Option<Cow<'a, str>>,
 }
 
 /// What one chunk adds to the message.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 pub(crate) struct Delta<'a> {
-    #[serde(borrow, deserialize_with = "content")]
+    #[serde(default, borrow, deserialize_with = "content")]
     pub(crate) content: Option<Content<'a>>,
     /// Thinking, as DeepSeek, Qwen and vLLM name it.
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) reasoning_content: Option<Cow<'a, str>>,
     /// Thinking, as OpenRouter names it.
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) reasoning: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) refusal: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "objects")]
+    #[serde(default, borrow, deserialize_with = "objects")]
     pub(crate) tool_calls: Vec<ToolCallDelta<'a>>,
 }
 
@@ -83,54 +81,49 @@ pub(crate) enum Content<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 pub(crate) struct Part<'a> {
-    #[serde(rename = "type", borrow, deserialize_with = "text")]
+    #[serde(default, rename = "type", borrow, deserialize_with = "text")]
     pub(crate) kind: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) text: Option<Cow<'a, str>>,
 }
 
 /// A fragment of a tool call: the first of an index carries the id and name, later ones
 /// pieces of the argument text.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 pub(crate) struct ToolCallDelta<'a> {
-    #[serde(deserialize_with = "count")]
+    #[serde(default, deserialize_with = "count")]
     pub(crate) index: Option<u64>,
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) id: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "object")]
+    #[serde(default, borrow, deserialize_with = "object")]
     pub(crate) function: Option<FunctionDelta<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 pub(crate) struct FunctionDelta<'a> {
-    #[serde(borrow, deserialize_with = "text")]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) name: Option<Cow<'a, str>>,
     /// A piece of the argument text; a few servers send the arguments as an object, which
     /// reads as its JSON text. `None` when missing or `null`.
-    #[serde(borrow, deserialize_with = "arguments")]
+    #[serde(default, borrow, deserialize_with = "arguments")]
     pub(crate) arguments: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 pub(crate) struct Usage {
-    #[serde(deserialize_with = "count")]
+    #[serde(default, deserialize_with = "count")]
     pub(crate) prompt_tokens: Option<u64>,
-    #[serde(deserialize_with = "count")]
+    #[serde(default, deserialize_with = "count")]
     pub(crate) completion_tokens: Option<u64>,
-    #[serde(deserialize_with = "object")]
+    #[serde(default, deserialize_with = "object")]
     pub(crate) prompt_tokens_details: Option<PromptTokensDetails>,
 }
 
 /// Where the prompt's tokens came from: `cached_tokens` were read from the prompt cache.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 pub(crate) struct PromptTokensDetails {
-    #[serde(deserialize_with = "count")]
+    #[serde(default, deserialize_with = "count")]
     pub(crate) cached_tokens: Option<u64>,
 }
 
