@@ -234,7 +234,8 @@ impl Decoder {
         let Some(choice) = chunk.choice else {
             return Ok(None);
         };
-        let mut content = Vec::new();
+        // Mostly one block: a text, a thinking or a tool-call fragment.
+        let mut content = Vec::with_capacity(1);
         if let Some(delta) = choice.delta.or(choice.message.map(|message| *message)) {
             self.handle_delta(delta, &mut content);
         }
