@@ -236,8 +236,8 @@ impl Decoder {
         };
         // Mostly one block: a text, a thinking or a tool-call fragment.
         let mut content = Vec::with_capacity(1);
-        if let Some(delta) = choice.delta.or(choice.message.map(|message| *message)) {
-            self.handle_delta(delta, &mut content);
+        if let Some(delta) = choice.delta.or(choice.message) {
+            self.handle_delta(*delta, &mut content);
         }
         self.finished |= choice.finish_reason.is_some();
         if content.is_empty() && choice.finish_reason.is_none() {

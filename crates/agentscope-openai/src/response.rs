@@ -48,7 +48,7 @@ pub(crate) struct Choice<'a> {
     /// `Some` whenever the field is present (even `null`): a present `delta` is used, and
     /// `message` only when there is none.
     #[serde(default, borrow, deserialize_with = "object_or_empty")]
-    pub(crate) delta: Option<Delta<'a>>,
+    pub(crate) delta: Option<Box<Delta<'a>>>,
     #[serde(default, borrow, deserialize_with = "object_or_empty")]
     pub(crate) message: Option<Box<Delta<'a>>>,
     #[serde(default, borrow, deserialize_with = "text")]
