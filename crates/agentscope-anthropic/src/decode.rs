@@ -238,7 +238,7 @@ impl Decoder {
         // The payload's `type` names the event; the SSE `event:` line is the fallback.
         let kind = parsed.kind.take();
         match kind.as_deref().or(name).unwrap_or_default() {
-            "content_block_delta" => self.block_delta(parsed.index, parsed.delta.take()?),
+            "content_block_delta" => self.block_delta(parsed.index, *parsed.delta.take()?),
             "message_start" => {
                 self.message_start(parsed.message.take());
                 None

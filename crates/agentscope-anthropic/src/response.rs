@@ -40,7 +40,7 @@ pub(crate) struct Event<'a> {
     pub(crate) content_block: Option<Box<Block<'a>>>,
     /// `content_block_delta` (a piece of a block) or `message_delta` (the stop reason).
     #[serde(default, borrow, deserialize_with = "object")]
-    pub(crate) delta: Option<Delta<'a>>,
+    pub(crate) delta: Option<Box<Delta<'a>>>,
     /// `message_delta`: cumulative usage.
     #[serde(default, deserialize_with = "object")]
     pub(crate) usage: Option<Box<Usage>>,
