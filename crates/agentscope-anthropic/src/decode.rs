@@ -26,7 +26,7 @@ use agentscope_core::{
 use std::borrow::Cow;
 
 use agentscope_http::Decode;
-use agentscope_http::lenient::{error_text, not_json, snippet};
+use agentscope_http::lenient::{error_text, non_empty, not_json, snippet};
 use agentscope_http::sse::{self, SseBody, SseEvent};
 use serde::Deserialize;
 use serde_json::Value;
@@ -515,11 +515,6 @@ fn not_an_object(value: &Value) -> ModelError {
             snippet(&value.to_string())
         ),
     }
-}
-
-/// `Some(text)` unless it is empty: a provider's empty string means "none".
-fn non_empty(text: Option<Cow<'_, str>>) -> Option<Cow<'_, str>> {
-    text.filter(|text| !text.is_empty())
 }
 
 /// An id for a tool call that came without one (the engine matches results by id).

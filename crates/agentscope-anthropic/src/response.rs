@@ -15,12 +15,9 @@
 //! `content_block_delta`, `message_delta` and `error` carry.
 
 use std::borrow::Cow;
-use std::fmt;
-use std::marker::PhantomData;
 
+use agentscope_http::lenient::{count, object, objects, text};
 use serde::Deserialize;
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 /// One streamed event (its `type` says which), or a whole message.
@@ -158,155 +155,6 @@ impl Usage {
         .flatten()
         .fold(0, u64::saturating_add)
     }
-}
-
-// Lenient readers. Each reads any JSON value (skipping what it does not keep, so the
-// deserializer moves past it) and keeps only the kind it wants; everything else reads as
-// `Default` (absent). They are `serde` visitors, so they read a `serde_json` stream and a
-// `Value` alike.
-
-/// The `visit_*` methods for the kinds of JSON value a lenient reader does not keep: each
-/// reads as `Default::default()`, arrays and objects skipped whole.
-macro_rules! absent {
-    (bool) => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(Default::default())
-        }
-    };
-    (i64) => {
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(Default::default())
-        }
-    };
-    (u64) => {
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(Default::default())
-        }
-    };
-    (f64) => {
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(Default::default())
-        }
-    };
-    (unit) => {
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(Default::default())
-        }
-    };
-    (str) => {
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-            Ok(Default::default())
-        }
-    };
-    (seq) => {
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok(Default::default())
-        }
-    };
-    (map) => {
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-            Ok(Default::default())
-        }
-    };
-    ($($kind:tt),+) => {
-        $(absent!($kind);)+
-    };
-}
-
-/// A string field: borrowed from the input when it has no escapes.
-fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
-    struct Text;
-    impl<'de> Visitor<'de> for Text {
-        type Value = Option<Cow<'de, str>>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Borrowed(v)))
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Owned(v.to_owned())))
-        }
-        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Owned(v)))
-        }
-        absent!(bool, i64, u64, f64, unit, seq, map);
-    }
-    d.deserialize_any(Text)
-}
-
-/// A count: a non-negative integer.
-fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    struct Count;
-    impl<'de> Visitor<'de> for Count {
-        type Value = Option<u64>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-            Ok(Some(v))
-        }
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-            Ok(u64::try_from(v).ok())
-        }
-        absent!(bool, f64, unit, str, seq, map);
-    }
-    d.deserialize_any(Count)
-}
-
-/// An object read as `T`; `None` for any other value.
-fn object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    struct Object<T>(PhantomData<T>);
-    impl<'de, T: Deserialize<'de>> Visitor<'de> for Object<T> {
-        type Value = Option<T>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-            T::deserialize(MapAccessDeserializer::new(map)).map(Some)
-        }
-        absent!(bool, i64, u64, f64, unit, str, seq);
-    }
-    d.deserialize_any(Object(PhantomData))
-}
-
-/// An element of an array of objects: its object, or an empty one.
-struct OrEmpty<T>(T);
-
-impl<'de, T: Deserialize<'de> + Default> Deserialize<'de> for OrEmpty<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        object(d).map(|object| OrEmpty(object.unwrap_or_default()))
-    }
-}
-
-/// The elements of an array, as objects; no elements when the value is not an array.
-fn objects<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    struct Objects<T>(PhantomData<T>);
-    impl<'de, T: Deserialize<'de> + Default> Visitor<'de> for Objects<T> {
-        type Value = Vec<T>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let mut items = Vec::new();
-            while let Some(OrEmpty(item)) = seq.next_element()? {
-                items.push(item);
-            }
-            Ok(items)
-        }
-        absent!(bool, i64, u64, f64, unit, str, map);
-    }
-    d.deserialize_any(Objects(PhantomData))
 }
 
 #[cfg(test)]

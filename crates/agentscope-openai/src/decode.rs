@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use agentscope_http::Decode;
-use agentscope_http::lenient::{error_text, not_json, snippet};
+use agentscope_http::lenient::{error_text, non_empty, not_json, snippet};
 use agentscope_http::sse::{self, SseBody};
 
 use crate::response::{Chunk, Content, Delta, ToolCallDelta};
@@ -402,11 +402,6 @@ impl Decoder {
             model,
         })
     }
-}
-
-/// `Some(text)` unless it is empty: a provider's empty string means "none".
-fn non_empty(text: Option<Cow<'_, str>>) -> Option<Cow<'_, str>> {
-    text.filter(|text| !text.is_empty())
 }
 
 fn generated_call_id() -> String {

@@ -13,12 +13,13 @@
 //! means), and an element of an array that is not an object reads as an empty one.
 
 use std::borrow::Cow;
-use std::fmt;
-use std::marker::PhantomData;
 
+use agentscope_http::lenient::{
+    Keep, OrEmpty, count, keep, object, object_or_empty, objects, text,
+};
 use serde::Deserialize;
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess};
 use serde_json::Value;
 
 /// One chunk of a streamed response, or a whole completion (whose choices carry `message`
@@ -127,174 +128,16 @@ pub(crate) struct PromptTokensDetails {
     pub(crate) cached_tokens: Option<u64>,
 }
 
-// Lenient readers. Each reads any JSON value (skipping what it does not keep, so the
-// deserializer moves past it) and keeps only the kind it wants; everything else reads as
-// `Default` (absent). They are `serde` visitors, so they read a `serde_json` stream and a
-// `Value` alike.
-
-/// The `visit_*` methods for the kinds of JSON value a lenient reader does not keep: each
-/// reads as `Default::default()`, arrays and objects skipped whole.
-macro_rules! absent {
-    (bool) => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(Default::default())
-        }
-    };
-    (i64) => {
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(Default::default())
-        }
-    };
-    (u64) => {
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(Default::default())
-        }
-    };
-    (f64) => {
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(Default::default())
-        }
-    };
-    (unit) => {
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(Default::default())
-        }
-    };
-    (str) => {
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-            Ok(Default::default())
-        }
-    };
-    (seq) => {
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok(Default::default())
-        }
-    };
-    (map) => {
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-            Ok(Default::default())
-        }
-    };
-    ($($kind:tt),+) => {
-        $(absent!($kind);)+
-    };
-}
-
-/// A string field: borrowed from the input when it has no escapes.
-fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
-    struct Text;
-    impl<'de> Visitor<'de> for Text {
-        type Value = Option<Cow<'de, str>>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Borrowed(v)))
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Owned(v.to_owned())))
-        }
-        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Owned(v)))
-        }
-        absent!(bool, i64, u64, f64, unit, seq, map);
-    }
-    d.deserialize_any(Text)
-}
-
-/// A count: a non-negative integer.
-fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    struct Count;
-    impl<'de> Visitor<'de> for Count {
-        type Value = Option<u64>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-            Ok(Some(v))
-        }
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-            Ok(u64::try_from(v).ok())
-        }
-        absent!(bool, f64, unit, str, seq, map);
-    }
-    d.deserialize_any(Count)
-}
-
-/// An object read as `T`; `None` for any other value.
-fn object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    struct Object<T>(PhantomData<T>);
-    impl<'de, T: Deserialize<'de>> Visitor<'de> for Object<T> {
-        type Value = Option<T>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-            T::deserialize(MapAccessDeserializer::new(map)).map(Some)
-        }
-        absent!(bool, i64, u64, f64, unit, str, seq);
-    }
-    d.deserialize_any(Object(PhantomData))
-}
-
-/// `Some` whenever the field is present: its object, or an empty one.
-fn object_or_empty<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    object(d).map(|object| Some(object.unwrap_or_default()))
-}
-
-/// An element of an array of objects: its object, or an empty one.
-struct OrEmpty<T>(T);
-
-impl<'de, T: Deserialize<'de> + Default> Deserialize<'de> for OrEmpty<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        object(d).map(|object| OrEmpty(object.unwrap_or_default()))
-    }
-}
-
-/// The elements of an array, as objects; no elements when the value is not an array.
-fn objects<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    struct Objects<T>(PhantomData<T>);
-    impl<'de, T: Deserialize<'de> + Default> Visitor<'de> for Objects<T> {
-        type Value = Vec<T>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let mut items = Vec::new();
-            while let Some(OrEmpty(item)) = seq.next_element()? {
-                items.push(item);
-            }
-            Ok(items)
-        }
-        absent!(bool, i64, u64, f64, unit, str, map);
-    }
-    d.deserialize_any(Objects(PhantomData))
-}
+// The readers of OpenAI's own shapes; the rest are `agentscope_http::lenient`'s.
 
 /// The first element of `choices` whose `index` is 0 or missing (elements that are not
-/// objects read as empty choices); the elements after it are skipped unread.
+/// objects read as empty choices); the elements after it are skipped unread. Any value
+/// that is not an array reads as no choice.
 fn first_choice<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Choice<'de>>, D::Error> {
     struct First;
-    impl<'de> Visitor<'de> for First {
+    impl<'de> Keep<'de> for First {
         type Value = Option<Choice<'de>>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        fn seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
             while let Some(OrEmpty(choice)) = seq.next_element::<OrEmpty<Choice<'de>>>()? {
                 if choice.index.unwrap_or(0) == 0 {
                     while seq.next_element::<IgnoredAny>()?.is_some() {}
@@ -303,76 +146,57 @@ fn first_choice<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Choice<'de>>, 
             }
             Ok(None)
         }
-        absent!(bool, i64, u64, f64, unit, str, map);
     }
-    d.deserialize_any(First)
+    keep(d, First)
 }
 
 /// `content`: a string, an array of parts, or (any other value, `null` included) none.
 fn content<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Content<'de>>, D::Error> {
-    struct ContentVisitor;
-    impl<'de> Visitor<'de> for ContentVisitor {
+    struct ContentReader;
+    impl<'de> Keep<'de> for ContentReader {
         type Value = Option<Content<'de>>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
+        fn text(self, text: Cow<'de, str>) -> Self::Value {
+            Some(Content::Text(text))
         }
-        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-            Ok(Some(Content::Text(Cow::Borrowed(v))))
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(Some(Content::Text(Cow::Owned(v.to_owned()))))
-        }
-        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-            Ok(Some(Content::Text(Cow::Owned(v))))
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        fn seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
             objects(SeqAccessDeserializer::new(seq)).map(|parts| Some(Content::Parts(parts)))
         }
-        absent!(bool, i64, u64, f64, unit, map);
     }
-    d.deserialize_any(ContentVisitor)
+    keep(d, ContentReader)
 }
 
 /// A tool call's `arguments`: a string as it is, any other value but `null` as its JSON text.
 fn arguments<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
     struct Arguments;
-    impl<'de> Visitor<'de> for Arguments {
-        type Value = Option<Cow<'de, str>>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Borrowed(v)))
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Owned(v.to_owned())))
-        }
-        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Owned(v)))
-        }
-        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Owned(Value::from(v).to_string())))
-        }
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Owned(Value::from(v).to_string())))
-        }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Owned(Value::from(v).to_string())))
-        }
-        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Owned(Value::from(v).to_string())))
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-            let value = Value::deserialize(SeqAccessDeserializer::new(seq))?;
-            Ok(Some(Cow::Owned(value.to_string())))
-        }
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-            let value = Value::deserialize(MapAccessDeserializer::new(map))?;
-            Ok(Some(Cow::Owned(value.to_string())))
-        }
-        absent!(unit);
+    /// A value that is not a string, as its JSON text.
+    fn json(value: impl Into<Value>) -> Option<Cow<'static, str>> {
+        Some(Cow::Owned(value.into().to_string()))
     }
-    d.deserialize_any(Arguments)
+    impl<'de> Keep<'de> for Arguments {
+        type Value = Option<Cow<'de, str>>;
+        fn text(self, text: Cow<'de, str>) -> Self::Value {
+            Some(text)
+        }
+        fn bool(self, v: bool) -> Self::Value {
+            json(v)
+        }
+        fn i64(self, v: i64) -> Self::Value {
+            json(v)
+        }
+        fn u64(self, v: u64) -> Self::Value {
+            json(v)
+        }
+        fn f64(self, v: f64) -> Self::Value {
+            json(v)
+        }
+        fn seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            Value::deserialize(SeqAccessDeserializer::new(seq)).map(json)
+        }
+        fn map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            Value::deserialize(MapAccessDeserializer::new(map)).map(json)
+        }
+    }
+    keep(d, Arguments)
 }
 
 #[cfg(test)]
