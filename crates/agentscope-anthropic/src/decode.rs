@@ -166,9 +166,9 @@ impl Decode for Decoder {
 
 impl Decoder {
     fn drain_events(&mut self) -> Items {
-        let events = self.body.take_events();
+        let mut events = self.body.take_events();
         let mut out = Vec::with_capacity(events.len());
-        for event in events {
+        for event in events.drain(..) {
             if self.done {
                 break;
             }
@@ -180,6 +180,7 @@ impl Decoder {
                 }
             }
         }
+        self.body.recycle(events);
         out
     }
 

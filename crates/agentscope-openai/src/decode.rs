@@ -120,9 +120,9 @@ impl Decode for Decoder {
 
 impl Decoder {
     fn drain_events(&mut self) -> Vec<Result<ChatResponse, ModelError>> {
-        let events = self.body.take_events();
+        let mut events = self.body.take_events();
         let mut out = Vec::with_capacity(events.len());
-        for event in events {
+        for event in events.drain(..) {
             let data = event.data.trim();
             if data == "[DONE]" {
                 self.done = true;
@@ -142,6 +142,7 @@ impl Decoder {
                 }
             }
         }
+        self.body.recycle(events);
         out
     }
 
