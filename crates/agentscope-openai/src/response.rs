@@ -6,11 +6,11 @@
 //! unescaping, unknown fields are skipped unread (only their JSON syntax is checked), and
 //! of the choices only the first one with index 0 is built.
 //!
-//! Servers that copy OpenAI's API differ in the details, so every field is read leniently:
-//! unknown fields are ignored, and a field that is missing, `null` or of an unexpected type
-//! reads as absent instead of failing the whole chunk. Objects are only read from JSON
-//! objects (a derived struct would also accept an array, field by field, which no server
-//! means), and an element of an array that is not an object reads as an empty one.
+//! Servers that copy OpenAI's API differ in the details, so every field is read leniently
+//! (see [`agentscope_http::lenient`], whose readers these types use, beside three of their
+//! own: the first choice, a message's content and a tool call's arguments): unknown fields
+//! are ignored, and a field that is missing, `null` or of an unexpected type reads as
+//! absent instead of failing the whole chunk.
 
 use std::borrow::Cow;
 
