@@ -31,7 +31,7 @@ use agentscope_http::sse::{self, SseBody, SseEvent};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::response::{Block, Delta, Event, Message, Usage};
+use crate::response::{Block, Event, Message, Usage};
 
 /// Decodes one streamed response.
 #[derive(Debug, Default)]
@@ -358,7 +358,7 @@ impl Decoder {
         (state, Some(fragment.into()))
     }
 
-    fn block_delta(&mut self, index: Option<u64>, delta: Delta<'_>) -> Option<ChatResponse> {
+    fn block_delta(&mut self, index: Option<u64>, delta: Block<'_>) -> Option<ChatResponse> {
         let content = match delta.kind.as_deref() {
             Some("text_delta") => non_empty(delta.text).map(|text| ContentBlock::text(&*text)),
             Some("thinking_delta") => thinking(delta.thinking, None),

@@ -37,7 +37,7 @@ pub(crate) struct Event<'a> {
     pub(crate) content_block: Option<Box<Block<'a>>>,
     /// `content_block_delta` (a piece of a block) or `message_delta` (the stop reason).
     #[serde(default, borrow, deserialize_with = "object")]
-    pub(crate) delta: Option<Box<Delta<'a>>>,
+    pub(crate) delta: Option<Box<Block<'a>>>,
     /// `message_delta`: cumulative usage.
     #[serde(default, deserialize_with = "object")]
     pub(crate) usage: Option<Box<Usage>>,
@@ -59,8 +59,13 @@ pub(crate) struct Message<'a> {
     pub(crate) usage: Option<Usage>,
 }
 
-/// A content block: `text`, `thinking`, `redacted_thinking`, `tool_use`, or a kind this
-/// client does not handle (server tools, ...).
+/// A content block (`content_block_start`'s, or one of a whole message's content), or what
+/// a delta event adds (`content_block_delta`: a piece of a block; `message_delta`: the stop
+/// reason). Their fields overlap, so one type reads both.
+///
+/// A block's kind is `text`, `thinking`, `redacted_thinking`, `tool_use`, or one this
+/// client does not handle (server tools, ...); a delta's is `text_delta`,
+/// `thinking_delta`, `signature_delta`, `input_json_delta`, ...
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct Block<'a> {
     #[serde(default, rename = "type", borrow, deserialize_with = "text")]
@@ -81,22 +86,10 @@ pub(crate) struct Block<'a> {
     /// A tool call's arguments (`{}` at the start of a streamed call).
     #[serde(default)]
     pub(crate) input: Option<Value>,
-}
-
-/// What a delta event adds: a piece of a block, or (`message_delta`) the stop reason.
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct Delta<'a> {
-    /// `text_delta`, `thinking_delta`, `signature_delta`, `input_json_delta`, ...
-    #[serde(default, rename = "type", borrow, deserialize_with = "text")]
-    pub(crate) kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow, deserialize_with = "text")]
-    pub(crate) text: Option<Cow<'a, str>>,
-    #[serde(default, borrow, deserialize_with = "text")]
-    pub(crate) thinking: Option<Cow<'a, str>>,
-    #[serde(default, borrow, deserialize_with = "text")]
-    pub(crate) signature: Option<Cow<'a, str>>,
+    /// An `input_json_delta`'s piece of a tool call's arguments.
     #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) partial_json: Option<Cow<'a, str>>,
+    /// A `message_delta`'s stop reason.
     #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) stop_reason: Option<Cow<'a, str>>,
 }
