@@ -806,6 +806,52 @@ mod tests {
     }
 
     #[test]
+    fn an_error_mid_piece_is_the_last_item_and_nothing_follows_it() {
+        let text_chunk = |text: &str| ChatResponse {
+            id: "msg_e".into(),
+            content: vec![ContentBlock::text(text)],
+            usage: None,
+            finish_reason: None,
+            model: None,
+        };
+        let messages =
+            |items: Vec<Result<ChatResponse, ModelError>>| -> Vec<Result<ChatResponse, String>> {
+                items
+                    .into_iter()
+                    .map(|item| {
+                        item.map_err(|err| match err {
+                            ModelError::InvalidResponse { message } => message,
+                            other => panic!("an invalid response expected, got {other:?}"),
+                        })
+                    })
+                    .collect()
+            };
+        let mut decoder = Decoder::default();
+        // Several events of one piece: the piece's vector is given back and reused.
+        let first = sse(&text_begun("msg_e", "caf\u{e9} \"a\""));
+        assert_eq!(
+            messages(decoder.feed(first.as_bytes())),
+            [Ok(text_chunk("café \"a\""))]
+        );
+        let mut piece = sse(&[text_delta(0, "b")]);
+        piece.push_str("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"text\":\"x}}\n\n");
+        piece.push_str(&sse(&[text_delta(0, "c"), stop()]));
+        assert_eq!(
+            messages(decoder.feed(piece.as_bytes())),
+            [
+                Ok(text_chunk("b")),
+                Err(r#"not a JSON event (EOF while parsing a string at line 1 column 60): {"type":"content_block_delta","index":0,"delta":{"text":"x}}"#.to_owned())
+            ]
+        );
+        assert!(
+            decoder
+                .feed(sse(&[text_delta(0, "d")]).as_bytes())
+                .is_empty()
+        );
+        assert!(decoder.finish().is_empty());
+    }
+
+    #[test]
     fn a_repeated_key_reads_as_before_the_last_one_wins() {
         let mut events = text_begun("msg_d", "a");
         events.extend([

@@ -614,6 +614,58 @@ mod tests {
         assert_eq!(error_of(&["[1, 2]"]), "expected a JSON object, got: [1,2]");
     }
 
+    /// The items `decoder.feed(piece)` yields, an error as its message.
+    fn feed(decoder: &mut Decoder, piece: &str) -> Vec<Result<ChatResponse, String>> {
+        decoder
+            .feed(piece.as_bytes())
+            .into_iter()
+            .map(|item| {
+                item.map_err(|err| match err {
+                    ModelError::InvalidResponse { message } => message,
+                    other => panic!("an invalid response expected, got {other:?}"),
+                })
+            })
+            .collect()
+    }
+
+    fn text_chunk(text: &str) -> ChatResponse {
+        ChatResponse {
+            id: "r".into(),
+            content: vec![ContentBlock::text(text)],
+            usage: None,
+            finish_reason: None,
+            model: None,
+        }
+    }
+
+    #[test]
+    fn an_error_mid_piece_is_the_last_item_and_nothing_follows_it() {
+        let chunk = |content: &str| {
+            format!(
+                "data: {{\"id\":\"r\",\"object\":\"chat.completion.chunk\",\"choices\":\
+                 [{{\"index\":0,\"delta\":{{\"content\":{content}}},\"logprobs\":null}}]}}\n\n"
+            )
+        };
+        let mut decoder = Decoder::default();
+        // Two events of one piece: the piece's vector is given back and reused.
+        assert_eq!(
+            feed(&mut decoder, &(chunk(r#""a""#) + &chunk(r#""\"b\"""#))),
+            [Ok(text_chunk("a")), Ok(text_chunk("\"b\""))]
+        );
+        let piece = chunk(r#""c""#)
+            + "data: {\"choices\":[{\"delta\":{\"content\":\"x}}]}\n\n"
+            + &chunk(r#""d""#);
+        assert_eq!(
+            feed(&mut decoder, &piece),
+            [
+                Ok(text_chunk("c")),
+                Err(r#"not a JSON chunk (EOF while parsing a string at line 1 column 38): {"choices":[{"delta":{"content":"x}}]}"#.to_owned())
+            ]
+        );
+        assert_eq!(feed(&mut decoder, &chunk(r#""e""#)), []);
+        assert!(decoder.finish().is_empty());
+    }
+
     #[test]
     fn a_repeated_key_reads_as_before_the_last_one_wins() {
         let body = "data: {\"id\":\"a\",\"id\":\"b\",\"choices\":[{\"delta\":\
