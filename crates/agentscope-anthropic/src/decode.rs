@@ -814,18 +814,13 @@ mod tests {
             finish_reason: None,
             model: None,
         };
-        let messages =
-            |items: Vec<Result<ChatResponse, ModelError>>| -> Vec<Result<ChatResponse, String>> {
-                items
-                    .into_iter()
-                    .map(|item| {
-                        item.map_err(|err| match err {
-                            ModelError::InvalidResponse { message } => message,
-                            other => panic!("an invalid response expected, got {other:?}"),
-                        })
-                    })
-                    .collect()
-            };
+        // The items of a feed, an error as its text.
+        let messages = |items: Vec<Result<ChatResponse, ModelError>>| {
+            let items = items.into_iter();
+            items
+                .map(|item| item.map_err(|e| e.to_string()))
+                .collect::<Vec<_>>()
+        };
         let mut decoder = Decoder::default();
         // Several events of one piece: the piece's vector is given back and reused.
         let first = sse(&text_begun("msg_e", "caf\u{e9} \"a\""));
@@ -840,7 +835,7 @@ mod tests {
             messages(decoder.feed(piece.as_bytes())),
             [
                 Ok(text_chunk("b")),
-                Err(r#"not a JSON event (EOF while parsing a string at line 1 column 60): {"type":"content_block_delta","index":0,"delta":{"text":"x}}"#.to_owned())
+                Err(r#"invalid model response: not a JSON event (EOF while parsing a string at line 1 column 60): {"type":"content_block_delta","index":0,"delta":{"text":"x}}"#.to_owned())
             ]
         );
         assert!(

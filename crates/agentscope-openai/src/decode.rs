@@ -614,18 +614,10 @@ mod tests {
         assert_eq!(error_of(&["[1, 2]"]), "expected a JSON object, got: [1,2]");
     }
 
-    /// The items `decoder.feed(piece)` yields, an error as its message.
+    /// The items `decoder.feed(piece)` yields, an error as its text.
     fn feed(decoder: &mut Decoder, piece: &str) -> Vec<Result<ChatResponse, String>> {
-        decoder
-            .feed(piece.as_bytes())
-            .into_iter()
-            .map(|item| {
-                item.map_err(|err| match err {
-                    ModelError::InvalidResponse { message } => message,
-                    other => panic!("an invalid response expected, got {other:?}"),
-                })
-            })
-            .collect()
+        let items = decoder.feed(piece.as_bytes()).into_iter();
+        items.map(|item| item.map_err(|e| e.to_string())).collect()
     }
 
     fn text_chunk(text: &str) -> ChatResponse {
@@ -659,7 +651,7 @@ mod tests {
             feed(&mut decoder, &piece),
             [
                 Ok(text_chunk("c")),
-                Err(r#"not a JSON chunk (EOF while parsing a string at line 1 column 38): {"choices":[{"delta":{"content":"x}}]}"#.to_owned())
+                Err(r#"invalid model response: not a JSON chunk (EOF while parsing a string at line 1 column 38): {"choices":[{"delta":{"content":"x}}]}"#.to_owned())
             ]
         );
         assert_eq!(feed(&mut decoder, &chunk(r#""e""#)), []);
