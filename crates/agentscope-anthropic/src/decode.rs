@@ -23,12 +23,15 @@ use agentscope_core::{
     ChatResponse, ChatUsage, ContentBlock, ModelError, RedactedThinkingBlock, ThinkingBlock,
     ToolInput, ToolUseBlock,
 };
+use std::borrow::Cow;
+
 use agentscope_http::Decode;
-use agentscope_http::lenient::{error_text, from_object, non_empty, not_json, snippet};
+use agentscope_http::lenient::{error_text, non_empty, not_json, snippet};
 use agentscope_http::sse::{self, SseBody, SseEvent};
+use serde::Deserialize;
 use serde_json::Value;
 
-use crate::response::{Block, Delta, Event, Message, Usage};
+use crate::response::{Block, Event, Message, Usage};
 
 /// Decodes one streamed response.
 #[derive(Debug, Default)]
@@ -130,17 +133,18 @@ impl Decode for Decoder {
         {
             return vec![Err(stream_error(value))];
         }
-        let message: Message = from_object(value).unwrap_or_default();
+        // Never the default in practice: every field of a message is read leniently.
+        let message = Message::deserialize(&value).unwrap_or_default();
         if let Some(id) = message.id {
-            self.id = id;
+            self.id = id.into_owned();
         }
         if message.model.is_some() {
-            self.model = message.model;
+            self.model = message.model.map(Cow::into_owned);
         }
         if let Some(usage) = message.usage {
             self.usage.update(usage);
         }
-        self.stop_reason = message.stop_reason;
+        self.stop_reason = message.stop_reason.map(Cow::into_owned);
         let content: Vec<ContentBlock> = message
             .content
             .into_iter()
@@ -162,8 +166,9 @@ impl Decode for Decoder {
 
 impl Decoder {
     fn drain_events(&mut self) -> Items {
-        let mut out = Vec::new();
-        for event in self.body.take_events() {
+        let mut events = self.body.take_events();
+        let mut out = Vec::with_capacity(events.len());
+        for event in events.drain(..) {
             if self.done {
                 break;
             }
@@ -175,15 +180,28 @@ impl Decoder {
                 }
             }
         }
+        self.body.recycle(events);
         out
     }
 
     /// Handles one SSE event; returns the chunk it makes, if any.
+    ///
+    /// An event object is deserialized straight into [`Event`] (its texts borrowed from the
+    /// data). Anything that does not read so (an error, data that is not an object, is not
+    /// JSON, or repeats a key) is read into a [`Value`] first, as the error messages and the
+    /// last-key-wins reading of repeated keys need.
     fn handle_event(&mut self, event: SseEvent) -> Result<Option<ChatResponse>, ModelError> {
         let data = event.data.trim();
         let named_error = event.event.as_deref() == Some("error");
         if data.is_empty() {
             return Ok(None);
+        }
+        if !named_error
+            && data.starts_with('{')
+            && let Ok(mut parsed) = serde_json::from_str::<Event<'_>>(data)
+            && parsed.kind.as_deref() != Some("error")
+        {
+            return Ok(self.handle_parsed(&mut parsed, event.event.as_deref()));
         }
         let value: Value = match serde_json::from_str(data) {
             Ok(value) => value,
@@ -208,16 +226,25 @@ impl Decoder {
             return Err(stream_error(value));
         }
         // Never the default in practice: every field of an event is read leniently.
-        let parsed: Event = from_object(value).unwrap_or_default();
+        let mut parsed = Event::deserialize(&value).unwrap_or_default();
+        Ok(self.handle_parsed(&mut parsed, event.event.as_deref()))
+    }
+
+    /// Handles one event (not an error); `name` is its SSE `event:` line.
+    fn handle_parsed(
+        &mut self,
+        parsed: &mut Event<'_>,
+        name: Option<&str>,
+    ) -> Option<ChatResponse> {
         // The payload's `type` names the event; the SSE `event:` line is the fallback.
-        let kind = parsed.kind.clone().or(event.event).unwrap_or_default();
-        Ok(match kind.as_str() {
+        let kind = parsed.kind.take();
+        match kind.as_deref().or(name).unwrap_or_default() {
+            "content_block_delta" => self.block_delta(parsed.index, *parsed.delta.take()?),
             "message_start" => {
-                self.message_start(parsed);
+                self.message_start(parsed.message.take());
                 None
             }
-            "content_block_start" => self.block_start(parsed),
-            "content_block_delta" => self.block_delta(parsed),
+            "content_block_start" => self.block_start(parsed.index, parsed.content_block.take()),
             "content_block_stop" => {
                 if parsed.index.is_some() && parsed.index == self.live_tool {
                     self.live_tool = None;
@@ -225,11 +252,11 @@ impl Decoder {
                 None
             }
             "message_delta" => {
-                if let Some(reason) = parsed.delta.and_then(|delta| delta.stop_reason) {
-                    self.stop_reason = Some(reason);
+                if let Some(reason) = parsed.delta.take().and_then(|delta| delta.stop_reason) {
+                    self.stop_reason = Some(reason.into_owned());
                 }
-                if let Some(usage) = parsed.usage {
-                    self.usage.update(usage);
+                if let Some(usage) = parsed.usage.take() {
+                    self.usage.update(*usage);
                 }
                 None
             }
@@ -243,33 +270,36 @@ impl Decoder {
                 tracing::debug!(event = other, "ignoring an unknown Messages stream event");
                 None
             }
-        })
+        }
     }
 
-    fn message_start(&mut self, event: Event) {
-        let Some(message) = event.message else {
+    fn message_start(&mut self, message: Option<Box<Message<'_>>>) {
+        let Some(message) = message else {
             return;
         };
-        if let Some(id) = message.id.filter(|id| !id.is_empty()) {
-            self.id = id;
+        if let Some(id) = non_empty(message.id) {
+            self.id = id.into_owned();
         }
         if message.model.is_some() {
-            self.model = message.model;
+            self.model = message.model.map(Cow::into_owned);
         }
         if let Some(usage) = message.usage {
             self.usage.update(usage);
         }
     }
 
-    fn block_start(&mut self, event: Event) -> Option<ChatResponse> {
-        let index = event
-            .index
-            .unwrap_or_else(|| self.blocks.iter().map(|b| b.index + 1).max().unwrap_or(0));
-        let block = event.content_block.unwrap_or_default();
+    fn block_start(
+        &mut self,
+        index: Option<u64>,
+        block: Option<Box<Block<'_>>>,
+    ) -> Option<ChatResponse> {
+        let index =
+            index.unwrap_or_else(|| self.blocks.iter().map(|b| b.index + 1).max().unwrap_or(0));
+        let block = block.map(|block| *block).unwrap_or_default();
         let (kind, content) = match block.kind.as_deref() {
             Some("text") => (
                 BlockKind::Text,
-                non_empty(block.text).map(ContentBlock::text),
+                non_empty(block.text).map(|text| ContentBlock::text(&*text)),
             ),
             Some("thinking") => (
                 BlockKind::Thinking,
@@ -294,9 +324,9 @@ impl Decoder {
     }
 
     /// A tool call starts: live when no other call is open, buffered otherwise.
-    fn tool_start(&mut self, index: u64, block: Block) -> (ToolState, Option<ContentBlock>) {
-        let id = non_empty(block.id).unwrap_or_else(generated_call_id);
-        let name = block.name.unwrap_or_default();
+    fn tool_start(&mut self, index: u64, block: Block<'_>) -> (ToolState, Option<ContentBlock>) {
+        let id = non_empty(block.id).map_or_else(generated_call_id, Cow::into_owned);
+        let name = block.name.map(Cow::into_owned).unwrap_or_default();
         // A streamed call starts with `input: {}` and its arguments arrive as deltas; a
         // server that sends the whole call at once has them here.
         let arguments = match block.input {
@@ -328,10 +358,9 @@ impl Decoder {
         (state, Some(fragment.into()))
     }
 
-    fn block_delta(&mut self, event: Event) -> Option<ChatResponse> {
-        let delta: Delta = event.delta?;
+    fn block_delta(&mut self, index: Option<u64>, delta: Block<'_>) -> Option<ChatResponse> {
         let content = match delta.kind.as_deref() {
-            Some("text_delta") => non_empty(delta.text).map(ContentBlock::text),
+            Some("text_delta") => non_empty(delta.text).map(|text| ContentBlock::text(&*text)),
             Some("thinking_delta") => thinking(delta.thinking, None),
             Some("signature_delta") => thinking(None, delta.signature),
             Some("input_json_delta") => {
@@ -340,14 +369,14 @@ impl Decoder {
                     .blocks
                     .iter_mut()
                     .rev()
-                    .find(|block| Some(block.index) == event.index)?;
+                    .find(|block| Some(block.index) == index)?;
                 match &mut block.kind {
                     BlockKind::Tool(tool) if tool.live => Some(
                         ToolUseBlock {
                             id: Default::default(),
                             name: Default::default(),
                             input: ToolInput::null(),
-                            raw_input: Some(piece),
+                            raw_input: Some(piece.into_owned()),
                         }
                         .into(),
                     ),
@@ -420,14 +449,14 @@ impl Decoder {
 }
 
 /// A block of a whole (non-streamed) message.
-fn whole_block(block: Block) -> Option<ContentBlock> {
+fn whole_block(block: Block<'_>) -> Option<ContentBlock> {
     match block.kind.as_deref() {
-        Some("text") => non_empty(block.text).map(ContentBlock::text),
+        Some("text") => non_empty(block.text).map(|text| ContentBlock::text(&*text)),
         Some("thinking") => thinking(block.thinking, block.signature),
         Some("tool_use") => Some(
             ToolUseBlock::new(
-                non_empty(block.id).unwrap_or_else(generated_call_id),
-                block.name.unwrap_or_default(),
+                non_empty(block.id).map_or_else(generated_call_id, Cow::into_owned),
+                block.name.as_deref().unwrap_or_default(),
                 block.input.unwrap_or(Value::Null),
             )
             .into(),
@@ -444,27 +473,27 @@ fn whole_block(block: Block) -> Option<ContentBlock> {
 }
 
 /// A thinking block with this text and signature; `None` when both are empty.
-fn thinking(text: Option<String>, signature: Option<String>) -> Option<ContentBlock> {
+fn thinking(text: Option<Cow<'_, str>>, signature: Option<Cow<'_, str>>) -> Option<ContentBlock> {
     let text = non_empty(text);
     let signature = non_empty(signature);
     if text.is_none() && signature.is_none() {
         return None;
     }
     Some(ContentBlock::Thinking(ThinkingBlock {
-        thinking: text.unwrap_or_default().into(),
-        signature: signature.map(Into::into),
+        thinking: text.as_deref().unwrap_or_default().into(),
+        signature: signature.as_deref().map(Into::into),
     }))
 }
 
 /// A redacted thinking block with this encrypted data; `None` without data (there would
 /// be nothing to send back).
-fn redacted_thinking(data: Option<String>) -> Option<ContentBlock> {
+fn redacted_thinking(data: Option<Cow<'_, str>>) -> Option<ContentBlock> {
     let Some(data) = non_empty(data) else {
         tracing::debug!("dropping a redacted_thinking block without data");
         return None;
     };
     Some(ContentBlock::RedactedThinking(RedactedThinkingBlock {
-        data: data.into(),
+        data: (&*data).into(),
     }))
 }
 
@@ -750,6 +779,90 @@ mod tests {
             matches!(err, Some(ModelError::InvalidResponse { ref message }) if message == "expected a JSON object, got: [1,2]"),
             "{err:?}"
         );
+    }
+
+    #[test]
+    fn a_malformed_known_field_is_a_clear_error() {
+        let error_of = |data: &str| {
+            let body = format!("event: content_block_delta\ndata: {data}\n\n");
+            match decode(&[body.as_bytes()]).1 {
+                Some(ModelError::InvalidResponse { message }) => message,
+                other => panic!("an invalid response expected, got {other:?}"),
+            }
+        };
+        assert_eq!(
+            error_of(r#"{"type":"content_block_delta","index":0,"delta":{"text":"a}}"#),
+            r#"not a JSON event (EOF while parsing a string at line 1 column 60): {"type":"content_block_delta","index":0,"delta":{"text":"a}}"#
+        );
+        assert_eq!(
+            error_of(r#"{"type":"content_block_delta","index":01}"#),
+            r#"not a JSON event (invalid number at line 1 column 40): {"type":"content_block_delta","index":01}"#
+        );
+        // An unknown field is skipped, but still has to be JSON.
+        assert_eq!(
+            error_of(r#"{"type":"ping","extra":[1,,2]}"#),
+            r#"not a JSON event (expected value at line 1 column 27): {"type":"ping","extra":[1,,2]}"#
+        );
+    }
+
+    #[test]
+    fn an_error_mid_piece_is_the_last_item_and_nothing_follows_it() {
+        let text_chunk = |text: &str| ChatResponse {
+            id: "msg_e".into(),
+            content: vec![ContentBlock::text(text)],
+            usage: None,
+            finish_reason: None,
+            model: None,
+        };
+        // The items of a feed, an error as its text.
+        let messages = |items: Vec<Result<ChatResponse, ModelError>>| {
+            let items = items.into_iter();
+            items
+                .map(|item| item.map_err(|e| e.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let mut decoder = Decoder::default();
+        // Several events of one piece: the piece's vector is given back and reused.
+        let first = sse(&text_begun("msg_e", "caf\u{e9} \"a\""));
+        assert_eq!(
+            messages(decoder.feed(first.as_bytes())),
+            [Ok(text_chunk("café \"a\""))]
+        );
+        let mut piece = sse(&[text_delta(0, "b")]);
+        piece.push_str("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"text\":\"x}}\n\n");
+        piece.push_str(&sse(&[text_delta(0, "c"), stop()]));
+        assert_eq!(
+            messages(decoder.feed(piece.as_bytes())),
+            [
+                Ok(text_chunk("b")),
+                Err(r#"invalid model response: not a JSON event (EOF while parsing a string at line 1 column 60): {"type":"content_block_delta","index":0,"delta":{"text":"x}}"#.to_owned())
+            ]
+        );
+        assert!(
+            decoder
+                .feed(sse(&[text_delta(0, "d")]).as_bytes())
+                .is_empty()
+        );
+        assert!(decoder.finish().is_empty());
+    }
+
+    #[test]
+    fn a_repeated_key_reads_as_before_the_last_one_wins() {
+        let mut events = text_begun("msg_d", "a");
+        events.extend([
+            block_stop(0),
+            message_delta("end_turn", json!({"output_tokens": 2})),
+        ]);
+        let mut body = sse(&events);
+        body.push_str(
+            "event: message_stop\ndata: {\"type\":\"content_block_delta\",\"index\":0,\
+             \"delta\":{\"type\":\"text_delta\",\"text\":\"x\",\"text\":\"y\"},\
+             \"type\":\"message_stop\"}\n\n",
+        );
+        let chunks = decode_ok(&body);
+        assert_eq!(chunks.len(), 2);
+        assert_eq!(chunks[0].content, vec![ContentBlock::text("a")]);
+        assert_eq!(chunks[1].finish_reason.as_deref(), Some("end_turn"));
     }
 
     #[test]

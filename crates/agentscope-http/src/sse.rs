@@ -103,6 +103,30 @@ impl SseBody {
         std::mem::take(&mut self.events)
     }
 
+    /// Gives back a vector [`take_events`](Self::take_events) returned, once its events are
+    /// read, so the next events are parsed into its memory instead of a new vector's (a
+    /// decoder then allocates no vector per piece of the body). What it still holds is
+    /// dropped.
+    ///
+    /// ```
+    /// use agentscope_http::sse::SseBody;
+    ///
+    /// let mut body = SseBody::new();
+    /// body.feed(b"data: a\n\ndata: b\n\n");
+    /// let mut events = body.take_events();
+    /// let data: Vec<String> = events.drain(..).map(|event| event.data).collect();
+    /// assert_eq!(data, ["a", "b"]);
+    /// body.recycle(events);
+    /// body.feed(b"data: c\n\n");
+    /// assert_eq!(body.take_events()[0].data, "c");
+    /// ```
+    pub fn recycle(&mut self, mut events: Vec<SseEvent>) {
+        if self.events.is_empty() {
+            events.clear();
+            self.events = events;
+        }
+    }
+
     /// Whether the body so far looked like an event stream (see [`SseParser::recognised`]).
     pub fn recognised(&self) -> bool {
         self.parser.recognised()
@@ -309,6 +333,19 @@ mod tests {
         assert!(!parser.recognised());
         parser.feed(b": ping\n", &mut out);
         assert!(parser.recognised());
+    }
+
+    #[test]
+    fn a_recycled_vector_never_replaces_events_not_yet_taken() {
+        let mut body = SseBody::new();
+        body.feed(b"data: a\n\n");
+        let taken = body.take_events();
+        body.feed(b"data: b\n\n");
+        body.recycle(taken);
+        assert_eq!(body.take_events(), [data("b")]);
+        body.recycle(vec![data("stale")]);
+        body.feed(b"data: c\n\n");
+        assert_eq!(body.take_events(), [data("c")]);
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //! - `floor`: `agentscope_http::sse::SseParser::feed` into one reused event vector, cleared
 //!   after every piece: the project's SSE splitter at its cheapest (no body head kept, no
 //!   decoding);
-//! - `sse_body`: the same through `SseBody` (feed, `take_events`), as the decoder reads;
+//! - `sse_body`: the same through `SseBody` (feed, `take_events`, `recycle`), as the
+//!   decoder reads;
 //! - `decoder`: the client's decoder (`Decode::feed` per piece, then `finish`): bytes to the
 //!   chunks the model's stream yields.
 //!

@@ -14,11 +14,14 @@
 //! fragments in, including interleaved parallel calls, and still streams the arguments of
 //! the common single call as they arrive.
 
+use std::borrow::Cow;
+
 use agentscope_core::{ChatResponse, ChatUsage, ContentBlock, ModelError, ToolInput, ToolUseBlock};
+use serde::Deserialize;
 use serde_json::Value;
 
 use agentscope_http::Decode;
-use agentscope_http::lenient::{error_text, from_object, non_empty, not_json, snippet};
+use agentscope_http::lenient::{error_text, non_empty, not_json, snippet};
 use agentscope_http::sse::{self, SseBody};
 
 use crate::response::{Chunk, Content, Delta, ToolCallDelta};
@@ -104,7 +107,7 @@ impl Decode for Decoder {
             Ok(value) => value,
             Err(err) => return vec![Err(not_json("chunk", body, &err))],
         };
-        match self.handle_value(value, false) {
+        match self.handle_value(&value, false) {
             Ok(chunk) => chunk
                 .into_iter()
                 .chain(self.final_chunk())
@@ -117,9 +120,9 @@ impl Decode for Decoder {
 
 impl Decoder {
     fn drain_events(&mut self) -> Vec<Result<ChatResponse, ModelError>> {
-        let mut out = Vec::new();
-        let events = self.body.take_events();
-        for event in events {
+        let mut events = self.body.take_events();
+        let mut out = Vec::with_capacity(events.len());
+        for event in events.drain(..) {
             let data = event.data.trim();
             if data == "[DONE]" {
                 self.done = true;
@@ -130,14 +133,7 @@ impl Decoder {
                 continue;
             }
             let is_error_event = event.event.as_deref() == Some("error");
-            let result = match serde_json::from_str::<Value>(data) {
-                Ok(value) => self.handle_value(value, is_error_event),
-                Err(_) if is_error_event => Err(ModelError::Stream {
-                    message: data.to_owned(),
-                }),
-                Err(err) => Err(not_json("chunk", data.as_bytes(), &err)),
-            };
-            match result {
+            match self.handle_data(data, is_error_event) {
                 Ok(chunk) => out.extend(chunk.map(Ok)),
                 Err(err) => {
                     self.done = true;
@@ -146,13 +142,41 @@ impl Decoder {
                 }
             }
         }
+        self.body.recycle(events);
         out
     }
 
-    /// Handles one chunk object (`chat.completion.chunk`, or a whole `chat.completion`).
+    /// Handles one event's data.
+    ///
+    /// A chunk object is deserialized straight into [`Chunk`] (its texts borrowed from
+    /// `data`). Anything that does not read so (an `error` event, data that is not an
+    /// object, is not JSON, or repeats a key) is read into a [`Value`] first, as the error
+    /// messages and the last-key-wins reading of repeated keys need.
+    fn handle_data(
+        &mut self,
+        data: &str,
+        is_error_event: bool,
+    ) -> Result<Option<ChatResponse>, ModelError> {
+        if !is_error_event
+            && data.starts_with('{')
+            && let Ok(chunk) = serde_json::from_str::<Chunk<'_>>(data)
+        {
+            return self.handle_chunk(chunk, None);
+        }
+        match serde_json::from_str::<Value>(data) {
+            Ok(value) => self.handle_value(&value, is_error_event),
+            Err(_) if is_error_event => Err(ModelError::Stream {
+                message: data.to_owned(),
+            }),
+            Err(err) => Err(not_json("chunk", data.as_bytes(), &err)),
+        }
+    }
+
+    /// Handles one chunk read as a [`Value`] (`chat.completion.chunk`, or a whole
+    /// `chat.completion`).
     fn handle_value(
         &mut self,
-        value: Value,
+        value: &Value,
         is_error_event: bool,
     ) -> Result<Option<ChatResponse>, ModelError> {
         if !value.is_object() {
@@ -167,10 +191,19 @@ impl Decoder {
         }
         let event_text = is_error_event.then(|| value.to_string());
         // Never the default in practice: every field of a chunk is read leniently.
-        let chunk: Chunk = from_object(value).unwrap_or_default();
+        let chunk = Chunk::deserialize(value).unwrap_or_default();
+        self.handle_chunk(chunk, event_text)
+    }
+
+    /// Handles one chunk; `event_text` is the payload of an `error` event.
+    fn handle_chunk(
+        &mut self,
+        chunk: Chunk<'_>,
+        event_text: Option<String>,
+    ) -> Result<Option<ChatResponse>, ModelError> {
         if let Some(error) = chunk.error {
             return Err(ModelError::Stream {
-                message: error_text(error),
+                message: error_text(*error),
             });
         }
         // An `error` event without an `error` field: its whole payload is the message.
@@ -180,7 +213,7 @@ impl Decoder {
         if self.id.is_empty()
             && let Some(id) = chunk.id
         {
-            self.id = id;
+            self.id = id.into_owned();
         }
         if let Some(usage) = chunk.usage {
             // Deferred to the final chunk: some servers repeat cumulative usage on every
@@ -197,18 +230,15 @@ impl Decoder {
             });
         }
         if self.model.is_none() {
-            self.model = chunk.model;
+            self.model = chunk.model.map(Cow::into_owned);
         }
-        let Some(choice) = chunk
-            .choices
-            .into_iter()
-            .find(|choice| choice.index.unwrap_or(0) == 0)
-        else {
+        let Some(choice) = chunk.choice else {
             return Ok(None);
         };
-        let mut content = Vec::new();
+        // Mostly one block: a text, a thinking or a tool-call fragment.
+        let mut content = Vec::with_capacity(1);
         if let Some(delta) = choice.delta.or(choice.message) {
-            self.handle_delta(delta, &mut content);
+            self.handle_delta(*delta, &mut content);
         }
         self.finished |= choice.finish_reason.is_some();
         if content.is_empty() && choice.finish_reason.is_none() {
@@ -218,31 +248,33 @@ impl Decoder {
             id: self.id.clone(),
             content,
             usage: None,
-            finish_reason: choice.finish_reason,
+            finish_reason: choice.finish_reason.map(Cow::into_owned),
             model: None,
         }))
     }
 
-    fn handle_delta(&mut self, delta: Delta, content: &mut Vec<ContentBlock>) {
+    fn handle_delta(&mut self, delta: Delta<'_>, content: &mut Vec<ContentBlock>) {
         let reasoning = non_empty(delta.reasoning_content).or_else(|| non_empty(delta.reasoning));
         if let Some(thinking) = reasoning {
-            content.push(ContentBlock::thinking(thinking));
+            content.push(ContentBlock::thinking(&*thinking));
         }
         match delta.content {
-            Some(Content::Text(text)) if !text.is_empty() => content.push(ContentBlock::text(text)),
+            Some(Content::Text(text)) if !text.is_empty() => {
+                content.push(ContentBlock::text(&*text));
+            }
             Some(Content::Parts(parts)) => {
                 for part in parts {
                     if part.kind.as_deref() == Some("text")
                         && let Some(text) = non_empty(part.text)
                     {
-                        content.push(ContentBlock::text(text));
+                        content.push(ContentBlock::text(&*text));
                     }
                 }
             }
             _ => {}
         }
         if let Some(refusal) = non_empty(delta.refusal) {
-            content.push(ContentBlock::text(refusal));
+            content.push(ContentBlock::text(&*refusal));
         }
         for fragment in delta.tool_calls {
             if let Some(block) = self.tool_fragment(fragment) {
@@ -252,19 +284,15 @@ impl Decoder {
     }
 
     /// Records one tool-call fragment; returns the block to emit now (live call only).
-    fn tool_fragment(&mut self, fragment: ToolCallDelta) -> Option<ContentBlock> {
+    fn tool_fragment(&mut self, fragment: ToolCallDelta<'_>) -> Option<ContentBlock> {
         let index = fragment.index;
         let id = non_empty(fragment.id);
         let id = id.as_deref();
         let function = fragment.function.unwrap_or_default();
         let name = non_empty(function.name);
         let name = name.as_deref();
-        let piece = match function.arguments {
-            Some(Value::String(text)) => text,
-            None | Some(Value::Null) => String::new(),
-            // A few servers send the arguments as an object rather than a string.
-            Some(other) => other.to_string(),
-        };
+        // A few servers send the arguments as an object: its JSON text.
+        let piece = function.arguments.unwrap_or_default();
 
         let existing = match index {
             Some(index) => self
@@ -306,7 +334,7 @@ impl Decoder {
                             Default::default()
                         },
                         input: ToolInput::null(),
-                        raw_input: Some(piece),
+                        raw_input: Some(piece.into_owned()),
                     }
                     .into(),
                 )
@@ -325,14 +353,14 @@ impl Decoder {
                         id: call.id.clone().into(),
                         name: call.name.clone().into(),
                         input: ToolInput::null(),
-                        raw_input: Some(piece),
+                        raw_input: Some(piece.into_owned()),
                     };
                     self.calls.push(call);
                     self.live = Some(self.calls.len() - 1);
                     Some(block.into())
                 } else {
                     let mut call = call;
-                    call.arguments = piece;
+                    call.arguments = piece.into_owned();
                     self.calls.push(call);
                     None
                 }
@@ -553,6 +581,100 @@ mod tests {
 
         let (_, err) = decode(&[b"data: [1, 2]\n\n"]);
         assert!(matches!(err, Some(ModelError::InvalidResponse { .. })));
+    }
+
+    /// The message of the error that ends the stream made of these `data:` lines.
+    fn error_of(data: &[&str]) -> String {
+        let body: String = data.iter().map(|d| format!("data: {d}\n\n")).collect();
+        match decode(&[body.as_bytes()]).1 {
+            Some(ModelError::InvalidResponse { message }) => message,
+            other => panic!("an invalid response expected, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_malformed_known_field_is_a_clear_error() {
+        assert_eq!(
+            error_of(&[r#"{"choices":[{"delta":{"content":"a}}]}"#]),
+            r#"not a JSON chunk (EOF while parsing a string at line 1 column 38): {"choices":[{"delta":{"content":"a}}]}"#
+        );
+        assert_eq!(
+            error_of(&[r#"{"choices":[{"index":0,"delta":{"content":tru}}]}"#]),
+            r#"not a JSON chunk (expected ident at line 1 column 46): {"choices":[{"index":0,"delta":{"content":tru}}]}"#
+        );
+        assert_eq!(
+            error_of(&[r#"{"id":"x","usage":{"prompt_tokens":1e}}"#]),
+            r#"not a JSON chunk (invalid number at line 1 column 38): {"id":"x","usage":{"prompt_tokens":1e}}"#
+        );
+        // An unknown field is skipped, but still has to be JSON.
+        assert_eq!(
+            error_of(&[r#"{"logprobs":{"a":[1,}],"choices":[]}"#]),
+            r#"not a JSON chunk (expected value at line 1 column 21): {"logprobs":{"a":[1,}],"choices":[]}"#
+        );
+        assert_eq!(error_of(&["[1, 2]"]), "expected a JSON object, got: [1,2]");
+    }
+
+    /// The items `decoder.feed(piece)` yields, an error as its text.
+    fn feed(decoder: &mut Decoder, piece: &str) -> Vec<Result<ChatResponse, String>> {
+        let items = decoder.feed(piece.as_bytes()).into_iter();
+        items.map(|item| item.map_err(|e| e.to_string())).collect()
+    }
+
+    fn text_chunk(text: &str) -> ChatResponse {
+        ChatResponse {
+            id: "r".into(),
+            content: vec![ContentBlock::text(text)],
+            usage: None,
+            finish_reason: None,
+            model: None,
+        }
+    }
+
+    #[test]
+    fn an_error_mid_piece_is_the_last_item_and_nothing_follows_it() {
+        let chunk = |content: &str| {
+            format!(
+                "data: {{\"id\":\"r\",\"object\":\"chat.completion.chunk\",\"choices\":\
+                 [{{\"index\":0,\"delta\":{{\"content\":{content}}},\"logprobs\":null}}]}}\n\n"
+            )
+        };
+        let mut decoder = Decoder::default();
+        // Two events of one piece: the piece's vector is given back and reused.
+        assert_eq!(
+            feed(&mut decoder, &(chunk(r#""a""#) + &chunk(r#""\"b\"""#))),
+            [Ok(text_chunk("a")), Ok(text_chunk("\"b\""))]
+        );
+        let piece = chunk(r#""c""#)
+            + "data: {\"choices\":[{\"delta\":{\"content\":\"x}}]}\n\n"
+            + &chunk(r#""d""#);
+        assert_eq!(
+            feed(&mut decoder, &piece),
+            [
+                Ok(text_chunk("c")),
+                Err(r#"invalid model response: not a JSON chunk (EOF while parsing a string at line 1 column 38): {"choices":[{"delta":{"content":"x}}]}"#.to_owned())
+            ]
+        );
+        assert_eq!(feed(&mut decoder, &chunk(r#""e""#)), []);
+        assert!(decoder.finish().is_empty());
+    }
+
+    #[test]
+    fn a_repeated_key_reads_as_before_the_last_one_wins() {
+        let body = "data: {\"id\":\"a\",\"id\":\"b\",\"choices\":[{\"delta\":\
+                    {\"content\":\"x\",\"content\":\"y\"},\"finish_reason\":\"stop\"}]}\n\n\
+                    data: [DONE]\n\n";
+        let (chunks, err) = decode(&[body.as_bytes()]);
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(
+            chunks,
+            [ChatResponse {
+                id: "b".into(),
+                content: vec![ContentBlock::text("y")],
+                usage: None,
+                finish_reason: Some("stop".into()),
+                model: None,
+            }]
+        );
     }
 
     #[test]

@@ -41,16 +41,19 @@ fn floor(pieces: &[&[u8]]) -> usize {
     events + out.len()
 }
 
-/// The splitter as the decoders read it ([`SseBody`]). Returns the events.
+/// The splitter as the decoders read it ([`SseBody`]: `take_events`, then `recycle`).
+/// Returns the events.
 fn sse_body(pieces: &[&[u8]]) -> usize {
     let mut body = SseBody::new();
     let mut events = 0;
     for piece in pieces {
         body.feed(piece);
-        for event in body.take_events() {
+        let mut taken = body.take_events();
+        for event in taken.drain(..) {
             black_box(event);
             events += 1;
         }
+        body.recycle(taken);
     }
     body.finish();
     events + body.take_events().len()
