@@ -43,58 +43,6 @@ use serde_json::json;
 
 const CONTENT_DELTAS: usize = 10_000;
 
-/// Tokens as a model emits them: mostly short words with their leading space, now and
-/// then punctuation, a line break, a quote or non-ASCII text (escaped or raw in JSON).
-const TOKENS: &[&str] = &[
-    " the",
-    " model",
-    " streams",
-    " tokens",
-    ",",
-    " one",
-    " at",
-    " a",
-    " time",
-    ".",
-    "\n\n",
-    " Paris",
-    " is",
-    " the",
-    " capital",
-    " of",
-    " France",
-    " (",
-    "\"",
-    "quoted",
-    "\"",
-    ")",
-    " café",
-    " 東京",
-    " and",
-    " it",
-    "'s",
-    " about",
-    " 2",
-    ",1",
-    "00",
-    " km",
-    " away",
-    ":",
-    "\n-",
-    " item",
-    " résumé",
-    " naïve",
-    " 🙂",
-    " done",
-];
-
-/// The tool call's arguments, in the fragments Anthropic sends them in.
-const ARGUMENT_PIECES: &[&str] = &[
-    "{\"", "location", "\":\"", "Paris", ",", " France", "\",\"", "unit", "\":\"", "c", "elsius",
-    "\",\"", "days", "\":", "3", ",\"", "include", "_hourly", "\":", "false", ",\"", "lang",
-    "\":\"en", "\"}",
-];
-
 /// The input: the body's bytes, its number of events, and the text and arguments it spells.
 struct Input {
     body: Vec<u8>,
@@ -126,7 +74,7 @@ fn input() -> Input {
             event(&mut body, "ping", r#"{"type":"ping"}"#);
             events += 1;
         }
-        let token = TOKENS[(i * 7 + i / TOKENS.len()) % TOKENS.len()];
+        let token = bench::token(i);
         text.push_str(token);
         event(
             &mut body,
@@ -149,7 +97,7 @@ fn input() -> Input {
         r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01A09q90qw90lq917835lq9","name":"get_weather","input":{}}}"#,
     );
     events += 2;
-    for piece in ARGUMENT_PIECES {
+    for piece in bench::ARGUMENT_PIECES {
         event(
             &mut body,
             "content_block_delta",
@@ -176,7 +124,7 @@ fn input() -> Input {
         body: body.into_bytes(),
         events,
         text,
-        arguments: ARGUMENT_PIECES.concat(),
+        arguments: bench::ARGUMENT_PIECES.concat(),
     }
 }
 

@@ -44,58 +44,6 @@ use serde_json::json;
 
 const CONTENT_DELTAS: usize = 10_000;
 
-/// Tokens as a model emits them: mostly short words with their leading space, now and
-/// then punctuation, a line break, a quote or non-ASCII text (escaped or raw in JSON).
-const TOKENS: &[&str] = &[
-    " the",
-    " model",
-    " streams",
-    " tokens",
-    ",",
-    " one",
-    " at",
-    " a",
-    " time",
-    ".",
-    "\n\n",
-    " Paris",
-    " is",
-    " the",
-    " capital",
-    " of",
-    " France",
-    " (",
-    "\"",
-    "quoted",
-    "\"",
-    ")",
-    " café",
-    " 東京",
-    " and",
-    " it",
-    "'s",
-    " about",
-    " 2",
-    ",1",
-    "00",
-    " km",
-    " away",
-    ":",
-    "\n-",
-    " item",
-    " résumé",
-    " naïve",
-    " 🙂",
-    " done",
-];
-
-/// The tool call's arguments, in the fragments OpenAI sends them in.
-const ARGUMENT_PIECES: &[&str] = &[
-    "{\"", "location", "\":\"", "Paris", ",", " France", "\",\"", "unit", "\":\"", "c", "elsius",
-    "\",\"", "days", "\":", "3", ",\"", "include", "_hourly", "\":", "false", ",\"", "lang",
-    "\":\"en", "\"}",
-];
-
 const PREFIX: &str = r#"{"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_06737a9306","choices":[{"index":0,"delta":"#;
 const SUFFIX_OPEN: &str = r#","logprobs":null,"finish_reason":null}],"usage":null}"#;
 
@@ -120,7 +68,7 @@ fn input() -> Input {
     ));
     events += 1;
     for i in 0..CONTENT_DELTAS {
-        let token = TOKENS[(i * 7 + i / TOKENS.len()) % TOKENS.len()];
+        let token = bench::token(i);
         text.push_str(token);
         body.push_str(&chunk(&format!("{{\"content\":{}}}", json!(token))));
         events += 1;
@@ -129,7 +77,7 @@ fn input() -> Input {
         r#"{"tool_calls":[{"index":0,"id":"call_DdmO9pD3xa9XTPNJ32zg2hcA","type":"function","function":{"name":"get_weather","arguments":""}}]}"#,
     ));
     events += 1;
-    for piece in ARGUMENT_PIECES {
+    for piece in bench::ARGUMENT_PIECES {
         body.push_str(&chunk(&format!(
             "{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":{}}}}}]}}",
             json!(piece)
@@ -148,7 +96,7 @@ fn input() -> Input {
         body: body.into_bytes(),
         events,
         text,
-        arguments: ARGUMENT_PIECES.concat(),
+        arguments: bench::ARGUMENT_PIECES.concat(),
     }
 }
 

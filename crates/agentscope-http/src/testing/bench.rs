@@ -9,6 +9,65 @@ use agentscope_core::ChatResponse;
 use crate::Decode;
 use crate::sse::{SseBody, SseParser};
 
+/// Tokens as a model emits them: mostly short words with their leading space, now and
+/// then punctuation, a line break, a quote or non-ASCII text (escaped or raw in JSON).
+const TOKENS: &[&str] = &[
+    " the",
+    " model",
+    " streams",
+    " tokens",
+    ",",
+    " one",
+    " at",
+    " a",
+    " time",
+    ".",
+    "\n\n",
+    " Paris",
+    " is",
+    " the",
+    " capital",
+    " of",
+    " France",
+    " (",
+    "\"",
+    "quoted",
+    "\"",
+    ")",
+    " café",
+    " 東京",
+    " and",
+    " it",
+    "'s",
+    " about",
+    " 2",
+    ",1",
+    "00",
+    " km",
+    " away",
+    ":",
+    "\n-",
+    " item",
+    " résumé",
+    " naïve",
+    " 🙂",
+    " done",
+];
+
+/// The `i`-th text token of a bench body: tokens as a model emits them (short words with
+/// their leading space, punctuation, line breaks, quotes, non-ASCII text), in a fixed order.
+pub fn token(i: usize) -> &'static str {
+    TOKENS[(i * 7 + i / TOKENS.len()) % TOKENS.len()]
+}
+
+/// A tool call's arguments in the fragments a model streams them in; together, one JSON
+/// object.
+pub const ARGUMENT_PIECES: &[&str] = &[
+    "{\"", "location", "\":\"", "Paris", ",", " France", "\",\"", "unit", "\":\"", "c", "elsius",
+    "\",\"", "days", "\":", "3", ",\"", "include", "_hourly", "\":", "false", ",\"", "lang",
+    "\":\"en", "\"}",
+];
+
 /// `body` cut into pieces of 1 to 4 KiB, the same sequence every run, as reads from a
 /// socket come.
 pub fn pieces(body: &[u8]) -> Vec<&[u8]> {
