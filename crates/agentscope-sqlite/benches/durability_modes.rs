@@ -8,7 +8,8 @@
 //!    written and synced by a minimal program on the same file system (for the JSON store:
 //!    the bytes its log grew by, appended to an open file and `fdatasync`ed; for SQLite:
 //!    the messages' JSON inserted as one row in one transaction of a WAL database with
-//!    `synchronous = FULL`). Target: at most 1.3x.
+//!    `synchronous = FULL`). Target: at most 1.3x. Beside it, the same saves under the
+//!    session's lease, as a call makes them (the JSON store keeps the log open then).
 //! 2. **What a session adds to a call of several steps under each mode**: a ReAct call with
 //!    three rounds of an idempotent tool (`InDoubt::RunAgain`), each model answer taking
 //!    300 µs (asleep on tokio's blocking pool, so the call waits as it waits for a real
@@ -20,7 +21,8 @@
 //! directories whose `fsync` is fast); SQLite on its blocking pool, as it always does.
 //! Rounds alternate the subjects; the figures are medians over rounds.
 //!
-//! Run: `cargo bench -p agentscope-sqlite --bench durability_modes`.
+//! Run: `cargo bench -p agentscope-sqlite --bench durability_modes` (one place only:
+//! `DURABILITY_ONLY=json`, `sqlite-tmpfs` or `sqlite-disk`).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs::OpenOptions;
@@ -31,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
 use agentscope::session::{Durability, JsonFileSessionStore, SessionStore, StateChange};
-use agentscope::{ChatStream, InDoubt, ModelError, ModelRequest};
+use agentscope::{CancellationToken, ChatStream, InDoubt, ModelError, ModelRequest};
 use agentscope_sqlite::SqliteSessionStore;
 use agentscope_test::conversation::{agent, assistant_call, history, tool_result};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
@@ -151,24 +153,49 @@ impl Floor {
 
 /// Saves one step (two messages) to `store`'s session `session`, which holds 10 messages
 /// and a step per revision after the first; `revision` moves on.
-async fn save_step(store: &dyn SessionStore, session: &str, revision: &mut u64) {
+async fn save_step(
+    store: &dyn SessionStore,
+    session: &str,
+    revision: &mut u64,
+    fence: Option<&str>,
+) {
     let stored = 10 + 2 * (usize::try_from(*revision).unwrap() - 1);
-    let change = StateChange::new(
+    let mut change = StateChange::new(
         *revision,
         stored,
         vec![assistant_call(stored), tool_result(stored)],
         agent(),
     );
+    if let Some(fence) = fence {
+        change = change.with_fence(fence);
+    }
     *revision = store.save(session, &change).await.unwrap();
 }
 
-/// `SAVES` step saves in one task; the time per save.
-async fn step_saves(store: &dyn SessionStore, session: &str, revision: &mut u64) -> Duration {
+/// `SAVES` step saves in one task; the time per save. `leased`: under the session's lease,
+/// as a call saves its steps (taken before and given back after the timed saves).
+async fn step_saves(
+    store: &dyn SessionStore,
+    session: &str,
+    revision: &mut u64,
+    leased: bool,
+) -> Duration {
+    let interrupt = CancellationToken::new();
+    let lease = if leased {
+        store.lease(session, &interrupt).await.unwrap()
+    } else {
+        None
+    };
+    let fence = lease.as_ref().map(|lease| lease.fence().to_owned());
     let start = Instant::now();
     for _ in 0..SAVES {
-        save_step(store, session, revision).await;
+        save_step(store, session, revision, fence.as_deref()).await;
     }
-    start.elapsed() / SAVES as u32
+    let elapsed = start.elapsed() / SAVES as u32;
+    if let Some(lease) = lease {
+        lease.release().await.unwrap();
+    }
+    elapsed
 }
 
 /// A model answering after `MODEL_LATENCY`, waited for as for a real model: the call's task
@@ -284,7 +311,17 @@ fn main() {
         "durability_modes: {ROUNDS} rounds; {SAVES} saves and {CALLS} calls of {ROUNDS_OF_TOOLS} \
          tool rounds (model latency {MODEL_LATENCY:?}) per subject and round; medians"
     );
+    // `DURABILITY_ONLY=json|sqlite-tmpfs|sqlite-disk`: one place only.
+    let only = std::env::var("DURABILITY_ONLY").ok();
     for place in [Place::JsonTmpfs, Place::SqliteTmpfs, Place::SqliteDisk] {
+        let name = match place {
+            Place::JsonTmpfs => "json",
+            Place::SqliteTmpfs => "sqlite-tmpfs",
+            Place::SqliteDisk => "sqlite-disk",
+        };
+        if only.as_deref().is_some_and(|only| only != name) {
+            continue;
+        }
         let dir = place.dir();
         let store = place.store(dir.path());
         let session = "steps";
@@ -301,12 +338,12 @@ fn main() {
                     .find(|path| path.extension().is_some_and(|e| e == "jsonl"))
                     .unwrap();
                 let before = std::fs::metadata(&log).unwrap().len();
-                runtime.block_on(save_step(&*store, session, &mut revision));
+                runtime.block_on(save_step(&*store, session, &mut revision, None));
                 let grown = std::fs::metadata(&log).unwrap().len() - before;
                 vec![b'x'; usize::try_from(grown).unwrap()]
             }
             Place::SqliteTmpfs | Place::SqliteDisk => {
-                runtime.block_on(save_step(&*store, session, &mut revision));
+                runtime.block_on(save_step(&*store, session, &mut revision, None));
                 serde_json::to_vec(&[assistant_call(0), tool_result(0)]).unwrap()
             }
         };
@@ -320,13 +357,15 @@ fn main() {
             Binding::Mode(Durability::Async, false),
         ];
         let mut saves = Vec::new();
+        let mut leased_saves = Vec::new();
         let mut floors = Vec::new();
         let mut encoding_floors = Vec::new();
         let mut call_times = vec![Vec::new(); subjects.len()];
         for round in 0..ROUNDS {
             floors.push(floor.time(false));
             encoding_floors.push(floor.time(true));
-            saves.push(runtime.block_on(step_saves(&*store, session, &mut revision)));
+            saves.push(runtime.block_on(step_saves(&*store, session, &mut revision, false)));
+            leased_saves.push(runtime.block_on(step_saves(&*store, session, &mut revision, true)));
             for (index, (subject, times)) in subjects.iter().zip(&mut call_times).enumerate() {
                 times.push(runtime.block_on(calls(&store, *subject, index, round)));
             }
@@ -341,6 +380,14 @@ fn main() {
             save.as_secs_f64() / floor.as_secs_f64(),
             micros(encoding),
             save.as_secs_f64() / encoding.as_secs_f64(),
+        );
+        let leased = median(leased_saves);
+        println!(
+            "  step save under the session's lease (as a call saves): {:.1} µs: {:.2}x the floor, \
+             {:.2}x the floor with the encoding",
+            micros(leased),
+            leased.as_secs_f64() / floor.as_secs_f64(),
+            leased.as_secs_f64() / encoding.as_secs_f64(),
         );
         let bare = median(call_times[0].clone());
         println!("  call without a session: {:.1} µs", micros(bare));
