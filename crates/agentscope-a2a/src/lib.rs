@@ -71,6 +71,7 @@ mod executor;
 mod handler;
 mod remote;
 mod routes;
+mod stream;
 mod tasks;
 mod version;
 

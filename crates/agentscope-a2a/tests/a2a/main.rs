@@ -814,3 +814,106 @@ async fn an_agent_with_a_durability_mode_is_served_and_its_turns_are_stored() {
         );
     }
 }
+
+/// The frames of a raw JSON-RPC `SendStreamingMessage` in context `context`, the body sent
+/// with its length or (`chunked`) without, which leaves the request to the SDK's binding;
+/// the values that differ per task (ids, times) replaced by what they are.
+async fn raw_stream(url: &str, context: &str, chunked: bool) -> Vec<String> {
+    let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 7,
+        "method": "SendStreamingMessage",
+        "params": {"message": {"role": "ROLE_USER", "messageId": format!("{context}-m"),
+            "contextId": context, "parts": [{"text": "2+3?"}]}}}))
+    .unwrap();
+    let body = if chunked {
+        reqwest::Body::wrap_stream(futures::stream::iter([Ok::<_, std::io::Error>(body)]))
+    } else {
+        reqwest::Body::from(body)
+    };
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/event-stream",
+        "{context}"
+    );
+    let text = response.text().await.unwrap();
+    text.split("\n\n")
+        .filter(|frame| !frame.trim().is_empty())
+        .map(|frame| {
+            let (id, data) = frame.split_once("\ndata: ").unwrap();
+            let mut data: serde_json::Value = serde_json::from_str(data).unwrap();
+            mask(&mut data);
+            format!("{id} {data}").replace(context, "<context>")
+        })
+        .collect()
+}
+
+/// Replaces each id made per task and each time with its key's name.
+fn mask(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                if ["id", "taskId", "messageId", "timestamp"].contains(&key.as_str())
+                    && value.is_string()
+                {
+                    *value = json!(format!("<{key}>"));
+                } else {
+                    mask(value);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(mask),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn a_raw_json_rpc_stream_is_the_same_whichever_path_writes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "add", json!({"a": 2, "b": 3})),
+        ScriptedResponse::chunks([ScriptedChunk::text("It is "), ScriptedChunk::text("5.")]),
+        ScriptedResponse::tool_call("c2", "add", json!({"a": 2, "b": 3})),
+        ScriptedResponse::chunks([ScriptedChunk::text("It is "), ScriptedChunk::text("5.")]),
+    ]);
+    let server = serve(&Paced(model), adder(), dir.path()).await;
+    // With its length: this crate's path (src/stream.rs); without: the SDK's binding.
+    let direct = raw_stream(&server.url, "c-direct", false).await;
+    let sdk = raw_stream(&server.url, "c-sdk", true).await;
+    let task = r#"{"id":7,"jsonrpc":"2.0","result":{"task":{"contextId":"<context>","history":[{"contextId":"<context>","messageId":"<messageId>","parts":[{"text":"2+3?"}],"role":"ROLE_USER"}],"id":"<id>","status":{"state":"TASK_STATE_WORKING","timestamp":"<timestamp>"}}}}"#;
+    let working = |kind: &str, part: &str| {
+        format!(
+            r#"{{"id":7,"jsonrpc":"2.0","result":{{"statusUpdate":{{"contextId":"<context>","metadata":{{"agentscope.kind":"{kind}"}},"status":{{"message":{{"contextId":"<context>","messageId":"<messageId>","parts":[{part}],"role":"ROLE_AGENT","taskId":"<taskId>"}},"state":"TASK_STATE_WORKING","timestamp":"<timestamp>"}},"taskId":"<taskId>"}}}}}}"#
+        )
+    };
+    let expected = [
+        format!("id: 1 {task}"),
+        format!(
+            "id: 2 {}",
+            working(
+                "tool_call",
+                r#"{"data":{"toolCall":{"id":"<id>","input":{"a":2.0,"b":3.0},"name":"add"}}}"#
+            )
+        ),
+        format!(
+            "id: 3 {}",
+            working(
+                "tool_result",
+                r#"{"data":{"toolResult":{"id":"<id>","isError":false,"name":"add","output":"5"}}}"#
+            )
+        ),
+        format!("id: 4 {}", working("text_delta", r#"{"text":"It is "}"#)),
+        format!("id: 5 {}", working("text_delta", r#"{"text":"5."}"#)),
+        r#"id: 6 {"id":7,"jsonrpc":"2.0","result":{"artifactUpdate":{"artifact":{"artifactId":"reply","name":"reply","parts":[{"text":"It is 5."}]},"contextId":"<context>","lastChunk":true,"taskId":"<taskId>"}}}"#.to_owned(),
+        r#"id: 7 {"id":7,"jsonrpc":"2.0","result":{"statusUpdate":{"contextId":"<context>","status":{"message":{"contextId":"<context>","messageId":"<messageId>","parts":[{"text":"It is 5."}],"role":"ROLE_AGENT","taskId":"<taskId>"},"state":"TASK_STATE_COMPLETED","timestamp":"<timestamp>"},"taskId":"<taskId>"}}}"#.to_owned(),
+    ];
+    assert_eq!(direct, expected);
+    assert_eq!(sdk, expected);
+}
