@@ -16,7 +16,8 @@
 //!   into the envelope without the intermediate copy.
 //!
 //! The SSE framing is the SDK's: event ids counting from 1, a keep-alive comment every 15
-//! seconds. Everything else (other methods, a request the SDK would refuse, a body without
+//! seconds. One difference in timing: the response's head is sent with the first event (the
+//! task, ready as soon as the turn starts), not before it (see [`send_streaming_message`]). Everything else (other methods, a request the SDK would refuse, a body without
 //! a length) goes on to the SDK's binding untouched, which answers it as before.
 
 use std::collections::HashMap;
@@ -76,9 +77,15 @@ pub(crate) async fn send_streaming_message(
     };
     let params = service_params(&parts.headers);
     match handler.send_streaming_message(&params, req).await {
-        Ok(stream) => {
+        Ok(mut stream) => {
+            // The response waits for its first event (the task, sent as soon as the turn
+            // starts), so the head and that event leave in one write. Sent apart, the event
+            // is a second small segment, which Nagle's algorithm holds until the client
+            // acknowledges the head, and on a kept-alive connection a client delays that
+            // acknowledgement (40 ms on Linux).
+            let first = stream.next().await;
             let mut event_id = 0u64;
-            let events = stream.map(move |item| {
+            let events = futures::stream::iter(first).chain(stream).map(move |item| {
                 event_id += 1;
                 let data = envelope(&id, item);
                 Ok::<_, Infallible>(Event::default().id(event_id.to_string()).data(data))
@@ -133,7 +140,7 @@ fn service_params(headers: &HeaderMap) -> ServiceParams {
 /// One streamed item as the JSON-RPC response the SDK sends for it.
 pub(crate) fn envelope(id: &JsonRpcId, item: Result<StreamResponse, A2AError>) -> String {
     let result = item.and_then(|event| {
-        let mut out = Vec::with_capacity(512);
+        let mut out = Vec::with_capacity(1024);
         if let StreamResponse::StatusUpdate(update) = &event
             && direct(update)
         {

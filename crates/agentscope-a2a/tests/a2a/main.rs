@@ -917,3 +917,55 @@ async fn a_raw_json_rpc_stream_is_the_same_whichever_path_writes_it() {
     assert_eq!(direct, expected);
     assert_eq!(sdk, expected);
 }
+
+#[tokio::test]
+async fn a_streamed_task_sends_its_head_and_first_event_in_one_write() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::text("One"), ScriptedResponse::text("Two")]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let address = server
+        .url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix("/a2a"))
+        .unwrap();
+    let mut tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+    // Two tasks on one kept-alive connection: on the second, a client delays its
+    // acknowledgements, and a head sent alone would hold the first event back 40 ms.
+    for (i, reply) in ["One", "Two"].into_iter().enumerate() {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+            "params": {"message": {"role": "ROLE_USER", "messageId": format!("m-{i}"),
+                "contextId": format!("c-{i}"), "parts": [{"text": "Hi"}]}}})
+        .to_string();
+        let request = format!(
+            "POST /a2a HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+             A2A-Version: 1.0\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        tcp.write_all(request.as_bytes()).await.unwrap();
+        let mut buf = vec![0; 1 << 16];
+        let n = tcp.read(&mut buf).await.unwrap();
+        let mut received = String::from_utf8_lossy(&buf[..n]).into_owned();
+        // The first read holds the head and the task, the stream's first event.
+        let (head, first) = received.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+        assert!(head.contains("content-type: text/event-stream"), "{head}");
+        assert!(
+            first.contains("id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"task\":"),
+            "task {i}: the first read holds no event: {received:?}"
+        );
+        // The rest, to the end of the chunked body: the reply, then completed.
+        while !received.ends_with("\r\n0\r\n\r\n") {
+            let n = tcp.read(&mut buf).await.unwrap();
+            assert!(n > 0, "{received}");
+            received.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        assert_eq!(received.matches("\ndata: ").count(), 4, "{received}");
+        assert!(
+            received.contains(&format!(
+                r#""parts":[{{"text":"{reply}"}}],"role":"ROLE_AGENT","#
+            )) && received.contains(r#""state":"TASK_STATE_COMPLETED""#),
+            "{received}"
+        );
+    }
+}
