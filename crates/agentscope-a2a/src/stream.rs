@@ -17,7 +17,8 @@
 //!
 //! The SSE framing is the SDK's: event ids counting from 1, a keep-alive comment every 15
 //! seconds. One difference in timing: the response's head is sent with the first event (the
-//! task, ready as soon as the turn starts), not before it (see [`send_streaming_message`]). Everything else (other methods, a request the SDK would refuse, a body without
+//! task, ready as soon as the turn starts), not before it, unless that takes more than a
+//! second (see [`send_streaming_message`]). Everything else (other methods, a request the SDK would refuse, a body without
 //! a length) goes on to the SDK's binding untouched, which answers it as before.
 
 use std::collections::HashMap;
@@ -46,6 +47,8 @@ use crate::handler::Handler;
 
 /// The SDK's keep-alive interval on SSE responses (`a2a_server::sse`).
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// How long a response waits for its first event before its head is sent alone.
+const FIRST_EVENT_WAIT: Duration = Duration::from_secs(1);
 
 /// The middleware on the SDK's JSON-RPC route: serves `SendStreamingMessage`, passes the
 /// rest on.
@@ -77,13 +80,19 @@ pub(crate) async fn send_streaming_message(
     };
     let params = service_params(&parts.headers);
     match handler.send_streaming_message(&params, req).await {
-        Ok(mut stream) => {
+        Ok(stream) => {
             // The response waits for its first event (the task, sent as soon as the turn
             // starts), so the head and that event leave in one write. Sent apart, the event
             // is a second small segment, which Nagle's algorithm holds until the client
             // acknowledges the head, and on a kept-alive connection a client delays that
-            // acknowledgement (40 ms on Linux).
-            let first = stream.next().await;
+            // acknowledgement (40 ms on Linux). A turn that cannot start within
+            // `FIRST_EVENT_WAIT` (a store that does not answer) gets its head sent alone, and
+            // the keep-alive comments meanwhile, as with the SDK's binding.
+            let mut stream = stream.fuse();
+            let first = tokio::time::timeout(FIRST_EVENT_WAIT, stream.next())
+                .await
+                .ok()
+                .flatten();
             let mut event_id = 0u64;
             let events = futures::stream::iter(first).chain(stream).map(move |item| {
                 event_id += 1;

@@ -22,7 +22,7 @@ use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
 
-use support::{Paced, card, client, describe, line, request, serve, state, texts};
+use support::{Paced, card, client, describe, line, request, serve, serve_on, state, texts};
 
 fn no_tools() -> Toolkit {
     Toolkit::new()
@@ -968,4 +968,127 @@ async fn a_streamed_task_sends_its_head_and_first_event_in_one_write() {
             "{received}"
         );
     }
+}
+
+/// A JSON store whose loads of the sessions of context `c-slow` wait for `gate`: a turn
+/// there cannot start until it opens.
+struct SlowStart {
+    files: JsonFileSessionStore,
+    gate: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+impl SessionStore for SlowStart {
+    fn save<'a>(
+        &'a self,
+        session: &'a str,
+        change: &'a agentscope::session::StateChange,
+    ) -> futures::future::BoxFuture<'a, Result<u64, agentscope::session::SessionError>> {
+        self.files.save(session, change)
+    }
+
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<agentscope::session::AgentState>, agentscope::session::SessionError>,
+    > {
+        Box::pin(async move {
+            if session.ends_with(".c-slow") {
+                let _open = self.gate.acquire().await.unwrap();
+            }
+            self.files.load(session).await
+        })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<bool, agentscope::session::SessionError>> {
+        self.files.delete(session)
+    }
+
+    fn list(
+        &self,
+    ) -> futures::future::BoxFuture<'_, Result<Vec<String>, agentscope::session::SessionError>>
+    {
+        self.files.list()
+    }
+
+    fn lease<'a>(
+        &'a self,
+        session: &'a str,
+        interrupt: &'a agentscope::CancellationToken,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<agentscope::session::SessionLease>, agentscope::session::SessionError>,
+    > {
+        self.files.lease(session, interrupt)
+    }
+
+    fn interrupt<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<bool, agentscope::session::SessionError>> {
+        self.files.interrupt(session)
+    }
+}
+
+#[tokio::test]
+async fn a_turn_that_cannot_start_at_once_gets_its_head_first_then_its_events() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let store = SlowStart {
+        files: JsonFileSessionStore::new(dir.path()),
+        gate: std::sync::Arc::clone(&gate),
+    };
+    let model = ScriptedModel::new([ScriptedResponse::text("Late")]);
+    let server = serve_on(&model, no_tools(), store, None, None).await;
+    let address = server
+        .url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix("/a2a"))
+        .unwrap();
+    let mut tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+        "params": {"message": {"role": "ROLE_USER", "messageId": "m-slow",
+            "contextId": "c-slow", "parts": [{"text": "Hi"}]}}})
+    .to_string();
+    let request = format!(
+        "POST /a2a HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         A2A-Version: 1.0\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let sent = std::time::Instant::now();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    // The turn waits on the store: after a second, the head comes alone.
+    let mut buf = vec![0; 1 << 16];
+    let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buf))
+        .await
+        .expect("no head while the turn cannot start")
+        .unwrap();
+    let waited = sent.elapsed();
+    let mut received = String::from_utf8_lossy(&buf[..n]).into_owned();
+    assert!(received.starts_with("HTTP/1.1 200 OK\r\n"), "{received}");
+    assert!(received.ends_with("\r\n\r\n"), "{received:?}");
+    assert!(!received.contains("data:"), "{received}");
+    assert!(
+        waited >= Duration::from_millis(950) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+    // The store answers: the task streams as always.
+    gate.add_permits(1_000);
+    while !received.ends_with("\r\n0\r\n\r\n") {
+        let n = tcp.read(&mut buf).await.unwrap();
+        assert!(n > 0, "{received}");
+        received.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert_eq!(received.matches("\ndata: ").count(), 4, "{received}");
+    assert!(received.contains("id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"task\":"));
+    assert!(
+        received.contains(r#""parts":[{"text":"Late"}],"role":"ROLE_AGENT","#)
+            && received.contains(r#""state":"TASK_STATE_COMPLETED""#),
+        "{received}"
+    );
 }
