@@ -114,6 +114,11 @@ pub(crate) async fn send_streaming_message(
 /// The request's id and parameters, when it is a `SendStreamingMessage` the SDK would
 /// serve; `None` leaves it to the SDK (which answers any error).
 fn streaming_request(headers: &HeaderMap, body: &[u8]) -> Option<(JsonRpcId, SendMessageRequest)> {
+    // Other methods are not parsed twice (the SDK parses them).
+    let method = methods::SEND_STREAMING_MESSAGE.as_bytes();
+    if !body.windows(method.len()).any(|window| window == method) {
+        return None;
+    }
     let request: JsonRpcRequest = serde_json::from_slice(body).ok()?;
     if request.jsonrpc != "2.0" || request.method != methods::SEND_STREAMING_MESSAGE {
         return None;
@@ -147,7 +152,7 @@ fn service_params(headers: &HeaderMap) -> ServiceParams {
 }
 
 /// One streamed item as the JSON-RPC response the SDK sends for it.
-pub(crate) fn envelope(id: &JsonRpcId, item: Result<StreamResponse, A2AError>) -> String {
+fn envelope(id: &JsonRpcId, item: Result<StreamResponse, A2AError>) -> String {
     let result = item.and_then(|event| {
         let mut out = Vec::with_capacity(1024);
         if let StreamResponse::StatusUpdate(update) = &event
