@@ -32,7 +32,7 @@ if [ ! -x "$kit/.venv/bin/python" ]; then python3 -m venv "$kit/.venv"; fi
 cargo build --quiet -p agentscope-a2a --example tck_sut
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 log=$(mktemp)
-PORT=$port target/debug/examples/tck_sut >"$log" 2>&1 &
+PORT=$port "${CARGO_TARGET_DIR:-target}/debug/examples/tck_sut" >"$log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' EXIT
 for _ in $(seq 50); do

@@ -115,11 +115,17 @@ pub(crate) fn agent_message(
     task_id: &str,
     context_id: &str,
 ) -> Message {
-    let mut message = Message::new(A2aRole::Agent, parts);
-    message.message_id = msg.id.to_string();
-    message.task_id = Some(task_id.to_owned());
-    message.context_id = Some(context_id.to_owned());
-    message
+    // Built whole: `Message::new` would make a random id only to have it replaced.
+    Message {
+        message_id: msg.id.to_string(),
+        context_id: Some(context_id.to_owned()),
+        task_id: Some(task_id.to_owned()),
+        role: A2aRole::Agent,
+        parts,
+        metadata: None,
+        extensions: None,
+        reference_task_ids: None,
+    }
 }
 
 #[cfg(test)]

@@ -510,11 +510,16 @@ impl Turn {
     }
 
     fn message(&self, id: String, parts: Vec<Part>) -> Message {
-        let mut message = Message::new(a2a::Role::Agent, parts);
-        message.message_id = id;
-        message.task_id = Some(self.task_id.clone());
-        message.context_id = Some(self.context_id.clone());
-        message
+        Message {
+            message_id: id,
+            context_id: Some(self.context_id.clone()),
+            task_id: Some(self.task_id.clone()),
+            role: a2a::Role::Agent,
+            parts,
+            metadata: None,
+            extensions: None,
+            reference_task_ids: None,
+        }
     }
 
     fn push_status(&mut self, state: TaskState, message: Option<Message>, kind: Option<&str>) {

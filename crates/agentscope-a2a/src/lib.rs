@@ -51,8 +51,9 @@
 
 // One job per module; `use crate::` edges only point down the list (no cycles):
 //   builder  -> card, executor, routes   A2aBuilder, BuildError: checks the options once
-//   routes   -> auth, executor, handler, tasks, version
+//   routes   -> auth, executor, handler, stream, tasks, version
 //                                        A2a, the router (the handler, the SDK's routers)
+//   stream   -> handler                  SendStreamingMessage on JSON-RPC, events written once
 //   card     -> auth                     the agent card, from the agent
 //   auth                                 the bearer token on the A2A methods
 //   version                              the A2A-Version header on HTTP+JSON
@@ -71,6 +72,7 @@ mod executor;
 mod handler;
 mod remote;
 mod routes;
+mod stream;
 mod tasks;
 mod version;
 

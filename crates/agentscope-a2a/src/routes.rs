@@ -13,6 +13,7 @@ use axum::{Router, middleware};
 use crate::auth::authenticate;
 use crate::executor::{self, Executor};
 use crate::handler::Handler;
+use crate::stream;
 use crate::tasks::SessionTaskStore;
 use crate::version::require_version;
 
@@ -90,7 +91,14 @@ impl A2a {
         // The SDK checks `A2A-Version` on JSON-RPC itself, not on HTTP+JSON.
         let rest = rest_router(Arc::clone(&self.handler))
             .route_layer(middleware::from_fn(require_version));
-        let mut methods = jsonrpc_router(Arc::clone(&self.handler)).merge(rest);
+        // `SendStreamingMessage` is served with each event serialised once (src/stream.rs);
+        // every other request goes on to the SDK's binding.
+        let jsonrpc =
+            jsonrpc_router(Arc::clone(&self.handler)).route_layer(middleware::from_fn_with_state(
+                Arc::clone(&self.handler),
+                stream::send_streaming_message,
+            ));
+        let mut methods = jsonrpc.merge(rest);
         if let Some(token) = &self.token {
             methods = methods.route_layer(middleware::from_fn_with_state(
                 Arc::clone(token),

@@ -259,13 +259,30 @@ impl TaskStore for SessionTaskStore {
     }
 
     async fn update(&self, mut task: Task) -> Result<TaskVersion, A2AError> {
+        keep_final_message(&mut task);
+        // The common case, once per streamed event: a task this process writes, whose state
+        // and history did not change. It replaces the kept task in place: nothing is
+        // stored, nothing copied.
+        let task = {
+            let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+            match live.get_mut(&task.id) {
+                Some(current) if current.saved_state.is_terminal() => return Ok(current.revision),
+                Some(current)
+                    if task.status.state == current.saved_state
+                        && history_len(&task) == current.saved_history =>
+                {
+                    current.task = task;
+                    return Ok(current.revision);
+                }
+                _ => task,
+            }
+        };
         let Some(current) = self.current(&task.id).await? else {
             return Err(A2AError::task_not_found(&task.id));
         };
         if current.saved_state.is_terminal() {
             return Ok(current.revision);
         }
-        keep_final_message(&mut task);
         let changed =
             task.status.state != current.saved_state || history_len(&task) != current.saved_history;
         let revision = if changed {
@@ -437,6 +454,51 @@ mod tests {
             .flatten()
             .map(|m| m.text().unwrap_or_default().to_owned())
             .collect()
+    }
+
+    /// The task as stored (not as kept in memory) and its revision.
+    async fn stored_task(store: &Arc<dyn SessionStore>) -> (Task, u64) {
+        let state = store.load("a2a-task.assistant.t1").await.unwrap().unwrap();
+        let task = serde_json::from_value(state.metadata[TASK_KEY].clone()).unwrap();
+        (task, state.revision)
+    }
+
+    fn with_status_text(mut task: Task, text: &str) -> Task {
+        task.status.message = Some(Message::new(Role::Agent, vec![Part::text(text)]));
+        task
+    }
+
+    #[tokio::test]
+    async fn updates_within_a_state_are_kept_in_memory_and_a_state_change_is_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn SessionStore> = Arc::new(JsonFileSessionStore::new(dir.path()));
+        let tasks = SessionTaskStore::new(Arc::clone(&store), "assistant");
+        let created = tasks.create(task(TaskState::Submitted, 0)).await.unwrap();
+        let working = tasks.update(task(TaskState::Working, 0)).await.unwrap();
+        assert_eq!((created, working), (1, 2));
+        let (stored, revision) = stored_task(&store).await;
+        assert_eq!((stored.status.state, revision), (TaskState::Working, 2));
+
+        // Two streamed updates of the same state: served from memory, the store untouched.
+        for text in ["Hel", "Hello"] {
+            let update = with_status_text(task(TaskState::Working, 0), text);
+            assert_eq!(tasks.update(update.clone()).await.unwrap(), 2);
+            assert_eq!(tasks.get("t1").await.unwrap().unwrap(), update);
+        }
+        let (stored, revision) = stored_task(&store).await;
+        assert_eq!(revision, 2);
+        assert_eq!(stored.status.message, None);
+
+        // The state changes: stored, the final message joining the history (once).
+        let done = with_status_text(task(TaskState::Completed, 0), "Hello!");
+        assert_eq!(tasks.update(done.clone()).await.unwrap(), 3);
+        let (stored, revision) = stored_task(&store).await;
+        assert_eq!(revision, 3);
+        assert_eq!(stored.status, done.status);
+        assert_eq!(texts(&stored), ["Hi", "Hello!"]);
+        // Terminal is final: a later update changes nothing.
+        assert_eq!(tasks.update(task(TaskState::Working, 0)).await.unwrap(), 3);
+        assert_eq!(tasks.get("t1").await.unwrap().unwrap(), stored);
     }
 
     #[tokio::test]

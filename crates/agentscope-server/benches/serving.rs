@@ -382,15 +382,21 @@ async fn one_run(
         .body(body)
         .send()
         .await
+        .inspect_err(|error| eprintln!("a run's request failed: {error}"))
         .ok()?;
     if response.status() != 200 {
+        eprintln!("a run was answered {}", response.status());
         return None;
     }
     let mut stream = response.bytes_stream();
     let mut bytes = Vec::with_capacity(16 * 1024);
     let mut first = None;
     while let Some(chunk) = stream.next().await {
-        bytes.extend_from_slice(&chunk.ok()?);
+        bytes.extend_from_slice(
+            &chunk
+                .inspect_err(|error| eprintln!("a run's stream failed: {error}"))
+                .ok()?,
+        );
         if first.is_none() && bytes.windows(2).any(|w| w == b"\n\n") {
             first = Some(start.elapsed());
         }
@@ -447,9 +453,14 @@ async fn load(client: &reqwest::Client, server: &Server, round: usize, runs: usi
         .map(|body| {
             let (client, url) = (client.clone(), server.url.clone());
             tokio::spawn(async move {
-                one_run(&client, &url, body)
-                    .await
-                    .filter(|(_, body)| complete(body))
+                let run = one_run(&client, &url, body).await;
+                if let Some((_, body)) = run.as_ref().filter(|(_, body)| !complete(body)) {
+                    // What a failed run received, to tell why (its last two frames).
+                    let frames = raw_frames(body);
+                    let tail = &frames[frames.len().saturating_sub(2)..];
+                    eprintln!("incomplete run, {} frames, ending: {tail:?}", frames.len());
+                }
+                run.filter(|(_, body)| complete(body))
                     .map(|(first, _)| first)
             })
         })

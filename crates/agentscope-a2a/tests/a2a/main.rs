@@ -22,7 +22,7 @@ use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
 
-use support::{Paced, card, client, describe, line, request, serve, state, texts};
+use support::{Paced, card, client, describe, line, request, serve, serve_on, state, texts};
 
 fn no_tools() -> Toolkit {
     Toolkit::new()
@@ -813,4 +813,282 @@ async fn an_agent_with_a_durability_mode_is_served_and_its_turns_are_stored() {
                 .is_none()
         );
     }
+}
+
+/// The frames of a raw JSON-RPC `SendStreamingMessage` in context `context`, the body sent
+/// with its length or (`chunked`) without, which leaves the request to the SDK's binding;
+/// the values that differ per task (ids, times) replaced by what they are.
+async fn raw_stream(url: &str, context: &str, chunked: bool) -> Vec<String> {
+    let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 7,
+        "method": "SendStreamingMessage",
+        "params": {"message": {"role": "ROLE_USER", "messageId": format!("{context}-m"),
+            "contextId": context, "parts": [{"text": "2+3?"}]}}}))
+    .unwrap();
+    let body = if chunked {
+        reqwest::Body::wrap_stream(futures::stream::iter([Ok::<_, std::io::Error>(body)]))
+    } else {
+        reqwest::Body::from(body)
+    };
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/event-stream",
+        "{context}"
+    );
+    let text = response.text().await.unwrap();
+    text.split("\n\n")
+        .filter(|frame| !frame.trim().is_empty())
+        .map(|frame| {
+            let (id, data) = frame.split_once("\ndata: ").unwrap();
+            let mut data: serde_json::Value = serde_json::from_str(data).unwrap();
+            mask(&mut data);
+            format!("{id} {data}").replace(context, "<context>")
+        })
+        .collect()
+}
+
+/// Replaces each id made per task and each time with its key's name.
+fn mask(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                if ["id", "taskId", "messageId", "timestamp"].contains(&key.as_str())
+                    && value.is_string()
+                {
+                    *value = json!(format!("<{key}>"));
+                } else {
+                    mask(value);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(mask),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn a_raw_json_rpc_stream_is_the_same_whichever_path_writes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "add", json!({"a": 2, "b": 3})),
+        ScriptedResponse::chunks([ScriptedChunk::text("It is "), ScriptedChunk::text("5.")]),
+        ScriptedResponse::tool_call("c2", "add", json!({"a": 2, "b": 3})),
+        ScriptedResponse::chunks([ScriptedChunk::text("It is "), ScriptedChunk::text("5.")]),
+    ]);
+    let server = serve(&Paced(model), adder(), dir.path()).await;
+    // With its length: this crate's path (src/stream.rs); without: the SDK's binding.
+    let direct = raw_stream(&server.url, "c-direct", false).await;
+    let sdk = raw_stream(&server.url, "c-sdk", true).await;
+    let task = r#"{"id":7,"jsonrpc":"2.0","result":{"task":{"contextId":"<context>","history":[{"contextId":"<context>","messageId":"<messageId>","parts":[{"text":"2+3?"}],"role":"ROLE_USER"}],"id":"<id>","status":{"state":"TASK_STATE_WORKING","timestamp":"<timestamp>"}}}}"#;
+    let working = |kind: &str, part: &str| {
+        format!(
+            r#"{{"id":7,"jsonrpc":"2.0","result":{{"statusUpdate":{{"contextId":"<context>","metadata":{{"agentscope.kind":"{kind}"}},"status":{{"message":{{"contextId":"<context>","messageId":"<messageId>","parts":[{part}],"role":"ROLE_AGENT","taskId":"<taskId>"}},"state":"TASK_STATE_WORKING","timestamp":"<timestamp>"}},"taskId":"<taskId>"}}}}}}"#
+        )
+    };
+    let expected = [
+        format!("id: 1 {task}"),
+        format!(
+            "id: 2 {}",
+            working(
+                "tool_call",
+                r#"{"data":{"toolCall":{"id":"<id>","input":{"a":2.0,"b":3.0},"name":"add"}}}"#
+            )
+        ),
+        format!(
+            "id: 3 {}",
+            working(
+                "tool_result",
+                r#"{"data":{"toolResult":{"id":"<id>","isError":false,"name":"add","output":"5"}}}"#
+            )
+        ),
+        format!("id: 4 {}", working("text_delta", r#"{"text":"It is "}"#)),
+        format!("id: 5 {}", working("text_delta", r#"{"text":"5."}"#)),
+        r#"id: 6 {"id":7,"jsonrpc":"2.0","result":{"artifactUpdate":{"artifact":{"artifactId":"reply","name":"reply","parts":[{"text":"It is 5."}]},"contextId":"<context>","lastChunk":true,"taskId":"<taskId>"}}}"#.to_owned(),
+        r#"id: 7 {"id":7,"jsonrpc":"2.0","result":{"statusUpdate":{"contextId":"<context>","status":{"message":{"contextId":"<context>","messageId":"<messageId>","parts":[{"text":"It is 5."}],"role":"ROLE_AGENT","taskId":"<taskId>"},"state":"TASK_STATE_COMPLETED","timestamp":"<timestamp>"},"taskId":"<taskId>"}}}"#.to_owned(),
+    ];
+    assert_eq!(direct, expected);
+    assert_eq!(sdk, expected);
+}
+
+#[tokio::test]
+async fn a_streamed_task_sends_its_head_and_first_event_in_one_write() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::text("One"), ScriptedResponse::text("Two")]);
+    let server = serve(&model, no_tools(), dir.path()).await;
+    let address = server
+        .url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix("/a2a"))
+        .unwrap();
+    let mut tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+    // Two tasks on one kept-alive connection: on the second, a client delays its
+    // acknowledgements, and a head sent alone would hold the first event back 40 ms.
+    for (i, reply) in ["One", "Two"].into_iter().enumerate() {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+            "params": {"message": {"role": "ROLE_USER", "messageId": format!("m-{i}"),
+                "contextId": format!("c-{i}"), "parts": [{"text": "Hi"}]}}})
+        .to_string();
+        let request = format!(
+            "POST /a2a HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+             A2A-Version: 1.0\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        tcp.write_all(request.as_bytes()).await.unwrap();
+        let mut buf = vec![0; 1 << 16];
+        let n = tcp.read(&mut buf).await.unwrap();
+        let mut received = String::from_utf8_lossy(&buf[..n]).into_owned();
+        // The first read holds the head and the task, the stream's first event.
+        let (head, first) = received.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+        assert!(head.contains("content-type: text/event-stream"), "{head}");
+        assert!(
+            first.contains("id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"task\":"),
+            "task {i}: the first read holds no event: {received:?}"
+        );
+        // The rest, to the end of the chunked body: the reply, then completed.
+        while !received.ends_with("\r\n0\r\n\r\n") {
+            let n = tcp.read(&mut buf).await.unwrap();
+            assert!(n > 0, "{received}");
+            received.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        assert_eq!(received.matches("\ndata: ").count(), 4, "{received}");
+        assert!(
+            received.contains(&format!(
+                r#""parts":[{{"text":"{reply}"}}],"role":"ROLE_AGENT","#
+            )) && received.contains(r#""state":"TASK_STATE_COMPLETED""#),
+            "{received}"
+        );
+    }
+}
+
+/// A JSON store whose loads of the sessions of context `c-slow` wait for `gate`: a turn
+/// there cannot start until it opens.
+struct SlowStart {
+    files: JsonFileSessionStore,
+    gate: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+impl SessionStore for SlowStart {
+    fn save<'a>(
+        &'a self,
+        session: &'a str,
+        change: &'a agentscope::session::StateChange,
+    ) -> futures::future::BoxFuture<'a, Result<u64, agentscope::session::SessionError>> {
+        self.files.save(session, change)
+    }
+
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<agentscope::session::AgentState>, agentscope::session::SessionError>,
+    > {
+        Box::pin(async move {
+            if session.ends_with(".c-slow") {
+                let _open = self.gate.acquire().await.unwrap();
+            }
+            self.files.load(session).await
+        })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<bool, agentscope::session::SessionError>> {
+        self.files.delete(session)
+    }
+
+    fn list(
+        &self,
+    ) -> futures::future::BoxFuture<'_, Result<Vec<String>, agentscope::session::SessionError>>
+    {
+        self.files.list()
+    }
+
+    fn lease<'a>(
+        &'a self,
+        session: &'a str,
+        interrupt: &'a agentscope::CancellationToken,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<agentscope::session::SessionLease>, agentscope::session::SessionError>,
+    > {
+        self.files.lease(session, interrupt)
+    }
+
+    fn interrupt<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<bool, agentscope::session::SessionError>> {
+        self.files.interrupt(session)
+    }
+}
+
+#[tokio::test]
+async fn a_turn_that_cannot_start_at_once_gets_its_head_first_then_its_events() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let store = SlowStart {
+        files: JsonFileSessionStore::new(dir.path()),
+        gate: std::sync::Arc::clone(&gate),
+    };
+    let model = ScriptedModel::new([ScriptedResponse::text("Late")]);
+    let server = serve_on(&model, no_tools(), store, None, None).await;
+    let address = server
+        .url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix("/a2a"))
+        .unwrap();
+    let mut tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+        "params": {"message": {"role": "ROLE_USER", "messageId": "m-slow",
+            "contextId": "c-slow", "parts": [{"text": "Hi"}]}}})
+    .to_string();
+    let request = format!(
+        "POST /a2a HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         A2A-Version: 1.0\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let sent = std::time::Instant::now();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    // The turn waits on the store: after a second, the head comes alone.
+    let mut buf = vec![0; 1 << 16];
+    let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buf))
+        .await
+        .expect("no head while the turn cannot start")
+        .unwrap();
+    let waited = sent.elapsed();
+    let mut received = String::from_utf8_lossy(&buf[..n]).into_owned();
+    assert!(received.starts_with("HTTP/1.1 200 OK\r\n"), "{received}");
+    assert!(received.ends_with("\r\n\r\n"), "{received:?}");
+    assert!(!received.contains("data:"), "{received}");
+    assert!(
+        waited >= Duration::from_millis(950) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+    // The store answers: the task streams as always.
+    gate.add_permits(1_000);
+    while !received.ends_with("\r\n0\r\n\r\n") {
+        let n = tcp.read(&mut buf).await.unwrap();
+        assert!(n > 0, "{received}");
+        received.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert_eq!(received.matches("\ndata: ").count(), 4, "{received}");
+    assert!(received.contains("id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"task\":"));
+    assert!(
+        received.contains(r#""parts":[{"text":"Late"}],"role":"ROLE_AGENT","#)
+            && received.contains(r#""state":"TASK_STATE_COMPLETED""#),
+        "{received}"
+    );
 }
