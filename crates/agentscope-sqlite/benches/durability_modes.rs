@@ -198,10 +198,13 @@ async fn step_saves(
     elapsed
 }
 
-/// A model answering after `MODEL_LATENCY`, waited for as for a real model: the call's task
-/// is free meanwhile, and no core is busy (the time passes asleep on tokio's blocking pool,
-/// about 60 µs longer than asked, the kernel's timer slack; tokio's timer would round to
-/// milliseconds).
+/// A model answering `MODEL_LATENCY` after it is asked, waited for as for a real model: the
+/// call's task is free meanwhile, and no core is busy (the time passes asleep on tokio's
+/// blocking pool, about 60 µs longer than asked, the kernel's timer slack; tokio's timer
+/// would round to milliseconds). The answer's time is fixed when the request is made, as a
+/// remote model's clock starts when the request leaves: a sleeping thread that gets its core
+/// late (the kernel may wake it on the core of the thread that asked, still busy with the
+/// call's own work) does not move it.
 struct Slow(ScriptedModel);
 
 impl Model for Slow {
@@ -210,9 +213,12 @@ impl Model for Slow {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
-        tokio::task::spawn_blocking(|| std::thread::sleep(MODEL_LATENCY))
-            .await
-            .unwrap();
+        let answer_at = Instant::now() + MODEL_LATENCY;
+        tokio::task::spawn_blocking(move || {
+            std::thread::sleep(answer_at.saturating_duration_since(Instant::now()));
+        })
+        .await
+        .unwrap();
         self.0.stream(request).await
     }
 }
