@@ -924,11 +924,7 @@ async fn a_streamed_task_sends_its_head_and_first_event_in_one_write() {
     let dir = tempfile::tempdir().unwrap();
     let model = ScriptedModel::new([ScriptedResponse::text("One"), ScriptedResponse::text("Two")]);
     let server = serve(&model, no_tools(), dir.path()).await;
-    let address = server
-        .url
-        .strip_prefix("http://")
-        .and_then(|rest| rest.strip_suffix("/a2a"))
-        .unwrap();
+    let address = server.address();
     let mut tcp = tokio::net::TcpStream::connect(address).await.unwrap();
     // Two tasks on one kept-alive connection: on the second, a client delays its
     // acknowledgements, and a head sent alone would hold the first event back 40 ms.
@@ -1045,11 +1041,7 @@ async fn a_turn_that_cannot_start_at_once_gets_its_head_first_then_its_events() 
     };
     let model = ScriptedModel::new([ScriptedResponse::text("Late")]);
     let server = serve_on(&model, no_tools(), store, None, None).await;
-    let address = server
-        .url
-        .strip_prefix("http://")
-        .and_then(|rest| rest.strip_suffix("/a2a"))
-        .unwrap();
+    let address = server.address();
     let mut tcp = tokio::net::TcpStream::connect(address).await.unwrap();
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
         "params": {"message": {"role": "ROLE_USER", "messageId": "m-slow",

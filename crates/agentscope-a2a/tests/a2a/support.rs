@@ -20,6 +20,16 @@ pub(crate) struct Server {
     task: tokio::task::JoinHandle<()>,
 }
 
+impl Server {
+    /// The server's host and port, for tests that speak HTTP over a raw connection.
+    pub(crate) fn address(&self) -> &str {
+        self.url
+            .strip_prefix("http://")
+            .and_then(|rest| rest.split('/').next())
+            .unwrap()
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         self.task.abort();
