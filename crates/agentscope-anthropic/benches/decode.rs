@@ -38,17 +38,16 @@ mod decode;
 #[allow(dead_code, unused_imports)]
 mod response;
 
-use agentscope_http::testing::{assemble, bench};
+use agentscope_http::testing::bench;
 use serde_json::json;
 
 const CONTENT_DELTAS: usize = 10_000;
 
-/// The input: the body's bytes, its number of events, and the text and arguments it spells.
+/// The input: the body's bytes, its number of events, and the text it spells.
 struct Input {
     body: Vec<u8>,
     events: usize,
     text: String,
-    arguments: String,
 }
 
 fn event(body: &mut String, name: &str, data: &str) {
@@ -124,7 +123,6 @@ fn input() -> Input {
         body: body.into_bytes(),
         events,
         text,
-        arguments: bench::ARGUMENT_PIECES.concat(),
     }
 }
 
@@ -133,17 +131,9 @@ fn main() {
     let chunks = bench::run::<decode::Decoder>("anthropic", &input.body, input.events);
 
     // What the decoder read is the whole answer.
-    let message = assemble(&chunks);
-    assert_eq!(message.text(), input.text);
-    let calls = message.tool_uses();
-    assert_eq!(calls.len(), 1);
-    let arguments: serde_json::Value = serde_json::from_str(&input.arguments).unwrap();
-    assert_eq!(
-        (calls[0].name.as_str(), &*calls[0].input),
-        ("get_weather", &arguments)
-    );
-    assert_eq!(
-        message.metadata["usage"],
-        json!({"input_tokens": 120, "output_tokens": 10026})
+    bench::assert_answer(
+        &chunks,
+        &input.text,
+        &json!({"input_tokens": 120, "output_tokens": 10026}),
     );
 }

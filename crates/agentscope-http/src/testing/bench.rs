@@ -68,6 +68,30 @@ pub const ARGUMENT_PIECES: &[&str] = &[
     "\":\"en", "\"}",
 ];
 
+/// Checks that `chunks`, assembled, spell a bench body's whole answer: `text`, one
+/// `get_weather` call whose arguments are [`ARGUMENT_PIECES`] joined, and `usage` as the
+/// message's `usage` metadata.
+///
+/// # Panics
+///
+/// When they do not.
+#[allow(clippy::panic)]
+pub fn assert_answer(chunks: &[ChatResponse], text: &str, usage: &serde_json::Value) {
+    let message = super::assemble(chunks);
+    assert_eq!(message.text(), text);
+    let calls = message.tool_uses();
+    assert_eq!(calls.len(), 1);
+    let arguments: serde_json::Value = match serde_json::from_str(&ARGUMENT_PIECES.concat()) {
+        Ok(arguments) => arguments,
+        Err(error) => panic!("the bench's arguments are not JSON: {error}"),
+    };
+    assert_eq!(
+        (calls[0].name.as_str(), &*calls[0].input),
+        ("get_weather", &arguments)
+    );
+    assert_eq!(&message.metadata["usage"], usage);
+}
+
 /// `body` cut into pieces of 1 to 4 KiB, the same sequence every run, as reads from a
 /// socket come.
 pub fn pieces(body: &[u8]) -> Vec<&[u8]> {
