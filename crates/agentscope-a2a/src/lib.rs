@@ -50,32 +50,35 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 // One job per module; `use crate::` edges only point down the list (no cycles):
-//   builder  -> card, executor, routes   A2aBuilder, BuildError: checks the options once
-//   routes   -> auth, executor, handler, stream, tasks, version
-//                                        A2a, the router (the handler, the SDK's routers)
+//   builder  -> card, routes             A2aBuilder, BuildError: checks the options once
+//   routes   -> handler, stream, version A2a, the router (the handler, the SDK's routers)
 //   stream   -> handler                  SendStreamingMessage on JSON-RPC, events written once
-//   card     -> auth                     the agent card, from the agent
-//   auth                                 the bearer token on the A2A methods
-//   version                              the A2A-Version header on HTTP+JSON
-//   handler  -> tasks                    the SDK's request handler, completed where needed
-//   executor -> approvals, convert       one task turn: a call, its events as A2A updates
+//   handler  -> listing, live, turn, task, convert
+//                                        every A2A method, on the serving core
+//   listing  -> live, task               ListTasks: newest first, paged in the store
+//   live                                 the tasks this instance runs, followed live
+//   turn     -> approvals, task, convert what a message does to its context; events as updates
+//   task     -> approvals, convert       tasks as views of served runs; task ids
 //   approvals -> convert                 input-required: the question, the decisions
-//   tasks                                the SDK's task store over the session store
+//   card                                 the agent card, from the agent
+//   version                              the A2A-Version header on HTTP+JSON
 //   convert                              A2A messages and parts <-> Msg
 //   remote                               calling remote agents: RemoteAgent, RemoteAgentTool
 mod approvals;
-mod auth;
 mod builder;
 mod card;
 mod convert;
-mod executor;
 mod handler;
+mod listing;
+mod live;
 mod remote;
 mod routes;
 mod stream;
-mod tasks;
+mod task;
+mod turn;
 mod version;
 
+pub use agentscope_serving::Retention;
 pub use builder::{A2aBuilder, BuildError};
 pub use remote::{RemoteAgent, RemoteAgentBuilder, RemoteAgentTool, RemoteError};
 pub use routes::A2a;
