@@ -25,8 +25,9 @@
 //!
 //! - **Calling remote agents**: [`RemoteAgent`] is any A2A 1.0 agent, found from its card,
 //!   as a local [`Agent`](agentscope::Agent) (in a `MsgHub`, a pipeline, an `AgentTool`),
-//!   on the SDK's client (`a2a-client-lf`); [`RemoteAgentTool`] is the same agent as a tool
-//!   whose questions (`input-required`) suspend the tool call until they are answered.
+//!   on the SDK's types with HTTP of its own (credentials only to the origins the user
+//!   named, every request and stream bounded); [`RemoteAgentTool`] is the same agent as a
+//!   tool whose questions (`input-required`) suspend the tool call until they are answered.
 //!
 //! The concept mapping is in `docs/a2a.md`.
 //!
@@ -61,8 +62,8 @@
 //   executor -> approvals, convert       one task turn: a call, its events as A2A updates
 //   approvals -> convert                 input-required: the question, the decisions
 //   tasks                                the SDK's task store over the session store
+//   remote   -> convert                  calling remote agents: RemoteAgent, RemoteAgentTool
 //   convert                              A2A messages and parts <-> Msg
-//   remote                               calling remote agents: RemoteAgent, RemoteAgentTool
 mod approvals;
 mod auth;
 mod builder;
@@ -77,7 +78,7 @@ mod tasks;
 mod version;
 
 pub use builder::{A2aBuilder, BuildError};
-pub use remote::{RemoteAgent, RemoteAgentBuilder, RemoteAgentTool, RemoteError};
+pub use remote::{InDoubtCall, RemoteAgent, RemoteAgentBuilder, RemoteAgentTool, RemoteError};
 pub use routes::A2a;
 
 /// The A2A guide's code blocks, compiled with the doc tests.
