@@ -64,9 +64,30 @@ type Configure = Box<dyn FnOnce(ReActAgentBuilder) -> ReActAgentBuilder + Send>;
 /// A task that ends asking for input (`input-required`, or `auth-required`) ends the call
 /// with the question as the reply (its state `"input-required"` in the metadata,
 /// [`pending_question`](Self::pending_question) returns it); the next call answers it: its
-/// message goes to the same task. An agentscope-rs server asks this way for approvals, and
-/// takes a data part `{"decisions": [...]}` as the answer (see
-/// [`data_message`](Self::data_message)).
+/// message goes to the same task. An agentscope-rs server asks this way for approvals and
+/// about calls in doubt, and takes a data part `{"decisions": [...]}` as the answer (see
+/// [`data_message`](Self::data_message)). Its questions come back typed as a local agent's
+/// stops: a question for approval with
+/// [`GenerateReason::ReasoningStopRequested`](agentscope::GenerateReason::ReasoningStopRequested)
+/// and its calls in [`pending_tool_calls`](Self::pending_tool_calls), one about calls in
+/// doubt with [`GenerateReason::ToolInDoubt`](agentscope::GenerateReason::ToolInDoubt) and
+/// its calls and their idempotency keys in [`in_doubt_calls`](Self::in_doubt_calls); the
+/// reply's text is the question's text.
+///
+/// A question whose task can no longer take the answer (it ended: a server that restarted
+/// failed it; or the server forgot it) is dropped by the call that tries: it fails saying
+/// so, and the next call starts a new task in the context.
+/// [`abandon_question`](Self::abandon_question) drops one on purpose.
+///
+/// # Credentials and bounds
+///
+/// The configured headers go only to the origin of the URL given to the builder, and to
+/// those allowed with [`send_credentials_to`](RemoteAgentBuilder::send_credentials_to).
+/// Each request answers within the [`timeout`](RemoteAgentBuilder::timeout) (60 s), a
+/// stream stays silent no longer, the card is read to 1 MiB, answers to 16 MiB, and a
+/// stream fails when it sends 16 MiB without completing an event. A task followed by
+/// polling (an agent that does not stream, a stream that ended early) is read at once, then
+/// after 250 ms, the wait doubling up to 5 s.
 ///
 /// # Interrupts
 ///
@@ -77,9 +98,9 @@ type Configure = Box<dyn FnOnce(ReActAgentBuilder) -> ReActAgentBuilder + Send>;
 /// # Errors
 ///
 /// A call fails with [`AgentError::Failed`] when the remote agent cannot be reached or
-/// answers with an error, or when its task fails, is rejected or is canceled by it; the
-/// message names the agent and says why, without the configured header values or the
-/// URLs' secrets.
+/// answers with an error (a timeout or a bound passed included), or when its task fails, is
+/// rejected or is canceled by it; the message names the agent and says why, without the
+/// configured header values or the URLs' secrets.
 ///
 /// ```no_run
 /// use agentscope::prelude::*;
@@ -275,10 +296,12 @@ impl RemoteAgentBuilder {
     ///
     /// # Errors
     ///
-    /// [`RemoteError::InvalidUrl`], [`RemoteError::InvalidHeader`] (from a setter),
-    /// [`RemoteError::Card`] when the card cannot be fetched, is not an A2A agent card or
-    /// lists no interface this client speaks, and [`RemoteError::Agent`] when the local
-    /// agent cannot be built (from [`configure`](Self::configure)).
+    /// [`RemoteError::InvalidUrl`], [`RemoteError::InvalidHeader`] and
+    /// [`RemoteError::InvalidOrigin`] (from a setter), [`RemoteError::Card`] when the card
+    /// cannot be fetched (in time), is larger than 1 MiB, is not an A2A agent card, lists no
+    /// interface this client speaks, or (with credentials) names its interface at an origin
+    /// they may not go to, and [`RemoteError::Agent`] when the local agent cannot be built
+    /// (from [`configure`](Self::configure)).
     pub async fn connect(self) -> Result<RemoteAgent, RemoteError> {
         if let Some(error) = self.error {
             return Err(error);
@@ -544,10 +567,10 @@ impl RemoteAgent {
     ///
     /// For a question whose task can no longer take an answer (its server restarted and
     /// failed it, or forgot it): a call that answers such a question fails saying so and
-    /// drops the question itself; this is for dropping one without trying. An
-    /// agentscope-rs server keeps tool calls that await approval in the context's session,
-    /// so there a new task is asked about them again: to decline a call, answer with a
-    /// rejection (`"approved": false`) instead.
+    /// drops the question itself; this is for dropping one without trying. Abandoning
+    /// decides nothing: on an agentscope-rs server the calls a question asked approval for
+    /// still await a decision in the context's session, and the next message there must
+    /// carry the decisions (to decline a call, `"approved": false`).
     ///
     /// # Errors
     ///
