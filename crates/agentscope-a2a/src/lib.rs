@@ -1,6 +1,6 @@
 //! Serve agentscope-rs agents to other agents over [A2A](https://a2a-protocol.org) 1.0, the
 //! Agent2Agent protocol, and call remote agents, on the official A2A Rust SDK (`a2a-lf`,
-//! `a2a-server-lf`, `a2a-client-lf`).
+//! `a2a-server-lf`).
 //!
 //! - [`A2a`] holds one agent (a factory of a configured [`ReActAgentBuilder`]), the
 //!   session store and the card's details, and gives an axum [`Router`](axum::Router) to

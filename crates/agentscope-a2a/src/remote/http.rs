@@ -558,12 +558,22 @@ impl Binding {
 }
 
 /// One interface of a remote agent: where, over which binding, for which tenant.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Interface {
     pub(crate) http: Http,
     pub(crate) url: Url,
     pub(crate) binding: Binding,
     pub(crate) tenant: Option<String>,
+}
+
+impl fmt::Debug for Interface {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The URL's query may hold a key.
+        f.debug_struct("Interface")
+            .field("url", &url_for_display(self.url.as_str()))
+            .field("binding", &self.binding)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The JSON-RPC request ids of this process.
@@ -841,6 +851,22 @@ mod tests {
                 .rest_url(&["tasks", "t1"])
                 .as_str(),
             "https://gw.example.com/tasks/t1"
+        );
+    }
+
+    #[test]
+    fn an_interface_shows_no_secret_of_its_url() {
+        let interface = Interface {
+            http: Http::new(credentials(&[]), DEFAULT_TIMEOUT).unwrap(),
+            url: Url::parse("https://gw.example.com/a2a?key=k-SECRET").unwrap(),
+            binding: Binding::JsonRpc,
+            tenant: None,
+        };
+        let shown = format!("{interface:?}");
+        assert!(!shown.contains("SECRET"), "{shown}");
+        assert!(
+            shown.contains("https://gw.example.com/a2a?key=<redacted>"),
+            "{shown}"
         );
     }
 

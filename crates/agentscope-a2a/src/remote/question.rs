@@ -193,17 +193,9 @@ mod tests {
         );
         assert_eq!(doubt[0].idempotency_key(), "k-1");
 
-        let (approvals, _) = split(
-            &parts[1..2]
-                .iter()
-                .map(|part| {
-                    Part::data(json!({"pendingToolCalls": match &part.content {
-                        PartContent::Data(data) => data[PENDING].clone(),
-                        _ => unreachable!(),
-                    }}))
-                })
-                .collect::<Vec<_>>(),
-        );
+        let (approvals, _) = split(&[Part::data(json!({
+            "pendingToolCalls": [{"id": "c1", "name": "pay", "input": {}}],
+        }))]);
         assert_eq!(approvals.reason(), GenerateReason::ReasoningStopRequested);
         assert_eq!(split(&parts[..1]).0.reason(), GenerateReason::ModelStop);
     }
