@@ -3,11 +3,16 @@
 
 mod agui;
 mod approvals;
+mod fake;
 mod in_doubt;
 mod instances;
 mod killed;
 mod python;
 mod remote;
+mod remote_bounds;
+mod remote_crash;
+mod remote_questions;
+mod remote_secrets;
 mod support;
 
 use std::time::Duration;

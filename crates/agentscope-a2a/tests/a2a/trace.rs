@@ -160,3 +160,37 @@ async fn a_remote_agent_called_as_a_tool_is_a_child_of_the_tool_call() {
     assert_eq!(remote_call.span_context.trace_id(), trace);
     assert_eq!(remote_call.parent_span_id, task.span_context.span_id());
 }
+
+/// Finding 17 of issue 42: with `TracingHook` on the `RemoteAgent` itself (no caller span
+/// around it), the client's call and the served task were two traces. The task is the
+/// child of the client's call span, in its trace, and the remote agent's call below it.
+#[tokio::test]
+async fn a_remote_agents_call_span_is_the_parent_of_the_served_task() {
+    let (exporter, otel, _default) = traced();
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_traced(
+        ScriptedModel::new([ScriptedResponse::text("Hi!")]),
+        dir.path(),
+    )
+    .await;
+    let remote = RemoteAgent::builder(&server.url)
+        .name("caller")
+        .configure(|agent| agent.hook(TracingHook::new()))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(remote.call("Hello").await.unwrap().text(), "Hi!");
+    drop(server);
+    let spans = finished(&exporter, otel.into_guard());
+
+    let call = span(&spans, "invoke_agent caller");
+    let task = span(&spans, "a2a_task");
+    let served = span(&spans, "invoke_agent remote");
+    assert_eq!(call.parent_span_id, SpanId::INVALID);
+    let trace = call.span_context.trace_id();
+    assert_eq!(task.span_context.trace_id(), trace);
+    assert_eq!(task.parent_span_id, call.span_context.span_id());
+    assert!(task.parent_span_is_remote);
+    assert_eq!(served.span_context.trace_id(), trace);
+    assert_eq!(served.parent_span_id, task.span_context.span_id());
+}

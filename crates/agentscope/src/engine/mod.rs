@@ -548,6 +548,15 @@ impl Call<'_> {
         }
     }
 
+    /// The `invoke_agent` span a `TracingHook` opened for this call (a disabled one
+    /// without), made current while a custom reply runs.
+    fn call_span(&mut self) -> tracing::Span {
+        match &mut self.context {
+            Some(context) => crate::hooks::tracing::invoke_span(context.extensions_mut()),
+            None => tracing::Span::none(),
+        }
+    }
+
     /// The call's context, made on first use.
     #[inline]
     fn context(&mut self) -> &mut CallContext {
