@@ -13,6 +13,7 @@ mod remote_bounds;
 mod remote_crash;
 mod remote_questions;
 mod remote_secrets;
+mod served;
 mod support;
 
 use std::time::Duration;
