@@ -372,3 +372,139 @@ async fn a_cancel_that_reaches_no_call_is_refused_and_the_task_completes() {
     };
     assert_eq!(state(&end.status.state), "completed");
 }
+
+/// Events as the log would show them: the names of the spans they happened in, and their
+/// fields.
+#[derive(Clone, Default)]
+struct Logged(Arc<Mutex<Vec<LogLine>>>);
+
+/// The spans an event happened in (innermost first), and its fields.
+type LogLine = (Vec<String>, String);
+
+impl<S> tracing_subscriber::Layer<S> for Logged
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_event(&self, event: &tracing::Event<'_>, ctx: tracing_subscriber::layer::Context<'_, S>) {
+        struct Fields(String);
+        impl tracing::field::Visit for Fields {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                self.0.push_str(&format!("{}={value:?} ", field.name()));
+            }
+        }
+        let mut fields = Fields(String::new());
+        event.record(&mut fields);
+        let spans = ctx
+            .event_scope(event)
+            .map(|scope| scope.map(|span| span.name().to_owned()).collect())
+            .unwrap_or_default();
+        self.0.lock().unwrap().push((spans, fields.0));
+    }
+}
+
+/// Finding 7: a peer reads what failed and a correlation id, never the error's text; the
+/// details are logged under that id, inside the task's span.
+#[tokio::test]
+async fn a_failed_task_tells_the_peer_a_correlation_id_and_logs_the_details_under_it() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let logged = Logged::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(logged.clone()));
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::error(
+        "connect to db.internal:5432 as admin failed",
+    )]);
+    let server = serve_on(
+        &model,
+        Toolkit::new(),
+        agentscope::session::JsonFileSessionStore::new(dir.path()),
+        None,
+        None,
+    )
+    .await;
+    let failed = task_of(
+        client(&server, "JSONRPC")
+            .await
+            .send_message(&request("Hi", "c1"))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(state(&failed.status.state), "failed");
+    let said = crate::support::line(failed.status.message.as_ref().unwrap());
+    assert!(!said.contains("db.internal"), "{said}");
+    let id = said
+        .strip_prefix("agent: The agent failed (error id ")
+        .and_then(|rest| rest.strip_suffix("); the details are in the server's log."))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert_eq!(id.len(), 32);
+    let logged = logged.0.lock().unwrap().clone();
+    let details: Vec<_> = logged
+        .iter()
+        .filter(|(_, fields)| fields.contains(&format!("error_id={id}")))
+        .collect();
+    assert_eq!(details.len(), 1, "{logged:#?}");
+    let (spans, fields) = details[0];
+    assert!(
+        fields.contains("connect to db.internal:5432 as admin failed"),
+        "{fields}"
+    );
+    assert!(spans.iter().any(|span| span == "a2a_task"), "{spans:?}");
+}
+
+/// Finding 12: the bearer token guards `SendStreamingMessage` over JSON-RPC, which this
+/// crate writes itself: without it, or with another, `401` and nothing runs; with it, the
+/// task streams.
+#[tokio::test]
+async fn the_bearer_token_guards_the_streaming_json_rpc_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([ScriptedResponse::text("Hi!")]);
+    let server = serve_on(
+        &model,
+        Toolkit::new(),
+        agentscope::session::JsonFileSessionStore::new(dir.path()),
+        None,
+        Some("s3cret"),
+    )
+    .await;
+    let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1,
+        "method": "SendStreamingMessage", "params": {
+        "message": {"role": "ROLE_USER", "messageId": "m1", "contextId": "c1",
+                    "parts": [{"text": "Hello"}]}}}))
+    .unwrap();
+    let send = |token: Option<&str>| {
+        let mut request = reqwest::Client::new()
+            .post(&server.url)
+            .header("A2A-Version", "1.0")
+            .header("content-type", "application/json")
+            .body(body.clone());
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        request.send()
+    };
+    for token in [None, Some("wrong")] {
+        let refused = send(token).await.unwrap();
+        assert_eq!(refused.status(), 401, "{token:?}");
+        assert_eq!(refused.headers()["www-authenticate"], "Bearer");
+    }
+    assert_eq!(model.request_count(), 0, "nothing ran");
+    assert!(
+        agentscope::session::JsonFileSessionStore::new(dir.path())
+            .load("assistant.c1")
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing was stored"
+    );
+    let served = send(Some("s3cret")).await.unwrap();
+    assert_eq!(served.status(), 200);
+    assert_eq!(served.headers()["content-type"], "text/event-stream");
+    assert!(
+        served
+            .text()
+            .await
+            .unwrap()
+            .contains("TASK_STATE_COMPLETED")
+    );
+    assert_eq!(model.request_count(), 1);
+}
