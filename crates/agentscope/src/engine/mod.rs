@@ -46,7 +46,9 @@ use futures::future::BoxFuture;
 use crate::config::AgentConfig;
 use crate::runtime::AgentRuntime;
 use crate::runtime::CallGuard;
-use crate::session::{Durability, SaveQueue, SessionBinding, Synced, save_queue};
+use crate::session::{
+    Durability, SaveQueue, SessionBinding, Synced, durability_refuses, save_queue,
+};
 use crate::stream::{EventSink, EventType};
 use crate::toolkit::Toolkit;
 
@@ -112,6 +114,14 @@ pub(crate) async fn run(
     sink: Option<&EventSink>,
     extras: CallExtras,
 ) -> Result<Msg, AgentError> {
+    // An approval hook added after the build to an agent whose durability cannot keep its
+    // promise is refused as the build refuses it, before anything is loaded or run.
+    if let Some(binding) = &config.session
+        && binding.durability() == Durability::Exit
+        && let Some(message) = durability_refuses(binding.durability(), &runtime.hooks())
+    {
+        return Err(AgentError::invalid_input(message));
+    }
     // 1. Busy check: a rejected call is seen by no hook.
     let guard = runtime.begin_call(config.settings.check_running)?;
     // A bound session replaces memory before anything reads it; a failed load fails the call
@@ -513,9 +523,11 @@ impl Call<'_> {
         conversation::check_no_system(&input, "PreCallEvent input messages")?;
         self.progress.base_system = system;
         // A hook that recorded session state at PreCall (an approval decision) has it
-        // stored before anything runs.
+        // stored before anything runs, in every mode that saves steps (under `Async` too:
+        // a decision only queued could be lost by a crash after its tool ran, and asked for
+        // again), so no process asks for a stored decision again.
         if self.hook_state_changed()
-            && let Some(save) = self.checkpoint()
+            && let Some(save) = self.checkpoint_awaited()
         {
             save.await?;
         }
@@ -738,6 +750,16 @@ impl Call<'_> {
     fn checkpoint(&mut self) -> Option<BoxFuture<'_, Result<(), AgentError>>> {
         match self.session {
             Some(_) => self.save_step(false),
+            None => None,
+        }
+    }
+
+    /// A step save the call waits for in every mode that saves steps (under
+    /// `Durability::Async`, until it and every save before it are stored): what hooks
+    /// decided at PreCall.
+    fn checkpoint_awaited(&mut self) -> Option<BoxFuture<'_, Result<(), AgentError>>> {
+        match self.session {
+            Some(_) => self.save_step(true),
             None => None,
         }
     }
