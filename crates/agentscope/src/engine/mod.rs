@@ -21,6 +21,7 @@ macro_rules! chain {
 }
 
 mod acting;
+mod call_ids;
 mod finish;
 mod open_calls;
 mod reasoning;
@@ -52,6 +53,7 @@ use crate::session::{
 use crate::stream::{EventSink, EventType};
 use crate::toolkit::Toolkit;
 
+pub(crate) use call_ids::ConversationCallIds;
 pub(crate) use finish::Finish;
 use finish::FinishStep;
 use open_calls::OpenToolCalls;

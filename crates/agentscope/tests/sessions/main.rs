@@ -9,6 +9,7 @@
 mod support;
 
 mod agents;
+mod call_ids;
 mod durability;
 mod hook_versions;
 mod in_doubt;
