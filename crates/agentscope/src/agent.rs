@@ -46,6 +46,9 @@ use crate::toolkit::Toolkit;
 pub struct CallInput {
     messages: Vec<Msg>,
     retry: Vec<String>,
+    /// How [`resolve`](Self::resolve) resolved calls in doubt: (call id, action), for the
+    /// trace.
+    resolved: Vec<(String, &'static str)>,
 }
 
 impl CallInput {
@@ -76,8 +79,26 @@ impl CallInput {
         &self.retry
     }
 
-    pub(crate) fn into_parts(self) -> (Vec<Msg>, Vec<String>) {
-        (self.messages, self.retry)
+    /// Adds `message` after the input's others.
+    pub(crate) fn with_message(mut self, message: Msg) -> Self {
+        self.messages.push(message);
+        self
+    }
+
+    /// The messages, and what the call does with calls in doubt.
+    pub(crate) fn into_call(self) -> (Vec<Msg>, CallExtras) {
+        let extras = CallExtras {
+            retry: self.retry,
+            resolved: self.resolved,
+            ..CallExtras::default()
+        };
+        (self.messages, extras)
+    }
+
+    /// Records that [`resolve`](Self::resolve) resolved call `id` with `action`.
+    pub(crate) fn resolved_as(mut self, id: &str, action: &'static str) -> Self {
+        self.resolved.push((id.to_owned(), action));
+        self
     }
 }
 
@@ -86,6 +107,7 @@ impl From<Vec<Msg>> for CallInput {
         CallInput {
             messages,
             retry: Vec::new(),
+            resolved: Vec::new(),
         }
     }
 }
@@ -196,11 +218,7 @@ impl ReActAgent {
         &self,
         input: impl Into<CallInput>,
     ) -> impl Future<Output = Result<Msg, AgentError>> + Send + 'static {
-        let (messages, retry) = input.into().into_parts();
-        let extras = CallExtras {
-            retry,
-            ..CallExtras::default()
-        };
+        let (messages, extras) = input.into().into_call();
         self.call_with(messages, extras)
     }
 
@@ -306,12 +324,12 @@ impl ReActAgent {
         let finish: Finish = Box::new(move |memory, start, outcome| {
             finisher.finish(memory, start, outcome, &agent_name)
         });
-        let (messages, retry) = input.into().into_parts();
+        let (messages, extras) = input.into().into_call();
         let extras = CallExtras {
             hooks: vec![BoxedHook::new(hook.clone())],
             tools: vec![BoxedTool::new(StructuredOutputHook::tool::<T>())],
             finish: Some(finish),
-            retry,
+            ..extras
         };
         let call = self.call_with(messages, extras);
         async move {
@@ -370,13 +388,9 @@ impl ReActAgent {
     /// [`AgentStream`].
     pub fn stream(&self, input: impl Into<CallInput>, options: StreamOptions) -> AgentStream {
         let inner = Arc::clone(&self.inner);
-        let (input, retry) = input.into().into_parts();
+        let (input, extras) = input.into().into_call();
         AgentStream::new(options, move |sink| async move {
             let AgentInner { config, runtime } = &*inner;
-            let extras = CallExtras {
-                retry,
-                ..CallExtras::default()
-            };
             engine::run(config, runtime, input, Some(&sink), extras).await
         })
     }

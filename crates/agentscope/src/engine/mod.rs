@@ -45,6 +45,7 @@ use agentscope_core::{
 use futures::future::BoxFuture;
 
 use crate::config::AgentConfig;
+use crate::hooks::tracing::Decision;
 use crate::runtime::AgentRuntime;
 use crate::runtime::CallGuard;
 use crate::session::{
@@ -88,6 +89,8 @@ pub(crate) struct CallExtras {
     pub(crate) finish: Option<Finish>,
     /// Tool calls in doubt the caller asked to run again (`CallInput::retry`).
     pub(crate) retry: Vec<String>,
+    /// How `CallInput::resolve` resolved calls in doubt: (call id, action), for the trace.
+    pub(crate) resolved: Vec<(String, &'static str)>,
 }
 
 /// The end of the conversation in `memory`, from its last assistant message on (all of it
@@ -226,7 +229,7 @@ async fn run_loaded(
         }
         Cow::Owned(toolkit)
     };
-    let retry = extras.retry;
+    let (retry, resolved) = (extras.retry, extras.resolved);
     let mut call = Call {
         setup: Setup {
             config,
@@ -237,6 +240,7 @@ async fn run_loaded(
             cancel: guard.token(),
             resumes: guard.stopped_call(),
             retry: &retry,
+            resolved: &resolved,
         },
         context: None,
         progress: Progress::default(),
@@ -431,6 +435,8 @@ struct Setup<'a> {
     resumes: Option<CallId>,
     /// Tool calls in doubt the caller asked to run again.
     retry: &'a [String],
+    /// How `CallInput::resolve` resolved calls in doubt (the trace names the action).
+    resolved: &'a [(String, &'static str)],
 }
 
 /// Where a call's loop stands.
@@ -454,7 +460,7 @@ struct Progress {
 
 impl Call<'_> {
     /// Records what a hook decided on the call's trace (nothing without a `TracingHook`).
-    fn trace(&mut self, decision: crate::hooks::tracing::Decision<'_>) {
+    fn trace(&mut self, decision: Decision<'_>) {
         if let Some(context) = &mut self.context {
             crate::hooks::tracing::record(context.extensions_mut(), decision);
         }
@@ -580,14 +586,75 @@ impl Call<'_> {
 
     /// Stores the input, or decides how to resume pending tool calls. Returns the calls to
     /// act on first, if any.
-    fn accept_input(
+    fn accept_input(&mut self, input: Vec<Msg>) -> Result<Option<Vec<ToolUseBlock>>, AgentError> {
+        let (offset, messages) = conversation_end(&*self.setup.config.memory);
+        let pending = pending_tool_uses(&messages);
+        self.check_retry(&pending)?;
+        let resolved = self.resolved_in_doubt(&pending, &input);
+        let accepted = self.store_input(offset, &messages, pending, input)?;
+        for (call, action) in &resolved {
+            self.trace(Decision::InDoubtResolved { tool: call, action });
+        }
+        Ok(accepted)
+    }
+
+    /// The calls in doubt (pending, recorded as running) that `input` resolves, with how:
+    /// `"retry"` (`CallInput::retry`), the action of `CallInput::resolve` (`"done"`,
+    /// `"fail"`, `"dismissed"`), `"result"` (another result the input gives it), or
+    /// `"moved_on"` (new input moves on past it: it gets the "interrupted while running"
+    /// result). Only for the trace: nothing when no hook saw the call (no call span).
+    fn resolved_in_doubt(
+        &self,
+        pending: &[ToolUseBlock],
+        input: &[Msg],
+    ) -> Vec<(ToolUseBlock, &'static str)> {
+        let running = match &self.session {
+            Some(synced) if self.context.is_some() => synced.running(),
+            _ => return Vec::new(),
+        };
+        if running.is_empty() {
+            return Vec::new();
+        }
+        let answered = |id: &str| {
+            input
+                .iter()
+                .flat_map(Msg::tool_results)
+                .any(|result| result.id == id)
+        };
+        let moves_on = input.iter().any(|msg| msg.tool_results().is_empty());
+        pending
+            .iter()
+            .filter(|call| running.iter().any(|id| call.id == *id))
+            .filter_map(|call| {
+                let id = call.id.as_str();
+                let action = if self.setup.retry.iter().any(|retried| retried == id) {
+                    "retry"
+                } else if answered(id) {
+                    self.setup
+                        .resolved
+                        .iter()
+                        .find(|(resolved, _)| resolved == id)
+                        .map_or("result", |(_, action)| *action)
+                } else if moves_on {
+                    "moved_on"
+                } else {
+                    return None;
+                };
+                Some((call.clone(), action))
+            })
+            .collect()
+    }
+
+    /// Stores the input after the conversation's end (`messages`, from index `offset` of
+    /// memory, whose pending calls are `pending`), or decides how to resume them.
+    fn store_input(
         &mut self,
+        offset: usize,
+        messages: &[Msg],
+        pending: Vec<ToolUseBlock>,
         mut input: Vec<Msg>,
     ) -> Result<Option<Vec<ToolUseBlock>>, AgentError> {
         let memory = &self.setup.config.memory;
-        let (offset, messages) = conversation_end(&**memory);
-        let pending = pending_tool_uses(&messages);
-        self.check_retry(&pending)?;
         // Input that only answers pending calls resolves them; any other moves on.
         if input.iter().any(|msg| msg.tool_results().is_empty()) {
             self.close_interrupted_for_new_input(&pending, &mut input);
