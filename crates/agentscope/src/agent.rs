@@ -690,6 +690,13 @@ impl ReActAgent {
     }
 
     /// Registers a hook; it applies from the next call on.
+    ///
+    /// A [`ToolApprovalHook`](crate::hooks::ToolApprovalHook) added to an agent whose
+    /// session uses [`Durability::Exit`](crate::session::Durability::Exit) (which the build
+    /// refuses with one) makes the next calls fail at their start with
+    /// [`AgentError::InvalidInput`] saying why, until it is removed: `Exit` cannot keep its
+    /// promise that an approved tool runs at most once. The same holds for
+    /// [`edit_hooks`](Self::edit_hooks).
     pub fn add_hook(&self, hook: impl Hook) -> HookId {
         let mut hooks = self.inner.runtime.hooks();
         Arc::make_mut(&mut hooks).push(hook)

@@ -120,7 +120,8 @@ pub(crate) async fn run(
     extras: CallExtras,
 ) -> Result<Msg, AgentError> {
     // An approval hook added after the build to an agent whose durability cannot keep its
-    // promise is refused as the build refuses it, before anything is loaded or run.
+    // promise is refused as the build refuses it, before anything is loaded or run. (Only
+    // `Exit` agents look at their hooks: the others do not take the hooks' lock for it.)
     if let Some(binding) = &config.session
         && binding.durability() == Durability::Exit
         && let Some(message) = durability_refuses(binding.durability(), &runtime.hooks())
