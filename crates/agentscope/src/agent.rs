@@ -47,6 +47,9 @@ use crate::toolkit::Toolkit;
 pub struct CallInput {
     messages: Vec<Msg>,
     retry: Vec<String>,
+    /// How [`resolve`](Self::resolve) resolved calls in doubt: (call id, action), for the
+    /// trace.
+    resolved: Vec<(String, &'static str)>,
 }
 
 impl CallInput {
@@ -77,8 +80,26 @@ impl CallInput {
         &self.retry
     }
 
-    pub(crate) fn into_parts(self) -> (Vec<Msg>, Vec<String>) {
-        (self.messages, self.retry)
+    /// Adds `message` after the input's others.
+    pub(crate) fn with_message(mut self, message: Msg) -> Self {
+        self.messages.push(message);
+        self
+    }
+
+    /// The messages, and what the call does with calls in doubt.
+    pub(crate) fn into_call(self) -> (Vec<Msg>, CallExtras) {
+        let extras = CallExtras {
+            retry: self.retry,
+            resolved: self.resolved,
+            ..CallExtras::default()
+        };
+        (self.messages, extras)
+    }
+
+    /// Records that [`resolve`](Self::resolve) resolved call `id` with `action`.
+    pub(crate) fn resolved_as(mut self, id: &str, action: &'static str) -> Self {
+        self.resolved.push((id.to_owned(), action));
+        self
     }
 }
 
@@ -87,6 +108,7 @@ impl From<Vec<Msg>> for CallInput {
         CallInput {
             messages,
             retry: Vec::new(),
+            resolved: Vec::new(),
         }
     }
 }
@@ -197,11 +219,7 @@ impl ReActAgent {
         &self,
         input: impl Into<CallInput>,
     ) -> impl Future<Output = Result<Msg, AgentError>> + Send + 'static {
-        let (messages, retry) = input.into().into_parts();
-        let extras = CallExtras {
-            retry,
-            ..CallExtras::default()
-        };
+        let (messages, extras) = input.into().into_call();
         self.call_with(messages, extras)
     }
 
@@ -307,13 +325,12 @@ impl ReActAgent {
         let finish: Finish = Box::new(move |memory, start, outcome| {
             finisher.finish(memory, start, outcome, &agent_name)
         });
-        let (messages, retry) = input.into().into_parts();
+        let (messages, extras) = input.into().into_call();
         let extras = CallExtras {
             hooks: vec![BoxedHook::new(hook.clone())],
             tools: vec![BoxedTool::new(StructuredOutputHook::tool::<T>())],
             finish: Some(finish),
-            retry,
-            admit: None,
+            ..extras
         };
         let call = self.call_with(messages, extras);
         async move {
@@ -372,13 +389,9 @@ impl ReActAgent {
     /// [`AgentStream`].
     pub fn stream(&self, input: impl Into<CallInput>, options: StreamOptions) -> AgentStream {
         let inner = Arc::clone(&self.inner);
-        let (input, retry) = input.into().into_parts();
+        let (input, extras) = input.into().into_call();
         AgentStream::new(options, move |sink| async move {
             let AgentInner { config, runtime } = &*inner;
-            let extras = CallExtras {
-                retry,
-                ..CallExtras::default()
-            };
             engine::run(config, runtime, input, Some(&sink), extras).await
         })
     }
@@ -742,6 +755,13 @@ impl ReActAgent {
     }
 
     /// Registers a hook; it applies from the next call on.
+    ///
+    /// A [`ToolApprovalHook`](crate::hooks::ToolApprovalHook) added to an agent whose
+    /// session uses [`Durability::Exit`](crate::session::Durability::Exit) (which the build
+    /// refuses with one) makes the next calls fail at their start with
+    /// [`AgentError::InvalidInput`] saying why, until it is removed: `Exit` cannot keep its
+    /// promise that an approved tool runs at most once. The same holds for
+    /// [`edit_hooks`](Self::edit_hooks).
     pub fn add_hook(&self, hook: impl Hook) -> HookId {
         let mut hooks = self.inner.runtime.hooks();
         Arc::make_mut(&mut hooks).push(hook)

@@ -13,7 +13,9 @@ use crate::engine::reply::{NoModel, Reply, SharedReply};
 use crate::error::BuildError;
 use crate::memory::InMemoryMemory;
 use crate::runtime::AgentRuntime;
-use crate::session::{AgentState, Durability, SessionBinding, SessionStore, check_sessionless};
+use crate::session::{
+    AgentState, Durability, SessionBinding, SessionStore, check_sessionless, durability_refuses,
+};
 use crate::system_hooks::SystemHooks;
 use crate::toolkit::Toolkit;
 
@@ -262,10 +264,11 @@ impl ReActAgentBuilder {
 
     /// When the [`session`](Self::session)'s saves are written: at every step
     /// ([`Durability::Step`], the default), in order beside the call's work
-    /// ([`Durability::Async`]: the call waits only before a tool that is not idempotent
-    /// starts, and for its last save), or once when the call ends ([`Durability::Exit`],
-    /// which gives up at-most-once across a crash). See [`Durability`]. Needs a session:
-    /// without one the build fails.
+    /// ([`Durability::Async`]: the call waits only for a decision a hook stored at PreCall,
+    /// before a tool that is not idempotent starts, and for its last save), or once when the
+    /// call ends ([`Durability::Exit`], which gives up at-most-once across a crash, and so is
+    /// refused with a [`ToolApprovalHook`](crate::hooks::ToolApprovalHook)). See
+    /// [`Durability`]. Needs a session: without one the build fails.
     ///
     /// ```
     /// use agentscope::prelude::*;
@@ -300,8 +303,11 @@ impl ReActAgentBuilder {
     /// is set), [`BuildError::Toolkit`] when the toolkit
     /// rejected a tool, [`BuildError::InvalidConfig`] for `max_iters(0)`, a blank name, a
     /// [`state`](Self::state) that has another format version or holds a `System` message,
-    /// a [`session`](Self::session) with a blank id or with `check_running(false)`, or a
-    /// [`durability`](Self::durability) without a session.
+    /// a [`session`](Self::session) with a blank id or with `check_running(false)`, a
+    /// [`durability`](Self::durability) without a session, or [`Durability::Exit`] with a
+    /// [`ToolApprovalHook`](crate::hooks::ToolApprovalHook) (among the hooks or the
+    /// [`SystemHooks`]): `Exit` cannot keep the hook's promise that an approved tool runs at
+    /// most once (see [`Durability::Exit`]).
     pub fn build(self) -> Result<ReActAgent, BuildError> {
         let model = match (self.model, &self.reply) {
             (Some(model), _) => model,
@@ -375,6 +381,12 @@ impl ReActAgentBuilder {
         // run first, as in AgentScope-Java (and Python's instance-before-class hooks).
         let mut hooks = self.hooks;
         hooks.extend_from(&SystemHooks::snapshot());
+        if let Some(message) = session
+            .as_ref()
+            .and_then(|session| durability_refuses(session.durability(), &hooks))
+        {
+            return Err(BuildError::InvalidConfig { message });
+        }
         let id = self.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let model_name: Arc<str> = Arc::from(model.model_name());
         let tool_scope = SharedString::from(session.as_ref().map_or(&*id, |session| session.id()));

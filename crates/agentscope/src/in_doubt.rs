@@ -86,6 +86,16 @@ impl InDoubtResolution {
         })
     }
 
+    /// The resolution's name in the trace (`agentscope.in_doubt.action`).
+    pub(crate) fn action(&self) -> &'static str {
+        match self {
+            InDoubtResolution::Done(_) => "done",
+            InDoubtResolution::Retry => "retry",
+            InDoubtResolution::Failed(_) => "fail",
+            InDoubtResolution::Dismissed => "dismissed",
+        }
+    }
+
     /// The result the model reads for `call`; `None` for [`Retry`](Self::Retry), whose
     /// result is the one the call gets when it runs again.
     pub fn result(&self, call: &ToolUseBlock) -> Option<ToolResultBlock> {
@@ -119,14 +129,12 @@ impl CallInput {
     /// idempotency key ([`retry`](Self::retry)).
     #[must_use]
     pub fn resolve(self, call: &ToolUseBlock, resolution: InDoubtResolution) -> Self {
-        match resolution.result(call) {
-            Some(result) => {
-                let (mut messages, retry) = self.into_parts();
-                messages.push(Msg::tool_result(result));
-                CallInput::from(messages).retry(retry)
-            }
+        let action = resolution.action();
+        let resolved = match resolution.result(call) {
+            Some(result) => self.with_message(Msg::tool_result(result)),
             None => self.retry([call.id.to_string()]),
-        }
+        };
+        resolved.resolved_as(&call.id, action)
     }
 }
 

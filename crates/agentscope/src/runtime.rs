@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use agentscope_core::{AgentError, CallId, CancellationToken, HookChain};
 use serde_json::{Map, Value};
 
+use crate::engine::ConversationCallIds;
+
 /// The mutable half of an agent; [`AgentConfig`](crate::config::AgentConfig) is the other.
 pub(crate) struct AgentRuntime {
     hooks: Mutex<Arc<HookChain>>,
@@ -21,6 +23,8 @@ pub(crate) struct AgentRuntime {
     stopped_call: Mutex<Option<CallId>>,
     /// Whether `stopped_call` is `Some`: most calls neither resume nor stop, and skip the lock.
     has_stopped_call: AtomicBool,
+    /// The tool call ids of the conversation in memory, as far as a call last read it.
+    call_ids: Mutex<ConversationCallIds>,
 }
 
 /// Locks a mutex, recovering the data of a poisoned one (a panicking hook must not make the
@@ -39,7 +43,13 @@ impl AgentRuntime {
             next_call: AtomicU64::new(0),
             stopped_call: Mutex::new(None),
             has_stopped_call: AtomicBool::new(false),
+            call_ids: Mutex::default(),
         }
+    }
+
+    /// The tool call ids of the agent's conversation (see [`ConversationCallIds`]).
+    pub(crate) fn call_ids(&self) -> &Mutex<ConversationCallIds> {
+        &self.call_ids
     }
 
     /// The agent's hook chain (changes apply from the next call on).

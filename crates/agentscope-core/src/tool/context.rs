@@ -76,6 +76,12 @@ impl ToolContext {
     /// ([`InDoubt::RunAgain`](crate::InDoubt::RunAgain), a retry the application asked for)
     /// does its work once. MCP tools forward it in the request's `_meta`.
     ///
+    /// No two calls of a conversation share a key: the `agentscope` engine makes call ids
+    /// unique in their conversation, replacing a call id the model repeats (some providers
+    /// send `"0"` on every turn) by a fresh one as the answer streams in, before any hook,
+    /// memory or the stream sees it. A call keeps the id it was stored with, so the key a
+    /// context for a stored call gives (as below) is the one its tool got.
+    ///
     /// ```
     /// use agentscope_core::{ToolContext, ToolUseBlock};
     /// use serde_json::json;

@@ -21,6 +21,7 @@ macro_rules! chain {
 }
 
 mod acting;
+mod call_ids;
 mod finish;
 mod open_calls;
 mod reasoning;
@@ -46,12 +47,16 @@ use futures::future::BoxFuture;
 use crate::CallInput;
 use crate::admission::{Admission, Admit};
 use crate::config::AgentConfig;
+use crate::hooks::tracing::Decision;
 use crate::runtime::AgentRuntime;
 use crate::runtime::CallGuard;
-use crate::session::{Durability, SaveQueue, SessionBinding, Synced, save_queue};
+use crate::session::{
+    Durability, SaveQueue, SessionBinding, Synced, durability_refuses, save_queue,
+};
 use crate::stream::{EventSink, EventType};
 use crate::toolkit::Toolkit;
 
+pub(crate) use call_ids::ConversationCallIds;
 pub(crate) use finish::Finish;
 use finish::FinishStep;
 use open_calls::OpenToolCalls;
@@ -86,6 +91,8 @@ pub(crate) struct CallExtras {
     pub(crate) finish: Option<Finish>,
     /// Tool calls in doubt the caller asked to run again (`CallInput::retry`).
     pub(crate) retry: Vec<String>,
+    /// How `CallInput::resolve` resolved calls in doubt: (call id, action), for the trace.
+    pub(crate) resolved: Vec<(String, &'static str)>,
     /// The check that decides the call's input once the session is loaded
     /// (`ReActAgent::stream_admitted`).
     pub(crate) admit: Option<Admit>,
@@ -117,6 +124,15 @@ pub(crate) async fn run(
     sink: Option<&EventSink>,
     extras: CallExtras,
 ) -> Result<Msg, AgentError> {
+    // An approval hook added after the build to an agent whose durability cannot keep its
+    // promise is refused as the build refuses it, before anything is loaded or run. (Only
+    // `Exit` agents look at their hooks: the others do not take the hooks' lock for it.)
+    if let Some(binding) = &config.session
+        && binding.durability() == Durability::Exit
+        && let Some(message) = durability_refuses(binding.durability(), &runtime.hooks())
+    {
+        return Err(AgentError::invalid_input(message));
+    }
     // 1. Busy check: a rejected call is seen by no hook.
     let guard = runtime.begin_call(config.settings.check_running)?;
     // A bound session replaces memory before anything reads it; a failed load fails the call
@@ -134,9 +150,10 @@ pub(crate) async fn run(
     if let Some(admit) = extras.admit.take() {
         match Box::pin(admit_call(config, runtime, session.as_deref_mut(), admit)).await {
             Ok(admitted) => {
-                let (messages, retry) = admitted.input.into_parts();
+                let (messages, decided) = admitted.input.into_call();
                 input = messages;
-                extras.retry = retry;
+                extras.retry = decided.retry;
+                extras.resolved = decided.resolved;
                 start_hooks = admitted.hooks;
             }
             Err(error) => {
@@ -301,7 +318,7 @@ async fn run_loaded(
         }
         Cow::Owned(toolkit)
     };
-    let retry = extras.retry;
+    let (retry, resolved) = (extras.retry, extras.resolved);
     let mut call = Call {
         setup: Setup {
             config,
@@ -312,6 +329,7 @@ async fn run_loaded(
             cancel: guard.token(),
             resumes: guard.stopped_call(),
             retry: &retry,
+            resolved: &resolved,
         },
         context: None,
         progress: Progress::default(),
@@ -510,6 +528,8 @@ struct Setup<'a> {
     resumes: Option<CallId>,
     /// Tool calls in doubt the caller asked to run again.
     retry: &'a [String],
+    /// How `CallInput::resolve` resolved calls in doubt (the trace names the action).
+    resolved: &'a [(String, &'static str)],
 }
 
 /// Where a call's loop stands.
@@ -533,7 +553,7 @@ struct Progress {
 
 impl Call<'_> {
     /// Records what a hook decided on the call's trace (nothing without a `TracingHook`).
-    fn trace(&mut self, decision: crate::hooks::tracing::Decision<'_>) {
+    fn trace(&mut self, decision: Decision<'_>) {
         if let Some(context) = &mut self.context {
             crate::hooks::tracing::record(context.extensions_mut(), decision);
         }
@@ -619,9 +639,11 @@ impl Call<'_> {
             self.context();
         }
         // A hook that recorded session state at PreCall (an approval decision) has it
-        // stored before anything runs.
+        // stored before anything runs, in every mode that saves steps (under `Async` too:
+        // a decision only queued could be lost by a crash after its tool ran, and asked for
+        // again), so no process asks for a stored decision again.
         if self.hook_state_changed()
-            && let Some(save) = self.checkpoint()
+            && let Some(save) = self.checkpoint_awaited()
         {
             save.await?;
         }
@@ -672,14 +694,75 @@ impl Call<'_> {
 
     /// Stores the input, or decides how to resume pending tool calls. Returns the calls to
     /// act on first, if any.
-    fn accept_input(
+    fn accept_input(&mut self, input: Vec<Msg>) -> Result<Option<Vec<ToolUseBlock>>, AgentError> {
+        let (offset, messages) = conversation_end(&*self.setup.config.memory);
+        let pending = pending_tool_uses(&messages);
+        self.check_retry(&pending)?;
+        let resolved = self.resolved_in_doubt(&pending, &input);
+        let accepted = self.store_input(offset, &messages, pending, input)?;
+        for (call, action) in &resolved {
+            self.trace(Decision::InDoubtResolved { tool: call, action });
+        }
+        Ok(accepted)
+    }
+
+    /// The calls in doubt (pending, recorded as running) that `input` resolves, with how:
+    /// `"retry"` (`CallInput::retry`), the action of `CallInput::resolve` (`"done"`,
+    /// `"fail"`, `"dismissed"`), `"result"` (another result the input gives it), or
+    /// `"moved_on"` (new input moves on past it: it gets the "interrupted while running"
+    /// result). Only for the trace: nothing when no hook saw the call (no call span).
+    fn resolved_in_doubt(
+        &self,
+        pending: &[ToolUseBlock],
+        input: &[Msg],
+    ) -> Vec<(ToolUseBlock, &'static str)> {
+        let running = match &self.session {
+            Some(synced) if self.context.is_some() => synced.running(),
+            _ => return Vec::new(),
+        };
+        if running.is_empty() {
+            return Vec::new();
+        }
+        let answered = |id: &str| {
+            input
+                .iter()
+                .flat_map(Msg::tool_results)
+                .any(|result| result.id == id)
+        };
+        let moves_on = input.iter().any(|msg| msg.tool_results().is_empty());
+        pending
+            .iter()
+            .filter(|call| running.iter().any(|id| call.id == *id))
+            .filter_map(|call| {
+                let id = call.id.as_str();
+                let action = if self.setup.retry.iter().any(|retried| retried == id) {
+                    "retry"
+                } else if answered(id) {
+                    self.setup
+                        .resolved
+                        .iter()
+                        .find(|(resolved, _)| resolved == id)
+                        .map_or("result", |(_, action)| *action)
+                } else if moves_on {
+                    "moved_on"
+                } else {
+                    return None;
+                };
+                Some((call.clone(), action))
+            })
+            .collect()
+    }
+
+    /// Stores the input after the conversation's end (`messages`, from index `offset` of
+    /// memory, whose pending calls are `pending`), or decides how to resume them.
+    fn store_input(
         &mut self,
+        offset: usize,
+        messages: &[Msg],
+        pending: Vec<ToolUseBlock>,
         mut input: Vec<Msg>,
     ) -> Result<Option<Vec<ToolUseBlock>>, AgentError> {
         let memory = &self.setup.config.memory;
-        let (offset, messages) = conversation_end(&**memory);
-        let pending = pending_tool_uses(&messages);
-        self.check_retry(&pending)?;
         // Input that only answers pending calls resolves them; any other moves on.
         if input.iter().any(|msg| msg.tool_results().is_empty()) {
             self.close_interrupted_for_new_input(&pending, &mut input);
@@ -844,6 +927,16 @@ impl Call<'_> {
     fn checkpoint(&mut self) -> Option<BoxFuture<'_, Result<(), AgentError>>> {
         match self.session {
             Some(_) => self.save_step(false),
+            None => None,
+        }
+    }
+
+    /// A step save the call waits for in every mode that saves steps (under
+    /// `Durability::Async`, until it and every save before it are stored): what hooks
+    /// decided at PreCall.
+    fn checkpoint_awaited(&mut self) -> Option<BoxFuture<'_, Result<(), AgentError>>> {
+        match self.session {
+            Some(_) => self.save_step(true),
             None => None,
         }
     }

@@ -11,8 +11,10 @@ use futures::StreamExt;
 use futures::future::{Either, select};
 use tracing::Instrument;
 
+use super::call_ids::UniqueCallIds;
 use super::{Call, Halt, Step, with_system};
 use crate::hooks::tracing::Decision;
+use crate::runtime::lock;
 use crate::stream::EventType;
 
 pub(super) enum Reasoned {
@@ -189,6 +191,9 @@ impl Call<'_> {
             // Room for the system message `with_system` puts in front after the hooks.
             let mut history = Vec::with_capacity(config.memory.len() + 1);
             config.memory.copy_into(&mut history);
+            // The conversation's call ids, from the copy of memory made here anyway (before
+            // the hooks change it: memory is the conversation).
+            lock(self.setup.runtime.call_ids()).sync(&history);
             let mut event = events::pre_reasoning(
                 self.context().info(),
                 history,
@@ -207,8 +212,12 @@ impl Call<'_> {
             // Memory holds no system message: the request is the base, then a copy of
             // memory, in one vector.
             let mut messages = Vec::with_capacity(config.memory.len() + 1);
+            let memory_from = usize::from(system.is_some());
             messages.extend(system);
             config.memory.copy_into(&mut messages);
+            // The conversation's call ids, from the copy of memory made here anyway.
+            lock(self.setup.runtime.call_ids())
+                .sync(messages.get(memory_from..).unwrap_or_default());
             (messages, GenerateOptions::clone(&config.settings.options))
         };
         Ok(ModelRequest {
@@ -252,13 +261,18 @@ impl Call<'_> {
             Either::Right(_) => return Err(Halt::Interrupted),
         };
         let mut acc = ChatAccumulator::new(config.info.shared_name());
+        // The calls the model asks for get ids unique in the conversation.
+        let mut call_ids = UniqueCallIds::new(self.setup.runtime.call_ids());
         loop {
             let next = match select(stream.next(), cancel.cancelled()).await {
                 Either::Left((next, _)) => next,
                 Either::Right(_) => return Err(self.interrupted(phase, acc)),
             };
             let Some(chunk) = next else { break };
-            let chunk = chunk.map_err(AgentError::Model)?;
+            let mut chunk = chunk.map_err(AgentError::Model)?;
+            if phase == Phase::Reasoning {
+                call_ids.apply(&mut chunk);
+            }
             if !(hook_chunks || sink.is_some()) || chunk.content.is_empty() {
                 // Nobody sees the delta: its blocks move into the message.
                 acc.push_owned(chunk);

@@ -76,6 +76,7 @@ const CAPTURE_CONTENT_ENV: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CO
 /// | `agentscope.approval.asked` | `invoke_agent` | `gen_ai.tool.name`, `gen_ai.tool.call.id` (one per call that needs a decision) |
 /// | `agentscope.approval.approved` / `.edited` / `.rejected` | `invoke_agent` | `gen_ai.tool.name`, `gen_ai.tool.call.id` |
 /// | `agentscope.tool.skipped` | `invoke_agent` | `agentscope.hook.name` (whose `skip_with` stands), `gen_ai.tool.name`, `gen_ai.tool.call.id` |
+/// | `agentscope.in_doubt.resolved` | `invoke_agent` | `gen_ai.tool.name`, `gen_ai.tool.call.id`, `agentscope.in_doubt.action`: `done`, `retry`, `fail`, `dismissed` ([`CallInput::resolve`](crate::CallInput::resolve), or [`retry`](crate::CallInput::retry) for `retry`), `result` (a tool result given otherwise), `moved_on` (new input moved on past it); one per call in doubt the call's input resolves, in call order |
 /// | `agentscope.goto_reasoning` | `invoke_agent` | `agentscope.hook.name` |
 /// | `agentscope.stop_agent` | `invoke_agent` | `agentscope.hook.name`, `agentscope.step` (`"reasoning"` or `"acting"`) |
 /// | `agentscope.context.compacted` | `invoke_agent` | `agentscope.context.tokens_before`, `agentscope.context.tokens_after` |
@@ -430,6 +431,12 @@ pub(crate) enum Decision<'a> {
         hook: &'a str,
         tool: &'a ToolUseBlock,
     },
+    /// The call's input resolved a tool call in doubt, with `action` (see
+    /// `Call::resolved_in_doubt` in the engine).
+    InDoubtResolved {
+        tool: &'a ToolUseBlock,
+        action: &'static str,
+    },
     /// A PostReasoning hook asked to reason again.
     Goto { hook: &'a str },
     /// A hook asked to stop, after reasoning or acting.
@@ -466,6 +473,13 @@ pub(crate) fn record(extensions: &mut Extensions, decision: Decision<'_>) {
             gen_ai.tool.name = tool.name.as_str(),
             gen_ai.tool.call.id = tool.id.as_str(),
             "agentscope.tool.skipped"
+        ),
+        Decision::InDoubtResolved { tool, action } => tracing::info!(
+            parent: parent,
+            gen_ai.tool.name = tool.name.as_str(),
+            gen_ai.tool.call.id = tool.id.as_str(),
+            agentscope.in_doubt.action = action,
+            "agentscope.in_doubt.resolved"
         ),
         Decision::Goto { hook } => tracing::info!(
             parent: parent,

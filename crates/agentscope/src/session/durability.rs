@@ -1,5 +1,9 @@
 //! [`Durability`]: when a session-bound call's saves are written.
 
+use agentscope_core::HookChain;
+
+use crate::hooks::ToolApprovalHook;
+
 /// When a call of an agent bound to a session writes its saves
 /// ([`ReActAgentBuilder::durability`](crate::ReActAgentBuilder::durability)).
 ///
@@ -13,8 +17,12 @@
 /// | mode | the call waits for | a killed process leaves |
 /// |---|---|---|
 /// | [`Step`](Self::Step) | every save, as it is made | the session as of its last step |
-/// | [`Async`](Self::Async) | the "started" record of a tool that is not idempotent, and its last save | the saves written so far: at least up to the start of the last tool that is not idempotent |
+/// | [`Async`](Self::Async) | a decision a hook stored at PreCall (an approval), the "started" record of a tool that is not idempotent, and its last save | the saves written so far: at least up to the decisions and the start of the last tool that is not idempotent |
 /// | [`Exit`](Self::Exit) | one save, at the end | the session as of the previous call |
+///
+/// With a [`ToolApprovalHook`](crate::hooks::ToolApprovalHook), `Step` and `Async` keep its
+/// promise (an approved tool runs at most once; a stored decision is never asked for
+/// again); `Exit` cannot, and is refused.
 ///
 /// ```
 /// use agentscope::prelude::*;
@@ -39,8 +47,9 @@ pub enum Durability {
     #[default]
     Step,
     /// Saves are written in order while the call goes on working (the model streams, tools
-    /// run); the call waits for them only where it must: before a tool that is not
-    /// idempotent starts (until its "started" record is stored, so a crash finds it in
+    /// run); the call waits for them only where it must: after PreCall when a hook stored a
+    /// decision there (an approval: a crash after it never asks for it again), before a tool
+    /// that is not idempotent starts (until its "started" record is stored, so a crash finds it in
     /// doubt rather than running it twice; a tool whose
     /// [`in_doubt`](agentscope_core::Tool::in_doubt) policy is
     /// [`RunAgain`](agentscope_core::InDoubt::RunAgain) does not wait), and before it
@@ -52,5 +61,27 @@ pub enum Durability {
     /// leaves the session as the previous call left it, with no record that a tool started,
     /// so running the call again runs its tools again. For agents whose tools are all safe
     /// to repeat (lookups, idempotent writes).
+    ///
+    /// Not with a [`ToolApprovalHook`](crate::hooks::ToolApprovalHook): its promise, that an
+    /// approved tool runs at most once, needs the decision and the "started" record stored
+    /// before the tool runs, which `Exit` does not do (a crash would ask again and run the
+    /// tool twice). The build fails with such a hook, and a call fails at its start when one
+    /// was added afterwards ([`ReActAgent::add_hook`](crate::ReActAgent::add_hook)); use
+    /// [`Step`](Self::Step) or [`Async`](Self::Async).
     Exit,
+}
+
+/// Why an agent whose session uses `durability` cannot run with `hooks`, if it cannot: an
+/// approval hook under [`Durability::Exit`] (see there). The build and every call check it.
+pub(crate) fn refuses(durability: Durability, hooks: &HookChain) -> Option<String> {
+    if durability != Durability::Exit || hooks.of_type::<ToolApprovalHook>().next().is_none() {
+        return None;
+    }
+    Some(
+        "durability(Exit) cannot keep a ToolApprovalHook's promise that an approved tool runs \
+         at most once: Exit stores neither the decision nor the record that the tool started \
+         until the call ends, so a crash while the tool runs would ask for the approval again \
+         and run the tool twice. Use Durability::Step or Durability::Async with approvals"
+            .to_owned(),
+    )
 }

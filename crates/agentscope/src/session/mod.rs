@@ -56,6 +56,7 @@ pub(crate) mod save_queue;
 
 pub(crate) use binding::{Current, SessionBinding, Synced, check_sessionless};
 pub use durability::Durability;
+pub(crate) use durability::refuses as durability_refuses;
 #[cfg(feature = "json-store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json-store")))]
 pub use json_file::JsonFileSessionStore;

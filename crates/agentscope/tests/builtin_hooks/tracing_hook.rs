@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use agentscope::hooks::TracingHook;
 use agentscope::prelude::*;
-use agentscope::{CallId, ChatStream, HookFn, ModelError, ModelRequest};
+use agentscope::session::{AgentIdentity, AgentState, JsonFileSessionStore};
+use agentscope::{
+    CallId, CallInput, ChatStream, HookFn, InDoubt, InDoubtResolution, ModelError, ModelRequest,
+};
 use agentscope_test::tools::{Calculator, FailingTool};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use futures::FutureExt;
@@ -109,7 +112,16 @@ where
     fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
         let mut fields = BTreeMap::new();
         event.record(&mut Fields(&mut fields));
-        self.0.lock().unwrap().events.push(fields);
+        let mut captured = self.0.lock().unwrap();
+        // The span an event names as its parent, by name (under "parent").
+        if let Some(&index) = event
+            .parent()
+            .and_then(|parent| captured.live.get(&parent.into_u64()))
+        {
+            let name = captured.spans[index].name.to_owned();
+            fields.insert("parent".to_owned(), name);
+        }
+        captured.events.push(fields);
     }
 
     fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
@@ -767,4 +779,142 @@ fn without_a_subscriber_calls_work_and_leave_nothing_behind() {
     assert_eq!(block_on(agent.call("2+2?")).unwrap().text(), "4");
     // The hook keeps no state of its own: a clone registered elsewhere sees nothing of it.
     assert_eq!(format!("{hook:?}"), "TracingHook { record_content: false }");
+}
+
+// ---------------------------------------------------------------------------------------
+// Calls in doubt resolved: one span event per call.
+
+/// An agent with the `pay` tool on session "s" of a new JSON file store in `dir`, where a
+/// crash left the `pay` calls `ids` of one assistant message in doubt (recorded as running,
+/// no result).
+fn with_calls_in_doubt(dir: &std::path::Path, ids: &[&str], policy: InDoubt) -> ReActAgent {
+    let calls: Vec<ContentBlock> = ids
+        .iter()
+        .map(|id| ToolUseBlock::new(*id, "pay", json!({})).into())
+        .collect();
+    let mut state = AgentState::new(
+        AgentIdentity::new("assistant", "a1"),
+        vec![
+            Msg::user("Pay them all."),
+            Msg::new(Role::Assistant, "assistant", calls),
+        ],
+    );
+    state.running_tools = ids.iter().map(|id| (*id).to_owned()).collect();
+    let pay = tool_fn(
+        "pay",
+        "Pays.",
+        json!({"type": "object"}),
+        |_input, _ctx| async { Ok("paid") },
+    )
+    .in_doubt(policy);
+    ReActAgent::builder()
+        .name("assistant")
+        .model(ScriptedModel::new([ScriptedResponse::text("Done.")]))
+        .toolkit(Toolkit::new().tool(pay))
+        .hook(TracingHook::new())
+        .session(JsonFileSessionStore::new(dir), "s")
+        .state(state)
+        .build()
+        .unwrap()
+}
+
+/// The `agentscope.in_doubt.resolved` events of a capture.
+fn resolved_events(capture: &Capture) -> Vec<BTreeMap<String, String>> {
+    capture
+        .events()
+        .into_iter()
+        .filter(|event| {
+            event.get("message").map(String::as_str) == Some("agentscope.in_doubt.resolved")
+        })
+        .collect()
+}
+
+/// The fields of the event for `pay` call `id` resolved with `action`.
+fn resolved(id: &str, action: &str) -> BTreeMap<String, String> {
+    fields([
+        ("message", "agentscope.in_doubt.resolved"),
+        ("parent", "invoke_agent"),
+        ("gen_ai.tool.name", "pay"),
+        ("gen_ai.tool.call.id", id),
+        ("agentscope.in_doubt.action", action),
+    ])
+}
+
+/// A call resolving four calls in doubt with `CallInput::resolve`, one per action, records
+/// one event per call on its call span, in call order, naming the call, its tool and the
+/// action; the next call, which resolves nothing, records none.
+#[test]
+fn each_call_in_doubt_a_call_resolves_is_a_span_event_with_its_action() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = ["p1", "p2", "p3", "p4"];
+    let agent = with_calls_in_doubt(dir.path(), &ids, InDoubt::Stop);
+    let call = |id: &str| ToolUseBlock::new(id, "pay", json!({}));
+    let input = CallInput::default()
+        .resolve(&call("p1"), InDoubtResolution::Done("receipt 42".into()))
+        .resolve(&call("p2"), InDoubtResolution::Retry)
+        .resolve(
+            &call("p3"),
+            InDoubtResolution::Failed(Some("declined".into())),
+        )
+        .resolve(&call("p4"), InDoubtResolution::Dismissed);
+    let capture = Capture::default();
+    let reply = traced(&capture, agent.call(input)).unwrap();
+    assert_eq!(reply.text(), "Done.");
+    assert_eq!(
+        resolved_events(&capture),
+        [
+            resolved("p1", "done"),
+            resolved("p2", "retry"),
+            resolved("p3", "fail"),
+            resolved("p4", "dismissed"),
+        ]
+    );
+
+    let capture = Capture::default();
+    let model = ScriptedModel::new([ScriptedResponse::text("Hi.")]);
+    let next = ReActAgent::builder()
+        .name("assistant")
+        .model(model)
+        .hook(TracingHook::new())
+        .session(JsonFileSessionStore::new(dir.path()), "s")
+        .build()
+        .unwrap();
+    traced(&capture, next.call("Thanks.")).unwrap();
+    assert_eq!(resolved_events(&capture), []);
+}
+
+/// `CallInput::retry` alone is a `retry`; a tool result the application gives without
+/// `resolve` is a `result`; new input that moves on past a call in doubt is `moved_on`; a
+/// resume that resolves nothing (the calls stop in doubt again) records no event.
+#[test]
+fn retries_other_results_and_input_that_moves_on_are_resolutions_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = with_calls_in_doubt(dir.path(), &["p1", "p2"], InDoubt::Stop);
+    let capture = Capture::default();
+    let reply = traced(&capture, agent.call(())).unwrap();
+    assert_eq!(reply.generate_reason(), Some(GenerateReason::ToolInDoubt));
+    assert_eq!(resolved_events(&capture), []);
+
+    let capture = Capture::default();
+    let verified = Msg::tool_result(ToolResultBlock::text("p1", "pay", "paid, checked"));
+    let input = CallInput::from(verified).retry(["p2"]);
+    traced(&capture, agent.call(input)).unwrap();
+    assert_eq!(
+        resolved_events(&capture),
+        [resolved("p1", "result"), resolved("p2", "retry")]
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let agent = with_calls_in_doubt(dir.path(), &["p1", "p2"], InDoubt::Stop);
+    let capture = Capture::default();
+    let verified = Msg::tool_result(ToolResultBlock::text("p1", "pay", "paid, checked"));
+    let reply = traced(
+        &capture,
+        agent.call(vec![verified, Msg::user("Never mind the rest.")]),
+    );
+    assert_eq!(reply.unwrap().text(), "Done.");
+    assert_eq!(
+        resolved_events(&capture),
+        [resolved("p1", "result"), resolved("p2", "moved_on")]
+    );
 }

@@ -8,6 +8,10 @@
 //!   approval recorded in the session is asked for again, a call found in doubt stops for
 //!   the application, and its resolution holds (a retry reaches the tool with the key of
 //!   the first attempt, a verified result is what the model reads).
+//! - `approvals`: a worker resuming an approved tool under `Step` and under `Async` is
+//!   killed at a chosen point (after PreCall, inside the tool, inside a tool that declares
+//!   `RunAgain`): a stored decision is never asked for again, and the tool runs once, or
+//!   again with the same key when it declares `RunAgain`.
 //! - `batch`: a worker running a sequential batch of three tools is killed at random
 //!   instants, in each durability mode (every store). `Step` and `Async`: completed
 //!   results are kept, unstarted calls run on resume, at most the call running at the kill
@@ -72,6 +76,7 @@ macro_rules! on_every_store {
     };
 }
 
+mod approvals;
 mod batch;
 mod dropped;
 mod hook_state;

@@ -73,6 +73,19 @@ pub(crate) enum Task {
         tag: String,
         calls: usize,
     },
+    /// Resume session `session`, whose `transfer` call `t1` awaits approval, in durability
+    /// `mode`: approve it, then call `call(())`, which prints `PAUSED` and blocks its thread
+    /// at `pause` (the test kills the worker there). The tool appends `start <key>` to
+    /// `effects` first; with `run_again` it declares `InDoubt::RunAgain`.
+    Paused {
+        store: StoreKind,
+        path: PathBuf,
+        session: String,
+        effects: PathBuf,
+        mode: Mode,
+        pause: Pause,
+        run_again: bool,
+    },
     /// Make one call `input` on session `session` whose `wait` tool prints `TOOL_STARTED`
     /// and waits until the call is interrupted; print the outcome.
     Hold {
@@ -99,6 +112,77 @@ impl From<Mode> for Durability {
             Mode::Exit => Durability::Exit,
         }
     }
+}
+
+/// Where a `Paused` worker stops (printing `PAUSED` and blocking its thread, so nothing of
+/// the call, its save queue included, goes on) for the test to kill it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) enum Pause {
+    /// At PreActing, after the approval hook applied its decision: PreCall and its
+    /// checkpoint are done, the tool has not started.
+    BeforeTool,
+    /// In the tool, once it has appended its `start <key>` line (its effect).
+    InTool,
+}
+
+/// Prints `PAUSED` and blocks the thread until the process is killed.
+fn pause_here() {
+    println!("PAUSED");
+    std::io::stdout().flush().unwrap();
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+/// An agent on `session` of `store` in durability `mode` with the approval hook and the
+/// `transfer` tool (guarded), which appends `start <key>` to `effects` and answers
+/// "transferred"; with `run_again` the tool declares `InDoubt::RunAgain`; `pause` makes the
+/// call stop there for good (see [`Pause`]).
+pub(crate) fn paused_agent(
+    store: Arc<dyn SessionStore>,
+    session: &str,
+    model: ScriptedModel,
+    effects: PathBuf,
+    mode: Mode,
+    (pause, run_again): (Option<Pause>, bool),
+) -> Result<(ReActAgent, ToolApprovalHook), BuildError> {
+    let tool = tool_fn(
+        "transfer",
+        "Transfers money.",
+        json!({"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}),
+        move |_input, ctx| {
+            let effects = effects.clone();
+            async move {
+                append(&effects, &format!("start {}", ctx.idempotency_key()));
+                if pause == Some(Pause::InTool) {
+                    pause_here();
+                }
+                Ok("transferred".to_owned())
+            }
+        },
+    );
+    let tool = match run_again {
+        true => tool.in_doubt(agentscope::InDoubt::RunAgain),
+        false => tool,
+    };
+    let approvals = ToolApprovalHook::new(ApprovalPolicy::tools(["transfer"]));
+    let mut builder = ReActAgent::builder()
+        .model(model)
+        .toolkit(Toolkit::new().tool(tool))
+        .hook(approvals.clone())
+        .session(store, session)
+        .durability(mode.into());
+    if pause == Some(Pause::BeforeTool) {
+        builder = builder.hook(
+            hook_fn(|_event| {
+                pause_here();
+                Ok(())
+            })
+            .with_priority(ToolApprovalHook::PRIORITY + 1)
+            .with_interests(HookEventType::PreActing),
+        );
+    }
+    Ok((builder.build()?, approvals))
 }
 
 /// What a `Write` worker's agent saw over all its calls, printed as `COUNTS <json>`.
@@ -484,6 +568,32 @@ fn run() {
                     "OUTCOME {}",
                     serde_json::to_string(&classify(agent.call(input).await)).unwrap()
                 );
+            }
+            Task::Paused {
+                store,
+                path,
+                session,
+                effects,
+                mode,
+                pause,
+                run_again,
+            } => {
+                let store = open_store(store, &path);
+                let stored = store.load(&session).await.unwrap().unwrap();
+                let model = ScriptedModel::new([ScriptedResponse::text("Sent.")]);
+                let (agent, approvals) = paused_agent(
+                    store,
+                    &session,
+                    model,
+                    effects,
+                    mode,
+                    (Some(pause), run_again),
+                )
+                .unwrap();
+                approvals.restore_state(&stored).unwrap();
+                approvals.approve("t1").unwrap();
+                let outcome = classify(agent.call(()).await);
+                println!("OUTCOME {}", serde_json::to_string(&outcome).unwrap());
             }
             Task::Write {
                 store,

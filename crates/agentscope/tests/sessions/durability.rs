@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentscope::CancellationToken;
+use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 use agentscope::prelude::*;
 use agentscope::session::{
     AgentState, Durability, JsonFileSessionStore, SessionError, SessionLease, SessionStore,
@@ -376,4 +377,94 @@ async fn step_and_async_leave_the_started_record_of_a_dropped_call() {
         assert_eq!(stored.running_tools, ["t1"], "{durability:?}");
         assert_eq!(stored.messages.len(), 2, "{durability:?}");
     }
+}
+
+/// Why `Exit` is refused with an approval hook (the build's and the call's error).
+const EXIT_WITH_APPROVALS: &str = "durability(Exit) cannot keep a ToolApprovalHook's promise \
+     that an approved tool runs at most once: Exit stores neither the decision nor the record \
+     that the tool started until the call ends, so a crash while the tool runs would ask for \
+     the approval again and run the tool twice. Use Durability::Step or Durability::Async \
+     with approvals";
+
+#[test]
+fn exit_with_an_approval_hook_is_refused_at_build_and_the_other_modes_are_not() {
+    let (_dir, files) = temp_store();
+    let approvals = || ToolApprovalHook::new(ApprovalPolicy::all());
+    let built = |durability| {
+        ReActAgent::builder()
+            .model(ScriptedModel::new([]))
+            .hook(approvals())
+            .session(files.clone(), "s")
+            .durability(durability)
+            .build()
+    };
+    match built(Durability::Exit) {
+        Err(BuildError::InvalidConfig { message }) => assert_eq!(message, EXIT_WITH_APPROVALS),
+        other => panic!("expected the build to be refused, got {other:?}"),
+    }
+    assert!(built(Durability::Step).is_ok());
+    assert!(built(Durability::Async).is_ok());
+    // Exit without an approval hook stays allowed (its tools must be safe to repeat).
+    let exit = ReActAgent::builder()
+        .model(ScriptedModel::new([]))
+        .session(files.clone(), "s")
+        .durability(Durability::Exit)
+        .build();
+    assert!(exit.is_ok());
+}
+
+#[tokio::test]
+async fn an_approval_hook_added_after_build_under_exit_refuses_the_call_before_anything_runs() {
+    let (_dir, files) = temp_store();
+    let store = Recording::new(files.clone(), true);
+    let model = ScriptedModel::new([ScriptedResponse::text("Hi.")]);
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&seen);
+    let agent = ReActAgent::builder()
+        .model(model.clone())
+        .hook(
+            hook_fn(move |_event| {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            })
+            .with_interests(HookEventType::PreCall),
+        )
+        .session(store.clone(), "s")
+        .durability(Durability::Exit)
+        .build()
+        .unwrap();
+
+    // Added with `add_hook`, and with `edit_hooks`: the next call is refused at its start.
+    let id = agent.add_hook(ToolApprovalHook::new(ApprovalPolicy::all()));
+    match agent.call("hello").await {
+        Err(AgentError::InvalidInput { message }) => assert_eq!(message, EXIT_WITH_APPROVALS),
+        other => panic!("expected the call to be refused, got {other:?}"),
+    }
+    assert!(agent.remove_hook(id));
+    agent.edit_hooks(|hooks| hooks.push(ToolApprovalHook::new(ApprovalPolicy::all())));
+    let refused = agent.call("hello").await.unwrap_err();
+    assert_eq!(refused.to_string(), EXIT_WITH_APPROVALS);
+    // Nothing ran, nothing was loaded into memory or stored, no hook saw the calls.
+    assert_eq!(seen.load(Ordering::SeqCst), 0);
+    assert_eq!(model.request_count(), 0);
+    assert!(agent.memory().is_empty());
+    assert!(store.changes.lock().unwrap().is_empty());
+    assert_eq!(files.load("s").await.unwrap(), None);
+
+    // Without it, the agent works again.
+    agent.edit_hooks(|hooks| {
+        let ids: Vec<_> = hooks
+            .of_type::<ToolApprovalHook>()
+            .map(|(id, _)| id)
+            .collect();
+        for id in ids {
+            hooks.remove(id);
+        }
+    });
+    assert_eq!(agent.call("hello").await.unwrap().text(), "Hi.");
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        1,
+        "the PreCall of the call that ran"
+    );
 }

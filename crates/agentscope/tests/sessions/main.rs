@@ -10,6 +10,7 @@ mod support;
 
 mod admission;
 mod agents;
+mod call_ids;
 mod durability;
 mod hook_versions;
 mod in_doubt;
