@@ -1,0 +1,224 @@
+//! What one run did, read from the agent's own stream events: its tool calls, its answer,
+//! its usage and latency ([`RunMetrics`]), and a transcript a person reads.
+
+use std::time::{Duration, Instant};
+
+use agentscope::{ChatUsage, Event, EventType, Msg};
+use serde::{Deserialize, Serialize};
+
+use crate::matcher::clip;
+use crate::trajectory::ToolCall;
+
+/// What one run cost and how long it took, from the agent's stream events (and, for the
+/// judge, from the judge's own calls, counted apart).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RunMetrics {
+    /// The agent's model calls: reasoning steps and summaries, over all turns.
+    pub model_calls: u32,
+    /// The tool calls the model asked for.
+    pub tool_calls: u32,
+    /// The agent's token usage, summed over its model calls (`None`: the model reported
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<ChatUsage>,
+    /// From the first turn's start to the last turn's reply.
+    #[serde(rename = "wall_ms", with = "millis")]
+    pub wall: Duration,
+    /// The time spent in model calls: for each, from the step's start (the turn's start,
+    /// or the end of the step before) to the complete message.
+    #[serde(rename = "model_ms", with = "millis")]
+    pub model_time: Duration,
+    /// From the first turn's start to the model's first streamed chunk.
+    #[serde(
+        rename = "first_chunk_ms",
+        with = "optional_millis",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub first_chunk: Option<Duration>,
+    /// The judge's model calls for this run.
+    #[serde(default)]
+    pub judge_calls: u32,
+    /// The judge's token usage for this run (`None`: no judge call, or none reported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_usage: Option<ChatUsage>,
+}
+
+/// Durations as milliseconds (a float, microsecond precision kept).
+pub(crate) mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(value: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(round_ms(*value))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let ms = f64::deserialize(d)?;
+        Ok(from_ms(ms))
+    }
+
+    pub(crate) fn round_ms(value: Duration) -> f64 {
+        (value.as_secs_f64() * 1_000_000.0).round() / 1000.0
+    }
+
+    pub(crate) fn from_ms(ms: f64) -> Duration {
+        Duration::try_from_secs_f64(ms / 1000.0).unwrap_or_default()
+    }
+}
+
+/// [`millis`] for an optional duration.
+pub(crate) mod optional_millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(
+        value: &Option<Duration>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(value) => s.serialize_f64(super::millis::round_ms(*value)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.map(super::millis::from_ms))
+    }
+}
+
+/// Adds `more` to `total` (`None` stays `None` only when both are).
+pub(crate) fn add_usage(total: &mut Option<ChatUsage>, more: Option<ChatUsage>) {
+    if let Some(more) = more {
+        total.get_or_insert_with(ChatUsage::default).add(&more);
+    }
+}
+
+/// The usage the engine stored on a model's message (`metadata["usage"]`).
+fn message_usage(message: &Msg) -> Option<ChatUsage> {
+    message
+        .metadata
+        .get("usage")
+        .and_then(|value| ChatUsage::deserialize(value).ok())
+}
+
+/// The longest transcript line, in characters.
+const LINE: usize = 400;
+
+/// Follows one run's stream events.
+pub(crate) struct Observer {
+    started: Instant,
+    /// When the current model step started.
+    step: Instant,
+    pub(crate) metrics: RunMetrics,
+    pub(crate) calls: Vec<ToolCall>,
+    pub(crate) transcript: Vec<String>,
+    /// The last turn's reply.
+    pub(crate) reply: Option<Msg>,
+    /// The text of the last assistant message, to leave out a reply that repeats it.
+    last_text: String,
+}
+
+impl Observer {
+    pub(crate) fn new() -> Self {
+        let now = Instant::now();
+        Self {
+            started: now,
+            step: now,
+            metrics: RunMetrics::default(),
+            calls: Vec::new(),
+            transcript: Vec::new(),
+            reply: None,
+            last_text: String::new(),
+        }
+    }
+
+    /// A turn starts with these user messages.
+    pub(crate) fn turn(&mut self, messages: &[String]) {
+        for text in messages {
+            self.transcript.push(format!("user: {}", clip(text, LINE)));
+        }
+        self.step = Instant::now();
+    }
+
+    pub(crate) fn event(&mut self, event: &Event) {
+        let now = Instant::now();
+        let message = &event.message;
+        match (event.event_type, event.is_last) {
+            (EventType::Reasoning, false) if self.metrics.first_chunk.is_none() => {
+                self.metrics.first_chunk = Some(now - self.started);
+            }
+            (EventType::Reasoning, true) => {
+                self.model_call(message, now);
+                let text = message.text();
+                if !text.trim().is_empty() {
+                    self.transcript
+                        .push(format!("assistant: {}", clip(text.trim(), LINE)));
+                }
+                self.last_text = text;
+                for call in message.tool_uses() {
+                    let call = ToolCall::new(
+                        call.id.as_str(),
+                        call.name.as_str(),
+                        (*call.input).clone(),
+                    );
+                    self.transcript.push(format!("assistant calls {call}"));
+                    self.calls.push(call);
+                    self.metrics.tool_calls += 1;
+                }
+            }
+            (EventType::Summary, true) => {
+                self.model_call(message, now);
+                self.last_text = message.text();
+                self.transcript
+                    .push(format!("summary: {}", clip(self.last_text.trim(), LINE)));
+            }
+            (EventType::ToolResult, true) => {
+                for result in message.tool_results() {
+                    let text = result.text_output();
+                    let line = if result.is_error {
+                        format!("{} failed: {}", result.name, clip(&text, LINE))
+                    } else {
+                        format!("{} returned {}", result.name, clip(&text, LINE))
+                    };
+                    self.transcript.push(line);
+                    if let Some(call) = self.calls.iter_mut().rev().find(|c| c.id == result.id) {
+                        call.result = Some(text);
+                        call.is_error = result.is_error;
+                    }
+                }
+                self.step = now;
+            }
+            (EventType::Hint, _) => {
+                self.transcript
+                    .push(format!("hint: {}", clip(&message.text(), LINE)));
+                self.step = now;
+            }
+            (EventType::AgentResult, _) => {
+                let text = message.text();
+                if text != self.last_text {
+                    self.transcript.push(format!("reply: {}", clip(&text, LINE)));
+                }
+                self.reply = Some(message.clone());
+            }
+            _ => {}
+        }
+    }
+
+    fn model_call(&mut self, message: &Msg, now: Instant) {
+        self.metrics.model_calls += 1;
+        self.metrics.model_time += now - self.step;
+        add_usage(&mut self.metrics.usage, message_usage(message));
+        self.step = now;
+    }
+
+    /// The run ended (or failed): its wall time.
+    pub(crate) fn finish(&mut self) {
+        self.metrics.wall = self.started.elapsed();
+    }
+}
