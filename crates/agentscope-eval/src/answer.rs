@@ -231,10 +231,7 @@ impl AnswerCriterion {
             "exact" => Self::exact(text(value)?),
             "contains" => match value {
                 Value::Array(items) => {
-                    let texts = items
-                        .into_iter()
-                        .map(text)
-                        .collect::<Result<Vec<_>, _>>()?;
+                    let texts = items.into_iter().map(text).collect::<Result<Vec<_>, _>>()?;
                     if texts.is_empty() {
                         return Err(EvalError::invalid("\"contains\" needs at least one text"));
                     }
@@ -346,7 +343,11 @@ impl AnswerCriterion {
                 let reason = if passed {
                     format!("the answer is {}", quote(text))
                 } else {
-                    format!("the answer is {}, not {}", quote(answer.trim()), quote(text))
+                    format!(
+                        "the answer is {}, not {}",
+                        quote(answer.trim()),
+                        quote(text)
+                    )
                 };
                 CriterionResult::binary(name, passed, reason)
             }
@@ -430,7 +431,11 @@ impl AnswerCriterion {
                     },
                 };
                 match validator.iter_errors(value).next() {
-                    None => CriterionResult::binary(name, true, "the answer is valid against the schema"),
+                    None => CriterionResult::binary(
+                        name,
+                        true,
+                        "the answer is valid against the schema",
+                    ),
                     Some(error) => {
                         let path = error.instance_path().to_string();
                         let at = if path.is_empty() {
@@ -461,7 +466,10 @@ fn parse_json_answer(answer: &str) -> Result<Value, serde_json::Error> {
     let inner = trimmed
         .strip_prefix("```")
         .and_then(|rest| rest.strip_suffix("```"))
-        .map(|rest| rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric()).trim())
+        .map(|rest| {
+            rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric())
+                .trim()
+        })
         .unwrap_or(trimmed);
     serde_json::from_str(inner)
 }

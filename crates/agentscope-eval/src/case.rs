@@ -259,18 +259,18 @@ impl Case {
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 continue;
             }
-            let id = serde_json::from_str::<Value>(trimmed).ok().and_then(|v| {
-                v.get("id")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            });
-            let case: Case = serde_json::from_str(trimmed).map_err(|e| {
-                EvalError::invalid(e.to_string()).at(line_number, id.as_deref())
-            })?;
-            case.check().map_err(|e| e.at(line_number, Some(&case.id)))?;
+            let id = serde_json::from_str::<Value>(trimmed)
+                .ok()
+                .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned));
+            let case: Case = serde_json::from_str(trimmed)
+                .map_err(|e| EvalError::invalid(e.to_string()).at(line_number, id.as_deref()))?;
+            case.check()
+                .map_err(|e| e.at(line_number, Some(&case.id)))?;
             if !ids.insert(case.id.clone()) {
-                return Err(EvalError::invalid("a case with this id comes earlier in the file")
-                    .at(line_number, Some(&case.id)));
+                return Err(
+                    EvalError::invalid("a case with this id comes earlier in the file")
+                        .at(line_number, Some(&case.id)),
+                );
             }
             cases.push(case);
         }

@@ -326,7 +326,10 @@ mod tests {
         assert_eq!(problem("I think it is fine."), "no JSON object");
         assert_eq!(problem("} {"), "no JSON object");
         assert!(problem("{score: 1}").starts_with("not JSON: "));
-        assert_eq!(problem("{\"pass\": true, \"reason\": \"x\"}"), "no \"score\"");
+        assert_eq!(
+            problem("{\"pass\": true, \"reason\": \"x\"}"),
+            "no \"score\""
+        );
         assert_eq!(
             problem("{\"score\": \"high\", \"pass\": true, \"reason\": \"x\"}"),
             "\"score\" is \"high\", not a number"
@@ -343,6 +346,9 @@ mod tests {
             problem("{\"score\": 0.5, \"pass\": false, \"reason\": \" \"}"),
             "\"reason\" is empty"
         );
-        assert_eq!(problem("{\"score\": 0.5, \"pass\": false}"), "no \"reason\"");
+        assert_eq!(
+            problem("{\"score\": 0.5, \"pass\": false}"),
+            "no \"reason\""
+        );
     }
 }

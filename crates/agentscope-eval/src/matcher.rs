@@ -21,7 +21,7 @@ use crate::error::EvalError;
 /// | `"6*7"`, `42`, `{"city": "Paris"}` | an equal value (numbers by value: `42` equals `42.0`; objects and arrays compared whole) |
 /// | `{"$any": true}` | any value, as long as the argument is there (a generated id, a timestamp) |
 /// | `{"$regex": "^6\\s*\\*\\s*7$"}` | a string the regular expression matches somewhere (anchor it with `^...$` to match the whole string; [`regex`](https://docs.rs/regex) syntax) |
-/// | `{"$approx": 3.14, "$tolerance": 0.01}` | a number within the tolerance (absolute; `0` when left out) |
+/// | `{"$approx": 2.54, "$tolerance": 0.01}` | a number within the tolerance (absolute, `0` when left out; the rounding of decimals in binary is forgiven: 2.53 is within 0.01 of 2.54) |
 /// | `{"$schema": {"type": "string", "format": "date"}}` | a value valid against the JSON Schema |
 /// | `{"$eq": {"$any": true}}` | exactly the value given, even one that looks like a matcher |
 ///
@@ -35,7 +35,7 @@ use crate::error::EvalError;
 ///     id.check(Some(&json!("1234"))).unwrap_err(),
 ///     "is \"1234\", which does not match /^ord_[0-9]+$/"
 /// );
-/// assert_eq!(Matcher::approx(3.14, 0.01)?.check(Some(&json!(3.141))), Ok(()));
+/// assert_eq!(Matcher::approx(2.54, 0.01)?.check(Some(&json!(2.545))), Ok(()));
 /// assert_eq!(Matcher::any().check(None).unwrap_err(), "is missing");
 /// # Ok::<(), agentscope_eval::EvalError>(())
 /// ```
@@ -49,7 +49,10 @@ enum Kind {
     Equal(Value),
     Any,
     Regex(Regex),
-    Approx { value: f64, tolerance: f64 },
+    Approx {
+        value: f64,
+        tolerance: f64,
+    },
     Schema {
         schema: Value,
         validator: Arc<jsonschema::Validator>,
@@ -165,11 +168,7 @@ impl Matcher {
         };
         match &self.kind {
             Kind::Equal(expected) if json_equal(expected, actual) => Ok(()),
-            Kind::Equal(expected) => Err(format!(
-                "is {}, not {}",
-                show(actual),
-                show(expected)
-            )),
+            Kind::Equal(expected) => Err(format!("is {}, not {}", show(actual), show(expected))),
             Kind::Any => Ok(()),
             Kind::Regex(regex) => match actual.as_str() {
                 Some(text) if regex.is_match(text) => Ok(()),
@@ -185,7 +184,7 @@ impl Matcher {
                 )),
             },
             Kind::Approx { value, tolerance } => match actual.as_f64() {
-                Some(number) if (number - value).abs() <= *tolerance => Ok(()),
+                Some(number) if within(number, *value, *tolerance) => Ok(()),
                 Some(_) => Err(format!(
                     "is {}, not within {} of {}",
                     show(actual),
@@ -224,15 +223,15 @@ fn matcher_from(mut object: Map<String, Value>) -> Result<Matcher, EvalError> {
         )));
     }
     if tolerance.is_some() && key != "$approx" {
-        return Err(EvalError::invalid(format!("$tolerance goes with $approx, not {key}")));
+        return Err(EvalError::invalid(format!(
+            "$tolerance goes with $approx, not {key}"
+        )));
     }
     match key.as_str() {
         "$eq" => Ok(Matcher::equal(value)),
         "$any" => match value {
             Value::Bool(true) => Ok(Matcher::any()),
-            other => Err(EvalError::invalid(format!(
-                "$any takes true, not {other}"
-            ))),
+            other => Err(EvalError::invalid(format!("$any takes true, not {other}"))),
         },
         "$regex" => match value {
             Value::String(pattern) => Matcher::regex(&pattern),
@@ -270,6 +269,14 @@ pub(crate) fn compile_schema(schema: &Value) -> Result<Arc<jsonschema::Validator
     jsonschema::validator_for(schema)
         .map(Arc::new)
         .map_err(|e| EvalError::invalid(format!("invalid JSON Schema {schema}: {e}")))
+}
+
+/// Whether `number` is within `tolerance` of `value`, forgiving the rounding of decimal
+/// numbers in binary (2.53 is within 0.01 of 2.54, though `2.54 - 2.53` is a little more
+/// than 0.01 in doubles): a slack of 1e-9 of the largest magnitude involved.
+fn within(number: f64, value: f64, tolerance: f64) -> bool {
+    let slack = 1e-9 * number.abs().max(value.abs()).max(tolerance);
+    (number - value).abs() <= tolerance + slack
 }
 
 /// JSON equality with numbers compared by value (`42` equals `42.0`).
@@ -312,7 +319,7 @@ impl fmt::Debug for Matcher {
 
 impl fmt::Display for Matcher {
     /// How reasons name what was expected: the JSON of the value, `any value`,
-    /// `/pattern/`, `3.14 ± 0.01`, `a value valid against {schema}`.
+    /// `/pattern/`, `2.54 ± 0.01`, `a value valid against {schema}`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             Kind::Equal(value) => f.write_str(&show(value)),

@@ -49,7 +49,12 @@ impl Bar {
         if self.on {
             let mut err = std::io::stderr().lock();
             // Clears the bar's line: the report follows.
-            let _ = write!(err, "\r{:width$}\r", "", width = self.line().chars().count());
+            let _ = write!(
+                err,
+                "\r{:width$}\r",
+                "",
+                width = self.line().chars().count()
+            );
             let _ = err.flush();
         }
     }
@@ -67,7 +72,11 @@ impl Bar {
         let filled = (self.done * WIDTH).checked_div(self.total).unwrap_or(WIDTH);
         let failed = self.done - self.passed;
         let errors = if self.errors > 0 {
-            format!(" ({} error{})", self.errors, if self.errors == 1 { "" } else { "s" })
+            format!(
+                " ({} error{})",
+                self.errors,
+                if self.errors == 1 { "" } else { "s" }
+            )
         } else {
             String::new()
         };
@@ -91,14 +100,24 @@ mod tests {
     #[test]
     fn the_line_shows_the_share_done_and_the_outcomes() {
         let mut bar = Bar::new(Progress::Off, 4);
-        assert_eq!(bar.line(), format!("[{}] 0/4 runs, 0 passed, 0 failed", "-".repeat(30)));
+        assert_eq!(
+            bar.line(),
+            format!("[{}] 0/4 runs, 0 passed, 0 failed", "-".repeat(30))
+        );
         bar.advance(true, false);
         bar.advance(false, true);
         bar.advance(false, false);
         assert_eq!(
             bar.line(),
-            format!("[{}{}] 3/4 runs, 1 passed, 2 failed (1 error)", "#".repeat(22), "-".repeat(8))
+            format!(
+                "[{}{}] 3/4 runs, 1 passed, 2 failed (1 error)",
+                "#".repeat(22),
+                "-".repeat(8)
+            )
         );
-        assert_eq!(Bar::new(Progress::Off, 0).line(), format!("[{}] 0/0 runs, 0 passed, 0 failed", "#".repeat(30)));
+        assert_eq!(
+            Bar::new(Progress::Off, 0).line(),
+            format!("[{}] 0/0 runs, 0 passed, 0 failed", "#".repeat(30))
+        );
     }
 }

@@ -122,6 +122,8 @@ pub(crate) struct Observer {
     pub(crate) reply: Option<Msg>,
     /// The text of the last assistant message, to leave out a reply that repeats it.
     last_text: String,
+    /// Turns started.
+    turns: usize,
 }
 
 impl Observer {
@@ -135,6 +137,7 @@ impl Observer {
             transcript: Vec::new(),
             reply: None,
             last_text: String::new(),
+            turns: 0,
         }
     }
 
@@ -144,6 +147,11 @@ impl Observer {
             self.transcript.push(format!("user: {}", clip(text, LINE)));
         }
         self.step = Instant::now();
+        if self.turns == 0 {
+            // Times are counted from the first turn (not from making the agent).
+            self.started = self.step;
+        }
+        self.turns += 1;
     }
 
     pub(crate) fn event(&mut self, event: &Event) {
@@ -162,11 +170,8 @@ impl Observer {
                 }
                 self.last_text = text;
                 for call in message.tool_uses() {
-                    let call = ToolCall::new(
-                        call.id.as_str(),
-                        call.name.as_str(),
-                        (*call.input).clone(),
-                    );
+                    let call =
+                        ToolCall::new(call.id.as_str(), call.name.as_str(), (*call.input).clone());
                     self.transcript.push(format!("assistant calls {call}"));
                     self.calls.push(call);
                     self.metrics.tool_calls += 1;
@@ -202,7 +207,8 @@ impl Observer {
             (EventType::AgentResult, _) => {
                 let text = message.text();
                 if text != self.last_text {
-                    self.transcript.push(format!("reply: {}", clip(&text, LINE)));
+                    self.transcript
+                        .push(format!("reply: {}", clip(&text, LINE)));
                 }
                 self.reply = Some(message.clone());
             }

@@ -136,9 +136,10 @@ impl Evaluator {
             .iter()
             .map(|_| vec![None; repetitions as usize])
             .collect();
-        let jobs = cases.iter().enumerate().flat_map(|(at, case)| {
-            (0..repetitions).map(move |repetition| (at, case, repetition))
-        });
+        let jobs = cases
+            .iter()
+            .enumerate()
+            .flat_map(|(at, case)| (0..repetitions).map(move |repetition| (at, case, repetition)));
         let mut finished = futures::stream::iter(jobs)
             .map(|(at, case, repetition)| async move {
                 (at, repetition, self.run_case(case, repetition).await)
@@ -189,10 +190,7 @@ impl Evaluator {
         for result in &report.criteria {
             telemetry::evaluation_result(&span, result, report.response_id.as_deref());
         }
-        let error = report
-            .error_type
-            .as_deref()
-            .zip(report.error.as_deref());
+        let error = report.error_type.as_deref().zip(report.error.as_deref());
         telemetry::finish(&span, report.passed, error);
         report
     }
@@ -242,8 +240,10 @@ impl Evaluator {
     ) -> Result<(), Failure> {
         for (at, turn) in case.input.turns.iter().enumerate() {
             observer.turn(turn);
-            let input: Vec<agentscope::Msg> =
-                turn.iter().map(|text| agentscope::Msg::user(text.as_str())).collect();
+            let input: Vec<agentscope::Msg> = turn
+                .iter()
+                .map(|text| agentscope::Msg::user(text.as_str()))
+                .collect();
             let mut events = agent.stream(input, StreamOptions::default());
             while let Some(event) = events.next().await {
                 match event {
@@ -269,7 +269,10 @@ impl Evaluator {
             reply,
             ..
         } = observer;
-        let answer = reply.as_ref().map(agentscope::Msg::text).unwrap_or_default();
+        let answer = reply
+            .as_ref()
+            .map(agentscope::Msg::text)
+            .unwrap_or_default();
         let structured = reply
             .as_ref()
             .and_then(|reply| reply.metadata.get(STRUCTURED_OUTPUT_KEY));
@@ -291,9 +294,11 @@ impl Evaluator {
                             verdict.pass,
                             format!("the judge ({}): {}", judge.model_name(), verdict.reason),
                         ),
-                        Err(error) => {
-                            CriterionResult::error(criterion.name(), error.error_type(), error.to_string())
-                        }
+                        Err(error) => CriterionResult::error(
+                            criterion.name(),
+                            error.error_type(),
+                            error.to_string(),
+                        ),
                     }
                 }
                 _ => criterion.score(&answer, structured),

@@ -104,7 +104,9 @@ impl Case {
             }
         }
         if turns.is_empty() {
-            return Err(not_a_case("the conversation has no user message".to_owned()));
+            return Err(not_a_case(
+                "the conversation has no user message".to_owned(),
+            ));
         }
         let answer = match state.messages.last() {
             Some(last) if last.role == Role::Assistant && !last.has_tool_uses() => last.text(),

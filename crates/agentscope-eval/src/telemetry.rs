@@ -30,7 +30,8 @@ pub(crate) fn case_span(case: &str, repetition: u32) -> Span {
         otel.name = %format_args!("eval_case {case}"),
         otel.kind = "internal",
         agentscope.eval.case.id = case,
-        agentscope.eval.repetition = repetition,
+        // An i64: `tracing-opentelemetry` exports unsigned values as strings.
+        agentscope.eval.repetition = i64::from(repetition),
         agentscope.eval.passed = Empty,
         error.type = Empty,
         otel.status_code = Empty,

@@ -228,7 +228,10 @@ impl TrajectoryMode {
                 let passed = paired == expected.len() && paired == made.len();
                 let score = ratio(paired, expected.len().max(made.len()));
                 let reason = if passed {
-                    format!("made exactly the {} in any order", calls(expected.len(), "expected call"))
+                    format!(
+                        "made exactly the {} in any order",
+                        calls(expected.len(), "expected call")
+                    )
                 } else {
                     let mut reason = format!(
                         "{} of the {} paired with {} made",
@@ -326,7 +329,10 @@ fn strict(expected: &[ExpectedCall], made: &[ToolCall]) -> (f64, bool, String) {
     let reason = if passed && made.is_empty() {
         "made no tool call, as expected".to_owned()
     } else if passed {
-        format!("made exactly the {}, in order", calls(made.len(), "expected call"))
+        format!(
+            "made exactly the {}, in order",
+            calls(made.len(), "expected call")
+        )
     } else {
         format!(
             "{} of {} in place; {}",
@@ -396,7 +402,11 @@ fn in_order(expected: &[ExpectedCall], made: &[ToolCall]) -> (f64, bool, String)
 fn near_miss(want: &ExpectedCall, made: &[ToolCall]) -> String {
     made.iter()
         .find(|call| call.tool == want.tool)
-        .and_then(|call| want.check(call).err().map(|why| format!(" (made {call}: {why})")))
+        .and_then(|call| {
+            want.check(call)
+                .err()
+                .map(|why| format!(" (made {call}: {why})"))
+        })
         .unwrap_or_default()
 }
 

@@ -219,9 +219,33 @@ pub(crate) fn sign_test(plus: usize, minus: usize) -> f64 {
         return 1.0;
     }
     let tail = plus.min(minus);
-    // P(X <= tail) for X ~ Binomial(n, 1/2), in logs: no overflow for large n.
+    let p = if n <= 1000 {
+        lower_tail(n, tail)
+    } else {
+        lower_tail_in_logs(n, tail)
+    };
+    (2.0 * p).min(1.0)
+}
+
+/// P(X <= tail) for X ~ Binomial(n, 1/2), directly: exact for the small counts reports
+/// have (C(n, k) and 2^-n are exact in a double up to n = 53), finite up to n = 1000.
+fn lower_tail(n: usize, tail: usize) -> f64 {
+    let half_n = 0.5f64.powi(n as i32);
+    let mut choose = 1.0f64; // C(n, 0)
+    let mut sum = 0.0;
+    for k in 0..=tail {
+        if k > 0 {
+            choose = choose * (n - k + 1) as f64 / k as f64;
+        }
+        sum += choose * half_n;
+    }
+    sum
+}
+
+/// [`lower_tail`] in logs, for any n.
+fn lower_tail_in_logs(n: usize, tail: usize) -> f64 {
     let ln_half_n = -(n as f64) * std::f64::consts::LN_2;
-    let mut ln_choose = 0.0f64; // ln C(n, 0)
+    let mut ln_choose = 0.0f64;
     let mut sum = 0.0;
     for k in 0..=tail {
         if k > 0 {
@@ -229,25 +253,34 @@ pub(crate) fn sign_test(plus: usize, minus: usize) -> f64 {
         }
         sum += (ln_choose + ln_half_n).exp();
     }
-    (2.0 * sum).min(1.0)
+    sum
 }
 
 #[cfg(test)]
 mod tests {
-    use super::sign_test;
+    use super::{lower_tail, lower_tail_in_logs, sign_test};
 
     #[test]
     fn the_sign_test_is_exact() {
         assert_eq!(sign_test(0, 0), 1.0);
         // 4 of 4 one way: 2 * (1/16).
-        assert!((sign_test(0, 4) - 0.125).abs() < 1e-12);
+        assert_eq!(sign_test(0, 4), 0.125);
         // 6 of 6: 2 / 64.
-        assert!((sign_test(6, 0) - 0.03125).abs() < 1e-12);
+        assert_eq!(sign_test(6, 0), 0.03125);
         // 1 against 5: 2 * (C(6,0) + C(6,1)) / 64.
-        assert!((sign_test(1, 5) - 0.21875).abs() < 1e-12);
+        assert_eq!(sign_test(1, 5), 0.21875);
+        // The two ways agree.
+        for (n, tail) in [(10, 3), (100, 40), (1000, 480)] {
+            let (direct, logs) = (lower_tail(n, tail), lower_tail_in_logs(n, tail));
+            assert!(
+                (direct - logs).abs() <= 1e-9 * direct,
+                "{n} {tail}: {direct} {logs}"
+            );
+        }
         // An even split is no evidence at all.
         assert_eq!(sign_test(3, 3), 1.0);
         // Large n does not overflow: 0 of 2000.
         assert!(sign_test(0, 2000) < 1e-300);
+        assert_eq!(sign_test(1000, 1000), 1.0);
     }
 }

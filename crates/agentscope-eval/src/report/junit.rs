@@ -132,7 +132,11 @@ fn testcase(xml: &mut String, report: &Report, case: &CaseReport) {
             xml,
             "      <{element} message=\"{}\" type=\"{}\">{}</{element}>",
             escape(&message),
-            if element == "error" { "run_error" } else { "criteria" },
+            if element == "error" {
+                "run_error"
+            } else {
+                "criteria"
+            },
             escape(&details)
         );
         let mut out = String::new();

@@ -19,7 +19,11 @@ pub(super) fn write(report: &Report) -> String {
         percent(s.pass_rate)
     );
     md.push_str("| | |\n|---|---|\n");
-    let _ = writeln!(md, "| started | {} |", report.started_at.format("%Y-%m-%d %H:%M:%S UTC"));
+    let _ = writeln!(
+        md,
+        "| started | {} |",
+        report.started_at.format("%Y-%m-%d %H:%M:%S UTC")
+    );
     if !s.models.is_empty() {
         let _ = writeln!(md, "| model | {} |", cell(&s.models.join(", ")));
     }
@@ -29,8 +33,16 @@ pub(super) fn write(report: &Report) -> String {
         s.runs, s.cases, s.runs_passed, s.runs_errored
     );
     let _ = writeln!(md, "| pass rate (runs) | {} |", percent(s.pass_rate));
-    let _ = writeln!(md, "| pass@{k} (a case passed at least once) | {} |", percent(s.pass_at_k));
-    let _ = writeln!(md, "| pass^{k} (a case passed every time) | {} |", percent(s.pass_all_k));
+    let _ = writeln!(
+        md,
+        "| pass@{k} (a case passed at least once) | {} |",
+        percent(s.pass_at_k)
+    );
+    let _ = writeln!(
+        md,
+        "| pass^{k} (a case passed every time) | {} |",
+        percent(s.pass_all_k)
+    );
     let _ = writeln!(
         md,
         "| cases passed (each needs {} of its runs) | {} of {} |",
@@ -46,7 +58,12 @@ pub(super) fn write(report: &Report) -> String {
         tokens(s.usage)
     );
     if s.judge_calls > 0 {
-        let _ = writeln!(md, "| judge | {} calls, {} |", s.judge_calls, tokens(s.judge_usage));
+        let _ = writeln!(
+            md,
+            "| judge | {} calls, {} |",
+            s.judge_calls,
+            tokens(s.judge_usage)
+        );
     }
     let per_run = if s.runs == 0 {
         0.0
@@ -99,19 +116,36 @@ pub(super) fn write(report: &Report) -> String {
             cell(&case.tags.join(", "))
         );
     }
-    let failing: Vec<_> = report.cases.iter().filter(|c| c.runs_passed < c.runs.len()).collect();
+    let failing: Vec<_> = report
+        .cases
+        .iter()
+        .filter(|c| c.runs_passed < c.runs.len())
+        .collect();
     if !failing.is_empty() {
         md.push_str("\n## Failing runs\n");
         for case in failing {
             for run in case.runs.iter().filter(|r| !r.passed) {
                 let _ = writeln!(md, "\n### {}, run {}\n", case.id, run.repetition + 1);
                 if let Some(error) = &run.error {
-                    let _ = writeln!(md, "- error ({}): {}", run.error_type.as_deref().unwrap_or("_OTHER"), error);
+                    let _ = writeln!(
+                        md,
+                        "- error ({}): {}",
+                        run.error_type.as_deref().unwrap_or("_OTHER"),
+                        error
+                    );
                 }
                 for result in run.criteria.iter().filter(|r| !r.passed && !r.is_error()) {
-                    let _ = writeln!(md, "- {} {:.3}: {}", result.name, result.score, result.reason);
+                    let _ = writeln!(
+                        md,
+                        "- {} {:.3}: {}",
+                        result.name, result.score, result.reason
+                    );
                 }
-                for result in run.criteria.iter().filter(|r| r.is_error() && run.error.is_none()) {
+                for result in run
+                    .criteria
+                    .iter()
+                    .filter(|r| r.is_error() && run.error.is_none())
+                {
                     let _ = writeln!(
                         md,
                         "- {} not evaluated ({}): {}",

@@ -322,5 +322,9 @@ impl Summary {
 
 /// `count` over `of`, 0 when there is nothing (no run passed when none ran).
 fn share(count: usize, of: usize) -> f64 {
-    if of == 0 { 0.0 } else { count as f64 / of as f64 }
+    if of == 0 {
+        0.0
+    } else {
+        count as f64 / of as f64
+    }
 }
