@@ -32,6 +32,7 @@ const CRATES: &[&str] = &[
     "agentscope-a2a",
     "agentscope-mcp",
     "agentscope-otel",
+    "agentscope-eval",
     "agentscope-test",
 ];
 
