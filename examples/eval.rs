@@ -81,7 +81,15 @@ fn options() -> Result<Options, Box<dyn Error>> {
             "--repeat" => options.repeat = value("--repeat")?.parse()?,
             "--concurrency" => options.concurrency = value("--concurrency")?.parse()?,
             "--threshold" => options.threshold = value("--threshold")?.parse()?,
-            "--timeout" => options.timeout = Duration::from_secs_f64(value("--timeout")?.parse()?),
+            "--timeout" => {
+                let seconds: f64 = value("--timeout")?.parse()?;
+                options.timeout = Duration::try_from_secs_f64(seconds)
+                    .ok()
+                    .filter(|limit| !limit.is_zero())
+                    .ok_or_else(|| {
+                        format!("--timeout is a positive number of seconds, not {seconds}")
+                    })?;
+            }
             "--json" => options.json = Some(value("--json")?),
             "--junit" => options.junit = Some(value("--junit")?),
             "--markdown" => options.markdown = Some(value("--markdown")?),
