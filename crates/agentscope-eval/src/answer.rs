@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::error::EvalError;
-use crate::matcher::{clip, compile_regex, compile_schema};
+use crate::matcher::{compile_regex, compile_schema, one_line};
 use crate::score::{CriterionResult, ratio};
 
 /// The metadata key of a reply's structured value (`StructuredOutputHook::VALUE_KEY` in
@@ -490,9 +490,9 @@ fn contains(answer: &str, text: &str, ignore_case: bool) -> bool {
     }
 }
 
-/// Text in quotes, cut to 80 characters.
+/// Text in quotes, on one line, cut to 80 characters.
 fn quote(text: &str) -> String {
-    format!("\"{}\"", clip(text, 80))
+    format!("\"{}\"", one_line(text, 80))
 }
 
 /// ROUGE-1: precision, recall and F1 of the unigrams of a candidate against a reference.

@@ -303,6 +303,13 @@ pub(crate) fn show(value: &Value) -> String {
     clip(&value.to_string(), 80)
 }
 
+/// `text` on one line (line breaks written `\n`), cut to `max` characters: how reasons
+/// quote answers and transcripts show messages, so that each stays one line of a report.
+pub(crate) fn one_line(text: &str, max: usize) -> String {
+    let flat = text.replace("\r\n", "\n").replace(['\n', '\r'], "\\n");
+    clip(&flat, max)
+}
+
 /// `text` cut to `max` characters, with `...` when cut.
 pub(crate) fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use agentscope::{ChatUsage, Event, EventType, Msg};
 use serde::{Deserialize, Serialize};
 
-use crate::matcher::clip;
+use crate::matcher::one_line;
 use crate::trajectory::ToolCall;
 
 /// What one run cost and how long it took, from the agent's stream events (and, for the
@@ -144,7 +144,8 @@ impl Observer {
     /// A turn starts with these user messages.
     pub(crate) fn turn(&mut self, messages: &[String]) {
         for text in messages {
-            self.transcript.push(format!("user: {}", clip(text, LINE)));
+            self.transcript
+                .push(format!("user: {}", one_line(text, LINE)));
         }
         self.step = Instant::now();
         if self.turns == 0 {
@@ -166,7 +167,7 @@ impl Observer {
                 let text = message.text();
                 if !text.trim().is_empty() {
                     self.transcript
-                        .push(format!("assistant: {}", clip(text.trim(), LINE)));
+                        .push(format!("assistant: {}", one_line(text.trim(), LINE)));
                 }
                 self.last_text = text;
                 for call in message.tool_uses() {
@@ -180,16 +181,18 @@ impl Observer {
             (EventType::Summary, true) => {
                 self.model_call(message, now);
                 self.last_text = message.text();
-                self.transcript
-                    .push(format!("summary: {}", clip(self.last_text.trim(), LINE)));
+                self.transcript.push(format!(
+                    "summary: {}",
+                    one_line(self.last_text.trim(), LINE)
+                ));
             }
             (EventType::ToolResult, true) => {
                 for result in message.tool_results() {
                     let text = result.text_output();
                     let line = if result.is_error {
-                        format!("{} failed: {}", result.name, clip(&text, LINE))
+                        format!("{} failed: {}", result.name, one_line(&text, LINE))
                     } else {
-                        format!("{} returned {}", result.name, clip(&text, LINE))
+                        format!("{} returned {}", result.name, one_line(&text, LINE))
                     };
                     self.transcript.push(line);
                     if let Some(call) = self.calls.iter_mut().rev().find(|c| c.id == result.id) {
@@ -201,14 +204,14 @@ impl Observer {
             }
             (EventType::Hint, _) => {
                 self.transcript
-                    .push(format!("hint: {}", clip(&message.text(), LINE)));
+                    .push(format!("hint: {}", one_line(&message.text(), LINE)));
                 self.step = now;
             }
             (EventType::AgentResult, _) => {
                 let text = message.text();
                 if text != self.last_text {
                     self.transcript
-                        .push(format!("reply: {}", clip(&text, LINE)));
+                        .push(format!("reply: {}", one_line(&text, LINE)));
                 }
                 self.reply = Some(message.clone());
             }

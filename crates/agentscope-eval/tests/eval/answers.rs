@@ -89,6 +89,15 @@ fn contains_scores_the_share_of_texts_found() {
             "the answer \"I don't know.\" does not contain \"42\"".into()
         )
     );
+    // A reason stays one line: the answer's line breaks are written \n.
+    assert_eq!(
+        score(json!({"contains": "42"}), "I don't\r\nknow.\n"),
+        (
+            0.0,
+            false,
+            "the answer \"I don't\\nknow.\" does not contain \"42\"".into()
+        )
+    );
 }
 
 #[test]

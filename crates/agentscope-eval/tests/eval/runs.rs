@@ -140,7 +140,7 @@ async fn a_failing_run_keeps_its_transcript_and_says_why() {
     let model = ScriptedModel::new([
         ScriptedResponse::chunks([
             ScriptedChunk::thinking("Multiply."),
-            ScriptedChunk::text("Let me compute."),
+            ScriptedChunk::text("Let me\ncompute."),
             ScriptedChunk::tool_call("call_1", "calculator", json!({"expression": "6*8"})),
         ]),
         ScriptedResponse::text("The answer is 48."),
@@ -185,7 +185,7 @@ async fn a_failing_run_keeps_its_transcript_and_says_why() {
         run.transcript,
         [
             "user: What is 6*7?",
-            "assistant: Let me compute.",
+            "assistant: Let me\\ncompute.",
             "assistant calls calculator({\"expression\":\"6*8\"})",
             "calculator returned 48",
             "assistant: The answer is 48.",
