@@ -10,7 +10,8 @@
 //! ```
 //!
 //! The time per run of the evaluation is its time over 250 (criterion's `thrpt` line gives
-//! runs per second).
+//! runs per second). Last, `eval_cost/ratio` prints the ratio from rounds that alternate
+//! 250 bare calls and one evaluation, so that a busy machine slows both sides alike.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -22,7 +23,7 @@ use agentscope_eval::{
 };
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -126,5 +127,57 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
+/// The ratio, measured so that the machine's load falls on both sides alike: rounds that
+/// alternate 250 bare calls and one evaluation of 250 runs; the medians of each.
+fn ratio() {
+    let model = script();
+    let cases = cases();
+    let factory_model = model.clone();
+    let evaluator =
+        Evaluator::builder(move |_run: &RunContext<'_>| Ok::<_, BuildError>(agent(&factory_model)))
+            .repetitions(REPETITIONS)
+            .progress(Progress::Off)
+            .build()
+            .unwrap();
+    let runs = CASES * REPETITIONS as usize;
+    let (mut bare, mut evaluated) = (Vec::new(), Vec::new());
+    futures::executor::block_on(async {
+        for round in 0..ROUNDS + 3 {
+            let start = Instant::now();
+            for _ in 0..runs {
+                agent(&model).call(Msg::user("What is 6*7?")).await.unwrap();
+            }
+            let bare_round = start.elapsed();
+            let start = Instant::now();
+            let report = evaluator.run(&cases).await;
+            let evaluated_round = start.elapsed();
+            assert_eq!(report.summary.runs_passed, runs);
+            // The first rounds warm up.
+            if round >= 3 {
+                bare.push(bare_round / runs as u32);
+                evaluated.push(evaluated_round / runs as u32);
+            }
+        }
+    });
+    bare.sort();
+    evaluated.sort();
+    let (bare, evaluated) = (bare[ROUNDS / 2], evaluated[ROUNDS / 2]);
+    println!(
+        "eval_cost/ratio: {evaluated:.2?} per run of the evaluation / {bare:.2?} per bare call = {:.2}x \
+         (medians of {ROUNDS} alternating rounds of {runs})",
+        evaluated.as_secs_f64() / bare.as_secs_f64()
+    );
+}
+
+const ROUNDS: usize = 30;
+
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    benches();
+    // Only when benchmarking (`cargo bench`), not when `cargo test` runs the bench once.
+    if std::env::args().any(|arg| arg == "--bench") {
+        ratio();
+    }
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -306,6 +306,9 @@ pub(crate) fn show(value: &Value) -> String {
 /// `text` on one line (line breaks written `\n`), cut to `max` characters: how reasons
 /// quote answers and transcripts show messages, so that each stays one line of a report.
 pub(crate) fn one_line(text: &str, max: usize) -> String {
+    if !text.contains(['\n', '\r']) {
+        return clip(text, max);
+    }
     let flat = text.replace("\r\n", "\n").replace(['\n', '\r'], "\\n");
     clip(&flat, max)
 }

@@ -110,6 +110,17 @@ fn message_usage(message: &Msg) -> Option<ChatUsage> {
 /// The longest transcript line, in characters.
 const LINE: usize = 400;
 
+/// One step of a run, kept as the stream gave it (messages are cheap clones: their content
+/// is shared) and written out only for a run that fails.
+enum Step {
+    User(String),
+    Assistant(Msg),
+    Summary(Msg),
+    Results(Msg),
+    Hint(Msg),
+    Reply(Msg),
+}
+
 /// Follows one run's stream events.
 pub(crate) struct Observer {
     started: Instant,
@@ -117,11 +128,10 @@ pub(crate) struct Observer {
     step: Instant,
     pub(crate) metrics: RunMetrics,
     pub(crate) calls: Vec<ToolCall>,
-    pub(crate) transcript: Vec<String>,
+    /// What happened, written out only for a run that fails.
+    pub(crate) transcript: Transcript,
     /// The last turn's reply.
     pub(crate) reply: Option<Msg>,
-    /// The text of the last assistant message, to leave out a reply that repeats it.
-    last_text: String,
     /// Turns started.
     turns: usize,
 }
@@ -134,19 +144,17 @@ impl Observer {
             step: now,
             metrics: RunMetrics::default(),
             calls: Vec::new(),
-            transcript: Vec::new(),
+            transcript: Transcript(Vec::new()),
             reply: None,
-            last_text: String::new(),
             turns: 0,
         }
     }
 
     /// A turn starts with these user messages.
     pub(crate) fn turn(&mut self, messages: &[String]) {
-        for text in messages {
-            self.transcript
-                .push(format!("user: {}", one_line(text, LINE)));
-        }
+        self.transcript
+            .0
+            .extend(messages.iter().map(|text| Step::User(text.clone())));
         self.step = Instant::now();
         if self.turns == 0 {
             // Times are counted from the first turn (not from making the agent).
@@ -156,70 +164,51 @@ impl Observer {
     }
 
     pub(crate) fn event(&mut self, event: &Event) {
-        let now = Instant::now();
         let message = &event.message;
         match (event.event_type, event.is_last) {
             (EventType::Reasoning, false) if self.metrics.first_chunk.is_none() => {
-                self.metrics.first_chunk = Some(now - self.started);
+                self.metrics.first_chunk = Some(self.started.elapsed());
             }
             (EventType::Reasoning, true) => {
-                self.model_call(message, now);
-                let text = message.text();
-                if !text.trim().is_empty() {
-                    self.transcript
-                        .push(format!("assistant: {}", one_line(text.trim(), LINE)));
-                }
-                self.last_text = text;
+                self.model_call(message);
                 for call in message.tool_uses() {
-                    let call =
-                        ToolCall::new(call.id.as_str(), call.name.as_str(), (*call.input).clone());
-                    self.transcript.push(format!("assistant calls {call}"));
-                    self.calls.push(call);
+                    self.calls.push(ToolCall::new(
+                        call.id.as_str(),
+                        call.name.as_str(),
+                        (*call.input).clone(),
+                    ));
                     self.metrics.tool_calls += 1;
                 }
+                self.transcript.0.push(Step::Assistant(message.clone()));
             }
             (EventType::Summary, true) => {
-                self.model_call(message, now);
-                self.last_text = message.text();
-                self.transcript.push(format!(
-                    "summary: {}",
-                    one_line(self.last_text.trim(), LINE)
-                ));
+                self.model_call(message);
+                self.transcript.0.push(Step::Summary(message.clone()));
             }
             (EventType::ToolResult, true) => {
                 for result in message.tool_results() {
-                    let text = result.text_output();
-                    let line = if result.is_error {
-                        format!("{} failed: {}", result.name, one_line(&text, LINE))
-                    } else {
-                        format!("{} returned {}", result.name, one_line(&text, LINE))
-                    };
-                    self.transcript.push(line);
                     if let Some(call) = self.calls.iter_mut().rev().find(|c| c.id == result.id) {
-                        call.result = Some(text);
+                        call.result = Some(result.text_output());
                         call.is_error = result.is_error;
                     }
                 }
-                self.step = now;
+                self.transcript.0.push(Step::Results(message.clone()));
+                self.step = Instant::now();
             }
             (EventType::Hint, _) => {
-                self.transcript
-                    .push(format!("hint: {}", one_line(&message.text(), LINE)));
-                self.step = now;
+                self.transcript.0.push(Step::Hint(message.clone()));
+                self.step = Instant::now();
             }
             (EventType::AgentResult, _) => {
-                let text = message.text();
-                if text != self.last_text {
-                    self.transcript
-                        .push(format!("reply: {}", one_line(&text, LINE)));
-                }
+                self.transcript.0.push(Step::Reply(message.clone()));
                 self.reply = Some(message.clone());
             }
             _ => {}
         }
     }
 
-    fn model_call(&mut self, message: &Msg, now: Instant) {
+    fn model_call(&mut self, message: &Msg) {
+        let now = Instant::now();
         self.metrics.model_calls += 1;
         self.metrics.model_time += now - self.step;
         add_usage(&mut self.metrics.usage, message_usage(message));
@@ -229,5 +218,62 @@ impl Observer {
     /// The run ended (or failed): its wall time.
     pub(crate) fn finish(&mut self) {
         self.metrics.wall = self.started.elapsed();
+    }
+}
+
+/// A run's steps.
+pub(crate) struct Transcript(Vec<Step>);
+
+impl Transcript {
+    /// What happened, one line per step: `user: ...`, `assistant: ...`,
+    /// `assistant calls calculator({...})`, `calculator returned 42`, `hint: ...`,
+    /// `summary: ...`, and `reply: ...` when the reply is not the last model message's text.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut last_text = String::new();
+        for step in &self.0 {
+            match step {
+                Step::User(text) => lines.push(format!("user: {}", one_line(text, LINE))),
+                Step::Assistant(message) => {
+                    let text = message.text();
+                    if !text.trim().is_empty() {
+                        lines.push(format!("assistant: {}", one_line(text.trim(), LINE)));
+                    }
+                    for call in message.tool_uses() {
+                        let call = ToolCall::new(
+                            call.id.as_str(),
+                            call.name.as_str(),
+                            (*call.input).clone(),
+                        );
+                        lines.push(format!("assistant calls {call}"));
+                    }
+                    last_text = text;
+                }
+                Step::Summary(message) => {
+                    last_text = message.text();
+                    lines.push(format!("summary: {}", one_line(last_text.trim(), LINE)));
+                }
+                Step::Results(message) => {
+                    for result in message.tool_results() {
+                        let text = one_line(&result.text_output(), LINE);
+                        lines.push(if result.is_error {
+                            format!("{} failed: {text}", result.name)
+                        } else {
+                            format!("{} returned {text}", result.name)
+                        });
+                    }
+                }
+                Step::Hint(message) => {
+                    lines.push(format!("hint: {}", one_line(&message.text(), LINE)));
+                }
+                Step::Reply(message) => {
+                    let text = message.text();
+                    if text != last_text {
+                        lines.push(format!("reply: {}", one_line(&text, LINE)));
+                    }
+                }
+            }
+        }
+        lines
     }
 }

@@ -265,8 +265,8 @@ impl Evaluator {
         let Observer {
             mut metrics,
             calls,
-            transcript,
             reply,
+            transcript,
             ..
         } = observer;
         let answer = reply
@@ -320,7 +320,11 @@ impl Evaluator {
             tool_calls: calls,
             metrics,
             model: Some(model),
-            transcript: if passed { Vec::new() } else { transcript },
+            transcript: if passed {
+                Vec::new()
+            } else {
+                transcript.lines()
+            },
         }
     }
 }
@@ -467,12 +471,10 @@ fn failed(
         })
         .collect();
     let (metrics, calls, transcript, model) = match observed {
-        Some((observer, model)) => (
-            observer.metrics,
-            observer.calls,
-            observer.transcript,
-            Some(model),
-        ),
+        Some((observer, model)) => {
+            let transcript = observer.transcript.lines();
+            (observer.metrics, observer.calls, transcript, Some(model))
+        }
         None => (Default::default(), Vec::new(), Vec::new(), None),
     };
     let mut transcript = transcript;
