@@ -173,7 +173,40 @@ const ROUNDS: usize = 30;
 
 criterion_group!(benches, bench);
 
+/// `EVAL_COST_COUNT=bare|evaluation EVAL_COST_ROUNDS=n`: only the workload (n rounds of
+/// 250 bare calls, or n evaluations of 250 runs), for counting instructions under
+/// `valgrind --tool=callgrind`, which the machine's load does not change: the difference
+/// between two round counts is the rounds' own cost, without the program's setup.
+fn count(what: &str, rounds: usize) {
+    let model = script();
+    let cases = cases();
+    let factory_model = model.clone();
+    let evaluator =
+        Evaluator::builder(move |_run: &RunContext<'_>| Ok::<_, BuildError>(agent(&factory_model)))
+            .repetitions(REPETITIONS)
+            .progress(Progress::Off)
+            .build()
+            .unwrap();
+    let runs = CASES * REPETITIONS as usize;
+    futures::executor::block_on(async {
+        for _ in 0..rounds {
+            if what == "bare" {
+                for _ in 0..runs {
+                    agent(&model).call(Msg::user("What is 6*7?")).await.unwrap();
+                }
+            } else {
+                assert_eq!(evaluator.run(&cases).await.summary.runs_passed, runs);
+            }
+        }
+    });
+}
+
 fn main() {
+    if let Ok(what) = std::env::var("EVAL_COST_COUNT") {
+        let rounds = std::env::var("EVAL_COST_ROUNDS").map_or(1, |n| n.parse().unwrap());
+        count(&what, rounds);
+        return;
+    }
     benches();
     // Only when benchmarking (`cargo bench`), not when `cargo test` runs the bench once.
     if std::env::args().any(|arg| arg == "--bench") {

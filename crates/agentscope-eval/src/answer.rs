@@ -402,10 +402,10 @@ impl AnswerCriterion {
                 let rouge = Rouge1::of(answer, reference);
                 let passed = rouge.f1 >= *threshold;
                 let reason = format!(
-                    "ROUGE-1 F1 {:.3} (precision {:.3}, recall {:.3}) against {}, {} the threshold {}",
-                    rouge.f1,
-                    rouge.precision,
-                    rouge.recall,
+                    "ROUGE-1 F1 {} (precision {}, recall {}) against {}, {} the threshold {}",
+                    three_places(rouge.f1),
+                    three_places(rouge.precision),
+                    three_places(rouge.recall),
                     quote(reference),
                     if passed { "at or above" } else { "below" },
                     threshold
@@ -490,6 +490,13 @@ fn contains(answer: &str, text: &str, ignore_case: bool) -> bool {
     }
 }
 
+/// A share from 0 to 1 with three decimals (`0.667`), as `{:.3}` writes it, without the
+/// float formatter's slow exact path.
+fn three_places(share: f64) -> String {
+    let thousandths = (share.clamp(0.0, 1.0) * 1000.0).round() as u32;
+    format!("{}.{:03}", thousandths / 1000, thousandths % 1000)
+}
+
 /// Text in quotes, on one line, cut to 80 characters.
 fn quote(text: &str) -> String {
     format!("\"{}\"", one_line(text, 80))
@@ -507,38 +514,42 @@ impl Rouge1 {
     /// Words are runs of alphanumeric characters, lower-cased; overlapping counts are
     /// clipped (a word counts as often as it appears in both).
     pub(crate) fn of(candidate: &str, reference: &str) -> Self {
-        let candidate = words(candidate);
-        let reference = words(reference);
-        if candidate.is_empty() && reference.is_empty() {
-            return Self {
-                precision: 1.0,
-                recall: 1.0,
-                f1: 1.0,
-            };
-        }
+        // Lower-cased once; words are slices of that text (no allocation per word).
+        let (candidate, reference) = (candidate.to_lowercase(), reference.to_lowercase());
         let mut counts: HashMap<&str, usize> = HashMap::new();
-        for word in &reference {
-            *counts.entry(word.as_str()).or_default() += 1;
+        let mut reference_words = 0usize;
+        for word in words(&reference) {
+            *counts.entry(word).or_default() += 1;
+            reference_words += 1;
         }
-        let mut overlap = 0usize;
-        for word in &candidate {
-            if let Some(left) = counts.get_mut(word.as_str())
+        let (mut candidate_words, mut overlap) = (0usize, 0usize);
+        for word in words(&candidate) {
+            candidate_words += 1;
+            if let Some(left) = counts.get_mut(word)
                 && *left > 0
             {
                 *left -= 1;
                 overlap += 1;
             }
         }
-        let precision = if candidate.is_empty() {
-            0.0
-        } else {
-            overlap as f64 / candidate.len() as f64
+        if candidate_words == 0 && reference_words == 0 {
+            return Self {
+                precision: 1.0,
+                recall: 1.0,
+                f1: 1.0,
+            };
+        }
+        let share = |count: usize, of: usize| {
+            if of == 0 {
+                0.0
+            } else {
+                count as f64 / of as f64
+            }
         };
-        let recall = if reference.is_empty() {
-            0.0
-        } else {
-            overlap as f64 / reference.len() as f64
-        };
+        let (precision, recall) = (
+            share(overlap, candidate_words),
+            share(overlap, reference_words),
+        );
         let f1 = if overlap == 0 {
             0.0
         } else {
@@ -552,11 +563,10 @@ impl Rouge1 {
     }
 }
 
-fn words(text: &str) -> Vec<String> {
+/// The words of a lower-cased text: its runs of alphanumeric characters.
+fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|word| !word.is_empty())
-        .map(str::to_lowercase)
-        .collect()
 }
 
 impl fmt::Debug for AnswerCriterion {
@@ -598,6 +608,22 @@ mod tests {
         assert_eq!(Rouge1::of("", "").f1, 1.0);
         assert_eq!(Rouge1::of("", "x").f1, 0.0);
         assert_eq!(Rouge1::of("Hello, WORLD!", "hello world").f1, 1.0);
+    }
+
+    #[test]
+    fn three_places_writes_what_the_formatter_writes() {
+        for share in [
+            0.0,
+            1.0,
+            2.0 / 3.0,
+            0.4,
+            0.8571428571428571,
+            0.0005,
+            0.9995,
+            0.123_456,
+        ] {
+            assert_eq!(three_places(share), format!("{share:.3}"), "{share}");
+        }
     }
 
     #[test]
