@@ -130,10 +130,29 @@ for _ in $(seq 1 100); do
 done
 card=$(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
     "http://127.0.0.1:$port/a2a/.well-known/agent-card.json" 2>&1 || true)
-# `call` against it: a local agent asks it as a tool, its progress and the answer stream.
+# `call` against it: a local agent asks it as a tool, its progress and the answer stream;
+# three times (each a new context), as a served demo answers any number of requests.
 code=0
-"${offline[@]}" timeout 120 "$bin/a2a" call "http://127.0.0.1:$port/a2a" </dev/null \
-    >"$tmp/a2a-call" 2>"$tmp/a2a-call-err" || code=$?
+for round in 1 2 3; do
+    "${offline[@]}" timeout 120 "$bin/a2a" call "http://127.0.0.1:$port/a2a" </dev/null \
+        >"$tmp/a2a-call-$round" 2>"$tmp/a2a-call-err" || { code=$?; break; }
+done
+cp "$tmp/a2a-call-1" "$tmp/a2a-call" 2>/dev/null || true
+# Two more questions in one context, with curl's body: each gets its answer.
+answers=""
+for id in m1 m2; do
+    answers="$answers $(python3 - "http://127.0.0.1:$port/a2a" "$id" <<'PY' 2>&1 || true
+import json, sys, urllib.request
+body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+    "role": "ROLE_USER", "messageId": sys.argv[2], "contextId": "demo",
+    "parts": [{"text": "What is 6*7?"}]}}}
+request = urllib.request.Request(sys.argv[1], json.dumps(body).encode(), {
+    "A2A-Version": "1.0", "Content-Type": "application/json"})
+task = json.load(urllib.request.urlopen(request))["result"]["task"]
+print(task["status"]["state"] + ":" + task["artifacts"][0]["parts"][0]["text"].replace(" ", "_"))
+PY
+)"
+done
 kill "$a2a_pid" 2>/dev/null || true
 wait "$a2a_pid" 2>/dev/null || true
 grep -q "^A2A agent: http://127.0.0.1:$port/a2a" "$tmp/a2a" || fail "a2a did not serve: $(cat "$tmp/a2a")"
@@ -149,8 +168,14 @@ you: What is 6*7?
   calculator | The answer is 42.
   calculator answered: The answer is 42.
 assistant: The remote agent says: The answer is 42."
-[ "$(tail -n +3 "$tmp/a2a-call")" = "$expected_call" ] || fail "a2a call printed: $(cat "$tmp/a2a-call")"
-echo "a2a call: $(tail -n 1 "$tmp/a2a-call")"
+for round in 1 2 3; do
+    [ "$(tail -n +3 "$tmp/a2a-call-$round")" = "$expected_call" ] \
+        || fail "a2a call $round printed: $(cat "$tmp/a2a-call-$round")"
+done
+echo "a2a call (3 times): $(tail -n 1 "$tmp/a2a-call")"
+[ "$answers" = " TASK_STATE_COMPLETED:The_answer_is_42. TASK_STATE_COMPLETED:The_answer_is_42." ] \
+    || fail "a2a: two questions in one context answered:$answers"
+echo "a2a: two questions in one context, both answered"
 
 echo "-- observability: the spans printed without an endpoint, exported over OTLP with one"
 code=0

@@ -300,10 +300,15 @@ impl<M: Model> Model for MaxTokens<M> {
     }
 }
 
-/// The offline demo model (clearly not a language model): it plays one tool call, then
-/// streams an answer made from the tool's result in the conversation, word by word.
+/// The offline demo model (clearly not a language model): to a question it answers with
+/// one tool call, then, once the tool's result is in the conversation, with an answer made
+/// from that result, streamed word by word. It decides from each request alone, so a served
+/// demo answers any number of questions, in any number of conversations.
 pub(crate) struct DemoModel {
-    script: ScriptedModel,
+    name: &'static str,
+    thinking: Option<&'static str>,
+    tool: String,
+    input: Value,
     answer: fn(&str) -> String,
 }
 
@@ -322,19 +327,16 @@ impl DemoModel {
     /// Calls `tool` with `input` (after `thinking`, if any), then answers
     /// `answer(the tool's result)`.
     pub(crate) fn calling(
-        thinking: Option<&str>,
+        thinking: Option<&'static str>,
         tool: &str,
         input: Value,
         answer: fn(&str) -> String,
     ) -> Self {
-        let call = ScriptedChunk::tool_call("call_1", tool, input);
-        let chunks = match thinking {
-            Some(thinking) => vec![ScriptedChunk::thinking(thinking), call],
-            None => vec![call],
-        };
         Self {
-            script: ScriptedModel::new([ScriptedResponse::chunks(chunks)])
-                .with_name("demo-model (offline, scripted)"),
+            name: "demo-model (offline, scripted)",
+            thinking,
+            tool: tool.to_owned(),
+            input,
             answer,
         }
     }
@@ -342,26 +344,50 @@ impl DemoModel {
 
 impl Model for DemoModel {
     fn model_name(&self) -> &str {
-        self.script.model_name()
+        self.name
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
-        // Once the tool has answered, reply from its result, streamed word by word.
-        let result = request
+        let last = request
             .messages
             .iter()
-            .flat_map(|m| m.tool_results())
-            .last()
-            .map(|r| r.text_output());
-        if let Some(result) = result {
-            let answer = (self.answer)(&result);
-            let words: Vec<ScriptedChunk> = answer
-                .split_inclusive(' ')
-                .map(ScriptedChunk::text)
-                .collect();
-            self.script.push(ScriptedResponse::chunks(words));
-        }
-        self.script.stream(request).await
+            .rev()
+            .find(|m| m.role != Role::System);
+        let response = match last.filter(|m| m.role == Role::Tool) {
+            // The tool has answered: reply from its result, streamed word by word.
+            Some(result) => {
+                let result = result
+                    .tool_results()
+                    .first()
+                    .map(|r| r.text_output())
+                    .unwrap_or_default();
+                let answer = (self.answer)(&result);
+                ScriptedResponse::chunks(
+                    answer
+                        .split_inclusive(' ')
+                        .map(ScriptedChunk::text)
+                        .collect::<Vec<_>>(),
+                )
+            }
+            // A question: one tool call, its id new in the conversation.
+            None => {
+                let calls = request.messages.iter().flat_map(|m| m.tool_uses()).count();
+                let call = ScriptedChunk::tool_call(
+                    format!("call_{}", calls + 1),
+                    self.tool.as_str(),
+                    self.input.clone(),
+                );
+                let chunks = match self.thinking {
+                    Some(thinking) => vec![ScriptedChunk::thinking(thinking), call],
+                    None => vec![call],
+                };
+                ScriptedResponse::chunks(chunks)
+            }
+        };
+        ScriptedModel::new([response])
+            .with_name(self.name)
+            .stream(request)
+            .await
     }
 }
 

@@ -22,7 +22,8 @@ use std::collections::HashSet;
 
 use a2a::{Message, Part, PartContent};
 use agentscope::hooks::ApprovalDecision;
-use agentscope::{InDoubtResolution, ToolContext, ToolUseBlock};
+use agentscope::{InDoubtResolution, ToolUseBlock};
+use agentscope_serving::idempotency_key;
 use serde_json::{Value, json};
 
 use crate::convert;
@@ -34,9 +35,10 @@ const APPROVAL_ENTRY: &str =
 /// An answer's entries for a call in doubt.
 const IN_DOUBT_ENTRY: &str = r#"{"toolCallId": "...", "action": "done", "result": "..."} | {"toolCallId": "...", "action": "retry"} | {"toolCallId": "...", "action": "fail", "reason"?: "..."}"#;
 
-/// What a context awaits before its call can go on.
+/// What a task asks about: the calls of its context awaiting answers, as A2A's
+/// `input-required` puts them (the core's `Awaiting` says which they are).
 #[derive(Debug, Default)]
-pub(crate) struct Awaiting {
+pub(crate) struct Question {
     /// Calls stopped for a decision (the approval hook's pending calls).
     pub(crate) approvals: Vec<ToolUseBlock>,
     /// Calls in doubt: recorded as started, their result never stored, no call running.
@@ -54,12 +56,12 @@ pub(crate) enum Answer {
     InDoubt(InDoubtResolution),
 }
 
-impl Awaiting {
+impl Question {
     pub(crate) fn is_empty(&self) -> bool {
         self.approvals.is_empty() && self.in_doubt.is_empty()
     }
 
-    fn calls(&self) -> impl Iterator<Item = &ToolUseBlock> {
+    pub(crate) fn calls(&self) -> impl Iterator<Item = &ToolUseBlock> {
         self.approvals.iter().chain(&self.in_doubt)
     }
 
@@ -92,9 +94,7 @@ impl Awaiting {
                 .in_doubt
                 .iter()
                 .map(|call| {
-                    let key = ToolContext::new(call.clone())
-                        .with_scope(self.session.as_str())
-                        .idempotency_key();
+                    let key = idempotency_key(&self.session, call);
                     json!({"id": call.id.as_str(), "name": call.name.as_str(),
                            "input": call.input, "idempotencyKey": key})
                 })
@@ -223,8 +223,8 @@ mod tests {
         ToolUseBlock::new(id, name, input)
     }
 
-    fn awaiting() -> Awaiting {
-        Awaiting {
+    fn awaiting() -> Question {
+        Question {
             approvals: vec![
                 call("c1", "delete", json!({"path": "/a"})),
                 call("c2", "delete", json!({"path": "/b"})),
@@ -281,7 +281,7 @@ mod tests {
 
     #[test]
     fn calls_in_doubt_take_an_action_and_approvals_do_not() {
-        let mixed = Awaiting {
+        let mixed = Question {
             approvals: vec![call("c1", "delete", json!({}))],
             in_doubt: vec![call("p1", "pay", json!({"invoice": 7}))],
             session: "assistant.c".to_owned(),
@@ -357,9 +357,9 @@ mod tests {
 
     #[test]
     fn the_question_lists_the_calls_in_text_and_as_data() {
-        let one = Awaiting {
+        let one = Question {
             approvals: awaiting().approvals[..1].to_vec(),
-            ..Awaiting::default()
+            ..Question::default()
         };
         assert_eq!(
             one.question(None),
@@ -378,13 +378,11 @@ mod tests {
     #[test]
     fn a_call_in_doubt_is_asked_about_with_its_idempotency_key() {
         let pay = call("p1", "pay", json!({"invoice": 7}));
-        let key = ToolContext::new(pay.clone())
-            .with_scope("assistant.c")
-            .idempotency_key();
-        let in_doubt = Awaiting {
+        let key = idempotency_key("assistant.c", &pay);
+        let in_doubt = Question {
             in_doubt: vec![pay],
             session: "assistant.c".to_owned(),
-            ..Awaiting::default()
+            ..Question::default()
         };
         assert_eq!(
             in_doubt.question(Some("The message carries no decisions.")),

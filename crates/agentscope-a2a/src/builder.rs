@@ -6,10 +6,13 @@ use std::sync::Arc;
 use agentscope::ReActAgentBuilder;
 use agentscope::hooks::ApprovalPolicy;
 use agentscope::session::SessionStore;
+use agentscope_serving::{AgentSpec, Retention, Served};
 
 use crate::card::{CardInfo, card};
-use crate::executor::{Executor, Factory};
 use crate::routes::A2a;
+
+/// Makes the agent of one turn.
+type Factory = Arc<dyn Fn() -> ReActAgentBuilder + Send + Sync>;
 
 impl A2a {
     /// Starts a builder.
@@ -22,6 +25,7 @@ impl A2a {
             store: None,
             approval: None,
             token: None,
+            retention: Retention::default(),
         }
     }
 }
@@ -54,6 +58,7 @@ pub struct A2aBuilder {
     store: Option<Arc<dyn SessionStore>>,
     approval: Option<ApprovalPolicy>,
     token: Option<String>,
+    retention: Retention,
 }
 
 impl fmt::Debug for A2aBuilder {
@@ -65,6 +70,7 @@ impl fmt::Debug for A2aBuilder {
             .field("store", &self.store.is_some())
             .field("approval", &self.approval.is_some())
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("retention", &self.retention)
             .finish_non_exhaustive()
     }
 }
@@ -134,6 +140,15 @@ impl A2aBuilder {
         self
     }
 
+    /// How long tasks are kept, and how many per context (default: 30 days, 100 per
+    /// context; see [`Retention`]). A task is kept with its context's conversation; past
+    /// the retention it is gone (`GetTask` answers `TaskNotFoundError`) while the
+    /// conversation stays.
+    pub fn retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
+    }
+
     /// Requires `Authorization: Bearer <token>` on every A2A method: a request without it
     /// gets `401` and starts nothing. The agent card stays public and declares the scheme
     /// (`securitySchemes: {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}`).
@@ -187,23 +202,27 @@ impl A2aBuilder {
             Some(store) => store,
             None => Arc::new(agentscope::session::JsonFileSessionStore::new("sessions")),
         };
-        // Bound to the store as every turn's agent is (building it touches no session), so
-        // that a builder with session settings (`durability(..)`) builds here too.
-        let agent = factory()
+        let mut spec = {
+            let factory = Arc::clone(&factory);
+            AgentSpec::new(move || factory())
+        };
+        if let Some(policy) = self.approval {
+            spec = spec.approval(policy);
+        }
+        // Its name names the sessions; read from a builder (building touches no session).
+        let name = factory()
             .session(Arc::clone(&store), CARD_SESSION)
             .build()
+            .map_err(|err| BuildError(format!("the agent cannot be built: {err}")))?
+            .name()
+            .to_owned();
+        let served =
+            Served::new(&name, spec, Arc::clone(&store), self.retention).map_err(BuildError)?;
+        // Bound to the store as every turn's agent is, so that a builder with session
+        // settings (`durability(..)`) builds here as it will for a turn.
+        let (agent, _) = served
+            .agent(CARD_SESSION)
             .map_err(|err| BuildError(format!("the agent cannot be built: {err}")))?;
-        let name = agent.name();
-        let usable = !name.is_empty()
-            && name.len() <= 64
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-        if !usable {
-            return Err(BuildError(format!(
-                "agent name {name:?}: use 1 to 64 ASCII letters, digits, '-' or '_'"
-            )));
-        }
         let description = self
             .description
             .unwrap_or_else(|| "An agentscope-rs agent.".to_owned());
@@ -216,8 +235,7 @@ impl A2aBuilder {
                 version: &self.version,
             },
         );
-        let executor = Executor::new(factory, store, name.to_owned(), self.approval);
-        Ok(A2a::new(card, executor, self.token.map(Arc::from)))
+        Ok(A2a::new(card, served, self.token.map(Arc::from)))
     }
 }
 

@@ -10,7 +10,8 @@ use a2a::{
 };
 use agentscope::ReActAgent;
 
-use crate::auth;
+/// The card's name for the bearer scheme.
+pub(crate) const SCHEME: &str = "bearer";
 
 /// What the card says besides what the agent tells.
 pub(crate) struct CardInfo<'a> {
@@ -56,7 +57,7 @@ pub(crate) fn card(agent: &ReActAgent, info: &CardInfo<'_>) -> AgentCard {
         icon_url: None,
         security_schemes: info.bearer.then(|| {
             HashMap::from([(
-                auth::SCHEME.to_owned(),
+                SCHEME.to_owned(),
                 SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
                     scheme: "Bearer".to_owned(),
                     description: None,
@@ -66,7 +67,7 @@ pub(crate) fn card(agent: &ReActAgent, info: &CardInfo<'_>) -> AgentCard {
         }),
         security_requirements: info
             .bearer
-            .then(|| vec![HashMap::from([(auth::SCHEME.to_owned(), Vec::new())])]),
+            .then(|| vec![HashMap::from([(SCHEME.to_owned(), Vec::new())])]),
         signatures: None,
     }
 }

@@ -1,6 +1,6 @@
 //! Serve agentscope-rs agents to other agents over [A2A](https://a2a-protocol.org) 1.0, the
 //! Agent2Agent protocol, and call remote agents, on the official A2A Rust SDK (`a2a-lf`,
-//! `a2a-server-lf`, `a2a-client-lf`).
+//! `a2a-server-lf`).
 //!
 //! - [`A2a`] holds one agent (a factory of a configured [`ReActAgentBuilder`]), the
 //!   session store and the card's details, and gives an axum [`Router`](axum::Router) to
@@ -25,8 +25,9 @@
 //!
 //! - **Calling remote agents**: [`RemoteAgent`] is any A2A 1.0 agent, found from its card,
 //!   as a local [`Agent`](agentscope::Agent) (in a `MsgHub`, a pipeline, an `AgentTool`),
-//!   on the SDK's client (`a2a-client-lf`); [`RemoteAgentTool`] is the same agent as a tool
-//!   whose questions (`input-required`) suspend the tool call until they are answered.
+//!   on the SDK's types with HTTP of its own (credentials only to the origins the user
+//!   named, every request and stream bounded); [`RemoteAgentTool`] is the same agent as a
+//!   tool whose questions (`input-required`) suspend the tool call until they are answered.
 //!
 //! The concept mapping is in `docs/a2a.md`.
 //!
@@ -50,34 +51,37 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 // One job per module; `use crate::` edges only point down the list (no cycles):
-//   builder  -> card, executor, routes   A2aBuilder, BuildError: checks the options once
-//   routes   -> auth, executor, handler, stream, tasks, version
-//                                        A2a, the router (the handler, the SDK's routers)
+//   builder  -> card, routes             A2aBuilder, BuildError: checks the options once
+//   routes   -> handler, stream, version A2a, the router (the handler, the SDK's routers)
 //   stream   -> handler                  SendStreamingMessage on JSON-RPC, events written once
-//   card     -> auth                     the agent card, from the agent
-//   auth                                 the bearer token on the A2A methods
-//   version                              the A2A-Version header on HTTP+JSON
-//   handler  -> tasks                    the SDK's request handler, completed where needed
-//   executor -> approvals, convert       one task turn: a call, its events as A2A updates
+//   handler  -> listing, live, turn, task, convert
+//                                        every A2A method, on the serving core
+//   listing  -> live, task               ListTasks: newest first, paged in the store
+//   live                                 the tasks this instance runs, followed live
+//   turn     -> approvals, task, convert what a message does to its context; events as updates
+//   task     -> approvals, convert       tasks as views of served runs; task ids
 //   approvals -> convert                 input-required: the question, the decisions
-//   tasks                                the SDK's task store over the session store
+//   card                                 the agent card, from the agent
+//   version                              the A2A-Version header on HTTP+JSON
+//   remote   -> convert                  calling remote agents: RemoteAgent, RemoteAgentTool
 //   convert                              A2A messages and parts <-> Msg
-//   remote                               calling remote agents: RemoteAgent, RemoteAgentTool
 mod approvals;
-mod auth;
 mod builder;
 mod card;
 mod convert;
-mod executor;
 mod handler;
+mod listing;
+mod live;
 mod remote;
 mod routes;
 mod stream;
-mod tasks;
+mod task;
+mod turn;
 mod version;
 
+pub use agentscope_serving::Retention;
 pub use builder::{A2aBuilder, BuildError};
-pub use remote::{RemoteAgent, RemoteAgentBuilder, RemoteAgentTool, RemoteError};
+pub use remote::{InDoubtCall, RemoteAgent, RemoteAgentBuilder, RemoteAgentTool, RemoteError};
 pub use routes::A2a;
 
 /// The A2A guide's code blocks, compiled with the doc tests.

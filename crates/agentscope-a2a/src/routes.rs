@@ -4,17 +4,18 @@ use std::fmt;
 use std::sync::Arc;
 
 use a2a::AgentCard;
+use a2a_server::StaticAgentCard;
 use a2a_server::agent_card::agent_card_router;
 use a2a_server::jsonrpc::jsonrpc_router;
 use a2a_server::rest::rest_router;
-use a2a_server::{DefaultRequestHandler, StaticAgentCard};
-use axum::{Router, middleware};
+use agentscope_serving::{BearerAuth, Served};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router, middleware};
+use serde_json::json;
 
-use crate::auth::authenticate;
-use crate::executor::{self, Executor};
 use crate::handler::Handler;
 use crate::stream;
-use crate::tasks::SessionTaskStore;
 use crate::version::require_version;
 
 /// An agent served over A2A 1.0: build one with [`A2a::builder`] and mount
@@ -26,7 +27,7 @@ use crate::version::require_version;
 /// use agentscope_test::{ScriptedModel, ScriptedResponse};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+/// let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]).cycling();
 /// let a2a = A2a::builder()
 ///     .agent(move || ReActAgent::builder().name("assistant").model(model.clone()))
 ///     .url("http://127.0.0.1:3000/a2a")
@@ -41,30 +42,25 @@ use crate::version::require_version;
 pub struct A2a {
     card: Arc<AgentCard>,
     handler: Arc<Handler>,
-    agent: Arc<str>,
+    served: Served,
     token: Option<Arc<str>>,
 }
 
 impl fmt::Debug for A2a {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("A2a")
-            .field("agent", &self.agent)
+            .field("agent", &self.served.name())
             .field("auth", &self.token.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl A2a {
-    pub(crate) fn new(card: AgentCard, executor: Executor, token: Option<Arc<str>>) -> Self {
-        let capabilities = card.capabilities.clone();
-        let agent: Arc<str> = Arc::from(executor.agent());
-        let tasks = SessionTaskStore::new(Arc::clone(executor.store()), &agent);
-        let handler =
-            DefaultRequestHandler::new(executor, tasks.clone()).with_capabilities(capabilities);
+    pub(crate) fn new(card: AgentCard, served: Served, token: Option<Arc<str>>) -> Self {
         Self {
             card: Arc::new(card),
-            handler: Arc::new(Handler::new(handler, tasks)),
-            agent,
+            handler: Arc::new(Handler::new(served.clone())),
+            served,
             token,
         }
     }
@@ -77,7 +73,7 @@ impl A2a {
     /// assert_eq!(agentscope_a2a::A2a::session_id("assistant", "c-1"), "assistant.c-1");
     /// ```
     pub fn session_id(agent: &str, context_id: &str) -> String {
-        executor::session_id(agent, context_id)
+        format!("{agent}.{context_id}")
     }
 
     /// The routes: the agent card at `GET /.well-known/agent-card.json`, JSON-RPC at
@@ -100,11 +96,30 @@ impl A2a {
             ));
         let mut methods = jsonrpc.merge(rest);
         if let Some(token) = &self.token {
-            methods = methods.route_layer(middleware::from_fn_with_state(
-                Arc::clone(token),
-                authenticate,
-            ));
+            methods = BearerAuth::new(Arc::clone(token), unauthorized).guard(methods);
         }
         agent_card_router(card).merge(methods)
     }
+
+    /// Stops taking tasks (new messages are refused), interrupts the tasks this instance
+    /// runs (each ends `canceled` after its call stored what it did), and waits up to 30 s
+    /// for them to end: give it to `axum::serve(..).with_graceful_shutdown(..)` after your
+    /// signal.
+    pub async fn shutdown(&self) {
+        self.served.shutdown().await;
+    }
+
+    /// How many tasks this instance runs now.
+    pub fn running(&self) -> usize {
+        self.served.running()
+    }
+}
+
+/// The `401` of A2A's methods.
+fn unauthorized() -> Response {
+    let body = json!({
+        "code": "unauthorized",
+        "message": "a valid bearer token is required (Authorization: Bearer <token>)",
+    });
+    (StatusCode::UNAUTHORIZED, Json(body)).into_response()
 }

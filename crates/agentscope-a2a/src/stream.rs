@@ -79,36 +79,53 @@ pub(crate) async fn send_streaming_message(
             .await;
     };
     let params = service_params(&parts.headers);
-    match handler.send_streaming_message(&params, req).await {
-        Ok(stream) => {
-            // The response waits for its first event (the task, sent as soon as the turn
-            // starts), so the head and that event leave in one write. Sent apart, the event
-            // is a second small segment, which Nagle's algorithm holds until the client
-            // acknowledges the head, and on a kept-alive connection a client delays that
-            // acknowledgement (40 ms on Linux). A turn that cannot start within
-            // `FIRST_EVENT_WAIT` (a store that does not answer) gets its head sent alone, and
-            // the keep-alive comments meanwhile, as with the SDK's binding.
-            let mut stream = stream.fuse();
-            let first = tokio::time::timeout(FIRST_EVENT_WAIT, stream.next())
-                .await
-                .ok()
-                .flatten();
-            let mut event_id = 0u64;
-            let events = futures::stream::iter(first).chain(stream).map(move |item| {
-                event_id += 1;
-                let data = envelope(&id, item);
-                Ok::<_, Infallible>(Event::default().id(event_id.to_string()).data(data))
-            });
-            Sse::new(events)
-                .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
-                .into_response()
+    // The turn starts (its context's session taken and read) before the handler answers:
+    // a turn that cannot start within `FIRST_EVENT_WAIT` (a store that does not answer) gets
+    // its head sent alone, its events (or its error) after, as with the SDK's binding.
+    let handler = Arc::clone(&handler);
+    let mut start = Box::pin(async move { handler.send_streaming_message(&params, req).await });
+    let started = tokio::time::timeout(FIRST_EVENT_WAIT, &mut start).await;
+    let (stream, wait) = match started {
+        Ok(Err(error)) => {
+            return (
+                StatusCode::OK,
+                Json(JsonRpcResponse::error(id, error.to_jsonrpc_error())),
+            )
+                .into_response();
         }
-        Err(error) => (
-            StatusCode::OK,
-            Json(JsonRpcResponse::error(id, error.to_jsonrpc_error())),
-        )
-            .into_response(),
-    }
+        Ok(Ok(stream)) => (stream, true),
+        Err(_) => {
+            let later = futures::stream::once(start)
+                .flat_map(|started| match started {
+                    Ok(stream) => stream,
+                    Err(error) => futures::stream::iter([Err(error)]).boxed(),
+                })
+                .boxed();
+            (later, false)
+        }
+    };
+    // The response waits for its first event (the task, sent as soon as the turn starts),
+    // so the head and that event leave in one write. Sent apart, the event is a second
+    // small segment, which Nagle's algorithm holds until the client acknowledges the head,
+    // and on a kept-alive connection a client delays that acknowledgement (40 ms on Linux).
+    let mut stream = stream.fuse();
+    let first = if wait {
+        tokio::time::timeout(FIRST_EVENT_WAIT, stream.next())
+            .await
+            .ok()
+            .flatten()
+    } else {
+        None
+    };
+    let mut event_id = 0u64;
+    let events = futures::stream::iter(first).chain(stream).map(move |item| {
+        event_id += 1;
+        let data = envelope(&id, item);
+        Ok::<_, Infallible>(Event::default().id(event_id.to_string()).data(data))
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response()
 }
 
 /// The request's id and parameters, when it is a `SendStreamingMessage` the SDK would

@@ -438,6 +438,14 @@ pub enum AgentError {
     /// ([`SessionError::Busy`]). No hook saw this call, and nothing was loaded or stored.
     #[error("the agent is busy with another call")]
     Busy,
+    /// The call's admission check refused it (`ReActAgent::stream_admitted` in the
+    /// `agentscope` crate): no hook saw the call, and nothing was stored but what the check
+    /// recorded in the session's hook state.
+    #[error("the call was not admitted: {reason}")]
+    Refused {
+        /// Why, as the check said.
+        reason: String,
+    },
     /// The call was interrupted. Only the steps of a custom reply (`ReplyContext` in the
     /// `agentscope` crate) return it: return it on (`?`) and the agent ends the call the way
     /// every interrupted call ends, with the interrupt reply. `call()` and `stream()` never

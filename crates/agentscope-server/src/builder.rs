@@ -5,10 +5,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use agentscope::session::SessionStore;
+use agentscope_serving::{AgentSpec, Retention, Served};
 use tower_http::cors::CorsLayer;
 
 use crate::routes::{AgUi, RouterOptions};
-use crate::spec::AgentSpec;
 use crate::state::Inner;
 
 /// The default limit on a request body: 1 MiB.
@@ -24,6 +24,7 @@ impl AgUi {
             cors: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             chat_page: true,
+            retention: Retention::default(),
         }
     }
 }
@@ -37,6 +38,7 @@ pub struct AgUiBuilder {
     cors: Option<CorsLayer>,
     max_body_bytes: usize,
     chat_page: bool,
+    retention: Retention,
 }
 
 impl fmt::Debug for AgUiBuilder {
@@ -48,6 +50,7 @@ impl fmt::Debug for AgUiBuilder {
             .field("cors", &self.cors.is_some())
             .field("max_body_bytes", &self.max_body_bytes)
             .field("chat_page", &self.chat_page)
+            .field("retention", &self.retention)
             .finish()
     }
 }
@@ -87,6 +90,13 @@ impl AgUiBuilder {
         self
     }
 
+    /// How long each thread keeps the records of its runs, and how many (default: 30 days,
+    /// 100 per thread; see [`Retention`]). The conversation itself stays.
+    pub fn retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
+    }
+
     /// Whether to serve the web chat page at `/` (default `true`).
     pub fn chat_page(mut self, serve: bool) -> Self {
         self.chat_page = serve;
@@ -104,26 +114,11 @@ impl AgUiBuilder {
     /// [`ToolApprovalHook`](agentscope::hooks::ToolApprovalHook) and its spec sets
     /// [`approval`](AgentSpec::approval), or it registers two) or one the server cannot
     /// answer (a wrapped hook, a system hook); each message says what to change.
-    pub fn build(mut self) -> Result<AgUi, BuildError> {
+    pub fn build(self) -> Result<AgUi, BuildError> {
         if self.agents.is_empty() {
             return Err(BuildError(
                 "no agent configured: call .agent(name, spec)".into(),
             ));
-        }
-        for name in self.agents.keys() {
-            let usable = !name.is_empty()
-                && name.len() <= 64
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-            if !usable {
-                return Err(BuildError(format!(
-                    "agent name {name:?}: use 1 to 64 ASCII letters, digits, '-' or '_'"
-                )));
-            }
-        }
-        for (name, spec) in &mut self.agents {
-            spec.adopt_own_approvals(name).map_err(BuildError)?;
         }
         if self
             .token
@@ -136,8 +131,14 @@ impl AgUiBuilder {
             Some(store) => store,
             None => Arc::new(agentscope::session::JsonFileSessionStore::new("sessions")),
         };
+        let mut agents = BTreeMap::new();
+        for (name, spec) in self.agents {
+            let served =
+                Served::new(&name, spec, Arc::clone(&store), self.retention).map_err(BuildError)?;
+            agents.insert(name, served);
+        }
         Ok(AgUi::new(
-            Inner::new(self.agents, store),
+            Inner { agents, store },
             RouterOptions {
                 token: self.token.map(Arc::from),
                 cors: self.cors,

@@ -1,7 +1,8 @@
 //! The interrupts a run ends with and a thread lists, one per tool call: a call that awaits
 //! approval, or a call in doubt; what each asks a person, and the JSON schema of its answer.
 
-use agentscope::{ToolContext, ToolUseBlock};
+use agentscope::ToolUseBlock;
+use agentscope_serving::idempotency_key;
 use serde_json::{Value, json};
 
 use crate::mapping::arguments_text;
@@ -37,9 +38,7 @@ pub(crate) fn approval(call: &ToolUseBlock) -> Interrupt {
 /// tool got, and gets again on a retry), which is what the service the tool called knows the
 /// call by.
 pub(crate) fn in_doubt(call: &ToolUseBlock, session: &str) -> Interrupt {
-    let key = ToolContext::new(call.clone())
-        .with_scope(session)
-        .idempotency_key();
+    let key = idempotency_key(session, call);
     Interrupt {
         message: format!(
             "{} with {} was running when the agent stopped, and its result was never stored: \
@@ -109,9 +108,7 @@ mod tests {
     fn an_interrupt_in_doubt_names_the_call_and_its_key() {
         let call = ToolUseBlock::new("p1", "pay", json!({"cents": 500}));
         let interrupt = in_doubt(&call, "assistant.t1");
-        let key = ToolContext::new(call.clone())
-            .with_scope("assistant.t1")
-            .idempotency_key();
+        let key = idempotency_key("assistant.t1", &call);
         assert_eq!(
             (
                 interrupt.id.as_str(),

@@ -49,27 +49,23 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 // One job per module; `use crate::` edges only point down the list (no cycles):
-//   builder  -> routes, spec, state          AgUiBuilder, BuildError: checks the options once
-//   routes   -> run, auth, assets, state, awaiting, mapping, error   AgUi, the router,
-//                                            thread history
-//   run      -> resume, awaiting, interrupts, state, mapping, timeline, protocol, error
-//                                            one run: input, the event stream, its outcome
-//   resume   -> awaiting, timeline, protocol, error   a resume's answers: checked, then
-//                                            applied
+//   builder  -> routes, state                AgUiBuilder, BuildError: checks the options once
+//   routes   -> run, assets, state, interrupts, mapping, error
+//                                            AgUi, the router, thread history
+//   run      -> resume, interrupts, state, mapping, timeline, protocol, error
+//                                            one run: input decided under the thread's lease,
+//                                            the event stream, its outcome
+//   resume   -> timeline, protocol, error    a resume's answers: checked, then applied
 //   timeline                                 a run's steps and decisions, for the web chat
-//   awaiting -> interrupts, protocol         what a thread awaits, from its stored state
 //   interrupts -> mapping, protocol          approval and in-doubt interrupts
-//   auth     -> error                        the bearer token on the `/agents` routes
 //   assets                                   the chat page's files and their routes
-//   state    -> spec, error                  agents, store, busy threads, shutdown, sessions
-//   spec     -> error                        AgentSpec: makes the agent of one run (and takes
-//                                            over its own approval hook)
+//   state    -> error                        the served agents (the serving core), the store
 //   mapping  -> protocol                     agent events and messages -> AG-UI
 //   protocol                                 AG-UI 1.0 wire types
 //   error                                    ApiError: JSON errors before a stream starts
+// What a served run is (its record with the session, what a thread awaits, the orphan rule,
+// retention, the bearer token) is agentscope-serving's.
 mod assets;
-mod auth;
-mod awaiting;
 mod builder;
 mod error;
 mod interrupts;
@@ -78,14 +74,13 @@ pub mod protocol;
 mod resume;
 mod routes;
 mod run;
-mod spec;
 mod state;
 mod timeline;
 
+pub use agentscope_serving::{AgentSpec, Retention};
 pub use builder::{AgUiBuilder, BuildError, DEFAULT_MAX_BODY_BYTES};
 pub use error::ApiError;
 pub use routes::AgUi;
-pub use spec::AgentSpec;
 
 /// The serving guide's code blocks, compiled with the doc tests.
 #[cfg(doctest)]

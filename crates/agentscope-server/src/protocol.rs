@@ -61,7 +61,7 @@ pub struct Context {
 }
 
 /// An answer to one interrupt.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResumeEntry {
     /// The interrupt answered (this server's interrupt ids are tool call ids).
@@ -73,12 +73,12 @@ pub struct ResumeEntry {
     /// "reason"?: string}`; for [`tool_in_doubt`](Interrupt::TOOL_IN_DOUBT) `{"action":
     /// "done", "result": string}`, `{"action": "retry"}` or `{"action": "fail", "reason"?:
     /// string}`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
 }
 
 /// Whether an interrupt was answered or dismissed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ResumeStatus {
     /// Answered; the payload says how.

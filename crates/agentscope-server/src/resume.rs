@@ -9,10 +9,10 @@ use agentscope::hooks::{ApprovalDecision, ToolApprovalHook};
 use agentscope::{CallInput, InDoubtResolution, ToolUseBlock};
 use serde_json::Value;
 
-use crate::awaiting::Awaiting;
 use crate::error::{ApiError, shorten};
 use crate::protocol::{ResumeEntry, ResumeStatus};
 use crate::timeline::Timeline;
+use agentscope_serving::Awaiting;
 
 /// What one resume entry says.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,7 +35,7 @@ pub(crate) fn check(entries: &[ResumeEntry], awaiting: &Awaiting) -> Result<Answ
         .map(|entry| entry.interrupt_id.as_str())
         .collect();
     let missing: Vec<String> = awaiting
-        .interrupt_ids()
+        .question_ids()
         .into_iter()
         .filter(|id| !answered.contains(id.as_str()))
         .collect();

@@ -5,19 +5,21 @@ use std::future::Future;
 use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::middleware;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 use tower_http::cors::CorsLayer;
 
+use agentscope::session::HookState;
+use agentscope_serving::{Awaiting, BearerAuth, Runs, may_be_running};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
 use crate::assets::with_chat_page;
-use crate::auth::authenticate;
-use crate::awaiting::{self, Awaiting};
 use crate::error::ApiError;
 use crate::mapping::to_messages;
 use crate::run;
-use crate::state::{self, Inner, session_of};
+use crate::state::{self, Inner, internal, session_of};
 
 /// Agents served over AG-UI: build one with [`AgUi::builder`], mount
 /// [`router`](Self::router) in an axum app, and pass [`shutdown_signal`](Self::shutdown_signal)
@@ -97,10 +99,7 @@ impl AgUi {
             .route("/agents/{agent}", post(run::run))
             .route("/agents/{agent}/threads/{thread}", get(thread_history));
         if let Some(token) = &self.options.token {
-            api = api.route_layer(middleware::from_fn_with_state(
-                Arc::clone(token),
-                authenticate,
-            ));
+            api = BearerAuth::new(Arc::clone(token), unauthorized).guard(api);
         }
         let mut router = api
             .fallback(|| async { ApiError::not_found("no such route") })
@@ -150,29 +149,75 @@ async fn thread_history(
     State(inner): State<Arc<Inner>>,
     Path((agent, thread)): Path<(String, String)>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let spec = inner.spec(&agent)?;
+    let served = inner.served(&agent)?;
     let session = session_of(&agent, &thread)?;
     let state = inner.load_state(&session).await?;
-    let approvals = spec.approvals();
-    if let (Some(approvals), Some(state)) = (&approvals, &state) {
+    let (messages, running, hooks) = match state {
+        Some(state) => (
+            state.messages.clone(),
+            state.running_tools.clone(),
+            Some(state),
+        ),
+        None => Default::default(),
+    };
+    let (_, approvals) = served.agent(&session).map_err(|error| {
+        internal(
+            "agent_build",
+            "The agent cannot be built",
+            &std::io::Error::other(error),
+        )
+    })?;
+    if let (Some(approvals), Some(state)) = (&approvals, &hooks) {
         approvals.restore_state(state).map_err(unreadable_state)?;
     }
     // Calls recorded as running are in doubt, and an unanswered end awaits a run, unless a
     // call holds the thread.
-    let held = awaiting::may_be_running(state.as_ref())
-        && (inner.runs(&session) || inner.leased(&session).await?);
-    let awaiting = Awaiting::of(state.as_ref(), approvals.as_ref(), held);
-    let messages = state.map(|state| state.messages).unwrap_or_default();
+    let held = may_be_running(&messages, &running) && inner.held(served, &session).await?;
+    let awaiting = Awaiting::of(&messages, &running, approvals.as_ref(), held);
+    let runs = hooks
+        .as_ref()
+        .and_then(|state| Runs::read(&HookState::new(state.hooks.clone())).ok())
+        .unwrap_or_default();
+    let interrupts: Vec<_> = awaiting
+        .approvals
+        .iter()
+        .map(crate::interrupts::approval)
+        .chain(
+            awaiting
+                .in_doubt
+                .iter()
+                .map(|call| crate::interrupts::in_doubt(call, &session)),
+        )
+        .collect();
     Ok(Json(json!({
         "threadId": thread,
         "messages": to_messages(&messages),
-        "interrupts": awaiting.interrupts(&session),
-        "awaits": awaiting.label(),
+        "interrupts": interrupts,
+        "awaits": awaiting.label().as_str(),
+        "runs": runs
+            .iter()
+            .filter(|run| run.protocol == "agui")
+            .map(|run| json!({"runId": run.id, "state": run.state.name()}))
+            .collect::<Vec<_>>(),
     })))
 }
 
 /// The approval hook's stored state cannot be read (another version of the server wrote it):
 /// refused, with the state left as stored.
-pub(crate) fn unreadable_state(error: agentscope::HookError) -> ApiError {
-    ApiError::internal("unreadable_state", error.to_string())
+fn unreadable_state(error: agentscope::HookError) -> ApiError {
+    tracing::error!(%error, "a thread's approval state cannot be read");
+    ApiError::internal(
+        "unreadable_state",
+        "the thread's stored state cannot be read by this server",
+    )
+}
+
+/// The `401` of the `/agents` routes.
+fn unauthorized() -> Response {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "a valid bearer token is required (Authorization: Bearer <token>)",
+    )
+    .into_response()
 }

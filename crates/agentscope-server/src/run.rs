@@ -3,13 +3,14 @@
 
 use std::collections::HashSet;
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use agentscope::hooks::ToolApprovalHook;
 use agentscope::{
-    AgentError, AgentStream, CallInput, ContentBlock, GenerateReason, ImageBlock, Msg, Role,
+    AgentError, CallInput, ContentBlock, GenerateReason, ImageBlock, Msg, Refusal, Role,
     StreamOptions,
 };
+use agentscope_serving::{Decision, RunEvent, RunState, StartError, Turn, failure};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
@@ -20,11 +21,10 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tracing::Instrument;
 
-use crate::awaiting::{self, Awaiting};
 use crate::error::{ApiError, shorten};
 use crate::mapping::{Mapper, to_messages};
 use crate::protocol::{AgUiEvent, Outcome, RunAgentInput};
-use crate::state::{Inner, RunGuard, session_of};
+use crate::state::{Inner, internal, session_of};
 use crate::timeline::Timeline;
 use crate::{interrupts, resume};
 
@@ -36,11 +36,7 @@ pub(crate) async fn run(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     if inner.draining() {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "shutting_down",
-            "the server is shutting down; retry on another instance",
-        ));
+        return Err(shutting_down());
     }
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -59,44 +55,20 @@ pub(crate) async fn run(
             format!("the body is not an AG-UI RunAgentInput: {err}"),
         )
     })?;
-    let spec = inner.spec(&agent)?;
+    let served = inner.served(&agent)?;
     let session = session_of(&agent, &input.thread_id)?;
-    let approvals = spec.approvals();
-    let agent_handle = spec.build(&inner.store, &session, approvals.as_ref())?;
-    // Busy before anything is read or decided: a second run on the thread changes nothing.
-    let guard = inner.start_run(&session, &agent_handle)?;
-    let stored = inner.load_state(&session).await?;
-    if let (Some(approvals), Some(stored)) = (&approvals, &stored) {
-        approvals
-            .restore_state(stored)
-            .map_err(crate::routes::unreadable_state)?;
-        // The tools of the toolkit's live sources too; a source that fails to resolve fails
-        // the call at its start, with the error.
-        match agent_handle.toolkit().resolve() {
-            Ok(toolkit) => approvals.learn_tools(&toolkit),
-            Err(_) => approvals.learn_tools(agent_handle.toolkit()),
+    // The user messages the run brings, checked before anything is loaded.
+    let mut new: Vec<Msg> = Vec::new();
+    for message in &input.messages {
+        if message.role == "user" {
+            new.push(user_message(&message.id, message.content.as_ref())?);
         }
     }
-    // Calls recorded as running are in doubt, and an unanswered end awaits a run, unless a
-    // call (on another instance: this one holds the thread for this run) holds its lease.
-    let held = awaiting::may_be_running(stored.as_ref()) && inner.leased(&session).await?;
-    let awaiting = Awaiting::of(stored.as_ref(), approvals.as_ref(), held);
-    let stored_messages = stored.map(|state| state.messages).unwrap_or_default();
-    let timeline = Timeline::start();
-    let call_input = call_input(
-        &input,
-        &stored_messages,
-        &awaiting,
-        approvals.as_ref(),
-        &timeline,
-    )?;
-    agent_handle.add_hook(timeline.hook(approvals.clone()));
-
     let span = tracing::info_span!(
         "agui_run",
-        agent = %agent,
-        thread_id = %input.thread_id,
-        run_id = %input.run_id,
+        gen_ai.agent.name = %agent,
+        ag_ui.thread.id = %input.thread_id,
+        ag_ui.run.id = %input.run_id,
         otel.kind = tracing::field::Empty,
     );
     agentscope::propagation::continue_trace(&span, |name| {
@@ -105,19 +77,61 @@ pub(crate) async fn run(
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned)
     });
+    let timeline = Timeline::start();
+    let slot: Arc<Mutex<Option<ApiError>>> = Arc::default();
+    let refused = Arc::clone(&slot);
+    let decide = {
+        let (input, timeline) = (input.clone(), timeline.clone());
+        move |decision: &mut Decision<'_, '_>| match call_input(&input, new, decision, &timeline) {
+            Ok(call) => Ok(call),
+            Err(error) => {
+                let reason = error.to_string();
+                *refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
+                Err(Refusal::new(reason))
+            }
+        }
+    };
+    let mut turn = match served.start(
+        &session,
+        &input.run_id,
+        PROTOCOL,
+        Vec::new(),
+        StreamOptions::default(),
+        decide,
+    ) {
+        Ok(turn) => turn,
+        Err(StartError::Busy) => return Err(thread_busy()),
+        Err(StartError::ShuttingDown) => return Err(shutting_down()),
+        Err(error) => return Err(internal("agent_build", "The agent cannot be built", &error)),
+    };
+    turn.agent.add_hook(timeline.hook(turn.approvals.clone()));
+    match turn.admitted().instrument(span.clone()).await {
+        Ok(()) => {}
+        Err(AgentError::Busy) => return Err(thread_busy()),
+        Err(AgentError::Refused { .. }) => {
+            let error = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+            return Err(error.unwrap_or_else(|| {
+                ApiError::internal(
+                    "unreadable_state",
+                    "the thread's stored state cannot be read by this server",
+                )
+            }));
+        }
+        Err(error) => {
+            return Err(
+                span.in_scope(|| internal("session_store", "The thread cannot be loaded", &error))
+            );
+        }
+    }
     span.in_scope(|| tracing::info!(resume = !input.resume.is_empty(), "run started"));
-    let stream = agent_handle.stream(call_input, StreamOptions::default());
     let run = Run {
         session,
         thread_id: input.thread_id,
         run_id: input.run_id,
-        agent: agent_handle,
         inner: Arc::clone(&inner),
-        approvals,
-        stream: Some(stream),
+        turn: Some(turn),
         mapper: Mapper::default(),
         timeline,
-        _guard: guard,
         started: false,
         flushed: false,
     };
@@ -132,6 +146,25 @@ pub(crate) async fn run(
         .into_response())
 }
 
+/// The protocol name of AG-UI runs in a session's runs.
+const PROTOCOL: &str = "agui";
+
+fn thread_busy() -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "thread_busy",
+        "a run is already active on this thread; wait for it to finish",
+    )
+}
+
+fn shutting_down() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "shutting_down",
+        "the server is shutting down; retry on another instance",
+    )
+}
+
 fn sse_event(event: &AgUiEvent) -> SseEvent {
     match serde_json::to_string(event) {
         Ok(json) => SseEvent::default().data(json),
@@ -141,38 +174,39 @@ fn sse_event(event: &AgUiEvent) -> SseEvent {
     }
 }
 
-/// What the agent is called with, given what the thread awaits: the answers of `resume`
-/// applied (the stopped call resumes), nothing (a run without new messages continues the
-/// thread's pending work), or the user messages the thread has not stored yet.
+/// What the agent is called with, decided holding the thread's session (no other call runs
+/// on it, so a call recorded as running is in doubt): the answers of `resume` applied (the
+/// stopped call resumes), nothing (a run without new messages continues the thread's
+/// pending work), or the user messages the thread has not stored yet; else why the run is
+/// refused.
 fn call_input(
     input: &RunAgentInput,
-    stored: &[Msg],
-    awaiting: &Awaiting,
-    approvals: Option<&ToolApprovalHook>,
+    mut new: Vec<Msg>,
+    decision: &mut Decision<'_, '_>,
     timeline: &Timeline,
 ) -> Result<CallInput, ApiError> {
-    let known: HashSet<&str> = stored.iter().map(|msg| msg.id.as_str()).collect();
-    let mut new: Vec<Msg> = Vec::new();
-    for message in &input.messages {
-        if message.role != "user" || known.contains(message.id.as_str()) {
-            continue;
+    let known: HashSet<String> = decision
+        .admission
+        .messages()
+        .iter()
+        .map(|msg| msg.id.to_string())
+        .collect();
+    new.retain(|msg| !known.contains(msg.id.as_str()));
+    if let Some(call) = settled_input(input, &new, decision, timeline)? {
+        if !input.resume.is_empty() {
+            // The answers are not part of the conversation: the run keeps them.
+            decision.receive(RunEvent::Received {
+                id: format!("{}.resume", input.run_id),
+                data: serde_json::to_value(&input.resume).ok(),
+            });
         }
-        new.push(user_message(&message.id, message.content.as_ref())?);
+        return Ok(call);
     }
-    if !awaiting.held {
-        if let Some(input) = settled_input(input, &new, awaiting, approvals, timeline)? {
-            return Ok(input);
-        }
-    } else if !input.resume.is_empty() {
-        // Another instance runs the thread (its tool calls are running, not in doubt): there
-        // is nothing to answer. Other runs go on to the agent, whose session lease refuses
-        // them before anything is read or stored.
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "thread_busy",
-            "a run is active on this thread on another instance (its tool calls are running, \
-             not in doubt); wait for it to finish",
-        ));
+    for msg in &new {
+        decision.receive(RunEvent::Received {
+            id: msg.id.to_string(),
+            data: None,
+        });
     }
     if new.is_empty() {
         return Ok(CallInput::from(()));
@@ -187,19 +221,19 @@ fn call_input(
     }
     Ok(CallInput::from(new))
 }
-
 /// The input decided by what the thread awaits (no call holds it): the answers of
 /// `resume`, a refusal while interrupts or calls are pending, or nothing to continue it;
 /// `None` when the run's new messages are the input.
 fn settled_input(
     input: &RunAgentInput,
     new: &[Msg],
-    awaiting: &Awaiting,
-    approvals: Option<&ToolApprovalHook>,
+    decision: &Decision<'_, '_>,
     timeline: &Timeline,
 ) -> Result<Option<CallInput>, ApiError> {
+    let awaiting = &decision.awaiting;
+    let approvals = decision.approvals.as_ref();
     if !input.resume.is_empty() {
-        if approvals.is_none() && !awaiting.has_interrupts() {
+        if approvals.is_none() && !awaiting.has_questions() {
             return Err(ApiError::bad_request(
                 "nothing_to_resume",
                 "this agent asks for no approvals and no tool call is in doubt, so there is \
@@ -220,14 +254,14 @@ fn settled_input(
     // approval) resumes them: each is handled as its policy says, and a call whose policy is
     // to stop ends the run with its interrupt again.
     let only_in_doubt = awaiting.approvals.is_empty() && !awaiting.in_doubt.is_empty();
-    if awaiting.has_interrupts() && !(new.is_empty() && only_in_doubt) {
+    if awaiting.has_questions() && !(new.is_empty() && only_in_doubt) {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "interrupts_pending",
             format!(
                 "the thread awaits answers to its interrupts ({}): answer them with `resume` \
                  first",
-                awaiting.interrupt_ids().join(", ")
+                awaiting.question_ids().join(", ")
             ),
         ));
     }
@@ -326,16 +360,13 @@ struct Run {
     session: String,
     thread_id: String,
     run_id: String,
-    agent: agentscope::ReActAgent,
     inner: Arc<Inner>,
-    approvals: Option<ToolApprovalHook>,
-    /// `None` once the run has ended.
-    stream: Option<AgentStream>,
+    /// The run's call (its agent, approval hook and events); `None` once it has ended. The
+    /// thread stays busy on this instance while it lives.
+    turn: Option<Turn>,
     mapper: Mapper,
     /// The steps and decisions of the run, sent before it ends.
     timeline: Timeline,
-    /// The thread stays busy while this lives; dropped with the stream.
-    _guard: RunGuard,
     started: bool,
     /// Whether the run gave the connection its turn to send `RUN_STARTED`.
     flushed: bool,
@@ -361,14 +392,14 @@ impl Run {
             self.flushed = true;
             yield_once().await;
         }
-        let stream = self.stream.as_mut()?;
-        let (inner, agent) = (&self.inner, &self.agent);
+        let turn = self.turn.as_mut()?;
+        let inner = &self.inner;
         // A shutdown interrupts running calls; one that had not begun yet when it did is
         // interrupted here, as soon as it has begun (after this poll).
         let item = std::future::poll_fn(|cx| {
-            let poll = stream.poll_next_unpin(cx);
+            let poll = turn.poll_next_unpin(cx);
             if poll.is_pending() && inner.draining() {
-                agent.interrupt();
+                turn.agent.interrupt();
             }
             poll
         })
@@ -376,22 +407,19 @@ impl Run {
         let mut out = Vec::new();
         match item {
             Some(Ok(event)) if event.event_type == agentscope::EventType::AgentResult => {
-                self.stream = None;
                 self.finish(&event.message, &mut out).await;
+                self.turn = None;
             }
             Some(Ok(event)) => self.mapper.map(&event, &mut out),
             Some(Err(error)) => {
-                self.stream = None;
-                tracing::warn!(%error, "run failed");
+                self.mapper.close_all(&mut out);
                 self.push_timeline(&mut out);
-                out.push(AgUiEvent::RunError {
-                    message: error.to_string(),
-                    code: error_code(&error).to_owned(),
-                });
+                out.push(self.run_error(&error));
+                self.turn = None;
             }
             None => {
                 // Only reached if the stream ended without its result (not expected).
-                self.stream = None;
+                self.turn = None;
                 self.mapper.close_all(&mut out);
                 self.push_timeline(&mut out);
                 out.push(AgUiEvent::RunError {
@@ -414,14 +442,30 @@ impl Run {
         }
     }
 
+    /// `RUN_ERROR` for a call that failed: what the run's record says (a generic reason
+    /// with the correlation id the details were logged under), never the error's text.
+    fn run_error(&self, error: &AgentError) -> AgUiEvent {
+        let reason = match self.turn.as_ref().and_then(|turn| turn.hook.ended()) {
+            Some(RunState::Failed { reason, .. }) => reason,
+            _ => failure("The agent failed", error).message,
+        };
+        AgUiEvent::RunError {
+            message: reason,
+            code: error_code(error).to_owned(),
+        }
+    }
+
     async fn finish(&mut self, reply: &Msg, out: &mut Vec<AgUiEvent>) {
         self.mapper.close_all(out);
+        let Some(turn) = self.turn.as_ref() else {
+            return;
+        };
         out.push(AgUiEvent::MessagesSnapshot {
-            messages: to_messages(&self.agent.memory().messages()),
+            messages: to_messages(&turn.agent.memory().messages()),
         });
         // Calls that await approval (the hook stopped the call), then calls in doubt whose
         // policy stopped the call (its reply lists them).
-        let mut interrupts: Vec<_> = self
+        let mut interrupts: Vec<_> = turn
             .approvals
             .as_ref()
             .map(ToolApprovalHook::pending)

@@ -1,80 +1,33 @@
-//! What every request of an [`AgUi`](crate::AgUi) shares: the agents, the store, and the
-//! busy threads (which session a run holds, whom a shutdown interrupts, when the last run
-//! has ended).
+//! What every request of an [`AgUi`](crate::AgUi) shares: the served agents (each a
+//! [`Served`] of the serving core: its spec, its store, the runs this instance serves) and
+//! the store.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use agentscope::session::validate_session_id;
-use agentscope::session::{AgentState, SessionError, SessionStore};
-use agentscope::{CancellationToken, ReActAgent};
-use axum::http::StatusCode;
-use tokio::sync::Notify;
+use agentscope::CancellationToken;
+use agentscope::session::{AgentState, SessionError, SessionStore, validate_session_id};
+use agentscope_serving::{Served, failure};
 
 use crate::error::{ApiError, shorten};
-use crate::spec::AgentSpec;
-
-/// How long [`Inner::shutdown`] waits for interrupted runs to end.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// Behind one `Arc`: held by the `AgUi` handle, the router's handlers and every run.
 pub(crate) struct Inner {
-    pub(crate) agents: BTreeMap<String, AgentSpec>,
+    pub(crate) agents: BTreeMap<String, Served>,
     pub(crate) store: Arc<dyn SessionStore>,
-    /// The running calls, by session: the busy check, and whom to interrupt at shutdown.
-    runs: Mutex<HashMap<String, ReActAgent>>,
-    draining: AtomicBool,
-    idle: Notify,
 }
 
 impl Inner {
-    pub(crate) fn new(agents: BTreeMap<String, AgentSpec>, store: Arc<dyn SessionStore>) -> Self {
-        Self {
-            agents,
-            store,
-            runs: Mutex::default(),
-            draining: AtomicBool::new(false),
-            idle: Notify::new(),
-        }
-    }
-
-    fn lock_runs(&self) -> MutexGuard<'_, HashMap<String, ReActAgent>> {
-        self.runs.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// How many runs are active.
     pub(crate) fn running(&self) -> usize {
-        self.lock_runs().len()
+        self.agents.values().map(Served::running).sum()
     }
 
     pub(crate) fn draining(&self) -> bool {
-        self.draining.load(Ordering::SeqCst)
+        self.agents.values().any(Served::draining)
     }
 
-    /// Marks `session` busy with `agent`, or reports that a run is active on it.
-    pub(crate) fn start_run(
-        self: &Arc<Self>,
-        session: &str,
-        agent: &ReActAgent,
-    ) -> Result<RunGuard, ApiError> {
-        let mut runs = self.lock_runs();
-        if runs.contains_key(session) {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "thread_busy",
-                "a run is already active on this thread; wait for it to finish",
-            ));
-        }
-        runs.insert(session.to_owned(), agent.clone());
-        Ok(RunGuard {
-            inner: Arc::clone(self),
-            session: session.to_owned(),
-        })
-    }
-
-    pub(crate) fn spec(&self, agent: &str) -> Result<&AgentSpec, ApiError> {
+    pub(crate) fn served(&self, agent: &str) -> Result<&Served, ApiError> {
         self.agents
             .get(agent)
             .ok_or_else(|| ApiError::not_found(format!("no agent named {agent:?}")))
@@ -82,25 +35,20 @@ impl Inner {
 
     /// The stored state of `session` (`None` for a new thread).
     pub(crate) async fn load_state(&self, session: &str) -> Result<Option<AgentState>, ApiError> {
-        match self.store.load(session).await {
-            Ok(state) => Ok(state),
-            Err(err) => Err(ApiError::internal(
-                "session_store",
-                format!("the thread cannot be loaded: {err}"),
-            )),
+        self.store
+            .load(session)
+            .await
+            .map_err(|error| internal("session_store", "The thread cannot be loaded", &error))
+    }
+
+    /// Whether a call holds `session`: one of this instance, or, through the store's lease,
+    /// of another (a probe that takes the lease and gives it back at once; `false` for a
+    /// store that does not lease). It tells tool calls recorded as running that are running
+    /// from calls in doubt, so ask only when the thread has some.
+    pub(crate) async fn held(&self, served: &Served, session: &str) -> Result<bool, ApiError> {
+        if served.local(session).is_some() {
+            return Ok(true);
         }
-    }
-
-    /// Whether this instance runs a call on `session`.
-    pub(crate) fn runs(&self, session: &str) -> bool {
-        self.lock_runs().contains_key(session)
-    }
-
-    /// Whether a call holds `session`'s lease in the store, on any instance: a probe that
-    /// takes the lease and gives it back at once (`false` for a store that does not lease).
-    /// It tells tool calls recorded as running that are running from calls in doubt, so ask
-    /// only when the thread has some.
-    pub(crate) async fn leased(&self, session: &str) -> Result<bool, ApiError> {
         match self.store.lease(session, &CancellationToken::new()).await {
             Ok(Some(lease)) => {
                 if let Err(error) = lease.release().await {
@@ -110,55 +58,29 @@ impl Inner {
             }
             Ok(None) => Ok(false),
             Err(SessionError::Busy { .. }) => Ok(true),
-            Err(error) => Err(ApiError::internal(
+            Err(error) => Err(internal(
                 "session_store",
-                format!("the thread's lease cannot be checked: {error}"),
+                "The thread's lease cannot be checked",
+                &error,
             )),
         }
     }
 
-    /// Stops taking runs, interrupts the running calls, and waits up to
-    /// [`SHUTDOWN_GRACE`] for them to end.
+    /// Stops taking runs, interrupts the running calls of every agent, and waits up to
+    /// 30 s for them to end.
     pub(crate) async fn shutdown(&self) {
-        self.draining.store(true, Ordering::SeqCst);
-        let running: Vec<ReActAgent> = self.lock_runs().values().cloned().collect();
-        tracing::info!(
-            running = running.len(),
-            "AG-UI server shutting down: interrupting runs"
-        );
-        for agent in &running {
-            agent.interrupt();
-        }
-        let wait = async {
-            loop {
-                let idle = self.idle.notified();
-                if self.lock_runs().is_empty() {
-                    return;
-                }
-                idle.await;
-            }
-        };
-        if tokio::time::timeout(SHUTDOWN_GRACE, wait).await.is_err() {
-            tracing::warn!("AG-UI runs still active after the shutdown grace period");
-        }
+        futures::future::join_all(self.agents.values().map(Served::shutdown)).await;
     }
 }
 
-/// Holds a thread busy for one run; frees it when dropped (the run ended, or the client
-/// went away and the stream was dropped).
-pub(crate) struct RunGuard {
-    inner: Arc<Inner>,
-    session: String,
-}
-
-impl Drop for RunGuard {
-    fn drop(&mut self) {
-        let mut runs = self.inner.lock_runs();
-        runs.remove(&self.session);
-        if runs.is_empty() {
-            self.inner.idle.notify_waiters();
-        }
-    }
+/// A `500` whose details go to the log under a correlation id; the client reads what failed
+/// and the id.
+pub(crate) fn internal(
+    code: &'static str,
+    what: &str,
+    error: &(dyn std::error::Error + 'static),
+) -> ApiError {
+    ApiError::internal(code, failure(what, error).message)
 }
 
 /// The session a thread of an agent is stored under: `<agent>.<threadId>`.

@@ -627,8 +627,17 @@ fn check_error(report: &Value) {
     );
     let run = clean_run(report, "e_error", 0);
     assert_eq!(types(run), ["RUN_STARTED", "CUSTOM", "RUN_ERROR"]);
-    let error = json!({"message": "model error: the model is overloaded", "code": "model_error"});
-    assert_eq!(summary(run, "runError"), &error);
+    // The client reads what failed and a correlation id, never the model's error text (the
+    // details are in the server's log under that id).
+    let error = summary(run, "runError").clone();
+    assert_eq!(error["code"], "model_error");
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("The agent failed (error id ")
+            && message.ends_with("); the details are in the server's log.")
+            && !message.contains("overloaded"),
+        "{message}"
+    );
     assert_eq!(run["subscriber"]["runError"], error);
     assert_eq!(run["subscriber"]["runFailed"], Value::Null);
     assert_eq!(summary(run, "runFinished"), &Value::Null);

@@ -232,7 +232,9 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
     })
     .await;
     let before = b.store.load(&session).await.unwrap().unwrap();
-    assert_eq!(before.revision, 2);
+    // The run's admission (its record, `working`), then the reasoning with the tool call
+    // recorded as running.
+    assert_eq!(before.revision, 3);
     assert_eq!(
         transcript(&before.messages),
         [
@@ -268,33 +270,27 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["code"], "thread_busy");
 
-    // Run 2 on instance B, same thread: not a 409 (B runs nothing), but the session's lease
-    // refuses the call: RUN_STARTED, RUN_ERROR busy, and nothing else.
-    let mut run2 = Events::start(
-        &b.served.base,
-        &input(
+    // Run 2 on instance B, same thread: B runs nothing, but the session's lease refuses the
+    // run's call before anything is read or decided: the same 409 as on A.
+    let refused = reqwest::Client::new()
+        .post(format!("{}/agents/assistant", b.served.base))
+        .json(&input(
             "t1",
             "run-2",
             json!([user("u1", "Wait for it."), user("u2", "Are you done?")]),
-        ),
-    )
-    .await;
-    let refused = run2.rest().await;
-    assert_eq!(
-        refused,
-        [
-            json!({"type": "RUN_STARTED", "threadId": "t1", "runId": "run-2",
-                   "protocolVersion": "1.0"}),
-            json!({"type": "RUN_ERROR", "message": "the agent is busy with another call",
-                   "code": "busy"}),
-        ]
-    );
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 409);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "thread_busy");
     // No hook of B ran, B's model was not asked, nothing was stored (the whole state, its
     // revision and `saved_at` included, is as before), and run 1 goes on.
     assert_eq!(b.hooks.types(), []);
     assert_eq!(b.model.request_count(), 0);
     let after = b.store.load(&session).await.unwrap().unwrap();
-    assert_eq!(after.revision, 2);
+    assert_eq!(after.revision, 3);
     assert_eq!(after, before);
     assert_eq!((a.served.agui.running(), b.served.agui.running()), (1, 0));
 
@@ -338,7 +334,12 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
     wait_until("A's run ended", || async { a.served.agui.running() == 0 }).await;
     assert_eq!(a.model.request_count(), 1);
     let interrupted = a.store.load(&session).await.unwrap().unwrap();
-    assert_eq!(interrupted.revision, 3);
+    assert_eq!(interrupted.revision, 4);
+    // The run's record says how it ended, stored with the interrupted conversation.
+    assert_eq!(
+        interrupted.hooks["served_runs"]["runs"][0]["state"],
+        json!({"state": "canceled", "reply": interrupted.messages[3].id})
+    );
     assert!(interrupted.running_tools.is_empty());
     let earlier = transcript(&interrupted.messages);
     assert_eq!(
@@ -376,7 +377,16 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
         Some(&HookEventType::PreCall)
     );
     let stored = b.store.load(&session).await.unwrap().unwrap();
-    assert_eq!(stored.revision, 4);
+    assert_eq!(stored.revision, 6);
     expected_input.push((Role::Assistant, "Done.".to_owned()));
     assert_eq!(transcript(&stored.messages), expected_input);
+    let runs = &stored.hooks["served_runs"]["runs"];
+    assert_eq!(
+        (&runs[0]["id"], &runs[1]["id"], &runs[1]["state"]),
+        (
+            &json!("run-1"),
+            &json!("run-3"),
+            &json!({"state": "completed", "reply": stored.messages[5].id})
+        )
+    );
 }

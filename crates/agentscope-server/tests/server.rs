@@ -137,7 +137,7 @@ async fn a_streamed_answer_is_framed_by_the_run_and_reloads_from_the_thread() {
     assert_eq!(
         history,
         json!({"threadId": "t1", "messages": expected_messages, "interrupts": [],
-               "awaits": "message"})
+               "awaits": "message", "runs": [{"runId": "run-t1", "state": "completed"}]})
     );
     // The client may send the whole history again: only the new message is input.
     let model = ScriptedModel::new([ScriptedResponse::text("Still here.")]);
@@ -268,13 +268,17 @@ async fn a_failed_call_is_a_run_error() {
     assert_eq!(status, 200);
     assert_eq!(types(&events), ["RUN_STARTED", "CUSTOM", "RUN_ERROR"]);
     assert_eq!(events[2]["code"], "model_error");
+    // What failed and a correlation id, never the model's error text; the thread's run says
+    // the same (stored with the conversation).
+    let message = events[2]["message"].as_str().unwrap();
     assert!(
-        events[2]["message"]
-            .as_str()
-            .unwrap()
-            .contains("HTTP 503: overloaded"),
-        "{}",
-        events[2]
+        message.starts_with("The agent failed (error id ") && !message.contains("overloaded"),
+        "{message}"
+    );
+    let history = thread(&server.base, "t4").await;
+    assert_eq!(
+        history["runs"],
+        json!([{"runId": "run-t4", "state": "failed"}])
     );
     // The timeline shows the step that failed, ended when the run did, without tokens.
     let timeline = &events[1];

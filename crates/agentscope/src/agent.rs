@@ -16,6 +16,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::admission::{Admission, Refusal};
 use crate::config::AgentConfig;
 #[cfg(feature = "schema")]
 use crate::engine::Finish;
@@ -312,6 +313,7 @@ impl ReActAgent {
             tools: vec![BoxedTool::new(StructuredOutputHook::tool::<T>())],
             finish: Some(finish),
             retry,
+            admit: None,
         };
         let call = self.call_with(messages, extras);
         async move {
@@ -378,6 +380,70 @@ impl ReActAgent {
                 ..CallExtras::default()
             };
             engine::run(config, runtime, input, Some(&sink), extras).await
+        })
+    }
+
+    /// Runs one call whose input `admit` decides from the session the call loaded, delivering
+    /// its events as a stream, as [`stream`](Self::stream) does.
+    ///
+    /// The call takes the session's lease and loads it as every call does (a busy session is
+    /// [`AgentError::Busy`], before `admit` runs); then, before any hook runs, `admit` reads
+    /// the session as stored ([`Admission`]: the conversation, the tool calls recorded as
+    /// running, the hooks' state, whether the lease is held) and returns the call's input,
+    /// or a [`Refusal`]. Holding the lease, no other instance can change the session between
+    /// what `admit` read and what the call does: that is what a server needs to tell a call
+    /// in doubt from a running one, or a message already received from a new one, across
+    /// instances. What `admit` records in the hooks' state is stored with the call's first
+    /// save (right after PreCall), or, for a refused call, before the call ends with
+    /// [`AgentError::Refused`] (no hook sees a refused call).
+    ///
+    /// ```
+    /// use agentscope::prelude::*;
+    /// use agentscope::{Admission, CallInput, Refusal};
+    /// use agentscope_test::{ScriptedModel, ScriptedResponse};
+    /// use futures::StreamExt;
+    ///
+    /// # futures::executor::block_on(async {
+    /// let model = ScriptedModel::new([ScriptedResponse::text("Hello!")]);
+    /// let agent = ReActAgent::builder().model(model).build()?;
+    /// // Refuses a message the conversation already holds (a client sending it again).
+    /// let message = Msg::user("hi");
+    /// let admit = |message: Msg| {
+    ///     move |session: &mut Admission<'_>| {
+    ///         if session.messages().iter().any(|m| m.id == message.id) {
+    ///             return Err(Refusal::new("already received"));
+    ///         }
+    ///         Ok(CallInput::from(message))
+    ///     }
+    /// };
+    /// let mut events = agent.stream_admitted(admit(message.clone()), StreamOptions::default());
+    /// while let Some(event) = events.next().await {
+    ///     event?;
+    /// }
+    /// let mut again = agent.stream_admitted(admit(message), StreamOptions::default());
+    /// let refused = again.next().await.unwrap().unwrap_err();
+    /// assert!(matches!(refused, AgentError::Refused { reason } if reason == "already received"));
+    /// assert_eq!(agent.memory().len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`stream`](Self::stream).
+    pub fn stream_admitted(
+        &self,
+        admit: impl FnOnce(&mut Admission<'_>) -> Result<CallInput, Refusal> + Send + 'static,
+        options: StreamOptions,
+    ) -> AgentStream {
+        let inner = Arc::clone(&self.inner);
+        AgentStream::new(options, move |sink| async move {
+            let AgentInner { config, runtime } = &*inner;
+            let extras = CallExtras {
+                admit: Some(Box::new(admit)),
+                ..CallExtras::default()
+            };
+            engine::run(config, runtime, Vec::new(), Some(&sink), extras).await
         })
     }
 

@@ -2,6 +2,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
+mod admission;
 mod agent;
 mod agent_trait;
 mod builder;
@@ -27,6 +28,7 @@ mod toolkit;
 mod typed_tool;
 
 // The agent and its engine.
+pub use admission::{Admission, Refusal};
 pub use agent::{CallInput, ReActAgent};
 pub use agent_trait::Agent;
 pub use builder::ReActAgentBuilder;

@@ -28,6 +28,7 @@ const CRATES: &[&str] = &[
     "agentscope-sqlite",
     "agentscope-redis",
     "agentscope-postgres",
+    "agentscope-serving",
     "agentscope-server",
     "agentscope-a2a",
     "agentscope-mcp",

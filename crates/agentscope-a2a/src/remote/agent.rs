@@ -3,19 +3,27 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agentscope::session::AgentState;
 use agentscope::{
     Agent, AgentError, AgentStream, CallInput, Msg, ReActAgent, ReActAgentBuilder, StreamOptions,
+    ToolUseBlock,
 };
+use agentscope_core::plumbing::redact::url_for_display;
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::Value;
 
-use super::client::{Connection, Header};
+use super::client::{Connection, Settings, parse_origin};
 use super::error::RemoteError;
+use super::http::{DEFAULT_TIMEOUT, Header};
 use super::parts::DATA_PART_KEY;
-use super::reply::{A2A_KEY, AUTH_REQUIRED, INPUT_REQUIRED, RemoteReply, Running, standing};
+use super::question::{self, InDoubtCall};
+use super::reply::{
+    A2A_KEY, ABANDONED, AUTH_REQUIRED, INPUT_REQUIRED, RemoteReply, Running, cancel,
+    question_ended, standing,
+};
 use super::tool::RemoteAgentTool;
 
 type Configure = Box<dyn FnOnce(ReActAgentBuilder) -> ReActAgentBuilder + Send>;
@@ -56,9 +64,30 @@ type Configure = Box<dyn FnOnce(ReActAgentBuilder) -> ReActAgentBuilder + Send>;
 /// A task that ends asking for input (`input-required`, or `auth-required`) ends the call
 /// with the question as the reply (its state `"input-required"` in the metadata,
 /// [`pending_question`](Self::pending_question) returns it); the next call answers it: its
-/// message goes to the same task. An agentscope-rs server asks this way for approvals, and
-/// takes a data part `{"decisions": [...]}` as the answer (see
-/// [`data_message`](Self::data_message)).
+/// message goes to the same task. An agentscope-rs server asks this way for approvals and
+/// about calls in doubt, and takes a data part `{"decisions": [...]}` as the answer (see
+/// [`data_message`](Self::data_message)). Its questions come back typed as a local agent's
+/// stops: a question for approval with
+/// [`GenerateReason::ReasoningStopRequested`](agentscope::GenerateReason::ReasoningStopRequested)
+/// and its calls in [`pending_tool_calls`](Self::pending_tool_calls), one about calls in
+/// doubt with [`GenerateReason::ToolInDoubt`](agentscope::GenerateReason::ToolInDoubt) and
+/// its calls and their idempotency keys in [`in_doubt_calls`](Self::in_doubt_calls); the
+/// reply's text is the question's text.
+///
+/// A question whose task can no longer take the answer (it ended: a server that restarted
+/// failed it; or the server forgot it) is dropped by the call that tries: it fails saying
+/// so, and the next call starts a new task in the context.
+/// [`abandon_question`](Self::abandon_question) drops one on purpose.
+///
+/// # Credentials and bounds
+///
+/// The configured headers go only to the origin of the URL given to the builder, and to
+/// those allowed with [`send_credentials_to`](RemoteAgentBuilder::send_credentials_to).
+/// Each request answers within the [`timeout`](RemoteAgentBuilder::timeout) (60 s), a
+/// stream stays silent no longer, the card is read to 1 MiB, answers to 16 MiB, and a
+/// stream fails when it sends 16 MiB without completing an event. A task followed by
+/// polling (an agent that does not stream, a stream that ended early) is read at once, then
+/// after 250 ms, the wait doubling up to 5 s.
 ///
 /// # Interrupts
 ///
@@ -69,9 +98,9 @@ type Configure = Box<dyn FnOnce(ReActAgentBuilder) -> ReActAgentBuilder + Send>;
 /// # Errors
 ///
 /// A call fails with [`AgentError::Failed`] when the remote agent cannot be reached or
-/// answers with an error, or when its task fails, is rejected or is canceled by it; the
-/// message names the agent and says why, without the configured header values or the
-/// URLs' secrets.
+/// answers with an error (a timeout or a bound passed included), or when its task fails, is
+/// rejected or is canceled by it; the message names the agent and says why, without the
+/// configured header values or the URLs' secrets.
 ///
 /// ```no_run
 /// use agentscope::prelude::*;
@@ -103,6 +132,8 @@ pub struct RemoteAgent {
 pub struct RemoteAgentBuilder {
     url: String,
     headers: Vec<Header>,
+    origins: Vec<String>,
+    timeout: Duration,
     name: Option<String>,
     configure: Option<Configure>,
     error: Option<RemoteError>,
@@ -117,6 +148,8 @@ impl fmt::Debug for RemoteAgentBuilder {
                 &agentscope_core::plumbing::redact::url_for_display(&self.url),
             )
             .field("headers", &headers)
+            .field("credentials_also_to", &self.origins)
+            .field("timeout", &self.timeout)
             .field("name", &self.name)
             .finish_non_exhaustive()
     }
@@ -125,7 +158,9 @@ impl fmt::Debug for RemoteAgentBuilder {
 impl RemoteAgentBuilder {
     /// Sends the header `name: value` with every request to the agent (its card
     /// included): an API key, a tenant. The value is a secret: it is never shown in
-    /// `Debug` output, logs or errors.
+    /// `Debug` output, logs or errors, and it is sent only to the origin of the URL given
+    /// to [`RemoteAgent::builder`] (and to those allowed with
+    /// [`send_credentials_to`](Self::send_credentials_to)).
     ///
     /// ```
     /// use agentscope_a2a::RemoteAgent;
@@ -154,7 +189,8 @@ impl RemoteAgentBuilder {
     }
 
     /// Sends `Authorization: Bearer <token>` with every request (what an agentscope-rs
-    /// server's `bearer_token` asks for). The token is never shown.
+    /// server's `bearer_token` asks for), as a [`header`](Self::header): never shown, and
+    /// sent only to the origins the credentials are for.
     ///
     /// ```
     /// use agentscope_a2a::RemoteAgent;
@@ -166,6 +202,58 @@ impl RemoteAgentBuilder {
     pub fn bearer_token(self, token: impl AsRef<str>) -> Self {
         let value = format!("Bearer {}", token.as_ref().trim());
         self.header("authorization", value)
+    }
+
+    /// Also sends the credentials (the [`header`](Self::header)s, the
+    /// [`bearer_token`](Self::bearer_token)) to `origin` (`scheme://host[:port]`).
+    ///
+    /// Credentials go only to the origin of the URL given to [`RemoteAgent::builder`] (the
+    /// card's): a card that names its interface at another origin (another host, port or
+    /// scheme, `http` where the card was `https` included), or a redirect to one, gets no
+    /// credentials, and [`connect`](Self::connect) fails saying so. Allow such an origin
+    /// here when you trust it, e.g. an agent whose card is served by one host and its API
+    /// by another. Without credentials, any origin is called.
+    ///
+    /// ```
+    /// use agentscope_a2a::RemoteAgent;
+    ///
+    /// let builder = RemoteAgent::builder("https://agents.example.com/ops")
+    ///     .bearer_token("s3cret-token")
+    ///     .send_credentials_to("https://api.example.com");
+    /// # let _ = builder;
+    /// ```
+    pub fn send_credentials_to(mut self, origin: impl AsRef<str>) -> Self {
+        match parse_origin(origin.as_ref()) {
+            Some(origin) => self.origins.push(origin),
+            None => {
+                self.error.get_or_insert(RemoteError::InvalidOrigin {
+                    origin: url_for_display(origin.as_ref()),
+                });
+            }
+        }
+        self
+    }
+
+    /// How long each request may take (default 60 s): reading the card, each unary
+    /// answer whole (`SendMessage`, `GetTask`, `CancelTask`), the start of each stream;
+    /// and how long a stream may stay silent (a server streaming A2A sends a keep-alive
+    /// every 15 s or so). A request or stream past it fails the call with an error
+    /// naming the timeout.
+    ///
+    /// The sizes are bounded too: the card at 1 MiB, an answer at 16 MiB, and a stream
+    /// fails when it sends 16 MiB without completing an event.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use agentscope_a2a::RemoteAgent;
+    ///
+    /// let builder = RemoteAgent::builder("https://agents.example.com/a2a")
+    ///     .timeout(Duration::from_secs(20));
+    /// # let _ = builder;
+    /// ```
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 
     /// The local agent's name (the name its replies carry), instead of the card's.
@@ -208,15 +296,22 @@ impl RemoteAgentBuilder {
     ///
     /// # Errors
     ///
-    /// [`RemoteError::InvalidUrl`], [`RemoteError::InvalidHeader`] (from a setter),
-    /// [`RemoteError::Card`] when the card cannot be fetched, is not an A2A agent card or
-    /// lists no interface this client speaks, and [`RemoteError::Agent`] when the local
-    /// agent cannot be built (from [`configure`](Self::configure)).
+    /// [`RemoteError::InvalidUrl`], [`RemoteError::InvalidHeader`] and
+    /// [`RemoteError::InvalidOrigin`] (from a setter), [`RemoteError::Card`] when the card
+    /// cannot be fetched (in time), is larger than 1 MiB, is not an A2A agent card, lists no
+    /// interface this client speaks, or (with credentials) names its interface at an origin
+    /// they may not go to, and [`RemoteError::Agent`] when the local agent cannot be built
+    /// (from [`configure`](Self::configure)).
     pub async fn connect(self) -> Result<RemoteAgent, RemoteError> {
         if let Some(error) = self.error {
             return Err(error);
         }
-        let connection = Arc::new(Connection::connect(&self.url, self.headers).await?);
+        let settings = Settings {
+            headers: self.headers,
+            origins: self.origins,
+            timeout: self.timeout,
+        };
+        let connection = Arc::new(Connection::connect(&self.url, settings).await?);
         let running = Arc::new(Running::default());
         let name = self
             .name
@@ -254,6 +349,8 @@ impl RemoteAgent {
         RemoteAgentBuilder {
             url: url.into(),
             headers: Vec::new(),
+            origins: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
             name: None,
             configure: None,
             error: None,
@@ -389,6 +486,117 @@ impl RemoteAgent {
         let reply = memory.into_iter().nth(at)?;
         let state = reply.metadata.get(A2A_KEY)?.get("state")?.as_str()?;
         matches!(state, INPUT_REQUIRED | AUTH_REQUIRED).then_some(reply)
+    }
+
+    /// The tool calls the pending question asks approval for (an agentscope-rs server's
+    /// `pendingToolCalls`), as tool-use blocks: their ids (each decision's `toolCallId`),
+    /// tool names and inputs (integers as integers). Empty without a pending question, or
+    /// for a question that asks about no call. Such a question's reply says
+    /// [`GenerateReason::ReasoningStopRequested`](agentscope::GenerateReason::ReasoningStopRequested),
+    /// as a local agent stopped by a `ToolApprovalHook` does.
+    ///
+    /// ```no_run
+    /// use agentscope::GenerateReason;
+    /// use agentscope_a2a::RemoteAgent;
+    /// use serde_json::json;
+    ///
+    /// # async fn run(remote: RemoteAgent) -> Result<(), Box<dyn std::error::Error>> {
+    /// let reply = remote.call("Pay invoice 42.").await?;
+    /// if reply.generate_reason() == Some(GenerateReason::ReasoningStopRequested) {
+    ///     let decisions: Vec<_> = remote
+    ///         .pending_tool_calls()
+    ///         .iter()
+    ///         .map(|call| json!({"toolCallId": call.id, "approved": call.name == "pay"}))
+    ///         .collect();
+    ///     remote.call(RemoteAgent::data_message(json!({"decisions": decisions}))).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn pending_tool_calls(&self) -> Vec<ToolUseBlock> {
+        self.asked()
+            .map(|asked| question::pending(&asked))
+            .unwrap_or_default()
+    }
+
+    /// The tool calls in doubt the pending question asks about (an agentscope-rs server's
+    /// `inDoubtToolCalls`: calls that started before the remote agent stopped and whose
+    /// result was never stored), each with the idempotency key it ran with. Empty without
+    /// a pending question. Such a question's reply says
+    /// [`GenerateReason::ToolInDoubt`](agentscope::GenerateReason::ToolInDoubt), as a local
+    /// agent that finds a call in doubt does.
+    ///
+    /// Ask the service the call used about its key, then answer each with `done` (and the
+    /// result you checked), `retry` (run it again with the same key) or `fail`:
+    ///
+    /// ```no_run
+    /// use agentscope::GenerateReason;
+    /// use agentscope_a2a::RemoteAgent;
+    /// use serde_json::json;
+    ///
+    /// # async fn paid(key: &str) -> Option<String> { None }
+    /// # async fn run(remote: RemoteAgent) -> Result<(), Box<dyn std::error::Error>> {
+    /// let reply = remote.call("Was invoice 7 paid?").await?;
+    /// if reply.generate_reason() == Some(GenerateReason::ToolInDoubt) {
+    ///     let mut decisions = Vec::new();
+    ///     for doubt in remote.in_doubt_calls() {
+    ///         let id = &doubt.call().id;
+    ///         decisions.push(match paid(doubt.idempotency_key()).await {
+    ///             Some(receipt) => json!({"toolCallId": id, "action": "done", "result": receipt}),
+    ///             None => json!({"toolCallId": id, "action": "retry"}),
+    ///         });
+    ///     }
+    ///     remote.call(RemoteAgent::data_message(json!({"decisions": decisions}))).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn in_doubt_calls(&self) -> Vec<InDoubtCall> {
+        self.asked()
+            .map(|asked| question::in_doubt(&asked))
+            .unwrap_or_default()
+    }
+
+    /// What the pending question's reply recorded (its `"a2a"` metadata).
+    fn asked(&self) -> Option<Value> {
+        self.pending_question()?.metadata.remove(A2A_KEY)
+    }
+
+    /// Gives up the pending question: the remote task that asked it is canceled (when it
+    /// still waits; at most 10 s, a failure is logged) and memory records that the question
+    /// is over, so the next call starts a new task in the same context instead of
+    /// answering it. Returns whether there was a question.
+    ///
+    /// For a question whose task can no longer take an answer (its server restarted and
+    /// failed it, or forgot it): a call that answers such a question fails saying so and
+    /// drops the question itself; this is for dropping one without trying. Abandoning
+    /// decides nothing: on an agentscope-rs server the calls a question asked approval for
+    /// still await a decision in the context's session, and the next message there must
+    /// carry the decisions (to decline a call, `"approved": false`).
+    ///
+    /// # Errors
+    ///
+    /// The local agent's: [`AgentError::Busy`] while a call runs, a session's error when
+    /// the note cannot be saved (a session binds the agent).
+    ///
+    /// ```no_run
+    /// # async fn run(remote: agentscope_a2a::RemoteAgent) -> Result<(), Box<dyn std::error::Error>> {
+    /// if remote.abandon_question().await? {
+    ///     assert!(remote.pending_question().is_none());
+    ///     remote.call("Let us start over.").await?; // a new task, in the same context
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn abandon_question(&self) -> Result<bool, AgentError> {
+        let Some(asked) = self.asked() else {
+            return Ok(false);
+        };
+        let field = |key: &str| asked.get(key).and_then(Value::as_str).map(str::to_owned);
+        let Some(task) = field("taskId") else {
+            return Ok(false);
+        };
+        cancel(&self.connection, &task).await;
+        let note = question_ended(self.name(), field("contextId").as_deref(), &task, ABANDONED);
+        self.agent.observe(note).await?;
+        Ok(true)
     }
 
     /// A user message the remote agent receives as one A2A data part holding `value`

@@ -1,40 +1,42 @@
-//! The connection to one remote agent: its card, the SDK's client for the interface it
-//! picked, the configured headers, and what must never be shown of them.
+//! The connection to one remote agent: its card, the interface it picked, the configured
+//! headers and the origins they may go to, and what must never be shown of them; the
+//! requests of a call (send, follow a task, cancel) on top of [`http`](super::http).
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::{
-    A2AError, AgentCard, CancelTaskRequest, GetTaskRequest, Message, SendMessageRequest,
-    SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task, TaskState,
+    A2AError, AgentCard, CancelTaskRequest, GetTaskRequest, Message, SendMessageConfiguration,
+    SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
+    TaskState,
 };
-use a2a_client::auth::AuthInterceptor;
-use a2a_client::jsonrpc::JsonRpcTransportFactory;
-use a2a_client::rest::RestTransportFactory;
-use a2a_client::{A2AClient, A2AClientFactory, Transport};
-use agentscope_core::plumbing::error_chain;
 use agentscope_core::plumbing::redact::{Redactor, url_for_display, url_secrets};
 use futures::StreamExt;
-use futures::stream::BoxStream;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::Url;
 
 use super::error::RemoteError;
+use super::http::{Binding, Credentials, Header, Http, Interface, Updates, origin};
 
 /// Where the card of an agent lives, under its base URL.
 const WELL_KNOWN: &str = ".well-known/agent-card.json";
 
-/// How long reading the card may take.
-const CARD_TIMEOUT: Duration = Duration::from_secs(30);
+/// The first wait of a task followed by polling (`GetTask`), doubled after each poll up to
+/// [`POLL_MAX`].
+pub(crate) const POLL_FIRST: Duration = Duration::from_millis(250);
 
-/// The streamed answer of a remote agent.
-pub(crate) type Updates = BoxStream<'static, Result<StreamResponse, A2AError>>;
+/// The longest wait between two polls of a task.
+pub(crate) const POLL_MAX: Duration = Duration::from_secs(5);
 
-/// A configured header: its name, and its value marked sensitive.
-pub(crate) type Header = (HeaderName, HeaderValue);
+/// What the builder gives a connection.
+pub(crate) struct Settings {
+    pub(crate) headers: Vec<Header>,
+    /// Origins besides the card's that may receive the headers.
+    pub(crate) origins: Vec<String>,
+    pub(crate) timeout: Duration,
+}
 
 pub(crate) struct Connection {
-    client: A2AClient<Box<dyn Transport>>,
+    interface: Interface,
     /// The card's name, description and streaming capability.
     card: AgentCard,
     /// The card's URL without its secrets.
@@ -57,11 +59,11 @@ impl fmt::Debug for Connection {
 
 /// The card's URL: `url` itself when it names a `.json` file, else the well-known card
 /// under it (a base URL).
-fn card_url(url: &str) -> Result<reqwest::Url, RemoteError> {
+fn card_url(url: &str) -> Result<Url, RemoteError> {
     let invalid = || RemoteError::InvalidUrl {
         url: url_for_display(url),
     };
-    let parsed = reqwest::Url::parse(url.trim()).map_err(|_| invalid())?;
+    let parsed = Url::parse(url.trim()).map_err(|_| invalid())?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.cannot_be_a_base() {
         return Err(invalid());
     }
@@ -79,12 +81,83 @@ fn card_url(url: &str) -> Result<reqwest::Url, RemoteError> {
     Ok(card)
 }
 
+/// `origin` as an origin (`scheme://host[:port]`), when it is an http(s) URL with nothing
+/// more than a `/` path.
+pub(crate) fn parse_origin(given: &str) -> Option<String> {
+    let url = Url::parse(given.trim()).ok()?;
+    let bare = matches!(url.scheme(), "http" | "https")
+        && url.host().is_some()
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.path() == "/"
+        && url.query().is_none()
+        && url.fragment().is_none();
+    bare.then(|| origin(&url))
+}
+
+/// Whether an interface's protocol version is one of 1.x (an unreadable one is taken as
+/// 1, as the SDK does).
+fn speaks_version(version: &str) -> bool {
+    match version.trim().split('.').next().map(str::parse::<u32>) {
+        Some(Ok(major)) => major == 1,
+        _ => true,
+    }
+}
+
+/// The interface of `card` to use: HTTP+JSON, else JSON-RPC, of protocol version 1.x, at
+/// an origin that may have the credentials when there are any.
+fn pick(card: &AgentCard, http: &Http) -> Result<Interface, String> {
+    let mut spoken: Vec<(Binding, Url, Option<String>)> = card
+        .supported_interfaces
+        .iter()
+        .filter(|interface| speaks_version(&interface.protocol_version))
+        .filter_map(|interface| {
+            let binding = Binding::of(&interface.protocol_binding)?;
+            let url = Url::parse(interface.url.trim()).ok()?;
+            matches!(url.scheme(), "http" | "https")
+                .then(|| (binding, url, interface.tenant.clone()))
+        })
+        .collect();
+    // HTTP+JSON first: it reports an HTTP error status (a refused token) as such.
+    spoken.sort_by_key(|(binding, _, _)| *binding != Binding::HttpJson);
+    let credentials = http.credentials();
+    let found = spoken
+        .iter()
+        .find(|(_, url, _)| credentials.is_empty() || credentials.allows(url));
+    match (found, spoken.first()) {
+        (Some((binding, url, tenant)), _) => Ok(Interface {
+            http: http.clone(),
+            url: url.clone(),
+            binding: *binding,
+            tenant: tenant.clone(),
+        }),
+        (None, Some((_, elsewhere, _))) => Err(format!(
+            "it names its interface at {}, another origin than the one the credentials were \
+             given for ({}): they are not sent there; allow it with \
+             RemoteAgentBuilder::send_credentials_to(\"{}\") if you trust it",
+            origin(elsewhere),
+            credentials.named(),
+            origin(elsewhere)
+        )),
+        (None, None) => Err(
+            "it lists no interface this client speaks (HTTP+JSON or JSON-RPC, protocol \
+             version 1.x)"
+                .to_owned(),
+        ),
+    }
+}
+
 impl Connection {
-    /// Reads the card at `url` (a card URL or the agent's base URL) with `headers`, and
-    /// makes the SDK's client for its HTTP+JSON interface, else its JSON-RPC one.
-    pub(crate) async fn connect(url: &str, headers: Vec<Header>) -> Result<Self, RemoteError> {
+    /// Reads the card at `url` (a card URL or the agent's base URL) with the configured
+    /// headers, and picks the interface to call.
+    pub(crate) async fn connect(url: &str, settings: Settings) -> Result<Self, RemoteError> {
         let card_url = card_url(url)?;
         let shown_url = url_for_display(card_url.as_str());
+        let Settings {
+            headers,
+            mut origins,
+            timeout,
+        } = settings;
         let mut secrets: Vec<String> = url_secrets(url);
         for (_, value) in &headers {
             if let Ok(value) = value.to_str() {
@@ -100,39 +173,18 @@ impl Connection {
             url: shown_url.clone(),
             reason: redactor.scrub(reason),
         };
-
-        let mut header_map = HeaderMap::new();
-        for (name, value) in &headers {
-            header_map.append(name.clone(), value.clone());
-        }
-        let http = reqwest::Client::builder().build().map_err(|err| {
-            card_error(&redactor, format!("no HTTP client: {}", err.without_url()))
-        })?;
-        let response = http
-            .get(card_url.clone())
-            .headers(header_map)
-            .timeout(CARD_TIMEOUT)
-            .send()
+        let header_names = headers
+            .iter()
+            .map(|(name, _)| name.as_str().to_owned())
+            .collect();
+        // The card's origin is the one the user named.
+        origins.insert(0, origin(&card_url));
+        let http = Http::new(Credentials::new(headers, origins), timeout)
+            .map_err(|reason| card_error(&redactor, reason))?;
+        let body = http
+            .card(&card_url)
             .await
-            .map_err(|err| {
-                card_error(
-                    &redactor,
-                    format!("it cannot be fetched: {}", error_chain(&err.without_url())),
-                )
-            })?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(card_error(
-                &redactor,
-                format!("the server answered HTTP {status}"),
-            ));
-        }
-        let body = response.bytes().await.map_err(|err| {
-            card_error(
-                &redactor,
-                format!("it cannot be read: {}", error_chain(&err.without_url())),
-            )
-        })?;
+            .map_err(|reason| card_error(&redactor, reason))?;
         let card: AgentCard = serde_json::from_slice(&body).map_err(|err| {
             card_error(
                 &redactor,
@@ -149,41 +201,9 @@ impl Connection {
                 .flat_map(|interface| url_secrets(&interface.url)),
         );
         redactor = Redactor::new(&secrets);
-
-        let mut factory = A2AClientFactory::builder()
-            .no_defaults()
-            .register(Arc::new(RestTransportFactory::new(Some(http.clone()))))
-            .register(Arc::new(JsonRpcTransportFactory::new(Some(http))))
-            // HTTP+JSON first: it reports an HTTP error status (a refused token) as such.
-            .preferred_bindings(vec![
-                a2a::TRANSPORT_PROTOCOL_HTTP_JSON.to_owned(),
-                a2a::TRANSPORT_PROTOCOL_JSONRPC.to_owned(),
-            ]);
-        let mut header_names = Vec::with_capacity(headers.len());
-        for (name, value) in headers {
-            header_names.push(name.as_str().to_owned());
-            // Checked by the builder: every value is visible ASCII.
-            let value = value.to_str().unwrap_or_default().to_owned();
-            factory =
-                factory.with_interceptor(Arc::new(AuthInterceptor::custom(name.as_str(), value)));
-        }
-        let client = factory
-            .with_interceptor(Arc::new(TraceContext))
-            .build()
-            .create_from_card(&card)
-            .await
-            .map_err(|err| {
-                card_error(
-                    &redactor,
-                    format!(
-                        "it lists no interface this client speaks (HTTP+JSON or JSON-RPC, \
-                     protocol version 1.x): {}",
-                        err.message
-                    ),
-                )
-            })?;
+        let interface = pick(&card, &http).map_err(|reason| card_error(&redactor, reason))?;
         Ok(Self {
-            client,
+            interface,
             card,
             shown_url,
             header_names,
@@ -221,55 +241,74 @@ impl Connection {
         self.redactor.scrub(text)
     }
 
-    /// Sends `message`: streamed when the agent streams, else blocking (the answer as the
-    /// one update of the stream).
+    /// Sends `message`: streamed when the agent streams; else sent to return at once (the
+    /// task as the server has it), and the task followed by polling until it ends or asks.
     pub(crate) async fn send(&self, message: Message) -> Result<Updates, A2AError> {
-        // No configuration: a blocking send waits for the task to finish or ask.
+        let streaming = self.streaming();
         let request = SendMessageRequest {
             message,
-            configuration: None,
+            configuration: (!streaming).then_some(SendMessageConfiguration {
+                accepted_output_modes: None,
+                task_push_notification_config: None,
+                history_length: None,
+                return_immediately: Some(true),
+            }),
             metadata: None,
             tenant: None,
         };
-        if self.streaming() {
-            return self.client.send_streaming_message(&request).await;
+        if streaming {
+            return self.interface.send_streaming_message(&request).await;
         }
-        let answer = match self.client.send_message(&request).await? {
-            SendMessageResponse::Task(task) => StreamResponse::Task(task),
-            SendMessageResponse::Message(message) => StreamResponse::Message(message),
-        };
-        Ok(futures::stream::iter([Ok(answer)]).boxed())
+        match self.interface.send_message(&request).await? {
+            SendMessageResponse::Task(task) if !settled(&task.status.state) => {
+                Ok(poll(self.interface.clone(), task.id.clone(), Some(task)))
+            }
+            SendMessageResponse::Task(task) => Ok(one(StreamResponse::Task(task))),
+            SendMessageResponse::Message(message) => Ok(one(StreamResponse::Message(message))),
+        }
     }
 
-    /// Task `id` from where it is: the task, then (while it runs) its updates until it
-    /// ends or asks.
-    pub(crate) async fn resume(&self, id: &str) -> Result<Updates, A2AError> {
-        let task = self
-            .client
+    /// Task `id`, as the server has it now.
+    pub(crate) async fn get_task(&self, id: &str) -> Result<Task, A2AError> {
+        self.interface
             .get_task(&GetTaskRequest {
                 id: id.to_owned(),
                 history_length: Some(0),
                 tenant: None,
             })
-            .await?;
-        let waits = matches!(
-            task.status.state,
-            TaskState::InputRequired | TaskState::AuthRequired
-        );
-        if task.status.state.is_terminal() || waits || !self.streaming() {
-            return Ok(futures::stream::iter([Ok(StreamResponse::Task(task))]).boxed());
-        }
-        self.client
-            .subscribe_to_task(&SubscribeToTaskRequest {
-                id: id.to_owned(),
-                tenant: None,
-            })
             .await
+    }
+
+    /// Task `id` from where it is: the task, then (while it runs) its updates until it
+    /// ends or asks: subscribed to when the agent streams, else polled.
+    pub(crate) async fn resume(&self, id: &str) -> Result<Updates, A2AError> {
+        let task = self.get_task(id).await?;
+        if settled(&task.status.state) {
+            return Ok(one(StreamResponse::Task(task)));
+        }
+        if self.streaming() {
+            let subscribed = self
+                .interface
+                .subscribe_to_task(&SubscribeToTaskRequest {
+                    id: id.to_owned(),
+                    tenant: None,
+                })
+                .await;
+            if let Ok(updates) = subscribed {
+                return Ok(updates);
+            }
+        }
+        Ok(poll(self.interface.clone(), id.to_owned(), Some(task)))
+    }
+
+    /// Task `id` followed by polling only (a stream that ended before the task did).
+    pub(crate) fn poll(&self, id: &str) -> Updates {
+        poll(self.interface.clone(), id.to_owned(), None)
     }
 
     /// Cancels task `id`.
     pub(crate) async fn cancel(&self, id: &str) -> Result<Task, A2AError> {
-        self.client
+        self.interface
             .cancel_task(&CancelTaskRequest {
                 id: id.to_owned(),
                 metadata: None,
@@ -279,25 +318,67 @@ impl Connection {
     }
 }
 
-/// Sends the current span's W3C trace context (`traceparent`, `tracestate`) with every
-/// request, so the remote agent's spans join the caller's trace (with an OpenTelemetry
-/// propagator installed, by `agentscope-otel`; nothing otherwise).
-struct TraceContext;
+/// Whether a task in `state` has ended, or waits for an answer.
+pub(crate) fn settled(state: &TaskState) -> bool {
+    state.is_terminal() || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
+}
 
-#[async_trait::async_trait]
-impl a2a_client::middleware::CallInterceptor for TraceContext {
-    async fn before(
-        &self,
-        _method: &str,
-        params: &mut a2a_client::ServiceParams,
-    ) -> Result<(), A2AError> {
-        if let Some(context) = agentscope_core::propagation::inject(&tracing::Span::current()) {
-            for (name, value) in context.iter() {
-                params.insert(name.to_owned(), vec![value.to_owned()]);
-            }
-        }
-        Ok(())
+/// An answer of one update.
+fn one(update: StreamResponse) -> Updates {
+    futures::stream::iter([Ok(update)]).boxed()
+}
+
+/// Task `id` followed by `GetTask`: `known` first when given (the poll then waits before
+/// its first request), each task read until one has ended or asks; the waits start at
+/// [`POLL_FIRST`] and double up to [`POLL_MAX`]. A failed request ends the updates.
+fn poll(interface: Interface, id: String, known: Option<Task>) -> Updates {
+    struct State {
+        interface: Interface,
+        id: String,
+        known: Option<Task>,
+        wait: Option<Duration>,
+        done: bool,
     }
+    let wait = known.is_some().then_some(POLL_FIRST);
+    let state = State {
+        interface,
+        id,
+        known,
+        wait,
+        done: false,
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        if state.done {
+            return None;
+        }
+        let task = match state.known.take() {
+            Some(task) => Ok(task),
+            None => {
+                if let Some(wait) = state.wait {
+                    tokio::time::sleep(wait).await;
+                }
+                state.wait = Some(
+                    state
+                        .wait
+                        .map_or(POLL_FIRST, |wait| (wait * 2).min(POLL_MAX)),
+                );
+                state
+                    .interface
+                    .get_task(&GetTaskRequest {
+                        id: state.id.clone(),
+                        history_length: Some(0),
+                        tenant: None,
+                    })
+                    .await
+            }
+        };
+        state.done = match &task {
+            Ok(task) => settled(&task.status.state),
+            Err(_) => true,
+        };
+        Some((task.map(StreamResponse::Task), state))
+    })
+    .boxed()
 }
 
 #[cfg(test)]
@@ -336,5 +417,39 @@ mod tests {
                 url: "not a url".into()
             }
         );
+    }
+
+    #[test]
+    fn an_origin_is_a_scheme_a_host_and_a_port_only() {
+        assert_eq!(
+            parse_origin("https://api.example.com").as_deref(),
+            Some("https://api.example.com")
+        );
+        assert_eq!(
+            parse_origin("https://api.example.com:443/").as_deref(),
+            Some("https://api.example.com")
+        );
+        assert_eq!(
+            parse_origin("http://127.0.0.1:4001").as_deref(),
+            Some("http://127.0.0.1:4001")
+        );
+        for not_an_origin in [
+            "https://api.example.com/a2a",
+            "https://api.example.com?key=1",
+            "https://user@api.example.com",
+            "ftp://api.example.com",
+            "api.example.com",
+        ] {
+            assert_eq!(parse_origin(not_an_origin), None, "{not_an_origin}");
+        }
+    }
+
+    #[test]
+    fn only_protocol_version_1_is_spoken() {
+        assert!(speaks_version("1.0"));
+        assert!(speaks_version("1.2"));
+        assert!(speaks_version(""));
+        assert!(!speaks_version("0.3"));
+        assert!(!speaks_version("2.0"));
     }
 }

@@ -32,6 +32,14 @@ pub enum RemoteError {
         /// The URL, without its secrets.
         url: String,
     },
+    /// An origin given to
+    /// [`RemoteAgentBuilder::send_credentials_to`](crate::RemoteAgentBuilder::send_credentials_to)
+    /// is not an origin: an `http` or `https` URL with a host and nothing more (no path,
+    /// query or user information).
+    InvalidOrigin {
+        /// What was given, without its secrets.
+        origin: String,
+    },
     /// A configured header cannot be sent: its name or its value is not valid in HTTP.
     InvalidHeader {
         /// The header's name (its value is never shown).
@@ -65,6 +73,10 @@ impl fmt::Display for RemoteError {
             RemoteError::InvalidUrl { url } => {
                 write!(f, "not an http(s) URL of an A2A agent: {url}")
             }
+            RemoteError::InvalidOrigin { origin } => write!(
+                f,
+                "not an origin (scheme://host[:port], nothing more): {origin}"
+            ),
             RemoteError::InvalidHeader { name } => write!(
                 f,
                 "the header {name:?} cannot be sent: its name or its value is not valid in HTTP"

@@ -5,6 +5,8 @@ use a2a::{Message, Part, PartContent};
 use agentscope::{ContentBlock, ImageBlock, Msg, Role, ToolResultBlock, ToolUseBlock};
 use serde_json::Value;
 
+use crate::convert::integral_numbers;
+
 /// The metadata key of a message whose text is sent as an A2A data part (its JSON), set by
 /// [`RemoteAgent::data_message`](crate::RemoteAgent::data_message).
 pub(crate) const DATA_PART_KEY: &str = "a2a_data_part";
@@ -79,14 +81,18 @@ pub(crate) fn context_part(msg: &Msg) -> Option<Part> {
     })
 }
 
-/// The content blocks of received parts: text as text, data as its JSON text, URLs of an
-/// image type as images, other URLs as their text, raw bytes as a note of their size.
+/// The content blocks of received parts: text as text, data as its JSON text (integral
+/// numbers as integers: data parts travel as protobuf `Struct`s, whose numbers are doubles),
+/// URLs of an image type as images, other URLs as their text, raw bytes as a note of their
+/// size.
 pub(crate) fn blocks(parts: &[Part]) -> Vec<ContentBlock> {
     parts
         .iter()
         .map(|part| match &part.content {
             PartContent::Text(text) => ContentBlock::text(text.as_str()),
-            PartContent::Data(value) => ContentBlock::text(value.to_string()),
+            PartContent::Data(value) => {
+                ContentBlock::text(integral_numbers(value.clone()).to_string())
+            }
             PartContent::Url(url)
                 if part
                     .media_type
@@ -118,7 +124,7 @@ pub(crate) fn text_blocks(message: &Message) -> Vec<ContentBlock> {
 }
 
 /// The tool calls a message carries as `{"toolCall": {"id", "name", "input"}}` data parts,
-/// after its text.
+/// after its text (integral numbers of the inputs as integers).
 pub(crate) fn tool_calls(message: &Message) -> Vec<ContentBlock> {
     let mut blocks = text_blocks(message);
     blocks.extend(message.parts.iter().filter_map(|part| {
@@ -126,7 +132,7 @@ pub(crate) fn tool_calls(message: &Message) -> Vec<ContentBlock> {
         Some(ContentBlock::ToolUse(ToolUseBlock::new(
             call.get("id").and_then(Value::as_str).unwrap_or_default(),
             call.get("name").and_then(Value::as_str).unwrap_or_default(),
-            call.get("input").cloned().unwrap_or(Value::Null),
+            integral_numbers(call.get("input").cloned().unwrap_or(Value::Null)),
         )))
     }));
     blocks
@@ -223,7 +229,7 @@ mod tests {
     fn received_parts_become_blocks() {
         let parts = [
             Part::text("Hi"),
-            Part::data(json!({"a": 1})),
+            Part::data(json!({"a": 1.0, "b": 0.5})),
             Part::url("https://example.com/a.png").with_media_type("image/png"),
             Part::url("https://example.com/report.pdf"),
         ];
@@ -231,7 +237,7 @@ mod tests {
             blocks(&parts),
             vec![
                 ContentBlock::text("Hi"),
-                ContentBlock::text("{\"a\":1}"),
+                ContentBlock::text("{\"a\":1,\"b\":0.5}"),
                 ContentBlock::Image(ImageBlock {
                     url: "https://example.com/a.png".into()
                 }),
@@ -246,7 +252,7 @@ mod tests {
             a2a::Role::Agent,
             vec![
                 Part::text("Adding."),
-                Part::data(json!({"toolCall": {"id": "c1", "name": "add", "input": {"a": 1}}})),
+                Part::data(json!({"toolCall": {"id": "c1", "name": "add", "input": {"a": 1.0}}})),
             ],
         );
         assert_eq!(

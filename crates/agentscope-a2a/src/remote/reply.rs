@@ -7,16 +7,21 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use a2a::{A2AError, Artifact, Message, Part, PartContent, StreamResponse, TaskState, TaskStatus};
+use a2a::{
+    A2AError, Artifact, Message, Part, PartContent, StreamResponse, TaskState, TaskStatus,
+    error_code,
+};
 use agentscope::{
-    AgentError, CancellationToken, Event, EventType, GenerateReason, Msg, Reply, ReplyContext, Role,
+    AgentError, CancellationToken, ContentBlock, Event, EventType, Msg, Reply, ReplyContext, Role,
 };
 use futures::StreamExt;
 use futures::future::{Either, select};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use super::client::{Connection, Updates};
+use super::client::Connection;
+use super::http::Updates;
 use super::parts;
+use super::question::{self, Asked};
 
 /// The metadata key under which a remote agent's reply records where the conversation
 /// stands: `{"contextId", "taskId", "state"}`.
@@ -32,6 +37,35 @@ const TASK_ID_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) const COMPLETED: &str = "completed";
 pub(crate) const INPUT_REQUIRED: &str = "input-required";
 pub(crate) const AUTH_REQUIRED: &str = "auth-required";
+/// The state a question's end records when the caller gave it up
+/// ([`RemoteAgent::abandon_question`](crate::RemoteAgent::abandon_question)).
+pub(crate) const ABANDONED: &str = "abandoned";
+/// The state a question's end records when the remote agent no longer knows its task.
+const UNKNOWN: &str = "unknown";
+
+/// A note in memory that the question of task `task` is over without an answer (its task
+/// ended in `state`, or the caller abandoned it): an assistant message of the agent `name`
+/// recording where the conversation stands, so that the next call starts a new task in
+/// `context` instead of answering a task that cannot take it.
+pub(crate) fn question_ended(name: &str, context: Option<&str>, task: &str, state: &str) -> Msg {
+    let text = match state {
+        ABANDONED => format!("(The question of the remote task {task} was abandoned.)"),
+        UNKNOWN => format!(
+            "(The remote task {task} that asked the question is no longer known to the remote \
+             agent.)"
+        ),
+        state => format!(
+            "(The remote task {task} that asked the question has ended ({state}): the question \
+             is over.)"
+        ),
+    };
+    let mut note = parts::agent_msg(name, None, vec![ContentBlock::text(text)]);
+    note.metadata.insert(
+        A2A_KEY.to_owned(),
+        json!({"contextId": context, "taskId": task, "state": state}),
+    );
+    note
+}
 
 /// Where the conversation with the remote agent stands, read from memory.
 #[derive(Debug, Default, PartialEq)]
@@ -148,22 +182,17 @@ impl Reply for RemoteReply {
         message.task_id = standing.waiting_task.clone();
 
         let guard = self.running.start();
-        let mut turn = Turn {
-            connection: Arc::clone(&self.connection),
+        let mut turn = Turn::new(
+            Arc::clone(&self.connection),
             name,
-            task_id: standing.waiting_task,
-            context_id: standing.context_id,
-            artifacts: Vec::new(),
-            state: TaskState::Submitted,
-            end: None,
-            updates: None,
-            duplicate_of: None,
-        };
+            standing.waiting_task,
+            standing.context_id,
+        );
         {
             let sent = pin!(self.connection.send(message));
             match select(sent, pin!(guard.token.cancelled())).await {
                 Either::Left((Ok(updates), _)) => turn.updates = Some(updates),
-                Either::Left((Err(error), _)) => return Err(turn.unreachable(&error)),
+                Either::Left((Err(error), _)) => return Err(turn.refused(cx, &error).await),
                 Either::Right(_) => {
                     turn.cancel().await;
                     return Err(AgentError::Interrupted);
@@ -179,6 +208,7 @@ impl Reply for RemoteReply {
             };
             turn.end = None;
             turn.artifacts.clear();
+            turn.polling = false;
             match self.connection.resume(&original).await {
                 Ok(updates) => turn.updates = Some(updates),
                 Err(error) => return Err(turn.unreachable(&error)),
@@ -189,15 +219,47 @@ impl Reply for RemoteReply {
                 cx.say(reply.clone()).await;
                 Ok(reply)
             }
-            Some(End::Failed(message)) => Err(AgentError::failed(message)),
+            Some(End::Failed(message)) => {
+                // The task that asked ended without taking the answer: its question is
+                // over, and the next call must not answer it again.
+                if let (Some(task), Some(state)) = (&turn.answering, turn.answered_end) {
+                    let note = question_ended(&turn.name, turn.context_id.as_deref(), task, state);
+                    cx.memory().add(note);
+                }
+                Err(AgentError::failed(message))
+            }
             None => Err(turn.ended_early()),
         }
     }
 }
 
 impl Turn {
+    fn new(
+        connection: Arc<Connection>,
+        name: String,
+        answering: Option<String>,
+        context_id: Option<String>,
+    ) -> Self {
+        Turn {
+            connection,
+            name,
+            task_id: answering.clone(),
+            context_id,
+            artifacts: Vec::new(),
+            state: TaskState::Submitted,
+            end: None,
+            updates: None,
+            duplicate_of: None,
+            answering,
+            answered_end: None,
+            followed: Vec::new(),
+            polling: false,
+        }
+    }
+
     /// Reads the remote agent's updates until the task ends or asks, relaying its
-    /// progress as stream events.
+    /// progress as stream events. A stream that ends before the task did is followed on
+    /// by polling the task, once its id is known.
     async fn follow(
         &mut self,
         guard: &RunningGuard,
@@ -222,10 +284,52 @@ impl Turn {
                     }
                 }
                 Some(Err(error)) => return Err(turn.unreachable(&error)),
-                None => return Err(turn.ended_early()),
+                None => match turn.task_id.clone() {
+                    Some(task_id) if !turn.polling => {
+                        turn.polling = true;
+                        turn.updates = Some(turn.connection.poll(&task_id));
+                    }
+                    _ => return Err(turn.ended_early()),
+                },
             }
         }
         Ok(())
+    }
+
+    /// The error of a message the remote agent refused. A message that answered a
+    /// question is refused when the task that asked has ended (a server that restarted
+    /// and failed it, a duplicate that ended it) or is gone: the task is read to tell, and
+    /// then its question is over (a note in memory says so, and the next call starts a
+    /// new task). The answer is not sent again on its own: sent as a new task it would
+    /// reach the remote agent out of the question it answered.
+    async fn refused(&mut self, cx: &mut ReplyContext<'_, '_>, error: &A2AError) -> AgentError {
+        // Nothing was started: dropped, the turn leaves the task that asked as it is.
+        self.task_id = None;
+        let refusal = self.unreachable(error);
+        let Some(task) = self.answering.clone() else {
+            return refusal;
+        };
+        let state = match self.connection.get_task(&task).await {
+            Ok(found) if found.status.state.is_terminal() => state_name(&found.status.state),
+            Err(gone) if gone.code == error_code::TASK_NOT_FOUND => UNKNOWN,
+            _ => return refusal,
+        };
+        cx.memory().add(question_ended(
+            &self.name,
+            self.context_id.as_deref(),
+            &task,
+            state,
+        ));
+        let why = match state {
+            UNKNOWN => "is no longer known to it".to_owned(),
+            state => format!("has ended ({state})"),
+        };
+        AgentError::failed(self.connection.scrub(format!(
+            "the remote agent '{}' cannot take the answer: its task {task}, which asked the \
+             question, {why}, so the answer was not given to it. The question is dropped: the \
+             next call starts a new task in the context. ({})",
+            self.name, error.message
+        )))
     }
 }
 
@@ -265,6 +369,14 @@ struct Turn {
     /// The task that received the message before, when the remote agent refused it as
     /// sent again.
     duplicate_of: Option<String>,
+    /// The task whose question the message answers, if it answers one.
+    answering: Option<String>,
+    /// The terminal state that task reached in this turn, if it did.
+    answered_end: Option<&'static str>,
+    /// The tasks followed as the ones that received the message before (each once).
+    followed: Vec<String>,
+    /// Whether the task is followed by polling (its stream ended before it did).
+    polling: bool,
 }
 
 impl Drop for Turn {
@@ -280,17 +392,15 @@ impl Drop for Turn {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let mut turn = Turn {
-            connection: Arc::clone(&self.connection),
-            name: std::mem::take(&mut self.name),
-            task_id: self.task_id.take(),
-            context_id: None,
-            artifacts: Vec::new(),
-            state: TaskState::Canceled,
-            end: None,
-            updates: self.updates.take(),
-            duplicate_of: None,
-        };
+        let mut turn = Turn::new(
+            Arc::clone(&self.connection),
+            std::mem::take(&mut self.name),
+            None,
+            None,
+        );
+        turn.task_id = self.task_id.take();
+        turn.updates = self.updates.take();
+        turn.state = TaskState::Canceled;
         if turn.task_id.is_none() && turn.updates.is_none() {
             return;
         }
@@ -298,21 +408,28 @@ impl Drop for Turn {
     }
 }
 
-/// Cancels the remote task `task_id`, logging (without secrets) when that fails.
-async fn cancel(connection: &Connection, task_id: &str) {
+/// Cancels the remote task `task_id`, logging (without secrets) when that fails; the task
+/// as the remote agent answered.
+pub(crate) async fn cancel(connection: &Connection, task_id: &str) -> Option<a2a::Task> {
     match tokio::time::timeout(CANCEL_TIMEOUT, connection.cancel(task_id)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(error)) => tracing::warn!(
-            agent = connection.name(),
-            task = task_id,
-            error = %connection.scrub(error.message),
-            "the remote task could not be canceled"
-        ),
-        Err(_) => tracing::warn!(
-            agent = connection.name(),
-            task = task_id,
-            "the remote task's cancel did not answer in time"
-        ),
+        Ok(Ok(task)) => Some(task),
+        Ok(Err(error)) => {
+            tracing::warn!(
+                agent = connection.name(),
+                task = task_id,
+                error = %connection.scrub(error.message),
+                "the remote task could not be canceled"
+            );
+            None
+        }
+        Err(_) => {
+            tracing::warn!(
+                agent = connection.name(),
+                task = task_id,
+                "the remote task's cancel did not answer in time"
+            );
+            None
+        }
     }
 }
 
@@ -370,7 +487,7 @@ impl Turn {
                     self.context_id = Some(context_id.clone());
                 }
                 self.state = TaskState::Completed;
-                let reply = self.reply(parts::blocks(&message.parts), COMPLETED);
+                let reply = self.reply(parts::blocks(&message.parts), COMPLETED, None);
                 self.end = Some(End::Reply(reply));
                 Vec::new()
             }
@@ -406,6 +523,9 @@ impl Turn {
     /// A status: progress while the task works, else its end.
     fn status(&mut self, status: TaskStatus, kind: Option<&str>) -> Vec<Event> {
         self.state = status.state.clone();
+        if status.state.is_terminal() && self.task_id.is_some() && self.task_id == self.answering {
+            self.answered_end = Some(state_name(&status.state));
+        }
         let message = status.message;
         match status.state {
             TaskState::Submitted | TaskState::Working | TaskState::Unspecified => message
@@ -424,7 +544,7 @@ impl Turn {
                 } else {
                     parts::blocks(&from_artifacts)
                 };
-                self.end = Some(End::Reply(self.reply(content, COMPLETED)));
+                self.end = Some(End::Reply(self.reply(content, COMPLETED, None)));
                 Vec::new()
             }
             TaskState::InputRequired | TaskState::AuthRequired => {
@@ -432,14 +552,34 @@ impl Turn {
                     TaskState::AuthRequired => AUTH_REQUIRED,
                     _ => INPUT_REQUIRED,
                 };
-                let content = message
-                    .map(|message| parts::blocks(&message.parts))
+                let (asked, rest) = message
+                    .map(|message| question::split(&message.parts))
                     .unwrap_or_default();
-                self.end = Some(End::Reply(self.reply(content, state)));
+                let content = parts::blocks(&rest);
+                self.end = Some(End::Reply(self.reply(content, state, Some(asked))));
                 Vec::new()
             }
             TaskState::Rejected if duplicate_of(message.as_ref()).is_some() => {
-                self.duplicate_of = duplicate_of(message.as_ref());
+                let original = duplicate_of(message.as_ref()).unwrap_or_default();
+                // A rejection naming the rejected task itself (or a task already followed)
+                // has nothing to follow: following it would read the same rejection again.
+                let itself = self.task_id.as_deref() == Some(original.as_str());
+                if itself || self.followed.contains(&original) {
+                    self.end = Some(End::Failed(format!(
+                        "the remote agent '{}' rejected the message as one it had received \
+                         already, naming {} ({original}) as the task that received it: \
+                         that task has ended",
+                        self.name,
+                        if itself {
+                            "this very task"
+                        } else {
+                            "a task it named before"
+                        }
+                    )));
+                    return Vec::new();
+                }
+                self.followed.push(original.clone());
+                self.duplicate_of = Some(original);
                 self.end = Some(End::Failed(format!(
                     "the remote agent '{}' had the message already",
                     self.name
@@ -522,18 +662,20 @@ impl Turn {
         }
     }
 
-    /// The reply: `content` from this agent, recording where the conversation stands.
-    fn reply(&self, content: Vec<agentscope::ContentBlock>, state: &str) -> Msg {
-        let mut reply = parts::agent_msg(&self.name, None, content)
-            .with_generate_reason(GenerateReason::ModelStop);
-        reply.metadata.insert(
-            A2A_KEY.to_owned(),
-            json!({
-                "contextId": self.context_id,
-                "taskId": self.task_id,
-                "state": state,
-            }),
-        );
+    /// The reply: `content` from this agent, recording where the conversation stands and,
+    /// for a question, the calls it asks about (why the agent stopped says which).
+    fn reply(&self, content: Vec<ContentBlock>, state: &str, asked: Option<Asked>) -> Msg {
+        let asked = asked.unwrap_or_default();
+        let reason = asked.reason();
+        let mut recorded = Map::new();
+        recorded.insert("contextId".to_owned(), json!(self.context_id));
+        recorded.insert("taskId".to_owned(), json!(self.task_id));
+        recorded.insert("state".to_owned(), json!(state));
+        asked.record(&mut recorded);
+        let mut reply = parts::agent_msg(&self.name, None, content).with_generate_reason(reason);
+        reply
+            .metadata
+            .insert(A2A_KEY.to_owned(), Value::Object(recorded));
         reply
     }
 

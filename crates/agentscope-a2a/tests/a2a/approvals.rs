@@ -141,11 +141,12 @@ async fn a_task_awaiting_decisions_asks_again_until_it_gets_them_and_a_rejection
     let other = task_of(client.send_message(&request("Hello?", "c1")).await.unwrap());
     assert_eq!(state(&other.status.state), "rejected");
     assert_eq!(
-        other.status.message.as_ref().map(line).as_deref(),
-        Some(
-            "agent: the context awaits decisions on tool calls (c1): answer them on the task \
-             that asked for them"
-        )
+        other.status.message.as_ref().map(line),
+        Some(format!(
+            "agent: The context awaits answers about tool calls (c1) on task {}: answer them \
+             there; this message was not given to the agent.",
+            task.id
+        ))
     );
 
     // A message without decisions, then decisions that are not complete: asked again.

@@ -165,7 +165,7 @@ async fn subscribe_on_another_instance_follows_the_task_until_it_ends() {
 }
 
 #[tokio::test]
-async fn a_second_message_in_a_busy_context_on_another_instance_fails_at_once() {
+async fn a_second_message_in_a_busy_context_on_another_instance_is_rejected_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sessions.db");
     let model =
@@ -183,9 +183,14 @@ async fn a_second_message_in_a_busy_context_on_another_instance_fails_at_once() 
     .await
     .unwrap()
     .unwrap();
+    // Rejected (nothing ran, nothing will): not a failure of the task.
     let task = crate::task_of(other);
-    assert_eq!(state(&task.status.state), "failed");
+    assert_eq!(state(&task.status.state), "rejected");
     let said = crate::support::line(task.status.message.as_ref().unwrap());
-    assert!(said.contains("busy"), "{said}");
+    assert_eq!(
+        said,
+        "agent: The context is busy: another task's call runs on it. Send this message again \
+         when that task has ended."
+    );
     assert_eq!(model.request_count(), 1, "the second message ran nothing");
 }

@@ -185,7 +185,7 @@ async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doub
     assert_eq!(state(&died.status.state), "failed");
     assert_eq!(
         died.status.message.as_ref().map(line).as_deref(),
-        Some("agent: The task's call stopped before it finished: the process running it ended.")
+        Some(format!("agent: {}", agentscope_serving::STOPPED_IN_DOUBT).as_str())
     );
 
     // The next message in the context asks about the call in doubt instead of moving on.

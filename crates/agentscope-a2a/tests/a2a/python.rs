@@ -17,7 +17,7 @@ use agentscope_a2a::RemoteAgent;
 
 use crate::approvals::{SHAPE, deleter};
 use crate::remote::events;
-use crate::support::{Paced, serve, serve_with};
+use crate::support::{ByQuestion, Paced, serve, serve_with};
 
 /// The Python of `tests/python/.venv` with the SDK (its client, and its server with
 /// starlette and uvicorn) installed: as found, or made with `python3 -m venv` (unless the
@@ -64,13 +64,31 @@ async fn the_python_sdk_sends_streams_gets_lists_cancels_resubscribes_and_approv
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let model = Paced(ScriptedModel::new([
-        ScriptedResponse::chunks([ScriptedChunk::text("Hel"), ScriptedChunk::text("lo")]),
-        ScriptedResponse::text("Again."),
-        ScriptedResponse::text("too late").with_delay(Duration::from_secs(30)),
-        ScriptedResponse::chunks([ScriptedChunk::text("Still "), ScriptedChunk::text("here.")])
-            .with_delay(Duration::from_millis(500)),
-    ]));
+    let script = |response: ScriptedResponse| Paced(ScriptedModel::new([response]));
+    let model = ByQuestion(vec![
+        (
+            "Hi",
+            script(ScriptedResponse::chunks([
+                ScriptedChunk::text("Hel"),
+                ScriptedChunk::text("lo"),
+            ])),
+        ),
+        ("Again?", script(ScriptedResponse::text("Again."))),
+        (
+            "Take your time",
+            script(ScriptedResponse::text("too late").with_delay(Duration::from_secs(30))),
+        ),
+        (
+            "Keep going",
+            script(
+                ScriptedResponse::chunks([
+                    ScriptedChunk::text("Still "),
+                    ScriptedChunk::text("here."),
+                ])
+                .with_delay(Duration::from_millis(500)),
+            ),
+        ),
+    ]);
     let server = serve(&model, Toolkit::new(), dir.path()).await;
     let approvals_dir = tempfile::tempdir().unwrap();
     let approving = ScriptedModel::new([
@@ -128,7 +146,7 @@ async fn the_python_sdk_sends_streams_gets_lists_cancels_resubscribes_and_approv
                 "history": ["user: Again?", "agent: Again."],
             },
             "list": [false, true],
-            "cancel": {"returned": "TASK_STATE_CANCELED", "rest": ["status TASK_STATE_CANCELED -"]},
+            "cancel": {"returned": "TASK_STATE_CANCELED", "rest": ["status TASK_STATE_CANCELED - I noticed that you have interrupted me. What can I do for you?"]},
             // The stream is dropped after the task; a subscribe from the same client follows
             // the running task live (its deltas came after the re-subscribe) to its end.
             "resubscribe": {

@@ -229,6 +229,34 @@ pub(crate) fn line(message: &Message) -> String {
 #[derive(Clone)]
 pub(crate) struct Paced(pub(crate) ScriptedModel);
 
+/// A model answering each question with its own script (by the last user message's text),
+/// whatever order the questions come in, and whether an earlier question's call was
+/// canceled before or after the model was asked.
+#[derive(Clone)]
+pub(crate) struct ByQuestion(pub(crate) Vec<(&'static str, Paced)>);
+
+impl Model for ByQuestion {
+    fn model_name(&self) -> &str {
+        "by-question"
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
+        let question = request
+            .messages
+            .iter()
+            .rev()
+            .find(|msg| msg.role == agentscope::Role::User)
+            .map(|msg| msg.text())
+            .unwrap_or_default();
+        match self.0.iter().find(|(asked, _)| *asked == question) {
+            Some((_, model)) => model.stream(request).await,
+            None => Err(ModelError::InvalidResponse {
+                message: format!("no script for {question:?}"),
+            }),
+        }
+    }
+}
+
 impl Model for Paced {
     fn model_name(&self) -> &str {
         self.0.model_name()

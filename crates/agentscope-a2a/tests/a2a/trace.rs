@@ -160,3 +160,94 @@ async fn a_remote_agent_called_as_a_tool_is_a_child_of_the_tool_call() {
     assert_eq!(remote_call.span_context.trace_id(), trace);
     assert_eq!(remote_call.parent_span_id, task.span_context.span_id());
 }
+
+/// Finding 17 of issue 42: with `TracingHook` on the `RemoteAgent` itself (no caller span
+/// around it), the client's call and the served task were two traces. The task is the
+/// child of the client's call span, in its trace, and the remote agent's call below it.
+#[tokio::test]
+async fn a_remote_agents_call_span_is_the_parent_of_the_served_task() {
+    let (exporter, otel, _default) = traced();
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_traced(
+        ScriptedModel::new([ScriptedResponse::text("Hi!")]),
+        dir.path(),
+    )
+    .await;
+    let remote = RemoteAgent::builder(&server.url)
+        .name("caller")
+        .configure(|agent| agent.hook(TracingHook::new()))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(remote.call("Hello").await.unwrap().text(), "Hi!");
+    drop(server);
+    let spans = finished(&exporter, otel.into_guard());
+
+    let call = span(&spans, "invoke_agent caller");
+    let task = span(&spans, "a2a_task");
+    let served = span(&spans, "invoke_agent remote");
+    assert_eq!(call.parent_span_id, SpanId::INVALID);
+    let trace = call.span_context.trace_id();
+    assert_eq!(task.span_context.trace_id(), trace);
+    assert_eq!(task.parent_span_id, call.span_context.span_id());
+    assert!(task.parent_span_is_remote);
+    assert_eq!(served.span_context.trace_id(), trace);
+    assert_eq!(served.parent_span_id, task.span_context.span_id());
+}
+
+/// Finding 12 of issue 42: `SendStreamingMessage` over JSON-RPC, which this crate writes
+/// itself (not the SDK's binding), continues the request's trace as `SendMessage` does; the
+/// served task's span has the namespaced attributes (`gen_ai.agent.name`, `a2a.task.id`,
+/// `a2a.context.id`).
+#[tokio::test]
+async fn a_streamed_task_continues_the_trace_of_the_request_with_namespaced_attributes() {
+    let (exporter, otel, _default) = traced();
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_traced(
+        ScriptedModel::new([ScriptedResponse::text("Hi!")]),
+        dir.path(),
+    )
+    .await;
+    let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1,
+        "method": "SendStreamingMessage", "params": {
+        "message": {"role": "ROLE_USER", "messageId": "m1", "contextId": "c1",
+                    "parts": [{"text": "Hello"}]}}}))
+    .unwrap();
+    let response = reqwest::Client::new()
+        .post(&server.url)
+        .header("A2A-Version", "1.0")
+        .header("content-type", "application/json")
+        .header("traceparent", format!("00-{TRACE_ID}-{CALLER_SPAN_ID}-01"))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let text = response.text().await.unwrap();
+    assert!(text.contains("TASK_STATE_COMPLETED"), "{text}");
+    drop(server);
+    let spans = finished(&exporter, otel.into_guard());
+
+    let task = span(&spans, "a2a_task");
+    assert_eq!(task.span_context.trace_id().to_string(), TRACE_ID);
+    assert_eq!(task.parent_span_id.to_string(), CALLER_SPAN_ID);
+    assert!(task.parent_span_is_remote);
+    let attribute = |key: &str| {
+        task.attributes
+            .iter()
+            .find(|kv| kv.key.as_str() == key)
+            .map(|kv| kv.value.to_string())
+    };
+    assert_eq!(attribute("gen_ai.agent.name").as_deref(), Some("remote"));
+    assert_eq!(attribute("a2a.context.id").as_deref(), Some("c1"));
+    assert!(
+        attribute("a2a.task.id").is_some_and(|id| id.starts_with("c1~")),
+        "{:?}",
+        task.attributes
+    );
+    for unnamespaced in ["task_id", "context_id", "agent"] {
+        assert_eq!(attribute(unnamespaced), None, "{unnamespaced}");
+    }
+    let call = span(&spans, "invoke_agent remote");
+    assert_eq!(call.parent_span_id, task.span_context.span_id());
+}

@@ -190,12 +190,13 @@ async fn a_hook_that_appears_after_build_fails_the_run_instead_of_succeeding() {
     )
     .await;
     assert_eq!(status, 500);
-    assert_eq!(
-        body[0]["error"],
-        json!({"code": "agent_build",
-               "message": "the agent's builder registers a ToolApprovalHook it did not \
-                           register when the server was built, so the server cannot answer \
-                           its stops; register it every time, or give its policy to \
-                           AgentSpec::approval"})
+    // The client reads what failed and a correlation id; why (the hook the builder
+    // registers) is in the server's log under that id.
+    assert_eq!(body[0]["error"]["code"], "agent_build");
+    let message = body[0]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("The agent cannot be built (error id ")
+            && !message.contains("ToolApprovalHook"),
+        "{message}"
     );
 }

@@ -35,7 +35,8 @@ async fn a_call_in_doubt_is_listed_and_the_next_run_ends_with_its_interrupt() {
     assert_eq!(before.running_tools, ["p1"]);
 
     // The next run without new messages (a client that reloaded) gets the interrupt again;
-    // nothing runs and nothing is stored.
+    // nothing runs, and the conversation stays as it is (only the runs' records change: the
+    // run the client left is settled, and this one asks).
     let (status, events) = post(&server.base, &input("t1", json!([]))).await;
     assert_eq!(status, 200, "{events:?}");
     assert_eq!(types(&events), run_of(&[]));
@@ -60,8 +61,14 @@ async fn a_call_in_doubt_is_listed_and_the_next_run_ends_with_its_interrupt() {
     assert_eq!(payments.keys().len(), 1, "the tool did not run again");
     assert_eq!(model.request_count(), 1, "the model was not asked again");
     let after = stored(dir.path(), "t1").await;
-    assert_eq!(after.revision, before.revision);
-    assert_eq!(after.running_tools, ["p1"]);
+    assert_eq!(
+        (&after.messages, &after.running_tools),
+        (&before.messages, &before.running_tools)
+    );
+    assert_eq!(
+        thread(&server.base, "t1").await["runs"],
+        json!([{"runId": "run-t1", "state": "input-required"}])
+    );
 }
 
 /// One way to answer a call in doubt, and what follows.
@@ -235,7 +242,15 @@ async fn answers_that_do_not_fit_are_refused_before_anything_runs() {
     assert_eq!(payments.keys().len(), 1, "nothing ran");
     assert_eq!(model.request_count(), 1, "the model was not asked");
     let after = stored(dir.path(), "t1").await;
-    assert_eq!(after.revision, before.revision, "nothing was stored");
+    // The conversation is as it was; the run the client left was settled by the first
+    // refused run (it held the thread: no call served that run any more).
+    assert_eq!(
+        (&after.messages, &after.running_tools),
+        (&before.messages, &before.running_tools),
+        "nothing was stored"
+    );
+    let runs = &after.hooks["served_runs"]["runs"];
+    assert_eq!(runs[0]["state"]["state"], "failed", "{runs}");
     assert_eq!(
         thread(&server.base, "t1").await["interrupts"],
         json!([in_doubt_interrupt("t1")])

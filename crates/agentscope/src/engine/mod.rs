@@ -43,6 +43,8 @@ use agentscope_core::{
 
 use futures::future::BoxFuture;
 
+use crate::CallInput;
+use crate::admission::{Admission, Admit};
 use crate::config::AgentConfig;
 use crate::runtime::AgentRuntime;
 use crate::runtime::CallGuard;
@@ -84,6 +86,9 @@ pub(crate) struct CallExtras {
     pub(crate) finish: Option<Finish>,
     /// Tool calls in doubt the caller asked to run again (`CallInput::retry`).
     pub(crate) retry: Vec<String>,
+    /// The check that decides the call's input once the session is loaded
+    /// (`ReActAgent::stream_admitted`).
+    pub(crate) admit: Option<Admit>,
 }
 
 /// The end of the conversation in `memory`, from its last assistant message on (all of it
@@ -124,10 +129,27 @@ pub(crate) async fn run(
             .map(Box::new),
         false => None,
     };
+    let (mut session, mut input, mut extras) = (session, input, extras);
+    let mut start_hooks = None;
+    if let Some(admit) = extras.admit.take() {
+        match Box::pin(admit_call(config, runtime, session.as_deref_mut(), admit)).await {
+            Ok(admitted) => {
+                let (messages, retry) = admitted.input.into_parts();
+                input = messages;
+                extras.retry = retry;
+                start_hooks = admitted.hooks;
+            }
+            Err(error) => {
+                config.release_session(session.map(|synced| *synced)).await;
+                return Err(error);
+            }
+        }
+    }
     let loaded = Loaded {
         guard,
         session,
         queue: None,
+        start_hooks,
     };
     match (&config.session, &loaded.session) {
         (Some(binding), Some(_)) if binding.durability() == Durability::Async => {
@@ -140,12 +162,70 @@ pub(crate) async fn run(
     }
 }
 
+/// What an admission check decided for a call it admitted: its input, and the hooks' state
+/// it starts with when the check changed it.
+struct Admitted {
+    input: CallInput,
+    hooks: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Runs the call's admission check on the session as loaded; a refused call stores what the
+/// check recorded in the hooks' state (under the call's lease) and fails with
+/// `AgentError::Refused`.
+#[cold]
+async fn admit_call(
+    config: &AgentConfig,
+    runtime: &AgentRuntime,
+    synced: Option<&mut Synced>,
+    admit: Admit,
+) -> Result<Admitted, AgentError> {
+    let metadata = crate::runtime::lock(runtime.metadata()).clone();
+    let (running, stored_hooks, revision, leased) = match &synced {
+        Some(synced) => (
+            synced.running().to_vec(),
+            synced.hooks().clone(),
+            synced.revision(),
+            synced.is_leased(),
+        ),
+        None => Default::default(),
+    };
+    let mut admission = Admission::new(
+        config.identity(),
+        &*config.memory,
+        &running,
+        stored_hooks.clone(),
+        &metadata,
+        revision,
+        leased,
+    );
+    let decided = admit(&mut admission);
+    let hooks = admission.into_hooks();
+    let changed = synced.is_some() && hooks != stored_hooks;
+    match decided {
+        Ok(input) => Ok(Admitted {
+            input,
+            hooks: changed.then_some(hooks),
+        }),
+        Err(refusal) => {
+            if changed {
+                config.save_session(runtime, synced, Some(&hooks)).await?;
+            }
+            Err(AgentError::Refused {
+                reason: refusal.into_reason(),
+            })
+        }
+    }
+}
+
 /// What a call holds once its session is loaded: the agent (its busy guard), the stored
 /// revision it works from, and under `Durability::Async` its save queue.
 struct Loaded<'a> {
     guard: CallGuard<'a>,
     session: Option<Box<Synced>>,
     queue: Option<&'a SaveQueue>,
+    /// The hooks' state the call starts with, when its admission check changed the stored
+    /// one (saved after PreCall, before anything runs).
+    start_hooks: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// [`run_loaded`] with a save queue, whose writer runs beside the call until the call has
@@ -160,7 +240,12 @@ async fn run_with_queue<'a>(
     loaded: Loaded<'a>,
     binding: &'a SessionBinding,
 ) -> Result<Msg, AgentError> {
-    let Loaded { guard, session, .. } = loaded;
+    let Loaded {
+        guard,
+        session,
+        start_hooks,
+        ..
+    } = loaded;
     let revision = session.as_ref().map_or(0, |synced| synced.revision());
     let queue = SaveQueue::default();
     let call = async {
@@ -168,6 +253,7 @@ async fn run_with_queue<'a>(
             guard,
             session,
             queue: Some(&queue),
+            start_hooks,
         };
         let result = run_loaded(config, runtime, input, sink, extras, loaded).await;
         queue.close();
@@ -189,6 +275,7 @@ async fn run_loaded(
         guard,
         session,
         queue,
+        start_hooks,
     } = loaded;
     // Declared before `call`: when the call is dropped, its open tool calls are closed first.
     let mut finish = FinishStep::new(&*config.memory, extras.finish);
@@ -230,6 +317,7 @@ async fn run_loaded(
         progress: Progress::default(),
         session,
         queue,
+        start_hooks,
         open: OpenToolCalls::new(
             &*config.memory,
             hooks.is_interested(HookEventType::PostActing),
@@ -398,6 +486,9 @@ pub(crate) struct Call<'a> {
     session: Option<Box<Synced>>,
     /// Under `Durability::Async`: where the step saves go.
     queue: Option<&'a SaveQueue>,
+    /// The hooks' state the call starts with when its admission check changed the stored
+    /// one (the context's `HookState` is made from it).
+    start_hooks: Option<serde_json::Map<String, serde_json::Value>>,
     /// The tool calls stored in memory without a result; any early exit closes them.
     open: OpenToolCalls<'a>,
 }
@@ -457,6 +548,15 @@ impl Call<'_> {
         }
     }
 
+    /// The `invoke_agent` span a `TracingHook` opened for this call (a disabled one
+    /// without), made current while a custom reply runs.
+    fn call_span(&mut self) -> tracing::Span {
+        match &mut self.context {
+            Some(context) => crate::hooks::tracing::invoke_span(context.extensions_mut()),
+            None => tracing::Span::none(),
+        }
+    }
+
     /// The call's context, made on first use.
     #[inline]
     fn context(&mut self) -> &mut CallContext {
@@ -481,9 +581,11 @@ impl Call<'_> {
         let mut context = context.with_tools(self.setup.toolkit.shared_schemas());
         if let Some(synced) = &self.session {
             context = context.with_running_tools(synced.running().to_vec());
-            context
-                .extensions_mut()
-                .insert(HookState::new(synced.hooks().clone()));
+            let hooks = self
+                .start_hooks
+                .clone()
+                .unwrap_or_else(|| synced.hooks().clone());
+            context.extensions_mut().insert(HookState::new(hooks));
         }
         context
     }
@@ -512,6 +614,10 @@ impl Call<'_> {
         };
         conversation::check_no_system(&input, "PreCallEvent input messages")?;
         self.progress.base_system = system;
+        // What an admission check recorded is stored with what PreCall hooks recorded.
+        if self.start_hooks.is_some() {
+            self.context();
+        }
         // A hook that recorded session state at PreCall (an approval decision) has it
         // stored before anything runs.
         if self.hook_state_changed()

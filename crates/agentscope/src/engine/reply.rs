@@ -10,6 +10,7 @@ use agentscope_core::{
     ModelRequest, Msg, Role, ToolUseBlock,
 };
 use futures::future::{BoxFuture, Either, select};
+use tracing::Instrument;
 
 use super::acting::Acted;
 use super::reasoning::{Reasoned, Then};
@@ -283,9 +284,11 @@ impl Call<'_> {
         input: Vec<Msg>,
     ) -> Step<Msg> {
         let cancel = self.setup.cancel;
+        // The call's span is current while the reply runs: what it does nests under it.
+        let span = self.call_span();
         let mut cx = ReplyContext { call: self, input };
         let outcome = {
-            let replied = reply.reply_boxed(&mut cx);
+            let replied = reply.reply_boxed(&mut cx).instrument(span);
             match select(replied, pin!(cancel.cancelled())).await {
                 Either::Left((outcome, _)) => outcome,
                 Either::Right(_) => return Err(Halt::Interrupted),

@@ -92,7 +92,9 @@ const CAPTURE_CONTENT_ENV: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CO
 /// Hooks run inside the engine's future, which a hook cannot enter, so the hook never makes
 /// the `invoke_agent` span *current*: `chat` and `execute_tool` spans name their parent
 /// explicitly, and the `invoke_agent` span takes the caller's current span as its parent
-/// (call the agent inside your request span and the agent's spans nest under it).
+/// (call the agent inside your request span and the agent's spans nest under it). The
+/// engine makes it current while a custom [`Reply`](crate::Reply) runs, so what the reply
+/// does nests under the call (a remote agent's requests carry the call's trace context).
 ///
 /// # Failures
 ///
@@ -384,6 +386,14 @@ impl TracingHook {
 pub(crate) fn chat_span(extensions: &mut Extensions) -> Span {
     call_state::first_mut::<CallSpans>(extensions)
         .and_then(|spans| spans.chat.clone())
+        .unwrap_or_else(Span::none)
+}
+
+/// The `invoke_agent` span of this call (the first `TracingHook`'s), for the engine to make
+/// current while a custom reply runs; a disabled span without one.
+pub(crate) fn invoke_span(extensions: &mut Extensions) -> Span {
+    call_state::first_mut::<CallSpans>(extensions)
+        .map(|spans| spans.span.clone())
         .unwrap_or_else(Span::none)
 }
 

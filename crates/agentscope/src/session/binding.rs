@@ -82,6 +82,11 @@ impl Synced {
         &self.hooks
     }
 
+    /// Whether the call holds the session's lease (the store coordinates instances).
+    pub(crate) fn is_leased(&self) -> bool {
+        self.lease.is_some()
+    }
+
     /// Records that the tools of `ids` are about to run (saved by the next save).
     pub(crate) fn start(&mut self, ids: impl IntoIterator<Item = String>) {
         for id in ids {

@@ -8,6 +8,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod admission;
 mod agents;
 mod durability;
 mod hook_versions;

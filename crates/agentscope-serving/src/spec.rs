@@ -1,4 +1,4 @@
-//! [`AgentSpec`]: how the server makes the agent of one run.
+//! [`AgentSpec`]: how a server makes the agent of one served run.
 
 use std::fmt;
 use std::sync::Arc;
@@ -7,29 +7,27 @@ use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
 use agentscope::session::SessionStore;
 use agentscope::{HookChain, HookId, HookInfo, ReActAgent, ReActAgentBuilder, SystemHooks};
 
-use crate::error::ApiError;
-
-/// How to make an agent for one run: a factory of a configured builder (model, tools,
+/// How to make an agent for one served run: a factory of a configured builder (model, tools,
 /// hooks, prompt), and optionally which tool calls need a person's approval.
 ///
-/// The server adds the thread's session and, with [`approval`](Self::approval), a
+/// The server adds the conversation's session and, with [`approval`](Self::approval), a
 /// [`ToolApprovalHook`], then builds a fresh agent for every run: agents are cheap, and a
-/// thread's state lives in the store, so any instance can serve its next run.
+/// conversation's state lives in the store, so any instance can serve its next run.
 ///
 /// # An agent with its own approval hook
 ///
 /// A builder that registers its own [`ToolApprovalHook`] is served with that hook's policy,
-/// as if it were given to [`approval`](Self::approval): its stops become AG-UI interrupts
-/// and `resume` answers them. The server reads the policy once, when
-/// [`AgUiBuilder::build`](crate::AgUiBuilder::build) calls the factory, and for every run
+/// as if it were given to [`approval`](Self::approval): its stops become questions of the
+/// protocol (AG-UI interrupts, A2A `input-required`) that the client answers. The server
+/// reads the policy once, when it is built (it calls the factory), and for every run
 /// replaces the builder's hook with a fresh one of the same policy, restored from the
-/// thread: decisions belong to a thread, so a hook the application keeps (and clones into
-/// every builder) never sees them. Two policies for one agent (the builder's hook and
-/// `approval`, or two hooks) are refused by `build()`.
+/// session: decisions belong to a conversation, so a hook the application keeps (and clones
+/// into every builder) never sees them. Two policies for one agent (the builder's hook and
+/// `approval`, or two hooks) are refused when the server is built.
 ///
 /// ```
 /// use agentscope::prelude::*;
-/// use agentscope_server::AgentSpec;
+/// use agentscope_serving::AgentSpec;
 /// use agentscope_test::{ScriptedModel, ScriptedResponse};
 ///
 /// let model = ScriptedModel::new([ScriptedResponse::text("Hi!")]).cycling();
@@ -75,7 +73,8 @@ impl AgentSpec {
         }
     }
 
-    /// Tool calls this policy selects stop the run for a decision (an AG-UI interrupt).
+    /// Tool calls this policy selects stop the run for a decision (an AG-UI interrupt, an
+    /// A2A `input-required` task).
     #[must_use]
     pub fn approval(mut self, policy: ApprovalPolicy) -> Self {
         self.approval = Some(policy);
@@ -142,33 +141,33 @@ impl AgentSpec {
         store: &Arc<dyn SessionStore>,
         session: &str,
         approvals: Option<&ToolApprovalHook>,
-    ) -> Result<ReActAgent, ApiError> {
+    ) -> Result<ReActAgent, String> {
         let mut builder = (self.factory)().session(Arc::clone(store), session);
         let (_, own) = builder.edit_hooks(take_approval_hooks);
         if own > 0 && approvals.is_none() {
-            return Err(ApiError::internal(
-                "agent_build",
-                "the agent's builder registers a ToolApprovalHook it did not register when \
-                 the server was built, so the server cannot answer its stops; register it \
-                 every time, or give its policy to AgentSpec::approval",
-            ));
+            return Err(
+                "the agent's builder registers a ToolApprovalHook it did not register \
+                 when the server was built, so the server cannot answer its stops; register it \
+                 every time, or give its policy to AgentSpec::approval"
+                    .to_owned(),
+            );
         }
         if let Some(approvals) = approvals {
             builder = builder.hook(approvals.clone());
         }
-        let agent = builder.build().map_err(|err| {
-            ApiError::internal("agent_build", format!("the agent cannot be built: {err}"))
-        })?;
+        let agent = builder
+            .build()
+            .map_err(|err| format!("the agent cannot be built: {err}"))?;
         // A hook the server does not answer (a system hook added since, a wrapped hook the
         // factory registers now) would end runs as successes with calls pending.
         let expected = usize::from(approvals.is_some());
         if named_approval_hooks(&agent.hook_order()) != expected {
-            return Err(ApiError::internal(
-                "agent_build",
+            return Err(
                 "the agent has an approval hook the server does not answer (a \
                  ToolApprovalHook wrapped, or added with SystemHooks::add after the server \
-                 was built); give its policy to AgentSpec::approval instead",
-            ));
+                 was built); give its policy to AgentSpec::approval instead"
+                    .to_owned(),
+            );
         }
         Ok(agent)
     }
