@@ -33,6 +33,7 @@ const CRATES: &[&str] = &[
     "agentscope-a2a",
     "agentscope-mcp",
     "agentscope-otel",
+    "agentscope-eval",
     "agentscope-test",
 ];
 
