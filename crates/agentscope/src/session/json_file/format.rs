@@ -216,6 +216,23 @@ impl LogMessage for IgnoredAny {
     }
 }
 
+/// Where a record is in its log, for errors: `line 3`, or `the last record` (read from
+/// the end of the log, without counting the lines before).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum At {
+    Line(u64),
+    Last,
+}
+
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            At::Line(line) => write!(f, "line {line}"),
+            At::Last => f.write_str("the last record"),
+        }
+    }
+}
+
 /// A corrupt-state error about line `line` of log `path`.
 pub(super) fn corrupt(
     session: &str,
@@ -223,10 +240,12 @@ pub(super) fn corrupt(
     line: u64,
     message: impl fmt::Display,
 ) -> SessionError {
-    SessionError::corrupt(
-        session,
-        format_args!("{}: line {line}: {message}", path.display()),
-    )
+    corrupt_at(session, path, At::Line(line), message)
+}
+
+/// A corrupt-state error about the record `at` of log `path`.
+fn corrupt_at(session: &str, path: &Path, at: At, message: impl fmt::Display) -> SessionError {
+    SessionError::corrupt(session, format_args!("{}: {at}: {message}", path.display()))
 }
 
 /// Parses line `number` of log `path`.
@@ -234,6 +253,16 @@ pub(super) fn parse_line<M: LogMessage>(
     session: &str,
     path: &Path,
     number: u64,
+    line: &[u8],
+) -> Result<Record<M>, SessionError> {
+    parse_record(session, path, At::Line(number), line)
+}
+
+/// Parses the record `at` of log `path` (a line without its `\n`).
+pub(super) fn parse_record<M: LogMessage>(
+    session: &str,
+    path: &Path,
+    at: At,
     line: &[u8],
 ) -> Result<Record<M>, SessionError> {
     let unsupported = |found: u32| SessionError::UnsupportedVersion {
@@ -247,10 +276,10 @@ pub(super) fn parse_line<M: LogMessage>(
         .find(|byte| !byte.is_ascii_whitespace())
         .is_some_and(|first| *first != b'{')
     {
-        return Err(corrupt(
+        return Err(corrupt_at(
             session,
             path,
-            number,
+            at,
             "the record is not a JSON object",
         ));
     }
@@ -261,7 +290,7 @@ pub(super) fn parse_line<M: LogMessage>(
             Ok(probe) if probe.version != AgentState::CURRENT_VERSION => {
                 Err(unsupported(probe.version))
             }
-            _ => Err(corrupt(session, path, number, error)),
+            _ => Err(corrupt_at(session, path, at, error)),
         },
     }
 }
