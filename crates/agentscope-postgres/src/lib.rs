@@ -152,10 +152,15 @@
 //!   within the lease's time to live. The next call settles the tools the dead holder left
 //!   running (their result says they were interrupted while running, and they are not run
 //!   again).
-//! - A holder that cannot renew (the server or the network away) stops its own call: when
-//!   a renewal fails and the lease would expire before the next attempt, the call is
-//!   interrupted (it ends as `interrupt()` ends it), before another instance may take the
-//!   session.
+//! - A holder that cannot renew (the server or the network away, a connection reset, a
+//!   renewal never answered) stops its own call before its lease can expire: when renewals
+//!   keep failing until the lease is a tenth of its time to live from expiring, measured
+//!   from the last renewal that went through (no renewal is waited for beyond that moment),
+//!   the call is interrupted (it ends as `interrupt()` ends it) and a warning is logged
+//!   once, so no other instance can take the session while it still runs. The expiry is
+//!   measured from when that renewal was sent, no later than the server set it; the tenth
+//!   covers a timer that fires late. Renewing goes on: if the server answers again and no
+//!   other call took the session, the stopped call's last save and release go through.
 //! - The lease is a fence: every save of the call carries its token
 //!   ([`StateChange::fence`]) and is refused ([`SessionError::LeaseLost`]) when another call
 //!   holds a live lease on the session; the stalled holder's renewal notices the loss and
