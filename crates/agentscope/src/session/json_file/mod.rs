@@ -273,10 +273,11 @@ use lease::{Holder, JsonFileLease};
 /// of the file (a few kilobytes: one `open`, one `fstat`, one read; a longer last record in
 /// doubling tails): the record carries the revision and `saved_at` the state has, so
 /// nothing is replayed and no message is decoded. It then sorts those summaries and cuts
-/// the page in memory. There is no index: a page costs a small read per matching session
-/// (about 30 µs each with 2,000 sessions on tmpfs, where loading every session costs several
-/// times that; see `docs/sessions.md`), so for many thousands of sessions listed often,
-/// use a store with an index (SQLite on one host).
+/// the page in memory. There is no index: a page costs a small read per matching session,
+/// its files opened and closed (about 20 µs each on tmpfs on a busy 2-core machine: 43 ms
+/// for a page over 2,000 sessions, where loading every session costs 59 ms through a store
+/// that holds them decoded and 153 ms through a new one; see `docs/sessions.md`), so for
+/// many thousands of sessions listed often, use a store with an index (SQLite on one host).
 ///
 /// A file's modification time is not the state's `saved_at` (a change carries its own
 /// time, and a rewrite, a copy or a restore moves the file's), and an index file kept

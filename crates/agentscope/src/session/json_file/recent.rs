@@ -1,5 +1,6 @@
 //! Listing by recency: a session's revision and `saved_at` are those of its log's last
-//! complete record, read from the end of the file without replaying the log; a whole-state
+//! complete record, found from the end of the file and read up to its messages, without
+//! replaying the log; a whole-state
 //! file of an earlier version is read whole. The directory holds no index: a page reads the
 //! last record of every session whose id matches, then sorts and cuts in memory.
 
@@ -8,10 +9,9 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use agentscope_core::session::{SessionError, SessionSummary};
-use serde::de::IgnoredAny;
 
 use super::files::{Files, file_len, io_error, list_dir};
-use super::format::{At, Record, parse_record};
+use super::format::{At, Head, parse_head};
 use super::replay::{no_complete_record, read_legacy};
 
 /// How much of a log's end is read first: a step's record (a reply and a tool result) is a
@@ -65,14 +65,10 @@ fn summary(files: &Files, id: String) -> Result<Option<SessionSummary>, SessionE
     }
 }
 
-/// The last complete record of log `path` (open as `file`), its messages skipped: the
-/// line before the log's last `\n`, read from the end (the bytes after that `\n`, an
-/// interrupted append, are ignored, as loads ignore them).
-fn last_record(
-    session: &str,
-    path: &Path,
-    file: &mut File,
-) -> Result<Record<IgnoredAny>, SessionError> {
+/// The head of the last complete record of log `path` (open as `file`): the line before
+/// the log's last `\n`, found from the end (the bytes after that `\n`, an interrupted
+/// append, are ignored, as loads ignore them), read up to its messages.
+fn last_record(session: &str, path: &Path, file: &mut File) -> Result<Head, SessionError> {
     // The log only grows, and a rewrite replaces the file: the first `len` bytes of the
     // file open here never change.
     let len = file_len(session, path, file)?;
@@ -94,9 +90,9 @@ fn last_record(
         // Its start: after the `\n` before it, or the start of the file.
         match bytes[..end].iter().rposition(|byte| *byte == b'\n') {
             Some(before) => {
-                return parse_record(session, path, At::Last, &bytes[before + 1..end]);
+                return parse_head(session, path, At::Last, &bytes[before + 1..end]);
             }
-            None if start == 0 => return parse_record(session, path, At::Last, &bytes[..end]),
+            None if start == 0 => return parse_head(session, path, At::Last, &bytes[..end]),
             None => tail = (tail * 2).min(len),
         }
     }
@@ -165,7 +161,7 @@ mod tests {
         };
         assert!(
             error.to_string().starts_with(&format!(
-                "session 's' is corrupt: {}: the last record: missing field",
+                "session 's' is corrupt: {}: the last record: missing field `revision`",
                 path.display()
             )),
             "{error}"
