@@ -17,6 +17,7 @@
 use std::cmp::Ordering;
 
 use a2a::{A2AError, ListTasksRequest, ListTasksResponse, Task};
+use agentscope::session::SessionSummary;
 use agentscope_serving::{Served, failure};
 use chrono::{DateTime, Utc};
 
@@ -177,7 +178,9 @@ async fn merged(
     let mut candidates: Vec<Task> = Vec::new();
     let mut last: Option<SessionSummary> = None;
     loop {
-        let page = list_recent(&**served.store(), &prefix, last.as_ref(), SESSIONS_PER_READ)
+        let page = served
+            .store()
+            .list_recent(&prefix, last.as_ref(), SESSIONS_PER_READ)
             .await
             .map_err(|error| {
                 A2AError::internal(failure("Listing the tasks failed", &error).message)
@@ -210,40 +213,4 @@ async fn merged(
             return Ok((out, exhausted));
         }
     }
-}
-
-/// A session and when it was last saved. (Until the store seam's `list_recent` lands.)
-#[derive(Debug, Clone)]
-struct SessionSummary {
-    id: String,
-    saved_at: DateTime<Utc>,
-}
-
-/// The sessions whose ids start with `prefix`, most recently saved first, after `after`.
-/// (Until the store seam's `list_recent` lands: every session is loaded.)
-async fn list_recent(
-    store: &dyn agentscope::session::SessionStore,
-    prefix: &str,
-    after: Option<&SessionSummary>,
-    limit: usize,
-) -> Result<Vec<SessionSummary>, agentscope::session::SessionError> {
-    let mut all = Vec::new();
-    for id in store.list().await? {
-        if !id.starts_with(prefix) {
-            continue;
-        }
-        if let Some(state) = store.load(&id).await? {
-            all.push(SessionSummary {
-                id,
-                saved_at: state.saved_at,
-            });
-        }
-    }
-    let key = |s: &SessionSummary| (std::cmp::Reverse(s.saved_at), s.id.clone());
-    all.sort_by_key(key);
-    Ok(all
-        .into_iter()
-        .filter(|s| after.is_none_or(|after| key(s) > key(after)))
-        .take(limit)
-        .collect())
 }

@@ -232,6 +232,9 @@ impl PostgresSessionStoreBuilder {
             )));
         }
         schema::migrate(&mut client, &schema, &endpoint).await?;
+        // Part of migration 2: the rows saved before it (or since, by an instance of an
+        // earlier version) get their recency key.
+        schema::key_unkeyed(&client, &schema, &endpoint).await?;
         drop(client);
         tracing::debug!(
             target: "agentscope_postgres",

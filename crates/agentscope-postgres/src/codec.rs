@@ -5,7 +5,9 @@
 use agentscope_core::Msg;
 use agentscope_core::plumbing::columns::ChangeColumns;
 use agentscope_core::plumbing::rfc3339;
-use agentscope_core::session::{AgentState, AgentStateParts, SessionError, StateChange};
+use agentscope_core::session::{
+    AgentState, AgentStateParts, SessionError, SessionSummary, StateChange,
+};
 use serde::de::DeserializeOwned;
 use tokio_postgres::Row;
 
@@ -15,6 +17,8 @@ pub(crate) struct EncodedChange {
     pub(crate) revision: i64,
     pub(crate) message_count: i32,
     pub(crate) columns: ChangeColumns,
+    /// [`SessionSummary::recency_key`] of the change's `saved_at`.
+    pub(crate) recency: String,
 }
 
 impl EncodedChange {
@@ -32,6 +36,7 @@ impl EncodedChange {
             message_count: i32::try_from(count)
                 .map_err(|_| out_of_range("message count", count))?,
             columns: ChangeColumns::of(session, change)?,
+            recency: SessionSummary::recency_key(&change.saved_at),
         })
     }
 }
@@ -123,6 +128,12 @@ fn message_rows(
         ));
     }
     Ok(messages)
+}
+
+/// The revision in column `index` of a row of session `session` (a `list_recent` row).
+pub(crate) fn revision(session: &str, row: &Row, index: usize) -> Result<u64, SessionError> {
+    let revision: i64 = column(session, row, index, "revision")?;
+    to_u64(session, "revision", revision)
 }
 
 /// Column `index` (named `what`) of `row`.

@@ -7,7 +7,8 @@
 //!   third of its time to live, deleted on release (only by its own token), and checked by
 //!   every fenced save.
 //! - A holder that cannot renew (the server or the network is away) stops its call before
-//!   the lease expires: another instance may take the session then.
+//!   the lease expires, a tenth of its time to live before, measured from the last renewal
+//!   that went through ([`RenewalDeadline`]): another instance may take the session then.
 //! - An interrupt marks the live lease of the session and notifies every store
 //!   (`pg_notify`); the store running the call cancels it ([`Listener`]). A holder that
 //!   missed the notification reads the mark when it next renews.
@@ -16,6 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentscope_core::CancellationToken;
+use agentscope_core::plumbing::lease::RenewalDeadline;
 use agentscope_core::session::{LeaseHandle, SessionError, SessionLease, validate_session_id};
 use futures::future::BoxFuture;
 use tokio::task::AbortHandle;
@@ -112,8 +114,7 @@ impl Leases {
                 Arc::clone(db),
                 session.to_owned(),
                 token.clone(),
-                ttl,
-                sent,
+                RenewalDeadline::new(ttl, sent),
                 interrupt.clone(),
             ))
             .abort_handle();
@@ -181,39 +182,76 @@ async fn renew_once(
     })
 }
 
+/// How much earlier than its lease would expire a holder that could not renew stops its
+/// call: a tenth of the time to live. The expiry is measured from when the last renewal
+/// that went through was sent, which is no later than the server's `now()` for it; the
+/// margin keeps a timer that fires late, or a task scheduled late on a busy host, from
+/// stopping the call after the server's expiry instead of before.
+const STOP_MARGIN_DIVISOR: u32 = 10;
+
 /// Renews a lease every third of its time to live until it is released (the task is then
-/// aborted). An interrupt mark cancels the call; so does the lease lost to another holder,
-/// and renewals failing until the lease would expire before the next attempt (the call
-/// must stop before another instance may take the session). `sent`: when the statement
-/// that took the lease was sent (the lease lives at least `ttl` from then).
+/// aborted), following [`RenewalDeadline`] as every store that renews in the background:
+/// an interrupt mark cancels the call; so does the lease lost to another holder; and when
+/// renewals keep failing (the server or the network away, a connection reset, a request
+/// never answered) until the lease is a tenth of its time to live from expiring, measured
+/// from the last renewal that went through, the call is stopped then, before another
+/// instance may take the session. No renewal is waited for beyond that moment. Renewing
+/// goes on after the stop: if the server answers again and no other call took the session,
+/// the stopped call's last save and its release go through.
 async fn renew(
     db: Arc<Db>,
     session: String,
     token: String,
-    ttl: Duration,
-    sent: Instant,
+    mut lease: RenewalDeadline,
     interrupt: CancellationToken,
 ) {
+    let ttl = lease.ttl();
     let period = ttl / 3;
-    let mut held_until = sent + ttl;
+    let margin = ttl / STOP_MARGIN_DIVISOR;
+    // The lease counted as expired `margin` early.
+    let ahead = |at: Instant| at.checked_add(margin).unwrap_or(at);
+    let expired = |lease: &mut RenewalDeadline| {
+        if lease.stop_if_expired(ahead(Instant::now()), &interrupt) {
+            tracing::warn!(
+                target: "agentscope_postgres",
+                session = %session,
+                ttl_ms = millis(ttl),
+                "the session's lease could not be renewed before it would have expired; \
+                 stopping this call (another call may take the session, and this call's \
+                 saves are refused once one does)"
+            );
+        }
+    };
     loop {
-        tokio::time::sleep(period).await;
+        // Woken when the call must stop at the latest.
+        let mut wake = lease.next_renewal(Instant::now());
+        if !lease.is_stopped() {
+            let stop = lease.deadline().checked_sub(margin).unwrap_or(wake);
+            wake = wake.min(stop);
+        }
+        tokio::time::sleep_until(wake.into()).await;
+        expired(&mut lease);
         let sent = Instant::now();
-        let renewed =
-            match tokio::time::timeout(period, renew_once(&db, &session, &token, ttl)).await {
-                Ok(renewed) => renewed,
-                Err(_) => Err(SessionError::Backend {
-                    session: Some(session.clone()),
-                    message: format!(
-                        "renewing the session's lease ({}): no answer within {period:?}",
-                        db.endpoint.shown()
-                    ),
-                    source: None,
-                }),
-            };
+        // Not waited for beyond the moment the call must stop.
+        let wait = match lease.is_stopped() {
+            true => period,
+            false => lease.remaining(ahead(sent)),
+        };
+        let renewed = match tokio::time::timeout(wait, renew_once(&db, &session, &token, ttl)).await
+        {
+            Ok(renewed) => renewed,
+            Err(_) => Err(SessionError::Backend {
+                session: Some(session.clone()),
+                message: format!(
+                    "renewing the session's lease ({}): no answer within {wait:?}",
+                    db.endpoint.shown()
+                ),
+                source: None,
+            }),
+        };
         match renewed {
             Ok(Renewed::Held { interrupted }) => {
-                held_until = sent + ttl;
+                lease.renewed(sent);
                 if interrupted {
                     interrupt.cancel();
                 }
@@ -228,18 +266,7 @@ async fn renew(
                 interrupt.cancel();
                 return;
             }
-            Err(error) if Instant::now() + period >= held_until => {
-                tracing::warn!(
-                    target: "agentscope_postgres",
-                    session = %session,
-                    %error,
-                    "the session's lease could not be renewed and expires before the next \
-                     attempt; stopping this call"
-                );
-                interrupt.cancel();
-                return;
-            }
-            Err(error) => {
+            Err(error) if !lease.is_stopped() => {
                 tracing::warn!(
                     target: "agentscope_postgres",
                     session = %session,
@@ -247,7 +274,10 @@ async fn renew(
                     "renewing a session lease failed; trying again"
                 );
             }
+            // After the call was stopped: retried at the next round.
+            Err(_) => {}
         }
+        expired(&mut lease);
     }
 }
 

@@ -52,8 +52,11 @@
 //!     hooks         JSON NOT NULL,                 -- the hooks' session state
 //!     message_count INTEGER NOT NULL,              -- how many message rows it has
 //!     saved_at      TEXT NOT NULL,                 -- RFC 3339 (nanoseconds), the change's
-//!     updated_at    TIMESTAMPTZ NOT NULL DEFAULT now()  -- the server's time of the save
+//!     updated_at    TIMESTAMPTZ NOT NULL DEFAULT now(), -- the server's time of the save
+//!     recency       TEXT COLLATE "C"               -- saved_at as a key sorting newest first
 //! );
+//! CREATE INDEX agentscope_session_states_recency
+//!     ON agentscope_session_states (recency, session_id);
 //! CREATE TABLE agentscope_session_messages (
 //!     session_id TEXT COLLATE "C" NOT NULL
 //!         REFERENCES agentscope_session_states (session_id) ON DELETE CASCADE,
@@ -109,6 +112,28 @@
 //! - [**delete**](SessionStore::delete) deletes the session row; its messages go with it.
 //!   A lease of the session stays (the call holding it ends on its own).
 //! - [**list**](SessionStore::list) is one indexed query, sorted.
+//! - [**list_recent**](SessionStore::list_recent) is one query on the recency index (see
+//!   [below](#listing-by-recency)).
+//!
+//! # Listing by recency
+//!
+//! [`list_recent`](SessionStore::list_recent) reads `WHERE (recency, session_id) > (cursor)
+//! AND starts_with(session_id, prefix) ORDER BY recency, session_id LIMIT n`, an index scan
+//! of `agentscope_session_states_recency` that starts at the cursor: a page reads its own
+//! rows and walks past, in the index, the newer sessions whose ids do not start with the
+//! prefix (PostgreSQL also narrows the scan to the prefix's range of ids); it never reads a
+//! message. `recency` is [`SessionSummary::recency_key`] of the row's `saved_at`, written
+//! by every save with `saved_at` (the RFC 3339 text, with 0, 3, 6 or 9 fractional digits,
+//! does not sort as text, and `TIMESTAMPTZ` keeps microseconds where `saved_at` has
+//! nanoseconds).
+//!
+//! Migration 2 adds the column and its index; connecting then keys every row that has no
+//! key, from its `saved_at` (one that does not read as a time is keyed last: a page that
+//! reaches that row reports it [corrupt](SessionError::Corrupt)). A row that an instance of
+//! an earlier version saves afterwards has no key: the next `list_recent` keys it first. A
+//! session such an instance saves again keeps its old key (and its old place in the
+//! listing) until this version saves it: upgrade every instance before relying on the
+//! order.
 //!
 //! # Leases and interrupts
 //!
@@ -127,10 +152,15 @@
 //!   within the lease's time to live. The next call settles the tools the dead holder left
 //!   running (their result says they were interrupted while running, and they are not run
 //!   again).
-//! - A holder that cannot renew (the server or the network away) stops its own call: when
-//!   a renewal fails and the lease would expire before the next attempt, the call is
-//!   interrupted (it ends as `interrupt()` ends it), before another instance may take the
-//!   session.
+//! - A holder that cannot renew (the server or the network away, a connection reset, a
+//!   renewal never answered) stops its own call before its lease can expire: when renewals
+//!   keep failing until the lease is a tenth of its time to live from expiring, measured
+//!   from the last renewal that went through (no renewal is waited for beyond that moment),
+//!   the call is interrupted (it ends as `interrupt()` ends it) and a warning is logged
+//!   once, so no other instance can take the session while it still runs. The expiry is
+//!   measured from when that renewal was sent, no later than the server set it; the tenth
+//!   covers a timer that fires late. Renewing goes on: if the server answers again and no
+//!   other call took the session, the stopped call's last save and release go through.
 //! - The lease is a fence: every save of the call carries its token
 //!   ([`StateChange::fence`]) and is refused ([`SessionError::LeaseLost`]) when another call
 //!   holds a live lease on the session; the stalled holder's renewal notices the loss and
@@ -232,4 +262,6 @@ pub use store::PostgresSessionStore;
 
 // The names the crate docs link to.
 #[cfg(doc)]
-use agentscope_core::session::{AgentState, SessionError, SessionStore, StateChange};
+use agentscope_core::session::{
+    AgentState, SessionError, SessionStore, SessionSummary, StateChange,
+};

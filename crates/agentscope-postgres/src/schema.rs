@@ -6,7 +6,8 @@
 //! moment wait for each other, and the first one applies what is missing. Applied versions
 //! are recorded in `agentscope_schema_migrations`.
 
-use agentscope_core::session::SessionError;
+use agentscope_core::plumbing::rfc3339;
+use agentscope_core::session::{SessionError, SessionSummary};
 use deadpool_postgres::Object;
 
 use crate::endpoint::Endpoint;
@@ -28,7 +29,7 @@ pub const LEASES_TABLE: &str = "agentscope_session_leases";
 pub const MIGRATIONS_TABLE: &str = "agentscope_schema_migrations";
 
 /// The version of the newest migration this build applies.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// The first key of the advisory lock migrations take (the second is the schema's hash).
 const MIGRATION_LOCK: i32 = 0x6173_6d67; // "asmg"
@@ -43,10 +44,11 @@ struct Migration {
 
 /// Every migration, oldest first. A migration is never changed once released: a change to
 /// the tables is a new migration.
-const MIGRATIONS: [Migration; 1] = [Migration {
-    version: 1,
-    name: "sessions, messages and leases",
-    sql: r#"
+const MIGRATIONS: [Migration; 2] = [
+    Migration {
+        version: 1,
+        name: "sessions, messages and leases",
+        sql: r#"
 CREATE TABLE {schema}.agentscope_session_states (
     session_id    TEXT COLLATE "C" PRIMARY KEY,
     revision      BIGINT NOT NULL,
@@ -73,7 +75,73 @@ CREATE TABLE {schema}.agentscope_session_leases (
     interrupted BOOLEAN NOT NULL DEFAULT false
 );
 "#,
-}];
+    },
+    Migration {
+        version: 2,
+        name: "the recency key list_recent pages by",
+        // The key is `SessionSummary::recency_key` of `saved_at`, which the RFC 3339 text
+        // (with 0, 3, 6 or 9 fractional digits) is not ordered as. Existing rows are keyed
+        // right after the migrations, in Rust, by `key_unkeyed` (one implementation of the
+        // key; a `saved_at` that does not read as a time is keyed last).
+        sql: r#"
+ALTER TABLE {schema}.agentscope_session_states ADD COLUMN recency TEXT COLLATE "C";
+CREATE INDEX agentscope_session_states_recency
+    ON {schema}.agentscope_session_states (recency, session_id);
+"#,
+    },
+];
+
+/// The recency key of a row whose `saved_at` cannot be read: after every real key, so such
+/// a row is listed last, where reading it reports it corrupt.
+pub(crate) const UNREADABLE_RECENCY: &str = "z";
+
+/// Keys the rows of `schema` that have no recency key: every row of a schema just migrated
+/// to version 2, and the rows an instance of an earlier version saved since. Each row is
+/// keyed only if it still has no key and the same `saved_at` (another instance may key it,
+/// or save it, meanwhile). Returns how many rows it keyed.
+pub(crate) async fn key_unkeyed(
+    client: &Object,
+    schema: &str,
+    endpoint: &Endpoint,
+) -> Result<u64, SessionError> {
+    let fail = |error: tokio_postgres::Error| {
+        backend(
+            None,
+            format_args!("keying the sessions of the schema {schema:?} by recency"),
+            &error,
+            endpoint,
+        )
+    };
+    let states = format!("{}.{STATES_TABLE}", quoted(schema));
+    let rows = client
+        .query(
+            &format!("SELECT session_id, saved_at FROM {states} WHERE recency IS NULL"),
+            &[],
+        )
+        .await
+        .map_err(fail)?;
+    let set = client
+        .prepare_cached(&format!(
+            "UPDATE {states} SET recency = $3 \
+             WHERE session_id = $1 AND saved_at = $2 AND recency IS NULL"
+        ))
+        .await
+        .map_err(fail)?;
+    let mut keyed = 0;
+    for row in rows {
+        let session: String = row.try_get(0).map_err(fail)?;
+        let saved_at: String = row.try_get(1).map_err(fail)?;
+        let key = match rfc3339::parse_saved_at(&session, &saved_at) {
+            Ok(at) => SessionSummary::recency_key(&at),
+            Err(_) => UNREADABLE_RECENCY.to_owned(),
+        };
+        keyed += client
+            .execute(&set, &[&session, &saved_at, &key])
+            .await
+            .map_err(fail)?;
+    }
+    Ok(keyed)
+}
 
 /// Checks a schema name: 1 to 63 bytes of lowercase ASCII letters, digits and `_`, not
 /// starting with a digit, so it needs no quoting rules to be read right and fits
@@ -210,6 +278,7 @@ mod tests {
 
     #[test]
     fn migrations_are_numbered_in_order() {
+        assert!(MIGRATIONS.iter().all(|m| m.sql.contains("{schema}")));
         let versions: Vec<i32> = MIGRATIONS.iter().map(|m| m.version).collect();
         let expected: Vec<i32> = (1..=SCHEMA_VERSION).collect();
         assert_eq!(versions, expected);

@@ -20,7 +20,7 @@ pub(crate) struct Statements {
     pub(crate) head: String,
     /// A new session's row, unless one exists: `$1` session, `$2` revision, `$3` format
     /// version, `$4` agent, `$5` metadata, `$6` running tools, `$7` hooks, `$8` message
-    /// count, `$9` saved_at. Returns a row when it inserted.
+    /// count, `$9` saved_at, `$10` its recency key. Returns a row when it inserted.
     pub(crate) insert_state: String,
     /// The same parameters: updates the session's row.
     pub(crate) update_state: String,
@@ -35,6 +35,12 @@ pub(crate) struct Statements {
     pub(crate) delete: String,
     /// The session ids, sorted by byte value (the column's collation is `C`).
     pub(crate) list: String,
+    /// Whether any session row has no recency key (saved by an instance of an earlier
+    /// version).
+    pub(crate) has_unkeyed: String,
+    /// A page of `list_recent`: `$1`, `$2` the cursor's recency key and id (`''`, `''`: the
+    /// first page), `$3` the prefix, `$4` the limit. Rows of (key, id, revision, saved_at).
+    pub(crate) list_recent: String,
     /// `$1` session, `$2` token, `$3` time to live in ms: takes the lease if nobody holds a
     /// live one. Returns a row when taken.
     pub(crate) take_lease: String,
@@ -59,7 +65,7 @@ impl Statements {
         let columns = "revision = $2, version = $3, agent = $4::text::json, \
                        metadata = $5::text::json, running_tools = $6::text::json, \
                        hooks = $7::text::json, message_count = $8, saved_at = $9, \
-                       updated_at = now()";
+                       recency = $10, updated_at = now()";
         Self {
             fence: format!(
                 "SELECT token = $2 OR expires_at <= now() FROM {leases} \
@@ -70,9 +76,9 @@ impl Statements {
             ),
             insert_state: format!(
                 "INSERT INTO {states} (session_id, revision, version, agent, metadata, \
-                 running_tools, hooks, message_count, saved_at) \
+                 running_tools, hooks, message_count, saved_at, recency) \
                  VALUES ($1, $2, $3, $4::text::json, $5::text::json, $6::text::json, \
-                 $7::text::json, $8, $9) \
+                 $7::text::json, $8, $9, $10) \
                  ON CONFLICT (session_id) DO NOTHING RETURNING revision"
             ),
             update_state: format!("UPDATE {states} SET {columns} WHERE session_id = $1"),
@@ -96,6 +102,12 @@ impl Statements {
             ),
             delete: format!("DELETE FROM {states} WHERE session_id = $1"),
             list: format!("SELECT session_id FROM {states} ORDER BY session_id"),
+            has_unkeyed: format!("SELECT EXISTS (SELECT 1 FROM {states} WHERE recency IS NULL)"),
+            list_recent: format!(
+                "SELECT recency, session_id, revision, saved_at FROM {states} \
+                 WHERE (recency, session_id) > ($1, $2) AND starts_with(session_id, $3) \
+                 ORDER BY recency, session_id LIMIT $4"
+            ),
             take_lease: format!(
                 "INSERT INTO {leases} AS lease (session_id, token, expires_at, interrupted) \
                  VALUES ($1, $2, now() + $3::float8 * interval '1 millisecond', false) \

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentscope_core::CancellationToken;
+use agentscope_core::plumbing::rfc3339;
 use agentscope_core::session::{
-    AgentState, SessionError, SessionLease, SessionStore, StateChange, validate_session_id,
+    AgentState, SessionError, SessionLease, SessionStore, SessionSummary, StateChange,
+    validate_session_id,
 };
 use deadpool_postgres::Transaction;
 use futures::future::BoxFuture;
@@ -84,7 +86,7 @@ impl PostgresSessionStore {
             }
         }
         let head = tx.prepare_cached(&db.sql.head).await.map_err(fail)?;
-        let state: [&(dyn ToSql + Sync); 9] = [
+        let state: [&(dyn ToSql + Sync); 10] = [
             &session,
             &encoded.revision,
             &i32::try_from(AgentState::CURRENT_VERSION).unwrap_or(i32::MAX),
@@ -94,6 +96,7 @@ impl PostgresSessionStore {
             &encoded.columns.hooks,
             &encoded.message_count,
             &encoded.columns.saved_at,
+            &encoded.recency,
         ];
         match tx.query_opt(&head, &[&session]).await.map_err(fail)? {
             Some(row) => {
@@ -188,6 +191,56 @@ impl PostgresSessionStore {
     }
 }
 
+impl PostgresSessionStore {
+    async fn recent(
+        &self,
+        prefix: &str,
+        after: Option<&SessionSummary>,
+        limit: usize,
+    ) -> Result<Vec<SessionSummary>, SessionError> {
+        // Session ids are ASCII: no id starts with anything else.
+        if limit == 0 || !prefix.is_ascii() {
+            return Ok(Vec::new());
+        }
+        let db = &self.inner.db;
+        let what = "listing sessions";
+        let fail = |error: tokio_postgres::Error| db.fail(None, what, &error);
+        let client = db.client(None, what).await?;
+        let unkeyed = db.prepare(&client, &db.sql.has_unkeyed, None, what).await?;
+        if client
+            .query_one(&unkeyed, &[])
+            .await
+            .and_then(|row| row.try_get::<_, bool>(0))
+            .map_err(fail)?
+        {
+            // Rows an instance of an earlier version saved: key them first.
+            crate::schema::key_unkeyed(&client, &db.schema, &db.endpoint).await?;
+        }
+        let (key, id) = match after {
+            Some(cursor) => (
+                SessionSummary::recency_key(&cursor.saved_at),
+                cursor.id.as_str(),
+            ),
+            None => (String::new(), ""),
+        };
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let statement = db.prepare(&client, &db.sql.list_recent, None, what).await?;
+        let rows = client
+            .query(&statement, &[&key, &id, &prefix, &limit])
+            .await
+            .map_err(fail)?;
+        let mut page = Vec::with_capacity(rows.len());
+        for row in rows {
+            let session: String = row.try_get(1).map_err(fail)?;
+            let revision = codec::revision(&session, &row, 2)?;
+            let saved_at: String = row.try_get(3).map_err(fail)?;
+            let saved_at = rfc3339::parse_saved_at(&session, &saved_at)?;
+            page.push(SessionSummary::new(session, revision, saved_at));
+        }
+        Ok(page)
+    }
+}
+
 /// Inserts the change's appended messages (one statement), after its kept ones.
 async fn append(
     tx: &Transaction<'_>,
@@ -234,6 +287,23 @@ impl SessionStore for PostgresSessionStore {
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
         Box::pin(self.list_sessions())
+    }
+
+    /// One indexed query of [`STATES_TABLE`](crate::STATES_TABLE) (by its `recency` column,
+    /// then the id): it reads the page's rows and skips, in the index, the newer rows whose
+    /// ids do not start with `prefix`; see [Listing by recency](crate#listing-by-recency).
+    ///
+    /// # Errors
+    ///
+    /// The server could not be reached or refused the query; a listed row whose `saved_at`
+    /// or revision cannot be read is [`SessionError::Corrupt`] naming its session.
+    fn list_recent<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: Option<&'a SessionSummary>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<SessionSummary>, SessionError>> {
+        Box::pin(self.recent(prefix, after, limit))
     }
 
     fn lease<'a>(

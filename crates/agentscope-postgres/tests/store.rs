@@ -2,7 +2,9 @@
 //! checks): the rows as `psql` sees them, incremental saves, migrations (once, under a lock,
 //! with instances starting together), schemas kept apart, and bad input: damaged rows,
 //! unknown format versions, a wrong password, an unreachable server, a database of another
-//! encoding, each failing with a clear error that shows no password and changes nothing.
+//! encoding, each failing with a clear error that shows no password and changes nothing;
+//! and the recency key `list_recent` pages by: added to a schema of version 1 and filled in
+//! for its rows, one index scan per page.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
@@ -11,7 +13,9 @@ use std::error::Error as _;
 use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
-use agentscope::session::{AgentIdentity, AgentState, SessionError, SessionStore, StateChange};
+use agentscope::session::{
+    AgentIdentity, AgentState, SessionError, SessionStore, SessionSummary, StateChange,
+};
 use agentscope_postgres::{
     DEFAULT_LEASE_TTL, DEFAULT_MAX_CONNECTIONS, DEFAULT_SCHEMA, PostgresFailure,
     PostgresSessionStore, SCHEMA_VERSION,
@@ -226,8 +230,11 @@ async fn migrations_run_once_even_when_instances_start_together() {
         "SELECT string_agg(version::text || ' ' || name, ',' ORDER BY version) \
          FROM tenant_a.agentscope_schema_migrations",
     );
-    assert_eq!(applied, "1 sessions, messages and leases");
-    assert_eq!(SCHEMA_VERSION, 1);
+    assert_eq!(
+        applied,
+        "1 sessions, messages and leases,2 the recency key list_recent pages by"
+    );
+    assert_eq!(SCHEMA_VERSION, 2);
     let tables = server.psql(
         "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables \
          WHERE schemaname = 'tenant_a'",
@@ -445,4 +452,188 @@ async fn unreachable_servers_and_other_encodings_are_refused() {
         .and_then(|source| source.downcast_ref::<PostgresFailure>())
         .unwrap();
     assert!(failure.is_connection_error(), "{failure:?}");
+}
+
+/// Migration 1's tables, as a store of that version left them in schema `old`, with a
+/// session row per `(id, revision, saved_at)` (no messages).
+const VERSION_1: &str = r#"
+CREATE SCHEMA old;
+CREATE TABLE old.agentscope_schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now());
+INSERT INTO old.agentscope_schema_migrations (version, name)
+    VALUES (1, 'sessions, messages and leases');
+CREATE TABLE old.agentscope_session_states (
+    session_id    TEXT COLLATE "C" PRIMARY KEY,
+    revision      BIGINT NOT NULL,
+    version       INTEGER NOT NULL,
+    agent         JSON NOT NULL,
+    metadata      JSON NOT NULL,
+    running_tools JSON NOT NULL,
+    hooks         JSON NOT NULL,
+    message_count INTEGER NOT NULL,
+    saved_at      TEXT NOT NULL,
+    updated_at    TIMESTAMPTZ NOT NULL DEFAULT now());
+CREATE TABLE old.agentscope_session_messages (
+    session_id TEXT COLLATE "C" NOT NULL
+        REFERENCES old.agentscope_session_states (session_id) ON DELETE CASCADE,
+    position   INTEGER NOT NULL,
+    message    JSON NOT NULL,
+    PRIMARY KEY (session_id, position));
+CREATE TABLE old.agentscope_session_leases (
+    session_id  TEXT COLLATE "C" PRIMARY KEY,
+    token       TEXT NOT NULL,
+    expires_at  TIMESTAMPTZ NOT NULL,
+    interrupted BOOLEAN NOT NULL DEFAULT false);
+"#;
+
+/// Inserts a session row as an instance of version 1 writes it (no `recency`).
+fn version_1_row(session: &str, revision: i64, saved_at: &str) -> String {
+    format!(
+        "INSERT INTO old.agentscope_session_states (session_id, revision, version, agent, \
+         metadata, running_tools, hooks, message_count, saved_at) VALUES ('{session}', \
+         {revision}, 1, '{{\"name\":\"a\",\"id\":\"1\"}}', '{{}}', '[]', '{{}}', 0, \
+         '{saved_at}')"
+    )
+}
+
+fn at(text: &str) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .unwrap()
+        .with_timezone(&chrono::Utc)
+}
+
+/// A schema of version 1 (no `recency` column): connecting applies migration 2, which adds
+/// the column and its index, and keys every row from its `saved_at` (any RFC 3339 form, to
+/// the nanosecond; one that does not read as a time is keyed last and reported corrupt when
+/// a page reaches it). A row an instance of version 1 saves afterwards is keyed by the next
+/// `list_recent`. Over 2,000 sessions, a page is an index scan of the recency index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_postgres),
+    ignore = "PostgreSQL not installed: .ci/run installs it"
+)]
+async fn a_schema_of_version_1_gets_the_recency_key_and_lists_by_recency() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let client = raw(&server).await;
+    client.batch_execute(VERSION_1).await.unwrap();
+    for (session, revision, saved_at) in [
+        ("offset", 2, "2026-11-30T11:00:01+01:00"),
+        ("nanos", 5, "2026-11-30T10:00:01.000000001Z"),
+        ("half", 1, "2026-11-30T10:00:01.5Z"),
+        ("micros", 1, "2026-11-30T10:00:01.000001Z"),
+        ("broken", 1, "yesterday"),
+    ] {
+        client
+            .batch_execute(&version_1_row(session, revision, saved_at))
+            .await
+            .unwrap();
+    }
+
+    let store = PostgresSessionStore::builder(server.url())
+        .schema("old")
+        .connect()
+        .await
+        .unwrap();
+    let key = |text: &str| SessionSummary::recency_key(&at(text));
+    let recency = |session: &'static str| {
+        let client = &client;
+        async move {
+            client
+                .query_one(
+                    "SELECT recency FROM old.agentscope_session_states WHERE session_id = $1",
+                    &[&session],
+                )
+                .await
+                .unwrap()
+                .get::<_, Option<String>>(0)
+        }
+    };
+    assert_eq!(recency("offset").await, Some(key("2026-11-30T10:00:01Z")));
+    assert_eq!(
+        recency("nanos").await,
+        Some(key("2026-11-30T10:00:01.000000001Z"))
+    );
+    assert_eq!(recency("broken").await.as_deref(), Some("z"));
+    let expected = [
+        SessionSummary::new("half", 1, at("2026-11-30T10:00:01.5Z")),
+        SessionSummary::new("micros", 1, at("2026-11-30T10:00:01.000001Z")),
+        SessionSummary::new("nanos", 5, at("2026-11-30T10:00:01.000000001Z")),
+        SessionSummary::new("offset", 2, at("2026-11-30T10:00:01Z")),
+    ];
+    assert_eq!(store.list_recent("", None, 4).await.unwrap(), expected);
+    assert_eq!(
+        store.list_recent("", Some(&expected[0]), 2).await.unwrap(),
+        expected[1..3]
+    );
+    let error = store.list_recent("", None, 5).await.unwrap_err();
+    assert!(
+        matches!(&error, SessionError::Corrupt { session, .. } if session == "broken"),
+        "{error:?}"
+    );
+
+    // An instance of version 1 saves a new session: the next page keys it.
+    client
+        .batch_execute(&version_1_row("late", 1, "2026-12-01T00:00:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(recency("late").await, None);
+    assert_eq!(
+        store.list_recent("", None, 2).await.unwrap(),
+        [
+            SessionSummary::new("late", 1, at("2026-12-01T00:00:00Z")),
+            expected[0].clone()
+        ]
+    );
+    assert_eq!(recency("late").await, Some(key("2026-12-01T00:00:00Z")));
+
+    // 2,000 sessions more: a page reads the recency index from the cursor on.
+    for n in 0..2_000 {
+        let state = AgentState::new(identity(), vec![Msg::user("q")]);
+        let mut state = state;
+        state.saved_at = at("2026-12-02T00:00:00Z") + chrono::Duration::milliseconds(n);
+        store
+            .save(&format!("s{n:04}"), &StateChange::replace(&state))
+            .await
+            .unwrap();
+    }
+    client
+        .batch_execute("ANALYZE old.agentscope_session_states")
+        .await
+        .unwrap();
+    let page = store.list_recent("s", None, 10).await.unwrap();
+    let ids: Vec<&str> = page.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "s1999", "s1998", "s1997", "s1996", "s1995", "s1994", "s1993", "s1992", "s1991",
+            "s1990"
+        ]
+    );
+    let plan: Vec<String> = client
+        .query(
+            "EXPLAIN SELECT recency, session_id, revision, saved_at \
+             FROM old.agentscope_session_states \
+             WHERE (recency, session_id) > ($1, $2) AND starts_with(session_id, $3) \
+             ORDER BY recency, session_id LIMIT $4",
+            &[
+                &SessionSummary::recency_key(&page[9].saved_at),
+                &"s1990",
+                &"s",
+                &10i64,
+            ],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(
+        plan.contains("Index Scan using agentscope_session_states_recency")
+            && plan.contains("Index Cond: ((ROW(recency, session_id) > ROW("),
+        "{plan}"
+    );
 }

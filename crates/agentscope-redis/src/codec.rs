@@ -3,11 +3,13 @@
 
 use agentscope_core::Msg;
 use agentscope_core::plumbing::rfc3339;
-use agentscope_core::session::{AgentState, AgentStateParts, SessionError, StateChange};
+use agentscope_core::session::{
+    AgentState, AgentStateParts, SessionError, SessionSummary, StateChange, validate_session_id,
+};
 use redis::Value;
 use serde::de::DeserializeOwned;
 
-use crate::scripts::{SAVE_FIXED_ARGS, STATE_FIELDS};
+use crate::scripts::{RECENCY_KEY_LEN, SAVE_FIXED_ARGS, STATE_FIELDS};
 
 /// The save script's `ARGV`, in order (see [`crate::scripts::SAVE`]).
 pub(crate) fn save_args(
@@ -35,6 +37,7 @@ pub(crate) fn save_args(
     args.push(json(session, &change.hooks)?);
     args.push(rfc3339::format(&change.saved_at).into_bytes());
     args.push(change.fence.as_deref().unwrap_or("").as_bytes().to_vec());
+    args.push(SessionSummary::recency_key(&change.saved_at).into_bytes());
     for msg in &change.appended {
         args.push(json(session, msg)?);
     }
@@ -88,6 +91,62 @@ pub(crate) fn save_reply(session: &str, value: Value) -> Result<SaveReply, Sessi
             Ok(SaveReply::Refused { revision, messages })
         }
         _ => Err(unexpected()),
+    }
+}
+
+/// The sessions a `list_recent` page script found (`member, revision, saved_at` triples;
+/// see [`crate::scripts::LIST_RECENT`]), with the last member; members whose id is not a
+/// valid session id are skipped (and logged).
+pub(crate) fn recent_page(
+    prefix: &str,
+    found: Vec<Value>,
+) -> Result<(Vec<SessionSummary>, Option<String>), SessionError> {
+    let unexpected = |what: &str| SessionError::Backend {
+        session: None,
+        message: format!("listing sessions: the list_recent script answered {what}"),
+        source: None,
+    };
+    let mut page = Vec::with_capacity(found.len() / 3);
+    let mut last = None;
+    let mut items = found.into_iter();
+    while let Some(member) = items.next() {
+        let (Some(revision), Some(saved_at)) = (items.next(), items.next()) else {
+            return Err(unexpected("a member without its revision and saved_at"));
+        };
+        let member = member_text(&member).ok_or_else(|| unexpected("a member that is not text"))?;
+        let id = member.get(RECENCY_KEY_LEN..).unwrap_or_default().to_owned();
+        last = Some(member);
+        if validate_session_id(&id).is_err() {
+            tracing::warn!(
+                target: "agentscope_redis",
+                prefix = %prefix,
+                id = %id,
+                "ignoring an invalid session id in the Redis recency index"
+            );
+            continue;
+        }
+        page.push(summary(id, &revision, &saved_at)?);
+    }
+    Ok((page, last))
+}
+
+/// The summary of session `id` from its state hash's `revision` and `saved_at` fields.
+pub(crate) fn summary(
+    id: String,
+    revision: &Value,
+    saved_at: &Value,
+) -> Result<SessionSummary, SessionError> {
+    let revision = integer(&id, "revision", revision)?;
+    let saved_at = rfc3339::parse_saved_at(&id, text(&id, "the saved_at field", saved_at)?)?;
+    Ok(SessionSummary::new(id, revision, saved_at))
+}
+
+/// A bulk or simple string as text.
+fn member_text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+        Value::SimpleString(text) => Some(text.clone()),
+        _ => None,
     }
 }
 

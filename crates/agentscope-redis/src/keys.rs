@@ -1,5 +1,5 @@
 //! Key naming (see the crate docs, "Keys"): the keys of a session under a prefix, the
-//! prefix's index, the pattern a cluster scan matches state keys with, and the rule for
+//! prefix's indexes, the pattern a cluster scan matches state keys with, and the rule for
 //! prefixes.
 //!
 //! The session id is the keys' hash tag (`P{<id>}:...`), so all keys of a session are in one
@@ -48,6 +48,18 @@ pub(crate) fn flag_key(prefix: &str, session: &str) -> String {
 /// The prefix's session index (standalone only): `<prefix>sessions`.
 pub(crate) fn index_key(prefix: &str) -> String {
     format!("{prefix}sessions")
+}
+
+/// The prefix's recency index (standalone only): `<prefix>recent`, a sorted set of
+/// `<recency key><id>` members.
+pub(crate) fn recent_key(prefix: &str) -> String {
+    format!("{prefix}recent")
+}
+
+/// The prefix's recency keys (standalone only): `<prefix>recent-keys`, a hash from each id
+/// to its recency key.
+pub(crate) fn recent_keys_key(prefix: &str) -> String {
+    format!("{prefix}recent-keys")
 }
 
 /// The `SCAN` pattern matching every state key of `prefix`: `<prefix>{*}:state`, with the

@@ -44,6 +44,8 @@
 //! | `P{<id>}:lease` | string | the token of the call holding the session (with a TTL) |
 //! | `P{<id>}:interrupt` | string | the token of the lease an interrupt was sent to (with a TTL) |
 //! | `Psessions` | sorted set | the session ids, scored by expiry time in ms (`+inf`: no TTL); standalone only |
+//! | `Precent` | sorted set | one `<recency key><id>` member per session, all scored 0, so that their lexical order is newest first ([`SessionSummary::recency_key`]); standalone only |
+//! | `Precent-keys` | hash | each session id's current recency key (how a save, a delete or the pruning of an expired session finds its member); standalone only |
 //!
 //! Hash fields hold the JSON of the matching [`AgentState`] fields (`saved_at` as RFC 3339
 //! with nanoseconds), so sessions can be read with `redis-cli` (`HGETALL`, `LRANGE`). The
@@ -65,7 +67,7 @@
 //!   [`StateChange::check`] gives, [`SessionError::Conflict`] or
 //!   [`SessionError::InvalidChange`]); then drops the messages the change does not keep
 //!   (`LTRIM`), appends the new ones (`RPUSH`), writes the hash and the new revision, sets or
-//!   refreshes the TTL and updates the index. It never rewrites the conversation: a step
+//!   refreshes the TTL and updates the indexes. It never rewrites the conversation: a step
 //!   costs the same at 1,000 messages as at 10. A change appending a `System` message is
 //!   refused before any write.
 //! - [**load**](SessionStore::load) reads the hash and the whole list at once (one
@@ -73,7 +75,7 @@
 //!   list into Lua and back; a script in a cluster), checks the version first ([`SessionError::UnsupportedVersion`])
 //!   and the rest ([`SessionError::Corrupt`] naming the session and the field), and
 //!   [`AgentState::check_for`].
-//! - [**delete**](SessionStore::delete) removes both keys and the index entry; it returns
+//! - [**delete**](SessionStore::delete) removes both keys and the index entries; it returns
 //!   whether the state existed.
 //! - [**list**](SessionStore::list) never uses `KEYS`. Standalone, it reads the prefix's
 //!   index, which the save and delete scripts update in the same atomic step as the session:
@@ -85,6 +87,33 @@
 //!   a pass over the cluster's keys, so list sparingly there; a reshard during the scan may
 //!   list a session twice (the store removes duplicates) but does not lose one that existed
 //!   throughout.
+//! - [**list_recent**](SessionStore::list_recent): see [below](#listing-by-recency).
+//!
+//! # Listing by recency
+//!
+//! Standalone, [`list_recent`](SessionStore::list_recent) reads the prefix's recency index
+//! `Precent`, which the save and delete scripts update in the same atomic step as the
+//! session (a save moves its member, a delete removes it; the pruning of expired sessions
+//! removes theirs). A script walks the index from the cursor's member (`ZRANGEBYLEX`),
+//! keeps the members whose ids start with the prefix and reads only their `revision` and
+//! `saved_at` (`HMGET`), skipping sessions that expired; a page is one script call, and a
+//! script stops after looking at 1,000 members (a long page or a rare prefix takes several
+//! calls, so no script holds the server long). The newer sessions of other prefixes are
+//! walked past in the index, never read.
+//!
+//! Sessions saved by a version before the recency index are in `Psessions` only: the first
+//! page after an upgrade finds that the two disagree in size and adds each such session to
+//! the recency index from its `saved_at` (one that does not read as a time is keyed last,
+//! and reported [corrupt](SessionError::Corrupt) when a page reaches it). Sessions that an
+//! instance of that version saves again meanwhile keep their old member (their old place)
+//! until this version saves them: upgrade every instance before relying on the order.
+//!
+//! In a cluster there is no recency index: it would live in another hash slot than the
+//! sessions, and no script may touch two slots, so it could not be kept atomically with the
+//! saves. `list_recent` there `SCAN`s every primary for the prefix's sessions (as `list`
+//! does) and reads two fields of each (`HMGET revision saved_at`, 64 at a time), then
+//! sorts and pages in memory: exact, and a page costs a pass over the cluster's keys and a
+//! small read per session of the prefix (no messages are read).
 //!
 //! # Leases and interrupts
 //!
@@ -215,7 +244,7 @@ pub use store::RedisSessionStore;
 // The names the crate docs link to.
 #[cfg(doc)]
 use agentscope_core::session::{
-    AgentState, SessionError, SessionStore, StateChange, validate_session_id,
+    AgentState, SessionError, SessionStore, SessionSummary, StateChange, validate_session_id,
 };
 
 /// Compiles the README's code blocks with the doc tests, so it cannot drift from the API.

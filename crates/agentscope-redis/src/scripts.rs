@@ -7,8 +7,15 @@
 //!
 //! Keys (see the crate docs): `KEYS[1]` the session's state hash, `KEYS[2]` its message
 //! list, `KEYS[3]` its lease, `KEYS[4]` its interrupt flag, `KEYS[5]` the prefix's index (a
-//! sorted set; absent in cluster mode, where it would live in another hash slot). The lease
-//! scripts take the lease and the flag as `KEYS[1]` and `KEYS[2]`.
+//! sorted set), `KEYS[6]` its recency index (a sorted set) and `KEYS[7]` the recency keys
+//! (a hash) (the last three absent in cluster mode, where they would live in other hash
+//! slots). The lease scripts take the lease and the flag as `KEYS[1]` and `KEYS[2]`.
+//!
+//! The recency index holds one member per session, `<recency key><id>` with score 0
+//! ([`SessionSummary::recency_key`](agentscope_core::session::SessionSummary::recency_key):
+//! 24 characters), so its lexical order is the order of `list_recent`; the recency keys
+//! hash maps each id to its current key, so that a save, a delete or the pruning of an
+//! expired session finds the member to remove.
 
 use std::sync::LazyLock;
 
@@ -27,15 +34,18 @@ pub(crate) const STATE_FIELDS: [&str; 8] = [
 ];
 
 /// The index of the first appended message in the save script's `ARGV` (0-based here,
-/// `ARGV[13]` in Lua).
-pub(crate) const SAVE_FIXED_ARGS: usize = 12;
+/// `ARGV[14]` in Lua).
+pub(crate) const SAVE_FIXED_ARGS: usize = 13;
+
+/// The length of a recency key at the start of a recency index member.
+pub(crate) const RECENCY_KEY_LEN: usize = 24;
 
 /// Save: compare-and-swap on the revision, then apply the change.
 ///
 /// `ARGV`: 1 session id, 2 base revision, 3 new revision, 4 kept, 5 TTL in ms (`0`: none),
 /// 6 format version, 7 agent, 8 metadata, 9 running tools, 10 hooks, 11 saved_at, 12 the
-/// fence (the lease token the change is saved under, or empty), 13... the appended messages
-/// (JSON each).
+/// fence (the lease token the change is saved under, or empty), 13 the recency key of
+/// saved_at, 14... the appended messages (JSON each).
 ///
 /// Returns `{1, new revision}`, `{0, stored revision, stored message count}` when the change
 /// does not apply (a stale base, or more messages kept than are stored), or `{2}` when
@@ -70,7 +80,7 @@ elseif kept < count then
 end
 -- Append the new messages, in batches (Lua's unpack has a stack limit).
 local last = #ARGV
-local first = 13
+local first = 14
 while first <= last do
   local upto = math.min(first + 4999, last)
   redis.call('RPUSH', messages, unpack(ARGV, first, upto))
@@ -79,7 +89,7 @@ end
 redis.call('HSET', state,
   'revision', ARGV[3], 'version', ARGV[6], 'agent', ARGV[7], 'metadata', ARGV[8],
   'running_tools', ARGV[9], 'hooks', ARGV[10], 'saved_at', ARGV[11],
-  'messages', string.format('%d', kept + last - 12))
+  'messages', string.format('%d', kept + last - 13))
 local ttl = tonumber(ARGV[5])
 local now = nil
 if ttl > 0 or index then
@@ -96,10 +106,30 @@ else
   redis.call('PERSIST', state)
   redis.call('PERSIST', messages)
 end
+local recent, recent_keys = KEYS[6], KEYS[7]
 if index then
   redis.call('ZADD', index, score, ARGV[1])
-  -- Forget sessions that expired (their keys are gone or go at the next access).
-  redis.call('ZREMRANGEBYSCORE', index, '-inf', '(' .. string.format('%.0f', now))
+  -- Forget sessions that expired (their keys are gone or go at the next access), in the
+  -- recency index too.
+  local before = '(' .. string.format('%.0f', now)
+  if recent then
+    for _, gone in ipairs(redis.call('ZRANGEBYSCORE', index, '-inf', before)) do
+      local key = redis.call('HGET', recent_keys, gone)
+      if key then
+        redis.call('ZREM', recent, key .. gone)
+        redis.call('HDEL', recent_keys, gone)
+      end
+    end
+  end
+  redis.call('ZREMRANGEBYSCORE', index, '-inf', before)
+end
+if recent then
+  local key = redis.call('HGET', recent_keys, ARGV[1])
+  if key then
+    redis.call('ZREM', recent, key .. ARGV[1])
+  end
+  redis.call('ZADD', recent, 0, ARGV[13] .. ARGV[1])
+  redis.call('HSET', recent_keys, ARGV[1], ARGV[13])
 end
 return {1, ARGV[3]}
 ",
@@ -121,9 +151,9 @@ return {fields, redis.call('LRANGE', KEYS[2], 0, -1)}
     )
 });
 
-/// Delete: the state and the messages, and the index entry (`ARGV[1]`: the session id); a
-/// lease and its flag stay (the call holding them ends on its own). Returns 1 if the
-/// session existed, 0 otherwise.
+/// Delete: the state and the messages, and the index and recency entries (`ARGV[1]`: the
+/// session id); a lease and its flag stay (the call holding them ends on its own). Returns
+/// 1 if the session existed, 0 otherwise.
 pub(crate) static DELETE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -132,7 +162,95 @@ redis.call('DEL', KEYS[1], KEYS[2])
 if KEYS[5] then
   redis.call('ZREM', KEYS[5], ARGV[1])
 end
+if KEYS[6] then
+  local key = redis.call('HGET', KEYS[7], ARGV[1])
+  if key then
+    redis.call('ZREM', KEYS[6], key .. ARGV[1])
+    redis.call('HDEL', KEYS[7], ARGV[1])
+  end
+end
 return existed
+",
+    )
+});
+
+/// A page of `list_recent` (standalone): `KEYS[1]` the recency index, `KEYS[2]` the recency
+/// keys, `KEYS[3]` the prefix's index; `ARGV[1]` where to start (`-`, or `(` and the member
+/// of the cursor), `ARGV[2]` how many sessions to find at most, `ARGV[3]` the id prefix,
+/// `ARGV[4]` the key prefix, `ARGV[5]` how many members to look at at most.
+///
+/// Walks the recency index from the start in lexical order (newest first), keeping the
+/// members whose id starts with the prefix and whose state hash exists (an expired session
+/// waits in the index for a save to prune it). Reads only the state hashes of those, and
+/// only `revision` and `saved_at`. Writes nothing.
+///
+/// Returns `{unkeyed, resume, found}`: `unkeyed` 1 when the prefix's index holds more
+/// sessions than have recency keys (sessions saved by a version before the recency index:
+/// key them first); `resume` the last member looked at when the walk stopped because it
+/// looked at `ARGV[5]` members (go on after it), else `false`; `found` the sessions as
+/// `member, revision, saved_at` triples, in order.
+pub(crate) static LIST_RECENT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local recent, recent_keys, index = KEYS[1], KEYS[2], KEYS[3]
+local start, wanted, prefix, keys = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local budget = tonumber(ARGV[5])
+local unkeyed = 0
+if redis.call('HLEN', recent_keys) < redis.call('ZCARD', index) then
+  unkeyed = 1
+end
+local found, count, looked = {}, 0, 0
+while count < wanted and looked < budget do
+  local batch = math.min(budget - looked, math.max(wanted - count, 16))
+  local members = redis.call('ZRANGEBYLEX', recent, start, '+', 'LIMIT', 0, batch)
+  if #members == 0 then
+    return {unkeyed, false, found}
+  end
+  for _, member in ipairs(members) do
+    looked = looked + 1
+    start = '(' .. member
+    local id = string.sub(member, 25)
+    if string.sub(id, 1, #prefix) == prefix then
+      local fields = redis.call('HMGET', keys .. '{' .. id .. '}:state', 'revision', 'saved_at')
+      if fields[1] then
+        found[#found + 1] = member
+        found[#found + 1] = fields[1]
+        found[#found + 1] = fields[2]
+        count = count + 1
+        if count == wanted then
+          return {unkeyed, false, found}
+        end
+      end
+    end
+  end
+end
+if count < wanted then
+  return {unkeyed, string.sub(start, 2), found}
+end
+return {unkeyed, false, found}
+",
+    )
+});
+
+/// Keys one session saved before the recency index existed (standalone): `KEYS[1]` the
+/// prefix's index, `KEYS[2]` the recency index, `KEYS[3]` the recency keys, `KEYS[4]` the
+/// session's state hash; `ARGV[1]` the id, `ARGV[2]` the `saved_at` the key was made from
+/// (empty: the state is gone), `ARGV[3]` the key. Adds the session to the recency index
+/// only if the prefix's index lists it, it has no recency key yet, and its `saved_at` is
+/// still `ARGV[2]`. Returns 1 if it added it.
+pub(crate) static KEY_SESSION: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 or not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  return 0
+end
+local saved = redis.call('HGET', KEYS[4], 'saved_at') or ''
+if saved ~= ARGV[2] then
+  return 0
+end
+redis.call('ZADD', KEYS[2], 0, ARGV[3] .. ARGV[1])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+return 1
 ",
     )
 });

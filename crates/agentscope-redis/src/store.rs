@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentscope_core::CancellationToken;
+use agentscope_core::plumbing::rfc3339;
 use agentscope_core::session::{
-    AgentState, SessionError, SessionLease, SessionStore, StateChange, validate_session_id,
+    AgentState, SessionError, SessionLease, SessionStore, SessionSummary, StateChange,
+    validate_session_id,
 };
 use futures::future::BoxFuture;
 use redis::Value;
@@ -148,6 +150,8 @@ impl RedisSessionStore {
             &*scripts::LOAD,
             &*scripts::DELETE,
             &*scripts::LIST,
+            &*scripts::LIST_RECENT,
+            &*scripts::KEY_SESSION,
             &*scripts::RENEW,
             &*scripts::RELEASE,
             &*scripts::INTERRUPT,
@@ -177,7 +181,14 @@ impl RedisSessionStore {
             .backend(&self.prefix, session, what, error)
     }
 
-    /// The session's keys, with the index for a standalone store.
+    /// The key of the prefix's recency index, `<prefix>recent` (a sorted set of
+    /// `<recency key><id>` members, see [`list_recent`](SessionStore::list_recent)); `None`
+    /// for a cluster store, which has none (see the [crate docs](crate)).
+    pub fn recent_key(&self) -> Option<String> {
+        (!self.is_cluster()).then(|| keys::recent_key(&self.prefix))
+    }
+
+    /// The session's keys, with the indexes for a standalone store.
     fn keys(&self, session: &str) -> Result<Vec<String>, SessionError> {
         let mut keys = vec![
             self.state_key(session)?,
@@ -185,7 +196,11 @@ impl RedisSessionStore {
             keys::lease_key(&self.prefix, session),
             keys::flag_key(&self.prefix, session),
         ];
-        keys.extend(self.index_key());
+        if !self.is_cluster() {
+            keys.push(keys::index_key(&self.prefix));
+            keys.push(keys::recent_key(&self.prefix));
+            keys.push(keys::recent_keys_key(&self.prefix));
+        }
         Ok(keys)
     }
 
@@ -332,6 +347,190 @@ impl RedisSessionStore {
     }
 }
 
+/// How many sessions one `list_recent` script finds at most, and how many members of the
+/// recency index it looks at at most: each script runs alone on the server, so a long
+/// page (or a rare prefix) is several short scripts.
+const RECENT_BATCH: usize = 1000;
+
+/// The recency key of a session whose `saved_at` cannot be read (or that is gone): after
+/// every real key, so it is listed last, where reading it reports it corrupt.
+const UNREADABLE_RECENCY: &str = "zzzzzzzzzzzzzzzzzzzzzzzz";
+
+impl RedisSessionStore {
+    async fn recent(
+        &self,
+        prefix: &str,
+        after: Option<&SessionSummary>,
+        limit: usize,
+    ) -> Result<Vec<SessionSummary>, SessionError> {
+        // Session ids are ASCII: no id starts with anything else.
+        if limit == 0 || !prefix.is_ascii() {
+            return Ok(Vec::new());
+        }
+        match self.shared.connection.as_cluster() {
+            Some(_) => self.recent_scanned(prefix, after, limit).await,
+            None => self.recent_indexed(prefix, after, limit).await,
+        }
+    }
+
+    /// Standalone: pages through the recency index (see [`scripts::LIST_RECENT`]).
+    async fn recent_indexed(
+        &self,
+        prefix: &str,
+        after: Option<&SessionSummary>,
+        limit: usize,
+    ) -> Result<Vec<SessionSummary>, SessionError> {
+        let fail = |error: redis::RedisError| self.backend(None, "listing sessions", &error);
+        let first = match after {
+            Some(cursor) => format!(
+                "({}{}",
+                SessionSummary::recency_key(&cursor.saved_at),
+                cursor.id
+            ),
+            None => "-".to_owned(),
+        };
+        let recent = keys::recent_key(&self.prefix);
+        let recent_keys = keys::recent_keys_key(&self.prefix);
+        let index = keys::index_key(&self.prefix);
+        let mut keyed = false;
+        let mut start = first.clone();
+        let mut page: Vec<SessionSummary> = Vec::new();
+        loop {
+            let wanted = (limit - page.len()).min(RECENT_BATCH);
+            let (unkeyed, resume, found): (i64, Option<String>, Vec<Value>) = scripts::LIST_RECENT
+                .key(&recent)
+                .key(&recent_keys)
+                .key(&index)
+                .arg(&start)
+                .arg(wanted)
+                .arg(prefix)
+                .arg(&*self.prefix)
+                .arg(RECENT_BATCH)
+                .invoke_async(&mut self.connection())
+                .await
+                .map_err(fail)?;
+            if unkeyed == 1 && !keyed {
+                // Sessions saved by a version before the recency index: key them, then
+                // start again.
+                self.key_unkeyed().await?;
+                keyed = true;
+                start.clone_from(&first);
+                page.clear();
+                continue;
+            }
+            let short = found.len() / 3 < wanted;
+            let (found, last) = codec::recent_page(&self.prefix, found)?;
+            page.extend(found);
+            if page.len() >= limit {
+                break;
+            }
+            match (resume, last) {
+                (Some(member), _) => start = format!("({member}"),
+                (None, Some(member)) if !short => start = format!("({member}"),
+                // The index is exhausted.
+                _ => break,
+            }
+        }
+        Ok(page)
+    }
+
+    /// Standalone: adds the sessions the prefix's index lists and the recency index does
+    /// not (saved by a version before it) to the recency index, each from its `saved_at`
+    /// (see [`scripts::KEY_SESSION`]).
+    async fn key_unkeyed(&self) -> Result<(), SessionError> {
+        let fail = |error: redis::RedisError| self.backend(None, "listing sessions", &error);
+        let index = keys::index_key(&self.prefix);
+        let recent = keys::recent_key(&self.prefix);
+        let recent_keys = keys::recent_keys_key(&self.prefix);
+        let mut connection = self.connection();
+        let (ids, keyed): (Vec<String>, Vec<String>) = redis::pipe()
+            .zrange(&index, 0, -1)
+            .hkeys(&recent_keys)
+            .query_async(&mut connection)
+            .await
+            .map_err(fail)?;
+        let keyed: std::collections::HashSet<String> = keyed.into_iter().collect();
+        let mut added = 0usize;
+        for id in ids {
+            if keyed.contains(&id) || validate_session_id(&id).is_err() {
+                continue;
+            }
+            let state = keys::state_key(&self.prefix, &id);
+            let saved_at: Option<String> = redis::cmd("HGET")
+                .arg(&state)
+                .arg("saved_at")
+                .query_async(&mut connection)
+                .await
+                .map_err(fail)?;
+            let key = saved_at
+                .as_deref()
+                .and_then(|text| rfc3339::parse_saved_at(&id, text).ok())
+                .map_or_else(
+                    || UNREADABLE_RECENCY.to_owned(),
+                    |at| SessionSummary::recency_key(&at),
+                );
+            let done: i64 = scripts::KEY_SESSION
+                .key(&index)
+                .key(&recent)
+                .key(&recent_keys)
+                .key(&state)
+                .arg(&id)
+                .arg(saved_at.as_deref().unwrap_or(""))
+                .arg(&key)
+                .invoke_async(&mut connection)
+                .await
+                .map_err(fail)?;
+            added += usize::try_from(done).unwrap_or_default();
+        }
+        tracing::info!(
+            target: "agentscope_redis",
+            prefix = %self.prefix,
+            sessions = added,
+            "added sessions saved before the recency index to it"
+        );
+        Ok(())
+    }
+
+    /// A cluster: every session's `revision` and `saved_at`, found by `SCAN` (as
+    /// [`list`](SessionStore::list)), paged in memory.
+    async fn recent_scanned(
+        &self,
+        prefix: &str,
+        after: Option<&SessionSummary>,
+        limit: usize,
+    ) -> Result<Vec<SessionSummary>, SessionError> {
+        use futures::StreamExt;
+
+        let fail = |error: redis::RedisError| self.backend(None, "listing sessions", &error);
+        let mut ids = self.list_sessions().await?;
+        ids.retain(|id| id.starts_with(prefix));
+        let heads: Vec<Result<Option<SessionSummary>, SessionError>> = futures::stream::iter(ids)
+            .map(|id| async move {
+                let state = keys::state_key(&self.prefix, &id);
+                let (revision, saved_at): (Value, Value) = redis::cmd("HMGET")
+                    .arg(&state)
+                    .arg("revision")
+                    .arg("saved_at")
+                    .query_async(&mut self.connection())
+                    .await
+                    .map_err(fail)?;
+                match revision {
+                    // Gone since it was listed.
+                    Value::Nil => Ok(None),
+                    revision => codec::summary(id, &revision, &saved_at).map(Some),
+                }
+            })
+            .buffer_unordered(64)
+            .collect()
+            .await;
+        let mut summaries = Vec::with_capacity(heads.len());
+        for head in heads {
+            summaries.extend(head?);
+        }
+        Ok(SessionSummary::page(summaries, prefix, after, limit))
+    }
+}
+
 impl SessionStore for RedisSessionStore {
     fn save<'a>(
         &'a self,
@@ -354,6 +553,24 @@ impl SessionStore for RedisSessionStore {
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
         Box::pin(self.list_sessions())
+    }
+
+    /// Standalone: the recency index, read from the cursor on by a script that reads the
+    /// `revision` and `saved_at` of the page's sessions only. A cluster: a `SCAN` of every
+    /// primary and those two fields of every session of the prefix. See
+    /// [Listing by recency](crate#listing-by-recency).
+    ///
+    /// # Errors
+    ///
+    /// Redis could not be reached or refused a command; a listed session whose revision or
+    /// `saved_at` cannot be read is [`SessionError::Corrupt`] naming it.
+    fn list_recent<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: Option<&'a SessionSummary>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<SessionSummary>, SessionError>> {
+        Box::pin(self.recent(prefix, after, limit))
     }
 
     fn lease<'a>(

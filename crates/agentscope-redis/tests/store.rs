@@ -1,6 +1,7 @@
 //! RedisSessionStore against a real `redis-server`: the key layout, prefix isolation, TTLs,
 //! listing among many other keys without `KEYS` or `SCAN`, a step sending only the change,
-//! racing saves, the script cache, damaged data and a server that goes away.
+//! racing saves, the script cache, damaged data and a server that goes away; the recency
+//! index `list_recent` pages through.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
@@ -10,7 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentscope::prelude::*;
-use agentscope::session::{AgentIdentity, AgentState, SessionError, SessionStore, StateChange};
+use agentscope::session::{
+    AgentIdentity, AgentState, SessionError, SessionStore, SessionSummary, StateChange,
+};
 use agentscope_redis::{RedisFailure, RedisSessionStore};
 use agentscope_test::messages::texts;
 use redis::AsyncCommands;
@@ -309,7 +312,8 @@ async fn list_finds_its_sessions_among_thousands_of_keys_without_keys_or_scan() 
         mine.save(id, &StateChange::replace(&state)).await.unwrap();
     }
     let keys: i64 = redis::cmd("DBSIZE").query_async(&mut raw).await.unwrap();
-    assert_eq!(keys, 5_000 + 2 * 1_000 + 1 + 2 * 4 + 1);
+    // Each prefix: two keys per session, and its index, recency index and recency keys.
+    assert_eq!(keys, 5_000 + 2 * 1_000 + 3 + 2 * 4 + 3);
 
     redis::cmd("CONFIG")
         .arg("RESETSTAT")
@@ -1005,4 +1009,214 @@ async fn works_as_a_shared_dyn_store() {
     agent.call("hi").await.unwrap();
     let state = store.load("dyn").await.unwrap().unwrap();
     assert_eq!(texts(&state.messages), ["hi", "Hello!"]);
+}
+
+/// A state saved at `seconds` after 2026-12-01T00:00:00Z (and `nanos`).
+fn saved_at(seconds: i64, nanos: u32) -> AgentState {
+    let mut state = AgentState::new(agent(), vec![Msg::user("hi")]);
+    state.saved_at = chrono::DateTime::from_timestamp(1_796_083_200 + seconds, nanos).unwrap();
+    state
+}
+
+fn member(state: &AgentState, id: &str) -> String {
+    format!("{}{id}", SessionSummary::recency_key(&state.saved_at))
+}
+
+/// The recency index (`<prefix>recent`) holds one `<recency key><id>` member per session
+/// and the recency keys hash (`<prefix>recent-keys`) its key, both written by the save
+/// script with the session: a save moves the member, a delete removes both, an expired
+/// session is not listed and the next save prunes its entries, as it prunes the index's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
+async fn the_recency_index_follows_saves_deletes_and_expiry() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let store = server.store().await;
+    let mut raw = server.raw().await;
+    assert_eq!(store.recent_key().as_deref(), Some("agentscope:recent"));
+    let (one, two) = (saved_at(1, 5), saved_at(2, 0));
+    store.save("s1", &StateChange::replace(&one)).await.unwrap();
+    store.save("s2", &StateChange::replace(&two)).await.unwrap();
+    let members: Vec<String> = raw.zrange("agentscope:recent", 0, -1).await.unwrap();
+    assert_eq!(members, [member(&two, "s2"), member(&one, "s1")]);
+    let keys: BTreeMap<String, String> = raw.hgetall("agentscope:recent-keys").await.unwrap();
+    assert_eq!(
+        keys,
+        BTreeMap::from([
+            ("s1".to_owned(), SessionSummary::recency_key(&one.saved_at)),
+            ("s2".to_owned(), SessionSummary::recency_key(&two.saved_at)),
+        ])
+    );
+
+    // A save moves the session's member: still one per session.
+    let mut three = saved_at(3, 0);
+    three.revision = 1;
+    store
+        .save("s1", &StateChange::replace(&three))
+        .await
+        .unwrap();
+    let members: Vec<String> = raw.zrange("agentscope:recent", 0, -1).await.unwrap();
+    assert_eq!(members, [member(&three, "s1"), member(&two, "s2")]);
+    let page = store.list_recent("", None, 10).await.unwrap();
+    assert_eq!(
+        page,
+        [
+            SessionSummary::new("s1", 2, three.saved_at),
+            SessionSummary::new("s2", 1, two.saved_at)
+        ]
+    );
+
+    // A delete removes both entries.
+    assert!(store.delete("s2").await.unwrap());
+    let members: Vec<String> = raw.zrange("agentscope:recent", 0, -1).await.unwrap();
+    assert_eq!(members, [member(&three, "s1")]);
+    let keys: Vec<String> = raw.hkeys("agentscope:recent-keys").await.unwrap();
+    assert_eq!(keys, ["s1"]);
+
+    // An expired session is not listed; the next save prunes its entries.
+    let brief = store.with_ttl(Some(Duration::from_millis(300)));
+    let four = saved_at(4, 0);
+    brief
+        .save("brief", &StateChange::replace(&four))
+        .await
+        .unwrap();
+    assert_eq!(store.list_recent("", None, 10).await.unwrap().len(), 2);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        store.list_recent("", None, 10).await.unwrap(),
+        [SessionSummary::new("s1", 2, three.saved_at)]
+    );
+    let members: Vec<String> = raw.zrange("agentscope:recent", 0, -1).await.unwrap();
+    assert_eq!(members.len(), 2, "waiting for a save to prune it");
+    store
+        .save("other", &StateChange::replace(&saved_at(0, 0)))
+        .await
+        .unwrap();
+    let keys: Vec<String> = raw.hkeys("agentscope:recent-keys").await.unwrap();
+    assert_eq!(keys.len(), 2);
+    assert!(!keys.contains(&"brief".to_owned()), "{keys:?}");
+    let members: Vec<String> = raw.zrange("agentscope:recent", 0, -1).await.unwrap();
+    assert_eq!(
+        members,
+        [member(&three, "s1"), member(&saved_at(0, 0), "other")]
+    );
+}
+
+/// Sessions saved by the version before the recency index (the prefix's index lists them,
+/// the recency index does not) are added to it by the first page, each from its
+/// `saved_at`: listed in their places, and a `saved_at` that does not read as a time is
+/// keyed last and reported corrupt when a page reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
+async fn sessions_saved_before_the_recency_index_are_added_by_the_first_page() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let store = server.store().await;
+    let mut raw = server.raw().await;
+    let states: Vec<AgentState> = (0..5).map(|n| saved_at(n, 7)).collect();
+    for (n, state) in states.iter().enumerate() {
+        store
+            .save(&format!("s{n}"), &StateChange::replace(state))
+            .await
+            .unwrap();
+    }
+    // As the previous version left them: no recency index; one saved_at damaged.
+    let _: () = redis::cmd("DEL")
+        .arg("agentscope:recent")
+        .arg("agentscope:recent-keys")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let _: () = raw
+        .hset("agentscope:{s0}:state", "saved_at", "yesterday")
+        .await
+        .unwrap();
+    let expected: Vec<SessionSummary> = (1..5)
+        .rev()
+        .map(|n| SessionSummary::of(format!("s{n}"), &states[n]))
+        .map(|mut summary| {
+            summary.revision = 1;
+            summary
+        })
+        .collect();
+    assert_eq!(store.list_recent("", None, 2).await.unwrap(), expected[..2]);
+    let members: Vec<String> = raw.zrange("agentscope:recent", 0, -1).await.unwrap();
+    assert_eq!(members.len(), 5);
+    assert_eq!(members[4], "zzzzzzzzzzzzzzzzzzzzzzzzs0");
+    assert_eq!(store.list_recent("", None, 4).await.unwrap(), expected);
+    let error = store.list_recent("", None, 5).await.unwrap_err();
+    assert!(
+        matches!(&error, SessionError::Corrupt { session, .. } if session == "s0"),
+        "{error:?}"
+    );
+}
+
+/// A page is short scripts: 2,500 sessions of one prefix saved after 3 of another, the 3
+/// are found (the walk goes on where each script stopped, after 1,000 members), and a
+/// page longer than one script's batch lists all 2,503 in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server not installed: .ci/run installs it"
+)]
+async fn a_rare_prefix_is_found_among_thousands_of_newer_sessions() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let store = server.store().await;
+    let mut expected = Vec::new();
+    for n in 0..3 {
+        let state = saved_at(n, 0);
+        let id = format!("rare-{n}");
+        store
+            .save(&id, &StateChange::replace(&state))
+            .await
+            .unwrap();
+        expected.push(SessionSummary::new(id, 1, state.saved_at));
+    }
+    let saves: Vec<_> = (0..2_500)
+        .map(|n| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let state = saved_at(100 + n, 0);
+                let id = format!("bulk-{n:04}");
+                store
+                    .save(&id, &StateChange::replace(&state))
+                    .await
+                    .unwrap();
+                SessionSummary::new(id, 1, state.saved_at)
+            })
+        })
+        .collect();
+    for save in saves {
+        expected.push(save.await.unwrap());
+    }
+    expected.sort_by(SessionSummary::cmp_recent);
+    assert_eq!(
+        store.list_recent("rare-", None, 10).await.unwrap(),
+        expected[2_500..]
+    );
+    assert_eq!(
+        store
+            .list_recent("rare-", Some(&expected[2_500]), 10)
+            .await
+            .unwrap(),
+        expected[2_501..]
+    );
+    assert_eq!(store.list_recent("", None, 5_000).await.unwrap(), expected);
+    assert_eq!(
+        store
+            .list_recent("", Some(&expected[999]), 1_500)
+            .await
+            .unwrap(),
+        expected[1_000..2_500]
+    );
 }

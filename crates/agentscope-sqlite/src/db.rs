@@ -7,7 +7,9 @@ use std::time::Duration;
 use agentscope_core::Msg;
 use agentscope_core::plumbing::columns::ChangeColumns;
 use agentscope_core::plumbing::rfc3339;
-use agentscope_core::session::{AgentState, AgentStateParts, SessionError, StateChange};
+use agentscope_core::session::{
+    AgentState, AgentStateParts, SessionError, SessionSummary, StateChange,
+};
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
 use serde::de::DeserializeOwned;
@@ -16,7 +18,8 @@ use crate::lease;
 
 /// The schema this version writes (see the crate docs). `IF NOT EXISTS`: opening a
 /// database twice, or from several processes, is harmless, and opening a database of an
-/// earlier version adds what it lacks (the leases table).
+/// earlier version adds what it lacks (the leases table; the `recency` column and its
+/// index: [`add_recency`]).
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS agentscope_session_states (
     session_id    TEXT PRIMARY KEY NOT NULL,
@@ -27,7 +30,8 @@ CREATE TABLE IF NOT EXISTS agentscope_session_states (
     running_tools TEXT NOT NULL,
     hooks         TEXT NOT NULL,
     message_count INTEGER NOT NULL,
-    saved_at      TEXT NOT NULL
+    saved_at      TEXT NOT NULL,
+    recency       TEXT
 );
 CREATE TABLE IF NOT EXISTS agentscope_session_messages (
     session_id TEXT NOT NULL,
@@ -43,6 +47,43 @@ CREATE TABLE IF NOT EXISTS agentscope_session_leases (
     interrupted INTEGER NOT NULL DEFAULT 0
 );
 ";
+
+/// Whether the states table has the `recency` column (databases of earlier versions lack it).
+const HAS_RECENCY: &str = "SELECT EXISTS (
+    SELECT 1 FROM pragma_table_info('agentscope_session_states') WHERE name = 'recency'
+)";
+
+const ADD_RECENCY: &str = "ALTER TABLE agentscope_session_states ADD COLUMN recency TEXT";
+
+/// The index `list_recent` pages through: newest first, then by id.
+const RECENCY_INDEX: &str = "CREATE INDEX IF NOT EXISTS agentscope_session_states_recency
+    ON agentscope_session_states (recency, session_id)";
+
+/// The rows without a recency key: written before the column existed, or since by a process
+/// of an earlier version.
+const UNKEYED: &str =
+    "SELECT session_id, saved_at FROM agentscope_session_states WHERE recency IS NULL";
+
+const HAS_UNKEYED: &str =
+    "SELECT EXISTS (SELECT 1 FROM agentscope_session_states WHERE recency IS NULL)";
+
+const SET_RECENCY: &str = "UPDATE agentscope_session_states SET recency = ?2
+    WHERE session_id = ?1 AND recency IS NULL";
+
+/// A page of `list_recent`: `?1`, `?2` the cursor's key and id (`''`, `''`: the first
+/// page), `?3`, `?4` the prefix's length and the prefix, `?5` the limit.
+const LIST_RECENT: &str = "SELECT recency, session_id, revision, saved_at
+    FROM agentscope_session_states
+    WHERE (recency, session_id) > (?1, ?2) AND substr(session_id, 1, ?3) = ?4
+    ORDER BY recency, session_id LIMIT ?5";
+
+/// The sessions stored only in the previous version's table.
+const LEGACY_ONLY: &str = "SELECT session_id FROM agentscope_sessions
+    WHERE session_id NOT IN (SELECT session_id FROM agentscope_session_states)";
+
+/// The recency key of a row whose `saved_at` cannot be read: after every real key, so such
+/// a row is listed last, where reading it reports it corrupt.
+const UNREADABLE_RECENCY: &str = "z";
 
 const HAS_LEGACY_TABLE: &str = "SELECT EXISTS (
     SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'agentscope_sessions'
@@ -68,8 +109,8 @@ const INSERT_MESSAGE: &str =
 
 const UPSERT_STATE: &str = "INSERT INTO agentscope_session_states
         (session_id, revision, version, agent, metadata, running_tools, hooks, message_count,
-         saved_at)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+         saved_at, recency)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
     ON CONFLICT (session_id) DO UPDATE SET
         revision = excluded.revision,
         version = excluded.version,
@@ -78,7 +119,8 @@ const UPSERT_STATE: &str = "INSERT INTO agentscope_session_states
         running_tools = excluded.running_tools,
         hooks = excluded.hooks,
         message_count = excluded.message_count,
-        saved_at = excluded.saved_at";
+        saved_at = excluded.saved_at,
+        recency = excluded.recency";
 
 const DELETE_STATE: &str = "DELETE FROM agentscope_session_states WHERE session_id = ?1";
 const DELETE_ALL_MESSAGES: &str = "DELETE FROM agentscope_session_messages WHERE session_id = ?1";
@@ -155,15 +197,64 @@ fn try_init(connection: &mut Connection) -> Result<Opened, rusqlite::Error> {
     }
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute_batch(SCHEMA)?;
+    add_recency(&tx)?;
     let legacy: bool = tx.query_row(HAS_LEGACY_TABLE, [], |row| row.get(0))?;
     tx.commit()?;
     Ok(Opened::Ready { legacy })
+}
+
+/// Gives a database of an earlier version the `recency` column (the key `list_recent` sorts
+/// by: [`SessionSummary::recency_key`] of the row's `saved_at`) and its index, and fills
+/// the column in for every row that lacks it ([`key_unkeyed`]).
+fn add_recency(tx: &Transaction<'_>) -> Result<(), rusqlite::Error> {
+    let has: bool = tx.query_row(HAS_RECENCY, [], |row| row.get(0))?;
+    if !has {
+        tx.execute(ADD_RECENCY, [])?;
+    }
+    tx.execute(RECENCY_INDEX, [])?;
+    key_unkeyed(tx)?;
+    Ok(())
+}
+
+/// Writes the recency key of every row that has none, from its `saved_at` (a text that
+/// does not read as a time gets a key after every other: the row is listed last, and
+/// reported corrupt when it is read). Returns how many rows it keyed.
+fn key_unkeyed(tx: &Transaction<'_>) -> Result<usize, rusqlite::Error> {
+    let rows: Vec<(String, Value)> = tx
+        .prepare(UNKEYED)?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut set = tx.prepare_cached(SET_RECENCY)?;
+    for (session, saved_at) in &rows {
+        let key = match saved_at {
+            Value::Text(text) => rfc3339::parse_saved_at(session, text)
+                .map(|at| SessionSummary::recency_key(&at))
+                .ok(),
+            _ => None,
+        };
+        let key = key.unwrap_or_else(|| UNREADABLE_RECENCY.to_owned());
+        set.execute(rusqlite::params![session, key])?;
+    }
+    Ok(rows.len())
+}
+
+/// Keys the rows a process of an earlier version wrote since (see [`key_unkeyed`]), on the
+/// writer.
+pub(crate) fn key_rows(connection: &mut Connection, _legacy: bool) -> Result<(), SessionError> {
+    let mut run = || -> Result<(), rusqlite::Error> {
+        let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        key_unkeyed(&tx)?;
+        tx.commit()
+    };
+    run().map_err(|error| SessionError::backend(None, "listing sessions", error))
 }
 
 /// A change serialised for its rows, before the writer is taken.
 pub(crate) struct EncodedChange {
     change: StateChange,
     columns: ChangeColumns,
+    /// [`SessionSummary::recency_key`] of the change's `saved_at`.
+    recency: String,
 }
 
 impl EncodedChange {
@@ -171,6 +262,7 @@ impl EncodedChange {
         Ok(Self {
             change: change.clone(),
             columns: ChangeColumns::of(session, change)?,
+            recency: SessionSummary::recency_key(&change.saved_at),
         })
     }
 }
@@ -268,6 +360,7 @@ pub(crate) fn save(
                 encoded.columns.hooks,
                 count,
                 encoded.columns.saved_at,
+                encoded.recency,
             ])
         })
         .map_err(db)?;
@@ -477,6 +570,114 @@ pub(crate) fn list(connection: &mut Connection, legacy: bool) -> Result<Vec<Stri
         ids.collect()
     };
     run().map_err(|error| SessionError::backend(None, "listing sessions", error))
+}
+
+/// What a read of `list_recent` found.
+pub(crate) enum Recent {
+    /// The page.
+    Page(Vec<SessionSummary>),
+    /// Some rows have no recency key yet (a process of an earlier version saved them): key
+    /// them on the writer ([`key_rows`]), then read again.
+    Unkeyed,
+}
+
+/// The page of `list_recent` (see [`SessionStore::list_recent`]): one indexed query of the
+/// states table, in one read transaction; with `legacy`, merged with the sessions stored
+/// only in the previous version's table (each of those read whole).
+///
+/// [`SessionStore::list_recent`]: agentscope_core::session::SessionStore::list_recent
+pub(crate) fn list_recent(
+    connection: &mut Connection,
+    legacy: bool,
+    prefix: &str,
+    after: Option<&SessionSummary>,
+    limit: usize,
+) -> Result<Recent, SessionError> {
+    let db = |error: rusqlite::Error| SessionError::backend(None, "listing sessions", error);
+    // Session ids are ASCII: no id starts with anything else.
+    if limit == 0 || !prefix.is_ascii() {
+        return Ok(Recent::Page(Vec::new()));
+    }
+    let tx = connection.transaction().map_err(db)?;
+    let unkeyed: bool = tx
+        .prepare_cached(HAS_UNKEYED)
+        .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+        .map_err(db)?;
+    if unkeyed {
+        return Ok(Recent::Unkeyed);
+    }
+    let (key, id) = match after {
+        Some(cursor) => (
+            SessionSummary::recency_key(&cursor.saved_at),
+            cursor.id.as_str(),
+        ),
+        None => (String::new(), ""),
+    };
+    let prefix_len = i64::try_from(prefix.len()).unwrap_or(i64::MAX);
+    // (key, id, revision, saved_at), in the listing order.
+    let mut rows: Vec<(String, String, i64, Value)> = tx
+        .prepare_cached(LIST_RECENT)
+        .and_then(|mut statement| {
+            statement
+                .query_map(
+                    rusqlite::params![
+                        key,
+                        id,
+                        prefix_len,
+                        prefix,
+                        i64::try_from(limit).unwrap_or(i64::MAX)
+                    ],
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+                )?
+                .collect()
+        })
+        .map_err(db)?;
+    if legacy {
+        // The sessions only the previous version's table holds, each read whole, in their
+        // places among the rows (by the same key).
+        let ids: Vec<String> = tx
+            .prepare_cached(LEGACY_ONLY)
+            .and_then(|mut statement| {
+                statement
+                    .query_map([], |row| row.get::<_, String>(0))?
+                    .collect()
+            })
+            .map_err(db)?;
+        for session in ids.into_iter().filter(|id| id.starts_with(prefix)) {
+            let state = load_legacy(&tx, &session).map_err(|error| error.for_load(&session))?;
+            if let Some(state) = state {
+                let summary = SessionSummary::of(session, &state);
+                if after.is_none_or(|cursor| summary.is_after(cursor)) {
+                    rows.push((
+                        SessionSummary::recency_key(&summary.saved_at),
+                        summary.id,
+                        i64::try_from(summary.revision).unwrap_or(i64::MAX),
+                        Value::Text(rfc3339::format(&summary.saved_at)),
+                    ));
+                }
+            }
+        }
+        rows.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        rows.truncate(limit);
+    }
+    let mut page = Vec::with_capacity(rows.len());
+    for (_, session, revision, saved_at) in rows {
+        let revision = to_u64(&session, "revision", revision)?;
+        let saved_at = match &saved_at {
+            Value::Text(text) => rfc3339::parse_saved_at(&session, text)?,
+            other => {
+                return Err(SessionError::corrupt(
+                    &session,
+                    format_args!(
+                        "the saved_at column holds a value of type {}, not text",
+                        ValueRef::from(other).data_type()
+                    ),
+                ));
+            }
+        };
+        page.push(SessionSummary::new(session, revision, saved_at));
+    }
+    Ok(Recent::Page(page))
 }
 
 /// Decodes the JSON in column `what` of session `session`.

@@ -41,8 +41,11 @@
 //!     running_tools TEXT NOT NULL,              -- JSON array of tool call ids
 //!     hooks         TEXT NOT NULL,              -- JSON object: the hooks' session state
 //!     message_count INTEGER NOT NULL,           -- how many message rows the session has
-//!     saved_at      TEXT NOT NULL               -- RFC 3339, when the change was made
+//!     saved_at      TEXT NOT NULL,              -- RFC 3339, when the change was made
+//!     recency       TEXT                        -- saved_at as a key sorting newest first
 //! );
+//! CREATE INDEX agentscope_session_states_recency
+//!     ON agentscope_session_states (recency, session_id);
 //! CREATE TABLE agentscope_session_messages (
 //!     session_id TEXT NOT NULL,
 //!     position   INTEGER NOT NULL,              -- 0, 1, 2, ... oldest first
@@ -72,6 +75,27 @@
 //! transaction (one consistent revision), and checks the result with
 //! [`AgentState::check_for`]; a column or message that does not decode is
 //! [`SessionError::Corrupt`] naming the session.
+//!
+//! ## Listing by recency
+//!
+//! [`list_recent`](SessionStore::list_recent) is one query on the index
+//! `agentscope_session_states_recency`: `WHERE (recency, session_id) > (cursor) AND` the
+//! prefix, `ORDER BY recency, session_id LIMIT n`. `recency` is
+//! [`SessionSummary::recency_key`] of the row's `saved_at`, written by every save in the
+//! same statement as `saved_at` (RFC 3339 text with 0, 3, 6 or 9 fractional digits does not
+//! sort as text, so the column itself cannot be the index). A page reads its own rows and
+//! walks past, in the index only, the newer sessions whose ids do not start with the
+//! prefix; it never reads a message.
+//!
+//! A database of the version before `list_recent` gets the column and the index when a
+//! store opens it, and every row its key, from its `saved_at`, in the same transaction
+//! (a `saved_at` that does not read as a time is keyed last: a page that reaches that row
+//! reports it [corrupt](SessionError::Corrupt)). A row saved afterwards by a process of
+//! that version has no key: the next `list_recent` keys it first. A session that such a
+//! process saves again keeps its old key (and its old place in the listing) until this
+//! version saves it: upgrade every process before relying on the order. Sessions still in
+//! the previous version's table (below) are read whole at every page, and listed in their
+//! places.
 //!
 //! ## Databases of the previous version
 //!
@@ -229,7 +253,8 @@ use std::time::Duration;
 
 use agentscope_core::CancellationToken;
 use agentscope_core::session::{
-    AgentState, SessionError, SessionLease, SessionStore, StateChange, validate_session_id,
+    AgentState, SessionError, SessionLease, SessionStore, SessionSummary, StateChange,
+    validate_session_id,
 };
 use futures::future::BoxFuture;
 use rusqlite::Connection;
@@ -571,6 +596,49 @@ impl SessionStore for SqliteSessionStore {
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
         Box::pin(async move { self.read(None, db::list).await })
+    }
+
+    /// One indexed query of [`STATES_TABLE`] (by its `recency` column, then the id), in one
+    /// read transaction: it reads the page's rows and skips, in the index, the newer rows
+    /// whose ids do not start with `prefix`; see [Listing by recency](crate#listing-by-recency).
+    ///
+    /// # Errors
+    ///
+    /// The database could not be read; a listed row whose `saved_at` or revision cannot be
+    /// read is [`SessionError::Corrupt`] naming its session.
+    fn list_recent<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: Option<&'a SessionSummary>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<SessionSummary>, SessionError>> {
+        Box::pin(async move {
+            let read = || {
+                let prefix = prefix.to_owned();
+                let after = after.cloned();
+                move |connection: &mut Connection, legacy| {
+                    db::list_recent(connection, legacy, &prefix, after.as_ref(), limit)
+                }
+            };
+            match self.read(None, read()).await? {
+                db::Recent::Page(page) => Ok(page),
+                // Rows saved by a process of an earlier version: key them, then read again.
+                db::Recent::Unkeyed => {
+                    self.write(None, db::key_rows).await?;
+                    match self.read(None, read()).await? {
+                        db::Recent::Page(page) => Ok(page),
+                        db::Recent::Unkeyed => Err(SessionError::Backend {
+                            session: None,
+                            message: "listing sessions: rows without a recency key were \
+                                      saved again while they were keyed (a process of an \
+                                      earlier version writes the database)"
+                                .to_owned(),
+                            source: None,
+                        }),
+                    }
+                }
+            }
+        })
     }
 
     /// Takes the session's lease (a row of [`LEASES_TABLE`]) for one call; see

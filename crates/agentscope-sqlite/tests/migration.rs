@@ -3,13 +3,16 @@
 //! and delete; the first save of one moves it into the new tables in the same transaction,
 //! and nothing stored before is lost. And databases of the version before session leases
 //! (the two tables of today without `agentscope_session_leases`): opening one adds the
-//! leases table, and everything stored stays as it was.
+//! leases table, and everything stored stays as it was. And databases of the version before
+//! `list_recent` (no `recency` column): opening one adds and fills it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
 
 use agentscope::prelude::*;
-use agentscope::session::{AgentIdentity, AgentState, SessionError, SessionStore, StateChange};
+use agentscope::session::{
+    AgentIdentity, AgentState, SessionError, SessionStore, SessionSummary, StateChange,
+};
 use agentscope_sqlite::SqliteSessionStore;
 use agentscope_test::session_store::rich_state;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
@@ -332,4 +335,119 @@ async fn a_database_without_the_leases_table_gets_it_and_keeps_its_sessions() {
     // Opening it again changes nothing.
     drop(SqliteSessionStore::open(&path).unwrap());
     assert_eq!(store.load("chat").await.unwrap(), Some(stored));
+}
+
+/// The recency key a row holds, `None` for NULL.
+fn recency(path: &Path, session: &str) -> Option<String> {
+    Connection::open(path)
+        .unwrap()
+        .query_row(
+            "SELECT recency FROM agentscope_session_states WHERE session_id = ?1",
+            [session],
+            |row| row.get(0),
+        )
+        .unwrap()
+}
+
+fn at(text: &str) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .unwrap()
+        .with_timezone(&chrono::Utc)
+}
+
+/// Inserts a session row as a process of the previous version writes it (no `recency`),
+/// with no messages.
+fn insert_unkeyed_row(connection: &Connection, session: &str, revision: i64, saved_at: &str) {
+    connection
+        .execute(
+            "INSERT INTO agentscope_session_states (session_id, revision, version, agent, \
+             metadata, running_tools, hooks, message_count, saved_at) \
+             VALUES (?1, ?2, 1, '{\"name\":\"a\",\"id\":\"1\"}', '{}', '[]', '{}', 0, ?3)",
+            rusqlite::params![session, revision, saved_at],
+        )
+        .unwrap();
+}
+
+/// A database of the version before `list_recent` (no `recency` column): opening it adds
+/// the column and its index and keys every row from its `saved_at` text (any RFC 3339
+/// form, to the nanosecond); a row whose `saved_at` cannot be read is listed last and
+/// reported corrupt when a page reaches it. Rows that a process of that version saves
+/// afterwards are keyed by the next `list_recent`. Sessions still in the table of the
+/// version before (`agentscope_sessions`) are listed too, in their place.
+#[tokio::test]
+async fn a_database_without_the_recency_column_gets_it_and_lists_by_recency() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let connection = Connection::open(&path).unwrap();
+    connection.execute_batch(PRE_LEASE_SCHEMA).unwrap();
+    connection.execute_batch(OLD_SCHEMA).unwrap();
+    for (session, revision, saved_at) in [
+        ("offset", 2, "2026-11-30T11:00:01+01:00"),
+        ("nanos", 5, "2026-11-30T10:00:01.000000001Z"),
+        ("half", 1, "2026-11-30T10:00:01.5Z"),
+        ("broken", 1, "yesterday"),
+    ] {
+        insert_unkeyed_row(&connection, session, revision, saved_at);
+    }
+    // A session of the version before that, in its own table: saved at 10:00:01.25.
+    let mut legacy = chat();
+    legacy.saved_at = at("2026-11-30T10:00:01.25Z");
+    insert_old_row(&connection, "legacy", &old_json(&legacy));
+    drop(connection);
+
+    let store = SqliteSessionStore::open(&path).unwrap();
+    let key = |text: &str| SessionSummary::recency_key(&at(text));
+    assert_eq!(recency(&path, "offset"), Some(key("2026-11-30T10:00:01Z")));
+    assert_eq!(
+        recency(&path, "nanos"),
+        Some(key("2026-11-30T10:00:01.000000001Z"))
+    );
+    assert_eq!(recency(&path, "broken").as_deref(), Some("z"));
+
+    // "chat" (the pre-lease schema's row) was saved at 10:00:01+00:00, with "offset".
+    let expected = [
+        SessionSummary::new("half", 1, at("2026-11-30T10:00:01.5Z")),
+        SessionSummary::new("legacy", 1, at("2026-11-30T10:00:01.25Z")),
+        SessionSummary::new("nanos", 5, at("2026-11-30T10:00:01.000000001Z")),
+        SessionSummary::new("chat", 3, at("2026-11-30T10:00:01Z")),
+        SessionSummary::new("offset", 2, at("2026-11-30T10:00:01Z")),
+    ];
+    assert_eq!(store.list_recent("", None, 5).await.unwrap(), expected);
+    assert_eq!(
+        store.list_recent("", Some(&expected[1]), 2).await.unwrap(),
+        expected[2..4]
+    );
+    assert_eq!(
+        store.list_recent("le", None, 5).await.unwrap(),
+        expected[1..2]
+    );
+    let error = store.list_recent("", None, 6).await.unwrap_err();
+    assert!(
+        matches!(&error, SessionError::Corrupt { session, .. } if session == "broken"),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().starts_with(
+            "session 'broken' is corrupt: saved_at 'yesterday' is not an RFC 3339 time"
+        ),
+        "{error}"
+    );
+
+    // A process of the previous version saves a new session: the next page keys it.
+    let connection = Connection::open(&path).unwrap();
+    insert_unkeyed_row(&connection, "late", 1, "2026-12-01T00:00:00Z");
+    drop(connection);
+    assert_eq!(recency(&path, "late"), None);
+    let front = store.list_recent("", None, 2).await.unwrap();
+    assert_eq!(
+        front,
+        [
+            SessionSummary::new("late", 1, at("2026-12-01T00:00:00Z")),
+            expected[0].clone()
+        ]
+    );
+    assert_eq!(recency(&path, "late"), Some(key("2026-12-01T00:00:00Z")));
+    // Opening it again changes nothing.
+    drop(SqliteSessionStore::open(&path).unwrap());
+    assert_eq!(recency(&path, "late"), Some(key("2026-12-01T00:00:00Z")));
 }

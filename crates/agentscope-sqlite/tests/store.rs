@@ -331,7 +331,7 @@ async fn bad_rows_fail_with_the_session_named_and_are_kept() {
             .query_row(
                 "SELECT * FROM agentscope_session_states WHERE session_id = 's1'",
                 [],
-                |row| (0..9).map(|i| row.get(i)).collect(),
+                |row| (0..10).map(|i| row.get(i)).collect(),
             )
             .unwrap();
         let mut statement = connection
@@ -430,7 +430,7 @@ async fn bad_rows_fail_with_the_session_named_and_are_kept() {
         )
         .unwrap();
         tx.execute(
-            "INSERT INTO agentscope_session_states VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            "INSERT INTO agentscope_session_states VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             rusqlite::params_from_iter(&snapshot.0),
         )
         .unwrap();

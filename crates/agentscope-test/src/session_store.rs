@@ -95,8 +95,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use agentscope_core::session::{
-    AgentIdentity, AgentState, MAX_SESSION_ID_LEN, SessionError, SessionStore, StateChange,
-    validate_session_id,
+    AgentIdentity, AgentState, MAX_SESSION_ID_LEN, SessionError, SessionStore, SessionSummary,
+    StateChange, validate_session_id,
 };
 use agentscope_core::{
     ContentBlock, GenerateReason, ImageBlock, Msg, Role, ToolResultBlock, ToolUseBlock,
@@ -191,6 +191,26 @@ pub enum Check {
     /// `list` returns exactly the ids of the stored sessions, sorted by byte value, whatever
     /// the order of the saves; sessions only loaded or deleted are not listed.
     ListSorted,
+    /// [`list_recent`](SessionStore::list_recent) lists the sessions most recently saved
+    /// first, exactly: each summary's id, revision and `saved_at` as `load` returns them
+    /// (to the nanosecond: times one nanosecond apart, and one microsecond apart, keep
+    /// their order), sorted by `saved_at` descending and then by id in byte order among
+    /// sessions saved at the same instant (`B` before `a`; times before 1970 and in 2999
+    /// too), as [`SessionSummary::cmp_recent`] orders them. A new store lists nothing.
+    /// `prefix` keeps the ids that start with it (`""` every one; a whole id lists it and
+    /// the ids extending it; a prefix no id can start with, none). `limit` 0 lists nothing,
+    /// 1 the newest session, more than there are all of them. `after` starts strictly after
+    /// a summary, one listed or made up (an id between two tied ids, a time between two
+    /// sessions, the last one: nothing). A deleted session is not listed; a session saved
+    /// again takes its new place at its new revision (the front for a later `saved_at`,
+    /// further back for an earlier one), and the other sessions keep theirs.
+    ListRecent,
+    /// Walking every page of [`list_recent`](SessionStore::list_recent) (each page starting
+    /// after the last summary of the one before, until a page comes back short) with pages
+    /// of 1, 2, 7 and 200, with and without a prefix, over 45 sessions saved at 15 instants
+    /// (three at each), lists every matching session exactly once, in the order of
+    /// [`SessionSummary::cmp_recent`], and each page is full but the last.
+    ListRecentPaging,
     /// `save`, `load` and `delete` reject every id [`validate_session_id`] rejects (empty,
     /// longer than [`MAX_SESSION_ID_LEN`], starting with `.`, holding `/`, `\`, spaces,
     /// control or non-ASCII characters) with [`SessionError::InvalidSessionId`] naming the
@@ -240,7 +260,7 @@ pub enum Check {
 
 impl Check {
     /// Every check, in the order [`SessionStoreConformance::run_all`] runs them.
-    pub const ALL: [Check; 17] = [
+    pub const ALL: [Check; 19] = [
         Check::EmptyStore,
         Check::RoundTrip,
         Check::SaveReplaces,
@@ -250,6 +270,8 @@ impl Check {
         Check::LongConversation,
         Check::Delete,
         Check::ListSorted,
+        Check::ListRecent,
+        Check::ListRecentPaging,
         Check::InvalidIds,
         Check::ValidIdForms,
         Check::CaseSensitiveIds,
@@ -272,6 +294,8 @@ impl Check {
             Check::LongConversation => "long_conversation",
             Check::Delete => "delete",
             Check::ListSorted => "list_sorted",
+            Check::ListRecent => "list_recent",
+            Check::ListRecentPaging => "list_recent_paging",
             Check::InvalidIds => "invalid_ids",
             Check::ValidIdForms => "valid_id_forms",
             Check::CaseSensitiveIds => "case_sensitive_ids",
@@ -345,6 +369,8 @@ where
             Check::LongConversation => long_conversation(make).await,
             Check::Delete => delete(make).await,
             Check::ListSorted => list_sorted(make).await,
+            Check::ListRecent => list_recent(make).await,
+            Check::ListRecentPaging => list_recent_paging(make).await,
             Check::InvalidIds => invalid_ids(make).await,
             Check::ValidIdForms => valid_id_forms(make).await,
             Check::CaseSensitiveIds => case_sensitive_ids(make).await,
@@ -1298,6 +1324,321 @@ async fn list_sorted<S: SessionStore>(make: &mut impl FnMut() -> S) {
 }
 
 /// Ids [`validate_session_id`] rejects, each with another reason or shape.
+/// `list_recent(prefix, after, limit)` must return exactly `expected` (ids, revisions and
+/// `saved_at`).
+async fn assert_recent<S: SessionStore + ?Sized>(
+    store: &S,
+    prefix: &str,
+    after: Option<&SessionSummary>,
+    limit: usize,
+    expected: &[SessionSummary],
+    when: &str,
+) {
+    let what = format!(
+        "list_recent({prefix:?}, after {}, limit {limit}) {when}",
+        after.map_or("none".to_owned(), |cursor| format!(
+            "({:?}, {})",
+            cursor.id, cursor.saved_at
+        ))
+    );
+    let listed = ok(store.list_recent(prefix, after, limit).await, &what);
+    let ids = |summaries: &[SessionSummary]| -> Vec<String> {
+        summaries.iter().map(|summary| summary.id.clone()).collect()
+    };
+    assert_eq!(ids(&listed), ids(expected), "{what}: the ids, in order");
+    for (got, want) in listed.iter().zip(expected) {
+        assert_eq!(
+            (got.revision, got.saved_at),
+            (want.revision, want.saved_at),
+            "{what}: the revision and saved_at of '{}'",
+            want.id
+        );
+    }
+}
+
+/// `summaries` in the listing order, filtered by `prefix` and `after`, cut at `limit`: what
+/// the contract says a page holds, from the suite's own record of what was saved.
+fn recent_page(
+    summaries: &[SessionSummary],
+    prefix: &str,
+    after: Option<&SessionSummary>,
+    limit: usize,
+) -> Vec<SessionSummary> {
+    SessionSummary::page(summaries.to_vec(), prefix, after, limit)
+}
+
+/// The state of `label`, saved at `saved_at`.
+fn saved_at(label: &str, saved_at: DateTime<Utc>) -> AgentState {
+    let mut state = state_for(label);
+    state.saved_at = saved_at;
+    state
+}
+
+async fn list_recent<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = fresh(make).await;
+    assert_recent(&store, "", None, 10, &[], "on a new store").await;
+
+    let base = 1_800_000_000;
+    // (id, seconds after `base`, nanoseconds); saved in this order, which is none of the
+    // orders checked.
+    let plan: [(&str, i64, u32); 12] = [
+        ("task-b", 5, 0),
+        ("chat-1", 1, 0),
+        ("task-a", 5, 0),
+        ("B", 5, 0),
+        ("task-c", 3, 123_456_789),
+        ("chat-2", 3, 123_456_788),
+        ("chat-3", 3, 123_457_789),
+        ("old", -1_900_000_000, 0),
+        ("task", 2, 500_000_000),
+        ("future", 32_000_000_000 - base, 7),
+        ("task-d", 4, 999_999_999),
+        ("chat-10", 5, 0),
+    ];
+    let mut summaries = Vec::new();
+    for (id, offset, nanos) in plan {
+        let when = at(base + offset, nanos);
+        let stored = save_ok(&store, id, 0, &saved_at(id, when)).await;
+        summaries.push(SessionSummary::of(id, &stored));
+    }
+    // A session saved three times: its summary has the last revision.
+    let mut task_a = saved_at("task-a", at(base + 5, 0));
+    for revision in 1..3 {
+        task_a = save_ok(&store, "task-a", revision, &task_a).await;
+    }
+    summaries.retain(|summary| summary.id != "task-a");
+    summaries.push(SessionSummary::of("task-a", &task_a));
+
+    let all = recent_page(&summaries, "", None, usize::MAX);
+    let order: Vec<&str> = all.iter().map(|summary| summary.id.as_str()).collect();
+    assert_eq!(
+        order,
+        [
+            "future", "B", "chat-10", "task-a", "task-b", "task-d", "chat-3", "task-c", "chat-2",
+            "task", "chat-1", "old"
+        ],
+        "the suite's expected order"
+    );
+    assert_eq!(all[3].revision, 3);
+    assert_recent(&store, "", None, 100, &all, "of every session").await;
+    assert_recent(&store, "", None, all.len(), &all, "with limit = count").await;
+
+    // Prefixes.
+    for prefix in ["task-", "task", "chat-1", "chat-", "B", "old", "futu"] {
+        let expected = recent_page(&summaries, prefix, None, 100);
+        assert!(!expected.is_empty(), "the suite's prefix {prefix:?}");
+        assert_recent(&store, prefix, None, 100, &expected, "by prefix").await;
+    }
+    for prefix in ["x", "Task", "task-e", "chat-100", "b", "ü", "task-/", " "] {
+        assert_recent(&store, prefix, None, 100, &[], "by a prefix no id has").await;
+    }
+
+    // Limits.
+    assert_recent(&store, "", None, 0, &[], "with limit 0").await;
+    assert_recent(&store, "task-", None, 0, &[], "with limit 0").await;
+    assert_recent(&store, "", None, 1, &all[..1], "with limit 1").await;
+    let tasks = recent_page(&summaries, "task-", None, 100);
+    assert_recent(&store, "task-", None, 1, &tasks[..1], "with limit 1").await;
+    assert_recent(&store, "", None, 5, &all[..5], "with limit 5").await;
+
+    // After a listed summary, and after made-up ones.
+    for index in [0, 3, 6, all.len() - 2] {
+        let cursor = &all[index];
+        let expected = recent_page(&summaries, "", Some(cursor), 100);
+        assert_eq!(
+            expected[..],
+            all[index + 1..],
+            "the suite's page after {index}"
+        );
+        assert_recent(
+            &store,
+            "",
+            Some(cursor),
+            100,
+            &expected,
+            "after a listed one",
+        )
+        .await;
+        assert_recent(
+            &store,
+            "",
+            Some(cursor),
+            1,
+            &expected[..1],
+            "after a listed one",
+        )
+        .await;
+    }
+    assert_recent(&store, "", all.last(), 100, &[], "after the last one").await;
+    let made_up = [
+        // Between the tied "B" and "chat-10" (same instant), and after "task-b".
+        SessionSummary::new("C", 99, at(base + 5, 0)),
+        SessionSummary::new("task-bb", 0, at(base + 5, 0)),
+        // An instant between chat-3 and task-c (one microsecond apart).
+        SessionSummary::new("zzz", 1, at(base + 3, 123_457_000)),
+        // One nanosecond after task-c, with the smallest id.
+        SessionSummary::new("-", 1, at(base + 3, 123_456_790)),
+        // Newer than everything, older than everything.
+        SessionSummary::new("a", 1, at(base + 100_000_000_000, 0)),
+        SessionSummary::new("a", 1, at(-50_000_000_000, 0)),
+    ];
+    for cursor in &made_up {
+        for prefix in ["", "task-", "chat-"] {
+            let expected = recent_page(&summaries, prefix, Some(cursor), 100);
+            assert_recent(
+                &store,
+                prefix,
+                Some(cursor),
+                100,
+                &expected,
+                "after a made-up one",
+            )
+            .await;
+        }
+    }
+    let after_c = recent_page(&summaries, "", Some(&made_up[0]), 100);
+    assert_eq!(
+        after_c[0].id, "chat-10",
+        "the suite's page after ('C', base + 5)"
+    );
+
+    // A deleted session is not listed; the others keep their places.
+    assert!(delete_ok(&store, "task-b").await, "delete('task-b')");
+    summaries.retain(|summary| summary.id != "task-b");
+    let expected = recent_page(&summaries, "", None, 100);
+    assert_recent(&store, "", None, 100, &expected, "after deleting 'task-b'").await;
+    assert_recent(
+        &store,
+        "task-",
+        Some(&all[3]),
+        100,
+        &recent_page(&summaries, "task-", Some(&all[3]), 100),
+        "after deleting 'task-b'",
+    )
+    .await;
+
+    // A session saved again (a step, as an agent saves) moves to the front, at its new
+    // revision.
+    let chat_1 = load_ok(&store, "chat-1").await;
+    let mut step = StateChange::new(1, 2, vec![Msg::user("again")], state_for("chat-1").agent);
+    step.saved_at = at(base + 200_000_000_000, 5);
+    let chat_1 = change_ok(&store, "chat-1", &step, chat_1.as_ref()).await;
+    summaries.retain(|summary| summary.id != "chat-1");
+    summaries.push(SessionSummary::of("chat-1", &chat_1));
+    let expected = recent_page(&summaries, "", None, 100);
+    assert_eq!(
+        (expected[0].id.as_str(), expected[0].revision),
+        ("chat-1", 2),
+        "the suite's front"
+    );
+    assert_recent(
+        &store,
+        "",
+        None,
+        100,
+        &expected,
+        "after saving 'chat-1' again",
+    )
+    .await;
+    let chats = recent_page(&summaries, "chat-", None, 2);
+    assert_recent(
+        &store,
+        "chat-",
+        None,
+        2,
+        &chats,
+        "after saving 'chat-1' again",
+    )
+    .await;
+    // Saved again with an earlier saved_at (a state put back by hand): further back.
+    let back = saved_at("future", at(base + 3, 123_456_789));
+    let back = save_ok(&store, "future", 1, &back).await;
+    summaries.retain(|summary| summary.id != "future");
+    summaries.push(SessionSummary::of("future", &back));
+    let expected = recent_page(&summaries, "", None, 100);
+    let order: Vec<&str> = expected.iter().map(|summary| summary.id.as_str()).collect();
+    assert_eq!(
+        order,
+        [
+            "chat-1", "B", "chat-10", "task-a", "task-d", "chat-3", "future", "task-c", "chat-2",
+            "task", "old"
+        ],
+        "the suite's order after the saves"
+    );
+    assert_recent(
+        &store,
+        "",
+        None,
+        100,
+        &expected,
+        "after saving 'future' back in time",
+    )
+    .await;
+    assert_list(
+        &store,
+        &[
+            "B", "chat-1", "chat-10", "chat-2", "chat-3", "future", "old", "task", "task-a",
+            "task-c", "task-d",
+        ],
+        "after the list_recent checks",
+    )
+    .await;
+}
+
+async fn list_recent_paging<S: SessionStore>(make: &mut impl FnMut() -> S) {
+    let store = fresh(make).await;
+    let mut summaries = Vec::new();
+    // 45 sessions at 15 instants, three at each, saved in an order unrelated to either.
+    for n in 0..45usize {
+        let n = (n * 17) % 45;
+        let id = match n % 3 {
+            0 => format!("job-{n:02}"),
+            1 => format!("chat-{n:02}"),
+            _ => format!("job-x{n:02}"),
+        };
+        let instant = i64::try_from(n / 3).unwrap_or_default();
+        let stored = save_ok(
+            &store,
+            &id,
+            0,
+            &saved_at(&id, at(1_800_000_000 + instant, 0)),
+        )
+        .await;
+        summaries.push(SessionSummary::of(id, &stored));
+    }
+    for prefix in ["", "job-", "chat-", "job-x"] {
+        let expected = recent_page(&summaries, prefix, None, usize::MAX);
+        for size in [1, 2, 7, 200] {
+            let what = format!("walking list_recent({prefix:?}) in pages of {size}");
+            let mut walked: Vec<SessionSummary> = Vec::new();
+            let mut pages = 0;
+            loop {
+                let page = ok(store.list_recent(prefix, walked.last(), size).await, &what);
+                pages += 1;
+                assert!(
+                    page.len() <= size,
+                    "{what}: a page of {} summaries",
+                    page.len()
+                );
+                let full = page.len() == size;
+                walked.extend(page);
+                if !full || pages > 100 {
+                    break;
+                }
+            }
+            let ids = |summaries: &[SessionSummary]| -> Vec<String> {
+                summaries.iter().map(|summary| summary.id.clone()).collect()
+            };
+            assert_eq!(
+                ids(&walked),
+                ids(&expected),
+                "{what}: every session once, in order"
+            );
+            assert_eq!(walked, expected, "{what}: the revisions and times");
+        }
+    }
+}
+
 fn invalid_id_samples() -> Vec<String> {
     let mut ids: Vec<String> = [
         "",
@@ -2184,6 +2525,146 @@ mod tests {
             let failed = failed_checks(fault).await;
             assert!(
                 checks.iter().all(|check| failed.contains(check)),
+                "{fault:?}: {failed:?}"
+            );
+        }
+    }
+
+    /// One way to break `list_recent` (the other methods are the reference's).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum RecentFault {
+        /// Oldest first.
+        OldestFirst,
+        /// Ties by id descending.
+        TiesReversed,
+        /// Orders by microseconds (as a `TIMESTAMPTZ` column would), ties by id.
+        MicrosecondsOnly,
+        /// Includes the cursor itself in the next page.
+        AfterInclusive,
+        /// Does not filter by prefix.
+        IgnoresPrefix,
+        /// One more than the limit.
+        LimitPlusOne,
+        /// Reports the revision before the last save.
+        StaleRevision,
+    }
+
+    /// The reference store with its own, broken, `list_recent`.
+    struct FaultyRecent {
+        inner: MapStore,
+        fault: RecentFault,
+    }
+
+    impl SessionStore for FaultyRecent {
+        fn save<'a>(
+            &'a self,
+            session: &'a str,
+            change: &'a StateChange,
+        ) -> BoxFuture<'a, Result<u64, SessionError>> {
+            self.inner.save(session, change)
+        }
+
+        fn load<'a>(
+            &'a self,
+            session: &'a str,
+        ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
+            self.inner.load(session)
+        }
+
+        fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+            self.inner.delete(session)
+        }
+
+        fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
+            self.inner.list()
+        }
+
+        fn list_recent<'a>(
+            &'a self,
+            prefix: &'a str,
+            after: Option<&'a SessionSummary>,
+            limit: usize,
+        ) -> BoxFuture<'a, Result<Vec<SessionSummary>, SessionError>> {
+            async move {
+                let fault = self.fault;
+                let mut all: Vec<SessionSummary> = self
+                    .inner
+                    .map
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .map(|(id, state)| {
+                        let mut summary = SessionSummary::of(id.clone(), state);
+                        if fault == RecentFault::StaleRevision {
+                            summary.revision -= 1;
+                        }
+                        summary
+                    })
+                    .filter(|summary| {
+                        fault == RecentFault::IgnoresPrefix || summary.id.starts_with(prefix)
+                    })
+                    .collect();
+                let key = |summary: &SessionSummary| {
+                    let micros = summary.saved_at.timestamp_micros();
+                    (std::cmp::Reverse(micros), summary.id.clone())
+                };
+                let order = |a: &SessionSummary, b: &SessionSummary| match fault {
+                    RecentFault::OldestFirst => b.cmp_recent(a),
+                    RecentFault::TiesReversed => {
+                        b.saved_at.cmp(&a.saved_at).then_with(|| b.id.cmp(&a.id))
+                    }
+                    RecentFault::MicrosecondsOnly => key(a).cmp(&key(b)),
+                    _ => a.cmp_recent(b),
+                };
+                all.sort_by(order);
+                if let Some(cursor) = after {
+                    all.retain(|summary| match fault {
+                        RecentFault::AfterInclusive => !cursor.is_after(summary),
+                        _ => order(summary, cursor) == std::cmp::Ordering::Greater,
+                    });
+                }
+                let limit = match fault {
+                    RecentFault::LimitPlusOne => limit + 1,
+                    _ => limit,
+                };
+                all.truncate(limit);
+                Ok(all)
+            }
+            .boxed()
+        }
+    }
+
+    /// The reference store, which does not override `list_recent`, passes the list_recent
+    /// checks through the provided method; each broken `list_recent` fails them, and
+    /// nothing else.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_provided_list_recent_passes_and_broken_ones_fail() {
+        let mut suite = SessionStoreConformance::new(|| MapStore::new(Fault::None));
+        suite.run(Check::ListRecent).await;
+        suite.run(Check::ListRecentPaging).await;
+        for fault in [
+            RecentFault::OldestFirst,
+            RecentFault::TiesReversed,
+            RecentFault::MicrosecondsOnly,
+            RecentFault::AfterInclusive,
+            RecentFault::IgnoresPrefix,
+            RecentFault::LimitPlusOne,
+            RecentFault::StaleRevision,
+        ] {
+            let failed: Vec<Check> = SessionStoreConformance::new(|| FaultyRecent {
+                inner: MapStore::new(Fault::None),
+                fault,
+            })
+            .failures()
+            .await
+            .into_iter()
+            .map(|(check, _)| check)
+            .collect();
+            assert!(
+                failed.contains(&Check::ListRecent)
+                    && failed
+                        .iter()
+                        .all(|check| matches!(check, Check::ListRecent | Check::ListRecentPaging)),
                 "{fault:?}: {failed:?}"
             );
         }

@@ -508,3 +508,158 @@ async fn the_bearer_token_guards_the_streaming_json_rpc_path() {
     );
     assert_eq!(model.request_count(), 1);
 }
+
+/// Forwards to a JSON file store (its leases and listing included) and counts the sessions
+/// loaded.
+#[derive(Clone)]
+struct CountedLoads {
+    files: agentscope::session::JsonFileSessionStore,
+    loads: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl SessionStore for CountedLoads {
+    fn save<'a>(
+        &'a self,
+        session: &'a str,
+        change: &'a StateChange,
+    ) -> futures::future::BoxFuture<'a, Result<u64, agentscope::session::SessionError>> {
+        self.files.save(session, change)
+    }
+
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<agentscope::session::AgentState>, agentscope::session::SessionError>,
+    > {
+        self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.files.load(session)
+    }
+
+    fn delete<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<bool, agentscope::session::SessionError>> {
+        self.files.delete(session)
+    }
+
+    fn list(
+        &self,
+    ) -> futures::future::BoxFuture<'_, Result<Vec<String>, agentscope::session::SessionError>>
+    {
+        self.files.list()
+    }
+
+    fn list_recent<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: Option<&'a agentscope::session::SessionSummary>,
+        limit: usize,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Vec<agentscope::session::SessionSummary>, agentscope::session::SessionError>,
+    > {
+        self.files.list_recent(prefix, after, limit)
+    }
+
+    fn lease<'a>(
+        &'a self,
+        session: &'a str,
+        interrupt: &'a agentscope::CancellationToken,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<agentscope::session::SessionLease>, agentscope::session::SessionError>,
+    > {
+        self.files.lease(session, interrupt)
+    }
+}
+
+/// Finding 4: `ListTasks` without a context returns every task once, most recently updated
+/// first across contexts (the specification's order), and a page reads about a page of
+/// contexts, not every task; with a context it is that context's tasks.
+#[tokio::test]
+async fn list_tasks_pages_in_the_store_newest_first_across_contexts() {
+    let dir = tempfile::tempdir().unwrap();
+    let loads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let store = CountedLoads {
+        files: agentscope::session::JsonFileSessionStore::new(dir.path()),
+        loads: Arc::clone(&loads),
+    };
+    let model = ScriptedModel::new([ScriptedResponse::text("ok")]).cycling();
+    let server = serve_on(&model, Toolkit::new(), store, None, None).await;
+    let client = client(&server, "JSONRPC").await;
+    // 40 contexts, one task each, then a second task in the first context: updated last,
+    // it leads the listing, before the other tasks of the first context.
+    let mut ids = Vec::new();
+    for n in 0..40 {
+        let task = task_of(
+            client
+                .send_message(&request("Hi", &format!("ctx-{n:02}")))
+                .await
+                .unwrap(),
+        );
+        ids.push(task.id);
+    }
+    let last = task_of(
+        client
+            .send_message(&request("Again", "ctx-00"))
+            .await
+            .unwrap(),
+    );
+    ids.push(last.id);
+    let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
+
+    let mut listed = Vec::new();
+    let mut token = String::new();
+    let mut pages = 0;
+    loop {
+        loads.store(0, std::sync::atomic::Ordering::SeqCst);
+        let page = client
+            .list_tasks(&a2a::ListTasksRequest {
+                context_id: None,
+                status: None,
+                page_size: Some(7),
+                page_token: Some(token.clone()),
+                history_length: None,
+                status_timestamp_after: None,
+                include_artifacts: None,
+                tenant: None,
+            })
+            .await
+            .unwrap();
+        pages += 1;
+        if pages == 1 {
+            // About a page of contexts (the listing reads 16 at a time), not all 41 tasks.
+            let read = loads.load(std::sync::atomic::Ordering::SeqCst);
+            assert!(read <= 16, "the first page loaded {read} sessions");
+            assert_eq!(page.total_size, 8, "seven, and at least one more");
+        }
+        listed.extend(page.tasks.iter().map(|task| task.id.clone()));
+        if page.next_page_token.is_empty() {
+            assert_eq!(page.total_size, 41, "exact on the last page");
+            break;
+        }
+        token = page.next_page_token;
+    }
+    assert_eq!(pages, 6);
+    assert_eq!(listed, newest_first);
+
+    // One context: its tasks, newest first, counted exactly.
+    let page = client
+        .list_tasks(&a2a::ListTasksRequest {
+            context_id: Some("ctx-00".into()),
+            status: None,
+            page_size: None,
+            page_token: None,
+            history_length: None,
+            status_timestamp_after: None,
+            include_artifacts: None,
+            tenant: None,
+        })
+        .await
+        .unwrap();
+    let in_context: Vec<&str> = page.tasks.iter().map(|task| task.id.as_str()).collect();
+    assert_eq!(in_context, [ids[40].as_str(), ids[0].as_str()]);
+    assert_eq!(page.total_size, 2);
+}

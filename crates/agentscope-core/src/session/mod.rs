@@ -7,12 +7,15 @@
 //!   crates ship other stores (`agentscope-sqlite`), depending on this crate only.
 //! - [`SessionError`] is what stores report; [`validate_session_id`] the id rules the
 //!   built-in stores share.
+//! - [`SessionSummary`] is one line of [`SessionStore::list_recent`]: a session's id,
+//!   revision and `saved_at`, and the order listings follow.
 
 mod change;
 mod error;
 mod hook_state;
 mod lease;
 mod state;
+mod summary;
 
 use std::sync::Arc;
 
@@ -25,6 +28,7 @@ pub use error::{MAX_SESSION_ID_LEN, SessionError, validate_session_id};
 pub use hook_state::HookState;
 pub use lease::{LeaseHandle, SessionLease};
 pub use state::{AgentIdentity, AgentState, AgentStateParts, InvalidState};
+pub use summary::SessionSummary;
 
 /// Where agent states live, by session id.
 ///
@@ -49,6 +53,9 @@ pub use state::{AgentIdentity, AgentState, AgentStateParts, InvalidState};
 ///   [`AgentState::encode`].
 /// - [`delete`](Self::delete) returns whether the session existed.
 /// - [`list`](Self::list) returns the ids of the stored sessions, sorted.
+/// - [`list_recent`](Self::list_recent) pages through the sessions most recently saved
+///   first ([`SessionSummary`]'s order). The provided method loads every session to do it:
+///   a store that can sort in its database should override it (see the method).
 /// - [`lease`](Self::lease) and [`interrupt`](Self::interrupt) are for stores shared by
 ///   several instances of a service: a store that implements them makes one call at a time
 ///   run on a session across all instances, and lets any instance interrupt it. The
@@ -115,6 +122,10 @@ pub use state::{AgentIdentity, AgentState, AgentStateParts, InvalidState};
 /// // A second writer that also started from "no session" is refused.
 /// let err = store.save("s1", &StateChange::replace(&state)).await.unwrap_err();
 /// assert!(matches!(err, SessionError::Conflict { expected: 0, found: 1, .. }));
+/// // The provided `list_recent` lists, loads and sorts: right for any store, slow for many
+/// // sessions (a store with an ordered index overrides it).
+/// let recent = store.list_recent("", None, 10).await?;
+/// assert_eq!((recent[0].id.as_str(), recent[0].revision), ("s1", 1));
 /// # Ok::<(), SessionError>(())
 /// # }).unwrap();
 /// ```
@@ -161,6 +172,88 @@ pub trait SessionStore: Send + Sync + 'static {
     ///
     /// The store could not be read.
     fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>>;
+
+    /// The sessions whose ids start with `prefix`, most recently saved first, at most `limit`,
+    /// continuing after `after` (the last summary of the previous page; `None` for the first).
+    ///
+    /// Each [`SessionSummary`] holds the session's id and, exactly as [`load`](Self::load)
+    /// returns them, its revision and `saved_at` (the [`StateChange::saved_at`] of its last
+    /// save, not the store's clock). The order is `saved_at` descending, then the id
+    /// ascending (byte order) for sessions saved at the same instant
+    /// ([`SessionSummary::cmp_recent`]); a page holds the sessions strictly after `after` in
+    /// that order ([`SessionSummary::is_after`]; only `after`'s `saved_at` and id count).
+    /// `limit` 0 returns an empty page.
+    ///
+    /// ```
+    /// # use agentscope_core::session::{SessionError, SessionStore, SessionSummary};
+    /// # async fn walk(store: &dyn SessionStore) -> Result<(), SessionError> {
+    /// // Every "task-" session, ten at a time, newest first.
+    /// let mut after: Option<SessionSummary> = None;
+    /// loop {
+    ///     let page = store.list_recent("task-", after.as_ref(), 10).await?;
+    ///     for summary in &page {
+    ///         println!("{} (revision {}, saved {})", summary.id, summary.revision, summary.saved_at);
+    ///     }
+    ///     match page.last() {
+    ///         Some(last) if page.len() == 10 => after = Some(last.clone()),
+    ///         _ => break,
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Paging while sessions change
+    ///
+    /// Pages are read one at a time, not from one snapshot. A session neither saved nor
+    /// deleted during a walk is listed exactly once, in its place: no page repeats or skips
+    /// it. A session saved between two pages takes its new place, normally the front, which
+    /// the walk has passed: it may be missed (if the walk had not reached it yet), or, when
+    /// the save carries an older `saved_at` that moves it back ([`StateChange::replace`] of
+    /// an old state), seen twice. A session deleted meanwhile is not listed once it is gone.
+    /// Start a new walk to see the sessions saved since.
+    ///
+    /// # The provided method
+    ///
+    /// Correct for any store, and slow: it [`list`](Self::list)s every session, then
+    /// [`load`](Self::load)s each one whose id matches, whole, to read its revision and
+    /// `saved_at`, and pages them in memory ([`SessionSummary::page`]): a page costs a load
+    /// of every matching session. The built-in stores override it to page in their
+    /// database, reading about `limit` sessions' summaries beyond an index scan; a store of
+    /// your own with an ordered index should too, keeping
+    /// [`SessionSummary::recency_key`] next to each session, and run the conformance suite
+    /// (`agentscope_test::session_store`) against it.
+    ///
+    /// # Errors
+    ///
+    /// The store could not be read; a session whose summary cannot be read (the provided
+    /// method: a session [`load`](Self::load) reports as corrupt) is an error naming it.
+    fn list_recent<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: Option<&'a SessionSummary>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<SessionSummary>, SessionError>> {
+        Box::pin(async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            let mut found = Vec::new();
+            for id in self.list().await? {
+                if !id.starts_with(prefix) {
+                    continue;
+                }
+                // Gone since it was listed: not listed.
+                if let Some(state) = self.load(&id).await? {
+                    let summary = SessionSummary::of(id, &state);
+                    if after.is_none_or(|cursor| summary.is_after(cursor)) {
+                        found.push(summary);
+                    }
+                }
+            }
+            Ok(SessionSummary::page(found, prefix, after, limit))
+        })
+    }
 
     /// Claims session `session` for one call, across every instance sharing the store, and
     /// delivers [`interrupt`](Self::interrupt)s for it by cancelling `interrupt`.
@@ -233,6 +326,15 @@ macro_rules! forward_session_store {
 
             fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
                 (**self).list()
+            }
+
+            fn list_recent<'a>(
+                &'a self,
+                prefix: &'a str,
+                after: Option<&'a SessionSummary>,
+                limit: usize,
+            ) -> BoxFuture<'a, Result<Vec<SessionSummary>, SessionError>> {
+                (**self).list_recent(prefix, after, limit)
             }
 
             fn lease<'a>(

@@ -1,7 +1,8 @@
 //! The lease and the interrupt between two instances of one process (two stores, each with
-//! its own pool and listener, as two processes have), and a holder cut off from the server.
+//! its own pool and listener, as two processes have), and a holder cut off from the server
+//! (the server stopped; a proxy resetting, then black-holing, its renewals).
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use agentscope::CancellationToken;
 use agentscope::prelude::*;
@@ -11,6 +12,7 @@ use agentscope_test::session_store::instances::worker::{Outcome, Request, agent,
 use agentscope_test::session_store::instances::{assert_interrupted, scenarios, wait_running};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 
+use crate::proxy::{Mode, Proxy};
 use crate::store_with_lease_ttl;
 use crate::support::{PostgresServer, raw};
 
@@ -288,4 +290,117 @@ async fn a_holder_that_cannot_renew_stops_its_call_before_the_lease_expires() {
         message.starts_with("session error: session 's': storage backend error: saving"),
         "{message}"
     );
+}
+
+/// The lease row of session `s`: its token and its expiry, by the server's clock.
+async fn lease_expiry(client: &tokio_postgres::Client) -> (String, SystemTime) {
+    let row = client
+        .query_one(
+            "SELECT token, extract(epoch FROM expires_at)::float8 \
+             FROM agentscope_session_leases WHERE session_id = 's'",
+            &[],
+        )
+        .await
+        .unwrap();
+    (
+        row.get(0),
+        UNIX_EPOCH + Duration::from_secs_f64(row.get::<_, f64>(1)),
+    )
+}
+
+/// A holder whose renewals fail the way a network fails: the first renewal's connection is
+/// reset (a fast failure), and the next is black-holed (its connection accepted, never
+/// answered), through a proxy between the store and the server. The holder stops its call
+/// (cancels its interrupt token) strictly before its lease expires by the server's clock
+/// (the expiry the server set when the lease was taken, which no renewal moved), and
+/// another instance, trying all along, takes the session only after that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_postgres),
+    ignore = "PostgreSQL not installed: .ci/run installs it"
+)]
+async fn a_holder_whose_renewals_are_reset_then_black_holed_stops_before_its_lease_expires() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    const TTL: Duration = Duration::from_millis(1_500);
+    let proxy = Proxy::start(([127, 0, 0, 1], server.port()).into()).await;
+    let holder = PostgresSessionStore::builder(format!(
+        "postgresql://postgres@127.0.0.1:{}/postgres",
+        proxy.port()
+    ))
+    .lease_ttl(TTL)
+    .connect()
+    .await
+    .unwrap();
+    let other = store_with_lease_ttl(&server, TTL).await;
+    let client = raw(&server).await;
+    let cancel = CancellationToken::new();
+    let lease = holder.lease("s", &cancel).await.unwrap().unwrap();
+    let (token, expires_at) = lease_expiry(&client).await;
+    assert_eq!(token, lease.fence());
+    proxy.set(Mode::ResetNext);
+    let stopped = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            cancel.cancelled().await;
+            SystemTime::now()
+        })
+    };
+    // Another instance tries to take the session every few milliseconds.
+    let taker = tokio::spawn(async move {
+        loop {
+            match other.lease("s", &CancellationToken::new()).await {
+                Ok(Some(lease)) => return lease,
+                Ok(None) => panic!("the store takes leases"),
+                Err(SessionError::Busy { .. }) => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err(error) => panic!("{error}"),
+            }
+        }
+    });
+
+    let stopped = tokio::time::timeout(TTL * 3, stopped)
+        .await
+        .expect("the cut-off holder stopped its call")
+        .unwrap();
+    let taken = tokio::time::timeout(TTL * 3, taker)
+        .await
+        .expect("another instance took the session")
+        .unwrap();
+    assert_eq!(
+        proxy.resets(),
+        1,
+        "the first renewal's connection was reset"
+    );
+    // The row the other instance wrote: its token, and an expiry `TTL` after the server
+    // took it.
+    let (token, taken_expiry) = lease_expiry(&client).await;
+    assert_eq!(token, taken.fence());
+    let taken_at = taken_expiry - TTL;
+    let early = expires_at
+        .duration_since(stopped)
+        .unwrap_or_else(|late| panic!("stopped {:?} after the lease expired", late.duration()));
+    println!(
+        "holder cut off (reset, then black hole): its call stopped {early:?} before its lease \
+         expired (TTL {TTL:?}); the session was taken {:?} after the stop",
+        taken_at.duration_since(stopped).unwrap_or_default()
+    );
+    assert!(early > Duration::ZERO);
+    assert!(
+        stopped < taken_at && expires_at <= taken_at,
+        "the session was taken before the holder stopped or its lease expired"
+    );
+    // The holder is still cut off: giving its lease back cannot reach the server (and
+    // would leave the new holder's lease alone if it did).
+    let error = lease.release().await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("session 's': storage backend error: giving back the session's lease"),
+        "{error}"
+    );
+    assert_eq!(lease_expiry(&client).await.0, taken.fence());
+    taken.release().await.unwrap();
 }

@@ -11,6 +11,7 @@ mod support;
 
 mod leases;
 mod processes;
+mod proxy;
 mod worker;
 
 use std::time::Duration;

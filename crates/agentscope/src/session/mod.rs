@@ -64,5 +64,5 @@ pub(crate) use save_queue::SaveQueue;
 
 pub use agentscope_core::session::{
     AgentIdentity, AgentState, HookState, InvalidState, LeaseHandle, MAX_SESSION_ID_LEN,
-    SessionError, SessionLease, SessionStore, StateChange, validate_session_id,
+    SessionError, SessionLease, SessionStore, SessionSummary, StateChange, validate_session_id,
 };

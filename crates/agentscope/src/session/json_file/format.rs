@@ -216,6 +216,23 @@ impl LogMessage for IgnoredAny {
     }
 }
 
+/// Where a record is in its log, for errors: `line 3`, or `the last record` (read from
+/// the end of the log, without counting the lines before).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum At {
+    Line(u64),
+    Last,
+}
+
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            At::Line(line) => write!(f, "line {line}"),
+            At::Last => f.write_str("the last record"),
+        }
+    }
+}
+
 /// A corrupt-state error about line `line` of log `path`.
 pub(super) fn corrupt(
     session: &str,
@@ -223,10 +240,12 @@ pub(super) fn corrupt(
     line: u64,
     message: impl fmt::Display,
 ) -> SessionError {
-    SessionError::corrupt(
-        session,
-        format_args!("{}: line {line}: {message}", path.display()),
-    )
+    corrupt_at(session, path, At::Line(line), message)
+}
+
+/// A corrupt-state error about the record `at` of log `path`.
+fn corrupt_at(session: &str, path: &Path, at: At, message: impl fmt::Display) -> SessionError {
+    SessionError::corrupt(session, format_args!("{}: {at}: {message}", path.display()))
 }
 
 /// Parses line `number` of log `path`.
@@ -236,6 +255,7 @@ pub(super) fn parse_line<M: LogMessage>(
     number: u64,
     line: &[u8],
 ) -> Result<Record<M>, SessionError> {
+    let at = At::Line(number);
     let unsupported = |found: u32| SessionError::UnsupportedVersion {
         session: session.to_owned(),
         found,
@@ -247,10 +267,10 @@ pub(super) fn parse_line<M: LogMessage>(
         .find(|byte| !byte.is_ascii_whitespace())
         .is_some_and(|first| *first != b'{')
     {
-        return Err(corrupt(
+        return Err(corrupt_at(
             session,
             path,
-            number,
+            at,
             "the record is not a JSON object",
         ));
     }
@@ -261,9 +281,100 @@ pub(super) fn parse_line<M: LogMessage>(
             Ok(probe) if probe.version != AgentState::CURRENT_VERSION => {
                 Err(unsupported(probe.version))
             }
-            _ => Err(corrupt(session, path, number, error)),
+            _ => Err(corrupt_at(session, path, at, error)),
         },
     }
+}
+
+/// What a record says before its messages: the revision it made and when its change was
+/// saved (the state's `revision` and `saved_at` when it is the log's last record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Head {
+    pub(super) revision: u64,
+    pub(super) saved_at: DateTime<Utc>,
+}
+
+/// Reads the head of the record `at` of log `path` (a line without its `\n`): its
+/// version, revision and `saved_at`, stopping at its messages, which [`RecordOut`] always
+/// writes last, so they are neither decoded nor scanned.
+///
+/// # Errors
+///
+/// [`SessionError::UnsupportedVersion`] for another format version; a line that is not a
+/// record (not an object, broken JSON before the messages, a field missing or of the wrong
+/// type) is [`SessionError::Corrupt`] naming the session, the log and `at`.
+pub(super) fn parse_head(
+    session: &str,
+    path: &Path,
+    at: At,
+    line: &[u8],
+) -> Result<Head, SessionError> {
+    use serde::de::{self, MapAccess, Visitor};
+
+    /// The fields read so far, and whether the messages were reached.
+    #[derive(Default)]
+    struct Fields {
+        version: Option<u32>,
+        revision: Option<u64>,
+        saved_at: Option<DateTime<Utc>>,
+        at_messages: bool,
+    }
+
+    struct HeadVisitor<'a>(&'a mut Fields);
+
+    impl<'de> Visitor<'de> for HeadVisitor<'_> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a log record (a JSON object)")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    "version" => self.0.version = Some(map.next_value()?),
+                    "revision" => self.0.revision = Some(map.next_value()?),
+                    "saved_at" => self.0.saved_at = Some(map.next_value()?),
+                    // The last field: stop before it.
+                    "appended" => {
+                        self.0.at_messages = true;
+                        return Err(de::Error::custom("the record's messages"));
+                    }
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+
+    let mut fields = Fields::default();
+    let mut deserializer = serde_json::Deserializer::from_slice(line);
+    let read = serde::Deserializer::deserialize_map(&mut deserializer, HeadVisitor(&mut fields));
+    if let Some(found) = fields.version
+        && found != AgentState::CURRENT_VERSION
+    {
+        return Err(SessionError::UnsupportedVersion {
+            session: session.to_owned(),
+            found,
+            supported: AgentState::CURRENT_VERSION,
+        });
+    }
+    if let Err(error) = read
+        && !fields.at_messages
+    {
+        return Err(corrupt_at(session, path, at, error));
+    }
+    let missing =
+        |field: &str| corrupt_at(session, path, at, format_args!("missing field `{field}`"));
+    if fields.version.is_none() {
+        return Err(missing("version"));
+    }
+    Ok(Head {
+        revision: fields.revision.ok_or_else(|| missing("revision"))?,
+        saved_at: fields.saved_at.ok_or_else(|| missing("saved_at"))?,
+    })
 }
 
 /// The first bytes of a log file of id `id`: its first record, as [`RecordOut::first_in`]
@@ -284,6 +395,64 @@ pub(super) fn new_log_id() -> String {
 mod tests {
     use super::*;
     use crate::session::json_file::test_support::{hooks, state, step};
+
+    /// The head of a record is read without its messages: what follows them is not even
+    /// looked at; a record of another version is reported as such, a broken head as
+    /// corrupt at the place named.
+    #[test]
+    fn a_head_is_read_without_its_messages() {
+        let path = Path::new("/logs/s.jsonl");
+        let mut change = step(6, 2, &["a", "b"]);
+        change
+            .metadata
+            .insert("appended".to_owned(), serde_json::json!([1]));
+        let (line, _) = RecordOut::of_change(&change).encode("s").unwrap();
+        let line = &line[..line.len() - 1];
+        let head = parse_head("s", path, At::Last, line).unwrap();
+        assert_eq!((head.revision, head.saved_at), (7, change.saved_at));
+        // Broken messages do not matter: they are not read.
+        let key = b"\"appended\":[";
+        let in_metadata = line.windows(key.len()).position(|w| w == key).unwrap();
+        let appended = line.windows(key.len()).rposition(|w| w == key).unwrap();
+        assert!(in_metadata < appended, "the metadata's key comes first");
+        let mut broken = line[..appended + key.len()].to_vec();
+        broken.extend_from_slice(b"{not json");
+        assert_eq!(parse_head("s", path, At::Last, &broken).unwrap(), head);
+        // Another version, a broken head, a missing field.
+        let error = parse_head("s", path, At::Last, br#"{"version":2,"revision":1}"#).unwrap_err();
+        assert!(
+            matches!(error, SessionError::UnsupportedVersion { found: 2, .. }),
+            "{error:?}"
+        );
+        let error = parse_head("s", path, At::Line(3), br#"{"version":1,"revision":"x"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("session 's' is corrupt: /logs/s.jsonl: line 3: invalid type"),
+            "{error}"
+        );
+        let error = parse_head(
+            "s",
+            path,
+            At::Last,
+            br#"{"version":1,"revision":1,"appended":[]}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            error,
+            "session 's' is corrupt: /logs/s.jsonl: the last record: missing field `saved_at`"
+        );
+        let error = parse_head("s", path, At::Last, b"[1]")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with(
+                "session 's' is corrupt: /logs/s.jsonl: the last record: invalid type"
+            ),
+            "{error}"
+        );
+    }
 
     #[test]
     fn a_record_line_is_serde_jsons_serialisation_of_the_whole_record() {
