@@ -3,6 +3,7 @@
 
 mod agui;
 mod approvals;
+mod expiry;
 mod fake;
 mod in_doubt;
 mod instances;
