@@ -108,7 +108,7 @@ pub(crate) fn decide(
         session: session.clone(),
     };
     if !question.is_empty() {
-        let asking = decision.runs.asking().map(|run| run.id.clone());
+        let asking = decision.runs.asking(PROTOCOL).map(|run| run.id.clone());
         let is_asker = asking.as_deref() == Some(task.as_str());
         let answers = question.answers(&message);
         let problem = match answers {

@@ -252,12 +252,14 @@ impl Runs {
         self.runs.iter().rev().find(|run| run.received(id))
     }
 
-    /// The run that waits for answers (the last one, if several do).
-    pub fn asking(&self) -> Option<&Run> {
+    /// The run of `protocol` that waits for answers (the last one, if several do). A
+    /// conversation served over two protocols has runs of each, and a client of one cannot
+    /// answer on a run of the other.
+    pub fn asking(&self, protocol: &str) -> Option<&Run> {
         self.runs
             .iter()
             .rev()
-            .find(|run| run.state == RunState::InputRequired)
+            .find(|run| run.protocol == protocol && run.state == RunState::InputRequired)
     }
 
     /// Runs that say a call serves them.

@@ -30,8 +30,15 @@ pub const STOPPED_IN_DOUBT: &str = "The call serving this run stopped before it 
 /// `awaiting` is what the session awaits, read while no call holds it.
 pub fn settle(run: &Run, messages: &[Msg], awaiting: &Awaiting) -> (RunState, Option<RunEvent>) {
     let part = run_part(run, messages);
+    // The run's calls: those of its part, and those pending in the message it was admitted
+    // after (a run that answers a question resumes the calls of that message).
+    let resumed = run
+        .after
+        .as_deref()
+        .and_then(|after| messages.iter().rev().find(|msg| msg.id == after));
     let in_part = |id: &str| {
         part.iter()
+            .chain(resumed)
             .flat_map(|msg| msg.tool_uses())
             .any(|call| call.id == id)
     };
@@ -175,6 +182,25 @@ mod tests {
             }
         );
         assert_eq!(asked, None);
+    }
+
+    /// A run that resumed calls (it answered a question) was admitted after the message
+    /// holding them: a call of that message left running is the run's, in doubt.
+    #[test]
+    fn a_run_that_resumed_a_call_and_stopped_mid_tool_leaves_it_in_doubt() {
+        let asked = pay_call();
+        let messages = vec![user("u1", "Pay"), asked.clone()];
+        let running = vec!["p1".to_owned()];
+        let awaiting = Awaiting::of(&messages, &running, None, false);
+        let resumed = Run::new("t2", "a2a", Some(asked.id.to_string()), Vec::new());
+        assert!(run_part(&resumed, &messages).is_empty());
+        assert_eq!(
+            settle(&resumed, &messages, &awaiting).0,
+            RunState::Failed {
+                reason: STOPPED_IN_DOUBT.into(),
+                error_id: None
+            }
+        );
     }
 
     #[test]
