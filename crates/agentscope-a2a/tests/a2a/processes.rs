@@ -1,0 +1,836 @@
+//! Three A2A server processes behind one store (SQLite on one local file, Redis, PostgreSQL,
+//! each with a 1 s lease TTL), driven by the official A2A Python client
+//! (`tests/python/instances.py`), 40 trials per store. Each trial pays one invoice in a
+//! context of its own: the client asks on instance A (`pay` needs approval), approves there,
+//! and while `pay` runs sends the same approval again to instance B (answered with the task
+//! it started, followed to its end) and subscribes on instance C; then, by turn:
+//!
+//! - **complete**: `pay` is let finish;
+//! - **cancel**: the task is canceled from B;
+//! - **kill**: A is killed with SIGKILL mid-tool; the next message, sent to B until it is
+//!   not refused as busy (the dead holder's lease lasts up to its TTL), must ask about the
+//!   call in doubt with the key the tool got, and is not given to the agent; the client
+//!   answers `done` or `retry` (by turn) on C, then sends the message again to A's successor;
+//! - **kill at the tool's end**: `pay` is let finish and A is killed 0 to 18 ms later, racing
+//!   the call's last saves: the task must say what the conversation holds (completed with
+//!   the answer stored, failed with the calls in doubt or after the result).
+//!
+//! `pay` records each run with its idempotency key (`attempts`) and pays once per key (a
+//! file per key in `effects/`). After the trials the test reads the ledger, the store and
+//! the client's report, prints one line of tallies per store, and asserts: no invoice paid
+//! under two keys, every task and run in the state of what happened (the conversation
+//! stored, exactly), every stream of a task (the original, the resend, the subscription)
+//! ending with the task's state, every message that got a task id in the conversation or in
+//! the record of a task that says what became of it.
+//!
+//! The servers are copies of this test binary running the ignored test `processes::worker`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentscope::prelude::*;
+use agentscope::session::SessionStore;
+use agentscope::{ChatStream, ModelError, ModelRequest};
+use agentscope_a2a::A2a;
+use agentscope_postgres::PostgresSessionStore;
+use agentscope_redis::RedisSessionStore;
+use agentscope_serving::{Runs, STOPPED, STOPPED_IN_DOUBT, idempotency_key};
+use agentscope_sqlite::SqliteSessionStore;
+use agentscope_test::components::available;
+use agentscope_test::components::postgres::PostgresServer;
+use agentscope_test::components::redis::RedisServer;
+use agentscope_test::process::{SelfProcess, json_settings};
+use agentscope_test::{ScriptedModel, ScriptedResponse};
+use serde_json::{Value, json};
+
+use crate::python::python;
+
+/// The environment variable carrying a worker's settings.
+const WORKER_ENV: &str = "AGENTSCOPE_A2A_PROCESSES_WORKER";
+/// How a message not given to the agent (its context awaits answers) is answered.
+const NOT_GIVEN: &str = "This message was not given to the agent: the calls below must be \
+     answered on this task first; send it again after.";
+/// Trials per store: a quarter of each kind.
+const TRIALS: usize = 40;
+/// The stores' lease TTL: a killed holder's lease expires this long after its last renewal.
+const LEASE_TTL: Duration = Duration::from_millis(1000);
+/// How long `pay` waits, at most, for the client to let it finish.
+const TOOL_HOLD: Duration = Duration::from_secs(60);
+/// How long the Python client may take over all the trials of a store.
+const CLIENT_DEADLINE: Duration = Duration::from_secs(600);
+
+/// Where the workers keep their sessions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Sqlite,
+    Redis,
+    Postgres,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Sqlite => "sqlite",
+            Kind::Redis => "redis",
+            Kind::Postgres => "postgres",
+        }
+    }
+
+    fn parse(name: &str) -> Self {
+        match name {
+            "sqlite" => Kind::Sqlite,
+            "redis" => Kind::Redis,
+            "postgres" => Kind::Postgres,
+            other => panic!("unknown store {other:?}"),
+        }
+    }
+
+    /// A store on `target` (a file, or a server's URL), leasing sessions for `ttl`.
+    async fn open(self, target: &str, ttl: Duration) -> Arc<dyn SessionStore> {
+        match self {
+            Kind::Sqlite => Arc::new(
+                SqliteSessionStore::builder(target)
+                    .lease_ttl(ttl)
+                    .open()
+                    .unwrap(),
+            ),
+            Kind::Redis => Arc::new(
+                RedisSessionStore::builder(target)
+                    .lease_ttl(ttl)
+                    .connect()
+                    .await
+                    .unwrap(),
+            ),
+            Kind::Postgres => Arc::new(
+                PostgresSessionStore::builder(target)
+                    .lease_ttl(ttl)
+                    .connect()
+                    .await
+                    .unwrap(),
+            ),
+        }
+    }
+}
+
+// --- the server process ------------------------------------------------------------------
+
+/// The model of every worker: it answers from the conversation, whatever instance asks and
+/// in whatever order: "Pay invoice N" calls `pay` (call id `pay-N`); a result of `pay-N`
+/// is answered "Invoice N is paid."; "Was it paid?" is answered "Yes, it was paid.".
+#[derive(Clone)]
+struct Payer;
+
+impl Model for Payer {
+    fn model_name(&self) -> &str {
+        "payer"
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
+        let last = request.messages.last();
+        let result = last.and_then(|msg| msg.tool_results().first().map(|r| r.id.to_string()));
+        let text = last.map(Msg::text).unwrap_or_default();
+        let response = if let Some(call) = result {
+            let invoice = call.strip_prefix("pay-").unwrap_or(&call);
+            ScriptedResponse::text(format!("Invoice {invoice} is paid."))
+        } else if let Some(invoice) = text.strip_prefix("Pay invoice ") {
+            let invoice: u64 = invoice.parse().map_err(|_| ModelError::InvalidResponse {
+                message: format!("no invoice in {text:?}"),
+            })?;
+            ScriptedResponse::tool_call(
+                format!("pay-{invoice}"),
+                "pay",
+                json!({"invoice": invoice}),
+            )
+        } else if text == "Was it paid?" {
+            ScriptedResponse::text("Yes, it was paid.")
+        } else {
+            return Err(ModelError::InvalidResponse {
+                message: format!("nothing scripted after {text:?}"),
+            });
+        };
+        ScriptedModel::new([response]).stream(request).await
+    }
+}
+
+fn append(path: &Path, line: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    // One write: lines of several processes never interleave.
+    file.write_all(format!("{line}\n").as_bytes()).unwrap();
+    file.sync_all().unwrap();
+}
+
+/// `pay {"invoice": n}`: pays once per idempotency key (`effects/<key>`, created at most
+/// once), records the run (`attempts`: `<invoice> <key>`), then waits until the client lets
+/// it finish (`release/<invoice>` exists) and answers "paid invoice n".
+fn pay(dir: PathBuf) -> impl Tool {
+    tool_fn(
+        "pay",
+        "Pays an invoice.",
+        json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
+               "required": ["invoice"]}),
+        move |input: Value, ctx: ToolContext| {
+            let dir = dir.clone();
+            async move {
+                let invoice = input["invoice"].as_u64().unwrap_or_default();
+                let key = ctx.idempotency_key();
+                // Paid once per key, whichever process gets there first; then the run is
+                // recorded (a client that sees the run knows the payment was made).
+                let _ = std::fs::File::create_new(dir.join("effects").join(&key));
+                append(&dir.join("attempts"), &format!("{invoice} {key}"));
+                let release = dir.join("release").join(invoice.to_string());
+                let deadline = tokio::time::Instant::now() + TOOL_HOLD;
+                while !release.exists() && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Ok::<_, ToolError>(format!("paid invoice {invoice}"))
+            }
+        },
+    )
+}
+
+/// A server process: `assistant` with `pay` (approval needed) on the store the settings
+/// name, `{"store", "target", "ttl_ms", "dir"}`; prints `LISTENING <base url>` and serves
+/// until killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a server process of the `several_processes_...` tests, which start it themselves"]
+async fn worker() {
+    let settings: Value = json_settings(WORKER_ENV);
+    let kind = Kind::parse(settings["store"].as_str().unwrap());
+    let target = settings["target"].as_str().unwrap();
+    let ttl = Duration::from_millis(settings["ttl_ms"].as_u64().unwrap());
+    let dir = PathBuf::from(settings["dir"].as_str().unwrap());
+    let store = kind.open(target, ttl).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/a2a", listener.local_addr().unwrap());
+    let a2a = A2a::builder()
+        .agent(move || {
+            ReActAgent::builder()
+                .name("assistant")
+                .model(Payer)
+                .toolkit(Toolkit::new().tool(pay(dir.clone())))
+        })
+        .url(&url)
+        .store(store)
+        .approval(ApprovalPolicy::tools(["pay"]))
+        .build()
+        .unwrap();
+    println!("LISTENING {url}");
+    let app = axum::Router::new().nest("/a2a", a2a.router());
+    axum::serve(listener, app).await.unwrap();
+}
+
+// --- the test ----------------------------------------------------------------------------
+
+/// The instances of a run: three worker processes on one store.
+struct Instances {
+    settings: Value,
+    workers: Vec<Option<SelfProcess>>,
+}
+
+impl Instances {
+    fn start(kind: Kind, target: &str, dir: &Path) -> (Self, Vec<String>) {
+        let settings = json!({
+            "store": kind.name(),
+            "target": target,
+            "ttl_ms": LEASE_TTL.as_millis() as u64,
+            "dir": dir,
+        });
+        let mut instances = Self {
+            settings,
+            workers: Vec::new(),
+        };
+        let mut urls = Vec::new();
+        for _ in 0..3 {
+            let (worker, url) = instances.spawn();
+            instances.workers.push(Some(worker));
+            urls.push(url);
+        }
+        (instances, urls)
+    }
+
+    fn spawn(&self) -> (SelfProcess, String) {
+        let mut worker = SelfProcess::spawn_json("processes::worker", WORKER_ENV, &self.settings);
+        let url = worker.expect("LISTENING ");
+        (worker, url)
+    }
+
+    /// Kills instance `index` with SIGKILL.
+    fn kill(&mut self, index: usize) {
+        self.workers[index].take().unwrap().kill();
+    }
+
+    /// Starts a new process as instance `index`; its URL.
+    fn restart(&mut self, index: usize) -> String {
+        let (worker, url) = self.spawn();
+        self.workers[index] = Some(worker);
+        url
+    }
+}
+
+/// Runs the Python client against the instances: it asks for kills (`KILL i`, answered
+/// `KILLED i` once the process is dead, then `URL i <url>` once its successor serves) and
+/// ends with `REPORT <json>`.
+fn drive(python: &Path, dir: &Path, instances: &mut Instances, urls: &[String]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/instances.py");
+    let mut client = Command::new(python)
+        .arg(&script)
+        .arg(dir)
+        .arg(TRIALS.to_string())
+        .args(urls)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut to_client = client.stdin.take().unwrap();
+    let from_client = BufReader::new(client.stdout.take().unwrap());
+    // The client's deadline: a stuck client is killed, and the test fails below.
+    let pid = client.id();
+    let (done, stop) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if stop.recv_timeout(CLIENT_DEADLINE).is_err() {
+            eprintln!("the Python client took over {CLIENT_DEADLINE:?}: killing it");
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    });
+    let mut report = None;
+    for line in from_client.lines() {
+        let line = line.unwrap();
+        if let Some(index) = line.strip_prefix("KILL ") {
+            let index: usize = index.parse().unwrap();
+            instances.kill(index);
+            writeln!(to_client, "KILLED {index}").unwrap();
+            to_client.flush().unwrap();
+            let url = instances.restart(index);
+            writeln!(to_client, "URL {index} {url}").unwrap();
+            to_client.flush().unwrap();
+        } else if let Some(json) = line.strip_prefix("REPORT ") {
+            report = Some(serde_json::from_str(json).unwrap());
+        } else {
+            eprintln!("[client] {line}");
+        }
+    }
+    let status = client.wait().unwrap();
+    let _ = done.send(());
+    watchdog.join().unwrap();
+    assert!(status.success(), "the Python client failed: {status:?}");
+    report.expect("the Python client printed no report")
+}
+
+/// What the trials of one store came to.
+#[derive(Debug, Default)]
+struct Tally {
+    trials: usize,
+    /// Trials by kind: complete, cancel, kill (mid-tool), kill-at-end.
+    kinds: BTreeMap<String, usize>,
+    /// Tasks by how they ended: completed, canceled, failed as killed (the calls in doubt),
+    /// failed as killed (after the tool's result was stored).
+    completed: usize,
+    canceled: usize,
+    failed_in_doubt: usize,
+    failed_stopped: usize,
+    /// Kills racing the tool's end, by how the task ended.
+    at_end: BTreeMap<&'static str, usize>,
+    resends_followed: usize,
+    subscriptions_followed: usize,
+    effects: usize,
+    duplicates: usize,
+    busy_refusals: usize,
+    /// Every difference from what happened, described.
+    problems: Vec<String>,
+}
+
+/// The ledger: the keys of `pay`'s runs by invoice, in order, and the keys paid.
+fn ledger(dir: &Path) -> (BTreeMap<u64, Vec<String>>, BTreeSet<String>) {
+    let mut attempts: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    let text = std::fs::read_to_string(dir.join("attempts")).unwrap_or_default();
+    for line in text.lines() {
+        let (invoice, key) = line.split_once(' ').unwrap();
+        attempts
+            .entry(invoice.parse().unwrap())
+            .or_default()
+            .push(key.to_owned());
+    }
+    let effects = std::fs::read_dir(dir.join("effects"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    (attempts, effects)
+}
+
+/// A stored message as a line: `Role: text`, a tool call as `call <id> <name> <input>`, a
+/// tool result as `result <id> (ok|error): <text>`.
+fn transcript(messages: &[Msg]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|msg| {
+            let mut parts = vec![msg.text()];
+            for call in msg.tool_uses() {
+                parts.push(format!("call {} {} {}", call.id, call.name, call.input));
+            }
+            for result in msg.tool_results() {
+                let status = if result.is_error { "error" } else { "ok" };
+                parts.push(format!(
+                    "result {} ({status}): {}",
+                    result.id,
+                    result.text_output()
+                ));
+            }
+            parts.retain(|part| !part.is_empty());
+            format!("{:?}: {}", msg.role, parts.join(" | "))
+        })
+        .collect()
+}
+
+/// How a trial's task ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ended {
+    /// `pay` finished and the model answered.
+    Completed,
+    /// Canceled while `pay` ran.
+    Canceled,
+    /// Killed while `pay` ran: its call is in doubt.
+    InDoubt,
+    /// Killed after `pay`'s result was stored, before the model's answer was.
+    Stopped,
+}
+
+impl Ended {
+    /// From the task's state and status text as GetTask reads them.
+    fn of(state: &Value, text: &Value) -> Option<Self> {
+        match (state.as_str()?, text.as_str()?) {
+            ("TASK_STATE_COMPLETED", _) => Some(Ended::Completed),
+            ("TASK_STATE_CANCELED", _) => Some(Ended::Canceled),
+            ("TASK_STATE_FAILED", STOPPED_IN_DOUBT) => Some(Ended::InDoubt),
+            ("TASK_STATE_FAILED", STOPPED) => Some(Ended::Stopped),
+            _ => None,
+        }
+    }
+
+    /// The task's state and status text.
+    fn task(self, invoice: u64) -> Value {
+        let (state, text) = match self {
+            Ended::Completed => (
+                "TASK_STATE_COMPLETED",
+                format!("Invoice {invoice} is paid."),
+            ),
+            Ended::Canceled => ("TASK_STATE_CANCELED", INTERRUPTED.to_owned()),
+            Ended::InDoubt => ("TASK_STATE_FAILED", STOPPED_IN_DOUBT.to_owned()),
+            Ended::Stopped => ("TASK_STATE_FAILED", STOPPED.to_owned()),
+        };
+        json!({"state": state, "text": text})
+    }
+
+    fn run_state(self) -> &'static str {
+        match self {
+            Ended::Completed => "completed",
+            Ended::Canceled => "canceled",
+            Ended::InDoubt | Ended::Stopped => "failed",
+        }
+    }
+}
+
+/// The interrupted call's reply.
+const INTERRUPTED: &str = "I noticed that you have interrupted me. What can I do for you?";
+
+/// What one trial's stored session, ledger and client report must say, and the tally.
+async fn check_trial(
+    trial: &Value,
+    store: &dyn SessionStore,
+    attempts: &BTreeMap<u64, Vec<String>>,
+    effects: &BTreeSet<String>,
+    tally: &mut Tally,
+) {
+    let index = trial["trial"].as_u64().unwrap();
+    let kind = trial["kind"].as_str().unwrap();
+    let invoice = trial["invoice"].as_u64().unwrap();
+    let context = trial["context"].as_str().unwrap();
+    let session = A2a::session_id("assistant", context);
+    let killed = kind.starts_with("kill");
+    *tally.kinds.entry(kind.to_owned()).or_default() += 1;
+    let mut problems = Vec::new();
+    let mut problem = |what: String| problems.push(what);
+    let expect = |problem: &mut dyn FnMut(String), what: &str, got: &Value, want: Value| {
+        if *got != want {
+            problem(format!("{what}: got {got}, expected {want}"));
+        }
+    };
+
+    // How the task ended, as GetTask reads it, and whether that is what this kind of trial
+    // allows: a kill mid-tool leaves the call in doubt; a kill racing the tool's end may
+    // land before the result was stored, after it, or after the answer.
+    let ended = Ended::of(&trial["get"]["state"], &trial["get"]["text"]);
+    let allowed = match kind {
+        "complete" => ended == Some(Ended::Completed),
+        "cancel" => ended == Some(Ended::Canceled),
+        "kill" => ended == Some(Ended::InDoubt),
+        _ => ended.is_some_and(|ended| ended != Ended::Canceled),
+    };
+    let Some(ended) = ended.filter(|_| allowed) else {
+        problem(format!("the task ended {}", trial["get"]));
+        tally.problems.extend(
+            problems
+                .into_iter()
+                .map(|what| format!("trial {index} ({kind}, {context}): {what}")),
+        );
+        return;
+    };
+    let final_task = ended.task(invoice);
+
+    // The ledger: one key per invoice, paid once (a retry runs `pay` again with that key).
+    let keys = attempts.get(&invoice).cloned().unwrap_or_default();
+    let distinct: BTreeSet<&String> = keys.iter().collect();
+    let retried = trial["answer"]["action"] == "retry";
+    let runs_expected = if retried { 2 } else { 1 };
+    if distinct.len() > 1 {
+        problem(format!("pay ran under {} keys: {keys:?}", distinct.len()));
+    }
+    if keys.len() != runs_expected {
+        problem(format!(
+            "pay ran {} times, expected {runs_expected}: {keys:?}",
+            keys.len()
+        ));
+    }
+    let key = keys.first().cloned().unwrap_or_default();
+    if !effects.contains(&key) {
+        problem(format!("no effect recorded under key {key}"));
+    }
+
+    // The client's view: the question, then three streams of the same task, the resent
+    // approval and the subscription followed to the task's end.
+    let asked = &trial["asked"];
+    expect(
+        &mut problem,
+        "asked",
+        &asked["state"],
+        json!("TASK_STATE_INPUT_REQUIRED"),
+    );
+    expect(
+        &mut problem,
+        "asked about",
+        &asked["pending"],
+        json!([format!("pay-{invoice}")]),
+    );
+    let task = trial["task"].as_str().unwrap_or_default();
+    let mut ended_stream = final_task.clone();
+    ended_stream["error"] = Value::Null;
+    for name in ["original", "resend", "subscribe"] {
+        let stream = &trial[name];
+        expect(
+            &mut problem,
+            &format!("{name}: first event"),
+            &stream["first"],
+            json!("task TASK_STATE_WORKING"),
+        );
+        expect(
+            &mut problem,
+            &format!("{name}: task ids"),
+            &stream["ids"],
+            json!([task]),
+        );
+        let last = &stream["last"];
+        let cut = last["state"] == "TASK_STATE_WORKING" && !last["error"].is_null();
+        // The killed instance's own stream is cut, unless the task ended before the kill.
+        let fine = *last == ended_stream || (name == "original" && killed && cut);
+        if !fine {
+            problem(format!("{name} ended {last}, expected {ended_stream}"));
+        } else if name == "resend" {
+            tally.resends_followed += 1;
+        } else if name == "subscribe" {
+            tally.subscriptions_followed += 1;
+        }
+    }
+    if kind == "kill" && trial["original"]["last"]["error"].is_null() {
+        problem("the killed instance's stream was not cut".to_owned());
+    }
+    if kind == "cancel" {
+        expect(
+            &mut problem,
+            "the cancel's answer",
+            &trial["cancel"],
+            json!("TASK_STATE_CANCELED"),
+        );
+    }
+
+    // After a kill: the next message asks about the call in doubt (not given to the agent)
+    // and completes once answered; with nothing in doubt it reaches the agent.
+    if killed {
+        let next = &trial["next"];
+        tally.busy_refusals += next["busy"].as_u64().unwrap_or_default() as usize;
+        if ended == Ended::InDoubt {
+            expect(
+                &mut problem,
+                "next: state",
+                &next["state"],
+                json!("TASK_STATE_INPUT_REQUIRED"),
+            );
+            let not_given = next["text"]
+                .as_str()
+                .is_some_and(|text| text.starts_with(NOT_GIVEN));
+            if !not_given {
+                problem(format!(
+                    "next: {}, expected the message not given to the agent",
+                    next["text"]
+                ));
+            }
+            expect(
+                &mut problem,
+                "next: the calls in doubt",
+                &next["in_doubt"],
+                json!([{"id": format!("pay-{invoice}"), "idempotencyKey": key}]),
+            );
+            expect(
+                &mut problem,
+                "answer",
+                &trial["answer"]["reply"],
+                json!({"state": "TASK_STATE_COMPLETED", "text": format!("Invoice {invoice} is paid.")}),
+            );
+        } else {
+            expect(
+                &mut problem,
+                "next",
+                &json!({"state": next["state"], "text": next["text"], "in_doubt": next["in_doubt"]}),
+                json!({"state": "TASK_STATE_COMPLETED", "text": "Yes, it was paid.", "in_doubt": []}),
+            );
+            if !trial["answer"].is_null() {
+                problem(format!(
+                    "an answer with nothing in doubt: {}",
+                    trial["answer"]
+                ));
+            }
+        }
+        expect(
+            &mut problem,
+            "again",
+            &json!({"state": trial["again"]["state"], "text": trial["again"]["text"]}),
+            json!({"state": "TASK_STATE_COMPLETED", "text": "Yes, it was paid."}),
+        );
+    }
+
+    // The store: the conversation and the runs, as what happened.
+    let Some(stored) = store.load(&session).await.unwrap() else {
+        problem("no session stored".to_owned());
+        tally.problems.extend(
+            problems
+                .into_iter()
+                .map(|what| format!("trial {index} ({kind}, {context}): {what}")),
+        );
+        return;
+    };
+    let paid = format!("Tool: result pay-{invoice} (ok): paid invoice {invoice}");
+    let answered = format!("Assistant: Invoice {invoice} is paid.");
+    let question = "User: Was it paid?".to_owned();
+    let yes = "Assistant: Yes, it was paid.".to_owned();
+    let mut expected = vec![
+        format!("User: Pay invoice {invoice}"),
+        format!(r#"Assistant: call pay-{invoice} pay {{"invoice":{invoice}}}"#),
+    ];
+    match (ended, killed) {
+        (Ended::Completed, false) => expected.extend([paid, answered]),
+        (Ended::Canceled, _) => expected.extend([
+            format!("Tool: result pay-{invoice} (error): Error: Tool execution was interrupted."),
+            format!("Assistant: {INTERRUPTED}"),
+        ]),
+        // The next message was not given to the agent; the one sent again after was.
+        (Ended::InDoubt, _) => {
+            let result = match retried {
+                true => paid,
+                false => format!("{paid} (ledger checked)"),
+            };
+            expected.extend([result, answered, question, yes]);
+        }
+        // Both messages reached the agent.
+        (Ended::Completed, true) => {
+            expected.extend([paid, answered, question.clone(), yes.clone(), question, yes])
+        }
+        (Ended::Stopped, _) => {
+            expected.extend([paid, question.clone(), yes.clone(), question, yes])
+        }
+    }
+    let got = transcript(&stored.messages);
+    if got != expected {
+        problem(format!("the conversation: {got:?}, expected {expected:?}"));
+    }
+    if !stored.running_tools.is_empty() {
+        problem(format!("tools left running: {:?}", stored.running_tools));
+    }
+    // The key the tool got is the call's key in its session.
+    if let Some(call) = stored
+        .messages
+        .iter()
+        .flat_map(|msg| msg.tool_uses())
+        .find(|call| call.id == format!("pay-{invoice}").as_str())
+    {
+        let derived = idempotency_key(&session, call);
+        if derived != key {
+            problem(format!(
+                "the tool got key {key}, the call's key is {derived}"
+            ));
+        }
+    }
+    let runs = Runs::read(&agentscope::session::HookState::new(stored.hooks.clone())).unwrap();
+    let states: Vec<(String, &str)> = runs
+        .iter()
+        .map(|run| (run.id.clone(), run.state.name()))
+        .collect();
+    let mut want = vec![(task.to_owned(), ended.run_state())];
+    if killed {
+        for later in [&trial["next"]["task"], &trial["again"]["task"]] {
+            want.push((later.as_str().unwrap_or_default().to_owned(), "completed"));
+        }
+    }
+    if states != want {
+        problem(format!("the runs: {states:?}, expected {want:?}"));
+    }
+
+    // No lost message: each message that got a task id is in the conversation, or in the
+    // record of a task that says what became of it.
+    for sent in trial["messages"].as_array().unwrap() {
+        let id = sent["id"].as_str().unwrap();
+        let task = sent["task"].as_str().unwrap();
+        let in_conversation = stored.messages.iter().any(|msg| msg.id == id);
+        let in_task = runs.get(task).is_some_and(|run| run.received(id));
+        if !in_conversation && !in_task {
+            problem(format!("message {id} (task {task}) is lost"));
+        }
+    }
+
+    match ended {
+        Ended::Completed => tally.completed += 1,
+        Ended::Canceled => tally.canceled += 1,
+        Ended::InDoubt => tally.failed_in_doubt += 1,
+        Ended::Stopped => tally.failed_stopped += 1,
+    }
+    if kind == "kill-at-end" {
+        let name = match ended {
+            Ended::Completed => "completed",
+            Ended::InDoubt => "in doubt",
+            _ => "stopped after the result",
+        };
+        *tally.at_end.entry(name).or_default() += 1;
+    }
+    tally.problems.extend(
+        problems
+            .into_iter()
+            .map(|what| format!("trial {index} ({kind}, {context}): {what}")),
+    );
+}
+
+/// The trials on one store: three instances on `target`, the client's trials, the checks;
+/// prints the tallies and asserts there is nothing to report.
+fn several_processes(kind: Kind, target: &str) {
+    let Some(python) = available(python()) else {
+        return;
+    };
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["effects", "release"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+    }
+    let (mut instances, urls) = Instances::start(kind, target, dir.path());
+    let report = drive(&python, dir.path(), &mut instances, &urls);
+    drop(instances);
+    let (attempts, effects) = ledger(dir.path());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut tally = Tally {
+        effects: effects.len(),
+        ..Tally::default()
+    };
+    runtime.block_on(async {
+        let store = kind.open(target, LEASE_TTL).await;
+        let trials = report["trials"].as_array().unwrap();
+        tally.trials = trials.len();
+        for trial in trials {
+            check_trial(trial, &*store, &attempts, &effects, &mut tally).await;
+        }
+    });
+    tally.duplicates = attempts
+        .values()
+        .filter(|keys| keys.iter().collect::<BTreeSet<_>>().len() > 1)
+        .count();
+    let paid_invoices = attempts.len();
+    let kinds = |name: &str| tally.kinds.get(name).copied().unwrap_or_default();
+    println!(
+        "A2A, 3 processes on {}: trials {} (complete {}, cancel {}, kill mid-tool {}, kill at \
+         the tool's end {}); tasks completed {}, canceled {}, failed-as-killed {} (in doubt \
+         {}, after the result {}); kills at the tool's end {:?}; resends followed {}, \
+         subscriptions followed {}; effects {} for {} invoices, duplicates {}; busy refusals \
+         while a dead holder's lease lasted {}; problems {}; wall {:.1} s",
+        kind.name(),
+        tally.trials,
+        kinds("complete"),
+        kinds("cancel"),
+        kinds("kill"),
+        kinds("kill-at-end"),
+        tally.completed,
+        tally.canceled,
+        tally.failed_in_doubt + tally.failed_stopped,
+        tally.failed_in_doubt,
+        tally.failed_stopped,
+        tally.at_end,
+        tally.resends_followed,
+        tally.subscriptions_followed,
+        tally.effects,
+        paid_invoices,
+        tally.duplicates,
+        tally.busy_refusals,
+        tally.problems.len(),
+        started.elapsed().as_secs_f64(),
+    );
+    assert!(
+        tally.problems.is_empty(),
+        "{} problems:\n{}",
+        tally.problems.len(),
+        tally.problems.join("\n")
+    );
+    assert_eq!(tally.trials, TRIALS);
+    assert_eq!(
+        [
+            kinds("complete"),
+            kinds("cancel"),
+            kinds("kill"),
+            kinds("kill-at-end")
+        ],
+        [TRIALS / 4; 4]
+    );
+    assert_eq!(
+        (tally.resends_followed, tally.subscriptions_followed),
+        (TRIALS, TRIALS)
+    );
+    assert_eq!((tally.effects, paid_invoices), (TRIALS, TRIALS));
+    assert_eq!(tally.duplicates, 0);
+}
+
+#[test]
+fn several_processes_on_one_sqlite_file_keep_at_most_once_and_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    several_processes(Kind::Sqlite, path.to_str().unwrap());
+}
+
+#[test]
+fn several_processes_on_one_redis_keep_at_most_once_and_lose_nothing() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    several_processes(Kind::Redis, &server.url());
+}
+
+#[test]
+fn several_processes_on_one_postgres_keep_at_most_once_and_lose_nothing() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    several_processes(Kind::Postgres, &server.url());
+}
