@@ -7,6 +7,7 @@ mod fake;
 mod in_doubt;
 mod instances;
 mod killed;
+mod payer;
 mod processes;
 mod python;
 mod remote;

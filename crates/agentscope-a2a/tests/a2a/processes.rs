@@ -26,27 +26,21 @@
 //! The servers are copies of this test binary running the ignored test `processes::worker`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
-use agentscope::{ChatStream, ModelError, ModelRequest};
 use agentscope_a2a::A2a;
-use agentscope_postgres::PostgresSessionStore;
-use agentscope_redis::RedisSessionStore;
 use agentscope_serving::{Runs, STOPPED, STOPPED_IN_DOUBT, idempotency_key};
-use agentscope_sqlite::SqliteSessionStore;
 use agentscope_test::components::available;
 use agentscope_test::components::postgres::PostgresServer;
 use agentscope_test::components::redis::RedisServer;
-use agentscope_test::process::{SelfProcess, json_settings};
-use agentscope_test::{ScriptedModel, ScriptedResponse};
+use agentscope_test::process::json_settings;
 use serde_json::{Value, json};
 
+use crate::payer::{Instances, Kind, Payer, drive, ledger, ledger_dir, pay, transcript};
 use crate::python::python;
 
 /// The environment variable carrying a worker's settings.
@@ -58,143 +52,6 @@ const NOT_GIVEN: &str = "This message was not given to the agent: the calls belo
 const TRIALS: usize = 40;
 /// The stores' lease TTL: a killed holder's lease expires this long after its last renewal.
 const LEASE_TTL: Duration = Duration::from_millis(1000);
-/// How long `pay` waits, at most, for the client to let it finish.
-const TOOL_HOLD: Duration = Duration::from_secs(60);
-/// How long the Python client may take over all the trials of a store.
-const CLIENT_DEADLINE: Duration = Duration::from_secs(600);
-
-/// Where the workers keep their sessions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Sqlite,
-    Redis,
-    Postgres,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Sqlite => "sqlite",
-            Kind::Redis => "redis",
-            Kind::Postgres => "postgres",
-        }
-    }
-
-    fn parse(name: &str) -> Self {
-        match name {
-            "sqlite" => Kind::Sqlite,
-            "redis" => Kind::Redis,
-            "postgres" => Kind::Postgres,
-            other => panic!("unknown store {other:?}"),
-        }
-    }
-
-    /// A store on `target` (a file, or a server's URL), leasing sessions for `ttl`.
-    async fn open(self, target: &str, ttl: Duration) -> Arc<dyn SessionStore> {
-        match self {
-            Kind::Sqlite => Arc::new(
-                SqliteSessionStore::builder(target)
-                    .lease_ttl(ttl)
-                    .open()
-                    .unwrap(),
-            ),
-            Kind::Redis => Arc::new(
-                RedisSessionStore::builder(target)
-                    .lease_ttl(ttl)
-                    .connect()
-                    .await
-                    .unwrap(),
-            ),
-            Kind::Postgres => Arc::new(
-                PostgresSessionStore::builder(target)
-                    .lease_ttl(ttl)
-                    .connect()
-                    .await
-                    .unwrap(),
-            ),
-        }
-    }
-}
-
-// --- the server process ------------------------------------------------------------------
-
-/// The model of every worker: it answers from the conversation, whatever instance asks and
-/// in whatever order: "Pay invoice N" calls `pay` (call id `pay-N`); a result of `pay-N`
-/// is answered "Invoice N is paid."; "Was it paid?" is answered "Yes, it was paid.".
-#[derive(Clone)]
-struct Payer;
-
-impl Model for Payer {
-    fn model_name(&self) -> &str {
-        "payer"
-    }
-
-    async fn stream(&self, request: ModelRequest) -> Result<ChatStream, ModelError> {
-        let last = request.messages.last();
-        let result = last.and_then(|msg| msg.tool_results().first().map(|r| r.id.to_string()));
-        let text = last.map(Msg::text).unwrap_or_default();
-        let response = if let Some(call) = result {
-            let invoice = call.strip_prefix("pay-").unwrap_or(&call);
-            ScriptedResponse::text(format!("Invoice {invoice} is paid."))
-        } else if let Some(invoice) = text.strip_prefix("Pay invoice ") {
-            let invoice: u64 = invoice.parse().map_err(|_| ModelError::InvalidResponse {
-                message: format!("no invoice in {text:?}"),
-            })?;
-            ScriptedResponse::tool_call(
-                format!("pay-{invoice}"),
-                "pay",
-                json!({"invoice": invoice}),
-            )
-        } else if text == "Was it paid?" {
-            ScriptedResponse::text("Yes, it was paid.")
-        } else {
-            return Err(ModelError::InvalidResponse {
-                message: format!("nothing scripted after {text:?}"),
-            });
-        };
-        ScriptedModel::new([response]).stream(request).await
-    }
-}
-
-fn append(path: &Path, line: &str) {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    // One write: lines of several processes never interleave.
-    file.write_all(format!("{line}\n").as_bytes()).unwrap();
-    file.sync_all().unwrap();
-}
-
-/// `pay {"invoice": n}`: pays once per idempotency key (`effects/<key>`, created at most
-/// once), records the run (`attempts`: `<invoice> <key>`), then waits until the client lets
-/// it finish (`release/<invoice>` exists) and answers "paid invoice n".
-fn pay(dir: PathBuf) -> impl Tool {
-    tool_fn(
-        "pay",
-        "Pays an invoice.",
-        json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
-               "required": ["invoice"]}),
-        move |input: Value, ctx: ToolContext| {
-            let dir = dir.clone();
-            async move {
-                let invoice = input["invoice"].as_u64().unwrap_or_default();
-                let key = ctx.idempotency_key();
-                // Paid once per key, whichever process gets there first; then the run is
-                // recorded (a client that sees the run knows the payment was made).
-                let _ = std::fs::File::create_new(dir.join("effects").join(&key));
-                append(&dir.join("attempts"), &format!("{invoice} {key}"));
-                let release = dir.join("release").join(invoice.to_string());
-                let deadline = tokio::time::Instant::now() + TOOL_HOLD;
-                while !release.exists() && tokio::time::Instant::now() < deadline {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                Ok::<_, ToolError>(format!("paid invoice {invoice}"))
-            }
-        },
-    )
-}
 
 /// A server process: `assistant` with `pay` (approval needed) on the store the settings
 /// name, `{"store", "target", "ttl_ms", "dir"}`; prints `LISTENING <base url>` and serves
@@ -227,104 +84,6 @@ async fn worker() {
     axum::serve(listener, app).await.unwrap();
 }
 
-// --- the test ----------------------------------------------------------------------------
-
-/// The instances of a run: three worker processes on one store.
-struct Instances {
-    settings: Value,
-    workers: Vec<Option<SelfProcess>>,
-}
-
-impl Instances {
-    fn start(kind: Kind, target: &str, dir: &Path) -> (Self, Vec<String>) {
-        let settings = json!({
-            "store": kind.name(),
-            "target": target,
-            "ttl_ms": LEASE_TTL.as_millis() as u64,
-            "dir": dir,
-        });
-        let mut instances = Self {
-            settings,
-            workers: Vec::new(),
-        };
-        let mut urls = Vec::new();
-        for _ in 0..3 {
-            let (worker, url) = instances.spawn();
-            instances.workers.push(Some(worker));
-            urls.push(url);
-        }
-        (instances, urls)
-    }
-
-    fn spawn(&self) -> (SelfProcess, String) {
-        let mut worker = SelfProcess::spawn_json("processes::worker", WORKER_ENV, &self.settings);
-        let url = worker.expect("LISTENING ");
-        (worker, url)
-    }
-
-    /// Kills instance `index` with SIGKILL.
-    fn kill(&mut self, index: usize) {
-        self.workers[index].take().unwrap().kill();
-    }
-
-    /// Starts a new process as instance `index`; its URL.
-    fn restart(&mut self, index: usize) -> String {
-        let (worker, url) = self.spawn();
-        self.workers[index] = Some(worker);
-        url
-    }
-}
-
-/// Runs the Python client against the instances: it asks for kills (`KILL i`, answered
-/// `KILLED i` once the process is dead, then `URL i <url>` once its successor serves) and
-/// ends with `REPORT <json>`.
-fn drive(python: &Path, dir: &Path, instances: &mut Instances, urls: &[String]) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/instances.py");
-    let mut client = Command::new(python)
-        .arg(&script)
-        .arg(dir)
-        .arg(TRIALS.to_string())
-        .args(urls)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut to_client = client.stdin.take().unwrap();
-    let from_client = BufReader::new(client.stdout.take().unwrap());
-    // The client's deadline: a stuck client is killed, and the test fails below.
-    let pid = client.id();
-    let (done, stop) = std::sync::mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        if stop.recv_timeout(CLIENT_DEADLINE).is_err() {
-            eprintln!("the Python client took over {CLIENT_DEADLINE:?}: killing it");
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-        }
-    });
-    let mut report = None;
-    for line in from_client.lines() {
-        let line = line.unwrap();
-        if let Some(index) = line.strip_prefix("KILL ") {
-            let index: usize = index.parse().unwrap();
-            instances.kill(index);
-            writeln!(to_client, "KILLED {index}").unwrap();
-            to_client.flush().unwrap();
-            let url = instances.restart(index);
-            writeln!(to_client, "URL {index} {url}").unwrap();
-            to_client.flush().unwrap();
-        } else if let Some(json) = line.strip_prefix("REPORT ") {
-            report = Some(serde_json::from_str(json).unwrap());
-        } else {
-            eprintln!("[client] {line}");
-        }
-    }
-    let status = client.wait().unwrap();
-    let _ = done.send(());
-    watchdog.join().unwrap();
-    assert!(status.success(), "the Python client failed: {status:?}");
-    report.expect("the Python client printed no report")
-}
-
 /// What the trials of one store came to.
 #[derive(Debug, Default)]
 struct Tally {
@@ -346,48 +105,6 @@ struct Tally {
     busy_refusals: usize,
     /// Every difference from what happened, described.
     problems: Vec<String>,
-}
-
-/// The ledger: the keys of `pay`'s runs by invoice, in order, and the keys paid.
-fn ledger(dir: &Path) -> (BTreeMap<u64, Vec<String>>, BTreeSet<String>) {
-    let mut attempts: BTreeMap<u64, Vec<String>> = BTreeMap::new();
-    let text = std::fs::read_to_string(dir.join("attempts")).unwrap_or_default();
-    for line in text.lines() {
-        let (invoice, key) = line.split_once(' ').unwrap();
-        attempts
-            .entry(invoice.parse().unwrap())
-            .or_default()
-            .push(key.to_owned());
-    }
-    let effects = std::fs::read_dir(dir.join("effects"))
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    (attempts, effects)
-}
-
-/// A stored message as a line: `Role: text`, a tool call as `call <id> <name> <input>`, a
-/// tool result as `result <id> (ok|error): <text>`.
-fn transcript(messages: &[Msg]) -> Vec<String> {
-    messages
-        .iter()
-        .map(|msg| {
-            let mut parts = vec![msg.text()];
-            for call in msg.tool_uses() {
-                parts.push(format!("call {} {} {}", call.id, call.name, call.input));
-            }
-            for result in msg.tool_results() {
-                let status = if result.is_error { "error" } else { "ok" };
-                parts.push(format!(
-                    "result {} ({status}): {}",
-                    result.id,
-                    result.text_output()
-                ));
-            }
-            parts.retain(|part| !part.is_empty());
-            format!("{:?}: {}", msg.role, parts.join(" | "))
-        })
-        .collect()
 }
 
 /// How a trial's task ended.
@@ -731,12 +448,21 @@ fn several_processes(kind: Kind, target: &str) {
         return;
     };
     let started = Instant::now();
-    let dir = tempfile::tempdir().unwrap();
-    for sub in ["effects", "release"] {
-        std::fs::create_dir(dir.path().join(sub)).unwrap();
-    }
-    let (mut instances, urls) = Instances::start(kind, target, dir.path());
-    let report = drive(&python, dir.path(), &mut instances, &urls);
+    let dir = ledger_dir();
+    let (mut instances, urls) = Instances::start(
+        "processes::worker",
+        WORKER_ENV,
+        3,
+        (kind, target, LEASE_TTL),
+        dir.path(),
+    );
+    let mut client = Command::new(python);
+    client
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/instances.py"))
+        .arg(dir.path())
+        .arg(TRIALS.to_string())
+        .args(&urls);
+    let report = drive(client, &mut instances);
     drop(instances);
     let (attempts, effects) = ledger(dir.path());
     let runtime = tokio::runtime::Builder::new_current_thread()
