@@ -1,6 +1,6 @@
 //! Three A2A server processes behind one store (SQLite on one local file, Redis, PostgreSQL,
 //! each with a 1 s lease TTL), driven by the official A2A Python client
-//! (`tests/python/instances.py`), 40 trials per store. Each trial pays one invoice in a
+//! (`tests/python/instances.py`), 40 trials per store, 8 of each kind. Each trial pays one invoice in a
 //! context of its own: the client asks on instance A (`pay` needs approval), approves there,
 //! and while `pay` runs sends the same approval again to instance B (answered with the task
 //! it started, followed to its end) and subscribes on instance C; then, by turn:
@@ -10,10 +10,13 @@
 //! - **kill**: A is killed with SIGKILL mid-tool; the next message, sent to B until it is
 //!   not refused as busy (the dead holder's lease lasts up to its TTL), must ask about the
 //!   call in doubt with the key the tool got, and is not given to the agent; the client
-//!   answers `done` or `retry` (by turn) on C, then sends the message again to A's successor;
+//!   answers `done` or `retry` (by turn) on B, then sends the message again to A's successor;
 //! - **kill at the tool's end**: `pay` is let finish and A is killed 0 to 18 ms later, racing
 //!   the call's last saves: the task must say what the conversation holds (completed with
-//!   the answer stored, failed with the calls in doubt or after the result).
+//!   the answer stored, failed with the calls in doubt or after the result);
+//! - **kill twice**: as kill, then the call is retried on C and C is killed while `pay` runs
+//!   again: the retry's task is failed with the call in doubt, and the next message asks
+//!   about it again, with the same key; the client answers `done`.
 //!
 //! `pay` records each run with its idempotency key (`attempts`) and pays once per key (a
 //! file per key in `effects/`). After the trials the test reads the ledger, the store and
@@ -48,7 +51,7 @@ const WORKER_ENV: &str = "AGENTSCOPE_A2A_PROCESSES_WORKER";
 /// How a message not given to the agent (its context awaits answers) is answered.
 const NOT_GIVEN: &str = "This message was not given to the agent: the calls below must be \
      answered on this task first; send it again after.";
-/// Trials per store: a quarter of each kind.
+/// Trials per store: a fifth of each kind.
 const TRIALS: usize = 40;
 /// The stores' lease TTL: a killed holder's lease expires this long after its last renewal.
 const LEASE_TTL: Duration = Duration::from_millis(1000);
@@ -88,7 +91,7 @@ async fn worker() {
 #[derive(Debug, Default)]
 struct Tally {
     trials: usize,
-    /// Trials by kind: complete, cancel, kill (mid-tool), kill-at-end.
+    /// Trials by kind: complete, cancel, kill (mid-tool), kill-at-end, kill-twice.
     kinds: BTreeMap<String, usize>,
     /// Tasks by how they ended: completed, canceled, failed as killed (the calls in doubt),
     /// failed as killed (after the tool's result was stored).
@@ -188,7 +191,7 @@ async fn check_trial(
     let allowed = match kind {
         "complete" => ended == Some(Ended::Completed),
         "cancel" => ended == Some(Ended::Canceled),
-        "kill" => ended == Some(Ended::InDoubt),
+        "kill" | "kill-twice" => ended == Some(Ended::InDoubt),
         _ => ended.is_some_and(|ended| ended != Ended::Canceled),
     };
     let Some(ended) = ended.filter(|_| allowed) else {
@@ -206,7 +209,11 @@ async fn check_trial(
     let keys = attempts.get(&invoice).cloned().unwrap_or_default();
     let distinct: BTreeSet<&String> = keys.iter().collect();
     let retried = trial["answer"]["action"] == "retry";
-    let runs_expected = if retried { 2 } else { 1 };
+    let runs_expected = if retried || kind == "kill-twice" {
+        2
+    } else {
+        1
+    };
     if distinct.len() > 1 {
         problem(format!("pay ran under {} keys: {keys:?}", distinct.len()));
     }
@@ -283,27 +290,47 @@ async fn check_trial(
         let next = &trial["next"];
         tally.busy_refusals += next["busy"].as_u64().unwrap_or_default() as usize;
         if ended == Ended::InDoubt {
-            expect(
-                &mut problem,
-                "next: state",
-                &next["state"],
-                json!("TASK_STATE_INPUT_REQUIRED"),
-            );
-            let not_given = next["text"]
-                .as_str()
-                .is_some_and(|text| text.starts_with(NOT_GIVEN));
-            if !not_given {
-                problem(format!(
-                    "next: {}, expected the message not given to the agent",
-                    next["text"]
-                ));
+            let asks = |problem: &mut dyn FnMut(String), name: &str, next: &Value| {
+                let not_given = next["text"]
+                    .as_str()
+                    .is_some_and(|text| text.starts_with(NOT_GIVEN));
+                if next["state"] != "TASK_STATE_INPUT_REQUIRED" || !not_given {
+                    problem(format!(
+                        "{name}: {} {}, expected input-required, the message not given to the \
+                         agent",
+                        next["state"], next["text"]
+                    ));
+                }
+                if next["in_doubt"]
+                    != json!([{"id": format!("pay-{invoice}"), "idempotencyKey": key}])
+                {
+                    problem(format!(
+                        "{name}: the calls in doubt {}, expected pay-{invoice} with key {key}",
+                        next["in_doubt"]
+                    ));
+                }
+            };
+            asks(&mut problem, "next", next);
+            if kind == "kill-twice" {
+                // The retry on C, cut by C's kill while `pay` ran again: its task failed with
+                // the call in doubt again, and the next message asks about it again.
+                let retrying = &trial["retrying"];
+                let cut = retrying["last"]["state"] == "TASK_STATE_WORKING"
+                    && !retrying["last"]["error"].is_null();
+                if retrying["first"] != "task TASK_STATE_WORKING" || !cut {
+                    problem(format!(
+                        "the retry's stream: {retrying}, expected working then cut"
+                    ));
+                }
+                expect(
+                    &mut problem,
+                    "the retry's task once its instance was killed",
+                    &trial["retried"],
+                    Ended::InDoubt.task(invoice),
+                );
+                asks(&mut problem, "next after the second kill", &trial["next2"]);
+                tally.busy_refusals += trial["next2"]["busy"].as_u64().unwrap_or_default() as usize;
             }
-            expect(
-                &mut problem,
-                "next: the calls in doubt",
-                &next["in_doubt"],
-                json!([{"id": format!("pay-{invoice}"), "idempotencyKey": key}]),
-            );
             expect(
                 &mut problem,
                 "answer",
@@ -400,9 +427,14 @@ async fn check_trial(
         .collect();
     let mut want = vec![(task.to_owned(), ended.run_state())];
     if killed {
-        for later in [&trial["next"]["task"], &trial["again"]["task"]] {
-            want.push((later.as_str().unwrap_or_default().to_owned(), "completed"));
+        let task_of = |name: &str| trial[name]["task"].as_str().unwrap_or_default().to_owned();
+        if kind == "kill-twice" {
+            want.push((task_of("next"), "failed"));
+            want.push((task_of("next2"), "completed"));
+        } else {
+            want.push((task_of("next"), "completed"));
         }
+        want.push((task_of("again"), "completed"));
     }
     if states != want {
         problem(format!("the runs: {states:?}, expected {want:?}"));
@@ -489,7 +521,7 @@ fn several_processes(kind: Kind, target: &str) {
     let kinds = |name: &str| tally.kinds.get(name).copied().unwrap_or_default();
     println!(
         "A2A, 3 processes on {}: trials {} (complete {}, cancel {}, kill mid-tool {}, kill at \
-         the tool's end {}); tasks completed {}, canceled {}, failed-as-killed {} (in doubt \
+         the tool's end {}, kill mid-tool and again mid-retry {}); tasks completed {}, canceled {}, failed-as-killed {} (in doubt \
          {}, after the result {}); kills at the tool's end {:?}; resends followed {}, \
          subscriptions followed {}; effects {} for {} invoices, duplicates {}; busy refusals \
          while a dead holder's lease lasted {}; problems {}; wall {:.1} s",
@@ -499,6 +531,7 @@ fn several_processes(kind: Kind, target: &str) {
         kinds("cancel"),
         kinds("kill"),
         kinds("kill-at-end"),
+        kinds("kill-twice"),
         tally.completed,
         tally.canceled,
         tally.failed_in_doubt + tally.failed_stopped,

@@ -8,7 +8,7 @@ Each server's agent calls `pay` (approval needed) on "Pay invoice N"; `pay` reco
 in DIR/attempts, pays once per idempotency key (DIR/effects/<key>) and waits until
 DIR/release/N exists. Trial i pays invoice i+1 in context trial-i: ask on instance A,
 approve on A, and while `pay` runs, send the same approval again to B (it must follow the
-task it started) and subscribe on C; then, by turn (i % 4):
+task it started) and subscribe on C; then, by turn (i % 5):
 
 - complete: let `pay` finish;
 - cancel:   cancel the task from B;
@@ -16,10 +16,12 @@ task it started) and subscribe on C; then, by turn (i % 4):
             on stdin, then "URL a <url>" once a new process serves as A); send "Was it
             paid?" to B until it is not refused as busy (the dead holder's lease expires
             meanwhile): it must ask about the call in doubt; answer "done" or "retry" (by
-            turn) on C, then send "Was it paid?" again to the new A;
+            turn) on B, then send "Was it paid?" again to the new A;
 - kill-at-end: let `pay` finish and kill A a few milliseconds later (0 to 18, by turn),
             racing the call's last saves; then as `kill`, answering only if the next
-            message asks.
+            message asks;
+- kill-twice: as `kill`, then retry the call on C and have C killed while `pay` runs again;
+            the next message, to B, must ask about the call again; answer "done".
 
 Ends with one line "REPORT <json>" on stdout; everything else goes to stderr.
 """
@@ -46,7 +48,7 @@ from a2a.types import (
     TaskState,
 )
 
-KINDS = ["complete", "cancel", "kill", "kill-at-end"]
+KINDS = ["complete", "cancel", "kill", "kill-at-end", "kill-twice"]
 BUSY = "The context is busy"
 WAIT = 60.0
 
@@ -196,37 +198,74 @@ class Instances:
 
 
 class Control:
-    """The Rust test on stdin: "KILLED i", "URL i <url>"."""
+    """The Rust test on stdin: "KILLED i", "URL i <url>" (in the order the kills were asked
+    for; a line is taken by the first wait for its prefix)."""
 
     def __init__(self):
-        self.lines = asyncio.Queue()
+        self.lines = []
+        self.arrived = asyncio.Condition()
         loop = asyncio.get_running_loop()
+
+        async def arrive(line):
+            async with self.arrived:
+                self.lines.append(line)
+                self.arrived.notify_all()
 
         def pump():
             for line in sys.stdin:
-                loop.call_soon_threadsafe(self.lines.put_nowait, line.strip())
+                asyncio.run_coroutine_threadsafe(arrive(line.strip()), loop)
 
         # A daemon thread: the client exits while it still waits for a line.
         threading.Thread(target=pump, daemon=True).start()
 
     async def expect(self, prefix):
-        line = await asyncio.wait_for(self.lines.get(), WAIT)
-        if not line.startswith(prefix):
-            raise RuntimeError(f"expected {prefix!r} from the test, got {line!r}")
-        return line[len(prefix):]
+        async def taken():
+            async with self.arrived:
+                while True:
+                    for line in self.lines:
+                        if line.startswith(prefix):
+                            self.lines.remove(line)
+                            return line[len(prefix):]
+                    await self.arrived.wait()
+
+        return await asyncio.wait_for(taken(), WAIT)
 
 
-async def attempted(directory, invoice):
-    """Waits until `pay` runs for `invoice` (its run is in the ledger)."""
+async def attempted(directory, invoice, runs=1):
+    """Waits until `pay` has run `runs` times for `invoice` (its runs are in the ledger)."""
     deadline = time.monotonic() + WAIT
     attempts = directory / "attempts"
     while time.monotonic() < deadline:
         if attempts.exists():
-            for line in attempts.read_text().splitlines():
-                if line.split(" ")[0] == str(invoice):
-                    return
+            lines = attempts.read_text().splitlines()
+            if sum(1 for line in lines if line.split(" ")[0] == str(invoice)) >= runs:
+                return
         await asyncio.sleep(0.01)
-    raise RuntimeError(f"pay never ran for invoice {invoice}")
+    raise RuntimeError(f"pay never ran {runs} times for invoice {invoice}")
+
+
+async def asked_after_kill(instances, index, context, message_id, report_key, report):
+    """Sends "Was it paid?" to instance `index` until it is not refused as busy (a killed
+    holder's lease lasts until it expires); records the task it got."""
+    message = text_message("Was it paid?", context, message_id)
+    busy = 0
+    deadline = time.monotonic() + WAIT
+    while True:
+        task = await instances.send(index, message)
+        text = first_text(task.status.message) or ""
+        if (task.status.state == TaskState.TASK_STATE_REJECTED and text.startswith(BUSY)
+                and time.monotonic() < deadline):
+            busy += 1
+            await asyncio.sleep(0.05)
+            continue
+        break
+    report["messages"].append({"id": message.message_id, "task": task.id})
+    in_doubt = [{"id": call["id"], "idempotencyKey": call["idempotencyKey"]}
+                for data in data_parts(task.status.message)
+                for call in data.get("inDoubtToolCalls", [])]
+    report[report_key] = {"task": task.id, "state": state(task.status.state), "text": text,
+                          "in_doubt": in_doubt, "busy": busy}
+    return task
 
 
 def outcome(task):
@@ -234,7 +273,7 @@ def outcome(task):
 
 
 async def trial(index, directory, instances, control):
-    kind = KINDS[index % 4]
+    kind = KINDS[index % len(KINDS)]
     invoice = index + 1
     context = f"trial-{index}"
     a, b, c = index % 3, (index + 1) % 3, (index + 2) % 3
@@ -269,32 +308,32 @@ async def trial(index, directory, instances, control):
     else:
         if kind == "kill-at-end":
             (directory / "release" / str(invoice)).touch()
-            await asyncio.sleep((index // 4) * 0.002)
+            await asyncio.sleep((index // len(KINDS)) * 0.002)
         print(f"KILL {a}", flush=True)
         await control.expect(f"KILLED {a}")
         # The next message, to B, until it is not refused as busy (A's lease is held until it
         # expires): when the call was in doubt, it asks about it instead of reaching the agent.
-        following = text_message("Was it paid?", context, f"t{index}-next")
-        busy = 0
-        deadline = time.monotonic() + WAIT
-        while True:
-            next_task = await instances.send(b, following)
-            text = first_text(next_task.status.message) or ""
-            if (next_task.status.state == TaskState.TASK_STATE_REJECTED and text.startswith(BUSY)
-                    and time.monotonic() < deadline):
-                busy += 1
-                await asyncio.sleep(0.05)
-                continue
-            break
-        report["messages"].append({"id": following.message_id, "task": next_task.id})
-        in_doubt = [{"id": call["id"], "idempotencyKey": call["idempotencyKey"]}
-                    for data in data_parts(next_task.status.message)
-                    for call in data.get("inDoubtToolCalls", [])]
-        report["next"] = {"task": next_task.id, "state": state(next_task.status.state),
-                          "text": text, "in_doubt": in_doubt, "busy": busy}
+        next_task = await asked_after_kill(instances, b, context, f"t{index}-next", "next", report)
+        if next_task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED and kind == "kill-twice":
+            # Retried on C, which is killed while `pay` runs again: the next message, to B,
+            # asks about the call again. (The task's streams end first: the subscriber is on C.)
+            for stream in (original, resend, subscriber):
+                await stream.end()
+            retry = decisions_message(context, next_task.id, f"t{index}-retry",
+                                      [{"toolCallId": f"pay-{invoice}", "action": "retry"}])
+            report["messages"].append({"id": retry.message_id, "task": next_task.id})
+            retrying = await instances.stream(c, retry)
+            await attempted(directory, invoice, runs=2)
+            print(f"KILL {c}", flush=True)
+            await control.expect(f"KILLED {c}")
+            await retrying.end()
+            report["retrying"] = retrying.report()
+            next_task = await asked_after_kill(instances, b, context, f"t{index}-next2", "next2",
+                                               report)
+            report["retried"] = outcome(await instances.get(b, report["next"]["task"]))
         if next_task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-            # Answered on C: by turn, it was done, or retry it.
-            retry = (index // 4) % 2 == 1
+            # Answered on B: by turn, it was done, or retry it (after a second kill, done).
+            retry = (index // len(KINDS)) % 2 == 1 and kind != "kill-twice"
             if retry:
                 (directory / "release" / str(invoice)).touch()
                 decision = {"toolCallId": f"pay-{invoice}", "action": "retry"}
@@ -302,7 +341,7 @@ async def trial(index, directory, instances, control):
                 decision = {"toolCallId": f"pay-{invoice}", "action": "done",
                             "result": f"paid invoice {invoice} (ledger checked)"}
             answer = decisions_message(context, next_task.id, f"t{index}-answer", [decision])
-            answered = await instances.send(c, answer)
+            answered = await instances.send(b, answer)
             report["messages"].append({"id": answer.message_id, "task": next_task.id})
             report["answer"] = {"action": decision["action"], "reply": outcome(answered)}
 
@@ -311,11 +350,12 @@ async def trial(index, directory, instances, control):
     report["original"] = original.report()
     report["resend"] = resend.report()
     report["subscribe"] = subscriber.report()
-    report["get"] = outcome(await instances.get(c, asked.id))
-
     if kind.startswith("kill"):
-        url = await control.expect(f"URL {a} ")
-        instances.urls[a] = url
+        instances.urls[a] = await control.expect(f"URL {a} ")
+    if "retrying" in report:
+        instances.urls[c] = await control.expect(f"URL {c} ")
+    report["get"] = outcome(await instances.get(c, asked.id))
+    if kind.startswith("kill"):
         again = text_message("Was it paid?", context, f"t{index}-again")
         task = await instances.send(a, again)
         report["messages"].append({"id": again.message_id, "task": task.id})
