@@ -8,7 +8,12 @@
 //!
 //! Run: `cargo bench -p agentscope-a2a --bench tasks_memory` (`TASKS=n` each kind, default
 //! 10,000). Prints a table; not a criterion bench (it measures memory, not time).
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -119,7 +124,9 @@ fn main() {
                 .unwrap();
         });
         let client = reqwest::Client::new();
-        println!("| tasks sent | of them waiting for input | resident memory | running on the instance |");
+        println!(
+            "| tasks sent | of them waiting for input | resident memory | running on the instance |"
+        );
         println!("|---|---|---|---|");
         let sent = Arc::new(AtomicUsize::new(0));
         for (kind, text, expected) in [
@@ -132,8 +139,12 @@ fn main() {
                 let next = Arc::new(AtomicUsize::new(from));
                 let workers: Vec<_> = (0..8)
                     .map(|_| {
-                        let (client, url, next, sent) =
-                            (client.clone(), url.clone(), Arc::clone(&next), Arc::clone(&sent));
+                        let (client, url, next, sent) = (
+                            client.clone(),
+                            url.clone(),
+                            Arc::clone(&next),
+                            Arc::clone(&sent),
+                        );
                         tokio::spawn(async move {
                             loop {
                                 let n = next.fetch_add(1, Ordering::SeqCst);

@@ -8,6 +8,8 @@ mod fake;
 mod in_doubt;
 mod instances;
 mod killed;
+mod payer;
+mod processes;
 mod python;
 mod remote;
 mod remote_bounds;
