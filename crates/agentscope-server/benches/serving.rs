@@ -355,12 +355,26 @@ fn event_of(frame: &str) -> Event {
     })
 }
 
-/// Whether a run's stream is complete: 50 text frames, then a successful end (AG-UI's
-/// `RUN_FINISHED`, A2A's completed status).
+/// Whether a run's stream is complete: its text frames carry the 50 tokens in order (AG-UI
+/// sends one a frame; an A2A server merges the pieces it has ready at once, so under load
+/// a frame may carry several), then a successful end (AG-UI's `RUN_FINISHED`, A2A's
+/// completed status).
 fn complete(body: &[u8]) -> bool {
     let frames = frames(body);
-    let texts = frames.iter().filter(|f| is_text(f)).count();
-    texts == TOKENS
+    let texts: String = frames
+        .iter()
+        .filter(|f| is_text(f))
+        .map(|f| f.as_str())
+        .collect();
+    let mut rest = texts.as_str();
+    let in_order = (0..TOKENS).all(|i| match rest.find(&format!("token{i} ")) {
+        Some(at) => {
+            rest = &rest[at..];
+            true
+        }
+        None => false,
+    });
+    in_order
         && frames.last().is_some_and(|last| {
             (last.starts_with(r#"{"type":"RUN_FINISHED""#)
                 && last.contains(r#""outcome":{"type":"success"}"#))
