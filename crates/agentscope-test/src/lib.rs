@@ -34,6 +34,7 @@
 pub mod components;
 pub mod conversation;
 pub mod http;
+pub mod ledger;
 pub mod messages;
 pub mod model_conformance;
 pub mod process;

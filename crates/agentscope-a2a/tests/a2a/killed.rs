@@ -24,7 +24,8 @@ use crate::task_of;
 /// The environment variable carrying a worker's settings: `{"dir": .., "first": ..}`.
 const WORKER_ENV: &str = "AGENTSCOPE_A2A_KILLED_WORKER";
 
-fn lines(path: &Path) -> Vec<String> {
+/// The lines of the file at `path` (none when it does not exist).
+pub(crate) fn lines(path: &Path) -> Vec<String> {
     match std::fs::read_to_string(path) {
         Ok(text) => text.lines().map(str::to_owned).collect(),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -49,7 +50,7 @@ fn pay(dir: PathBuf, hang: bool) -> impl Tool {
     tool_fn(
         "pay",
         "Pays an invoice.",
-        json!({"type": "object", "properties": {"invoice": {"type": "number"}},
+        json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
                "required": ["invoice"]}),
         move |input: Value, ctx: ToolContext| {
             let dir = dir.clone();
@@ -106,7 +107,9 @@ async fn worker() {
     axum::serve(listener, app).await.unwrap();
 }
 
-fn start(dir: &Path, first: bool) -> (SelfProcess, String) {
+/// A server process on the store in `dir` (`first`: the one whose `pay` hangs after paying),
+/// and its base URL.
+pub(crate) fn start(dir: &Path, first: bool) -> (SelfProcess, String) {
     let settings = json!({"dir": dir, "first": first});
     let mut server = SelfProcess::spawn_json("killed::worker", WORKER_ENV, &settings);
     let base = tokio::task::block_in_place(|| server.expect("LISTENING "));

@@ -5,111 +5,17 @@
 //! call starts a new task, which asks about the call in doubt with its idempotency key; the
 //! client checks the service by that key and answers `done`; `pay` ran once.
 //!
-//! The servers are copies of this test binary running the ignored test
-//! `remote_crash::worker`.
+//! The servers are those of `killed.rs` (copies of this test binary running the ignored test
+//! `killed::worker`), with the same payment service.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use a2a::GetTaskRequest;
 use agentscope::prelude::*;
-use agentscope_a2a::{A2a, RemoteAgent};
-use agentscope_test::process::{SelfProcess, json_settings};
-use agentscope_test::{ScriptedModel, ScriptedResponse};
-use serde_json::{Value, json};
+use agentscope_a2a::RemoteAgent;
+use serde_json::json;
 
-/// The environment variable carrying a worker's settings: `{"dir": .., "first": ..}`.
-const WORKER_ENV: &str = "AGENTSCOPE_A2A_REMOTE_CRASH_WORKER";
-
-fn lines(path: &Path) -> Vec<String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => text.lines().map(str::to_owned).collect(),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(error) => panic!("reading {}: {error}", path.display()),
-    }
-}
-
-fn append(path: &Path, line: &str) {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    writeln!(file, "{line}").unwrap();
-    file.sync_all().unwrap();
-}
-
-/// `pay {"invoice": n}`, backed by a payment service in `dir` that records every attempt
-/// (`attempts`) and pays once per idempotency key (`ledger`); with `hang`, the tool never
-/// returns once the service has paid (the process is killed meanwhile).
-fn pay(dir: PathBuf, hang: bool) -> impl Tool {
-    tool_fn(
-        "pay",
-        "Pays an invoice.",
-        json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
-               "required": ["invoice"]}),
-        move |input: Value, ctx: ToolContext| {
-            let dir = dir.clone();
-            async move {
-                let key = ctx.idempotency_key();
-                append(&dir.join("attempts"), &key);
-                if !lines(&dir.join("ledger")).contains(&key) {
-                    append(&dir.join("ledger"), &key);
-                }
-                if hang {
-                    println!("TOOL_RUNNING {key}");
-                    std::future::pending::<()>().await;
-                }
-                Ok::<_, ToolError>(format!("paid invoice {}", input["invoice"]))
-            }
-        },
-    )
-}
-
-/// A server process: `assistant` with `pay` (approval needed) on the JSON sessions in
-/// `<dir>/sessions`; prints `LISTENING <base url>` and serves until killed.
-#[tokio::test]
-#[ignore = "a server process of `a_client_after_the_server_crashed_...`, which starts it itself"]
-async fn worker() {
-    let settings: Value = json_settings(WORKER_ENV);
-    let dir = PathBuf::from(settings["dir"].as_str().unwrap());
-    let first = settings["first"].as_bool().unwrap();
-    let model = if first {
-        ScriptedModel::new([ScriptedResponse::tool_call(
-            "c1",
-            "pay",
-            json!({"invoice": 7}),
-        )])
-    } else {
-        ScriptedModel::new([ScriptedResponse::text("Invoice 7 is paid.")])
-    };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/a2a", listener.local_addr().unwrap());
-    let tools_dir = dir.clone();
-    let a2a = A2a::builder()
-        .agent(move || {
-            ReActAgent::builder()
-                .name("assistant")
-                .model(model.clone())
-                .toolkit(Toolkit::new().tool(pay(tools_dir.clone(), first)))
-        })
-        .url(&url)
-        .store(JsonFileSessionStore::new(dir.join("sessions")))
-        .approval(ApprovalPolicy::tools(["pay"]))
-        .build()
-        .unwrap();
-    println!("LISTENING {url}");
-    let app = axum::Router::new().nest("/a2a", a2a.router());
-    axum::serve(listener, app).await.unwrap();
-}
-
-fn start(dir: &Path, first: bool) -> (SelfProcess, String) {
-    let settings = json!({"dir": dir, "first": first});
-    let mut server = SelfProcess::spawn_json("remote_crash::worker", WORKER_ENV, &settings);
-    let base = tokio::task::block_in_place(|| server.expect("LISTENING "));
-    (server, base)
-}
+use crate::killed::{lines, start};
 
 fn approve() -> Msg {
     RemoteAgent::data_message(json!({"decisions": [{"toolCallId": "c1", "approved": true}]}))

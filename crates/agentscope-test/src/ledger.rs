@@ -1,0 +1,88 @@
+//! [`Ledger`]: a payment service's books in files, shared by processes: the tests where a
+//! process is killed mid-payment read it to tell how often a tool ran and under which
+//! idempotency keys.
+#![allow(clippy::panic)] // test support: books that cannot be written fail the test
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// A payment service's books in a folder, shared by every process that opens it: each
+/// attempt (`attempts`, a line each) and each key paid (`ledger`, once per key). Appends
+/// are single writes followed by `fsync`, so lines of several processes never interleave
+/// and a process killed right after an append has it on disk.
+///
+/// ```
+/// use agentscope_test::ledger::Ledger;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let books = Ledger::new(dir.path());
+/// assert!(books.pay("key-1"));
+/// assert!(!books.pay("key-1")); // paid once per key
+/// assert_eq!(books.attempts(), ["key-1", "key-1"]);
+/// assert_eq!(books.paid(), ["key-1"]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    dir: PathBuf,
+}
+
+impl Ledger {
+    /// The books in `dir` (created when they are first written).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// Records an attempt under `key` and pays it unless it was paid already; returns
+    /// whether it paid now.
+    ///
+    /// # Panics
+    ///
+    /// When the files cannot be written (this is test support).
+    pub fn pay(&self, key: &str) -> bool {
+        append(&self.dir.join("attempts"), key);
+        if self.paid().iter().any(|paid| paid == key) {
+            return false;
+        }
+        append(&self.dir.join("ledger"), key);
+        true
+    }
+
+    /// Every attempt's key, in order.
+    pub fn attempts(&self) -> Vec<String> {
+        lines(&self.dir.join("attempts"))
+    }
+
+    /// The keys paid, in order.
+    pub fn paid(&self) -> Vec<String> {
+        lines(&self.dir.join("ledger"))
+    }
+}
+
+/// The lines of the file at `path` (none when it does not exist).
+///
+/// # Panics
+///
+/// When the file exists and cannot be read (this is test support).
+pub fn lines(path: &Path) -> Vec<String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => text.lines().map(str::to_owned).collect(),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(error) => panic!("reading {}: {error}", path.display()),
+    }
+}
+
+/// Appends `line` to the file at `path` in one write, and syncs it.
+///
+/// # Panics
+///
+/// When the file cannot be written (this is test support).
+pub fn append(path: &Path, line: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap_or_else(|error| panic!("opening {}: {error}", path.display()));
+    file.write_all(format!("{line}\n").as_bytes())
+        .and_then(|()| file.sync_all())
+        .unwrap_or_else(|error| panic!("writing {}: {error}", path.display()));
+}
