@@ -34,11 +34,11 @@ free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# shellcheck source=real-model.sh
+. scripts/real-model.sh
 tmp=$(mktemp -d)
-server_pid=""
 cleanup() {
-    # The server runs in a process group of its own (setsid): stop all of it.
-    if [ -n "$server_pid" ]; then kill -- "-$server_pid" 2>/dev/null || true; fi
+    stop_real_model
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -260,20 +260,14 @@ grep -qx 'caused by: gave up after 3 attempts' "$tmp/err" || fail "no give-up li
 cat "$tmp/err"
 
 echo "-- against a real model (llama.cpp, SmolLM2)"
-script=${THIRD_PARTY_OPENAI:-../shared/tools/third_party_openai.sh}
-if [ ! -x "$script" ]; then
-    skip_or_fail "no server script at $script (set THIRD_PARTY_OPENAI to third_party_openai.sh)"
-    exit 0
-fi
 port=$(free_port)
-setsid "$script" llama "$port" >"$tmp/llama.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 1 300); do
-    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-    kill -0 "$server_pid" 2>/dev/null || fail "llama-server did not start: $(tail -20 "$tmp/llama.log")"
-    sleep 1
-done
-curl -sf "http://127.0.0.1:$port/health" >/dev/null || fail "llama-server is not ready after 300 s"
+if ! start_real_model "$port" "$tmp/llama.log" >"$tmp/why"; then
+    case "$(cat "$tmp/why")" in
+        "no server script at "*) skip_or_fail "$(cat "$tmp/why")"; exit 0 ;;
+        *) fail "$(cat "$tmp/why")" ;;
+    esac
+fi
+cat "$tmp/why"
 for example in quickstart streaming; do
     code=0
     env -u ANTHROPIC_API_KEY -u ANTHROPIC_BASE_URL \
