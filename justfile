@@ -57,7 +57,7 @@ examples:
 # Evaluate the quickstart agent on its case set (offline unless OPENAI_API_KEY or
 # OPENAI_BASE_URL is set): `just eval --repeat 5 --markdown report.md`.
 eval *args:
-    cargo run --example eval -- examples/cases/quickstart.jsonl {{args}}
+    cargo run -p agentscope-example-eval --example eval -- examples/cases/quickstart.jsonl {{args}}
 
 # What CI runs.
 ci:

@@ -4,13 +4,13 @@
 //! of a local agent, streaming its progress (`call`).
 //!
 //! ```sh
-//! cargo run --example a2a -- serve                    # http://127.0.0.1:4000/a2a, offline demo model
-//! PORT=8080 cargo run --example a2a -- serve          # another port
-//! A2A_TOKEN=secret cargo run --example a2a -- serve   # the methods ask for a bearer token
-//! OPENAI_API_KEY=sk-... cargo run --example a2a -- serve   # a real OpenAI-compatible endpoint
+//! cargo run -p agentscope-example-a2a --example a2a -- serve                    # http://127.0.0.1:4000/a2a, offline demo model
+//! PORT=8080 cargo run -p agentscope-example-a2a --example a2a -- serve          # another port
+//! A2A_TOKEN=secret cargo run -p agentscope-example-a2a --example a2a -- serve   # the methods ask for a bearer token
+//! OPENAI_API_KEY=sk-... cargo run -p agentscope-example-a2a --example a2a -- serve   # a real OpenAI-compatible endpoint
 //!
-//! cargo run --example a2a -- call http://127.0.0.1:4000/a2a                   # asks "What is 6*7?"
-//! cargo run --example a2a -- call http://127.0.0.1:4000/a2a "What is 12*12?"  # another question
+//! cargo run -p agentscope-example-a2a --example a2a -- call http://127.0.0.1:4000/a2a                   # asks "What is 6*7?"
+//! cargo run -p agentscope-example-a2a --example a2a -- call http://127.0.0.1:4000/a2a "What is 12*12?"  # another question
 //! ```
 //!
 //! It prints the base URL; any A2A 1.0 client finds the agent from it (the card is at
@@ -51,8 +51,8 @@ use agentscope_test::tools::Calculator;
 use futures::StreamExt;
 use serde_json::json;
 
-const USAGE: &str = "usage: cargo run --example a2a -- serve\n       \
-                     cargo run --example a2a -- call URL [QUESTION]";
+const USAGE: &str = "usage: cargo run -p agentscope-example-a2a --example a2a -- serve\n       \
+                     cargo run -p agentscope-example-a2a --example a2a -- call URL [QUESTION]";
 
 #[tokio::main]
 async fn main() -> ExitCode {

@@ -2,10 +2,10 @@
 //! exits non-zero when the pass rate is below a threshold.
 //!
 //! ```sh
-//! cargo run --example eval -- examples/cases/quickstart.jsonl          # offline demo model
-//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example eval -- examples/cases/quickstart.jsonl
+//! cargo run -p agentscope-example-eval --example eval -- examples/cases/quickstart.jsonl          # offline demo model
+//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run -p agentscope-example-eval --example eval -- examples/cases/quickstart.jsonl
 //! # five runs per case, two at a time; every report; compared with yesterday's
-//! cargo run --example eval -- examples/cases/quickstart.jsonl --repeat 5 --concurrency 2 \
+//! cargo run -p agentscope-example-eval --example eval -- examples/cases/quickstart.jsonl --repeat 5 --concurrency 2 \
 //!     --json today.json --junit junit.xml --markdown report.md --baseline yesterday.json
 //! ```
 //!
@@ -101,7 +101,7 @@ fn options() -> Result<Options, Box<dyn Error>> {
     }
     if options.cases.is_empty() {
         return Err(
-            "usage: cargo run --example eval -- CASES.jsonl [--repeat K] [--concurrency N] \
+            "usage: cargo run -p agentscope-example-eval --example eval -- CASES.jsonl [--repeat K] [--concurrency N] \
                     [--threshold SHARE] [--timeout SECONDS] [--json PATH] [--junit PATH] \
                     [--markdown PATH] [--baseline PATH]"
                 .into(),

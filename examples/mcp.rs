@@ -3,8 +3,8 @@
 //! and the answer.
 //!
 //! ```sh
-//! cargo run --example mcp                                          # offline, scripted model
-//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example mcp   # a real model
+//! cargo run -p agentscope-example-mcp --example mcp                                          # offline, scripted model
+//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run -p agentscope-example-mcp --example mcp   # a real model
 //! ```
 //!
 //! The model is the one the environment names (see `examples/support/mod.rs`), or offline a
@@ -26,9 +26,10 @@ use agentscope_test::{ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
 
-/// The folder holding the pinned server packages.
+/// The folder holding the pinned server packages (this example's package is
+/// `examples/packages/mcp/`).
 fn servers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/agentscope-mcp/tests/servers")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../crates/agentscope-mcp/tests/servers")
 }
 
 /// server-everything's entry point, installed when npm can; `None` (with the reason

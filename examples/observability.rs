@@ -4,13 +4,13 @@
 //!
 //! ```sh
 //! # Arize Phoenix (`pip install arize-phoenix && phoenix serve`), Jaeger, Langfuse, a Collector:
-//! OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:6006 cargo run --example observability
+//! OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:6006 cargo run -p agentscope-example-observability --example observability
 //! OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc ...  # needs agentscope-otel's `grpc` feature
 //! OTEL_SERVICE_NAME=support-bot OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true ...
 //! # no endpoint: the spans are printed instead, as a tree
-//! cargo run --example observability
+//! cargo run -p agentscope-example-observability --example observability
 //! # a real model (see examples/support/mod.rs)
-//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example observability
+//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run -p agentscope-example-observability --example observability
 //! ```
 //!
 //! With `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) set, the

@@ -4,8 +4,8 @@
 //! interrupts the other's call.
 //!
 //! ```sh
-//! cargo run --example two_instances                                # starts a local redis-server
-//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example two_instances   # or uses yours
+//! cargo run -p agentscope-example-two-instances --example two_instances                                # starts a local redis-server
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run -p agentscope-example-two-instances --example two_instances   # or uses yours
 //! ```
 //!
 //! Offline: each instance's model is a built-in demo model (a `ScriptedModel`, labelled),

@@ -4,8 +4,8 @@
 //! them deserialised (`serde`).
 //!
 //! ```sh
-//! cargo run --example typed_tools                                          # offline, scripted
-//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example typed_tools   # a real model
+//! cargo run -p agentscope-example-typed-tools --example typed_tools                                          # offline, scripted
+//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run -p agentscope-example-typed-tools --example typed_tools   # a real model
 //! ```
 //!
 //! The model is the one the environment names (see `examples/support/mod.rs`), or offline a

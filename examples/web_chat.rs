@@ -2,12 +2,12 @@
 //! at `/`; open the printed URL in a browser.
 //!
 //! ```sh
-//! cargo run --example web_chat                       # http://127.0.0.1:3000/, offline demo model
-//! PORT=8080 cargo run --example web_chat             # another port
-//! OPENAI_API_KEY=sk-... cargo run --example web_chat # a real OpenAI-compatible endpoint
-//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run --example web_chat   # a local server
-//! ANTHROPIC_API_KEY=sk-ant-... AGENTSCOPE_MODEL=claude-sonnet-4-5 cargo run --example web_chat
-//! CHAT_TOKEN=secret cargo run --example web_chat     # the API asks for a bearer token
+//! cargo run -p agentscope-example-web-chat --example web_chat                       # http://127.0.0.1:3000/, offline demo model
+//! PORT=8080 cargo run -p agentscope-example-web-chat --example web_chat             # another port
+//! OPENAI_API_KEY=sk-... cargo run -p agentscope-example-web-chat --example web_chat # a real OpenAI-compatible endpoint
+//! OPENAI_BASE_URL=http://127.0.0.1:8080/v1 cargo run -p agentscope-example-web-chat --example web_chat   # a local server
+//! ANTHROPIC_API_KEY=sk-ant-... AGENTSCOPE_MODEL=claude-sonnet-4-5 cargo run -p agentscope-example-web-chat --example web_chat
+//! CHAT_TOKEN=secret cargo run -p agentscope-example-web-chat --example web_chat     # the API asks for a bearer token
 //! ```
 //!
 //! The agent has two tools: `calculator`, and `delete_files`, a pretend destructive tool that

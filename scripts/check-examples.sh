@@ -47,7 +47,8 @@ trap cleanup EXIT
 offline=(env -u OPENAI_API_KEY -u OPENAI_BASE_URL -u ANTHROPIC_API_KEY -u ANTHROPIC_BASE_URL
     -u AGENTSCOPE_MODEL -u AGENTSCOPE_MAX_TOKENS)
 
-cargo build --quiet -p agentscope-examples --examples
+# The examples' packages: `examples/` and one per example that links more (`examples/packages/`).
+cargo build --quiet -p agentscope-examples -p 'agentscope-example-*' --examples
 bin=target/debug/examples
 
 # An example's first line must say which model runs, or that it runs scripted.

@@ -53,7 +53,7 @@
 //! # }).unwrap();
 //! ```
 //!
-//! The guide is `docs/evaluation.md`; `cargo run --example eval -- examples/cases/quickstart.jsonl`
+//! The guide is `docs/evaluation.md`; `cargo run -p agentscope-example-eval --example eval -- examples/cases/quickstart.jsonl`
 //! runs a case file against the model the environment names.
 
 mod answer;

@@ -1,8 +1,11 @@
 //! The build-time half of the components rule (`agentscope_test::components` states it):
 //! for each component a crate's tests need, a `has_*` cfg when this machine has it (always
-//! under CI, so a missing one fails the tests there), and a cargo warning naming each one it
-//! lacks. The tests carry `#[cfg_attr(not(has_redis), ignore = "...")]`, so without the
-//! component they show as ignored, with the reason, in the test runner's summary.
+//! under CI, so a missing one fails the tests there). The tests carry
+//! `#[cfg_attr(not(has_redis), ignore = "...")]`, so without the component they show as
+//! ignored, with the reason, when the tests run. The build script says nothing outside CI:
+//! it runs whenever the crate is built (an example, a user's program), and a warning there
+//! reads as an error to a newcomer who only ran the quickstart. Under CI it warns about each
+//! missing component, whose tests will fail.
 //!
 //! A crate's `build.rs` includes this file with `#[path]` instead of depending on
 //! `agentscope-test`: a build dependency on the test kit would compile the framework a second
@@ -20,7 +23,7 @@ use std::sync::Once;
 
 /// One component as this build found it.
 pub(crate) struct Component {
-    /// How the warning names it: the program, or "Chromium".
+    /// How the CI warning names it: the program, or "Chromium".
     name: &'static str,
     found: bool,
     /// The file found, watched so that removing it runs the build script again.
@@ -69,8 +72,8 @@ pub(crate) fn postgres() -> Component {
     }
 }
 
-/// Sets `cfg` when every one of `components` was found, or under CI; warns about each
-/// missing one.
+/// Sets `cfg` when every one of `components` was found, or under CI; under CI, warns about
+/// each missing one.
 pub(crate) fn cfg(cfg: &str, components: &[Component]) {
     static ENV: Once = Once::new();
     ENV.call_once(|| {
@@ -84,18 +87,12 @@ pub(crate) fn cfg(cfg: &str, components: &[Component]) {
             (Some(file), true) => println!("cargo::rerun-if-changed={}", file.display()),
             _ => watch_path_dirs(),
         }
-        match (component.found, ci) {
-            (true, _) => {}
-            (false, false) => println!(
-                "cargo::warning={} is not installed: the tests that need it are ignored \
-                 (`.ci/run` installs it and runs them)",
-                component.name
-            ),
-            (false, true) => println!(
+        if ci && !component.found {
+            println!(
                 "cargo::warning={} is not installed and AGENTSCOPE_CI is set: the tests that \
                  need it will fail",
                 component.name
-            ),
+            );
         }
     }
     if ci || components.iter().all(|component| component.found) {

@@ -36,7 +36,7 @@ use crate::toolkit::{ToolFn, tool_fn};
 ///
 /// Arguments that do not match the schema never reach the closure: the model gets an error
 /// result naming the problem and can try again. `examples/typed_tools.rs` runs a typed tool
-/// in an agent (`cargo run --example typed_tools`), on a real model when the environment
+/// in an agent (`cargo run -p agentscope-example-typed-tools --example typed_tools`), on a real model when the environment
 /// names one.
 pub fn typed_tool_fn<A, F, Fut, O>(
     name: impl Into<String>,

@@ -10,8 +10,6 @@
 //! toolchain and says which tests it left out, how many and why:
 //!
 //! ```text
-//! warning: agentscope-redis@0.1.0: redis-server is not installed: the tests that need it are ignored (`.ci/run` installs it and runs them)
-//! ...
 //! test redis_session_store_conformance ... ignored, redis-server not installed: .ci/run installs it
 //! test redis_session_store_conformance_with_ttl ... ignored, redis-server not installed: .ci/run installs it
 //!
@@ -24,8 +22,9 @@
 //!   (`agentscope`, `agentscope-redis`, `agentscope-postgres`, `agentscope-server`,
 //!   `agentscope-mcp`) sets a cfg for each one it finds (`has_redis`, `has_redis_cli`,
 //!   `has_openssl`, `has_postgres`, `has_node` for node and npm, `has_chromium`; all of them
-//!   under CI) and warns about each one it does not, through
-//!   `agentscope-test/build/components.rs`. The test carries
+//!   under CI, where it also warns about each one missing), through
+//!   `agentscope-test/build/components.rs`. Outside CI it prints nothing: the script runs
+//!   whenever the crate is built, not only for its tests. The test carries
 //!   `#[cfg_attr(not(has_redis), ignore = "redis-server not installed: .ci/run installs it")]`.
 //!   The scripts run again when `PATH` or `AGENTSCOPE_CI` changes, and when a program appears
 //!   in (or leaves) a directory of `PATH`.
