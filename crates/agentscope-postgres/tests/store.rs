@@ -13,20 +13,15 @@ use std::error::Error as _;
 use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
-use agentscope::session::{
-    AgentIdentity, AgentState, SessionError, SessionStore, SessionSummary, StateChange,
-};
+use agentscope::session::{AgentState, SessionError, SessionStore, SessionSummary, StateChange};
 use agentscope_postgres::{
     DEFAULT_LEASE_TTL, DEFAULT_MAX_CONNECTIONS, DEFAULT_SCHEMA, PostgresFailure,
     PostgresSessionStore, SCHEMA_VERSION,
 };
 use agentscope_test::messages::texts;
+use agentscope_test::session_store::identity;
 use agentscope_test::session_store::rich_state;
 use support::{PostgresServer, raw};
-
-fn identity() -> AgentIdentity {
-    AgentIdentity::new("assistant", "agent-1")
-}
 
 /// `state` as stored at `revision`.
 fn at_revision(mut state: AgentState, revision: u64) -> AgentState {

@@ -8,6 +8,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use agentscope::interrupt::INTERRUPT_REPLY;
 use agentscope::prelude::*;
 use agentscope::session::{AgentIdentity, AgentState, SessionStore, StateChange};
 use agentscope_redis::RedisSessionStore;
@@ -197,10 +198,7 @@ async fn cluster_store() {
         .expect("the interrupt arrives")
         .unwrap()
         .unwrap();
-    assert_eq!(
-        reply.text(),
-        "I noticed that you have interrupted me. What can I do for you?"
-    );
+    assert_eq!(reply.text(), INTERRUPT_REPLY);
     assert_eq!(other_instance.call("me too").await.unwrap().text(), "late");
 }
 

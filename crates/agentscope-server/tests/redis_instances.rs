@@ -12,6 +12,7 @@ mod support;
 
 use std::time::Duration;
 
+use agentscope::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT};
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use agentscope::{ContentBlock, HookEventType};
@@ -308,7 +309,6 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
         ]
     );
     assert_eq!(tail[0]["stepName"], "reasoning 1");
-    let interrupted_reply = "I noticed that you have interrupted me. What can I do for you?";
     let snapshot = &tail[1]["messages"];
     assert_eq!(
         (
@@ -320,9 +320,8 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
         (
             &json!({"id": "u1", "role": "user", "content": "Wait for it."}),
             &json!({"id": "result-w1", "role": "tool", "toolCallId": "w1",
-                    "content": "Error: Tool execution was interrupted.",
-                    "error": "Error: Tool execution was interrupted."}),
-            &json!(interrupted_reply),
+                    "content": INTERRUPTED_RESULT, "error": INTERRUPTED_RESULT}),
+            &json!(INTERRUPT_REPLY),
             4
         )
     );
@@ -347,9 +346,9 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
         [
             (
                 Role::Tool,
-                "result w1 (error: true): Error: Tool execution was interrupted.".to_owned()
+                format!("result w1 (error: true): {INTERRUPTED_RESULT}")
             ),
-            (Role::Assistant, interrupted_reply.to_owned()),
+            (Role::Assistant, INTERRUPT_REPLY.to_owned()),
         ]
     );
 

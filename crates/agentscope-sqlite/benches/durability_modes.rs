@@ -35,6 +35,7 @@ use agentscope::prelude::*;
 use agentscope::session::{Durability, JsonFileSessionStore, SessionStore, StateChange};
 use agentscope::{CancellationToken, ChatStream, InDoubt, ModelError, ModelRequest};
 use agentscope_sqlite::SqliteSessionStore;
+use agentscope_test::bench::median;
 use agentscope_test::conversation::{agent, assistant_call, history, tool_result};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
@@ -74,11 +75,6 @@ impl Place {
             }
         }
     }
-}
-
-fn median(mut values: Vec<Duration>) -> Duration {
-    values.sort();
-    values[values.len() / 2]
 }
 
 fn micros(duration: Duration) -> f64 {
@@ -304,7 +300,7 @@ async fn calls(
         times.push(start.elapsed());
         assert_eq!(reply.text(), "Found it.");
     }
-    median(times)
+    median(times).expect("CALLS calls")
 }
 
 fn main() {
@@ -376,7 +372,11 @@ fn main() {
                 times.push(runtime.block_on(calls(&store, *subject, index, round)));
             }
         }
-        let (save, floor, encoding) = (median(saves), median(floors), median(encoding_floors));
+        let (save, floor, encoding) = (
+            median(saves).expect("ROUNDS rounds"),
+            median(floors).expect("ROUNDS rounds"),
+            median(encoding_floors).expect("ROUNDS rounds"),
+        );
         println!(
             "\n{place:?} ({} bytes per save): step save {:.1} µs; floor {:.1} µs: {:.2}x; floor \
              with the JSON encoding {:.1} µs: {:.2}x",
@@ -387,7 +387,7 @@ fn main() {
             micros(encoding),
             save.as_secs_f64() / encoding.as_secs_f64(),
         );
-        let leased = median(leased_saves);
+        let leased = median(leased_saves).expect("ROUNDS rounds");
         println!(
             "  step save under the session's lease (as a call saves): {:.1} µs: {:.2}x the floor, \
              {:.2}x the floor with the encoding",
@@ -395,10 +395,10 @@ fn main() {
             leased.as_secs_f64() / floor.as_secs_f64(),
             leased.as_secs_f64() / encoding.as_secs_f64(),
         );
-        let bare = median(call_times[0].clone());
+        let bare = median(call_times[0].clone()).expect("ROUNDS rounds");
         println!("  call without a session: {:.1} µs", micros(bare));
         for (subject, times) in subjects.iter().zip(call_times).skip(1) {
-            let time = median(times);
+            let time = median(times).expect("ROUNDS rounds");
             let added = time.saturating_sub(bare);
             let Binding::Mode(mode, idempotent) = subject else {
                 continue;

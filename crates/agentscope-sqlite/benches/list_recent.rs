@@ -34,6 +34,7 @@ use agentscope::session::{
 use agentscope_postgres::PostgresSessionStore;
 use agentscope_redis::RedisSessionStore;
 use agentscope_sqlite::SqliteSessionStore;
+use agentscope_test::bench::median;
 use agentscope_test::components::postgres::PostgresServer;
 use agentscope_test::components::redis::{RedisCluster, RedisServer};
 use agentscope_test::conversation::{agent, assistant_call, history, tool_result};
@@ -77,7 +78,7 @@ impl SessionStore for Provided {
 /// The median of `runs` pages of `store.list_recent(after, PAGE)` after `warm_up`
 /// unmeasured ones (a pool's connections each prepare the statement once), each checked
 /// against `expected`.
-fn median(
+fn page_median(
     runtime: &Runtime,
     store: &dyn SessionStore,
     after: Option<&SessionSummary>,
@@ -93,7 +94,7 @@ fn median(
     for _ in 0..warm_up {
         assert_eq!(page(), expected, "the page (unmeasured)");
     }
-    let mut samples: Vec<Duration> = (0..runs)
+    let samples: Vec<Duration> = (0..runs)
         .map(|_| {
             let start = Instant::now();
             let listed = page();
@@ -102,8 +103,7 @@ fn median(
             took
         })
         .collect();
-    samples.sort_unstable();
-    samples[samples.len() / 2]
+    median(samples).expect("at least one run")
 }
 
 fn ms(duration: Duration) -> String {
@@ -166,10 +166,10 @@ fn measure(
     let first = &summaries[..PAGE];
     let cursor = &summaries[999];
     let deep = &summaries[1_000..1_000 + PAGE];
-    let own_first = median(runtime, &*store, None, first, RUNS, RUNS);
-    let own_deep = median(runtime, &*store, Some(cursor), deep, RUNS, RUNS);
+    let own_first = page_median(runtime, &*store, None, first, RUNS, RUNS);
+    let own_deep = page_median(runtime, &*store, Some(cursor), deep, RUNS, RUNS);
     let provided = Provided(Arc::clone(&store));
-    let provided_first = median(runtime, &provided, None, first, 1, PROVIDED_RUNS);
+    let provided_first = page_median(runtime, &provided, None, first, 1, PROVIDED_RUNS);
     eprintln!("{name}: filled in {filled:?}");
     let row = format!(
         "| {name} | {} | {} | {} | {:.0}x |",
@@ -183,7 +183,7 @@ fn measure(
     };
     // The provided method through a new store value each time: what another process (or
     // a restarted one) pays, with nothing decoded yet.
-    let mut samples: Vec<Duration> = (0..PROVIDED_RUNS)
+    let samples: Vec<Duration> = (0..PROVIDED_RUNS)
         .map(|_| {
             let provided = Provided(cold());
             let start = Instant::now();
@@ -195,8 +195,7 @@ fn measure(
             took
         })
         .collect();
-    samples.sort_unstable();
-    let cold = samples[samples.len() / 2];
+    let cold = median(samples).expect("PROVIDED_RUNS runs");
     format!(
         "{row}\n| {name}, provided method through a new store value (nothing decoded yet) | | | {} | {:.0}x |",
         ms(cold),

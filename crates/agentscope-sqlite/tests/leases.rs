@@ -11,32 +11,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentscope::CancellationToken;
+use agentscope::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT, INTERRUPTED_WHILE_RUNNING};
 use agentscope::prelude::*;
-use agentscope::session::{AgentIdentity, SessionError, SessionStore, StateChange};
+use agentscope::session::{SessionError, SessionStore, StateChange};
 use agentscope_sqlite::{DEFAULT_LEASE_TTL, LEASES_TABLE, SqliteSessionStore};
+use agentscope_test::session_store::identity;
+use agentscope_test::session_store::instances::all_said;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::json;
-
-const INTERRUPT_REPLY: &str = "I noticed that you have interrupted me. What can I do for you?";
-const INTERRUPTED_RESULT: &str = "Error: Tool execution was interrupted.";
-const INTERRUPTED_WHILE_RUNNING: &str = "Error: Tool execution was interrupted while running \
-     (the agent stopped before its result was stored), so it was not run again; its effects \
-     may or may not have happened.";
-
-fn said(msg: &Msg) -> String {
-    if let Some(call) = msg.tool_uses().first() {
-        return format!("call {}", call.name);
-    }
-    if let Some(result) = msg.tool_results().first() {
-        return format!("result {}", result.text_output());
-    }
-    msg.text()
-}
-
-fn all_said(messages: &[Msg]) -> Vec<String> {
-    messages.iter().map(said).collect()
-}
 
 /// The wall clock in milliseconds since the Unix epoch, as lease expiries are written.
 fn now_ms() -> i64 {
@@ -47,10 +30,6 @@ fn now_ms() -> i64 {
             .as_millis(),
     )
     .unwrap()
-}
-
-fn identity() -> AgentIdentity {
-    AgentIdentity::new("a", "1")
 }
 
 /// A store on `path` whose leases live `ttl`.

@@ -15,6 +15,7 @@ use agentscope::prelude::*;
 use agentscope::session::{AgentIdentity, AgentState, SessionError, SessionStore, StateChange};
 use agentscope_sqlite::{BUSY_TIMEOUT, DEFAULT_MAX_READERS, SqliteSessionStore};
 use agentscope_test::messages::texts;
+use agentscope_test::session_store::identity;
 use agentscope_test::session_store::rich_state;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use rusqlite::Connection;
@@ -25,10 +26,6 @@ fn open() -> (tempfile::TempDir, std::path::PathBuf, SqliteSessionStore) {
     let path = dir.path().join("sessions.db");
     let store = SqliteSessionStore::open(&path).unwrap();
     (dir, path, store)
-}
-
-fn identity() -> AgentIdentity {
-    AgentIdentity::new("assistant", "agent-1")
 }
 
 fn state(messages: Vec<Msg>) -> AgentState {

@@ -14,6 +14,7 @@
 //! - [`model_conformance`]: the scenarios every model client must decode as
 //!   [`ScriptedModel`] plays them;
 //! - [`process`]: a copy of the test binary as a worker process;
+//! - [`bench`](mod@bench): the median every benchmark reports;
 //! - [`components`]: the real programs some tests start (redis-server, PostgreSQL, Node,
 //!   Chromium) and the rule when one is missing (ignored with the reason; under CI, a
 //!   failure).
@@ -31,6 +32,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod components;
 pub mod conversation;
 pub mod http;

@@ -112,6 +112,19 @@ pub mod agents;
 #[cfg_attr(docsrs, doc(cfg(feature = "agents")))]
 pub mod instances;
 
+/// The agent a store crate's own tests save states and changes for: name `assistant`, id
+/// `agent-1`. A test that reads the stored identity back (a row's JSON column, say) spells
+/// these two values out itself.
+///
+/// ```
+/// use agentscope_test::session_store::identity;
+///
+/// assert_eq!((identity().name.as_str(), identity().id.as_str()), ("assistant", "agent-1"));
+/// ```
+pub fn identity() -> AgentIdentity {
+    AgentIdentity::new("assistant", "agent-1")
+}
+
 /// Runs every [`Check`] against stores made by `make`, and panics listing every check that
 /// failed (with its message) if any did.
 ///

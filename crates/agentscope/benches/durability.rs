@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
 use agentscope::session::JsonFileSessionStore;
+use agentscope_test::bench::median;
 use futures::executor::block_on;
 
 const AGENTS: usize = 500;
@@ -204,11 +205,6 @@ fn tokio_floor_round(
     })
 }
 
-fn median(mut values: Vec<Duration>) -> Duration {
-    values.sort();
-    values[values.len() / 2]
-}
-
 fn main() {
     let base = std::env::var_os("DURABILITY_DIR")
         .map(PathBuf::from)
@@ -227,7 +223,11 @@ fn main() {
         durable.push(round(Some(&store), r));
         floor.push(floor_round(floor_dir.path(), &lines, r));
     }
-    let (plain, durable, floor) = (median(plain), median(durable), median(floor));
+    let (plain, durable, floor) = (
+        median(plain).expect("ROUNDS rounds"),
+        median(durable).expect("ROUNDS rounds"),
+        median(floor).expect("ROUNDS rounds"),
+    );
     let stored = std::fs::read_dir(dir.path()).unwrap().count();
     println!(
         "durability: store in {} ({stored} entries written; every save fsync'd)",
@@ -265,10 +265,10 @@ fn main() {
         inline.push(tokio_round(&runtime, Some(&inline_store), r));
     }
     let (plain, durable, floor, inline) = (
-        median(plain),
-        median(durable),
-        median(floor),
-        median(inline),
+        median(plain).expect("TOKIO_ROUNDS rounds"),
+        median(durable).expect("TOKIO_ROUNDS rounds"),
+        median(floor).expect("TOKIO_ROUNDS rounds"),
+        median(inline).expect("TOKIO_ROUNDS rounds"),
     );
     let added = durable.saturating_sub(plain);
     println!(

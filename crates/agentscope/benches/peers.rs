@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
 use agentscope::{HookChain, hook_fn};
+use agentscope_test::bench::median;
 use support::{AsyncNoop, dispatches, run_floor};
 
 /// `calls` ReAct calls one after another under one `block_on`; the elapsed time.
@@ -59,16 +60,6 @@ impl<'a> Figure<'a> {
             units,
             run: Box::new(run),
         }
-    }
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
     }
 }
 
@@ -138,6 +129,6 @@ fn main() {
         }
     }
     for (figure, samples) in figures.iter().zip(samples) {
-        println!("{} {:.2}", figure.name, median(samples));
+        println!("{} {:.2}", figure.name, median(samples).expect("batches"));
     }
 }

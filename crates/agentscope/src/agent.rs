@@ -694,7 +694,8 @@ impl ReActAgent {
 
     /// Asks the running call(s) to stop. Observed between steps, on every model chunk and by
     /// running tools (through their context); the call stores what it has, gives pending
-    /// tool calls "interrupted" results and returns
+    /// tool calls "interrupted" results ([`INTERRUPTED_RESULT`](crate::interrupt::INTERRUPTED_RESULT))
+    /// and returns [`INTERRUPT_REPLY`](crate::interrupt::INTERRUPT_REPLY),
     /// `"I noticed that you have interrupted me. What can I do for you?"`
     /// ([`GenerateReason::Interrupted`](agentscope_core::GenerateReason::Interrupted)).
     /// Interrupting an idle agent does nothing.

@@ -14,6 +14,7 @@ mod engine;
 mod error;
 pub mod hooks;
 mod in_doubt;
+pub mod interrupt;
 mod memory;
 pub mod model_layers;
 #[cfg(feature = "multi-agent")]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::{CancelTaskRequest, GetTaskRequest, StreamResponse, SubscribeToTaskRequest};
+use agentscope::interrupt::INTERRUPT_REPLY;
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use agentscope_sqlite::SqliteSessionStore;
@@ -96,10 +97,7 @@ async fn cancel_task_on_another_instance_interrupts_the_call_where_it_runs() {
     .unwrap();
     assert_eq!(
         stored.messages.iter().map(|m| m.text()).collect::<Vec<_>>(),
-        [
-            "Take your time",
-            "I noticed that you have interrupted me. What can I do for you?"
-        ]
+        ["Take your time", INTERRUPT_REPLY]
     );
     let rest: Vec<_> = tokio::time::timeout(Duration::from_secs(10), events.collect::<Vec<_>>())
         .await
@@ -107,10 +105,7 @@ async fn cancel_task_on_another_instance_interrupts_the_call_where_it_runs() {
         .into_iter()
         .map(|event| describe(&event.unwrap()))
         .collect();
-    assert_eq!(
-        rest,
-        ["status canceled - I noticed that you have interrupted me. What can I do for you?"]
-    );
+    assert_eq!(rest, [format!("status canceled - {INTERRUPT_REPLY}")]);
     // Both instances report the task canceled.
     for server in [&first, &second] {
         let task = client(server, "JSONRPC")

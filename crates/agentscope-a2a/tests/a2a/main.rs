@@ -25,6 +25,7 @@ use a2a::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageConfiguration,
     SendMessageResponse, SubscribeToTaskRequest, Task,
 };
+use agentscope::interrupt::INTERRUPT_REPLY;
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
@@ -349,10 +350,7 @@ async fn cancel_task_interrupts_the_running_call() {
         .map(|event| describe(&event.unwrap()))
         .collect();
     // The task ends with the interrupted call's reply, stored with the conversation.
-    assert_eq!(
-        rest,
-        ["status canceled - I noticed that you have interrupted me. What can I do for you?"]
-    );
+    assert_eq!(rest, [format!("status canceled - {INTERRUPT_REPLY}")]);
     // The call itself was interrupted (not left to run out its 30 s): it stored the user's
     // message and the interrupted reply in the context's session.
     let store = JsonFileSessionStore::new(dir.path());
@@ -369,10 +367,7 @@ async fn cancel_task_interrupts_the_running_call() {
     .unwrap();
     assert_eq!(
         stored.messages.iter().map(|m| m.text()).collect::<Vec<_>>(),
-        [
-            "Take your time",
-            "I noticed that you have interrupted me. What can I do for you?"
-        ]
+        ["Take your time", INTERRUPT_REPLY]
     );
     assert_eq!(model.request_count(), 1);
 }

@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use agentscope::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT};
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use agentscope_a2a::A2a;
@@ -142,7 +143,7 @@ impl Ended {
                 "TASK_STATE_COMPLETED",
                 format!("Invoice {invoice} is paid."),
             ),
-            Ended::Canceled => ("TASK_STATE_CANCELED", INTERRUPTED.to_owned()),
+            Ended::Canceled => ("TASK_STATE_CANCELED", INTERRUPT_REPLY.to_owned()),
             Ended::InDoubt => ("TASK_STATE_FAILED", STOPPED_IN_DOUBT.to_owned()),
             Ended::Stopped => ("TASK_STATE_FAILED", STOPPED.to_owned()),
         };
@@ -157,9 +158,6 @@ impl Ended {
         }
     }
 }
-
-/// The interrupted call's reply.
-const INTERRUPTED: &str = "I noticed that you have interrupted me. What can I do for you?";
 
 /// What one trial's stored session, ledger and client report must say, and the tally.
 async fn check_trial(
@@ -380,8 +378,8 @@ async fn check_trial(
     match (ended, killed) {
         (Ended::Completed, false) => expected.extend([paid, answered]),
         (Ended::Canceled, _) => expected.extend([
-            format!("Tool: result pay-{invoice} (error): Error: Tool execution was interrupted."),
-            format!("Assistant: {INTERRUPTED}"),
+            format!("Tool: result pay-{invoice} (error): {INTERRUPTED_RESULT}"),
+            format!("Assistant: {INTERRUPT_REPLY}"),
         ]),
         // The next message was not given to the agent; the one sent again after was.
         (Ended::InDoubt, _) => {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use agentscope::interrupt::INTERRUPT_REPLY;
 use agentscope::prelude::*;
 use agentscope_test::components::available;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
@@ -146,7 +147,7 @@ async fn the_python_sdk_sends_streams_gets_lists_cancels_resubscribes_and_approv
                 "history": ["user: Again?", "agent: Again."],
             },
             "list": [false, true],
-            "cancel": {"returned": "TASK_STATE_CANCELED", "rest": ["status TASK_STATE_CANCELED - I noticed that you have interrupted me. What can I do for you?"]},
+            "cancel": {"returned": "TASK_STATE_CANCELED", "rest": [format!("status TASK_STATE_CANCELED - {INTERRUPT_REPLY}")]},
             // The stream is dropped after the task; a subscribe from the same client follows
             // the running task live (its deltas came after the re-subscribe) to its end.
             "resubscribe": {

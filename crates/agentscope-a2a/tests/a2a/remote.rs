@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use a2a::ListTasksRequest;
+use agentscope::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT};
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use agentscope::{ContentBlock, Event, EventType, ImageBlock};
@@ -509,10 +510,7 @@ async fn an_interrupt_cancels_the_remote_task_and_ends_the_call_interrupted() {
         .unwrap()
         .unwrap();
     assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
-    assert_eq!(
-        reply.text(),
-        "I noticed that you have interrupted me. What can I do for you?"
-    );
+    assert_eq!(reply.text(), INTERRUPT_REPLY);
     // The cancel was answered before the call ended.
     let tasks = list().await;
     assert_eq!(tasks.len(), 1);
@@ -560,7 +558,7 @@ async fn interrupting_the_local_call_cancels_the_remote_task_of_the_tool() {
     assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
     assert_eq!(
         lines(&local.memory().messages())[2],
-        "tool assistant: assistant l1 -> Error: Tool execution was interrupted."
+        format!("tool assistant: assistant l1 -> {INTERRUPTED_RESULT}")
     );
     // The engine dropped the running tool at once: the tool's turn cancels the remote task
     // in the background.

@@ -5,6 +5,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use agentscope_core::ChatResponse;
+use agentscope_test::bench::median;
 
 use crate::Decode;
 use crate::sse::{SseBody, SseParser};
@@ -179,11 +180,6 @@ fn passes_for(subject: Subject, pieces: &[&[u8]]) -> u32 {
         .max(1)
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 /// Runs a client's decode bench over `body`, `events` server-sent events fed in
 /// [`pieces`]: the floor ([`SseParser::feed`] into one reused vector), [`SseBody`], and the
 /// decoder `D` (`feed` per piece, then `finish`), alternated over rounds (7 with `--quick`
@@ -245,12 +241,12 @@ pub fn run<D: Decode>(provider: &str, body: &[u8], events: usize) -> Vec<ChatRes
     for ((name, _), rates) in subjects.iter().zip(rates) {
         println!(
             "{provider} {name:<8} {:>6.2} M chunks/s",
-            median(rates) / 1e6
+            median(rates).unwrap_or(f64::NAN) / 1e6
         );
     }
     println!(
         "{provider} decoder/floor {:.2}x (target: at least 0.50x)",
-        median(ratios)
+        median(ratios).unwrap_or(f64::NAN)
     );
     chunks
 }

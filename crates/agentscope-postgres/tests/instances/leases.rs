@@ -6,8 +6,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use agentscope::CancellationToken;
 use agentscope::prelude::*;
-use agentscope::session::{AgentIdentity, SessionError, SessionStore, StateChange};
+use agentscope::session::{SessionError, SessionStore, StateChange};
 use agentscope_postgres::PostgresSessionStore;
+use agentscope_test::session_store::identity;
 use agentscope_test::session_store::instances::worker::{Outcome, Request, agent, serve};
 use agentscope_test::session_store::instances::{assert_interrupted, scenarios, wait_running};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
@@ -15,10 +16,6 @@ use agentscope_test::{ScriptedModel, ScriptedResponse};
 use crate::proxy::{Mode, Proxy};
 use crate::store_with_lease_ttl;
 use crate::support::{PostgresServer, raw};
-
-fn identity() -> AgentIdentity {
-    AgentIdentity::new("a", "1")
-}
 
 /// The lease row of `session`: its token, and how many ms it still lives (by the server's
 /// clock); `None` without a row.

@@ -5,13 +5,12 @@
 
 use std::time::{Duration, Instant};
 
+use agentscope::interrupt::INTERRUPTED_WHILE_RUNNING;
 use agentscope::prelude::*;
 use agentscope::session::{AgentIdentity, AgentState, SessionStore, StateChange};
 use agentscope_test::messages::texts;
 use agentscope_test::session_store::instances::worker::{Outcome, Request, agent};
-use agentscope_test::session_store::instances::{
-    INTERRUPTED_WHILE_RUNNING, all_said, scenarios, wait_running,
-};
+use agentscope_test::session_store::instances::{all_said, scenarios, wait_running};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 
 use crate::store_with_lease_ttl;

@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 
 use agentscope::CancellationToken;
 use agentscope::prelude::*;
-use agentscope::session::AgentIdentity;
 use agentscope::session::{SessionError, SessionStore, StateChange};
 use agentscope_redis::RedisSessionStore;
+use agentscope_test::session_store::identity;
 use agentscope_test::session_store::instances::worker::{Request, agent, serve};
 use agentscope_test::session_store::instances::{assert_interrupted, scenarios, wait_running};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
@@ -15,10 +15,6 @@ use redis::AsyncCommands;
 
 use crate::short_lease_store;
 use crate::support::{Connect, RedisServer};
-
-fn identity() -> AgentIdentity {
-    AgentIdentity::new("a", "1")
-}
 
 /// A second instance is busy at once, before any hook runs, and its interrupt stops the
 /// first instance's call (the shared scenario of the same name).

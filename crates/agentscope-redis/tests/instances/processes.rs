@@ -5,12 +5,11 @@
 
 use std::time::{Duration, Instant};
 
+use agentscope::interrupt::INTERRUPTED_WHILE_RUNNING;
 use agentscope::session::SessionStore;
 use agentscope_redis::RedisSessionStore;
 use agentscope_test::session_store::instances::worker::{Outcome, Request, agent};
-use agentscope_test::session_store::instances::{
-    INTERRUPTED_WHILE_RUNNING, all_said, scenarios, wait_running,
-};
+use agentscope_test::session_store::instances::{all_said, scenarios, wait_running};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 
 use crate::support::{Connect, RedisServer};

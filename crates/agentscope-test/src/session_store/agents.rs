@@ -147,7 +147,7 @@ pub async fn concurrent_agents<S: SessionStore + Clone>(
         let state = load(&reader, &format!("session-{i:02}")).await;
         assert_eq!(state.messages.len(), 4 + 2 * (calls - 1), "session {i}");
         assert_eq!(
-            said(&state.messages),
+            roles_and_texts(&state.messages),
             expected_said(i, calls),
             "session {i}"
         );
@@ -293,7 +293,7 @@ async fn load<S: SessionStore>(store: &S, session: &str) -> AgentState {
 }
 
 /// Role and text of every message.
-fn said(messages: &[Msg]) -> Vec<(Role, String)> {
+fn roles_and_texts(messages: &[Msg]) -> Vec<(Role, String)> {
     messages.iter().map(|m| (m.role, m.text())).collect()
 }
 

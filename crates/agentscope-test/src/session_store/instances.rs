@@ -31,17 +31,9 @@ pub mod worker;
 
 use std::time::{Duration, Instant};
 
+use agentscope::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT};
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
-
-/// The reply of an interrupted call.
-pub const INTERRUPT_REPLY: &str = "I noticed that you have interrupted me. What can I do for you?";
-/// The result given to a tool call an interrupt stopped.
-pub const INTERRUPTED_RESULT: &str = "Error: Tool execution was interrupted.";
-/// The result given to a tool call whose process died before its result was stored.
-pub const INTERRUPTED_WHILE_RUNNING: &str = "Error: Tool execution was interrupted while running \
-     (the agent stopped before its result was stored), so it was not run again; its effects \
-     may or may not have happened.";
 
 /// What a message says: its text, or for a tool call `call <name>`, for a result
 /// `result <text>`.

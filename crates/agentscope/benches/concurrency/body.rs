@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
 use agentscope_core::{ChatStream, Model, ModelError, ModelRequest};
+use agentscope_test::bench::median;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use criterion::{Criterion, criterion_group};
 use serde_json::json;
@@ -244,10 +245,10 @@ fn bench(c: &mut Criterion) {
         println!(
             "{count} concurrent calls {:.1} ms = {:.2}x one call ({:.1} ms); tokio floor ({count} tasks sleeping twice) {:.1} ms, {:.2}x it; medians of {rounds} round(s), ratios per round: [{}] one call, [{}] floor; peak RSS {} MiB (at start of run {} MiB)",
             median_ms(|round| round.wall),
-            median_f64(&to_single),
+            median(to_single.clone()).unwrap_or(f64::NAN),
             median_ms(|round| round.single),
             median_ms(|round| round.floor),
-            median_f64(&to_floor),
+            median(to_floor.clone()).unwrap_or(f64::NAN),
             list(&to_single),
             list(&to_floor),
             peak_rss_mib().map_or("n/a".to_owned(), |m| format!("{m:.1}")),
@@ -276,17 +277,6 @@ impl Round {
     fn to_floor(&self) -> f64 {
         self.wall.as_secs_f64() / self.floor.as_secs_f64()
     }
-}
-
-fn median(mut values: Vec<Duration>) -> Option<Duration> {
-    values.sort();
-    values.get(values.len() / 2).copied()
-}
-
-fn median_f64(values: &[f64]) -> f64 {
-    let mut values = values.to_vec();
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// The runtime's floor: `count` tasks that each sleep [`DELAY`] twice, like a call's two

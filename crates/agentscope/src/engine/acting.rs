@@ -98,8 +98,11 @@ impl Call<'_> {
             if self.in_doubt(&call) == Some(InDoubt::Tell) {
                 // Its tool started in an earlier call whose result was never stored: it does
                 // not run again; PostActing sees the result.
-                let result =
-                    ToolResultBlock::error(&call.id, &call.name, super::INTERRUPTED_WHILE_RUNNING);
+                let result = ToolResultBlock::error(
+                    &call.id,
+                    &call.name,
+                    crate::interrupt::INTERRUPTED_WHILE_RUNNING,
+                );
                 jobs.push(Job {
                     tool_use: Arc::new(call),
                     run: Some(ToolRun::Done(result)),
@@ -217,9 +220,11 @@ impl Call<'_> {
                 settled.suspended.push(ContentBlock::ToolUse(tool_use));
                 return Ok(());
             }
-            Some(ToolRun::Interrupted) => {
-                ToolResultBlock::error(&tool_use.id, &tool_use.name, super::INTERRUPTED_RESULT)
-            }
+            Some(ToolRun::Interrupted) => ToolResultBlock::error(
+                &tool_use.id,
+                &tool_use.name,
+                crate::interrupt::INTERRUPTED_RESULT,
+            ),
             None => ToolResultBlock::error(&tool_use.id, &tool_use.name, super::CANCELLED_RESULT),
         };
         let (result, stop_here) = if self.setup.hooks.is_interested(HookEventType::PostActing) {

@@ -48,6 +48,7 @@ use crate::CallInput;
 use crate::admission::{Admission, Admit};
 use crate::config::AgentConfig;
 use crate::hooks::tracing::Decision;
+use crate::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT, INTERRUPTED_WHILE_RUNNING};
 use crate::runtime::AgentRuntime;
 use crate::runtime::CallGuard;
 use crate::session::{
@@ -61,17 +62,6 @@ pub(crate) use finish::Finish;
 use finish::FinishStep;
 use open_calls::OpenToolCalls;
 
-/// The reply to an interrupted call.
-pub(crate) const INTERRUPT_REPLY: &str =
-    "I noticed that you have interrupted me. What can I do for you?";
-/// The result given to tool calls an interrupt left without one.
-pub(crate) const INTERRUPTED_RESULT: &str = "Error: Tool execution was interrupted.";
-/// The result of a call whose tool started in an earlier call that never stored its result
-/// (the process stopped, the call was dropped); the tool is not idempotent, so it is not
-/// run again.
-pub(crate) const INTERRUPTED_WHILE_RUNNING: &str = "Error: Tool execution was interrupted while \
-     running (the agent stopped before its result was stored), so it was not run again; its \
-     effects may or may not have happened.";
 /// What is stored for a tool's result that never passed the PostActing hooks listening (the
 /// call failed or was dropped first), so no hook is bypassed.
 pub(crate) const WITHHELD_RESULT: &str = "Error: The tool ran, but its result was withheld \

@@ -15,6 +15,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use agentscope::interrupt::INTERRUPTED_WHILE_RUNNING;
 use agentscope::prelude::*;
 
 use crate::stores::{Place, finish_past_dead_lease};
@@ -22,11 +23,6 @@ use crate::worker::{Mode, Outcome, StoreKind, Task, finish, spawn, spawn_ready};
 
 const TRIALS: usize = 30;
 const IDS: [&str; 3] = ["s1", "s2", "s3"];
-/// What the model reads for a call in doubt (the `step` tool declares no policy: `Tell`).
-const IN_DOUBT: &str = "Error: Tool execution was interrupted while running (the agent \
-     stopped before its result was stored), so it was not run again; its effects may or may \
-     not have happened.";
-
 /// How many `<what> <id>` lines `path` holds.
 fn count(path: &Path, what: &str, id: &str) -> usize {
     let line = format!("{what} {id}");
@@ -148,7 +144,7 @@ async fn trials(kind: StoreKind, mode: Mode) {
         for (id, (result_id, text)) in IDS.iter().zip(&results) {
             assert_eq!(id, result_id, "trial {trial}: results in call order");
             assert!(count(&effects, "done", id) <= 1, "trial {trial}: {id}");
-            if text == IN_DOUBT {
+            if text == INTERRUPTED_WHILE_RUNNING {
                 // Recorded as running, then killed: before, inside or after the tool.
                 assert!(count(&effects, "start", id) <= 1, "trial {trial}: {id}");
                 doubted += 1;

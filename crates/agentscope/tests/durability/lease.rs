@@ -5,34 +5,16 @@
 
 use std::time::{Duration, Instant};
 
+use agentscope::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT, INTERRUPTED_WHILE_RUNNING};
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use agentscope_test::process::SelfProcess;
+use agentscope_test::session_store::instances::all_said;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 
 use crate::worker::{
     Counts, Outcome, SQLITE_LEASE_TTL, StoreKind, TASK, Task, finish_with_counts, open_store, spawn,
 };
-
-const INTERRUPT_REPLY: &str = "I noticed that you have interrupted me. What can I do for you?";
-const INTERRUPTED_RESULT: &str = "Error: Tool execution was interrupted.";
-const INTERRUPTED_WHILE_RUNNING: &str = "Error: Tool execution was interrupted while running \
-     (the agent stopped before its result was stored), so it was not run again; its effects \
-     may or may not have happened.";
-
-fn said(msg: &Msg) -> String {
-    if let Some(call) = msg.tool_uses().first() {
-        return format!("call {}", call.name);
-    }
-    if let Some(result) = msg.tool_results().first() {
-        return format!("result {}", result.text_output());
-    }
-    msg.text()
-}
-
-fn all_said(messages: &[Msg]) -> Vec<String> {
-    messages.iter().map(said).collect()
-}
 
 /// A worker process holding session `shared` of the SQLite database `path`: its call runs
 /// the `wait` tool until interrupted (or killed).

@@ -2,11 +2,12 @@
 
 use std::time::Duration;
 
-use crate::support::fixtures::{INTERRUPTED, REPLY, recorded_agent};
+use crate::support::fixtures::recorded_agent;
 use crate::support::hooks::first_time;
 use crate::support::invariants::assert_no_orphan_tool_use;
 use crate::support::recorded::kinds;
 use crate::support::rows::{Row, answer_row, calls_row, result_row, row, rows, user};
+use agentscope::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT};
 use agentscope::prelude::*;
 use agentscope_test::tools::{Calculator, SlowTool};
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
@@ -16,13 +17,13 @@ fn interrupt_reply() -> Row {
     row(
         Role::Assistant,
         "assistant",
-        vec![ContentBlock::text(REPLY)],
+        vec![ContentBlock::text(INTERRUPT_REPLY)],
         Some(GenerateReason::Interrupted),
     )
 }
 
 fn interrupted_result(id: &str, name: &str) -> Row {
-    result_row(ToolResultBlock::error(id, name, INTERRUPTED))
+    result_row(ToolResultBlock::error(id, name, INTERRUPTED_RESULT))
 }
 
 /// Registers a hook that interrupts `agent` the first time it sees an event of `kind`.
@@ -96,7 +97,7 @@ async fn interrupt_at_pre_reasoning_returns_the_interrupt_reply() {
     );
     let reply = reply.unwrap();
 
-    assert_eq!(reply.text(), REPLY);
+    assert_eq!(reply.text(), INTERRUPT_REPLY);
     assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
     assert_eq!(
         rows(&agent.memory().messages()),
@@ -110,7 +111,7 @@ async fn interrupt_at_pre_reasoning_returns_the_interrupt_reply() {
     let HookEvent::PostCall(post_call) = rec.events().last().cloned().unwrap() else {
         panic!("last event is not PostCall");
     };
-    assert_eq!(post_call.final_message().text(), REPLY);
+    assert_eq!(post_call.final_message().text(), INTERRUPT_REPLY);
     assert_works_normally_afterwards(&agent, &model).await;
 }
 
@@ -126,7 +127,7 @@ async fn interrupt_during_model_chunks_stores_the_partial_message() {
 
     let reply = agent.call("q").await.unwrap();
 
-    assert_eq!(reply.text(), REPLY);
+    assert_eq!(reply.text(), INTERRUPT_REPLY);
     let partial = row(
         Role::Assistant,
         "assistant",
@@ -197,7 +198,12 @@ async fn interrupt_after_reasoning_gives_pending_calls_interrupted_results() {
 
     let reply = agent.call("q").await.unwrap();
 
-    assert_eq!(reply.text(), REPLY);
+    // The texts users see, spelled out here once (every other test uses
+    // `agentscope::interrupt`), so that a change to them is a deliberate one.
+    assert_eq!(
+        reply.text(),
+        "I noticed that you have interrupted me. What can I do for you?"
+    );
     assert_eq!(reply.name, "assistant");
     let memory = assert_interrupted(
         &agent,
@@ -209,6 +215,18 @@ async fn interrupt_after_reasoning_gives_pending_calls_interrupted_results() {
         ],
     );
     assert_no_orphan_tool_use(&memory);
+    let results: Vec<String> = memory
+        .iter()
+        .flat_map(Msg::tool_results)
+        .map(ToolResultBlock::text_output)
+        .collect();
+    assert_eq!(
+        results,
+        [
+            "Error: Tool execution was interrupted.",
+            "Error: Tool execution was interrupted."
+        ]
+    );
     assert_eq!(calc.log().count(), 0, "no tool ran");
     assert_eq!(
         rec.types_without_chunks(),
@@ -232,7 +250,7 @@ async fn interrupt_from_another_task_cancels_a_running_tool() {
     // Interrupted once the slow tool is running.
     let reply = interrupt_when(&agent, || slow.log().count() > 0).await;
 
-    assert_eq!(reply.text(), REPLY);
+    assert_eq!(reply.text(), INTERRUPT_REPLY);
     let memory = assert_interrupted(
         &agent,
         &reply,

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use agentscope::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT};
 use agentscope::multi_agent::AgentTool;
 use agentscope::prelude::*;
 use agentscope_test::tools::ProgressTool;
@@ -12,7 +13,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::memory;
-use crate::support::fixtures::{CANCELLED, REPLY};
+use crate::support::fixtures::CANCELLED;
 use crate::support::invariants::assert_no_orphan_tool_use;
 
 /// One content block, nested blocks included.
@@ -259,7 +260,7 @@ async fn interrupting_the_outer_call_interrupts_the_inner_call() {
 
     let reply = outer.call("go").await.unwrap();
 
-    assert_eq!(reply.text(), REPLY);
+    assert_eq!(reply.text(), INTERRUPT_REPLY);
     assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
     assert!(!inner.is_running());
     // The inner call ended as an interrupted call: its tool got the interrupted result and
@@ -269,9 +270,8 @@ async fn interrupting_the_outer_call_interrupts_the_inner_call() {
         [
             "user/user: text \"Wait for me.\"".to_owned(),
             "assistant/researcher: tool_use i1 wait {}".to_owned(),
-            "tool/wait: tool_result i1 wait error \"Error: Tool execution was interrupted.\""
-                .to_owned(),
-            format!("assistant/researcher: text {REPLY:?}"),
+            format!("tool/wait: tool_result i1 wait error {INTERRUPTED_RESULT:?}"),
+            format!("assistant/researcher: text {INTERRUPT_REPLY:?}"),
         ]
     );
     assert_no_orphan_tool_use(&inner.memory().messages());
@@ -283,7 +283,7 @@ async fn interrupting_the_outer_call_interrupts_the_inner_call() {
             "tool/ask_researcher: tool_result o1 ask_researcher error \"Error: Tool execution \
              was interrupted.\""
                 .to_owned(),
-            format!("assistant/lead: text {REPLY:?}"),
+            format!("assistant/lead: text {INTERRUPT_REPLY:?}"),
         ]
     );
 }
@@ -304,7 +304,7 @@ async fn an_interrupt_from_another_task_reaches_the_inner_call() {
     assert!(!inner.is_running());
     assert_eq!(
         memory(&inner).last().unwrap(),
-        &format!("assistant/researcher: text {REPLY:?}")
+        &format!("assistant/researcher: text {INTERRUPT_REPLY:?}")
     );
     assert_no_orphan_tool_use(&inner.memory().messages());
     assert_no_orphan_tool_use(&outer.memory().messages());

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use agentscope::Agent;
+use agentscope::interrupt::INTERRUPT_REPLY;
 use agentscope::multi_agent::MsgHub;
 use agentscope::multi_agent::UserAgent;
 use agentscope::multi_agent::{ChannelInput, UserInput, sequential};
@@ -11,7 +12,6 @@ use agentscope::prelude::*;
 use agentscope_test::{RecordingHook, ScriptedResponse};
 use tokio::sync::mpsc;
 
-use crate::support::fixtures::REPLY;
 use crate::{from, heard_by, memory, request, scripted};
 
 #[tokio::test]
@@ -92,14 +92,14 @@ async fn interrupting_a_waiting_user_agent_loses_no_line() {
         .await
         .unwrap();
 
-    assert_eq!(reply.text(), REPLY);
+    assert_eq!(reply.text(), INTERRUPT_REPLY);
     assert_eq!(reply.generate_reason(), Some(GenerateReason::Interrupted));
     assert_eq!(next.text(), "Sorry, here now.");
     assert_eq!(
         memory(user.agent()),
         [
             "user/host: text \"Carol?\"".to_owned(),
-            format!("assistant/carol: text {REPLY:?}"),
+            format!("assistant/carol: text {INTERRUPT_REPLY:?}"),
             "user/host: text \"Carol, are you there?\"".to_owned(),
             "user/carol: text \"Sorry, here now.\"".to_owned(),
         ]

@@ -5,15 +5,16 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::describe::memory_of;
 use crate::support::fixtures::{
-    ELEVEN_KINDS_EVENTS, INTERRUPTED, REPLY, SwapModel, YieldingHook, cut_after,
-    eleven_kinds_builder, eleven_kinds_memory, eleven_kinds_model, poll_stream_times, poll_times,
-    run_counting, work_tool, yield_once,
+    ELEVEN_KINDS_EVENTS, SwapModel, YieldingHook, cut_after, eleven_kinds_builder,
+    eleven_kinds_memory, eleven_kinds_model, poll_stream_times, poll_times, run_counting,
+    work_tool, yield_once,
 };
 use crate::support::invariants::{
     Ending, Pending, assert_follow_up_call, assert_invariants, assert_invariants_after_drops,
     endings,
 };
 use crate::support::recorded::kinds;
+use agentscope::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT};
 use agentscope::prelude::*;
 use agentscope_test::tools::{FailingTool, PanickingTool, SuspendingTool};
 use agentscope_test::{RecordingHook, ScriptedChunk, ScriptedResponse};
@@ -451,13 +452,14 @@ const CALL: &str =
 const DONE: &str = r#"tool/progress: tool_result c1 progress "done""#;
 
 fn interrupted_reply() -> String {
-    format!("assistant/assistant: text {REPLY:?} <Interrupted>")
+    format!("assistant/assistant: text {INTERRUPT_REPLY:?} <Interrupted>")
 }
 
 /// The reply and memory after an interrupt at `kind` in the eleven-kinds scenario, and the
 /// events a recorder after the interrupting hook saw (chunks included).
 fn expected_after_interrupt_at(kind: HookEventType) -> (String, Vec<String>, Vec<HookEventType>) {
-    let interrupted_call = format!("tool/progress: tool_result c1 progress error {INTERRUPTED:?}");
+    let interrupted_call =
+        format!("tool/progress: tool_result c1 progress error {INTERRUPTED_RESULT:?}");
     let reasoning =
         kinds("PreCall PreReasoning ReasoningChunk ReasoningChunk ReasoningChunk PostReasoning");
     let with = |tail: &[HookEventType]| -> Vec<HookEventType> {
@@ -468,18 +470,18 @@ fn expected_after_interrupt_at(kind: HookEventType) -> (String, Vec<String>, Vec
     let reply = interrupted_reply();
     match kind {
         K::PreCall => (
-            REPLY.to_owned(),
+            INTERRUPT_REPLY.to_owned(),
             vec![USER.to_owned(), reply],
             vec![K::PreCall, K::PostCall],
         ),
         K::PreReasoning => (
-            REPLY.to_owned(),
+            INTERRUPT_REPLY.to_owned(),
             vec![USER.to_owned(), reply],
             vec![K::PreCall, K::PreReasoning, K::PostCall],
         ),
         // The partial message is stored.
         K::ReasoningChunk => (
-            REPLY.to_owned(),
+            INTERRUPT_REPLY.to_owned(),
             vec![
                 USER.to_owned(),
                 r#"assistant/assistant: text "Let me""#.to_owned(),
@@ -488,31 +490,31 @@ fn expected_after_interrupt_at(kind: HookEventType) -> (String, Vec<String>, Vec
             vec![K::PreCall, K::PreReasoning, K::ReasoningChunk, K::PostCall],
         ),
         K::PostReasoning => (
-            REPLY.to_owned(),
+            INTERRUPT_REPLY.to_owned(),
             vec![USER.to_owned(), CALL.to_owned(), interrupted_call, reply],
             with(&[K::PostCall]),
         ),
         K::PreActing => (
-            REPLY.to_owned(),
+            INTERRUPT_REPLY.to_owned(),
             vec![USER.to_owned(), CALL.to_owned(), interrupted_call, reply],
             with(&[K::PreActing, K::PostCall]),
         ),
         // The tool had finished when the interrupt was seen: its real result is kept, and
         // no PostActing fires for an interrupted batch.
         K::ActingChunk => (
-            REPLY.to_owned(),
+            INTERRUPT_REPLY.to_owned(),
             vec![USER.to_owned(), CALL.to_owned(), DONE.to_owned(), reply],
             with(&[K::PreActing, K::ActingChunk, K::ActingChunk, K::PostCall]),
         ),
         K::PostActing => (
-            REPLY.to_owned(),
+            INTERRUPT_REPLY.to_owned(),
             vec![USER.to_owned(), CALL.to_owned(), DONE.to_owned(), reply],
             with(&kinds(
                 "PreActing ActingChunk ActingChunk PostActing PostCall",
             )),
         ),
         K::PreSummary => (
-            REPLY.to_owned(),
+            INTERRUPT_REPLY.to_owned(),
             vec![USER.to_owned(), CALL.to_owned(), DONE.to_owned(), reply],
             with(&kinds(
                 "PreActing ActingChunk ActingChunk PostActing PreSummary PostCall",
@@ -520,7 +522,7 @@ fn expected_after_interrupt_at(kind: HookEventType) -> (String, Vec<String>, Vec
         ),
         // A partial summary is dropped.
         K::SummaryChunk => (
-            REPLY.to_owned(),
+            INTERRUPT_REPLY.to_owned(),
             vec![USER.to_owned(), CALL.to_owned(), DONE.to_owned(), reply],
             with(&kinds(
                 "PreActing ActingChunk ActingChunk PostActing PreSummary SummaryChunk \
@@ -592,7 +594,7 @@ async fn assert_interrupt_at(kind: HookEventType) {
             let (reply, memory, events) = expected_after_interrupt_at(kind);
             let msg = outcome.unwrap_or_else(|err| panic!("{case}: {err:?}"));
             assert_eq!(msg.text(), reply, "{case}");
-            let reason = if reply == REPLY {
+            let reason = if reply == INTERRUPT_REPLY {
                 GenerateReason::Interrupted
             } else {
                 GenerateReason::MaxIterations

@@ -10,8 +10,8 @@ use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
 
-use crate::leases::all_said;
 use crate::store::{Recording, temp_store};
+use agentscope_test::session_store::instances::all_said;
 
 /// What an admission check saw of the session.
 #[derive(Debug, Default, Clone, PartialEq)]

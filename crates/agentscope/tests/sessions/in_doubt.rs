@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook};
+use agentscope::interrupt::INTERRUPTED_WHILE_RUNNING;
 use agentscope::prelude::*;
 use agentscope::session::{JsonFileSessionStore, SessionStore};
 use agentscope::{BoxedHook, CallInput, InDoubt, ToolContext};
@@ -96,10 +97,6 @@ fn fresh(
         hooks,
     )
 }
-
-const TOLD: &str = "Error: Tool execution was interrupted while running (the agent stopped \
-     before its result was stored), so it was not run again; its effects may or may not have \
-     happened.";
 
 /// `Stop`: the resume ends at once with the call in doubt, nothing runs, nothing is stored,
 /// the model is not asked; resuming again stops again.
@@ -227,7 +224,7 @@ async fn tell_answers_the_call_and_run_again_runs_it_with_the_same_key() {
             assert_eq!(keys.len(), 2);
             assert_eq!(keys[0], keys[1]);
         } else {
-            assert_eq!(result, TOLD, "{policy:?}");
+            assert_eq!(result, INTERRUPTED_WHILE_RUNNING, "{policy:?}");
             assert_eq!(keys.len(), 1);
         }
     }
@@ -392,7 +389,7 @@ async fn a_parallel_batch_stores_each_result_as_it_settles() {
         results,
         [
             ("q1".to_owned(), "quick done".to_owned()),
-            ("s1".to_owned(), TOLD.to_owned())
+            ("s1".to_owned(), INTERRUPTED_WHILE_RUNNING.to_owned())
         ]
     );
 }

@@ -4,34 +4,16 @@
 
 use std::sync::Arc;
 
+use agentscope::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT, INTERRUPTED_WHILE_RUNNING};
 use agentscope::prelude::*;
 use agentscope::session::{JsonFileSessionStore, SessionError, SessionStore, StateChange};
+use agentscope_test::session_store::instances::all_said;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
 use crate::store::{Recording, temp_store};
 
 use crate::support::rows::rows;
-
-/// The reply of an interrupted call.
-pub(crate) const INTERRUPT_REPLY: &str =
-    "I noticed that you have interrupted me. What can I do for you?";
-
-/// What a message says: its text, or for a tool call `call <name>`, for a result
-/// `result <text>`.
-pub(crate) fn said(msg: &Msg) -> String {
-    if let Some(call) = msg.tool_uses().first() {
-        return format!("call {}", call.name);
-    }
-    if let Some(result) = msg.tool_results().first() {
-        return format!("result {}", result.text_output());
-    }
-    msg.text()
-}
-
-pub(crate) fn all_said(messages: &[Msg]) -> Vec<String> {
-    messages.iter().map(said).collect()
-}
 
 /// The `wait` tool: notifies `started`, then waits until its call is interrupted.
 fn wait_tool(started: Arc<tokio::sync::Notify>) -> impl Tool {
@@ -117,7 +99,7 @@ async fn a_second_agent_is_busy_and_its_interrupt_session_stops_the_first() {
         [
             "q1",
             "call wait",
-            "result Error: Tool execution was interrupted.",
+            &format!("result {INTERRUPTED_RESULT}"),
             INTERRUPT_REPLY
         ]
     );
@@ -187,9 +169,7 @@ async fn a_call_whose_lock_file_is_removed_stops_and_stores_nothing_more() {
         [
             "q1",
             "call wait",
-            "result Error: Tool execution was interrupted while running (the agent stopped \
-             before its result was stored), so it was not run again; its effects may or may \
-             not have happened.",
+            &format!("result {INTERRUPTED_WHILE_RUNNING}"),
             "q2",
             "a2"
         ]

@@ -5,19 +5,15 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use agentscope::interrupt::INTERRUPTED_WHILE_RUNNING;
 use agentscope::prelude::*;
 use agentscope::session::{JsonFileSessionStore, SessionStore};
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use serde_json::json;
 use tempfile::TempDir;
 
-use crate::leases::all_said;
 use crate::worker::{ANSWER, QUESTION, Settings, Worker};
-
-/// The result given to a tool call whose process died before its result was stored.
-const INTERRUPTED_WHILE_RUNNING: &str = "Error: Tool execution was interrupted while running \
-     (the agent stopped before its result was stored), so it was not run again; its effects \
-     may or may not have happened.";
+use agentscope_test::session_store::instances::all_said;
 
 /// An agent of this process on `session` of `store`, answering from `model`, with a `hold`
 /// tool of its own that counts its runs (it must never run here).

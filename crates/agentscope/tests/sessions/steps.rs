@@ -370,6 +370,8 @@ async fn tools_recorded_as_running_are_rerun_only_when_idempotent() {
         } else {
             assert_eq!(runs.load(Ordering::SeqCst), 1);
             assert!(result.is_error);
+            // The text the model reads, spelled out here once (every other test uses
+            // `agentscope::interrupt::INTERRUPTED_WHILE_RUNNING`).
             assert_eq!(
                 result.text_output(),
                 "Error: Tool execution was interrupted while running (the agent stopped before \

@@ -24,12 +24,6 @@ pub(crate) const CANCELLED: &str =
 /// PostActing hooks never saw).
 pub(crate) const WITHHELD: &str = "Error: The tool ran, but its result was withheld because the agent call ended before the result passed the PostActing hooks.";
 
-/// The reply of an interrupted call.
-pub(crate) const REPLY: &str = "I noticed that you have interrupted me. What can I do for you?";
-
-/// The result of a tool call that was interrupted.
-pub(crate) const INTERRUPTED: &str = "Error: Tool execution was interrupted.";
-
 /// A future that is `Pending` once (waking itself at once), then `Ready`: an await point
 /// that needs no runtime, so "after k polls" is exact.
 pub(crate) fn yield_once() -> YieldOnce {

@@ -8,11 +8,12 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use agentscope::interrupt::INTERRUPTED_WHILE_RUNNING;
 use agentscope::prelude::*;
 use agentscope::session::{AgentState, SessionStore};
 
 use super::worker::{Outcome, Request, Worker, agent, serve};
-use super::{INTERRUPTED_WHILE_RUNNING, all_said, assert_interrupted, wait_running};
+use super::{all_said, assert_interrupted, wait_running};
 use crate::messages::speakers;
 use crate::{RecordingHook, ScriptedModel, ScriptedResponse};
 
