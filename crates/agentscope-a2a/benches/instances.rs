@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use agentscope::prelude::*;
 use agentscope_a2a::A2a;
 use agentscope_postgres::PostgresSessionStore;
+use agentscope_test::bench::{cpu_time, percentile};
 use agentscope_test::components::postgres::PostgresServer;
 use agentscope_test::tools::EchoTool;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
@@ -142,7 +143,7 @@ impl Server {
 
     /// The CPU time the server has used (user and system).
     fn cpu(&self) -> Duration {
-        cpu_of(&self.child.id().to_string())
+        cpu_time(&self.child.id().to_string()).unwrap()
     }
 }
 
@@ -157,21 +158,6 @@ impl Drop for Server {
         }
         let _ = self.child.wait();
     }
-}
-
-/// The CPU time process `pid` has used (user and system), from `/proc/<pid>/stat`.
-fn cpu_of(pid: &str) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // The fields after the command's closing parenthesis; utime and stime are the 12th and
-    // 13th of them, in clock ticks (100 a second on Linux).
-    let after = &stat[stat.rfind(')').unwrap() + 2..];
-    let ticks: u64 = after
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .map(|t| t.parse::<u64>().unwrap())
-        .sum();
-    Duration::from_millis(ticks * 10)
 }
 
 /// A `SendStreamingMessage` (JSON-RPC) saying "Hi" in a new context `context`.
@@ -270,14 +256,6 @@ struct Load {
     client_cpu: Duration,
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 /// `tasks` concurrent tasks, task `i` on server `i % servers.len()` (after 20 a server to
 /// warm them up).
 async fn load(client: &reqwest::Client, servers: &[Server], label: &str, tasks: usize) -> Load {
@@ -291,7 +269,7 @@ async fn load(client: &reqwest::Client, servers: &[Server], label: &str, tasks: 
         warmed.unwrap();
     }
     let cpu_before: Duration = servers.iter().map(Server::cpu).sum();
-    let client_before = cpu_of("self");
+    let client_before = cpu_time("self").unwrap();
     let overflows_before = listen_overflows();
     let requests: Vec<_> = (0..tasks)
         .map(|i| {
@@ -325,13 +303,13 @@ async fn load(client: &reqwest::Client, servers: &[Server], label: &str, tasks: 
     let wall = start.elapsed();
     let overflows = listen_overflows() - overflows_before;
     let cpu = servers.iter().map(Server::cpu).sum::<Duration>() - cpu_before;
-    let client_cpu = cpu_of("self") - client_before;
+    let client_cpu = cpu_time("self").unwrap() - client_before;
     firsts.sort();
     Load {
         overflows,
         wall,
-        first_p50: percentile(&firsts, 50.0),
-        first_p99: percentile(&firsts, 99.0),
+        first_p50: percentile(&firsts, 50.0).unwrap_or_default(),
+        first_p99: percentile(&firsts, 99.0).unwrap_or_default(),
         failed,
         cpu,
         client_cpu,

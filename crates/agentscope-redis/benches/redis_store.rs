@@ -48,6 +48,7 @@ use agentscope::session::{
 use agentscope::{CancellationToken, ReActAgent, Toolkit};
 use agentscope_core::session::{LeaseHandle, SessionLease};
 use agentscope_redis::RedisSessionStore;
+use agentscope_test::bench::percentile;
 use agentscope_test::conversation::{agent, assistant_call, history, tool_result};
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
@@ -112,17 +113,12 @@ impl Fixture {
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let rank = (p / 100.0 * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
 fn report(what: &str, mut samples: Vec<Duration>) {
     samples.sort_unstable();
     eprintln!(
         "redis_store: {what:<34} p50 {:>9.3?}  p99 {:>9.3?}  (n = {})",
-        percentile(&samples, 50.0),
-        percentile(&samples, 99.0),
+        percentile(&samples, 50.0).unwrap_or_default(),
+        percentile(&samples, 99.0).unwrap_or_default(),
         samples.len()
     );
 }
@@ -399,8 +395,8 @@ impl Variant {
             self.name,
             rate(wall),
             wall,
-            percentile(latencies, 50.0),
-            percentile(latencies, 99.0),
+            percentile(latencies, 50.0).unwrap_or_default(),
+            percentile(latencies, 99.0).unwrap_or_default(),
             all.join(" / "),
         )
     }

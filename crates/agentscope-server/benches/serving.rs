@@ -51,6 +51,7 @@ use std::time::{Duration, Instant};
 use agentscope::prelude::*;
 use agentscope::session::Durability;
 use agentscope_server::{AgUi, AgentSpec};
+use agentscope_test::bench::{cpu_time, percentile};
 use agentscope_test::tools::EchoTool;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -273,24 +274,7 @@ impl Server {
 
     /// The CPU time the server has used (user and system), from `/proc/<pid>/stat`.
     fn cpu(&self) -> Duration {
-        cpu_of(&self.child.id().to_string())
-    }
-}
-
-/// The CPU time process `pid` has used (user and system), from `/proc/<pid>/stat`.
-fn cpu_of(pid: &str) -> Duration {
-    {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        // The fields after the command's closing parenthesis; utime and stime are the 12th
-        // and 13th of them, in clock ticks (100 a second on Linux).
-        let after = &stat[stat.rfind(')').unwrap() + 2..];
-        let ticks: u64 = after
-            .split_whitespace()
-            .skip(11)
-            .take(2)
-            .map(|t| t.parse::<u64>().unwrap())
-            .sum();
-        Duration::from_millis(ticks * 10)
+        cpu_time(&self.child.id().to_string()).unwrap()
     }
 }
 
@@ -430,14 +414,6 @@ struct Load {
     client_cpu: Duration,
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 /// `runs` concurrent runs on `server`, each on a new thread (after 20 to warm it up).
 async fn load(client: &reqwest::Client, server: &Server, round: usize, runs: usize) -> Load {
     let warm: Vec<_> = (0..20)
@@ -457,7 +433,7 @@ async fn load(client: &reqwest::Client, server: &Server, round: usize, runs: usi
     );
     let (rss_before, _) = server.memory();
     let cpu_before = server.cpu();
-    let client_before = cpu_of("self");
+    let client_before = cpu_time("self").unwrap();
     let bodies: Vec<_> = (0..runs)
         .map(|i| input(&server.url, &format!("run-{round}-{i}")))
         .collect();
@@ -490,12 +466,12 @@ async fn load(client: &reqwest::Client, server: &Server, round: usize, runs: usi
     let wall = start.elapsed();
     let (_, peak) = server.memory();
     let cpu = server.cpu() - cpu_before;
-    let client_cpu = cpu_of("self") - client_before;
+    let client_cpu = cpu_time("self").unwrap() - client_before;
     firsts.sort();
     Load {
         wall,
-        first_p50: percentile(&firsts, 50.0),
-        first_p99: percentile(&firsts, 99.0),
+        first_p50: percentile(&firsts, 50.0).unwrap_or_default(),
+        first_p99: percentile(&firsts, 99.0).unwrap_or_default(),
         failed,
         rss_before,
         peak,

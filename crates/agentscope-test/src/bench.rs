@@ -1,5 +1,6 @@
-//! Figures for benchmarks: the [`median`] of a bench's samples, one rule for every bench
-//! (durations and rates alike), so that their figures compare.
+//! Figures for benchmarks: the [`median`] and [`percentile`]s of a bench's samples, one rule
+//! each for every bench (durations and rates alike), so that their figures compare, and the
+//! [`cpu_time`] a process used.
 //!
 //! ```
 //! use std::time::Duration;
@@ -58,4 +59,40 @@ pub fn median<T: Sample>(mut values: Vec<T>) -> Option<T> {
         1 => values.get(mid).copied(),
         _ => Some(values.get(mid.checked_sub(1)?)?.midpoint(*values.get(mid)?)),
     }
+}
+
+/// The `p`th percentile (0 to 100) of `sorted` (ascending), by the nearest rank: the
+/// smallest sample that at least `p` percent of the samples do not exceed. `None` without
+/// samples.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use agentscope_test::bench::percentile;
+///
+/// let ms: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+/// assert_eq!(percentile(&ms, 50.0), Some(Duration::from_millis(50)));
+/// assert_eq!(percentile(&ms, 99.0), Some(Duration::from_millis(99)));
+/// assert_eq!(percentile(&ms, 100.0), Some(Duration::from_millis(100)));
+/// assert_eq!(percentile(&ms[..1], 0.0), Some(Duration::from_millis(1)));
+/// assert_eq!(percentile::<Duration>(&[], 50.0), None);
+/// ```
+pub fn percentile<T: Sample>(sorted: &[T], p: f64) -> Option<T> {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted.get(rank.clamp(1, sorted.len().max(1)) - 1).copied()
+}
+
+/// The CPU time (user and system) the process `pid` has used so far, from
+/// `/proc/<pid>/stat` (`"self"` for this process); `None` where that cannot be read (not
+/// Linux, the process is gone).
+pub fn cpu_time(pid: &str) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command's closing parenthesis; utime and stime are the 12th and
+    // 13th of them, in clock ticks (100 a second on Linux).
+    let after = stat.get(stat.rfind(')')? + 2..)?;
+    let mut ticks = 0u64;
+    for field in after.split_whitespace().skip(11).take(2) {
+        ticks += field.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_millis(ticks * 10))
 }
