@@ -94,11 +94,9 @@ impl Model for OfflineModel {
         );
         let chunks = [
             Ok(ChatResponse::new(content)),
-            Ok(ChatResponse {
-                usage: Some(usage),
-                finish_reason: Some("stop".to_owned()),
-                ..ChatResponse::default()
-            }),
+            Ok(ChatResponse::new(Vec::new())
+                .with_usage(usage)
+                .with_finish_reason("stop")),
         ];
         Ok(futures::stream::iter(chunks).boxed())
     }

@@ -159,10 +159,8 @@ async fn the_cap_fills_or_lowers_every_requests_max_tokens() {
         ScriptedResponse::text("c"),
     ]);
     for asked in [None, Some(1_000), Some(10)] {
-        let options = GenerateOptions {
-            max_tokens: asked,
-            ..GenerateOptions::default()
-        };
+        let mut options = GenerateOptions::default();
+        options.max_tokens = asked;
         let agent = ReActAgent::builder()
             .model(support::MaxTokens {
                 inner: inner.clone(),

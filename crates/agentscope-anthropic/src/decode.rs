@@ -394,13 +394,7 @@ impl Decoder {
     }
 
     fn chunk(&self, content: Vec<ContentBlock>) -> ChatResponse {
-        ChatResponse {
-            id: self.id.clone(),
-            content,
-            usage: None,
-            finish_reason: None,
-            model: None,
-        }
+        ChatResponse::new(content).with_id(self.id.clone())
     }
 
     /// The last chunk: buffered tool calls in index order, the usage and the stop reason.
@@ -425,12 +419,16 @@ impl Decoder {
                 .into()
             })
             .collect();
-        let usage = self.usage.is_known().then(|| ChatUsage {
-            input_tokens: self.usage.total_input(),
-            output_tokens: self.usage.output_tokens.unwrap_or(0),
+        let usage = self.usage.is_known().then(|| {
+            let mut usage = ChatUsage::new(
+                self.usage.total_input(),
+                self.usage.output_tokens.unwrap_or(0),
+            );
             // A zero is no cache use: reported as none, as every client does.
-            cache_read_input_tokens: self.usage.cache_read_input_tokens.filter(|n| *n > 0),
-            cache_creation_input_tokens: self.usage.cache_creation_input_tokens.filter(|n| *n > 0),
+            usage.cache_read_input_tokens = self.usage.cache_read_input_tokens.filter(|n| *n > 0);
+            usage.cache_creation_input_tokens =
+                self.usage.cache_creation_input_tokens.filter(|n| *n > 0);
+            usage
         });
         self.usage = Usage::default();
         let finish_reason = self.stop_reason.take();
@@ -438,13 +436,11 @@ impl Decoder {
         if content.is_empty() && usage.is_none() && finish_reason.is_none() && model.is_none() {
             return None;
         }
-        Some(ChatResponse {
-            id: self.id.clone(),
-            content,
-            usage,
-            finish_reason,
-            model,
-        })
+        let mut response = ChatResponse::new(content).with_id(self.id.clone());
+        response.usage = usage;
+        response.finish_reason = finish_reason;
+        response.model = model;
+        Some(response)
     }
 }
 
@@ -623,13 +619,11 @@ mod tests {
         );
         assert_eq!(
             last,
-            &ChatResponse {
-                id: "msg_01ToolCallAbCdEf".into(),
-                content: Vec::new(),
-                usage: Some(ChatUsage::new(67, 16)),
-                finish_reason: Some("tool_use".into()),
-                model: Some("claude-sonnet-4-5".into()),
-            }
+            &ChatResponse::new(Vec::new())
+                .with_id("msg_01ToolCallAbCdEf")
+                .with_usage(ChatUsage::new(67, 16))
+                .with_finish_reason("tool_use")
+                .with_model("claude-sonnet-4-5")
         );
     }
 
@@ -807,13 +801,8 @@ mod tests {
 
     #[test]
     fn an_error_mid_piece_is_the_last_item_and_nothing_follows_it() {
-        let text_chunk = |text: &str| ChatResponse {
-            id: "msg_e".into(),
-            content: vec![ContentBlock::text(text)],
-            usage: None,
-            finish_reason: None,
-            model: None,
-        };
+        let text_chunk =
+            |text: &str| ChatResponse::new(vec![ContentBlock::text(text)]).with_id("msg_e");
         // The items of a feed, an error as its text.
         let messages = |items: Vec<Result<ChatResponse, ModelError>>| {
             let items = items.into_iter();
@@ -889,13 +878,11 @@ mod tests {
         let chunks = decode_ok(&body);
         assert_eq!(
             chunks.last().unwrap(),
-            &ChatResponse {
-                id: "msg_s".into(),
-                content: Vec::new(),
-                usage: Some(ChatUsage::new(3, 2)),
-                finish_reason: Some("end_turn".into()),
-                model: Some("claude-test".into()),
-            }
+            &ChatResponse::new(Vec::new())
+                .with_id("msg_s")
+                .with_usage(ChatUsage::new(3, 2))
+                .with_finish_reason("end_turn")
+                .with_model("claude-test")
         );
         // An empty body is no error here (the transport sends the request once more).
         let (chunks, err) = decode(&[b""]);
@@ -948,12 +935,11 @@ mod tests {
         assert_eq!(chunks[0].content, vec![ContentBlock::text("Hi")]);
         assert_eq!(
             chunks[1].usage,
-            Some(ChatUsage {
-                input_tokens: 2314,
-                output_tokens: 9,
-                cache_read_input_tokens: Some(2000),
-                cache_creation_input_tokens: Some(300),
-            })
+            Some(
+                ChatUsage::new(2314, 9)
+                    .with_cache_read(2000)
+                    .with_cache_creation(300)
+            )
         );
         assert_eq!(chunks.len(), 2);
     }
@@ -1066,12 +1052,7 @@ mod tests {
         assert_eq!(chunks[1].finish_reason.as_deref(), Some("tool_use"));
         assert_eq!(
             chunks[1].usage,
-            Some(ChatUsage {
-                input_tokens: 100,
-                output_tokens: 20,
-                cache_read_input_tokens: Some(90),
-                cache_creation_input_tokens: None,
-            })
+            Some(ChatUsage::new(100, 20).with_cache_read(90))
         );
         let msg = assemble(&chunks);
         assert_eq!(

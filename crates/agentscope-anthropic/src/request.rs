@@ -399,10 +399,7 @@ mod tests {
     };
 
     fn request(messages: Vec<Msg>) -> ModelRequest {
-        ModelRequest {
-            messages,
-            ..ModelRequest::default()
-        }
+        ModelRequest::new(messages, Default::default(), Default::default())
     }
 
     fn body(request: &ModelRequest) -> Value {
@@ -598,15 +595,15 @@ mod tests {
         let with = |choice: ToolChoice, parallel: Option<bool>| {
             let mut options = GenerateOptions::default().tool_choice(choice);
             options.parallel_tool_calls = parallel;
-            let request = ModelRequest {
-                messages: vec![Msg::user("hi")],
-                tools: vec![
+            let request = ModelRequest::new(
+                vec![Msg::user("hi")],
+                vec![
                     weather_tool(),
                     ToolSchema::new("now", "The time", Value::Null),
                 ]
                 .into(),
                 options,
-            };
+            );
             body(&request)
         };
         let body = with(ToolChoice::Auto, None);
@@ -656,13 +653,13 @@ mod tests {
 
     #[test]
     fn tool_options_are_dropped_without_tools() {
-        let request = ModelRequest {
-            messages: vec![Msg::user("hi")],
-            tools: Default::default(),
-            options: GenerateOptions::default()
+        let request = ModelRequest::new(
+            vec![Msg::user("hi")],
+            Default::default(),
+            GenerateOptions::default()
                 .tool_choice(ToolChoice::Required)
                 .parallel_tool_calls(false),
-        };
+        );
         assert_eq!(
             body(&request),
             json!({
@@ -676,10 +673,10 @@ mod tests {
 
     #[test]
     fn options_are_mapped_and_seed_and_response_format_are_not_sent() {
-        let request = ModelRequest {
-            messages: vec![Msg::user("hi")],
-            tools: Default::default(),
-            options: GenerateOptions::default()
+        let request = ModelRequest::new(
+            vec![Msg::user("hi")],
+            Default::default(),
+            GenerateOptions::default()
                 .temperature(0.2)
                 .top_p(0.95)
                 .max_tokens(512)
@@ -687,7 +684,7 @@ mod tests {
                 .stop("\n\nHuman:")
                 .seed(7)
                 .response_format(ResponseFormat::JsonObject),
-        };
+        );
         assert_eq!(
             body(&request),
             json!({
@@ -715,16 +712,16 @@ mod tests {
             json!({"type": "enabled", "budget_tokens": 10000})
         );
         assert_eq!(plain["max_tokens"], 16000);
-        let request = ModelRequest {
-            messages: vec![Msg::user("hi")],
-            tools: Default::default(),
-            options: GenerateOptions::default()
+        let request = ModelRequest::new(
+            vec![Msg::user("hi")],
+            Default::default(),
+            GenerateOptions::default()
                 .max_tokens(5)
                 .extra("max_tokens", 64000)
                 .extra("thinking", json!({"type": "disabled"}))
                 .extra("top_k", 20)
                 .extra("metadata", json!({"user_id": "u-1"})),
-        };
+        );
         assert_eq!(
             build_body("m", &request, &settings).unwrap(),
             json!({
@@ -745,15 +742,15 @@ mod tests {
             prompt_caching: true,
             ..SETTINGS
         };
-        let request = ModelRequest {
-            messages: tool_loop(),
-            tools: vec![
+        let request = ModelRequest::new(
+            tool_loop(),
+            vec![
                 weather_tool(),
                 ToolSchema::new("now", "The time", Value::Null),
             ]
             .into(),
-            options: GenerateOptions::default(),
-        };
+            GenerateOptions::default(),
+        );
         let body = build_body("m", &request, &settings).unwrap();
         let ephemeral = json!({"type": "ephemeral"});
         assert_eq!(

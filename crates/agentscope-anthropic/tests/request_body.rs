@@ -92,20 +92,20 @@ async fn a_base_url_query_is_kept_and_no_key_means_no_key_header() {
 
 #[tokio::test]
 async fn thinking_caching_tools_and_options_shape_the_body() {
-    let request = ModelRequest {
-        messages: vec![Msg::system("Be brief."), Msg::user("Weather in Paris?")],
-        tools: vec![ToolSchema::new(
+    let request = ModelRequest::new(
+        vec![Msg::system("Be brief."), Msg::user("Weather in Paris?")],
+        vec![ToolSchema::new(
             "get_weather",
             "The weather",
             json!({"type": "object", "properties": {"city": {"type": "string"}}}),
         )]
         .into(),
-        options: GenerateOptions::default()
+        GenerateOptions::default()
             .max_tokens(20000)
             .stop("END")
             .parallel_tool_calls(false)
             .extra("top_k", 5),
-    };
+    );
     let recorded = one_request(
         |server| builder(server).thinking(10000).prompt_caching(true),
         request,
@@ -152,14 +152,15 @@ async fn signed_thinking_and_tool_calls_go_back_in_the_next_request() {
     let model = builder(&server).thinking(2048).build().unwrap();
     let answer = run(&model, hello()).await.result.unwrap();
     assert_eq!(answer.finish_reason(), Some("tool_use"));
-    let next = ModelRequest {
-        messages: vec![
+    let next = ModelRequest::new(
+        vec![
             Msg::user("Hello"),
             answer,
             Msg::tool_result(ToolResultBlock::text("toolu_01A", "calculator", "42")),
         ],
-        ..ModelRequest::default()
-    };
+        Default::default(),
+        Default::default(),
+    );
     run(&model, next).await.result.unwrap();
     let requests = server.requests();
     assert_eq!(
@@ -253,14 +254,15 @@ async fn redacted_thinking_goes_back_unchanged_in_the_next_request() {
         let server = TestServer::start([reply, HttpReply::sse(&fixture("text"))]).await;
         let model = builder(&server).thinking(2048).build().unwrap();
         let answer = run(&model, hello()).await.result.unwrap();
-        let next = ModelRequest {
-            messages: vec![
+        let next = ModelRequest::new(
+            vec![
                 Msg::user("Hello"),
                 answer,
                 Msg::tool_result(ToolResultBlock::text("toolu_01A", "calculator", "42")),
             ],
-            ..ModelRequest::default()
-        };
+            Default::default(),
+            Default::default(),
+        );
         run(&model, next).await.result.unwrap();
         assert_eq!(
             server.requests()[1].json()["messages"],

@@ -282,7 +282,7 @@ impl ChatAccumulator {
 
     /// Finishes the message: parses tool-call arguments, gives id-less calls an id, and
     /// records usage (`"usage"`), the finish reason
-    /// ([`FINISH_REASON_KEY`](crate::message::FINISH_REASON_KEY)) and the provider's response
+    /// (`"finish_reason"`, read it with [`Msg::finish_reason`]) and the provider's response
     /// id and model (`"response"`: `{"id": .., "model": ..}`, when the provider sent
     /// either; read them with [`Msg::response_id`] and [`Msg::response_model`]) in the metadata.
     pub fn finish(mut self) -> Msg {

@@ -1,6 +1,6 @@
 //! The rules of a conversation's shape, in one place, with one error type
 //! ([`ConversationError`] documents the rules); the engine runs the checks through
-//! `plumbing::conversation`.
+//! `engine::conversation`.
 
 use std::collections::HashSet;
 
@@ -19,22 +19,18 @@ use crate::message::{Msg, Role};
 /// - **Tool calls are answered exactly once.** The tool calls of the last assistant message
 ///   that have no result after it are *pending* ([`pending_tool_uses`]). A tool result must
 ///   answer a pending call (or a call earlier in the same batch of messages), and no call is
-///   answered twice ([`check_tool_results`]).
+///   answered twice (`check_tool_results`).
 /// - **Nothing comes between tool calls and their results**: new input while calls are
 ///   pending must answer some of them, and may carry other content only when it answers
-///   all of them ([`check_input`]); a `goto_reasoning` after a message with tool calls must
-///   answer every one of them ([`check_goto`]).
-/// - **The agent's own messages have the assistant role** ([`check_reply`]).
+///   all of them (`check_input`); a `goto_reasoning` after a message with tool calls must
+///   answer every one of them (`check_goto`).
+/// - **The agent's own messages have the assistant role** (`check_reply`).
 ///
 /// Every violation is a `ConversationError`; the engine reports it as
 /// [`AgentError::Conversation`](crate::AgentError::Conversation), `goto_reasoning` as
 /// [`HookError::InvalidGoto`](crate::HookError::InvalidGoto).
 ///
-/// [`pending_tool_uses`]: crate::plumbing::conversation::pending_tool_uses
-/// [`check_tool_results`]: crate::plumbing::conversation::check_tool_results
-/// [`check_input`]: crate::plumbing::conversation::check_input
-/// [`check_goto`]: crate::plumbing::conversation::check_goto
-/// [`check_reply`]: crate::plumbing::conversation::check_reply
+/// [`pending_tool_uses`]: crate::pending_tool_uses
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConversationError {
@@ -131,7 +127,7 @@ pub enum ConversationError {
 /// order.
 ///
 /// ```
-/// use agentscope_core::plumbing::conversation::pending_tool_uses;
+/// use agentscope_core::pending_tool_uses;
 /// use agentscope_core::{Msg, Role, ToolResultBlock, ToolUseBlock};
 /// use serde_json::json;
 ///
@@ -167,7 +163,7 @@ pub fn pending_tool_uses(messages: &[Msg]) -> Vec<ToolUseBlock> {
 /// the ids of the `pending` calls that `messages` answer, in call order.
 ///
 /// ```
-/// use agentscope_core::plumbing::conversation::check_tool_results;
+/// use agentscope_core::engine::conversation::check_tool_results;
 /// use agentscope_core::ConversationError;
 /// use agentscope_core::{Msg, ToolResultBlock, ToolUseBlock};
 /// use serde_json::json;

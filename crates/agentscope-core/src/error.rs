@@ -584,6 +584,31 @@ impl AgentError {
     }
 }
 
+/// An error's message followed by its sources' (`a: b: c`), each cause left out when the
+/// text before already holds it (a message that repeats its source's), for errors that
+/// must stay one line (a `Display` built on another error, a log field).
+///
+/// ```
+/// use agentscope_core::error_chain;
+///
+/// let io = std::io::Error::other("connection reset");
+/// let error = std::io::Error::new(std::io::ErrorKind::Other, io);
+/// assert_eq!(error_chain(&error), "connection reset");
+/// ```
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

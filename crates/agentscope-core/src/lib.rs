@@ -25,9 +25,19 @@
 //! - **Sessions**: the session store seam, in [`session`].
 //! - **Trace context across processes**: the seam an OpenTelemetry integration fills, in
 //!   [`propagation`].
+//! - **What every crate that stores, sends or holds secrets writes the same way**: secrets
+//!   out of `Debug` output, logs and errors ([`redact`]), timestamps ([`rfc3339`]), one-line
+//!   error text ([`error_chain`]).
 //!
 //! Applications depend on the `agentscope` crate, which re-exports these names next to the
-//! engine. What engines, model clients and stores share beyond this is in [`plumbing`].
+//! engine.
+//!
+//! # What is stable
+//!
+//! Everything this documentation shows (and the crate's `public-api.txt` lists) follows the
+//! crate's version. The `engine` module, what the `agentscope` crate's engine alone needs to
+//! build and run the events, is public only because the engine is another crate; it is
+//! hidden, unlisted and may change in any release.
 #![warn(missing_docs)]
 
 mod accumulate;
@@ -35,6 +45,8 @@ mod block;
 mod cancel;
 mod content;
 mod conversation;
+#[doc(hidden)]
+pub mod engine;
 mod error;
 mod hook;
 mod memory;
@@ -43,7 +55,9 @@ mod metadata;
 mod model;
 pub mod plumbing;
 pub mod propagation;
+pub mod redact;
 mod retry;
+pub mod rfc3339;
 pub mod session;
 mod text;
 mod tool;
@@ -56,8 +70,8 @@ pub use block::{
 };
 pub use cancel::{CancellationToken, Cancelled};
 pub use content::Content;
-pub use conversation::ConversationError;
-pub use error::{AgentError, ErrorSource, HookError, ModelError, ToolError};
+pub use conversation::{ConversationError, pending_tool_uses};
+pub use error::{AgentError, ErrorSource, HookError, ModelError, ToolError, error_chain};
 pub use hook::{
     ActingChunkEvent, AgentInfo, BoxedHook, CallId, CallInfo, DEFAULT_PRIORITY, ErrorEvent,
     Extensions, Hook, HookChain, HookEvent, HookEventType, HookEventTypes, HookFn, HookId,

@@ -39,10 +39,10 @@ use crate::metadata::Metadata;
 use crate::text::SharedString;
 
 /// The metadata key under which [`Msg::generate_reason`] is stored.
-pub const GENERATE_REASON_KEY: &str = "generate_reason";
+pub(crate) const GENERATE_REASON_KEY: &str = "generate_reason";
 /// The metadata key under which a model message keeps the provider's finish reason, as the
 /// provider said it (`"stop"`, `"length"`, `"tool_calls"`, `"end_turn"`, ...).
-pub const FINISH_REASON_KEY: &str = "finish_reason";
+pub(crate) const FINISH_REASON_KEY: &str = "finish_reason";
 /// The metadata key under which a model message keeps what the provider said about its
 /// response: `{"id": "chatcmpl-1", "model": "gpt-4o-2024-08-06"}` (each when sent).
 pub(crate) const RESPONSE_KEY: &str = "response";
@@ -156,11 +156,11 @@ pub struct Msg {
     /// The content, in order (a `Vec<ContentBlock>` shared between clones; see [`Content`]).
     pub content: Content,
     /// Free-form metadata. The engine stores the generate reason under
-    /// [`GENERATE_REASON_KEY`] and model usage under `"usage"`.
+    /// `"generate_reason"` and model usage under `"usage"`.
     #[serde(default)]
     pub metadata: Metadata,
     /// When the message was created.
-    #[serde(serialize_with = "crate::plumbing::rfc3339::serialize")]
+    #[serde(serialize_with = "crate::rfc3339::serialize")]
     pub timestamp: DateTime<Utc>,
 }
 
@@ -290,7 +290,7 @@ impl Msg {
             .and_then(|value| GenerateReason::deserialize(value).ok())
     }
 
-    /// The provider's finish reason for a model message ([`FINISH_REASON_KEY`]), when the
+    /// The provider's finish reason for a model message (metadata key `"finish_reason"`), when the
     /// model said one.
     pub fn finish_reason(&self) -> Option<&str> {
         self.metadata.get(FINISH_REASON_KEY).and_then(Value::as_str)

@@ -142,6 +142,7 @@ impl Model for BoxedModel {
 
 /// What the engine sends to the model for one reasoning (or summary) step.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ModelRequest {
     /// The conversation: the system message first (when there is one), then the history.
     pub messages: Vec<Msg>,
@@ -152,8 +153,28 @@ pub struct ModelRequest {
     pub options: GenerateOptions,
 }
 
+impl ModelRequest {
+    /// A request for `messages` (the system message first, when there is one), offering
+    /// `tools`, with `options`.
+    ///
+    /// ```
+    /// use agentscope_core::{GenerateOptions, ModelRequest, Msg};
+    ///
+    /// let request = ModelRequest::new(vec![Msg::user("hi")], Default::default(), GenerateOptions::default());
+    /// assert!(request.tools.is_empty());
+    /// ```
+    pub fn new(messages: Vec<Msg>, tools: Arc<[ToolSchema]>, options: GenerateOptions) -> Self {
+        Self {
+            messages,
+            tools,
+            options,
+        }
+    }
+}
+
 /// A tool as the model sees it: name, description and JSON-schema parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolSchema {
     /// The tool's name.
     pub name: String,
@@ -222,9 +243,11 @@ pub enum ResponseFormat {
 /// assert_eq!(options.temperature, Some(0.2));
 /// ```
 ///
-/// Fields are public and the type is `Default`, so struct-update syntax works too:
-/// `GenerateOptions { temperature: Some(0.2), ..Default::default() }`.
+/// Fields are public, so one can also be set on a default
+/// (`let mut options = GenerateOptions::default(); options.seed = Some(7);`); the type is
+/// `#[non_exhaustive]`, so a new option is not a breaking change.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct GenerateOptions {
     /// Sampling temperature.
     pub temperature: Option<f32>,
@@ -315,9 +338,12 @@ impl GenerateOptions {
 ///
 /// `input_tokens` counts every input token, cached ones included; the cache counts are
 /// parts of it, set when the provider reports them (OpenAI reports cache reads, Anthropic
-/// reads and writes). Build one with struct update syntax
-/// (`ChatUsage { input_tokens: 3, ..ChatUsage::default() }`) so new counts don't break it.
+/// reads and writes). Build one with [`ChatUsage::new`] and
+/// [`with_cache_read`](ChatUsage::with_cache_read) /
+/// [`with_cache_creation`](ChatUsage::with_cache_creation); the type is `#[non_exhaustive]`, so
+/// new counts don't break it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ChatUsage {
     /// Prompt tokens (all of them, cache reads and writes included).
     pub input_tokens: u64,
@@ -341,6 +367,27 @@ impl ChatUsage {
             output_tokens,
             ..Self::default()
         }
+    }
+
+    /// The usage with `tokens` input tokens read from the provider's prompt cache.
+    ///
+    /// ```
+    /// use agentscope_core::ChatUsage;
+    ///
+    /// let usage = ChatUsage::new(1200, 5).with_cache_read(1000).with_cache_creation(0);
+    /// assert_eq!(usage.cache_read_input_tokens, Some(1000));
+    /// ```
+    #[must_use]
+    pub fn with_cache_read(mut self, tokens: u64) -> Self {
+        self.cache_read_input_tokens = Some(tokens);
+        self
+    }
+
+    /// The usage with `tokens` input tokens written to the provider's prompt cache.
+    #[must_use]
+    pub fn with_cache_creation(mut self, tokens: u64) -> Self {
+        self.cache_creation_input_tokens = Some(tokens);
+        self
     }
 
     /// Adds `other`'s counts to these (a cache count stays unknown only when both are).
@@ -368,6 +415,7 @@ impl ChatUsage {
 /// [`ToolUseBlock`](crate::ToolUseBlock)). The last chunks usually carry `usage` and
 /// `finish_reason`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ChatResponse {
     /// The provider's response id (the same for every chunk of one response).
     pub id: String,
@@ -385,11 +433,50 @@ pub struct ChatResponse {
 
 impl ChatResponse {
     /// A chunk with the given delta blocks.
+    ///
+    /// ```
+    /// use agentscope_core::{ChatResponse, ChatUsage};
+    ///
+    /// let last = ChatResponse::new(vec![])
+    ///     .with_id("resp-1")
+    ///     .with_usage(ChatUsage::new(12, 3))
+    ///     .with_finish_reason("stop")
+    ///     .with_model("gpt-4o-2024-08-06");
+    /// assert_eq!(last.finish_reason.as_deref(), Some("stop"));
+    /// ```
     pub fn new(content: Vec<ContentBlock>) -> Self {
         Self {
             content,
             ..Self::default()
         }
+    }
+
+    /// The chunk with the provider's response `id`.
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    /// The chunk with token `usage`.
+    #[must_use]
+    pub fn with_usage(mut self, usage: ChatUsage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// The chunk with the provider's finish reason.
+    #[must_use]
+    pub fn with_finish_reason(mut self, reason: impl Into<String>) -> Self {
+        self.finish_reason = Some(reason.into());
+        self
+    }
+
+    /// The chunk with the name of the model that answered.
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
     }
 }
 

@@ -45,6 +45,7 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// assert_eq!(RetryPolicy::none().max_retries, 0);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// How many times a failed attempt is retried (0: never).
     pub max_retries: u32,

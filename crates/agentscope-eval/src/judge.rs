@@ -175,11 +175,11 @@ impl Judge {
     ///
     /// Dropping the future drops the model call.
     pub async fn judge(&self, input: JudgeInput<'_>) -> Judgement {
-        let request = ModelRequest {
-            messages: vec![Msg::system(SYSTEM), Msg::user(prompt(&input))],
-            tools: Vec::new().into(),
-            options: self.options.clone(),
-        };
+        let request = ModelRequest::new(
+            vec![Msg::system(SYSTEM), Msg::user(prompt(&input))],
+            Vec::new().into(),
+            self.options.clone(),
+        );
         let mut stream = match self.model.stream(request).await {
             Ok(stream) => stream,
             Err(error) => {

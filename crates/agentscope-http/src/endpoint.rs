@@ -3,7 +3,7 @@
 use agentscope_core::ModelError;
 use reqwest::Url;
 
-use agentscope_core::plumbing::redact::url_for_display;
+use agentscope_core::redact::url_for_display;
 
 /// `base_url` with `path` (segments joined by `/`, e.g. `chat/completions` or
 /// `v1/messages`) appended, keeping a query string (`?api-version=...`). Only the part of

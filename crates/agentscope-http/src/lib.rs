@@ -15,7 +15,7 @@
 //!   when the response carried no content at all, and drains the end of the body so the
 //!   connection goes back to the pool; it keeps credentials (header values, URL passwords
 //!   and query values) out of `Debug` output, logs and every error message, with the core's
-//!   [`redact`](agentscope_core::plumbing::redact); [`stream_json`](Transport::stream_json)
+//!   [`redact`](agentscope_core::redact); [`stream_json`](Transport::stream_json)
 //!   takes the body as the protocol half built it, a JSON value;
 //! - [`ProviderConfig`] holds what every provider's client builder holds (API key, base
 //!   URL, model, [`HttpOptions`]), reads it from the provider's environment variables, and

@@ -6,13 +6,14 @@
 use std::fmt;
 
 use agentscope_core::ModelError;
-use agentscope_core::plumbing::redact::{REDACTED, url_for_display};
+use agentscope_core::redact::{REDACTED, url_for_display};
 
 use crate::endpoint::endpoint_url;
 use crate::transport::{HttpOptions, Transport, TransportBuilder};
 
 /// How a provider takes its API key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ApiKeyHeader {
     /// `Authorization: Bearer <key>` (OpenAI and the servers compatible with it).
     Bearer,

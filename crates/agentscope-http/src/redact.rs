@@ -1,11 +1,11 @@
 //! The transport's side of keeping secrets out of what people read: its endpoint as shown,
 //! and its errors scrubbed. The rules themselves (the placeholder, how a URL is shown, how
-//! text is scrubbed) live in [`agentscope_core::plumbing::redact`].
+//! text is scrubbed) live in [`agentscope_core::redact`].
 //!
 //! Header values are marked sensitive when the headers are built and never printed.
 
 use agentscope_core::ModelError;
-use agentscope_core::plumbing::redact::{Redactor, url_for_display};
+use agentscope_core::redact::{Redactor, url_for_display};
 use reqwest::Url;
 
 /// The endpoint without its password and query values (either might hold a credential),

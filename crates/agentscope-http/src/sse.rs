@@ -28,6 +28,7 @@ use crate::lenient::snippet;
 /// assert_eq!(events[1].event.as_deref(), Some("ping"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct SseEvent {
     /// The `event:` field, when the server sent one.
     pub event: Option<String>,

@@ -14,8 +14,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentscope_core::plumbing::error_chain;
-use agentscope_core::plumbing::redact::{REDACTED, Redactor, url_secrets};
+use agentscope_core::error_chain;
+use agentscope_core::redact::{REDACTED, Redactor, url_secrets};
 use agentscope_core::{
     ChatResponse, ChatStream, ContentBlock, ErrorSource, ModelError, RetryPolicy,
 };

@@ -20,7 +20,7 @@ use crate::content::{McpToolResult, progress_text};
 use crate::defs::ToolDef;
 use crate::error::{INVALID_PARAMS, McpError};
 use crate::transport::{ProgressRouter, Tapped, child_process, forward_stderr, http_transport};
-use agentscope_core::plumbing::redact::Redactor;
+use agentscope_core::redact::Redactor;
 
 /// A connection to one MCP server, and the server's tools as agentscope tools.
 ///

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentscope_core::plumbing::redact::{REDACTED, Redactor, url_for_display, url_secrets};
+use agentscope_core::redact::{REDACTED, Redactor, url_for_display, url_secrets};
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 

@@ -21,7 +21,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::process::ChildStderr;
 use tokio::sync::mpsc;
 
-use agentscope_core::plumbing::redact::Redactor;
+use agentscope_core::redact::Redactor;
 
 use crate::config::{HttpConfig, ReconnectPolicy, StdioConfig};
 

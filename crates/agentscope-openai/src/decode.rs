@@ -218,16 +218,16 @@ impl Decoder {
         if let Some(usage) = chunk.usage {
             // Deferred to the final chunk: some servers repeat cumulative usage on every
             // chunk, and the accumulator sums what it is given.
-            self.usage = Some(ChatUsage {
-                input_tokens: usage.prompt_tokens.unwrap_or(0),
-                output_tokens: usage.completion_tokens.unwrap_or(0),
-                cache_read_input_tokens: usage
-                    .prompt_tokens_details
-                    .and_then(|details| details.cached_tokens)
-                    // A zero is no cache use: reported as none, as every client does.
-                    .filter(|n| *n > 0),
-                ..ChatUsage::default()
-            });
+            let mut total = ChatUsage::new(
+                usage.prompt_tokens.unwrap_or(0),
+                usage.completion_tokens.unwrap_or(0),
+            );
+            total.cache_read_input_tokens = usage
+                .prompt_tokens_details
+                .and_then(|details| details.cached_tokens)
+                // A zero is no cache use: reported as none, as every client does.
+                .filter(|n| *n > 0);
+            self.usage = Some(total);
         }
         if self.model.is_none() {
             self.model = chunk.model.map(Cow::into_owned);
@@ -244,13 +244,9 @@ impl Decoder {
         if content.is_empty() && choice.finish_reason.is_none() {
             return Ok(None);
         }
-        Ok(Some(ChatResponse {
-            id: self.id.clone(),
-            content,
-            usage: None,
-            finish_reason: choice.finish_reason.map(Cow::into_owned),
-            model: None,
-        }))
+        let mut response = ChatResponse::new(content).with_id(self.id.clone());
+        response.finish_reason = choice.finish_reason.map(Cow::into_owned);
+        Ok(Some(response))
     }
 
     fn handle_delta(&mut self, delta: Delta<'_>, content: &mut Vec<ContentBlock>) {
@@ -395,13 +391,10 @@ impl Decoder {
         if content.is_empty() && usage.is_none() && model.is_none() {
             return None;
         }
-        Some(ChatResponse {
-            id: self.id.clone(),
-            content,
-            usage,
-            finish_reason: None,
-            model,
-        })
+        let mut response = ChatResponse::new(content).with_id(self.id.clone());
+        response.usage = usage;
+        response.model = model;
+        Some(response)
     }
 }
 
@@ -621,13 +614,7 @@ mod tests {
     }
 
     fn text_chunk(text: &str) -> ChatResponse {
-        ChatResponse {
-            id: "r".into(),
-            content: vec![ContentBlock::text(text)],
-            usage: None,
-            finish_reason: None,
-            model: None,
-        }
+        ChatResponse::new(vec![ContentBlock::text(text)]).with_id("r")
     }
 
     #[test]
@@ -667,13 +654,9 @@ mod tests {
         assert!(err.is_none(), "{err:?}");
         assert_eq!(
             chunks,
-            [ChatResponse {
-                id: "b".into(),
-                content: vec![ContentBlock::text("y")],
-                usage: None,
-                finish_reason: Some("stop".into()),
-                model: None,
-            }]
+            [ChatResponse::new(vec![ContentBlock::text("y")])
+                .with_id("b")
+                .with_finish_reason("stop")]
         );
     }
 
@@ -759,10 +742,7 @@ mod tests {
         assert_eq!(last.model.as_deref(), Some("gpt-4o-2024-08-06"));
         assert_eq!(
             last.usage,
-            Some(ChatUsage {
-                cache_read_input_tokens: Some(1024),
-                ..ChatUsage::new(1200, 2)
-            })
+            Some(ChatUsage::new(1200, 2).with_cache_read(1024))
         );
         let msg = assemble(&chunks);
         assert_eq!(msg.response_id(), Some("chatcmpl-7"));

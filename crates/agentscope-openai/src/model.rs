@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use agentscope_core::plumbing::redact::url_for_display;
+use agentscope_core::redact::url_for_display;
 use agentscope_core::{ChatStream, Model, ModelError, ModelRequest};
 use agentscope_http::Transport;
 
@@ -38,7 +38,7 @@ use crate::request::build_body;
 ///     .api_key("sk-...")
 ///     .model("gpt-4o-mini")
 ///     .build()?;
-/// let request = ModelRequest { messages: vec![Msg::user("Hi!")], ..Default::default() };
+/// let request = ModelRequest::new(vec![Msg::user("Hi!")], Default::default(), Default::default());
 /// let mut stream = model.stream(request).await?;
 /// while let Some(chunk) = stream.next().await {
 ///     println!("{:?}", chunk?.content);

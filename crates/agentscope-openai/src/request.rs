@@ -334,16 +334,16 @@ mod tests {
 
     #[test]
     fn tool_options_are_dropped_without_tools_and_extra_wins() {
-        let request = ModelRequest {
-            messages: vec![Msg::user("hi")],
-            tools: Default::default(),
-            options: GenerateOptions::default()
+        let request = ModelRequest::new(
+            vec![Msg::user("hi")],
+            Default::default(),
+            GenerateOptions::default()
                 .tool_choice(ToolChoice::Required)
                 .parallel_tool_calls(false)
                 .max_tokens(5)
                 .extra("max_tokens", Value::Null)
                 .extra("top_k", 20),
-        };
+        );
         assert_eq!(
             build_body("m", &request, false).unwrap(),
             json!({

@@ -21,7 +21,6 @@ mod support;
 
 use agentscope::prelude::*;
 use agentscope_core::ModelError;
-use agentscope_core::plumbing::FINISH_REASON_KEY;
 use support::{HttpReply, TestServer, builder, hello, run};
 
 const ANSWER: &str = include_str!("fixtures/llama_cpp/answer_cut_at_max_tokens.sse");
@@ -71,7 +70,7 @@ async fn an_answer_cut_at_max_tokens_is_assembled_and_says_so() {
         .await
         .unwrap();
     assert_eq!(reply.generate_reason(), Some(GenerateReason::MaxTokens));
-    assert_eq!(reply.metadata[FINISH_REASON_KEY], "length");
+    assert_eq!(reply.metadata["finish_reason"], "length");
 }
 
 #[tokio::test]

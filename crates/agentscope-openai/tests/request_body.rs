@@ -87,8 +87,8 @@ async fn a_full_conversation_with_tools_and_every_option() {
             raw_input: Some("{\"city\": \"Lon".into()),
         })
         .build();
-    let request = ModelRequest {
-        messages: vec![
+    let request = ModelRequest::new(
+        vec![
             Msg::system("You are a weather bot."),
             Msg::user("Weather in Paris and London?"),
             assistant,
@@ -114,12 +114,12 @@ async fn a_full_conversation_with_tools_and_every_option() {
                 }))
                 .build(),
         ],
-        tools: vec![
+        vec![
             weather_tool(),
             ToolSchema::new("get_time", "Current time.", Value::Null),
         ]
         .into(),
-        options: GenerateOptions::default()
+        GenerateOptions::default()
             .temperature(0.2)
             .top_p(0.9)
             .max_tokens(256)
@@ -135,7 +135,7 @@ async fn a_full_conversation_with_tools_and_every_option() {
             })
             .extra("top_k", 20)
             .extra("chat_template_kwargs", json!({"enable_thinking": false})),
-    };
+    );
     assert_eq!(
         body_of(request).await,
         json!({
@@ -184,8 +184,8 @@ async fn a_full_conversation_with_tools_and_every_option() {
 
 #[tokio::test]
 async fn tool_call_only_assistant_and_several_results_in_one_message() {
-    let request = ModelRequest {
-        messages: vec![
+    let request = ModelRequest::new(
+        vec![
             Msg::user("Both?"),
             Msg::builder()
                 .role(Role::Assistant)
@@ -203,8 +203,9 @@ async fn tool_call_only_assistant_and_several_results_in_one_message() {
                 })
                 .build(),
         ],
-        ..ModelRequest::default()
-    };
+        Default::default(),
+        Default::default(),
+    );
     assert_eq!(
         body_of(request).await["messages"],
         json!([
@@ -227,23 +228,23 @@ async fn tool_choice_is_sent_with_tools_only() {
         (ToolChoice::Required, json!("required")),
     ];
     for (choice, expected) in cases {
-        let request = ModelRequest {
-            messages: vec![Msg::user("x")],
-            tools: vec![weather_tool()].into(),
-            options: GenerateOptions::default().tool_choice(choice.clone()),
-        };
+        let request = ModelRequest::new(
+            vec![Msg::user("x")],
+            vec![weather_tool()].into(),
+            GenerateOptions::default().tool_choice(choice.clone()),
+        );
         let body = body_of(request).await;
         assert_eq!(body["tool_choice"], expected, "{choice:?}");
         assert!(body.get("parallel_tool_calls").is_none());
 
         // The summary step sends no tools: no tool_choice either (OpenAI rejects it).
-        let request = ModelRequest {
-            messages: vec![Msg::user("x")],
-            tools: Vec::new().into(),
-            options: GenerateOptions::default()
+        let request = ModelRequest::new(
+            vec![Msg::user("x")],
+            Vec::new().into(),
+            GenerateOptions::default()
                 .tool_choice(choice.clone())
                 .parallel_tool_calls(true),
-        };
+        );
         let body = body_of(request).await;
         assert!(body.get("tool_choice").is_none(), "{choice:?}");
         assert!(body.get("parallel_tool_calls").is_none());
@@ -254,10 +255,12 @@ async fn tool_choice_is_sent_with_tools_only() {
 #[tokio::test]
 async fn a_specific_tool_is_forced_as_that_tool_alone_and_required() {
     let time = ToolSchema::new("get_time", "Current time.", Value::Null);
-    let request = |name: &str| ModelRequest {
-        messages: vec![Msg::user("x")],
-        tools: vec![weather_tool(), time.clone()].into(),
-        options: GenerateOptions::default().tool_choice(ToolChoice::Specific(name.into())),
+    let request = |name: &str| {
+        ModelRequest::new(
+            vec![Msg::user("x")],
+            vec![weather_tool(), time.clone()].into(),
+            GenerateOptions::default().tool_choice(ToolChoice::Specific(name.into())),
+        )
     };
     let body = body_of(request("get_time")).await;
     assert_eq!(body["tool_choice"], json!("required"));
@@ -282,11 +285,11 @@ async fn response_formats() {
         (ResponseFormat::Text, json!({"type": "text"})),
         (ResponseFormat::JsonObject, json!({"type": "json_object"})),
     ] {
-        let request = ModelRequest {
-            messages: vec![Msg::user("x")],
-            options: GenerateOptions::default().response_format(format),
-            ..ModelRequest::default()
-        };
+        let request = ModelRequest::new(
+            vec![Msg::user("x")],
+            Default::default(),
+            GenerateOptions::default().response_format(format),
+        );
         assert_eq!(body_of(request).await["response_format"], expected);
     }
 }
@@ -323,11 +326,11 @@ async fn no_key_means_no_authorization_header_and_queries_are_kept() {
 async fn float_options_are_written_as_written() {
     let server = TestServer::start([HttpReply::sse(scenarios::text().sse)]).await;
     let model = builder(&server).build().unwrap();
-    let request = ModelRequest {
-        messages: vec![Msg::user("x")],
-        options: GenerateOptions::default().temperature(0.7).top_p(0.95),
-        ..ModelRequest::default()
-    };
+    let request = ModelRequest::new(
+        vec![Msg::user("x")],
+        Default::default(),
+        GenerateOptions::default().temperature(0.7).top_p(0.95),
+    );
     run(&model, request).await.result.unwrap();
     let raw = String::from_utf8(server.requests()[0].body.clone()).unwrap();
     assert!(raw.contains("\"temperature\":0.7"), "{raw}");

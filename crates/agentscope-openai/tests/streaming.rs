@@ -70,13 +70,7 @@ async fn text_deltas_arrive_one_chunk_per_event_and_usage_comes_last_on_its_own(
     let model = builder(&server).build().unwrap();
     let outcome = run(&model, hello()).await;
     let id = "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT";
-    let text = |t: &str| ChatResponse {
-        id: id.into(),
-        content: vec![ContentBlock::text(t)],
-        usage: None,
-        finish_reason: None,
-        model: None,
-    };
+    let text = |t: &str| ChatResponse::new(vec![ContentBlock::text(t)]).with_id(id);
     assert_eq!(
         outcome.chunks,
         vec![
@@ -85,20 +79,13 @@ async fn text_deltas_arrive_one_chunk_per_event_and_usage_comes_last_on_its_own(
             text(" How can I"),
             text(" help you"),
             text(" today?"),
-            ChatResponse {
-                id: id.into(),
-                content: vec![],
-                usage: None,
-                finish_reason: Some("stop".into()),
-                model: None,
-            },
-            ChatResponse {
-                id: id.into(),
-                content: vec![],
-                usage: Some(ChatUsage::new(19, 10)),
-                finish_reason: None,
-                model: Some("gpt-4o-mini-2024-07-18".into()),
-            },
+            ChatResponse::new(vec![])
+                .with_id(id)
+                .with_finish_reason("stop"),
+            ChatResponse::new(vec![])
+                .with_id(id)
+                .with_usage(ChatUsage::new(19, 10))
+                .with_model("gpt-4o-mini-2024-07-18"),
         ]
     );
 }

@@ -29,7 +29,8 @@ pub const TOKEN_BUCKETS: [f64; 14] = [
     16777216.0, 67108864.0,
 ];
 
-/// The `tracing` target of `TracingHook`'s spans.
+/// The `tracing` target of `TracingHook`'s spans (`agentscope::hooks::TracingHook::TARGET`; this
+/// crate depends on the core only, and the metrics tests fail if the two differ).
 const HOOK_TARGET: &str = "agentscope::hooks::tracing";
 
 /// Records the metrics of every `chat` span that closes.

@@ -4,7 +4,7 @@
 
 use agentscope_core::Msg;
 use agentscope_core::plumbing::columns::ChangeColumns;
-use agentscope_core::plumbing::rfc3339;
+use agentscope_core::rfc3339;
 use agentscope_core::session::{
     AgentState, AgentStateParts, SessionError, SessionSummary, StateChange,
 };

@@ -1,6 +1,6 @@
 //! [`Endpoint`]: the server a store connects to, as given (a connection string, to connect
 //! with, never shown), as shown (no password), and the secrets it holds (scrubbed from error
-//! messages), by the workspace's one redaction rule (`agentscope_core::plumbing::redact`).
+//! messages), by the workspace's one redaction rule (`agentscope_core::redact`).
 //!
 //! A connection string is a URL (`postgresql://user:password@host:5432/db?sslmode=require`)
 //! or libpq's `key=value` form (`host=db user=app password=secret`); both are parsed by
@@ -10,7 +10,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use agentscope_core::plumbing::redact::{REDACTED, Redactor, url_for_display, url_secrets};
+use agentscope_core::redact::{REDACTED, Redactor, url_for_display, url_secrets};
 use agentscope_core::session::SessionError;
 use tokio_postgres::Config;
 use tokio_postgres::config::Host;

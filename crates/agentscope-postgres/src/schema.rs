@@ -6,7 +6,7 @@
 //! moment wait for each other, and the first one applies what is missing. Applied versions
 //! are recorded in `agentscope_schema_migrations`.
 
-use agentscope_core::plumbing::rfc3339;
+use agentscope_core::rfc3339;
 use agentscope_core::session::{SessionError, SessionSummary};
 use deadpool_postgres::Object;
 

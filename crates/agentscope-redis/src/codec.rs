@@ -2,7 +2,7 @@
 //! [`AgentState`].
 
 use agentscope_core::Msg;
-use agentscope_core::plumbing::rfc3339;
+use agentscope_core::rfc3339;
 use agentscope_core::session::{
     AgentState, AgentStateParts, SessionError, SessionSummary, StateChange, validate_session_id,
 };

@@ -1,10 +1,10 @@
 //! [`Endpoint`]: a Redis URL as given (to connect with, never shown), as shown (its
 //! password and query values redacted), and the secrets it holds (scrubbed from error
-//! messages), by the workspace's one redaction rule (`agentscope_core::plumbing::redact`).
+//! messages), by the workspace's one redaction rule (`agentscope_core::redact`).
 
 use std::fmt;
 
-use agentscope_core::plumbing::redact::{Redactor, url_for_display, url_secrets};
+use agentscope_core::redact::{Redactor, url_for_display, url_secrets};
 
 /// A Redis URL: the URL as given, the URL shown, and the secrets it holds.
 #[derive(Clone)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentscope_core::CancellationToken;
-use agentscope_core::plumbing::rfc3339;
+use agentscope_core::rfc3339;
 use agentscope_core::session::{
     AgentState, SessionError, SessionLease, SessionStore, SessionSummary, StateChange,
     validate_session_id,

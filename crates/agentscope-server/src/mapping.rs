@@ -373,11 +373,7 @@ mod tests {
     use agentscope::{ThinkingBlock, ToolResultBlock};
 
     fn event(event_type: EventType, is_last: bool, message: Msg) -> Event {
-        Event {
-            event_type,
-            message,
-            is_last,
-        }
+        Event::new(event_type, message, is_last)
     }
 
     fn assistant(id: &str, blocks: Vec<ContentBlock>) -> Msg {

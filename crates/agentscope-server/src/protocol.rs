@@ -80,6 +80,7 @@ pub struct ResumeEntry {
 /// Whether an interrupt was answered or dismissed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ResumeStatus {
     /// Answered; the payload says how.
     Resolved,
@@ -158,6 +159,7 @@ pub struct FunctionCall {
 /// call that was running when the agent stopped ([`TOOL_IN_DOUBT`](Self::TOOL_IN_DOUBT)).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Interrupt {
     /// The interrupt id: the tool call's id.
     pub id: String,
@@ -187,6 +189,7 @@ impl Interrupt {
 /// Why a run ended (`RUN_FINISHED.outcome`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Outcome {
     /// The call completed.
     Success,
@@ -207,6 +210,7 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
 #[allow(missing_docs)] // the protocol's own names; see the AG-UI event reference
+#[non_exhaustive]
 pub enum AgUiEvent {
     #[serde(rename_all = "camelCase")]
     RunStarted {

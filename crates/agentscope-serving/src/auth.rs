@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use agentscope_core::plumbing::redact::secrets_equal;
+use agentscope_core::redact::secrets_equal;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};

@@ -5,7 +5,7 @@
 
 use agentscope::hooks::ToolApprovalHook;
 use agentscope::{Msg, Role, ToolContext, ToolUseBlock};
-use agentscope_core::plumbing::conversation::pending_tool_uses;
+use agentscope_core::pending_tool_uses;
 
 /// What a session awaits.
 #[derive(Debug, Default, Clone, PartialEq)]

@@ -4,7 +4,7 @@
 
 use std::error::Error;
 
-use agentscope_core::plumbing::error_chain;
+use agentscope_core::error_chain;
 
 /// A failure as a peer sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,6 +8,7 @@ use agentscope::session::{AgentState, HookState, SessionError, SessionStore, Sta
 
 /// What [`hold`] found.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Held<T> {
     /// The session was held (no call ran on it meanwhile): what the edit returned, after
     /// its change (if any) was stored.
@@ -24,6 +25,7 @@ pub enum Held<T> {
 
 /// What [`hold`] does with a store that does not lease sessions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Unleased {
     /// Nothing: the edit is only right while no call runs (the orphan rule).
     Skip,

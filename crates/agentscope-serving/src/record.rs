@@ -285,7 +285,7 @@ impl Runs {
 
 /// Timestamps as everything stored is written (RFC 3339, `Z`).
 mod timestamp {
-    use agentscope_core::plumbing::rfc3339;
+    use agentscope_core::rfc3339;
     use chrono::{DateTime, Utc};
     use serde::{Deserialize, Deserializer, Serializer};
 

@@ -561,6 +561,7 @@ const UNREADABLE: &str = "the conversation's stored state cannot be read by this
 /// A `Turn` is a [`Stream`] of the call's events (the `AgentStream`'s items); drive it with
 /// [`admitted`](Self::admitted) first to learn whether the call was admitted before its
 /// first event. Dropping it cancels the call (as dropping an `AgentStream` does).
+#[non_exhaustive]
 pub struct Turn {
     /// The run's agent.
     pub agent: ReActAgent,

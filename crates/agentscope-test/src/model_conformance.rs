@@ -256,10 +256,11 @@ pub fn given_up_after(error: &ModelError, attempts: u32) -> &ModelError {
 
 /// A request with one user message, `Hello`.
 pub fn hello() -> ModelRequest {
-    ModelRequest {
-        messages: vec![Msg::user("Hello")],
-        ..ModelRequest::default()
-    }
+    ModelRequest::new(
+        vec![Msg::user("Hello")],
+        Default::default(),
+        Default::default(),
+    )
 }
 
 /// Runs the whole suite against `wire`'s client.

@@ -300,13 +300,11 @@ impl ScriptedResponse {
         };
         let last =
             (finish_reason.is_some() || self.usage.is_some() || model.is_some()).then(|| {
-                Ok(ChatResponse {
-                    id,
-                    usage: self.usage,
-                    finish_reason,
-                    model,
-                    ..ChatResponse::default()
-                })
+                let mut last = ChatResponse::new(Vec::new()).with_id(id);
+                last.usage = self.usage;
+                last.finish_reason = finish_reason;
+                last.model = model;
+                Ok(last)
             });
         let chunks = self.chunks;
         let count = chunks.len();
@@ -373,7 +371,7 @@ impl ScriptedResponse {
 ///
 /// # futures::executor::block_on(async {
 /// let model = ScriptedModel::new([ScriptedResponse::text("hi")]);
-/// let request = ModelRequest { messages: vec![Msg::user("hello")], ..Default::default() };
+/// let request = ModelRequest::new(vec![Msg::user("hello")], Default::default(), Default::default());
 /// let _stream = model.stream(request).await.unwrap();
 /// assert_eq!(model.requests()[0].messages[0].text(), "hello");
 /// assert!(model.stream(ModelRequest::default()).await.is_err()); // script exhausted

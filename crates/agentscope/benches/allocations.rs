@@ -11,11 +11,12 @@
 
 mod support;
 
+use agentscope_core::engine::TypedEvent;
 use std::alloc::System;
 
 use agentscope::prelude::*;
 use agentscope::{AgentInfo, EventType, GenerateOptions, HookChain, StreamOptions};
-use agentscope_core::plumbing::{CallContext, events};
+use agentscope_core::engine::{CallContext, events};
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
@@ -158,7 +159,7 @@ fn per_event() -> f64 {
         GenerateOptions::default(),
         0,
     )
-    .into();
+    .into_event();
     futures::executor::block_on(async {
         for _ in 0..100 {
             chain.dispatch(&mut event).await.unwrap();

@@ -25,7 +25,7 @@ use agentscope::context::{ContextWindowHook, ContextWindows, ToolResultLimit};
 use agentscope::prelude::*;
 use agentscope::session::HookState;
 use agentscope::{AgentInfo, HookChain, InMemoryMemory};
-use agentscope_core::plumbing::{self, CallContext, events};
+use agentscope_core::engine::{self, CallContext, events};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use criterion::{BatchSize, Criterion};
 use futures::executor::block_on;
@@ -105,7 +105,7 @@ impl Step {
             GenerateOptions::default(),
             0,
         );
-        let event = block_on(plumbing::chain(&self.chain, event, &mut call)).unwrap();
+        let event = block_on(engine::chain(&self.chain, event, &mut call)).unwrap();
         event.input_messages().len()
     }
 }

@@ -4,8 +4,9 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use agentscope_core::plumbing::conversation::{self, pending_tool_uses};
-use agentscope_core::plumbing::{self, CallContext, EventParts, events};
+use agentscope_core::engine::conversation;
+use agentscope_core::engine::{CallContext, EventParts, events};
+use agentscope_core::pending_tool_uses;
 use agentscope_core::{AgentError, Hook, HookChain, HookEventType, HookId, HookInfo, Memory, Msg};
 #[cfg(feature = "schema")]
 use agentscope_core::{BoxedHook, BoxedTool};
@@ -20,12 +21,14 @@ use crate::admission::{Admission, Refusal};
 use crate::config::AgentConfig;
 #[cfg(feature = "schema")]
 use crate::engine::Finish;
+use crate::engine::reply::SharedReply;
 use crate::engine::{self, CallExtras};
 #[cfg(feature = "schema")]
 use crate::hooks::StructuredOutputHook;
-use crate::runtime::{AgentRuntime, lock};
+use crate::runtime::AgentRuntime;
 use crate::session::{AgentState, SessionBinding, check_sessionless};
-use crate::stream::{AgentStream, StreamOptions};
+use crate::stream::{AgentStream, EventSink, StreamOptions};
+use crate::sync::lock;
 use crate::toolkit::Toolkit;
 
 /// The input of one call: the new messages (empty to resume pending tool calls), and the
@@ -182,12 +185,38 @@ pub struct ReActAgent {
 struct AgentInner {
     config: AgentConfig,
     runtime: AgentRuntime,
+    /// The custom reply that replaces the ReAct loop (`builder.reply(..)`).
+    reply: Option<SharedReply>,
+}
+
+impl AgentInner {
+    /// Runs one call with the agent's custom reply, if it has one.
+    async fn run(
+        &self,
+        input: Vec<Msg>,
+        sink: Option<&EventSink>,
+        extras: CallExtras,
+    ) -> Result<Msg, AgentError> {
+        let extras = CallExtras {
+            reply: self.reply.clone(),
+            ..extras
+        };
+        engine::run(&self.config, &self.runtime, input, sink, extras).await
+    }
 }
 
 impl ReActAgent {
-    pub(crate) fn new(config: AgentConfig, runtime: AgentRuntime) -> Self {
+    pub(crate) fn new(
+        config: AgentConfig,
+        runtime: AgentRuntime,
+        reply: Option<SharedReply>,
+    ) -> Self {
         Self {
-            inner: Arc::new(AgentInner { config, runtime }),
+            inner: Arc::new(AgentInner {
+                config,
+                runtime,
+                reply,
+            }),
         }
     }
 
@@ -230,7 +259,7 @@ impl ReActAgent {
         extras: CallExtras,
     ) -> impl Future<Output = Result<Msg, AgentError>> + Send + 'static {
         let inner = Arc::clone(&self.inner);
-        async move { engine::run(&inner.config, &inner.runtime, input, None, extras).await }
+        async move { inner.run(input, None, extras).await }
     }
 
     /// Runs one call whose answer is a `T`: the model must answer by calling a temporary
@@ -288,7 +317,7 @@ impl ReActAgent {
     ///
     /// # Cancel safety
     ///
-    /// As for [`call`](Self::call); memory is cleaned of the structured-output plumbing on
+    /// As for [`call`](Self::call); memory is cleaned of the structured-output engine on
     /// drop too.
     #[cfg(feature = "schema")]
     #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
@@ -391,8 +420,7 @@ impl ReActAgent {
         let inner = Arc::clone(&self.inner);
         let (input, extras) = input.into().into_call();
         AgentStream::new(options, move |sink| async move {
-            let AgentInner { config, runtime } = &*inner;
-            engine::run(config, runtime, input, Some(&sink), extras).await
+            inner.run(input, Some(&sink), extras).await
         })
     }
 
@@ -451,12 +479,11 @@ impl ReActAgent {
     ) -> AgentStream {
         let inner = Arc::clone(&self.inner);
         AgentStream::new(options, move |sink| async move {
-            let AgentInner { config, runtime } = &*inner;
             let extras = CallExtras {
                 admit: Some(Box::new(admit)),
                 ..CallExtras::default()
             };
-            engine::run(config, runtime, Vec::new(), Some(&sink), extras).await
+            inner.run(Vec::new(), Some(&sink), extras).await
         })
     }
 
@@ -500,7 +527,9 @@ impl ReActAgent {
     pub async fn observe(&self, input: impl Into<CallInput>) -> Result<(), AgentError> {
         let messages = input.into().into_messages();
         conversation::check_no_system(&messages, "observed messages")?;
-        let AgentInner { config, runtime } = &*self.inner;
+        let AgentInner {
+            config, runtime, ..
+        } = &*self.inner;
         let guard = runtime.begin_call(config.settings.check_running)?;
         let mut synced = config.load_session(runtime, guard.token()).await?;
         let memory = &config.memory;
@@ -517,12 +546,14 @@ impl ReActAgent {
 
     /// `messages` as PreCall hooks leave them for storing, checked like a call's input.
     async fn observed(&self, messages: Vec<Msg>) -> Result<Vec<Msg>, AgentError> {
-        let AgentInner { config, runtime } = &*self.inner;
+        let AgentInner {
+            config, runtime, ..
+        } = &*self.inner;
         let hooks = runtime.hook_snapshot();
         let messages = if !messages.is_empty() && hooks.is_interested(HookEventType::PreCall) {
             let mut context = CallContext::new(Arc::clone(&config.info));
             let event = events::observation(context.info(), messages, config.memory.messages());
-            let (messages, _) = plumbing::chain(&hooks, event, &mut context)
+            let (messages, _) = agentscope_core::engine::chain(&hooks, event, &mut context)
                 .await?
                 .into_parts();
             conversation::check_no_system(&messages, "PreCallEvent input messages")?;
@@ -575,7 +606,9 @@ impl ReActAgent {
     /// [`AgentError::Busy`] while a call is running (even with `check_running(false)`):
     /// memory in the middle of a call may hold tool calls that the call will still answer.
     pub fn save_state(&self) -> Result<AgentState, AgentError> {
-        let AgentInner { config, runtime } = &*self.inner;
+        let AgentInner {
+            config, runtime, ..
+        } = &*self.inner;
         if runtime.is_running() {
             return Err(AgentError::Busy);
         }
@@ -625,7 +658,9 @@ impl ReActAgent {
     /// ```
     pub async fn load_state(&self, state: AgentState) -> Result<(), AgentError> {
         state.check().map_err(AgentError::invalid_input)?;
-        let AgentInner { config, runtime } = &*self.inner;
+        let AgentInner {
+            config, runtime, ..
+        } = &*self.inner;
         if config.session.is_none() {
             check_sessionless(&state).map_err(AgentError::invalid_input)?;
         }
@@ -677,7 +712,9 @@ impl ReActAgent {
         &self,
         update: impl FnOnce(&mut Map<String, Value>),
     ) -> Result<(), AgentError> {
-        let AgentInner { config, runtime } = &*self.inner;
+        let AgentInner {
+            config, runtime, ..
+        } = &*self.inner;
         let guard = runtime.begin_call(config.settings.check_running)?;
         let mut synced = config.load_session(runtime, guard.token()).await?;
         update(&mut lock(runtime.metadata()));

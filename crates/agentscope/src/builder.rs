@@ -408,9 +408,12 @@ impl ReActAgentBuilder {
             memory,
             session,
             tool_scope,
-            reply: self.reply,
             settings: self.settings,
         };
-        Ok(ReActAgent::new(config, AgentRuntime::new(hooks, metadata)))
+        Ok(ReActAgent::new(
+            config,
+            AgentRuntime::new(hooks, metadata),
+            self.reply,
+        ))
     }
 }

@@ -9,7 +9,6 @@ use agentscope_core::{
 };
 use serde_json::{Map, Value};
 
-use crate::engine::reply::SharedReply;
 use crate::runtime::AgentRuntime;
 use crate::session::{AgentIdentity, Current, SessionBinding, Synced};
 use crate::toolkit::Toolkit;
@@ -57,8 +56,6 @@ pub(crate) struct AgentConfig {
     /// The conversation its tool calls belong to, for their idempotency keys: the session
     /// id, else the agent's id (made once: every tool call gets a cheap clone).
     pub(crate) tool_scope: SharedString,
-    /// The custom reply that replaces the ReAct loop (`builder.reply(..)`).
-    pub(crate) reply: Option<SharedReply>,
     pub(crate) settings: Settings,
 }
 

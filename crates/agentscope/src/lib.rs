@@ -6,6 +6,8 @@ mod admission;
 mod agent;
 mod agent_trait;
 mod builder;
+mod call_ids;
+mod call_state;
 mod config;
 #[cfg(feature = "context")]
 #[cfg_attr(docsrs, doc(cfg(feature = "context")))]
@@ -23,6 +25,7 @@ pub mod multi_agent;
 mod runtime;
 pub mod session;
 mod stream;
+mod sync;
 mod system_hooks;
 mod toolkit;
 #[cfg(feature = "schema")]
@@ -51,7 +54,7 @@ pub use agentscope_core::{
     Extensions, Hook, HookChain, HookEvent, HookEventType, HookEventTypes, HookFn, HookId,
     HookInfo, ParseCallIdError, PostActingEvent, PostCallEvent, PostReasoningEvent,
     PostSummaryEvent, PreActingEvent, PreCallEvent, PreReasoningEvent, PreSummaryEvent,
-    ReasoningChunkEvent, SummaryChunkEvent, hook_fn,
+    ReasoningChunkEvent, SummaryChunkEvent, hook_fn, pending_tool_uses,
 };
 pub use system_hooks::SystemHooks;
 

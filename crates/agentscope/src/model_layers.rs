@@ -157,7 +157,7 @@ impl<M: Model> Model for Retry<M> {
                         retry = i64::from(retry + 1),
                         max_retries = i64::from(self.policy.max_retries),
                         delay_ms = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX),
-                        error.type = %crate::hooks::tracing::model_error_type(&error),
+                        error.type = %crate::engine::spans::model_error_type(&error),
                         %error,
                         "agentscope.model.retry"
                     );
@@ -205,7 +205,7 @@ impl<P: Model, F: Model> Model for Fallback<P, F> {
                     target: "agentscope::model_layers",
                     model = self.primary.model_name(),
                     fallback = self.fallback.model_name(),
-                    error.type = %crate::hooks::tracing::model_error_type(&error),
+                    error.type = %crate::engine::spans::model_error_type(&error),
                     %error,
                     "agentscope.model.fallback"
                 );

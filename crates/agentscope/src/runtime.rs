@@ -2,12 +2,12 @@
 //! calls running on it), and the [`CallGuard`] that holds the agent for one call.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use agentscope_core::{AgentError, CallId, CancellationToken, HookChain};
 use serde_json::{Map, Value};
 
-use crate::engine::ConversationCallIds;
+use crate::call_ids::ConversationCallIds;
 
 /// The mutable half of an agent; [`AgentConfig`](crate::config::AgentConfig) is the other.
 pub(crate) struct AgentRuntime {
@@ -27,11 +27,7 @@ pub(crate) struct AgentRuntime {
     call_ids: Mutex<ConversationCallIds>,
 }
 
-/// Locks a mutex, recovering the data of a poisoned one (a panicking hook must not make the
-/// agent unusable).
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+pub(crate) use crate::sync::lock;
 
 impl AgentRuntime {
     pub(crate) fn new(hooks: HookChain, metadata: Map<String, Value>) -> Self {

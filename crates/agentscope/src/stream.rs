@@ -46,6 +46,7 @@ impl EventType {
 /// Serialises as `{"event_type": "reasoning", "message": {...}, "is_last": false}` with the
 /// message in the JSON shape of [`Msg`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Event {
     /// What the event is about.
     pub event_type: EventType,
@@ -53,6 +54,25 @@ pub struct Event {
     pub message: Msg,
     /// Whether this is a complete value rather than a chunk.
     pub is_last: bool,
+}
+
+impl Event {
+    /// An event of `event_type` carrying `message`, a complete value when `is_last` (a chunk
+    /// otherwise): what a custom stream or a remote agent's adapter delivers.
+    ///
+    /// ```
+    /// use agentscope::{Event, EventType, Msg};
+    ///
+    /// let event = Event::new(EventType::AgentResult, Msg::assistant("done"), true);
+    /// assert!(event.is_last);
+    /// ```
+    pub fn new(event_type: EventType, message: Msg, is_last: bool) -> Self {
+        Self {
+            event_type,
+            message,
+            is_last,
+        }
+    }
 }
 
 /// What an [`AgentStream`] delivers.
@@ -67,9 +87,10 @@ pub struct Event {
 /// assert!(!options.incremental);
 /// ```
 ///
-/// Struct-update syntax works too:
-/// `StreamOptions { incremental: false, ..Default::default() }`.
+/// Fields are public, so one can also be set on a default
+/// (`let mut options = StreamOptions::default(); options.incremental = false;`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamOptions {
     /// The event types to deliver (default: all).
     pub event_types: Vec<EventType>,

@@ -13,7 +13,11 @@
 //!
 //! With `--check`, nothing is written: the tool prints what changed and exits 1 when a listing
 //! differs from the code. CI runs it that way, so a change to the public API lands only with
-//! its listing updated, on purpose.
+//! its listing updated, on purpose. It then checks that every commit since
+//! `scripts/public-api/since` that took an item out of a listing (a breaking change) names it
+//! in `docs/migrating.md` in the same commit (see `breaking.rs`).
+
+mod breaking;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -40,17 +44,27 @@ const CRATES: &[&str] = &[
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let check = args.iter().any(|a| a == "--check");
-    let only: Vec<&str> = args.iter().filter(|a| !a.starts_with("--")).map(String::as_str).collect();
+    let only: Vec<&str> = args
+        .iter()
+        .filter(|a| !a.starts_with("--"))
+        .map(String::as_str)
+        .collect();
     for name in &only {
         if !CRATES.contains(name) {
-            eprintln!("unknown crate '{name}'; the crates are: {}", CRATES.join(", "));
+            eprintln!(
+                "unknown crate '{name}'; the crates are: {}",
+                CRATES.join(", ")
+            );
             return ExitCode::from(2);
         }
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let target = root.join("target/public-api");
     let mut stale = Vec::new();
-    for name in CRATES.iter().filter(|n| only.is_empty() || only.contains(n)) {
+    for name in CRATES
+        .iter()
+        .filter(|n| only.is_empty() || only.contains(n))
+    {
         let listing = match list(&root, &target, name) {
             Ok(listing) => listing,
             Err(error) => {
@@ -66,7 +80,10 @@ fn main() -> ExitCode {
             continue;
         }
         if check {
-            println!("{name}: {count} items, listing OUT OF DATE ({})", path.display());
+            println!(
+                "{name}: {count} items, listing OUT OF DATE ({})",
+                path.display()
+            );
             print_diff(&committed, &listing);
             stale.push(*name);
         } else if let Err(error) = std::fs::write(&path, &listing) {
@@ -74,6 +91,38 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         } else {
             println!("{name}: {count} items, listing written");
+        }
+    }
+    if stale.is_empty() && check {
+        let crates: Vec<&str> = CRATES
+            .iter()
+            .copied()
+            .filter(|n| only.is_empty() || only.contains(n))
+            .collect();
+        match breaking::check(&root, &crates) {
+            Ok(unmarked) if unmarked.is_empty() => {
+                println!("breaking changes: every removed item is named in docs/migrating.md");
+            }
+            Ok(unmarked) => {
+                for commit in &unmarked {
+                    println!(
+                        "{} took items out of the public API without naming them in docs/migrating.md:",
+                        commit.commit
+                    );
+                    for item in &commit.items {
+                        println!("  {item}");
+                    }
+                }
+                eprintln!(
+                    "\nA breaking change must be deliberate: name each item above in the lines that \
+                     commit adds to docs/migrating.md (what replaces it, and why)."
+                );
+                return ExitCode::FAILURE;
+            }
+            Err(error) => {
+                eprintln!("breaking-change check: {error}");
+                return ExitCode::FAILURE;
+            }
         }
     }
     if stale.is_empty() {
@@ -93,7 +142,15 @@ fn list(root: &Path, target: &Path, name: &str) -> Result<String, String> {
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(root)
         .env("RUSTC_BOOTSTRAP", "1")
-        .args(["rustdoc", "--quiet", "--lib", "--all-features", "--package", name, "--target-dir"])
+        .args([
+            "rustdoc",
+            "--quiet",
+            "--lib",
+            "--all-features",
+            "--package",
+            name,
+            "--target-dir",
+        ])
         .arg(target)
         .args(["--", "-Z", "unstable-options", "--output-format", "json"])
         .status()
@@ -101,7 +158,9 @@ fn list(root: &Path, target: &Path, name: &str) -> Result<String, String> {
     if !status.success() {
         return Err(format!("cargo rustdoc failed ({status})"));
     }
-    let json = target.join("doc").join(format!("{}.json", name.replace('-', "_")));
+    let json = target
+        .join("doc")
+        .join(format!("{}.json", name.replace('-', "_")));
     let api = public_api::Builder::from_rustdoc_json(&json)
         .omit_blanket_impls(true)
         .omit_auto_trait_impls(true)

@@ -10,7 +10,7 @@ use agentscope::{
     Agent, AgentError, AgentStream, CallInput, Msg, ReActAgent, ReActAgentBuilder, StreamOptions,
     ToolUseBlock,
 };
-use agentscope_core::plumbing::redact::url_for_display;
+use agentscope_core::redact::url_for_display;
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::Value;
@@ -143,10 +143,7 @@ impl fmt::Debug for RemoteAgentBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let headers: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
         f.debug_struct("RemoteAgentBuilder")
-            .field(
-                "url",
-                &agentscope_core::plumbing::redact::url_for_display(&self.url),
-            )
+            .field("url", &agentscope_core::redact::url_for_display(&self.url))
             .field("headers", &headers)
             .field("credentials_also_to", &self.origins)
             .field("timeout", &self.timeout)

@@ -10,7 +10,7 @@ use a2a::{
     SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
     TaskState,
 };
-use agentscope_core::plumbing::redact::{Redactor, url_for_display, url_secrets};
+use agentscope_core::redact::{Redactor, url_for_display, url_secrets};
 use futures::StreamExt;
 use reqwest::Url;
 

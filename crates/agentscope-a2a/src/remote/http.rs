@@ -26,8 +26,8 @@ use a2a::{
     TypedDetail, error_code,
 };
 use a2a_pb::protojson_conv::{self, ProtoJsonPayload};
-use agentscope_core::plumbing::error_chain;
-use agentscope_core::plumbing::redact::url_for_display;
+use agentscope_core::error_chain;
+use agentscope_core::redact::url_for_display;
 use agentscope_http::sse::{SseEvent, SseParser};
 use futures::StreamExt;
 use futures::stream::BoxStream;

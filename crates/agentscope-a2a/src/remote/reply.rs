@@ -616,11 +616,7 @@ impl Turn {
     /// agentscope-rs server sends); plain text otherwise.
     fn progress(&self, message: &Message, kind: Option<&str>) -> Vec<Event> {
         let id = Some(message.message_id.as_str()).filter(|id| !id.is_empty());
-        let event = |event_type, message, is_last| Event {
-            event_type,
-            message,
-            is_last,
-        };
+        let event = Event::new;
         match kind {
             Some("tool_call") => vec![event(
                 EventType::Reasoning,

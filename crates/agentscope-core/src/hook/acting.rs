@@ -204,7 +204,7 @@ impl ActingChunkEvent {
 mod tests {
     use super::*;
     use crate::AgentInfo;
-    use crate::plumbing::{CallContext, EventParts, events};
+    use crate::engine::{CallContext, EventParts, events};
     use serde_json::json;
 
     #[test]

@@ -59,7 +59,7 @@ impl PreCallEvent {
     /// // Stop for every call in doubt whose tool does not say otherwise.
     /// let careful = hook_fn(|event: &mut HookEvent| {
     ///     if let HookEvent::PreCall(e) = event {
-    ///         let started: Vec<String> = agentscope_core::plumbing::conversation::pending_tool_uses(e.history())
+    ///         let started: Vec<String> = agentscope_core::pending_tool_uses(e.history())
     ///             .into_iter()
     ///             .filter(|call| e.call().was_started(&call.id))
     ///             .map(|call| call.id.to_string())
@@ -84,7 +84,7 @@ impl PreCallEvent {
 }
 
 /// The in-doubt policies hooks chose at PreCall, by tool call id (in the call's extensions;
-/// the engine reads them with `plumbing::in_doubt_choice`).
+/// the engine reads them with `engine::in_doubt_choice`).
 #[derive(Debug, Default)]
 pub(crate) struct InDoubtChoices(pub(crate) Vec<(String, InDoubt)>);
 

@@ -88,6 +88,7 @@ macro_rules! run_notification {
 
 /// One entry of [`HookChain::order`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HookInfo {
     /// The hook's id.
     pub id: HookId,
@@ -338,7 +339,7 @@ impl HookChain {
         self.interests
     }
 
-    /// The chained rule for an event held by value: [`plumbing::chain`](crate::plumbing::chain)
+    /// The chained rule for an event held by value: [`engine::chain`](crate::engine::chain)
     /// documents it.
     pub(crate) fn chain<'a, E: ChainedEvent>(
         &'a self,
@@ -346,7 +347,7 @@ impl HookChain {
         call: &'a mut CallContext,
     ) -> impl Future<Output = Result<E, AgentError>> + Send + 'a {
         // Wrapped before the future is made, so the future holds the event once.
-        let mut event: HookEvent = event.into();
+        let mut event: HookEvent = event.into_event();
         async move {
             self.chain_in_place(&mut event, call).await?;
             E::from_chained(event)
@@ -354,7 +355,7 @@ impl HookChain {
     }
 
     /// The chained rule for an event held in place:
-    /// [`plumbing::chain_in_place`](crate::plumbing::chain_in_place) documents it.
+    /// [`engine::chain_in_place`](crate::engine::chain_in_place) documents it.
     pub(crate) async fn chain_in_place(
         &self,
         event: &mut HookEvent,
@@ -379,7 +380,7 @@ impl HookChain {
         Ok(())
     }
 
-    /// The notification rule: [`plumbing::notify`](crate::plumbing::notify) documents it.
+    /// The notification rule: [`engine::notify`](crate::engine::notify) documents it.
     pub(crate) async fn notify(&self, event: &mut HookEvent, call: &mut CallContext) {
         let kind = event.event_type();
         if !self.interests.contains(kind) {
@@ -474,8 +475,9 @@ impl fmt::Debug for HookChain {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::{CallContext, events};
+    use crate::hook::TypedEvent;
     use crate::hook::{BoxedHook, HookFn, PostCallEvent, PreCallEvent, hook_fn};
-    use crate::plumbing::{CallContext, events};
     use crate::{AgentInfo, Msg};
     use futures::executor::block_on;
     use std::sync::Mutex;
@@ -485,11 +487,12 @@ mod tests {
     }
 
     fn post_call() -> HookEvent {
-        events::post_call(call().info(), Msg::assistant("x")).into()
+        events::post_call(call().info(), Msg::assistant("x")).into_event()
     }
 
     fn chunk() -> HookEvent {
-        events::reasoning_chunk(call().info(), "m", Msg::assistant("x"), Msg::assistant("x")).into()
+        events::reasoning_chunk(call().info(), "m", Msg::assistant("x"), Msg::assistant("x"))
+            .into_event()
     }
 
     fn recorder(log: &Arc<Mutex<Vec<String>>>, name: &'static str, priority: i32) -> HookFn {
@@ -613,7 +616,7 @@ mod tests {
             log.lock().unwrap().clear();
             call.saw_post_call = vec![first];
             let mut error: HookEvent =
-                events::error(call.info(), AgentError::invalid_input("x")).into();
+                events::error(call.info(), AgentError::invalid_input("x")).into_event();
             block_on(chain.notify(&mut error, &mut call));
             assert_eq!(
                 *log.lock().unwrap(),
@@ -681,7 +684,7 @@ mod tests {
         }));
         chain.push(hook_fn(|_| Err(HookError::msg("second hook refuses"))));
         let mut call = call();
-        let mut event = HookEvent::from(events::post_call(call.info(), Msg::assistant("x")));
+        let mut event = TypedEvent::into_event(events::post_call(call.info(), Msg::assistant("x")));
         let err = block_on(chain.chain_in_place(&mut event, &mut call)).unwrap_err();
         let AgentError::Hook {
             hook, event: kind, ..
@@ -788,7 +791,7 @@ mod tests {
         let post = events::post_call(call.info(), Msg::assistant("x"));
         let err = block_on(chain.chain(post, &mut call)).unwrap_err();
         assert_eq!(log.lock().unwrap().drain(..).collect::<Vec<_>>(), ["early"]);
-        let mut error = events::error(call.info(), err).into();
+        let mut error = events::error(call.info(), err).into_event();
         block_on(chain.notify(&mut error, &mut call));
         assert_eq!(*log.lock().unwrap(), ["late"]);
     }

@@ -240,13 +240,13 @@ impl CallInfo {
 /// [`Extensions`].
 ///
 /// The engine creates one per call and drops it when the call ends. It lends the extensions
-/// to each event while the hooks handle it ([`plumbing::chain`](crate::plumbing::chain)),
+/// to each event while the hooks handle it ([`engine::chain`](crate::engine::chain)),
 /// so a hook can store state at one event (typically PreCall) and find it at every later
 /// event of the same call:
 ///
 /// ```
 /// use std::sync::Arc;
-/// use agentscope_core::plumbing::{self, events, CallContext};
+/// use agentscope_core::engine::{self, events, CallContext};
 /// use agentscope_core::{hook_fn, AgentInfo, HookChain, HookEvent, Msg};
 ///
 /// # futures::executor::block_on(async {
@@ -268,8 +268,8 @@ impl CallInfo {
 /// }));
 ///
 /// let mut call = CallContext::new(Arc::new(AgentInfo::new("assistant", "a1")));
-/// plumbing::chain(&chain, events::pre_call(call.info(), vec![], vec![], None), &mut call).await?;
-/// let post = plumbing::chain(&chain, events::post_call(call.info(), Msg::assistant("hi")), &mut call).await?;
+/// engine::chain(&chain, events::pre_call(call.info(), vec![], vec![], None), &mut call).await?;
+/// let post = engine::chain(&chain, events::post_call(call.info(), Msg::assistant("hi")), &mut call).await?;
 /// assert_eq!(post.final_message().text(), "started at PreCall");
 /// assert!(call.extensions().get::<Started>().is_some());
 /// # Ok::<(), agentscope_core::AgentError>(())

@@ -287,13 +287,14 @@ impl Hook for BoxedHook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plumbing::{CallContext, events};
+    use crate::engine::{CallContext, events};
+    use crate::hook::TypedEvent;
     use crate::{AgentInfo, Msg};
     use futures::executor::block_on;
 
     fn event() -> HookEvent {
         let call = CallContext::new(Arc::new(AgentInfo::new("a", "1")));
-        events::post_call(call.info(), Msg::assistant("x")).into()
+        events::post_call(call.info(), Msg::assistant("x")).into_event()
     }
 
     struct Noop;

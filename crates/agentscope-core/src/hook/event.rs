@@ -117,17 +117,34 @@ mod sealed {
     pub trait Sealed {}
 }
 
+/// One of the twelve event structs, as the engine moves it in and out of a [`HookEvent`]
+/// (a hook uses the enum's variants instead). Sealed: the set of events is closed.
+#[doc(hidden)]
+pub trait TypedEvent: Sized + Send + sealed::Sealed + 'static {
+    /// The event as a [`HookEvent`].
+    fn into_event(self) -> HookEvent;
+
+    /// Unwraps `event`, or gives it back when it is of another kind.
+    ///
+    /// # Errors
+    ///
+    /// `event` itself when it is not of this kind.
+    #[allow(
+        clippy::result_large_err,
+        reason = "the event goes back to the caller as it came, unboxed: it is the hot path of every dispatch"
+    )]
+    fn from_event(event: HookEvent) -> Result<Self, HookEvent>;
+}
+
 /// One of the eight chained events (Pre*/Post*): hooks run on it in order and may change it
-/// or fail the call. Sealed: the set of events is closed. An engine's entry point for it is
-/// [`plumbing::chain`](crate::plumbing::chain).
-pub trait ChainedEvent:
-    Into<HookEvent> + TryFrom<HookEvent, Error = HookEvent> + Send + sealed::Sealed + 'static
-{
+/// or fail the call. An engine's entry point for it is `engine::chain`.
+#[doc(hidden)]
+pub trait ChainedEvent: TypedEvent {
     /// The event's kind.
     const KIND: HookEventType;
 
     /// The event back from a [`HookEvent`] that went through
-    /// [`plumbing::chain_in_place`](crate::plumbing::chain_in_place).
+    /// [`engine::chain_in_place`](crate::engine::chain_in_place).
     ///
     /// # Errors
     ///
@@ -135,7 +152,7 @@ pub trait ChainedEvent:
     /// chain rejects hooks that change an event's kind, so after the chain this means the
     /// caller built another kind of event).
     fn from_chained(event: HookEvent) -> Result<Self, crate::AgentError> {
-        Self::try_from(event).map_err(|other| crate::AgentError::Hook {
+        Self::from_event(event).map_err(|other| crate::AgentError::Hook {
             hook: "the hook chain".to_owned(),
             event: Self::KIND,
             source: crate::HookError::InvalidModification {
@@ -148,9 +165,7 @@ pub trait ChainedEvent:
 /// Marks the chained events (see [`ChainedEvent`]).
 macro_rules! chained_events {
     ($($variant:ident($ty:ident)),* $(,)?) => {
-        $(impl sealed::Sealed for $ty {}
-
-        impl ChainedEvent for $ty {
+        $(impl ChainedEvent for $ty {
             const KIND: HookEventType = HookEventType::$variant;
         })*
     };
@@ -172,17 +187,14 @@ macro_rules! hook_events {
             event_meta_accessors!();
         }
 
-        impl From<$ty> for HookEvent {
-            fn from(event: $ty) -> Self {
-                HookEvent::$variant(event)
+        impl sealed::Sealed for $ty {}
+
+        impl TypedEvent for $ty {
+            fn into_event(self) -> HookEvent {
+                HookEvent::$variant(self)
             }
-        }
 
-        impl TryFrom<HookEvent> for $ty {
-            type Error = HookEvent;
-
-            /// Unwraps the event, or gives it back when it is of another kind.
-            fn try_from(event: HookEvent) -> Result<Self, HookEvent> {
+            fn from_event(event: HookEvent) -> Result<Self, HookEvent> {
                 match event {
                     HookEvent::$variant(inner) => Ok(inner),
                     other => Err(other),
@@ -248,13 +260,14 @@ chained_events!(
 mod tests {
     use super::*;
     use crate::Msg;
-    use crate::plumbing::{CallContext, events};
+    use crate::engine::{CallContext, events};
     use std::sync::Arc;
 
     #[test]
     fn hook_event_accessors() {
         let call = CallContext::new(Arc::new(AgentInfo::new("a", "id-1")));
-        let mut event = HookEvent::from(events::post_call(call.info(), Msg::assistant("hi")));
+        let mut event =
+            TypedEvent::into_event(events::post_call(call.info(), Msg::assistant("hi")));
         assert_eq!(event.event_type(), HookEventType::PostCall);
         assert_eq!(event.agent().name(), "a");
         assert_eq!(event.agent().id(), "id-1");

@@ -38,7 +38,7 @@ pub use chain::{HookChain, HookInfo};
 pub use context::{AgentInfo, CallContext, CallId, CallInfo, Extensions, ParseCallIdError};
 pub use erased::{BoxedHook, HookFn, hook_fn};
 pub use error::ErrorEvent;
-pub use event::{ChainedEvent, HookEvent};
+pub use event::{ChainedEvent, HookEvent, TypedEvent};
 pub use kinds::{HookEventType, HookEventTypes};
 pub use reasoning::{PostReasoningEvent, PreReasoningEvent, ReasoningChunkEvent};
 pub use summary::{PostSummaryEvent, PreSummaryEvent, SummaryChunkEvent};

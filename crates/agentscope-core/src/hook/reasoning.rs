@@ -130,7 +130,7 @@ impl PostReasoningEvent {
     /// Stores `messages` after this message and calls the model again (without counting an
     /// iteration; capped by `max_goto_reasoning`).
     ///
-    /// Validated at once ([`check_goto`](crate::plumbing::conversation::check_goto)): when the reasoning
+    /// Validated at once (the engine's `check_goto`): when the reasoning
     /// message has tool calls, `messages` must carry a result for every one of them, and no
     /// message may have the `System` role.
     ///
@@ -140,7 +140,7 @@ impl PostReasoningEvent {
     ///
     /// ```
     /// # use std::sync::Arc;
-    /// # use agentscope_core::plumbing::{events, CallContext};
+    /// # use agentscope_core::engine::{events, CallContext};
     /// use agentscope_core::{AgentInfo, Msg};
     /// # let call = CallContext::new(Arc::new(AgentInfo::new("a", "1")));
     /// # let mut event = events::post_reasoning(call.info(), Msg::assistant("Done?"), "m", 0);
@@ -213,8 +213,8 @@ mod tests {
     use super::*;
     use crate::AgentInfo;
     use crate::block::{ToolResultBlock, ToolUseBlock};
+    use crate::engine::{CallContext, events};
     use crate::message::Role;
-    use crate::plumbing::{CallContext, events};
     use serde_json::json;
 
     fn call() -> CallContext {

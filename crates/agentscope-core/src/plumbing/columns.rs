@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::plumbing::rfc3339;
+use crate::rfc3339;
 use crate::session::{SessionError, StateChange};
 
 /// A [`StateChange`] serialised for a store that keeps a state's parts in columns (a row per

@@ -57,7 +57,7 @@ pub struct StateChange {
     #[serde(default)]
     pub hooks: Map<String, Value>,
     /// When the change was made.
-    #[serde(serialize_with = "crate::plumbing::rfc3339::serialize")]
+    #[serde(serialize_with = "crate::rfc3339::serialize")]
     pub saved_at: DateTime<Utc>,
     /// The [`fence`](super::SessionLease::fence) of the lease the change is saved under, if
     /// any: a store that leases sessions refuses the change when another lease replaced

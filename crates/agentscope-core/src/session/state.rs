@@ -83,7 +83,7 @@ pub struct AgentState {
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub hooks: Map<String, Value>,
     /// When the state was taken.
-    #[serde(serialize_with = "crate::plumbing::rfc3339::serialize")]
+    #[serde(serialize_with = "crate::rfc3339::serialize")]
     pub saved_at: DateTime<Utc>,
 }
 
@@ -130,7 +130,7 @@ pub struct AgentStateParts {
     pub running_tools: Vec<String>,
     /// The hooks' state, by hook name.
     pub hooks: Map<String, Value>,
-    /// When the state was saved ([`rfc3339::parse_saved_at`](crate::plumbing::rfc3339::parse_saved_at)
+    /// When the state was saved ([`rfc3339::parse_saved_at`](crate::rfc3339::parse_saved_at)
     /// reads the stored text).
     pub saved_at: DateTime<Utc>,
 }
@@ -201,7 +201,7 @@ impl AgentState {
     /// ```
     /// use agentscope_core::session::{AgentIdentity, AgentState, AgentStateParts, SessionError};
     /// use agentscope_core::Msg;
-    /// use agentscope_core::plumbing::rfc3339;
+    /// use agentscope_core::rfc3339;
     /// use serde_json::Map;
     ///
     /// let parts = AgentStateParts {

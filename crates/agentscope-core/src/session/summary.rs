@@ -52,7 +52,7 @@ pub struct SessionSummary {
     /// The stored revision ([`AgentState::revision`]).
     pub revision: u64,
     /// When the stored state was saved ([`AgentState::saved_at`]).
-    #[serde(serialize_with = "crate::plumbing::rfc3339::serialize")]
+    #[serde(serialize_with = "crate::rfc3339::serialize")]
     pub saved_at: DateTime<Utc>,
 }
 

@@ -183,7 +183,7 @@ impl Shared {
 /// The engine makes one per tool batch; a tool's test can use one to read its progress:
 ///
 /// ```
-/// use agentscope_core::plumbing::{attach_progress, progress_channel};
+/// use agentscope_core::engine::{attach_progress, progress_channel};
 /// use agentscope_core::{ContentBlock, ToolContext, ToolUseBlock};
 /// use futures::StreamExt;
 /// use serde_json::json;

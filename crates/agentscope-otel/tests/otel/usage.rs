@@ -24,14 +24,9 @@ fn usage(node: &Value) -> Value {
 async fn cache_reads_and_writes_are_counted_per_model_call_and_summed_per_call() {
     let model = ScriptedModel::new([
         ScriptedResponse::tool_call("c1", "calculator", json!({"expression": "6*7"}))
-            .with_usage_detail(ChatUsage {
-                cache_creation_input_tokens: Some(1000),
-                ..ChatUsage::new(1200, 5)
-            }),
-        ScriptedResponse::text("42").with_usage_detail(ChatUsage {
-            cache_read_input_tokens: Some(1000),
-            ..ChatUsage::new(1230, 3)
-        }),
+            .with_usage_detail(ChatUsage::new(1200, 5).with_cache_creation(1000)),
+        ScriptedResponse::text("42")
+            .with_usage_detail(ChatUsage::new(1230, 3).with_cache_read(1000)),
     ]);
     let agent = ReActAgent::builder()
         .name("assistant")

@@ -204,7 +204,7 @@ impl RedisServer {
 
     /// `redis://[:password@]127.0.0.1:port`, or `rediss://[:password@]localhost:port` for a
     /// TLS server (the test certificate is issued to `localhost`). It holds the password:
-    /// show it through `agentscope_core::plumbing::redact::url_for_display`.
+    /// show it through `agentscope_core::redact::url_for_display`.
     pub fn url(&self) -> String {
         let (scheme, host) = match self.tls {
             true => ("rediss", "localhost"),

@@ -3,6 +3,7 @@
 //! measured against.
 #![allow(dead_code)]
 
+use agentscope_core::engine::TypedEvent;
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::Pin;
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
 use agentscope::{AgentInfo, GenerateOptions, HookChain, ReActAgentBuilder};
-use agentscope_core::plumbing::{CallContext, events};
+use agentscope_core::engine::{CallContext, events};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
@@ -61,7 +62,7 @@ pub(crate) fn pre_reasoning_event() -> HookEvent {
         GenerateOptions::default(),
         0,
     )
-    .into()
+    .into_event()
 }
 
 /// `events` dispatches of one [`pre_reasoning_event`] through `chain`; the elapsed time.

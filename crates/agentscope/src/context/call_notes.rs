@@ -4,7 +4,7 @@
 
 use agentscope_core::Extensions;
 
-use crate::hooks::call_state::{self, InstanceId};
+use crate::call_state::{self, InstanceId};
 
 /// The notes of one hook instance in one call.
 #[derive(Default)]

@@ -146,9 +146,9 @@ pub(super) async fn compact(
     };
     trace(&report, work.covered);
     if report.changed() || work.covered > 0 {
-        crate::hooks::tracing::record(
+        crate::engine::spans::record(
             target.extensions_mut(),
-            crate::hooks::tracing::Decision::Compacted {
+            crate::engine::spans::Decision::Compacted {
                 before: report.tokens_before as u64,
                 after: report.tokens_after as u64,
             },

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::counts::CountCache;
 use super::stash::ToolResultStash;
 use super::summary::SummaryRecord;
-use crate::hooks::call_state::InstanceId;
+use crate::call_state::InstanceId;
 
 /// The hook's name ([`ContextWindowHook::NAME`](super::ContextWindowHook::NAME)): the key of
 /// its entry in the session's [`HookState`], and the `hook` field of its traces.

@@ -180,11 +180,11 @@ impl Summarizer {
             }
             None => format!("Conversation:\n{transcript}"),
         };
-        let request = ModelRequest {
-            messages: vec![Msg::system(self.prompt.clone()), Msg::user(content)],
-            tools: Default::default(),
-            options: self.options.clone(),
-        };
+        let request = ModelRequest::new(
+            vec![Msg::system(self.prompt.clone()), Msg::user(content)],
+            Default::default(),
+            self.options.clone(),
+        );
         let mut stream = self.model.stream(request).await?;
         let mut accumulator = ChatAccumulator::new("summarizer");
         while let Some(chunk) = stream.next().await {

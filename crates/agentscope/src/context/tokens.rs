@@ -434,6 +434,7 @@ pub fn reported_usage(message: &Msg) -> Option<ChatUsage> {
 /// assert_eq!(measured.total, 1002 + counter.count_message(&messages[2]));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct InputTokens {
     /// The tokens of the whole input.
     pub total: usize,

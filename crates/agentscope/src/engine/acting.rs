@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
 
 use agentscope_core::SharedString;
-use agentscope_core::plumbing::{
-    self, EventParts, ProgressSender, ToolProgress, attach_progress, events, progress_channel,
+use agentscope_core::engine::{
+    self, EventParts, ProgressSender, ToolProgress, TypedEvent, attach_progress, events,
+    progress_channel,
 };
 use agentscope_core::{
     AgentError, CancellationToken, ContentBlock, GenerateReason, HookError, HookEvent,
@@ -22,9 +23,9 @@ use futures::{FutureExt, StreamExt};
 use tracing::{Instrument, Span};
 
 use super::{Call, Halt, Step};
-use crate::hooks::tracing::Decision;
-use crate::runtime::lock;
+use crate::engine::spans::Decision;
 use crate::stream::EventType;
+use crate::sync::lock;
 use crate::toolkit::{ToolRun, Toolkit};
 
 /// How many progress chunks may wait for hooks and the stream before tools block.
@@ -278,7 +279,7 @@ impl Call<'_> {
         let chosen = || {
             self.context
                 .as_ref()
-                .and_then(|context| plumbing::in_doubt_choice(context, &call.id))
+                .and_then(|context| engine::in_doubt_choice(context, &call.id))
         };
         Some(
             self.setup
@@ -346,7 +347,7 @@ impl Call<'_> {
             jobs.iter().map(|job| Arc::clone(&job.tool_use)).collect();
         // Each tool that runs does so in its `execute_tool` span (with a `TracingHook`).
         let spans = match &mut self.context {
-            Some(context) => crate::hooks::tracing::tool_spans(
+            Some(context) => crate::engine::spans::tool_spans(
                 context.extensions_mut(),
                 jobs.iter()
                     .map(|job| job.run.is_none().then_some(job.tool_use.id.as_str())),
@@ -452,8 +453,8 @@ impl Call<'_> {
         // or failed on it. Without ActingChunk hooks the chunk goes to the stream as is.
         let chunk = if hook_chunks {
             let event = events::acting_chunk(self.context().info(), Arc::clone(tool_use), chunk);
-            let mut event = event.into();
-            plumbing::notify(self.setup.hooks, &mut event, self.context()).await;
+            let mut event = event.into_event();
+            engine::notify(self.setup.hooks, &mut event, self.context()).await;
             match event {
                 HookEvent::ActingChunk(event) => event.into_parts(),
                 // Notifications may not replace their event; the chunk is withheld.

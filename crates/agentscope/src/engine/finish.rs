@@ -1,6 +1,6 @@
 //! [`FinishStep`]: the per-call step that runs after the loop and before PostCall.
 //!
-//! Built-ins that install temporary plumbing for one call (structured output) use it to
+//! Built-ins that install temporary engine for one call (structured output) use it to
 //! rewrite what that call stored while the call still holds the agent, so no other call can
 //! interleave with the rewrite.
 

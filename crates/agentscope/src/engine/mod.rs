@@ -8,24 +8,25 @@
 /// it as the last hook left it; a hook's failure returns from the enclosing step.
 ///
 /// The event is built here, in the step's frame, and the chain works on it in place
-/// ([`plumbing::chain_in_place`]): through [`plumbing::chain`] it would be copied in and
+/// ([`engine::chain_in_place`]): through [`engine::chain`] it would be copied in and
 /// out of the chain's future (a few hundred bytes each time). A macro rather than an async
 /// fn, which would be one more state machine per event.
 macro_rules! chain {
     ($call:expr, $event:expr) => {{
         let (mut event, kind) = $crate::engine::wrap($event);
-        agentscope_core::plumbing::chain_in_place($call.setup.hooks, &mut event, $call.context())
+        agentscope_core::engine::chain_in_place($call.setup.hooks, &mut event, $call.context())
             .await?;
         $crate::engine::back(kind, event)?
     }};
 }
 
 mod acting;
-mod call_ids;
+
 mod finish;
 mod open_calls;
 mod reasoning;
 pub(crate) mod reply;
+pub(crate) mod spans;
 mod summary;
 
 use std::borrow::Cow;
@@ -33,8 +34,9 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use agentscope_core::ConversationError;
-use agentscope_core::plumbing::conversation::{self, pending_tool_uses};
-use agentscope_core::plumbing::{self, CallContext, ChainedEvent, EventParts, events};
+use agentscope_core::engine::conversation;
+use agentscope_core::engine::{self, CallContext, ChainedEvent, EventParts, TypedEvent, events};
+use agentscope_core::pending_tool_uses;
 use agentscope_core::session::HookState;
 use agentscope_core::{
     AgentError, BoxedHook, BoxedTool, CallId, CancellationToken, ContentBlock, GenerateReason,
@@ -47,7 +49,7 @@ use futures::future::BoxFuture;
 use crate::CallInput;
 use crate::admission::{Admission, Admit};
 use crate::config::AgentConfig;
-use crate::hooks::tracing::Decision;
+use crate::engine::spans::Decision;
 use crate::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT, INTERRUPTED_WHILE_RUNNING};
 use crate::runtime::AgentRuntime;
 use crate::runtime::CallGuard;
@@ -56,8 +58,8 @@ use crate::session::{
 };
 use crate::stream::{EventSink, EventType};
 use crate::toolkit::Toolkit;
+use reply::SharedReply;
 
-pub(crate) use call_ids::ConversationCallIds;
 pub(crate) use finish::Finish;
 use finish::FinishStep;
 use open_calls::OpenToolCalls;
@@ -86,6 +88,8 @@ pub(crate) struct CallExtras {
     /// The check that decides the call's input once the session is loaded
     /// (`ReActAgent::stream_admitted`).
     pub(crate) admit: Option<Admit>,
+    /// The agent's custom reply, which replaces the ReAct loop (`builder.reply(..)`).
+    pub(crate) reply: Option<SharedReply>,
 }
 
 /// The end of the conversation in `memory`, from its last assistant message on (all of it
@@ -186,7 +190,7 @@ async fn admit_call(
     synced: Option<&mut Synced>,
     admit: Admit,
 ) -> Result<Admitted, AgentError> {
-    let metadata = crate::runtime::lock(runtime.metadata()).clone();
+    let metadata = crate::sync::lock(runtime.metadata()).clone();
     let (running, stored_hooks, revision, leased) = match &synced {
         Some(synced) => (
             synced.running().to_vec(),
@@ -308,11 +312,12 @@ async fn run_loaded(
         }
         Cow::Owned(toolkit)
     };
-    let (retry, resolved) = (extras.retry, extras.resolved);
+    let (retry, resolved, custom_reply) = (extras.retry, extras.resolved, extras.reply);
     let mut call = Call {
         setup: Setup {
             config,
             runtime,
+            custom_reply: custom_reply.as_ref(),
             hooks: &hooks,
             toolkit: &toolkit,
             sink,
@@ -435,8 +440,8 @@ async fn failed_after_post_call(
     error: AgentError,
 ) -> AgentError {
     context.failed_after_post_call();
-    let mut event = events::error(context.info(), error.clone()).into();
-    plumbing::notify(hooks, &mut event, &mut context).await;
+    let mut event = events::error(context.info(), error.clone()).into_event();
+    engine::notify(hooks, &mut event, &mut context).await;
     error
 }
 
@@ -506,6 +511,8 @@ pub(crate) struct Call<'a> {
 struct Setup<'a> {
     config: &'a AgentConfig,
     runtime: &'a AgentRuntime,
+    /// The custom reply that replaces the ReAct loop, if the agent has one.
+    custom_reply: Option<&'a SharedReply>,
     /// The agent's hooks as the call started (runtime changes apply from the next call),
     /// plus this call's own.
     hooks: &'a HookChain,
@@ -545,7 +552,7 @@ impl Call<'_> {
     /// Records what a hook decided on the call's trace (nothing without a `TracingHook`).
     fn trace(&mut self, decision: Decision<'_>) {
         if let Some(context) = &mut self.context {
-            crate::hooks::tracing::record(context.extensions_mut(), decision);
+            crate::engine::spans::record(context.extensions_mut(), decision);
         }
     }
 
@@ -553,7 +560,7 @@ impl Call<'_> {
     /// without), made current while the model streams.
     fn chat_span(&mut self) -> tracing::Span {
         match &mut self.context {
-            Some(context) => crate::hooks::tracing::chat_span(context.extensions_mut()),
+            Some(context) => crate::engine::spans::chat_span(context.extensions_mut()),
             None => tracing::Span::none(),
         }
     }
@@ -562,7 +569,7 @@ impl Call<'_> {
     /// without), made current while a custom reply runs.
     fn call_span(&mut self) -> tracing::Span {
         match &mut self.context {
-            Some(context) => crate::hooks::tracing::invoke_span(context.extensions_mut()),
+            Some(context) => crate::engine::spans::invoke_span(context.extensions_mut()),
             None => tracing::Span::none(),
         }
     }
@@ -638,7 +645,7 @@ impl Call<'_> {
             save.await?;
         }
         // 4. Pending tool calls.
-        let custom = self.setup.config.reply.clone();
+        let custom = self.setup.custom_reply.cloned();
         let stored_input = custom.as_ref().map(|_| input.clone());
         let next = match self.accept_input(input)? {
             Some(pending) => Next::Act(pending),
@@ -895,8 +902,8 @@ impl Call<'_> {
     async fn notify_error(&mut self, error: AgentError) -> AgentError {
         if self.setup.hooks.is_interested(HookEventType::Error) {
             let event = events::error(self.context().info(), error.clone());
-            let mut event = event.into();
-            plumbing::notify(self.setup.hooks, &mut event, self.context()).await;
+            let mut event = event.into_event();
+            engine::notify(self.setup.hooks, &mut event, self.context()).await;
         }
         error
     }
@@ -1006,7 +1013,7 @@ fn hook_state(
 /// A chained event as a [`HookEvent`], and its type for [`back`] (see [`chain!`]).
 #[inline]
 fn wrap<E: ChainedEvent>(event: E) -> (HookEvent, PhantomData<E>) {
-    (event.into(), PhantomData)
+    (event.into_event(), PhantomData)
 }
 
 /// The event `chain!` ran, as its own type again.

@@ -1,8 +1,8 @@
 //! Reasoning (step 5 of the lifecycle): PreReasoning, the model call with chunk events,
 //! PostReasoning, and what the message decides (stop, goto, answer, act).
 
-use agentscope_core::plumbing::conversation::{check_goto, check_no_system, check_reply};
-use agentscope_core::plumbing::{self, EventParts, events};
+use agentscope_core::engine::conversation::{check_goto, check_no_system, check_reply};
+use agentscope_core::engine::{self, EventParts, TypedEvent, events};
 use agentscope_core::{
     AgentError, ChatAccumulator, Content, ContentBlock, GenerateOptions, GenerateReason, HookEvent,
     HookEventType, Model, ModelError, ModelRequest, Msg, ToolUseBlock,
@@ -11,11 +11,11 @@ use futures::StreamExt;
 use futures::future::{Either, select};
 use tracing::Instrument;
 
-use super::call_ids::UniqueCallIds;
 use super::{Call, Halt, Step, with_system};
-use crate::hooks::tracing::Decision;
-use crate::runtime::lock;
+use crate::call_ids::UniqueCallIds;
+use crate::engine::spans::Decision;
 use crate::stream::EventType;
+use crate::sync::lock;
 
 pub(super) enum Reasoned {
     /// The call ends with this message (an answer, or a stop).
@@ -220,11 +220,11 @@ impl Call<'_> {
                 .sync(messages.get(memory_from..).unwrap_or_default());
             (messages, GenerateOptions::clone(&config.settings.options))
         };
-        Ok(ModelRequest {
+        Ok(ModelRequest::new(
             messages,
-            tools: self.setup.toolkit.shared_schemas(),
+            self.setup.toolkit.shared_schemas(),
             options,
-        })
+        ))
     }
 
     /// The goto cap was hit: removes what the loop stored (from its first goto's reasoning
@@ -294,15 +294,15 @@ impl Call<'_> {
                             delta(accumulated, content),
                             accumulated.clone(),
                         )
-                        .into(),
+                        .into_event(),
                         Phase::Summary => events::summary_chunk(
                             self.context().info(),
                             delta(accumulated, content),
                             accumulated.clone(),
                         )
-                        .into(),
+                        .into_event(),
                     };
-                    plumbing::notify(self.setup.hooks, &mut event, self.context()).await;
+                    engine::notify(self.setup.hooks, &mut event, self.context()).await;
                 }
                 if let Some(sink) = sink {
                     let accumulated = acc.message();

@@ -247,7 +247,7 @@ impl<'c, 'a> ReplyContext<'c, 'a> {
     ///     async fn reply(&self, cx: &mut ReplyContext<'_, '_>) -> Result<Msg, AgentError> {
     ///         for word in ["Hello", " there"] {
     ///             let chunk = cx.message(word);
-    ///             cx.emit(Event { event_type: EventType::Reasoning, message: chunk, is_last: false })
+    ///             cx.emit(Event::new(EventType::Reasoning, chunk, false))
     ///                 .await;
     ///         }
     ///         Ok(cx.message("Hello there"))

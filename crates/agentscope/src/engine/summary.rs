@@ -1,8 +1,9 @@
 //! The summary at the iteration limit (step 7 of the lifecycle).
 
 use agentscope_core::ConversationError;
-use agentscope_core::plumbing::conversation::{check_no_system, check_reply, pending_tool_uses};
-use agentscope_core::plumbing::{EventParts, events};
+use agentscope_core::engine::conversation::{check_no_system, check_reply};
+use agentscope_core::engine::{EventParts, events};
+use agentscope_core::pending_tool_uses;
 use agentscope_core::{
     AgentError, ContentBlock, GenerateOptions, GenerateReason, HookEventType, ModelError,
     ModelRequest, Msg, Role, ToolChoice, ToolResultBlock,
@@ -58,11 +59,11 @@ impl Call<'_> {
                 (messages, system, options)
             };
         check_no_system(&messages, "PreSummaryEvent input messages")?;
-        let request = ModelRequest {
-            messages: with_system(system, messages),
-            tools: std::sync::Arc::default(),
+        let request = ModelRequest::new(
+            with_system(system, messages),
+            std::sync::Arc::default(),
             options,
-        };
+        );
 
         let span = self.chat_span();
         let generated = self

@@ -20,7 +20,7 @@ use agentscope_core::{
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::tracing::error_type;
+use crate::engine::spans::error_type;
 
 /// Writes one JSON line per hook event to a file or any writer.
 ///
@@ -215,6 +215,7 @@ impl Hook for JsonlTraceHook {
 /// Built from a [`HookEvent`] with `TraceRecord::from(&event)`, written by
 /// [`JsonlTraceHook`], read back by [`read_trace`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TraceRecord {
     /// When the event was created (RFC 3339 in JSON).
     pub ts: DateTime<Utc>,
@@ -248,6 +249,7 @@ impl From<&HookEvent> for TraceRecord {
 
 /// The agent of a [`TraceRecord`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TraceAgent {
     /// The agent's name.
     pub name: String,
@@ -260,6 +262,7 @@ pub struct TraceAgent {
 /// them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event")]
+#[non_exhaustive]
 pub enum TraceEvent {
     /// See [`PreCallEvent`](crate::PreCallEvent).
     PreCall {
@@ -515,7 +518,7 @@ impl TraceReadError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentscope_core::plumbing::{CallContext, events};
+    use agentscope_core::engine::{CallContext, TypedEvent, events};
     use agentscope_core::{AgentError, AgentInfo, CallInfo};
     use serde_json::{Value, json};
 
@@ -543,14 +546,11 @@ mod tests {
                 vec![Msg::user("old")],
                 Some(Msg::system("sys")),
             )
-            .into(),
+            .into_event(),
         );
-        let line = serde_json::to_string(&TraceRecord::from(&HookEvent::from(events::pre_call(
-            &agent(),
-            vec![],
-            vec![],
-            None,
-        ))))
+        let line = serde_json::to_string(&TraceRecord::from(&TypedEvent::into_event(
+            events::pre_call(&agent(), vec![], vec![], None),
+        )))
         .unwrap();
         assert!(line.starts_with(r#"{"ts":""#), "{line}");
         assert!(
@@ -569,25 +569,27 @@ mod tests {
 
         let options = GenerateOptions::default().temperature(0.5).max_tokens(10);
         let (json, _) = round_trip(
-            events::pre_reasoning(&agent(), vec![Msg::user("q")], None, "m", options, 2).into(),
+            events::pre_reasoning(&agent(), vec![Msg::user("q")], None, "m", options, 2)
+                .into_event(),
         );
         assert_eq!(json["generate_options"]["temperature"], 0.5);
         assert_eq!(json["iteration"], 2);
 
         let mut post = events::post_reasoning(&agent(), Msg::assistant("a"), "m", 0);
         post.goto_reasoning(vec![Msg::user("again")]).unwrap();
-        let (json, _) = round_trip(post.into());
+        let (json, _) = round_trip(post.into_event());
         assert_eq!(json["goto_messages"][0]["content"][0]["text"], "again");
         assert_eq!(json["stop_requested"], false);
 
         let call = ToolUseBlock::new("c1", "calc", json!({"x": 1}));
         let mut pre = events::pre_acting(&agent(), call.clone());
         pre.skip_with(ToolResultBlock::text("", "", "cached"));
-        let (json, _) = round_trip(pre.into());
+        let (json, _) = round_trip(pre.into_event());
         assert_eq!(json["skip_result"]["id"], "c1");
 
         let (json, _) = round_trip(
-            events::post_acting(&agent(), call, ToolResultBlock::error("c1", "calc", "bad")).into(),
+            events::post_acting(&agent(), call, ToolResultBlock::error("c1", "calc", "bad"))
+                .into_event(),
         );
         assert_eq!(json["tool_result"]["is_error"], true);
 
@@ -599,7 +601,7 @@ mod tests {
                     hook: "checker".into(),
                 },
             )
-            .into(),
+            .into_event(),
         );
         assert_eq!(
             json["error"],
@@ -610,10 +612,9 @@ mod tests {
 
     #[test]
     fn read_trace_skips_blank_lines_and_names_bad_ones() {
-        let line = serde_json::to_string(&TraceRecord::from(&HookEvent::from(events::error(
-            &agent(),
-            AgentError::invalid_input("x"),
-        ))))
+        let line = serde_json::to_string(&TraceRecord::from(&TypedEvent::into_event(
+            events::error(&agent(), AgentError::invalid_input("x")),
+        )))
         .unwrap();
         let text = format!("{line}\n\n{line}\n");
         assert_eq!(read_trace(text.as_bytes()).unwrap().len(), 2);

@@ -27,9 +27,9 @@ use std::sync::{Arc, PoisonError, RwLock};
 use agentscope_core::{ErrorSource, Hook, HookError, HookEvent, Msg, Role, SharedString};
 use futures::future::BoxFuture;
 
-use super::call_state::{self, InstanceId};
 use super::rag::Bm25;
 use super::retrieval::Retrieval;
+use crate::call_state::{self, InstanceId};
 
 /// The text before the retrieved memories (see [`StaticLongTermMemoryHook::with_header`]).
 pub const DEFAULT_LONG_TERM_MEMORY_HEADER: &str = "## Long-term memory\n\

@@ -48,7 +48,6 @@ macro_rules! builtin_hook_meta {
 #[cfg(feature = "context")]
 pub(crate) use builtin_hook_meta;
 
-pub(crate) mod call_state;
 #[cfg(feature = "rag")]
 mod retrieval;
 

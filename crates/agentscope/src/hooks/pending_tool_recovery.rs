@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use agentscope_core::{ContentBlock, Hook, HookError, HookEvent, Msg, ToolResultBlock};
 
-use agentscope_core::plumbing::conversation::pending_tool_uses;
+use agentscope_core::pending_tool_uses;
 
 /// Writes error results for pending tool calls when the conversation moves on without them.
 ///

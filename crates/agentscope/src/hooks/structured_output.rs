@@ -248,7 +248,7 @@ impl StructuredOutputHook {
     }
 }
 
-/// The messages of `tail` without the structured-output plumbing (see the module docs).
+/// The messages of `tail` without the structured-output engine (see the module docs).
 fn clean(tail: &[Msg], reminded: &[(SharedString, SharedString)]) -> Vec<Msg> {
     let is_reminder = |msg: &Msg| {
         msg.metadata
@@ -268,7 +268,7 @@ fn clean(tail: &[Msg], reminded: &[(SharedString, SharedString)]) -> Vec<Msg> {
         .filter(|(_, reminder)| stored_reminders.contains(reminder.as_str()))
         .map(|(answer, _)| answer.as_str())
         .collect();
-    let plumbing: HashSet<&str> = tail
+    let engine: HashSet<&str> = tail
         .iter()
         .flat_map(Msg::tool_uses)
         .filter(|call| call.name == StructuredOutputHook::TOOL_NAME)
@@ -278,8 +278,8 @@ fn clean(tail: &[Msg], reminded: &[(SharedString, SharedString)]) -> Vec<Msg> {
         .filter(|msg| !is_reminder(msg) && !reminded_answers.contains(msg.id.as_str()))
         .filter_map(|msg| {
             let is_plumbing = |block: &ContentBlock| match block {
-                ContentBlock::ToolUse(call) => plumbing.contains(call.id.as_str()),
-                ContentBlock::ToolResult(result) => plumbing.contains(result.id.as_str()),
+                ContentBlock::ToolUse(call) => engine.contains(call.id.as_str()),
+                ContentBlock::ToolResult(result) => engine.contains(result.id.as_str()),
                 _ => false,
             };
             if !msg.content.iter().any(is_plumbing) {

@@ -13,7 +13,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use agentscope_core::plumbing::conversation::pending_tool_uses;
+use agentscope_core::pending_tool_uses;
 use agentscope_core::session::{AgentState, HookState};
 use agentscope_core::{
     CallInfo, ContentBlock, Hook, HookError, HookEvent, HookEventType, InDoubt, Msg, ToolKind,
@@ -22,7 +22,7 @@ use agentscope_core::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::tracing::{Decision, record};
+use crate::engine::spans::{Decision, record};
 use crate::toolkit::argument_problems;
 
 /// Which tool calls need approval.

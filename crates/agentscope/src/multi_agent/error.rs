@@ -23,6 +23,7 @@ pub enum Activity {
 
 /// One agent's failure inside a multi-agent block.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct AgentFailure {
     /// The agent's name.
     pub agent: String,

@@ -8,7 +8,7 @@ use agentscope_core::{AgentError, CancellationToken, Memory, Msg, SharedString};
 use serde_json::{Map, Value};
 
 use super::{AgentIdentity, AgentState, Durability, SaveQueue, SessionStore, StateChange};
-use crate::runtime::lock;
+use crate::sync::lock;
 
 /// The store and session id an agent is bound to, what a session that does not exist yet
 /// starts from, and the session's running tools and hooks' state as this instance last saw

@@ -18,7 +18,7 @@ use agentscope_core::session::StateChange;
 use futures::channel::oneshot;
 
 use super::SessionBinding;
-use crate::runtime::lock;
+use crate::sync::lock;
 
 enum Job {
     Save(StateChange),

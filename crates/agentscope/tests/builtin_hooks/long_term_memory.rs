@@ -76,7 +76,7 @@ async fn what_one_agent_recorded_another_recalls() {
             "assistant: text \"Teal.\"",
         ]
     );
-    // Only the input and the final reply are recorded, not the tool plumbing.
+    // Only the input and the final reply are recorded, not the tool engine.
     assert_eq!(
         ltm.entries(),
         [

@@ -16,7 +16,7 @@ use agentscope::context::{
 use agentscope::prelude::*;
 use agentscope::session::HookState;
 use agentscope::{AgentInfo, HookChain};
-use agentscope_core::plumbing::{self, CallContext, EventParts, events};
+use agentscope_core::engine::{self, CallContext, EventParts, events};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use futures::executor::block_on;
 use proptest::prelude::*;
@@ -168,10 +168,10 @@ fn compact(input: &[Msg], settings: &Settings) -> (Vec<Msg>, Option<Msg>) {
         event
     };
     let first = make(false);
-    let mut event = block_on(plumbing::chain(&chain, first, &mut call)).unwrap();
+    let mut event = block_on(engine::chain(&chain, first, &mut call)).unwrap();
     if settings.forced {
         let retry = make(true);
-        event = block_on(plumbing::chain(&chain, retry, &mut call)).unwrap();
+        event = block_on(engine::chain(&chain, retry, &mut call)).unwrap();
     }
     let (messages, system, _) = event.into_parts();
     (messages, system)

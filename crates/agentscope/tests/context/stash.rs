@@ -8,7 +8,7 @@ use agentscope::context::{ContextWindowHook, EstimatedTokens, ToolResultLimit};
 use agentscope::prelude::*;
 use agentscope::session::JsonFileSessionStore;
 use agentscope::{AgentInfo, HookChain};
-use agentscope_core::plumbing::{self, CallContext, events};
+use agentscope_core::engine::{self, CallContext, events};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
@@ -153,7 +153,7 @@ async fn pre_call_fills_the_stash_from_the_history() {
         crate::tool_result("c1", "fetch", &page()),
         crate::tool_result("c9", "fetch", "short"),
     ];
-    plumbing::chain(
+    engine::chain(
         &chain,
         events::pre_call(call.info(), vec![], history, None),
         &mut call,

@@ -12,7 +12,7 @@ use agentscope::context::{
 use agentscope::prelude::*;
 use agentscope::session::{AgentIdentity, AgentState, JsonFileSessionStore, SessionStore};
 use agentscope::{AgentInfo, HookChain, InMemoryMemory, ModelError};
-use agentscope_core::plumbing::{self, CallContext, EventParts, events};
+use agentscope_core::engine::{self, CallContext, EventParts, events};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
@@ -257,7 +257,7 @@ impl Calls {
         if forced {
             events::mark_context_exceeded(&mut event);
         }
-        let event = plumbing::chain(&self.chain, event, call).await.unwrap();
+        let event = engine::chain(&self.chain, event, call).await.unwrap();
         let report = call.extensions().get::<CompactionReport>().unwrap().clone();
         let (messages, _, _) = event.into_parts();
         (

@@ -1,12 +1,13 @@
 //! Compile-time (and a few runtime) checks of auto traits and dyn-compatibility: the agent
 //! handle, the `call`/`observe` futures, `AgentStream`, hook events, and type-erased hooks.
 
+use agentscope_core::engine::TypedEvent;
 use std::sync::Arc;
 
 use crate::support::describe::hook_names;
 use agentscope::prelude::*;
 use agentscope::{BoxedHook, Event, HookFn, HookInfo};
-use agentscope_core::plumbing::events;
+use agentscope_core::engine::events;
 use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use futures::{Stream, StreamExt};
 
@@ -194,8 +195,8 @@ fn agent_with_dyn_hooks(hooks: Vec<BoxedHook>) -> ReActAgent {
 fn boxed_hooks_run_through_the_hook_trait() {
     let boxed = BoxedHook::new(sync_tagger());
     let call =
-        agentscope_core::plumbing::CallContext::new(Arc::new(agentscope::AgentInfo::new("a", "1")));
-    let mut event: HookEvent = events::post_call(call.info(), Msg::assistant("x")).into();
+        agentscope_core::engine::CallContext::new(Arc::new(agentscope::AgentInfo::new("a", "1")));
+    let mut event: HookEvent = events::post_call(call.info(), Msg::assistant("x")).into_event();
     futures::executor::block_on(Hook::on_event(&boxed, &mut event)).unwrap();
     match event {
         HookEvent::PostCall(e) => assert_eq!(e.final_message().text(), "x [sync]"),
@@ -209,8 +210,8 @@ fn hook_event_futures_of_sendable_hooks_are_send() {
         send(&hook.on_event(event));
     }
     let call =
-        agentscope_core::plumbing::CallContext::new(Arc::new(agentscope::AgentInfo::new("a", "1")));
-    let mut event: HookEvent = events::post_call(call.info(), Msg::assistant("x")).into();
+        agentscope_core::engine::CallContext::new(Arc::new(agentscope::AgentInfo::new("a", "1")));
+    let mut event: HookEvent = events::post_call(call.info(), Msg::assistant("x")).into_event();
     on_event_is_send(&AsyncTagger, &mut event);
     on_event_is_send(&BoxedHook::new(AsyncTagger), &mut event);
 }

@@ -90,8 +90,6 @@ async fn resuming_with_nothing_to_resume_is_an_error() {
 /// a content filter says so instead of passing for a normal stop.
 #[tokio::test]
 async fn the_finish_reason_is_kept_and_a_cut_off_answer_says_so() {
-    use agentscope_core::plumbing::FINISH_REASON_KEY;
-
     for (finish, reason) in [
         (Some("stop"), GenerateReason::ModelStop),
         (Some("end_turn"), GenerateReason::ModelStop),
@@ -116,7 +114,7 @@ async fn the_finish_reason_is_kept_and_a_cut_off_answer_says_so() {
         assert_eq!(
             stored[1]
                 .metadata
-                .get(FINISH_REASON_KEY)
+                .get("finish_reason")
                 .and_then(|v| v.as_str()),
             finish
         );

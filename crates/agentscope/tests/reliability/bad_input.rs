@@ -11,7 +11,7 @@ use crate::support::invariants::{Pending, assert_follow_up_call, assert_invarian
 use agentscope::ConversationError;
 use agentscope::prelude::*;
 use agentscope::{HookFn, PreActingEvent, ToolkitError};
-use agentscope_core::plumbing::{CallContext, events};
+use agentscope_core::engine::{CallContext, events};
 use agentscope_test::tools::{Calculator, EchoTool};
 use agentscope_test::{RecordingHook, ScriptedResponse};
 use proptest::prelude::*;

@@ -2,6 +2,7 @@
 //! line of names, the events of one type, and the texts of streamed chunks.
 
 use agentscope::prelude::*;
+use agentscope_core::engine::TypedEvent;
 use agentscope_test::RecordingHook;
 
 /// The event types named in `names` (separated by white space), in order: a long expected
@@ -21,10 +22,10 @@ pub(crate) fn kinds(names: &str) -> Vec<HookEventType> {
 }
 
 /// The events of type `E` (a `PostActingEvent`, say) that `rec` saw, in order.
-pub(crate) fn events_of<E: TryFrom<HookEvent>>(rec: &RecordingHook) -> Vec<E> {
+pub(crate) fn events_of<E: TypedEvent>(rec: &RecordingHook) -> Vec<E> {
     rec.events()
         .into_iter()
-        .filter_map(|event| E::try_from(event).ok())
+        .filter_map(|event| E::from_event(event).ok())
         .collect()
 }
 

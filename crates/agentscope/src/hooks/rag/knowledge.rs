@@ -21,6 +21,7 @@ use super::bm25::Bm25;
 /// assert_eq!(doc.metadata["source"], "faq.md");
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Document {
     /// Identifies the document (adding a document with the same id replaces it in
     /// [`InMemoryKnowledge`]).
@@ -53,11 +54,19 @@ impl Document {
 /// A retrieved document and its relevance score (higher is more relevant; the scale depends
 /// on the [`Knowledge`] implementation).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ScoredDocument {
     /// The document.
     pub document: Document,
     /// Its relevance to the query.
     pub score: f64,
+}
+
+impl ScoredDocument {
+    /// `document` with its relevance `score` to a query.
+    pub fn new(document: Document, score: f64) -> Self {
+        Self { document, score }
+    }
 }
 
 /// A knowledge base failed.
@@ -110,7 +119,7 @@ impl KnowledgeError {
 ///     }
 ///
 ///     async fn retrieve(&self, _query: &str, k: usize) -> Result<Vec<ScoredDocument>, KnowledgeError> {
-///         let hit = ScoredDocument { document: Document::new("motd", "Be kind."), score: 1.0 };
+///         let hit = ScoredDocument::new(Document::new("motd", "Be kind."), 1.0);
 ///         Ok(std::iter::once(hit).take(k).collect())
 ///     }
 /// }

@@ -36,7 +36,7 @@ pub(super) struct RecordOut<'a> {
 }
 
 fn saved_at<S: serde::Serializer>(at: &&DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
-    agentscope_core::plumbing::rfc3339::serialize(at, serializer)
+    agentscope_core::rfc3339::serialize(at, serializer)
 }
 
 fn slice_is_empty(slice: &&[String]) -> bool {

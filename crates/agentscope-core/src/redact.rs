@@ -8,7 +8,7 @@
 //! `?api-key=...`, Redis URLs with `?password=...`).
 //!
 //! ```
-//! use agentscope_core::plumbing::redact::{Redactor, url_for_display, url_secrets};
+//! use agentscope_core::redact::{Redactor, url_for_display, url_secrets};
 //!
 //! let url = "https://user:hunter22@gw.example.com/v1?api-key=k3y-123";
 //! assert_eq!(
@@ -38,7 +38,7 @@ pub const REDACTED: &str = "<redacted>";
 /// take it as the password.
 ///
 /// ```
-/// use agentscope_core::plumbing::redact::url_for_display;
+/// use agentscope_core::redact::url_for_display;
 ///
 /// assert_eq!(url_for_display("redis://user:pa@ss@host/0"), "redis://user:<redacted>@host/0");
 /// assert_eq!(url_for_display("http://127.0.0.1:8080/v1"), "http://127.0.0.1:8080/v1");
@@ -52,7 +52,7 @@ pub fn url_for_display(url: &str) -> String {
 /// percent-decoded. For a [`Redactor`].
 ///
 /// ```
-/// use agentscope_core::plumbing::redact::url_secrets;
+/// use agentscope_core::redact::url_secrets;
 ///
 /// assert_eq!(url_secrets("rediss://alice:p%40ss@cache:6380"), ["p@ss", "p%40ss"]);
 /// assert!(url_secrets("http://127.0.0.1:8080/v1").is_empty());
@@ -164,7 +164,7 @@ fn percent_encode(text: &str) -> String {
 /// one of them.
 ///
 /// ```
-/// use agentscope_core::plumbing::redact::Redactor;
+/// use agentscope_core::redact::Redactor;
 ///
 /// let redactor = Redactor::new(["my secret", "on"]);
 /// assert_eq!(
@@ -244,7 +244,7 @@ impl fmt::Debug for Redactor {
 /// was right. Lengths that differ are unequal at once.
 ///
 /// ```
-/// use agentscope_core::plumbing::redact::secrets_equal;
+/// use agentscope_core::redact::secrets_equal;
 ///
 /// assert!(secrets_equal(b"secret", b"secret"));
 /// assert!(!secrets_equal(b"secret", b"secreT"));

@@ -19,7 +19,7 @@
 //!
 //! #[derive(Serialize)]
 //! struct Record {
-//!     #[serde(serialize_with = "agentscope_core::plumbing::rfc3339::serialize")]
+//!     #[serde(serialize_with = "agentscope_core::rfc3339::serialize")]
 //!     saved_at: DateTime<Utc>,
 //! }
 //!
@@ -55,9 +55,9 @@ pub fn serialize<S: Serializer>(
 /// use chrono::{TimeZone, Utc};
 ///
 /// let at = Utc.with_ymd_and_hms(2026, 12, 1, 10, 0, 0).unwrap();
-/// assert_eq!(agentscope_core::plumbing::rfc3339::format(&at), "2026-12-01T10:00:00Z");
+/// assert_eq!(agentscope_core::rfc3339::format(&at), "2026-12-01T10:00:00Z");
 /// let later = at + chrono::Duration::milliseconds(250);
-/// assert_eq!(agentscope_core::plumbing::rfc3339::format(&later), "2026-12-01T10:00:00.250Z");
+/// assert_eq!(agentscope_core::rfc3339::format(&later), "2026-12-01T10:00:00.250Z");
 /// ```
 pub fn format(timestamp: &DateTime<Utc>) -> String {
     let mut buffer = [0u8; 30];
@@ -71,7 +71,7 @@ pub fn format(timestamp: &DateTime<Utc>) -> String {
 /// as [`format`](fn@format) writes), in UTC.
 ///
 /// ```
-/// use agentscope_core::plumbing::rfc3339;
+/// use agentscope_core::rfc3339;
 /// use agentscope_core::session::SessionError;
 ///
 /// let at = rfc3339::parse_saved_at("chat-1", "2026-12-01T10:00:00.250Z")?;

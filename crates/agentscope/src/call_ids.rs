@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use agentscope_core::{ChatResponse, ContentBlock, Msg, Role, SharedString, ToolUseBlock};
 
-use crate::runtime::lock;
+use crate::sync::lock;
 
 /// The tool call ids of the conversation in an agent's memory, kept with the agent. Each
 /// reasoning step brings it up to date from the copy of memory it makes for the model
@@ -250,13 +250,12 @@ mod tests {
         let conversation = Mutex::new(ConversationCallIds::default());
         lock(&conversation).sync(&[call("0")]);
         let mut unique = UniqueCallIds::new(&conversation);
-        let fragment = |id: &str| ChatResponse {
-            content: vec![ContentBlock::ToolUse(ToolUseBlock::new(
+        let fragment = |id: &str| {
+            ChatResponse::new(vec![ContentBlock::ToolUse(ToolUseBlock::new(
                 id,
                 "pay",
                 json!({}),
-            ))],
-            ..ChatResponse::default()
+            ))])
         };
         let id_of = |chunk: &ChatResponse| match &chunk.content[0] {
             ContentBlock::ToolUse(call) => call.id.to_string(),

@@ -3,5 +3,4 @@
 
 pub use crate::conversation::{
     check_goto, check_input, check_memory, check_no_system, check_reply, check_tool_results,
-    pending_tool_uses,
 };

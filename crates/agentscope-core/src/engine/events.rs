@@ -201,6 +201,7 @@ pub fn error(call: &Arc<CallInfo>, error: AgentError) -> ErrorEvent {
 
 /// What an engine takes back out of an event once its hooks ran: the values as the last
 /// hook left them.
+#[doc(hidden)]
 pub trait EventParts: Sized {
     /// The event's values.
     type Parts;
