@@ -18,17 +18,12 @@
 //! - **Messages' metadata keys** the engine and model clients write: [`GENERATE_REASON_KEY`],
 //!   [`FINISH_REASON_KEY`] (read them with [`Msg::generate_reason`](crate::Msg::generate_reason)
 //!   and [`Msg::finish_reason`](crate::Msg::finish_reason)).
-//! - **Timestamps** as every stored or sent message writes them: [`rfc3339`]; a state change
-//!   as the JSON columns a store keeps: [`columns`].
+//! - **Timestamps** as every stored or sent message writes them: [`rfc3339`].
 //! - **Secrets** out of `Debug` output, logs and errors, the same way in every crate:
 //!   [`redact`].
-//! - **Leases** renewed in the background: when a holder that cannot renew one stops its
-//!   call, the same way in every store: [`lease`].
 
-pub mod columns;
 pub mod conversation;
 pub mod events;
-pub mod lease;
 pub mod redact;
 pub mod rfc3339;
 

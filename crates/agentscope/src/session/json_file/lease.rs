@@ -29,9 +29,8 @@ use agentscope_core::CancellationToken;
 use agentscope_core::session::{LeaseHandle, SessionError};
 use futures::future::BoxFuture;
 
-use super::lock::LockCheck;
 use super::replay::LogInfo;
-use super::watch;
+use super::watch::{self, LockCheck};
 use crate::runtime::lock;
 
 /// The leases this process holds, by lock file path. Keyed by the path's bytes, which hash

@@ -100,9 +100,7 @@ pub(super) fn save_leased(
 ) -> Result<u64, SessionError> {
     let mut held_log = lock(&held.log);
     if held.is_released() || !held.still_holds() {
-        return Err(SessionError::LeaseLost {
-            session: session.to_owned(),
-        });
+        return Err(SessionError::lease_lost(session));
     }
     // Taken out: a save that fails leaves no handle behind, and the next one looks at the
     // disk again.
