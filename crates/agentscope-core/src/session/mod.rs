@@ -9,6 +9,14 @@
 //!   built-in stores share.
 //! - [`SessionSummary`] is one line of [`SessionStore::list_recent`]: a session's id,
 //!   revision and `saved_at`, and the order listings follow.
+//! - What every store shares, so a store writes only what differs: [`AsyncSessionStore`]
+//!   (the store as `async fn`s, forwarded to [`SessionStore`] once), the lease defaults
+//!   ([`DEFAULT_LEASE_TTL`], [`MIN_LEASE_TTL`], [`MAX_LEASE_TTL`], [`clamp_lease_ttl`]), the
+//!   renewal rule and loop ([`RenewalDeadline`], [`keep_renewed`]), the errors
+//!   ([`SessionError::busy`], [`SessionError::lease_lost`], [`SessionError::backend`]), the
+//!   blocking hand-off ([`run_blocking`]) and a change as JSON columns ([`ChangeColumns`]).
+//!   `docs/sessions.md`, "Writing a store", walks through them; the conformance suite
+//!   (`agentscope_test::session_store`, with its lease checks) holds a store to them.
 
 mod async_store;
 mod blocking;

@@ -125,7 +125,10 @@ async fn assert_lease_lost<S: SessionStore>(
         .await
         .expect("the store loads")
         .expect("the session is stored");
-    assert_eq!((stored.revision, stored.messages.len()), (revision, messages));
+    assert_eq!(
+        (stored.revision, stored.messages.len()),
+        (revision, messages)
+    );
 }
 
 /// Fencing: a save carrying a lease's fence goes through while that lease holds the
@@ -145,9 +148,8 @@ pub async fn fencing<H: LeaseHarness>(harness: &H) {
     // Busy on every handle, the holder's too.
     assert_busy(&b, "fenced").await;
     assert_busy(&a, "fenced").await;
-    let step = |base, text: &str| {
-        StateChange::new(base, base as usize, vec![Msg::user(text)], identity())
-    };
+    let step =
+        |base, text: &str| StateChange::new(base, base as usize, vec![Msg::user(text)], identity());
     assert_eq!(
         a.save("fenced", &step(0, "1").with_fence(first.fence()))
             .await
@@ -155,7 +157,13 @@ pub async fn fencing<H: LeaseHarness>(harness: &H) {
         1
     );
     // A fence that holds nothing is refused, on any handle.
-    assert_lease_lost(&b, "fenced", &step(1, "x").with_fence("not-a-lease"), (1, 1)).await;
+    assert_lease_lost(
+        &b,
+        "fenced",
+        &step(1, "x").with_fence("not-a-lease"),
+        (1, 1),
+    )
+    .await;
     let stale_fence = first.fence().to_owned();
     first.release().await.expect("the lease is given back");
     // Given back: another call takes the session at once.
@@ -265,7 +273,9 @@ pub async fn renewal_failure<H: LeaseHarness>(harness: &H) {
         .await
         .expect("the holder stopped its call while the backend stalled");
     let stopped = stalled.elapsed();
-    println!("renewals failing: the call was stopped {stopped:?} after the stall began (TTL {ttl:?})");
+    println!(
+        "renewals failing: the call was stopped {stopped:?} after the stall began (TTL {ttl:?})"
+    );
     assert!(stopped >= ttl / 2, "stopped {stopped:?} into the stall");
     assert!(
         stopped <= ttl + Duration::from_millis(250),
@@ -290,7 +300,9 @@ pub async fn renewal_failure<H: LeaseHarness>(harness: &H) {
     let model = ScriptedModel::new([]);
     let holder = agent(a.clone(), "call", "a", model.clone());
     let running =
-        tokio::spawn(async move { serve(&holder, &model, &Request::until_interrupted("q1")).await });
+        tokio::spawn(
+            async move { serve(&holder, &model, &Request::until_interrupted("q1")).await },
+        );
     wait_running(&a, "call").await;
     tokio::time::sleep(ttl).await;
     harness.stall(stall).await;

@@ -302,3 +302,118 @@ pub async fn a_dropped_call_gives_its_lease_back<S, F, Fut>(
         ]
     );
 }
+
+/// A store's server, stopped and started again by [`a_server_restarted_mid_call`] (the
+/// test's own server, keeping its data across the restart).
+pub trait Restart {
+    /// Stops the server (as a crash does: connections drop, nothing answers).
+    fn stop(&mut self);
+    /// Starts it again on the same port and data.
+    fn start(&mut self);
+}
+
+impl Restart for crate::components::redis::RedisServer {
+    fn stop(&mut self) {
+        self.kill();
+    }
+
+    fn start(&mut self) {
+        self.restart();
+    }
+}
+
+impl Restart for crate::components::postgres::PostgresServer {
+    fn stop(&mut self) {
+        crate::components::postgres::PostgresServer::stop(self);
+    }
+
+    fn start(&mut self) {
+        self.start_again();
+    }
+}
+
+/// The server goes away while a call on `store` (leases living `ttl`) runs its tool for
+/// `tool_ms`, and comes back: the call fails with the backend error of its next save
+/// (`session error: session 'shared': storage backend error: saving...`); once the server
+/// is back, the session holds exactly what was saved before (no partial step); and a call
+/// works again within five times `ttl` (once the failed call's lease has expired), settling
+/// the tool the failed call left running: the stored conversation is the turns before, the
+/// tool's "interrupted while running" result, and the new turn.
+///
+/// # Panics
+///
+/// When any of that does not hold.
+pub async fn a_server_restarted_mid_call<S: SessionStore + Clone + 'static>(
+    store: S,
+    ttl: Duration,
+    tool_ms: u64,
+    server: &mut impl Restart,
+) {
+    let model = ScriptedModel::new([]);
+    let a = agent(store.clone(), "shared", "a", model.clone());
+    model.push(ScriptedResponse::text("a0"));
+    a.call("q0").await.expect("the first call");
+    let running = {
+        let a = a.clone();
+        let model = model.clone();
+        tokio::spawn(async move {
+            let request = Request {
+                input: "q1".into(),
+                reply: "a1".into(),
+                wait_ms: Some(tool_ms),
+            };
+            serve(&a, &model, &request).await
+        })
+    };
+    wait_running(&store, "shared").await;
+    let before = stored(&store, "shared").await;
+    assert_eq!(all_said(&before.messages), ["q0", "a0", "q1", "call wait"]);
+    server.stop();
+    let outcome = running.await.expect("the call does not panic");
+    let Outcome::Failed(message) = &outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(
+        message.starts_with("session error: session 'shared': storage backend error: saving"),
+        "{message}"
+    );
+    server.start();
+    let deadline = Instant::now() + ttl * 5;
+    // Nothing half-written: exactly the revision stored before the server went away (read
+    // once the store has reconnected).
+    let after_restart = loop {
+        match store.load("shared").await {
+            Ok(state) => break state.expect("the session is stored"),
+            Err(error) => {
+                assert!(Instant::now() < deadline, "no reconnection: {error}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    assert_eq!(after_restart, before);
+    model.push(ScriptedResponse::text("a2"));
+    let reply = loop {
+        match a.call("q2").await {
+            Ok(reply) => break reply,
+            Err(error) => {
+                assert!(Instant::now() < deadline, "no recovery: {error}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    assert_eq!(reply.text(), "a2");
+    // What was stored before the server went away, then the tool the failed call left
+    // running settled, then the new turn.
+    assert_eq!(
+        all_said(&stored(&store, "shared").await.messages),
+        [
+            "q0",
+            "a0",
+            "q1",
+            "call wait",
+            &format!("result {INTERRUPTED_WHILE_RUNNING}"),
+            "q2",
+            "a2"
+        ]
+    );
+}
