@@ -256,22 +256,13 @@ impl LeaseHarness for Harness {
     }
 }
 
+/// The shared lease checks: fencing, a lease taken over then expired, and the rule every
+/// leasing store follows, that a holder that cannot renew its lease before it would expire
+/// stops its call (here another connection holds the database's write lock beyond the
+/// lease's time to live, so every renewal fails).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lease_conformance_fencing() {
-    leases::fencing(&Harness::new()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lease_conformance_expiry() {
-    leases::expiry(&Harness::new()).await;
-}
-
-/// The rule every leasing store follows: a holder that cannot renew its lease before it
-/// would expire stops its call; here another connection holds the database's write lock
-/// beyond the lease's time to live, so every renewal fails.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lease_conformance_renewal_failure() {
-    leases::renewal_failure(&Harness::new()).await;
+async fn lease_conformance() {
+    leases::run_all(&Harness::new()).await;
 }
 
 /// What the shared checks do not see: the lease is the row of [`LEASES_TABLE`] holding the

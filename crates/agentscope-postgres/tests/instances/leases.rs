@@ -126,45 +126,27 @@ impl LeaseHarness for Harness {
     }
 }
 
+/// The shared lease checks: fencing, a lease taken over then expired, and the rule every
+/// leasing store follows, that a holder that cannot renew its lease before it would expire
+/// stops its call (here a tenth of the time to live before, at the latest). Afterwards no
+/// lease row is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(has_postgres),
     ignore = "PostgreSQL not installed: .ci/run installs it"
 )]
-async fn lease_conformance_fencing() {
-    let Some(server) = PostgresServer::start() else {
-        return;
-    };
-    leases::fencing(&Harness::new(server).await).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(has_postgres),
-    ignore = "PostgreSQL not installed: .ci/run installs it"
-)]
-async fn lease_conformance_expiry() {
-    let Some(server) = PostgresServer::start() else {
-        return;
-    };
-    leases::expiry(&Harness::new(server).await).await;
-}
-
-/// The rule every leasing store follows: a holder that cannot renew its lease before it
-/// would expire stops its call (here a tenth of the time to live before, at the latest).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(has_postgres),
-    ignore = "PostgreSQL not installed: .ci/run installs it"
-)]
-async fn lease_conformance_renewal_failure() {
+async fn lease_conformance() {
     let Some(server) = PostgresServer::start() else {
         return;
     };
     let harness = Harness::new(server).await;
-    leases::renewal_failure(&harness).await;
-    assert_eq!(lease_row(&harness.client, "call").await, None);
-    assert_eq!(lease_row(&harness.client, "stalled").await, None);
+    leases::run_all(&harness).await;
+    let rows = harness
+        .client
+        .query("SELECT session_id FROM agentscope_session_leases", &[])
+        .await
+        .unwrap();
+    assert!(rows.is_empty(), "{} lease rows left", rows.len());
 }
 
 /// What the shared checks do not see: the lease is a row holding the fence and an expiry

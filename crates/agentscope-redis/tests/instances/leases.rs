@@ -87,44 +87,21 @@ impl LeaseHarness for Harness {
     }
 }
 
+/// The shared lease checks: fencing, a lease taken over then expired, and the rule every
+/// leasing store follows, that a holder that cannot renew its lease before it would expire
+/// stops its call. Afterwards the lease keys are gone with the calls (the interrupt flag
+/// too): only the sessions' state and messages are left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(has_redis),
     ignore = "redis-server not installed: .ci/run installs it"
 )]
-async fn lease_conformance_fencing() {
-    let Some(server) = RedisServer::start() else {
-        return;
-    };
-    leases::fencing(&Harness { server }).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(has_redis),
-    ignore = "redis-server not installed: .ci/run installs it"
-)]
-async fn lease_conformance_expiry() {
-    let Some(server) = RedisServer::start() else {
-        return;
-    };
-    leases::expiry(&Harness { server }).await;
-}
-
-/// The rule every leasing store follows: a holder that cannot renew its lease before it
-/// would expire stops its call. Afterwards the lease keys are gone with the calls (the
-/// interrupt flag too): only the sessions' state and messages are left.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(has_redis),
-    ignore = "redis-server not installed: .ci/run installs it"
-)]
-async fn lease_conformance_renewal_failure() {
+async fn lease_conformance() {
     let Some(server) = RedisServer::start() else {
         return;
     };
     let harness = Harness { server };
-    leases::renewal_failure(&harness).await;
+    leases::run_all(&harness).await;
     let mut raw = harness.server.raw().await;
     let mut keys: Vec<String> = raw.keys("agentscope:{*").await.unwrap();
     keys.sort();
@@ -133,6 +110,10 @@ async fn lease_conformance_renewal_failure() {
         [
             "agentscope:{call}:messages",
             "agentscope:{call}:state",
+            "agentscope:{expiring}:messages",
+            "agentscope:{expiring}:state",
+            "agentscope:{fenced}:messages",
+            "agentscope:{fenced}:state",
             "agentscope:{stalled}:messages",
             "agentscope:{stalled}:state"
         ],

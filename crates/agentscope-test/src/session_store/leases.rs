@@ -10,14 +10,14 @@
 //! use agentscope_test::session_store::leases::{self, LeaseHarness};
 //!
 //! # async fn example<H: LeaseHarness>(harness: H) {
-//! // One test per check: `#[tokio::test(flavor = "multi_thread")]`.
-//! leases::fencing(&harness).await;
-//! leases::expiry(&harness).await;
-//! leases::renewal_failure(&harness).await; // for a store that renews its leases
+//! // In a `#[tokio::test(flavor = "multi_thread")]`: every check, or one of them
+//! // (`leases::fencing(&harness).await`, `expiry`, `renewal_failure`).
+//! leases::run_all(&harness).await;
 //! # }
 //! ```
 //!
-//! They must run inside a multi-threaded tokio runtime, each on a new, empty backend.
+//! They must run inside a multi-threaded tokio runtime, on a new, empty backend (each check
+//! uses its own session ids, so one backend serves them all).
 //! Everything here panics when a step fails: it is test support.
 #![allow(clippy::expect_used, clippy::panic)] // checks: a step that fails fails the test
 
@@ -30,7 +30,7 @@ use agentscope::session::{SessionError, SessionLease, SessionStore, StateChange}
 
 use super::identity;
 use super::instances::worker::{Request, agent, serve};
-use super::instances::{assert_interrupted, wait_running};
+use super::instances::{assert_interrupted, stored, wait_running};
 use crate::ScriptedModel;
 
 /// What the lease checks need from a store's tests: handles on one backend, and the faults
@@ -63,6 +63,28 @@ pub trait LeaseHarness: Sync {
     /// fails or goes unanswered, and a write waits until the stall ends. Returns once the
     /// stall has begun; it ends by itself.
     fn stall(&self, duration: Duration) -> impl Future<Output = ()> + Send;
+
+    /// Whether the store renews its leases, so that [`run_all`] runs [`renewal_failure`]
+    /// (the provided method: `true`). A store whose lease cannot expire while its holder
+    /// lives (a kernel lock on a file) returns `false`, and need not implement
+    /// [`stall`](Self::stall) (it is never called).
+    fn renews(&self) -> bool {
+        true
+    }
+}
+
+/// Runs [`fencing`], [`expiry`] and, when the store [renews](LeaseHarness::renews) its
+/// leases, [`renewal_failure`], in that order.
+///
+/// # Panics
+///
+/// At the first check that fails.
+pub async fn run_all<H: LeaseHarness>(harness: &H) {
+    fencing(harness).await;
+    expiry(harness).await;
+    if harness.renews() {
+        renewal_failure(harness).await;
+    }
 }
 
 /// Takes session `session`'s lease through `store` for a call that `interrupt` stops.
@@ -120,11 +142,7 @@ async fn assert_lease_lost<S: SessionStore>(
              so the save was refused"
         )
     );
-    let stored = store
-        .load(session)
-        .await
-        .expect("the store loads")
-        .expect("the session is stored");
+    let stored = stored(store, session).await;
     assert_eq!(
         (stored.revision, stored.messages.len()),
         (revision, messages)

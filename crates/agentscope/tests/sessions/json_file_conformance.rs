@@ -94,14 +94,13 @@ impl LeaseHarness for Harness {
     async fn stall(&self, _duration: Duration) {
         panic!("the JSON file store renews no lease");
     }
+
+    fn renews(&self) -> bool {
+        false
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn json_file_lease_conformance_fencing() {
-    leases::fencing(&Harness::new()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn json_file_lease_conformance_expiry() {
-    leases::expiry(&Harness::new()).await;
+async fn json_file_lease_conformance() {
+    leases::run_all(&Harness::new()).await;
 }

@@ -262,16 +262,6 @@ impl LeaseHarness for Harness {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_third_party_store_passes_the_lease_fencing_check() {
-    leases::fencing(&Harness::new()).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_third_party_store_passes_the_lease_expiry_check() {
-    leases::expiry(&Harness::new()).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_third_party_store_passes_the_renewal_failure_check() {
-    leases::renewal_failure(&Harness::new()).await;
+async fn a_third_party_store_passes_the_lease_checks() {
+    leases::run_all(&Harness::new()).await;
 }

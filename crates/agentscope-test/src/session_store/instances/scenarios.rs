@@ -10,21 +10,12 @@ use std::time::{Duration, Instant};
 
 use agentscope::interrupt::INTERRUPTED_WHILE_RUNNING;
 use agentscope::prelude::*;
-use agentscope::session::{AgentState, SessionStore};
+use agentscope::session::SessionStore;
 
 use super::worker::{Outcome, Request, Worker, agent, serve};
-use super::{all_said, assert_interrupted, wait_running};
+use super::{all_said, assert_interrupted, stored, wait_running};
 use crate::messages::speakers;
 use crate::{RecordingHook, ScriptedModel, ScriptedResponse};
-
-/// Loads `session` of `store`, which must be stored.
-async fn stored<S: SessionStore + ?Sized>(store: &S, session: &str) -> AgentState {
-    store
-        .load(session)
-        .await
-        .expect("the store loads")
-        .expect("the session is stored")
-}
 
 /// Two processes (`a` and `b`, 30 s leases) take turns on one conversation: each sees every
 /// turn of the other, in order, and `reader` holds every turn once, at revision 10.
