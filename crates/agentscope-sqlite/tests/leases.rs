@@ -12,14 +12,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentscope::CancellationToken;
-use agentscope::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT, INTERRUPTED_WHILE_RUNNING};
+use agentscope::interrupt::INTERRUPTED_WHILE_RUNNING;
 use agentscope::prelude::*;
 use agentscope::session::{SessionStore, StateChange};
 use agentscope_sqlite::{DEFAULT_LEASE_TTL, LEASES_TABLE, SqliteSessionStore};
 use agentscope_test::session_store::identity;
-use agentscope_test::session_store::instances::all_said;
+use agentscope_test::session_store::instances::{all_said, scenarios};
 use agentscope_test::session_store::leases::{self, LeaseHarness};
-use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
+use agentscope_test::{ScriptedModel, ScriptedResponse};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::json;
 
@@ -100,7 +100,7 @@ async fn waiting_call(
 /// While a call runs, a call on another store handle (another process) is busy before any
 /// hook runs or the model is asked, with nothing loaded or stored; its `interrupt_session`
 /// stops the first call, which ends as a local interrupt ends it and gives the session
-/// back; the second then runs on the whole conversation.
+/// back; the second then runs on the whole conversation (the shared scenario).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_call_is_busy_before_any_hook_and_its_interrupt_stops_the_first() {
     let dir = tempfile::tempdir().unwrap();
@@ -111,79 +111,11 @@ async fn a_second_call_is_busy_before_any_hook_and_its_interrupt_stops_the_first
     );
     assert_eq!(store_a.lease_ttl(), Some(DEFAULT_LEASE_TTL));
     assert_eq!(DEFAULT_LEASE_TTL, Duration::from_secs(30));
-    let first = waiting_call(&store_a, "s").await;
-    let before = store_b.load("s").await.unwrap().unwrap();
-    assert_eq!(all_said(&before.messages), ["q1", "call wait"]);
-    assert_eq!(before.running_tools, ["w1"]);
-    let (token, expires_at, interrupted) = lease_row(&path, "s").unwrap();
-    assert_eq!(token.len(), 32);
-    assert!(!interrupted);
-    let now_ms = now_ms();
-    assert!(
-        (now_ms..=now_ms + 30_000).contains(&expires_at),
-        "{expires_at} vs {now_ms}"
-    );
-
-    let model = ScriptedModel::new([]);
-    let recorder = RecordingHook::new(0);
-    let second = ReActAgent::builder()
-        .name("second")
-        .model(model.clone())
-        .hook(recorder.clone())
-        .session(store_b.clone(), "s")
-        .build()
-        .unwrap();
-    assert!(matches!(second.call("q2").await, Err(AgentError::Busy)));
-    // Observing and changing metadata take the lease too.
-    assert!(matches!(
-        second.observe(Msg::user("note")).await,
-        Err(AgentError::Busy)
-    ));
-    assert!(matches!(
-        second.update_metadata(|_| {}).await,
-        Err(AgentError::Busy)
-    ));
-    assert!(second.memory().is_empty(), "nothing was loaded");
-    assert!(recorder.events().is_empty(), "{:?}", recorder.types());
-    assert_eq!(model.request_count(), 0);
-    assert_eq!(store_b.load("s").await.unwrap().unwrap(), before);
-    let error = store_b
-        .lease("s", &CancellationToken::new())
-        .await
-        .unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        "session 's' is busy: another call holds its lease"
-    );
-
-    // The other handle's interrupt reaches the holder through the lease row.
-    let started = Instant::now();
-    assert!(second.interrupt_session().await.unwrap());
-    let reply = first.await.unwrap().unwrap();
-    println!("interrupt across store handles: {:?}", started.elapsed());
-    assert_eq!(reply.text(), INTERRUPT_REPLY);
-    let stored = store_b.load("s").await.unwrap().unwrap();
-    assert_eq!(
-        all_said(&stored.messages),
-        [
-            "q1",
-            "call wait",
-            &format!("result {INTERRUPTED_RESULT}"),
-            INTERRUPT_REPLY
-        ]
-    );
-    assert!(stored.running_tools.is_empty());
+    scenarios::a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_the_first(
+        store_a, store_b,
+    )
+    .await;
     assert_eq!(lease_row(&path, "s"), None, "given back with the call");
-
-    model.push(ScriptedResponse::text("a2"));
-    assert_eq!(second.call("q2").await.unwrap().text(), "a2");
-    let mut expected = all_said(&stored.messages);
-    expected.push("q2".into());
-    assert_eq!(all_said(&model.requests()[0].messages), expected);
-    assert_eq!(recorder.types().first(), Some(&HookEventType::PreCall));
-    // Nobody holds the session now.
-    assert!(!second.interrupt_session().await.unwrap());
-    assert!(!store_a.interrupt("s").await.unwrap());
 }
 
 /// The lease checks of the shared suite on one database file: each store handle has its
@@ -274,9 +206,15 @@ async fn a_lease_is_a_row_its_renewals_move_on() {
     let store = store_with_ttl(&path, Duration::from_millis(600));
     assert_eq!(store.lease_ttl(), Some(Duration::from_millis(600)));
     let cancel = CancellationToken::new();
+    let taken = now_ms();
     let lease = store.lease("s", &cancel).await.unwrap().unwrap();
     let (token, first_expiry, interrupted) = lease_row(&path, "s").unwrap();
     assert_eq!((token.as_str(), interrupted), (lease.fence(), false));
+    assert_eq!(token.len(), 32);
+    assert!(
+        (taken..=now_ms() + 600).contains(&first_expiry),
+        "{first_expiry} vs {taken}"
+    );
     // Held past its time to live: the holder renews it.
     tokio::time::sleep(Duration::from_millis(1_400)).await;
     let (token, renewed_expiry, _) = lease_row(&path, "s").unwrap();

@@ -46,7 +46,9 @@ pub fn clamp_lease_ttl(ttl: Duration) -> Duration {
 }
 
 /// When a lease renewed in the background would expire, and whether its holder has
-/// stopped its call for it (see the [module docs](self)).
+/// stopped its call for it: renewed in the background, a lease lives `ttl` from the moment
+/// its last successful renewal (or the take) was sent, and a holder whose renewals keep
+/// failing until then stops its call, once.
 ///
 /// ```
 /// use std::time::{Duration, Instant};

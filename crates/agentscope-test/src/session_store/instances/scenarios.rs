@@ -8,6 +8,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use agentscope::CancellationToken;
 use agentscope::interrupt::INTERRUPTED_WHILE_RUNNING;
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
@@ -204,7 +205,7 @@ pub async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_t
     S: SessionStore + Clone + 'static,
 {
     let model_a = ScriptedModel::new([]);
-    let a = agent(store_a, "s", "a", model_a.clone());
+    let a = agent(store_a.clone(), "s", "a", model_a.clone());
     let model_b = ScriptedModel::new([]);
     let b = agent(store_b.clone(), "s", "b", model_b.clone());
     let recorder = RecordingHook::new(0);
@@ -221,11 +222,24 @@ pub async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_t
     assert!(recorder.events().is_empty(), "{:?}", recorder.events());
     assert_eq!(model_b.request_count(), 0);
     assert_eq!(stored(&store_b, "s").await, before);
-    // Observing takes the lease too.
+    // Observing and changing metadata take the lease too.
     assert!(matches!(
         b.observe(Msg::user("note")).await,
         Err(AgentError::Busy)
     ));
+    assert!(matches!(
+        b.update_metadata(|_| {}).await,
+        Err(AgentError::Busy)
+    ));
+    assert!(b.memory().is_empty(), "nothing was loaded");
+    let error = store_b
+        .lease("s", &CancellationToken::new())
+        .await
+        .expect_err("the session is busy");
+    assert_eq!(
+        error.to_string(),
+        "session 's' is busy: another call holds its lease"
+    );
 
     // B interrupts A's call: A ends as a local interrupt ends it.
     let started = Instant::now();
@@ -242,8 +256,9 @@ pub async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_t
     expected.push("q2".into());
     assert_eq!(all_said(&model_b.requests()[0].messages), expected);
     assert_eq!(recorder.types().first(), Some(&HookEventType::PreCall));
-    // Nobody holds the session now: an interrupt finds no call.
+    // Nobody holds the session now: an interrupt finds no call, through either handle.
     assert!(!b.interrupt_session().await.expect("the interrupt is sent"));
+    assert!(!store_a.interrupt("s").await.expect("the interrupt is sent"));
 }
 
 /// A dropped call (an agent on `store_a`, on session `s`) gives its lease back at once, in
@@ -292,6 +307,53 @@ pub async fn a_dropped_call_gives_its_lease_back<S, F, Fut>(
             "a2"
         ]
     );
+}
+
+/// What the process scenarios need from a store's tests: workers in processes of their
+/// own, and store handles in this process, all on one server.
+pub trait Processes: Sync {
+    /// The store.
+    type Store: SessionStore + Clone + 'static;
+
+    /// Starts a worker process named `name` on session `shared`, with leases that live
+    /// `lease_ttl_ms` (the store crate writes it with [`Worker::spawn_shared`]).
+    fn spawn(&self, name: &str, lease_ttl_ms: u64) -> Worker;
+
+    /// A store handle in this process whose leases live `lease_ttl`.
+    fn store(&self, lease_ttl: Duration) -> impl Future<Output = Self::Store> + Send;
+}
+
+/// Runs the scenarios between processes, in order: [`two_processes_alternate_turns`],
+/// [`racing_calls_one_runs_the_other_is_busy`],
+/// [`a_killed_holder_frees_the_session_after_the_lease_ttl`] and
+/// [`an_interrupt_from_one_process_stops_a_call_in_another`], on a new, empty server (they
+/// all use session `shared`, deleted between them).
+///
+/// # Panics
+///
+/// At the first scenario that fails.
+pub async fn between_processes<P: Processes>(processes: &P) {
+    let spawn = |name: &str, ttl| processes.spawn(name, ttl);
+    let default = processes
+        .store(agentscope_core::session::DEFAULT_LEASE_TTL)
+        .await;
+    two_processes_alternate_turns(spawn, &default).await;
+    default
+        .delete("shared")
+        .await
+        .expect("the session is deleted");
+    racing_calls_one_runs_the_other_is_busy(spawn, &default).await;
+    default
+        .delete("shared")
+        .await
+        .expect("the session is deleted");
+    let short = processes.store(Duration::from_secs(2)).await;
+    a_killed_holder_frees_the_session_after_the_lease_ttl(spawn, short).await;
+    default
+        .delete("shared")
+        .await
+        .expect("the session is deleted");
+    an_interrupt_from_one_process_stops_a_call_in_another(spawn, default).await;
 }
 
 /// A store's server, stopped and started again by [`a_server_restarted_mid_call`] (the
