@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use agentscope_core::CancellationToken;
 use agentscope_core::session::{
     LeaseHandle, RenewalDeadline, Renewed, SessionError, SessionLease, keep_renewed,
-    validate_session_id,
+    renewal_runtime, validate_session_id,
 };
 use futures::future::BoxFuture;
 use tokio::task::AbortHandle;
@@ -69,13 +69,7 @@ impl Leases {
             return Ok(None);
         };
         validate_session_id(session)?;
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return Err(SessionError::backend_message(
-                Some(session),
-                "taking the session's lease: the PostgreSQL store runs on a tokio runtime, \
-                 and none is running",
-            ));
-        };
+        let runtime = renewal_runtime("PostgreSQL", session)?;
         self.listener.ensure_started(db).await?;
         let token = uuid::Uuid::new_v4().simple().to_string();
         // Registered first, so an interrupt sent the moment the lease is taken is seen.

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use agentscope_core::CancellationToken;
 use agentscope_core::session::{
     DEFAULT_LEASE_TTL, LeaseHandle, RenewalDeadline, Renewed, SessionError, SessionLease,
-    keep_renewed, validate_session_id,
+    keep_renewed, renewal_runtime, validate_session_id,
 };
 use futures::future::BoxFuture;
 use redis::aio::ConnectionManager;
@@ -145,13 +145,7 @@ impl Leases {
         };
         validate_session_id(session)?;
         let key = lease_key(prefix, session);
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return Err(SessionError::backend_message(
-                Some(session),
-                "taking the session's lease: the Redis store runs on a tokio runtime, and none \
-                 is running",
-            ));
-        };
+        let runtime = renewal_runtime("Redis", session)?;
         self.subscribe_interrupts(connection, prefix).await?;
         let token = uuid::Uuid::new_v4().simple().to_string();
         let sent = Instant::now();

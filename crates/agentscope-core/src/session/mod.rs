@@ -46,7 +46,7 @@ pub use lease::{LeaseHandle, SessionLease};
 pub use renewal::{
     DEFAULT_LEASE_TTL, MAX_LEASE_TTL, MIN_LEASE_TTL, RenewalDeadline, clamp_lease_ttl,
 };
-pub use renewal_loop::{Renewed, keep_renewed};
+pub use renewal_loop::{Renewed, keep_renewed, renewal_runtime};
 pub use state::{AgentIdentity, AgentState, AgentStateParts, InvalidState};
 pub use summary::SessionSummary;
 

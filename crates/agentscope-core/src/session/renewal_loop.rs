@@ -144,6 +144,37 @@ pub async fn keep_renewed<F, Fut>(
     }
 }
 
+/// The tokio runtime the caller runs in, where a store that takes a lease spawns its
+/// [`keep_renewed`] task: check it before taking the lease, so that a lease is never taken
+/// without a loop to renew it.
+///
+/// ```
+/// use agentscope_core::session::renewal_runtime;
+///
+/// let error = renewal_runtime("My", "s1").unwrap_err();
+/// assert_eq!(
+///     error.to_string(),
+///     "session 's1': storage backend error: taking the session's lease: the My store runs \
+///      on a tokio runtime, and none is running"
+/// );
+/// ```
+///
+/// # Errors
+///
+/// [`SessionError::Backend`] about `session` when no tokio runtime is running, naming the
+/// `store` ("Redis", "PostgreSQL").
+pub fn renewal_runtime(store: &str, session: &str) -> Result<tokio::runtime::Handle, SessionError> {
+    tokio::runtime::Handle::try_current().map_err(|_| {
+        SessionError::backend_message(
+            Some(session),
+            format_args!(
+                "taking the session's lease: the {store} store runs on a tokio runtime, and \
+                 none is running"
+            ),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};

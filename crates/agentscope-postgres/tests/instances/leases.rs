@@ -9,11 +9,11 @@ use agentscope::CancellationToken;
 use agentscope::prelude::*;
 use agentscope::session::{SessionError, SessionStore, StateChange};
 use agentscope_postgres::PostgresSessionStore;
+use agentscope_test::ScriptedModel;
 use agentscope_test::session_store::identity;
 use agentscope_test::session_store::instances::worker::{Outcome, Request, agent, serve};
-use agentscope_test::session_store::instances::{assert_interrupted, scenarios, wait_running};
+use agentscope_test::session_store::instances::{scenarios, wait_running};
 use agentscope_test::session_store::leases::{self, LeaseHarness};
-use agentscope_test::{ScriptedModel, ScriptedResponse};
 
 use crate::proxy::{Mode, Proxy};
 use crate::store_with_lease_ttl;
@@ -245,7 +245,7 @@ async fn a_dropped_call_gives_its_lease_back() {
 
 /// A store built `without_leases` takes none (agents on it rely on the saves'
 /// compare-and-swap alone), and its interrupt still reaches a call that a leasing store
-/// runs.
+/// runs (the shared scenario).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(has_postgres),
@@ -261,32 +261,12 @@ async fn without_leases_no_lease_is_taken() {
         .await
         .unwrap();
     assert_eq!(store.lease_ttl(), None);
-    assert!(
-        store
-            .lease("s", &CancellationToken::new())
-            .await
-            .unwrap()
-            .is_none()
-    );
-    let model = ScriptedModel::new([ScriptedResponse::text("hi")]);
-    agent(store.clone(), "s", "a", model)
-        .call("hello")
-        .await
-        .unwrap();
     let client = raw(&server).await;
-    assert_eq!(lease_row(&client, "s").await, None);
-    assert!(!store.interrupt("s").await.unwrap());
-
     let leasing = crate::support::store(&server).await;
-    let model = ScriptedModel::new([]);
-    let runner = agent(leasing.clone(), "t", "b", model.clone());
-    let running =
-        tokio::spawn(
-            async move { serve(&runner, &model, &Request::until_interrupted("q1")).await },
-        );
-    wait_running(&leasing, "t").await;
-    assert!(store.interrupt("t").await.unwrap());
-    assert_interrupted(running.await.unwrap(), &leasing, "t").await;
+    scenarios::without_leases_no_lease_is_taken(store, leasing, || async move {
+        lease_row(&client, "s").await.is_some()
+    })
+    .await;
 }
 
 /// The holder is cut off from the server mid-call (the server stops): its renewals fail,

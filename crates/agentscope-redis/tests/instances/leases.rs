@@ -9,9 +9,7 @@ use agentscope::CancellationToken;
 use agentscope::session::SessionStore;
 use agentscope_redis::RedisSessionStore;
 use agentscope_test::session_store::instances::scenarios;
-use agentscope_test::session_store::instances::worker::agent;
 use agentscope_test::session_store::leases::{self, LeaseHarness};
-use agentscope_test::{ScriptedModel, ScriptedResponse};
 use redis::AsyncCommands;
 
 use crate::short_lease_store;
@@ -209,8 +207,9 @@ async fn a_dropped_call_gives_its_lease_back() {
     .await;
 }
 
-/// A store built `without_leases` takes none: agents on it rely on the saves'
-/// compare-and-swap alone.
+/// A store built `without_leases` takes none (agents on it rely on the saves'
+/// compare-and-swap alone), and its interrupt still reaches a call that a leasing store
+/// runs (the shared scenario).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(has_redis),
@@ -226,19 +225,13 @@ async fn without_leases_no_lease_is_taken() {
         .await
         .unwrap();
     assert_eq!(store.lease_ttl(), None);
-    assert!(
-        store
-            .lease("s", &CancellationToken::new())
-            .await
-            .unwrap()
-            .is_none()
-    );
-    let model = ScriptedModel::new([ScriptedResponse::text("hi")]);
-    let agent = agent(store.clone(), "s", "a", model);
-    agent.call("hello").await.unwrap();
-    let mut raw = server.raw().await;
-    let keys: Vec<String> = raw.keys("agentscope:{s}:*").await.unwrap();
-    let mut keys = keys;
-    keys.sort();
-    assert_eq!(keys, ["agentscope:{s}:messages", "agentscope:{s}:state"]);
+    let raw = server.raw().await;
+    let leasing = server.store().await;
+    scenarios::without_leases_no_lease_is_taken(store, leasing, || async move {
+        let mut raw = raw;
+        let mut keys: Vec<String> = raw.keys("agentscope:{s}:*").await.unwrap();
+        keys.sort();
+        keys != ["agentscope:{s}:messages", "agentscope:{s}:state"]
+    })
+    .await;
 }

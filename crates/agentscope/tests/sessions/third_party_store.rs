@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use agentscope_core::CancellationToken;
 use agentscope_core::session::{
     AgentState, AsyncSessionStore, DEFAULT_LEASE_TTL, LeaseHandle, RenewalDeadline, Renewed,
-    SessionError, SessionLease, StateChange, clamp_lease_ttl, keep_renewed, validate_session_id,
+    SessionError, SessionLease, StateChange, clamp_lease_ttl, keep_renewed, renewal_runtime,
+    validate_session_id,
 };
 use agentscope_test::session_store::leases::{self, LeaseHarness};
 use futures::future::BoxFuture;
@@ -119,6 +120,7 @@ impl AsyncSessionStore for MemoryStore {
         interrupt: &CancellationToken,
     ) -> Result<Option<SessionLease>, SessionError> {
         validate_session_id(session)?;
+        let runtime = renewal_runtime("memory", session)?;
         let token = uuid::Uuid::new_v4().to_string();
         let sent = Instant::now();
         {
@@ -143,7 +145,7 @@ impl AsyncSessionStore for MemoryStore {
             let (store, session, token) = (self.clone(), session.to_owned(), token.clone());
             let interrupt = interrupt.clone();
             let deadline = RenewalDeadline::new(self.ttl, sent);
-            tokio::spawn(async move {
+            runtime.spawn(async move {
                 let renew = || store.renew_once(&session, &token);
                 keep_renewed("memory_store", &session, deadline, &interrupt, renew).await;
             })

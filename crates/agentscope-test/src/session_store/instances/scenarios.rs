@@ -309,6 +309,55 @@ pub async fn a_dropped_call_gives_its_lease_back<S, F, Fut>(
     );
 }
 
+/// A store built without leases (`without`) takes none: `lease` is `Ok(None)`, an agent's
+/// call on session `s` runs and is stored, after which `lease_stored` (the store's own look
+/// at its lease of `s`) is false and an interrupt of `s` finds no call; yet the store's
+/// interrupt reaches a call that a leasing store on the same server (`leasing`) runs on
+/// session `t`, which ends as an interrupt ends it.
+///
+/// # Panics
+///
+/// When any of that does not hold.
+pub async fn without_leases_no_lease_is_taken<S, L, F, Fut>(without: S, leasing: L, lease_stored: F)
+where
+    S: SessionStore + Clone + 'static,
+    L: SessionStore + Clone + 'static,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    assert!(
+        without
+            .lease("s", &CancellationToken::new())
+            .await
+            .expect("no lease is no error")
+            .is_none()
+    );
+    let model = ScriptedModel::new([ScriptedResponse::text("hi")]);
+    let a = agent(without.clone(), "s", "a", model);
+    assert_eq!(a.call("hello").await.expect("the call runs").text(), "hi");
+    assert_eq!(
+        all_said(&stored(&without, "s").await.messages),
+        ["hello", "hi"]
+    );
+    assert!(!lease_stored().await, "a lease was stored");
+    assert!(!without.interrupt("s").await.expect("the interrupt is sent"));
+
+    let model = ScriptedModel::new([]);
+    let runner = agent(leasing.clone(), "t", "b", model.clone());
+    let running =
+        tokio::spawn(
+            async move { serve(&runner, &model, &Request::until_interrupted("q1")).await },
+        );
+    wait_running(&leasing, "t").await;
+    assert!(without.interrupt("t").await.expect("the interrupt is sent"));
+    assert_interrupted(
+        running.await.expect("the call does not panic"),
+        &leasing,
+        "t",
+    )
+    .await;
+}
+
 /// What the process scenarios need from a store's tests: workers in processes of their
 /// own, and store handles in this process, all on one server.
 pub trait Processes: Sync {
