@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use agentscope_core::CancellationToken;
 use agentscope_core::plumbing::rfc3339;
+#[cfg(doc)]
+use agentscope_core::session::SessionStore;
 use agentscope_core::session::{
     AgentState, AsyncSessionStore, SessionError, SessionLease, SessionSummary, StateChange,
     validate_session_id,

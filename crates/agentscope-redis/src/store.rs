@@ -365,7 +365,7 @@ impl RedisSessionStore {
         use futures::StreamExt;
 
         let fail = |error: redis::RedisError| self.backend(None, "listing sessions", &error);
-        let mut ids = self.list().await?;
+        let mut ids = AsyncSessionStore::list(self).await?;
         ids.retain(|id| id.starts_with(prefix));
         let heads: Vec<Result<Option<SessionSummary>, SessionError>> = futures::stream::iter(ids)
             .map(|id| async move {

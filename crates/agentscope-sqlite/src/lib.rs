@@ -344,7 +344,7 @@ impl SqliteSessionStoreBuilder {
 
     /// How long a session lease lives without being renewed (default
     /// [`DEFAULT_LEASE_TTL`], 30 s; rounded down to milliseconds, at least 3 ms, at most
-    /// a year: [`clamp_lease_ttl`](agentscope_core::session::clamp_lease_ttl)): how long
+    /// a year: [`clamp_lease_ttl`]): how long
     /// a call killed with its process keeps its session busy, at most. The holder renews
     /// its leases every third of it, and stops its call when it could not renew one before
     /// it would have expired (see [Leases and interrupts](crate#leases-and-interrupts)).
