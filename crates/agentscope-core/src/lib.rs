@@ -53,7 +53,6 @@ mod memory;
 mod message;
 mod metadata;
 mod model;
-pub mod plumbing;
 pub mod propagation;
 pub mod redact;
 mod retry;

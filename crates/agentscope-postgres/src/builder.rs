@@ -11,10 +11,11 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
 use tokio_postgres::config::SslMode;
 
+use crate::DEFAULT_LEASE_TTL;
 use crate::db::{Db, Tls};
 use crate::endpoint::{self, Endpoint};
 use crate::error::{self, backend, config_error};
-use crate::lease::{DEFAULT_LEASE_TTL, Leases};
+use crate::lease::Leases;
 use crate::schema::{self, DEFAULT_SCHEMA};
 use crate::sql::Statements;
 use crate::store::PostgresSessionStore;
@@ -116,13 +117,14 @@ impl PostgresSessionStoreBuilder {
     }
 
     /// How long a session's lease lives without being renewed (default
-    /// [`DEFAULT_LEASE_TTL`], 30 s; at least 3 ms). The holder renews it every third of that
+    /// [`DEFAULT_LEASE_TTL`], 30 s; rounded down to milliseconds, at least 3 ms, at most a year:
+    /// [`clamp_lease_ttl`](agentscope_core::session::clamp_lease_ttl)). The holder renews it every third of that
     /// while its call runs, so this is how long a session stays busy after its holder died,
     /// and how long a holder may be cut off from the server before it stops its call and
     /// another instance may take the session over. See the [crate docs](crate), "Leases and
     /// interrupts".
     pub fn lease_ttl(mut self, ttl: Duration) -> Self {
-        self.lease_ttl = Some(ttl.max(Duration::from_millis(3)));
+        self.lease_ttl = Some(agentscope_core::session::clamp_lease_ttl(ttl));
         self
     }
 

@@ -3,10 +3,9 @@
 //! [`SessionError::Corrupt`] naming the session.
 
 use agentscope_core::Msg;
-use agentscope_core::plumbing::columns::ChangeColumns;
 use agentscope_core::rfc3339;
 use agentscope_core::session::{
-    AgentState, AgentStateParts, SessionError, SessionSummary, StateChange,
+    AgentState, AgentStateParts, ChangeColumns, SessionError, SessionSummary, StateChange,
 };
 use serde::de::DeserializeOwned;
 use tokio_postgres::Row;

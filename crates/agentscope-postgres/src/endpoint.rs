@@ -34,14 +34,13 @@ impl Endpoint {
             Ok(config) => config,
             Err(error) => {
                 let redactor = Redactor::new(&secrets);
-                return Err(SessionError::Backend {
-                    session: None,
-                    message: format!(
+                return Err(SessionError::backend_message(
+                    None,
+                    format_args!(
                         "invalid PostgreSQL connection string {shown}: {}",
                         redactor.scrub(error.to_string())
                     ),
-                    source: None,
-                });
+                ));
             }
         };
         let mut config = config;

@@ -3,7 +3,6 @@
 
 use std::fmt;
 
-use agentscope_core::ErrorSource;
 use agentscope_core::session::SessionError;
 use deadpool_postgres::PoolError;
 
@@ -165,19 +164,15 @@ fn failure(
     failure: PostgresFailure,
     endpoint: &Endpoint,
 ) -> SessionError {
-    SessionError::Backend {
-        session: session.map(str::to_owned),
-        message: format!("{what} ({}): {failure}", endpoint.shown()),
-        source: Some(ErrorSource::new(failure)),
-    }
+    SessionError::backend(
+        session,
+        format_args!("{what} ({})", endpoint.shown()),
+        failure,
+    )
 }
 
 /// A [`SessionError::Backend`] about the store's settings or a server it cannot use, with no
 /// client error behind it.
-pub(crate) fn config_error(message: impl Into<String>) -> SessionError {
-    SessionError::Backend {
-        session: None,
-        message: message.into(),
-        source: None,
-    }
+pub(crate) fn config_error(message: impl fmt::Display) -> SessionError {
+    SessionError::backend_message(None, message)
 }

@@ -17,16 +17,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentscope_core::CancellationToken;
-use agentscope_core::plumbing::lease::RenewalDeadline;
-use agentscope_core::session::{LeaseHandle, SessionError, SessionLease, validate_session_id};
+use agentscope_core::session::{
+    LeaseHandle, RenewalDeadline, Renewed, SessionError, SessionLease, keep_renewed,
+    renewal_runtime, validate_session_id,
+};
 use futures::future::BoxFuture;
 use tokio::task::AbortHandle;
 
 use crate::db::Db;
 use crate::listener::{Holders, Listener};
-
-/// How long a lease lives without being renewed, unless configured.
-pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
 
 /// What a store has for leases.
 pub(crate) struct Leases {
@@ -70,15 +69,7 @@ impl Leases {
             return Ok(None);
         };
         validate_session_id(session)?;
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return Err(SessionError::Backend {
-                session: Some(session.to_owned()),
-                message: "taking the session's lease: the PostgreSQL store runs on a tokio \
-                          runtime, and none is running"
-                    .to_owned(),
-                source: None,
-            });
-        };
+        let runtime = renewal_runtime("PostgreSQL", session)?;
         self.listener.ensure_started(db).await?;
         let token = uuid::Uuid::new_v4().simple().to_string();
         // Registered first, so an interrupt sent the moment the lease is taken is seen.
@@ -100,9 +91,7 @@ impl Leases {
             Ok(Some(_)) => {}
             Ok(None) => {
                 self.holders.remove(session, &token);
-                return Err(SessionError::Busy {
-                    session: session.to_owned(),
-                });
+                return Err(SessionError::busy(session));
             }
             Err(error) => {
                 self.holders.remove(session, &token);
@@ -114,7 +103,7 @@ impl Leases {
                 Arc::clone(db),
                 session.to_owned(),
                 token.clone(),
-                RenewalDeadline::new(ttl, sent),
+                RenewalDeadline::new(ttl, sent).with_stop_margin(ttl / STOP_MARGIN_DIVISOR),
                 interrupt.clone(),
             ))
             .abort_handle();
@@ -149,14 +138,6 @@ impl Leases {
     }
 }
 
-/// What one renewal found.
-enum Renewed {
-    /// The lease is held (and interrupted, or not).
-    Held { interrupted: bool },
-    /// Another call holds the session.
-    Lost,
-}
-
 async fn renew_once(
     db: &Db,
     session: &str,
@@ -172,14 +153,14 @@ async fn renew_once(
         .query_opt(&statement, &[&session, &token, &millis(ttl)])
         .await
         .map_err(|error| db.fail(Some(session), what, &error))?;
-    Ok(match row {
-        Some(row) => Renewed::Held {
-            interrupted: row
-                .try_get(0)
-                .map_err(|error| db.fail(Some(session), what, &error))?,
-        },
-        None => Renewed::Lost,
-    })
+    let Some(row) = row else {
+        return Ok(Renewed::Lost);
+    };
+    match row.try_get(0) {
+        Ok(true) => Ok(Renewed::Interrupted),
+        Ok(false) => Ok(Renewed::Held),
+        Err(error) => Err(db.fail(Some(session), what, &error)),
+    }
 }
 
 /// How much earlier than its lease would expire a holder that could not renew stops its
@@ -190,95 +171,19 @@ async fn renew_once(
 const STOP_MARGIN_DIVISOR: u32 = 10;
 
 /// Renews a lease every third of its time to live until it is released (the task is then
-/// aborted), following [`RenewalDeadline`] as every store that renews in the background:
-/// an interrupt mark cancels the call; so does the lease lost to another holder; and when
-/// renewals keep failing (the server or the network away, a connection reset, a request
-/// never answered) until the lease is a tenth of its time to live from expiring, measured
-/// from the last renewal that went through, the call is stopped then, before another
-/// instance may take the session. No renewal is waited for beyond that moment. Renewing
-/// goes on after the stop: if the server answers again and no other call took the session,
-/// the stopped call's last save and its release go through.
+/// aborted): [`keep_renewed`], every store's loop, with [`renew_once`]. The lease's
+/// [`RenewalDeadline`] stops the call [`STOP_MARGIN_DIVISOR`] early: the expiry is the
+/// server's.
 async fn renew(
     db: Arc<Db>,
     session: String,
     token: String,
-    mut lease: RenewalDeadline,
+    lease: RenewalDeadline,
     interrupt: CancellationToken,
 ) {
     let ttl = lease.ttl();
-    let period = ttl / 3;
-    let margin = ttl / STOP_MARGIN_DIVISOR;
-    // The lease counted as expired `margin` early.
-    let ahead = |at: Instant| at.checked_add(margin).unwrap_or(at);
-    let expired = |lease: &mut RenewalDeadline| {
-        if lease.stop_if_expired(ahead(Instant::now()), &interrupt) {
-            tracing::warn!(
-                target: "agentscope_postgres",
-                session = %session,
-                ttl_ms = millis(ttl),
-                "the session's lease could not be renewed before it would have expired; \
-                 stopping this call (another call may take the session, and this call's \
-                 saves are refused once one does)"
-            );
-        }
-    };
-    loop {
-        // Woken when the call must stop at the latest.
-        let mut wake = lease.next_renewal(Instant::now());
-        if !lease.is_stopped() {
-            let stop = lease.deadline().checked_sub(margin).unwrap_or(wake);
-            wake = wake.min(stop);
-        }
-        tokio::time::sleep_until(wake.into()).await;
-        expired(&mut lease);
-        let sent = Instant::now();
-        // Not waited for beyond the moment the call must stop.
-        let wait = match lease.is_stopped() {
-            true => period,
-            false => lease.remaining(ahead(sent)),
-        };
-        let renewed = match tokio::time::timeout(wait, renew_once(&db, &session, &token, ttl)).await
-        {
-            Ok(renewed) => renewed,
-            Err(_) => Err(SessionError::Backend {
-                session: Some(session.clone()),
-                message: format!(
-                    "renewing the session's lease ({}): no answer within {wait:?}",
-                    db.endpoint.shown()
-                ),
-                source: None,
-            }),
-        };
-        match renewed {
-            Ok(Renewed::Held { interrupted }) => {
-                lease.renewed(sent);
-                if interrupted {
-                    interrupt.cancel();
-                }
-            }
-            Ok(Renewed::Lost) => {
-                tracing::warn!(
-                    target: "agentscope_postgres",
-                    session = %session,
-                    "the session's lease expired and another call took it; stopping this call \
-                     (its saves are refused)"
-                );
-                interrupt.cancel();
-                return;
-            }
-            Err(error) if !lease.is_stopped() => {
-                tracing::warn!(
-                    target: "agentscope_postgres",
-                    session = %session,
-                    %error,
-                    "renewing a session lease failed; trying again"
-                );
-            }
-            // After the call was stopped: retried at the next round.
-            Err(_) => {}
-        }
-        expired(&mut lease);
-    }
+    let renew = || renew_once(&db, &session, &token, ttl);
+    keep_renewed("agentscope_postgres", &session, lease, &interrupt, renew).await;
 }
 
 /// Gives a lease back: deletes it if `token` still holds it.

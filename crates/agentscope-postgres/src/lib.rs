@@ -248,12 +248,14 @@ mod sql;
 mod store;
 mod tls;
 
+/// How long a session lease lives without being renewed, by default (every store's default,
+/// from [`agentscope_core::session`]).
+pub use agentscope_core::session::DEFAULT_LEASE_TTL;
 pub use builder::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_POOL_TIMEOUT,
     PostgresSessionStoreBuilder,
 };
 pub use error::PostgresFailure;
-pub use lease::DEFAULT_LEASE_TTL;
 pub use schema::{
     DEFAULT_SCHEMA, LEASES_TABLE, MESSAGES_TABLE, MIGRATIONS_TABLE, SCHEMA_VERSION, STATES_TABLE,
 };

@@ -1,5 +1,5 @@
 //! [`PostgresSessionStore`]: the handle, its operations (save, load, delete, list) and its
-//! [`SessionStore`] impl. Connecting is the builder's (`builder.rs`), leases are
+//! [`SessionStore`] impl (through [`AsyncSessionStore`]). Connecting is the builder's (`builder.rs`), leases are
 //! `lease.rs`'s, rows are `codec.rs`'s.
 
 use std::fmt;
@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use agentscope_core::CancellationToken;
 use agentscope_core::rfc3339;
+#[cfg(doc)]
+use agentscope_core::session::SessionStore;
 use agentscope_core::session::{
-    AgentState, SessionError, SessionLease, SessionStore, SessionSummary, StateChange,
+    AgentState, AsyncSessionStore, SessionError, SessionLease, SessionSummary, StateChange,
     validate_session_id,
 };
 use deadpool_postgres::Transaction;
-use futures::future::BoxFuture;
 use tokio_postgres::types::ToSql;
 
 use crate::codec::{self, EncodedChange};
@@ -61,8 +62,10 @@ impl PostgresSessionStore {
     pub fn max_connections(&self) -> usize {
         self.inner.db.pool.status().max_size
     }
+}
 
-    async fn save_change(&self, session: &str, change: &StateChange) -> Result<u64, SessionError> {
+impl AsyncSessionStore for PostgresSessionStore {
+    async fn save(&self, session: &str, change: &StateChange) -> Result<u64, SessionError> {
         validate_session_id(session)?;
         // Serialised before a connection is taken, so the connection only writes.
         let encoded = EncodedChange::new(session, change)?;
@@ -80,9 +83,7 @@ impl PostgresSessionStore {
             if let Some(row) = lease
                 && !row.try_get::<_, bool>(0).map_err(fail)?
             {
-                return Err(SessionError::LeaseLost {
-                    session: session.to_owned(),
-                });
+                return Err(SessionError::lease_lost(session));
             }
         }
         let head = tx.prepare_cached(&db.sql.head).await.map_err(fail)?;
@@ -131,13 +132,11 @@ impl PostgresSessionStore {
                         None => (0, 0),
                     };
                     change.check(session, found.0, found.1)?;
-                    return Err(SessionError::Backend {
-                        session: Some(session.to_owned()),
-                        message: "saving: the session was created and deleted by other writers \
-                                  during this save; nothing was written, try again"
-                            .to_owned(),
-                        source: None,
-                    });
+                    return Err(SessionError::backend_message(
+                        Some(session),
+                        "saving: the session was created and deleted by other writers \
+                                  during this save; nothing was written, try again",
+                    ));
                 }
                 append(&tx, db, session, &encoded).await?;
             }
@@ -146,7 +145,7 @@ impl PostgresSessionStore {
         Ok(change.revision())
     }
 
-    async fn load_state(&self, session: &str) -> Result<Option<AgentState>, SessionError> {
+    async fn load(&self, session: &str) -> Result<Option<AgentState>, SessionError> {
         validate_session_id(session)?;
         let db = &self.inner.db;
         let what = "loading";
@@ -161,7 +160,7 @@ impl PostgresSessionStore {
         row.map(|row| codec::state(session, &row)).transpose()
     }
 
-    async fn delete_session(&self, session: &str) -> Result<bool, SessionError> {
+    async fn delete(&self, session: &str) -> Result<bool, SessionError> {
         validate_session_id(session)?;
         let db = &self.inner.db;
         let what = "deleting";
@@ -176,7 +175,7 @@ impl PostgresSessionStore {
         Ok(deleted > 0)
     }
 
-    async fn list_sessions(&self) -> Result<Vec<String>, SessionError> {
+    async fn list(&self) -> Result<Vec<String>, SessionError> {
         let db = &self.inner.db;
         let what = "listing sessions";
         let client = db.client(None, what).await?;
@@ -189,10 +188,16 @@ impl PostgresSessionStore {
             .map(|row| row.try_get(0).map_err(|error| db.fail(None, what, &error)))
             .collect()
     }
-}
 
-impl PostgresSessionStore {
-    async fn recent(
+    /// One indexed query of [`STATES_TABLE`](crate::STATES_TABLE) (by its `recency` column,
+    /// then the id): it reads the page's rows and skips, in the index, the newer rows whose
+    /// ids do not start with `prefix`; see [Listing by recency](crate#listing-by-recency).
+    ///
+    /// # Errors
+    ///
+    /// The server could not be reached or refused the query; a listed row whose `saved_at`
+    /// or revision cannot be read is [`SessionError::Corrupt`] naming its session.
+    async fn list_recent(
         &self,
         prefix: &str,
         after: Option<&SessionSummary>,
@@ -239,6 +244,21 @@ impl PostgresSessionStore {
         }
         Ok(page)
     }
+
+    async fn lease(
+        &self,
+        session: &str,
+        interrupt: &CancellationToken,
+    ) -> Result<Option<SessionLease>, SessionError> {
+        self.inner
+            .leases
+            .take(&self.inner.db, session, interrupt)
+            .await
+    }
+
+    async fn interrupt(&self, session: &str) -> Result<bool, SessionError> {
+        self.inner.leases.interrupt(&self.inner.db, session).await
+    }
 }
 
 /// Inserts the change's appended messages (one statement), after its kept ones.
@@ -263,60 +283,6 @@ async fn append(
     .await
     .map_err(fail)?;
     Ok(())
-}
-
-impl SessionStore for PostgresSessionStore {
-    fn save<'a>(
-        &'a self,
-        session: &'a str,
-        change: &'a StateChange,
-    ) -> BoxFuture<'a, Result<u64, SessionError>> {
-        Box::pin(self.save_change(session, change))
-    }
-
-    fn load<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
-        Box::pin(self.load_state(session))
-    }
-
-    fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
-        Box::pin(self.delete_session(session))
-    }
-
-    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
-        Box::pin(self.list_sessions())
-    }
-
-    /// One indexed query of [`STATES_TABLE`](crate::STATES_TABLE) (by its `recency` column,
-    /// then the id): it reads the page's rows and skips, in the index, the newer rows whose
-    /// ids do not start with `prefix`; see [Listing by recency](crate#listing-by-recency).
-    ///
-    /// # Errors
-    ///
-    /// The server could not be reached or refused the query; a listed row whose `saved_at`
-    /// or revision cannot be read is [`SessionError::Corrupt`] naming its session.
-    fn list_recent<'a>(
-        &'a self,
-        prefix: &'a str,
-        after: Option<&'a SessionSummary>,
-        limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<SessionSummary>, SessionError>> {
-        Box::pin(self.recent(prefix, after, limit))
-    }
-
-    fn lease<'a>(
-        &'a self,
-        session: &'a str,
-        interrupt: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Option<SessionLease>, SessionError>> {
-        Box::pin(self.inner.leases.take(&self.inner.db, session, interrupt))
-    }
-
-    fn interrupt<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
-        Box::pin(self.inner.leases.interrupt(&self.inner.db, session))
-    }
 }
 
 impl fmt::Debug for PostgresSessionStore {

@@ -11,11 +11,12 @@ use std::time::Duration;
 use agentscope_core::session::SessionError;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
+use crate::DEFAULT_LEASE_TTL;
 use crate::connection::Connection;
 use crate::endpoint::Endpoint;
 use crate::error::{self, config_error};
 use crate::keys::{DEFAULT_KEY_PREFIX, check_prefix};
-use crate::lease::{DEFAULT_LEASE_TTL, Holders, Leases};
+use crate::lease::{Holders, Leases};
 use crate::store::RedisSessionStore;
 
 /// How long connecting waits for the server, by default.
@@ -104,13 +105,14 @@ impl RedisSessionStoreBuilder {
     }
 
     /// How long a session's lease lives without being renewed (default
-    /// [`DEFAULT_LEASE_TTL`], 30 s; rounded to milliseconds, at least 3 ms). The holder renews
-    /// it every third of that while its call runs, so this is how long a session stays busy
+    /// [`DEFAULT_LEASE_TTL`], 30 s; rounded down to milliseconds, at least 3 ms, at most a year:
+    /// [`clamp_lease_ttl`](agentscope_core::session::clamp_lease_ttl)). The holder renews it
+    /// every third of that while its call runs, so this is how long a session stays busy
     /// after its holder died (a killed process, a lost network), and how long a holder may
     /// stall before another instance may take the session over. See the
     /// [crate docs](crate), "Leases and interrupts".
     pub fn lease_ttl(mut self, ttl: Duration) -> Self {
-        self.lease_ttl = Some(ttl.max(Duration::from_millis(3)));
+        self.lease_ttl = Some(agentscope_core::session::clamp_lease_ttl(ttl));
         self
     }
 

@@ -101,10 +101,11 @@ pub(crate) fn recent_page(
     prefix: &str,
     found: Vec<Value>,
 ) -> Result<(Vec<SessionSummary>, Option<String>), SessionError> {
-    let unexpected = |what: &str| SessionError::Backend {
-        session: None,
-        message: format!("listing sessions: the list_recent script answered {what}"),
-        source: None,
+    let unexpected = |what: &str| {
+        SessionError::backend_message(
+            None,
+            format_args!("listing sessions: the list_recent script answered {what}"),
+        )
     };
     let mut page = Vec::with_capacity(found.len() / 3);
     let mut last = None;

@@ -3,7 +3,6 @@
 
 use std::fmt;
 
-use agentscope_core::ErrorSource;
 use agentscope_core::session::SessionError;
 
 use crate::endpoint::{Endpoint, scrub};
@@ -77,20 +76,11 @@ pub(crate) fn backend(
     error: &redis::RedisError,
     endpoints: &[Endpoint],
 ) -> SessionError {
-    let failure = RedisFailure::new(error, endpoints);
-    SessionError::Backend {
-        session: session.map(str::to_owned),
-        message: format!("{what}: {failure}"),
-        source: Some(ErrorSource::new(failure)),
-    }
+    SessionError::backend(session, what, RedisFailure::new(error, endpoints))
 }
 
 /// A [`SessionError::Backend`] about the store's settings or an answer it cannot use, with no
 /// Redis error behind it.
-pub(crate) fn config_error(message: impl Into<String>) -> SessionError {
-    SessionError::Backend {
-        session: None,
-        message: message.into(),
-        source: None,
-    }
+pub(crate) fn config_error(message: impl fmt::Display) -> SessionError {
+    SessionError::backend_message(None, message)
 }

@@ -17,8 +17,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use agentscope_core::CancellationToken;
-use agentscope_core::plumbing::lease::RenewalDeadline;
-use agentscope_core::session::{LeaseHandle, SessionError, SessionLease, validate_session_id};
+use agentscope_core::session::{
+    DEFAULT_LEASE_TTL, LeaseHandle, RenewalDeadline, Renewed, SessionError, SessionLease,
+    keep_renewed, renewal_runtime, validate_session_id,
+};
 use futures::future::BoxFuture;
 use redis::aio::ConnectionManager;
 use redis::{PushInfo, PushKind, Value};
@@ -27,9 +29,6 @@ use tokio::task::AbortHandle;
 use crate::connection::Connection;
 use crate::keys::{flag_key, lease_key};
 use crate::scripts;
-
-/// How long a lease lives without being renewed, unless configured.
-pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
 
 /// The suffix of the interrupt channel's name (after the key prefix).
 const CHANNEL_SUFFIX: &str = "interrupts";
@@ -146,15 +145,7 @@ impl Leases {
         };
         validate_session_id(session)?;
         let key = lease_key(prefix, session);
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return Err(SessionError::Backend {
-                session: Some(session.to_owned()),
-                message: "taking the session's lease: the Redis store runs on a tokio runtime, \
-                          and none is running"
-                    .to_owned(),
-                source: None,
-            });
-        };
+        let runtime = renewal_runtime("Redis", session)?;
         self.subscribe_interrupts(connection, prefix).await?;
         let token = uuid::Uuid::new_v4().simple().to_string();
         let sent = Instant::now();
@@ -182,9 +173,7 @@ impl Leases {
         };
         if taken.is_none() {
             self.holders.remove(&key, &token);
-            return Err(SessionError::Busy {
-                session: session.to_owned(),
-            });
+            return Err(SessionError::busy(session));
         }
         let renewal = runtime
             .spawn(renew(
@@ -296,84 +285,48 @@ async fn release(
 }
 
 /// Renews a lease every third of its time to live until it is released (the task is then
-/// aborted). An interrupt mark, or the lease lost to another holder, cancels the call; so
-/// does a lease that could not be renewed before it would have expired (measured from the
-/// last renewal that succeeded: [`RenewalDeadline`]), after which renewing goes on quietly
-/// so the stopping call can still save and give the lease back.
+/// aborted): [`keep_renewed`], every store's loop, with [`renew_once`].
 async fn renew(
     connection: Connection,
     prefix: Arc<str>,
     session: String,
     token: String,
-    mut lease: RenewalDeadline,
+    lease: RenewalDeadline,
     interrupt: CancellationToken,
 ) {
-    let key = lease_key(&prefix, &session);
-    let flag = flag_key(&prefix, &session);
     let ttl = lease.ttl();
-    let period = ttl / 3;
-    let expired = |lease: &mut RenewalDeadline| {
-        if lease.stop_if_expired(Instant::now(), &interrupt) {
-            tracing::warn!(
-                target: "agentscope_redis",
-                session = %session,
-                ttl_ms = millis(ttl),
-                "the session's lease could not be renewed before it would have expired; \
-                 stopping this call (another call may take the session, and this call's \
-                 saves are refused once one does)"
-            );
-        }
-    };
-    loop {
-        // Woken at the lease's expiry at the latest, to stop the call then.
-        let mut wake = lease.next_renewal(Instant::now());
-        if !lease.is_stopped() {
-            wake = wake.min(lease.deadline());
-        }
-        tokio::time::sleep_until(wake.into()).await;
-        expired(&mut lease);
-        let sent = Instant::now();
-        // Not waited for beyond the lease's expiry.
-        let wait = match lease.is_stopped() {
-            true => period,
-            false => lease.remaining(sent),
-        };
-        let mut invocation = scripts::RENEW.key(&key);
-        invocation.key(&flag).arg(&token).arg(millis(ttl));
-        let mut renewer = connection.clone();
-        let renewal = invocation.invoke_async::<i64>(&mut renewer);
-        match tokio::time::timeout(wait, renewal).await {
-            Ok(Ok(1)) => lease.renewed(sent),
-            Ok(Ok(2)) => {
-                lease.renewed(sent);
-                interrupt.cancel();
-            }
-            Ok(Ok(_)) => {
-                tracing::warn!(
-                    target: "agentscope_redis",
-                    session = %session,
-                    "the session's lease expired and another call took it; stopping this call \
-                     (its saves are refused)"
-                );
-                interrupt.cancel();
-                return;
-            }
-            Ok(Err(error)) if !lease.is_stopped() => {
-                let what = "renewing the session's lease";
-                let error = connection.backend(&prefix, Some(&session), what, &error);
-                tracing::warn!(
-                    target: "agentscope_redis",
-                    session = %session,
-                    error = %error,
-                    "renewing a session lease failed; trying again"
-                );
-            }
-            // After the call was stopped, or no answer before the lease's expiry: checked
-            // below, retried at the next round.
-            Ok(Err(_)) | Err(_) => {}
-        }
-        expired(&mut lease);
-    }
+    let renew = || renew_once(&connection, &prefix, &session, &token, ttl);
+    keep_renewed("agentscope_redis", &session, lease, &interrupt, renew).await;
+}
+
+/// Renews the lease once (`RENEW`: only while `token` holds it), reading the interrupt mark.
+async fn renew_once(
+    connection: &Connection,
+    prefix: &str,
+    session: &str,
+    token: &str,
+    ttl: Duration,
+) -> Result<Renewed, SessionError> {
+    let key = lease_key(prefix, session);
+    let flag = flag_key(prefix, session);
+    let mut invocation = scripts::RENEW.key(&key);
+    invocation.key(&flag).arg(token).arg(millis(ttl));
+    let answer = invocation
+        .invoke_async::<i64>(&mut connection.clone())
+        .await
+        .map_err(|error| {
+            connection.backend(
+                prefix,
+                Some(session),
+                "renewing the session's lease",
+                &error,
+            )
+        })?;
+    Ok(match answer {
+        1 => Renewed::Held,
+        2 => Renewed::Interrupted,
+        _ => Renewed::Lost,
+    })
 }
 
 /// A lease held by a call; see [`LeaseHandle`].

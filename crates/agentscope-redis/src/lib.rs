@@ -235,10 +235,12 @@ mod lease;
 mod scripts;
 mod store;
 
+/// How long a session lease lives without being renewed, by default (every store's default,
+/// from [`agentscope_core::session`]).
+pub use agentscope_core::session::DEFAULT_LEASE_TTL;
 pub use builder::{DEFAULT_CONNECTION_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, RedisSessionStoreBuilder};
 pub use error::RedisFailure;
 pub use keys::DEFAULT_KEY_PREFIX;
-pub use lease::DEFAULT_LEASE_TTL;
 pub use store::RedisSessionStore;
 
 // The names the crate docs link to.

@@ -1,5 +1,5 @@
 //! [`RedisSessionStore`]: the handle, its operations (save, load, delete, list) and its
-//! [`SessionStore`] impl. Connecting is the builder's (`builder.rs`), leases are
+//! [`SessionStore`] impl (through [`AsyncSessionStore`]). Connecting is the builder's (`builder.rs`), leases are
 //! `lease.rs`'s, listing a cluster is `cluster.rs`'s.
 
 use std::fmt;
@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use agentscope_core::CancellationToken;
 use agentscope_core::rfc3339;
+#[cfg(doc)]
+use agentscope_core::session::SessionStore;
 use agentscope_core::session::{
-    AgentState, SessionError, SessionLease, SessionStore, SessionSummary, StateChange,
+    AgentState, AsyncSessionStore, SessionError, SessionLease, SessionSummary, StateChange,
     validate_session_id,
 };
-use futures::future::BoxFuture;
 use redis::Value;
 
 use crate::codec::{self, SaveReply};
@@ -210,51 +211,6 @@ impl RedisSessionStore {
         })
     }
 
-    async fn save_change(&self, session: &str, change: &StateChange) -> Result<u64, SessionError> {
-        let keys = self.keys(session)?;
-        if let Err(invalid) = change.check(session, change.base, change.kept) {
-            // The change itself cannot be stored (a system message): nothing is sent. Report
-            // what `check` gives against the stored state, as the contract says.
-            let (revision, messages) = self.head(session, &keys).await?;
-            return Err(change
-                .check(session, revision, messages)
-                .err()
-                .unwrap_or(invalid));
-        }
-        let args = codec::save_args(session, change, self.ttl_ms())?;
-        let mut invocation = scripts::SAVE.prepare_invoke();
-        for key in &keys {
-            invocation.key(key.as_str());
-        }
-        for arg in &args {
-            invocation.arg(arg.as_slice());
-        }
-        let reply: Value = invocation
-            .invoke_async(&mut self.connection())
-            .await
-            .map_err(|error| self.backend(Some(session), "saving", &error))?;
-        match codec::save_reply(session, reply)? {
-            SaveReply::Saved(revision) => Ok(revision),
-            SaveReply::Fenced => Err(SessionError::LeaseLost {
-                session: session.to_owned(),
-            }),
-            SaveReply::Refused { revision, messages } => {
-                Err(match change.check(session, revision, messages) {
-                    Err(error) => error,
-                    Ok(()) => SessionError::Backend {
-                        session: Some(session.to_owned()),
-                        message: format!(
-                            "saving: the save script refused the change from revision {} \
-                             although revision {revision} with {messages} messages is stored",
-                            change.base
-                        ),
-                        source: None,
-                    },
-                })
-            }
-        }
-    }
-
     /// The stored revision and message count of a session (`(0, 0)`: none).
     async fn head(&self, session: &str, keys: &[String]) -> Result<(u64, usize), SessionError> {
         let (revision, messages): (Option<u64>, usize) = redis::pipe()
@@ -268,83 +224,6 @@ impl RedisSessionStore {
             None => (0, 0),
         })
     }
-
-    async fn load_state(&self, session: &str) -> Result<Option<AgentState>, SessionError> {
-        let keys = self.keys(session)?;
-        let fail = |error: redis::RedisError| self.backend(Some(session), "loading", &error);
-        let reply: Value = match self.is_cluster() {
-            // Standalone: one MULTI/EXEC (the server copies no list into Lua and back).
-            false => {
-                let (exists, fields, messages): (i64, Value, Value) = redis::pipe()
-                    .atomic()
-                    .exists(&keys[0])
-                    .cmd("HMGET")
-                    .arg(&keys[0])
-                    .arg(&scripts::STATE_FIELDS[..])
-                    .lrange(&keys[1], 0, -1)
-                    .query_async(&mut self.connection())
-                    .await
-                    .map_err(fail)?;
-                match exists {
-                    0 => Value::Nil,
-                    _ => Value::Array(vec![fields, messages]),
-                }
-            }
-            // A cluster: a script (both keys are in one slot, so one node runs it).
-            true => scripts::LOAD
-                .key(&keys[0])
-                .key(&keys[1])
-                .invoke_async(&mut self.connection())
-                .await
-                .map_err(fail)?,
-        };
-        codec::load_reply(session, reply)
-    }
-
-    async fn delete_session(&self, session: &str) -> Result<bool, SessionError> {
-        let keys = self.keys(session)?;
-        let mut invocation = scripts::DELETE.prepare_invoke();
-        for key in &keys {
-            invocation.key(key.as_str());
-        }
-        invocation.arg(session);
-        let existed: i64 = invocation
-            .invoke_async(&mut self.connection())
-            .await
-            .map_err(|error| self.backend(Some(session), "deleting", &error))?;
-        Ok(existed == 1)
-    }
-
-    async fn list_sessions(&self) -> Result<Vec<String>, SessionError> {
-        let fail = |error: redis::RedisError| self.backend(None, "listing sessions", &error);
-        let mut ids = match (self.shared.connection.as_cluster(), self.index_key()) {
-            (Some(cluster), _) => cluster::session_ids(cluster.clone(), &self.prefix, fail).await?,
-            (None, Some(index)) => {
-                let ids: Vec<String> = scripts::LIST
-                    .key(index)
-                    .invoke_async(&mut self.connection())
-                    .await
-                    .map_err(fail)?;
-                ids
-            }
-            (None, None) => Vec::new(),
-        };
-        ids.retain(|id| {
-            let valid = validate_session_id(id).is_ok();
-            if !valid {
-                tracing::warn!(
-                    target: "agentscope_redis",
-                    prefix = %self.prefix,
-                    id = %id,
-                    "ignoring an invalid session id in the Redis session index"
-                );
-            }
-            valid
-        });
-        ids.sort_unstable();
-        ids.dedup();
-        Ok(ids)
-    }
 }
 
 /// How many sessions one `list_recent` script finds at most, and how many members of the
@@ -357,22 +236,6 @@ const RECENT_BATCH: usize = 1000;
 const UNREADABLE_RECENCY: &str = "zzzzzzzzzzzzzzzzzzzzzzzz";
 
 impl RedisSessionStore {
-    async fn recent(
-        &self,
-        prefix: &str,
-        after: Option<&SessionSummary>,
-        limit: usize,
-    ) -> Result<Vec<SessionSummary>, SessionError> {
-        // Session ids are ASCII: no id starts with anything else.
-        if limit == 0 || !prefix.is_ascii() {
-            return Ok(Vec::new());
-        }
-        match self.shared.connection.as_cluster() {
-            Some(_) => self.recent_scanned(prefix, after, limit).await,
-            None => self.recent_indexed(prefix, after, limit).await,
-        }
-    }
-
     /// Standalone: pages through the recency index (see [`scripts::LIST_RECENT`]).
     async fn recent_indexed(
         &self,
@@ -502,7 +365,7 @@ impl RedisSessionStore {
         use futures::StreamExt;
 
         let fail = |error: redis::RedisError| self.backend(None, "listing sessions", &error);
-        let mut ids = self.list_sessions().await?;
+        let mut ids = AsyncSessionStore::list(self).await?;
         ids.retain(|id| id.starts_with(prefix));
         let heads: Vec<Result<Option<SessionSummary>, SessionError>> = futures::stream::iter(ids)
             .map(|id| async move {
@@ -531,28 +394,124 @@ impl RedisSessionStore {
     }
 }
 
-impl SessionStore for RedisSessionStore {
-    fn save<'a>(
-        &'a self,
-        session: &'a str,
-        change: &'a StateChange,
-    ) -> BoxFuture<'a, Result<u64, SessionError>> {
-        Box::pin(self.save_change(session, change))
+impl AsyncSessionStore for RedisSessionStore {
+    async fn save(&self, session: &str, change: &StateChange) -> Result<u64, SessionError> {
+        let keys = self.keys(session)?;
+        if let Err(invalid) = change.check(session, change.base, change.kept) {
+            // The change itself cannot be stored (a system message): nothing is sent. Report
+            // what `check` gives against the stored state, as the contract says.
+            let (revision, messages) = self.head(session, &keys).await?;
+            return Err(change
+                .check(session, revision, messages)
+                .err()
+                .unwrap_or(invalid));
+        }
+        let args = codec::save_args(session, change, self.ttl_ms())?;
+        let mut invocation = scripts::SAVE.prepare_invoke();
+        for key in &keys {
+            invocation.key(key.as_str());
+        }
+        for arg in &args {
+            invocation.arg(arg.as_slice());
+        }
+        let reply: Value = invocation
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|error| self.backend(Some(session), "saving", &error))?;
+        match codec::save_reply(session, reply)? {
+            SaveReply::Saved(revision) => Ok(revision),
+            SaveReply::Fenced => Err(SessionError::lease_lost(session)),
+            SaveReply::Refused { revision, messages } => {
+                Err(match change.check(session, revision, messages) {
+                    Err(error) => error,
+                    Ok(()) => SessionError::backend_message(
+                        Some(session),
+                        format_args!(
+                            "saving: the save script refused the change from revision {} \
+                             although revision {revision} with {messages} messages is stored",
+                            change.base
+                        ),
+                    ),
+                })
+            }
+        }
     }
 
-    fn load<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
-        Box::pin(self.load_state(session))
+    async fn load(&self, session: &str) -> Result<Option<AgentState>, SessionError> {
+        let keys = self.keys(session)?;
+        let fail = |error: redis::RedisError| self.backend(Some(session), "loading", &error);
+        let reply: Value = match self.is_cluster() {
+            // Standalone: one MULTI/EXEC (the server copies no list into Lua and back).
+            false => {
+                let (exists, fields, messages): (i64, Value, Value) = redis::pipe()
+                    .atomic()
+                    .exists(&keys[0])
+                    .cmd("HMGET")
+                    .arg(&keys[0])
+                    .arg(&scripts::STATE_FIELDS[..])
+                    .lrange(&keys[1], 0, -1)
+                    .query_async(&mut self.connection())
+                    .await
+                    .map_err(fail)?;
+                match exists {
+                    0 => Value::Nil,
+                    _ => Value::Array(vec![fields, messages]),
+                }
+            }
+            // A cluster: a script (both keys are in one slot, so one node runs it).
+            true => scripts::LOAD
+                .key(&keys[0])
+                .key(&keys[1])
+                .invoke_async(&mut self.connection())
+                .await
+                .map_err(fail)?,
+        };
+        codec::load_reply(session, reply)
     }
 
-    fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
-        Box::pin(self.delete_session(session))
+    async fn delete(&self, session: &str) -> Result<bool, SessionError> {
+        let keys = self.keys(session)?;
+        let mut invocation = scripts::DELETE.prepare_invoke();
+        for key in &keys {
+            invocation.key(key.as_str());
+        }
+        invocation.arg(session);
+        let existed: i64 = invocation
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|error| self.backend(Some(session), "deleting", &error))?;
+        Ok(existed == 1)
     }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
-        Box::pin(self.list_sessions())
+    async fn list(&self) -> Result<Vec<String>, SessionError> {
+        let fail = |error: redis::RedisError| self.backend(None, "listing sessions", &error);
+        let mut ids = match (self.shared.connection.as_cluster(), self.index_key()) {
+            (Some(cluster), _) => cluster::session_ids(cluster.clone(), &self.prefix, fail).await?,
+            (None, Some(index)) => {
+                let ids: Vec<String> = scripts::LIST
+                    .key(index)
+                    .invoke_async(&mut self.connection())
+                    .await
+                    .map_err(fail)?;
+                ids
+            }
+            (None, None) => Vec::new(),
+        };
+        ids.retain(|id| {
+            let valid = validate_session_id(id).is_ok();
+            if !valid {
+                tracing::warn!(
+                    target: "agentscope_redis",
+                    prefix = %self.prefix,
+                    id = %id,
+                    "ignoring an invalid session id in the Redis session index"
+                );
+            }
+            valid
+        });
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
     }
 
     /// Standalone: the recency index, read from the cursor on by a script that reads the
@@ -564,33 +523,40 @@ impl SessionStore for RedisSessionStore {
     ///
     /// Redis could not be reached or refused a command; a listed session whose revision or
     /// `saved_at` cannot be read is [`SessionError::Corrupt`] naming it.
-    fn list_recent<'a>(
-        &'a self,
-        prefix: &'a str,
-        after: Option<&'a SessionSummary>,
+    async fn list_recent(
+        &self,
+        prefix: &str,
+        after: Option<&SessionSummary>,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<SessionSummary>, SessionError>> {
-        Box::pin(self.recent(prefix, after, limit))
+    ) -> Result<Vec<SessionSummary>, SessionError> {
+        // Session ids are ASCII: no id starts with anything else.
+        if limit == 0 || !prefix.is_ascii() {
+            return Ok(Vec::new());
+        }
+        match self.shared.connection.as_cluster() {
+            Some(_) => self.recent_scanned(prefix, after, limit).await,
+            None => self.recent_indexed(prefix, after, limit).await,
+        }
     }
 
-    fn lease<'a>(
-        &'a self,
-        session: &'a str,
-        interrupt: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Option<SessionLease>, SessionError>> {
-        Box::pin(
-            self.shared
-                .leases
-                .take(&self.shared.connection, &self.prefix, session, interrupt),
-        )
+    async fn lease(
+        &self,
+        session: &str,
+        interrupt: &CancellationToken,
+    ) -> Result<Option<SessionLease>, SessionError> {
+        let shared = &self.shared;
+        shared
+            .leases
+            .take(&shared.connection, &self.prefix, session, interrupt)
+            .await
     }
 
-    fn interrupt<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
-        Box::pin(
-            self.shared
-                .leases
-                .interrupt(&self.shared.connection, &self.prefix, session),
-        )
+    async fn interrupt(&self, session: &str) -> Result<bool, SessionError> {
+        let shared = &self.shared;
+        shared
+            .leases
+            .interrupt(&shared.connection, &self.prefix, session)
+            .await
     }
 }
 

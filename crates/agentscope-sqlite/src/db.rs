@@ -5,10 +5,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use agentscope_core::Msg;
-use agentscope_core::plumbing::columns::ChangeColumns;
 use agentscope_core::rfc3339;
 use agentscope_core::session::{
-    AgentState, AgentStateParts, SessionError, SessionSummary, StateChange,
+    AgentState, AgentStateParts, ChangeColumns, SessionError, SessionSummary, StateChange,
 };
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
@@ -290,7 +289,7 @@ pub(crate) fn save(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(db)?;
     if let Some(fence) = &change.fence {
-        lease::check_fence(&tx, session, fence)?;
+        lease::rows::check_fence(&tx, session, fence)?;
     }
     let head = tx
         .prepare_cached(SELECT_HEAD)

@@ -242,9 +242,7 @@
 #![warn(missing_docs)]
 
 mod db;
-mod keeper;
 mod lease;
-mod leasing;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -252,11 +250,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use agentscope_core::CancellationToken;
+#[cfg(doc)]
+use agentscope_core::session::SessionStore;
 use agentscope_core::session::{
-    AgentState, SessionError, SessionLease, SessionStore, SessionSummary, StateChange,
-    validate_session_id,
+    AgentState, AsyncSessionStore, SessionError, SessionLease, SessionSummary, StateChange,
+    clamp_lease_ttl, run_blocking, validate_session_id,
 };
-use futures::future::BoxFuture;
 use rusqlite::Connection;
 use tokio::sync::{Mutex as AsyncMutex, Semaphore};
 
@@ -280,16 +279,14 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How many connections read at once, by default.
 pub const DEFAULT_MAX_READERS: usize = 8;
 
-/// How long a session lease lives without being renewed, by default: a call killed with
-/// its process keeps its session busy that long at most.
-pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
+/// How long a session lease lives without being renewed, by default (every store's default,
+/// from [`agentscope_core::session`]): a call killed with its process keeps its session busy
+/// that long at most.
+pub use agentscope_core::session::DEFAULT_LEASE_TTL;
 
 /// How often a process holding session leases looks for interrupts that another process
 /// marked (see [`SessionStore::interrupt`]).
 pub const INTERRUPT_POLL: Duration = Duration::from_millis(100);
-
-/// The shortest lease time to live: the holder renews every third of it.
-const MIN_LEASE_TTL: Duration = Duration::from_millis(3);
 
 /// A [`SessionStore`] keeping sessions in a SQLite database file.
 ///
@@ -314,7 +311,7 @@ struct Inner {
     /// Reader connections not in use.
     idle: Mutex<Vec<Connection>>,
     /// The leases the store holds; `None`: it takes none.
-    leases: Option<Arc<keeper::Keeper>>,
+    leases: Option<Arc<lease::Keeper>>,
 }
 
 /// Opens a [`SqliteSessionStore`] with settings other than the defaults; see
@@ -347,15 +344,13 @@ impl SqliteSessionStoreBuilder {
 
     /// How long a session lease lives without being renewed (default
     /// [`DEFAULT_LEASE_TTL`], 30 s; rounded down to milliseconds, at least 3 ms, at most
-    /// a year: [`MAX_TTL`](agentscope_core::plumbing::lease::MAX_TTL)): how long
+    /// a year: [`clamp_lease_ttl`]): how long
     /// a call killed with its process keeps its session busy, at most. The holder renews
     /// its leases every third of it, and stops its call when it could not renew one before
     /// it would have expired (see [Leases and interrupts](crate#leases-and-interrupts)).
     /// Every process on the database should use the same value.
     pub fn lease_ttl(mut self, ttl: Duration) -> Self {
-        let ttl = ttl.min(agentscope_core::plumbing::lease::MAX_TTL);
-        let millis = Duration::from_millis(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
-        self.lease_ttl = Some(millis.max(MIN_LEASE_TTL));
+        self.lease_ttl = Some(clamp_lease_ttl(ttl));
         self
     }
 
@@ -390,18 +385,17 @@ impl SqliteSessionStoreBuilder {
         let legacy = match db::init(&mut writer, busy_timeout).map_err(store_error)? {
             db::Opened::Ready { legacy } => legacy,
             db::Opened::NotWal(mode) => {
-                return Err(SessionError::Backend {
-                    session: None,
-                    message: format!(
+                return Err(SessionError::backend_message(
+                    None,
+                    format_args!(
                         "opening {}: the database cannot use WAL mode (journal mode is \
                          '{mode}'); use a database file on a local file system",
                         path.display()
                     ),
-                    source: None,
-                });
+                ));
             }
         };
-        let leases = lease_ttl.map(|ttl| keeper::Keeper::new(path.clone(), busy_timeout, ttl));
+        let leases = lease_ttl.map(|ttl| lease::Keeper::new(path.clone(), busy_timeout, ttl));
         Ok(SqliteSessionStore {
             inner: Arc::new(Inner {
                 path,
@@ -501,7 +495,7 @@ impl SqliteSessionStore {
         let mut writer = Arc::clone(&self.inner.writer).lock_owned().await;
         // The guard moves into the job: the writer is released when the work is done, even
         // if this future is dropped meanwhile.
-        run_blocking(session, move || work(&mut writer, legacy)).await
+        run_blocking(session, move || work(&mut writer, legacy)).await?
     }
 
     /// Runs `work` on a reader connection, opening one if none is idle.
@@ -532,7 +526,7 @@ impl SqliteSessionStore {
             inner.idle().push(connection);
             result
         })
-        .await
+        .await?
     }
 }
 
@@ -551,51 +545,28 @@ impl Inner {
     }
 }
 
-/// Runs `job` on tokio's blocking pool inside a tokio runtime, inline otherwise.
-async fn run_blocking<T, F>(session: Option<&str>, job: F) -> Result<T, SessionError>
-where
-    F: FnOnce() -> Result<T, SessionError> + Send + 'static,
-    T: Send + 'static,
-{
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => handle.spawn_blocking(job).await.map_err(|error| {
-            SessionError::backend(session, "running the blocking SQLite task", error)
-        })?,
-        Err(_) => job(),
-    }
-}
-
-impl SessionStore for SqliteSessionStore {
-    fn save<'a>(
-        &'a self,
-        session: &'a str,
-        change: &'a StateChange,
-    ) -> BoxFuture<'a, Result<u64, SessionError>> {
-        Box::pin(async move {
-            validate_session_id(session)?;
-            // Serialised before queueing for the writer, so the writer only writes.
-            let encoded = db::EncodedChange::new(session, change)?;
-            let id = session.to_owned();
-            self.write(Some(session), move |connection, legacy| {
-                db::save(connection, &id, &encoded, legacy)
-            })
-            .await
+impl AsyncSessionStore for SqliteSessionStore {
+    async fn save(&self, session: &str, change: &StateChange) -> Result<u64, SessionError> {
+        validate_session_id(session)?;
+        // Serialised before queueing for the writer, so the writer only writes.
+        let encoded = db::EncodedChange::new(session, change)?;
+        let id = session.to_owned();
+        self.write(Some(session), move |connection, legacy| {
+            db::save(connection, &id, &encoded, legacy)
         })
+        .await
     }
 
-    fn load<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
-        Box::pin(self.on_session(session, Side::Reader, db::load))
+    async fn load(&self, session: &str) -> Result<Option<AgentState>, SessionError> {
+        self.on_session(session, Side::Reader, db::load).await
     }
 
-    fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
-        Box::pin(self.on_session(session, Side::Writer, db::delete))
+    async fn delete(&self, session: &str) -> Result<bool, SessionError> {
+        self.on_session(session, Side::Writer, db::delete).await
     }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
-        Box::pin(async move { self.read(None, db::list).await })
+    async fn list(&self) -> Result<Vec<String>, SessionError> {
+        self.read(None, db::list).await
     }
 
     /// One indexed query of [`STATES_TABLE`] (by its `recency` column, then the id), in one
@@ -606,39 +577,34 @@ impl SessionStore for SqliteSessionStore {
     ///
     /// The database could not be read; a listed row whose `saved_at` or revision cannot be
     /// read is [`SessionError::Corrupt`] naming its session.
-    fn list_recent<'a>(
-        &'a self,
-        prefix: &'a str,
-        after: Option<&'a SessionSummary>,
+    async fn list_recent(
+        &self,
+        prefix: &str,
+        after: Option<&SessionSummary>,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<SessionSummary>, SessionError>> {
-        Box::pin(async move {
-            let read = || {
-                let prefix = prefix.to_owned();
-                let after = after.cloned();
-                move |connection: &mut Connection, legacy| {
-                    db::list_recent(connection, legacy, &prefix, after.as_ref(), limit)
-                }
-            };
-            match self.read(None, read()).await? {
-                db::Recent::Page(page) => Ok(page),
-                // Rows saved by a process of an earlier version: key them, then read again.
-                db::Recent::Unkeyed => {
-                    self.write(None, db::key_rows).await?;
-                    match self.read(None, read()).await? {
-                        db::Recent::Page(page) => Ok(page),
-                        db::Recent::Unkeyed => Err(SessionError::Backend {
-                            session: None,
-                            message: "listing sessions: rows without a recency key were \
-                                      saved again while they were keyed (a process of an \
-                                      earlier version writes the database)"
-                                .to_owned(),
-                            source: None,
-                        }),
-                    }
+    ) -> Result<Vec<SessionSummary>, SessionError> {
+        let read = || {
+            let prefix = prefix.to_owned();
+            let after = after.cloned();
+            move |connection: &mut Connection, legacy| {
+                db::list_recent(connection, legacy, &prefix, after.as_ref(), limit)
+            }
+        };
+        match self.read(None, read()).await? {
+            db::Recent::Page(page) => Ok(page),
+            // Rows saved by a process of an earlier version: key them, then read again.
+            db::Recent::Unkeyed => {
+                self.write(None, db::key_rows).await?;
+                match self.read(None, read()).await? {
+                    db::Recent::Page(page) => Ok(page),
+                    db::Recent::Unkeyed => Err(SessionError::backend_message(
+                        None,
+                        "listing sessions: rows without a recency key were saved again while \
+                         they were keyed (a process of an earlier version writes the database)",
+                    )),
                 }
             }
-        })
+        }
     }
 
     /// Takes the session's lease (a row of [`LEASES_TABLE`]) for one call; see
@@ -649,12 +615,12 @@ impl SessionStore for SqliteSessionStore {
     /// [`SessionError::Busy`] while another call (of any process on the database) holds a
     /// lease on the session that has not expired; an invalid id; the database could not be
     /// written (locked by another process beyond the busy timeout, say).
-    fn lease<'a>(
-        &'a self,
-        session: &'a str,
-        interrupt: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Option<SessionLease>, SessionError>> {
-        Box::pin(self.take_lease(session, interrupt))
+    async fn lease(
+        &self,
+        session: &str,
+        interrupt: &CancellationToken,
+    ) -> Result<Option<SessionLease>, SessionError> {
+        self.take_lease(session, interrupt).await
     }
 
     /// Interrupts the call holding the session's lease, in any process on the database:
@@ -665,8 +631,8 @@ impl SessionStore for SqliteSessionStore {
     /// # Errors
     ///
     /// An invalid id; the database could not be written.
-    fn interrupt<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
-        Box::pin(self.interrupt_holder(session))
+    async fn interrupt(&self, session: &str) -> Result<bool, SessionError> {
+        self.interrupt_holder(session).await
     }
 }
 

@@ -1,8 +1,9 @@
 //! The SQLite store's session lease between two store handles on one file (each with its
-//! own connections and keeper, as two processes have): a second call is busy before any
-//! hook or model request; the interrupt stops the holder; fenced saves, a lease taken over,
-//! renewal, a dropped call's lease, no lease without leases, no tokio runtime; and a holder
-//! that cannot renew its lease before it expires stops its call. The same between real
+//! own connections and renewal thread, as two processes have): the shared suite's lease
+//! checks (fencing, a lease taken over and expired, a holder that cannot renew its lease
+//! before it expires stopping its call), and what they do not see: a second call busy
+//! before any hook or model request, the interrupt stopping the holder, the lease row, a
+//! dropped call's lease, no lease without leases, no tokio runtime. The same between real
 //! processes: `agentscope/tests/durability/lease.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -11,13 +12,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentscope::CancellationToken;
-use agentscope::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT, INTERRUPTED_WHILE_RUNNING};
+use agentscope::interrupt::INTERRUPTED_WHILE_RUNNING;
 use agentscope::prelude::*;
-use agentscope::session::{SessionError, SessionStore, StateChange};
+use agentscope::session::{SessionStore, StateChange};
 use agentscope_sqlite::{DEFAULT_LEASE_TTL, LEASES_TABLE, SqliteSessionStore};
 use agentscope_test::session_store::identity;
-use agentscope_test::session_store::instances::all_said;
-use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
+use agentscope_test::session_store::instances::{all_said, scenarios};
+use agentscope_test::session_store::leases::{self, LeaseHarness};
+use agentscope_test::{ScriptedModel, ScriptedResponse};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::json;
 
@@ -55,19 +57,17 @@ fn lease_row(path: &Path, session: &str) -> Option<(String, i64, bool)> {
         .unwrap()
 }
 
-/// The `wait` tool: notifies `started`, waits until its call is interrupted, then notifies
-/// `stopped`.
-fn wait_tool(started: Arc<tokio::sync::Notify>, stopped: Arc<tokio::sync::Notify>) -> impl Tool {
+/// The `wait` tool: notifies `started`, then waits until its call is interrupted.
+fn wait_tool(started: Arc<tokio::sync::Notify>) -> impl Tool {
     tool_fn(
         "wait",
         "Waits until interrupted.",
         json!({"type": "object"}),
         move |_input, ctx| {
-            let (started, stopped) = (Arc::clone(&started), Arc::clone(&stopped));
+            let started = Arc::clone(&started);
             async move {
                 started.notify_one();
                 ctx.cancelled().await;
-                stopped.notify_one();
                 Err::<String, _>(ToolError::Cancelled)
             }
         },
@@ -75,15 +75,12 @@ fn wait_tool(started: Arc<tokio::sync::Notify>, stopped: Arc<tokio::sync::Notify
 }
 
 /// A call on `session` of `store` that runs the `wait` tool until interrupted, started in
-/// the background once the tool runs; with the notification of the tool's stop.
-struct Waiting {
-    call: tokio::task::JoinHandle<Result<Msg, AgentError>>,
-    stopped: Arc<tokio::sync::Notify>,
-}
-
-async fn waiting_call(store: &SqliteSessionStore, session: &str) -> Waiting {
+/// the background; returns once the tool runs.
+async fn waiting_call(
+    store: &SqliteSessionStore,
+    session: &str,
+) -> tokio::task::JoinHandle<Result<Msg, AgentError>> {
     let started = Arc::new(tokio::sync::Notify::new());
-    let stopped = Arc::new(tokio::sync::Notify::new());
     let agent = ReActAgent::builder()
         .name("first")
         .model(ScriptedModel::new([ScriptedResponse::tool_call(
@@ -91,19 +88,19 @@ async fn waiting_call(store: &SqliteSessionStore, session: &str) -> Waiting {
             "wait",
             json!({}),
         )]))
-        .toolkit(Toolkit::new().tool(wait_tool(Arc::clone(&started), Arc::clone(&stopped))))
+        .toolkit(Toolkit::new().tool(wait_tool(Arc::clone(&started))))
         .session(store.clone(), session)
         .build()
         .unwrap();
     let call = tokio::spawn(async move { agent.call("q1").await });
     started.notified().await;
-    Waiting { call, stopped }
+    call
 }
 
 /// While a call runs, a call on another store handle (another process) is busy before any
 /// hook runs or the model is asked, with nothing loaded or stored; its `interrupt_session`
 /// stops the first call, which ends as a local interrupt ends it and gives the session
-/// back; the second then runs on the whole conversation.
+/// back; the second then runs on the whole conversation (the shared scenario).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_call_is_busy_before_any_hook_and_its_interrupt_stops_the_first() {
     let dir = tempfile::tempdir().unwrap();
@@ -114,97 +111,110 @@ async fn a_second_call_is_busy_before_any_hook_and_its_interrupt_stops_the_first
     );
     assert_eq!(store_a.lease_ttl(), Some(DEFAULT_LEASE_TTL));
     assert_eq!(DEFAULT_LEASE_TTL, Duration::from_secs(30));
-    let first = waiting_call(&store_a, "s").await;
-    let before = store_b.load("s").await.unwrap().unwrap();
-    assert_eq!(all_said(&before.messages), ["q1", "call wait"]);
-    assert_eq!(before.running_tools, ["w1"]);
-    let (token, expires_at, interrupted) = lease_row(&path, "s").unwrap();
-    assert_eq!(token.len(), 32);
-    assert!(!interrupted);
-    let now_ms = now_ms();
-    assert!(
-        (now_ms..=now_ms + 30_000).contains(&expires_at),
-        "{expires_at} vs {now_ms}"
-    );
-
-    let model = ScriptedModel::new([]);
-    let recorder = RecordingHook::new(0);
-    let second = ReActAgent::builder()
-        .name("second")
-        .model(model.clone())
-        .hook(recorder.clone())
-        .session(store_b.clone(), "s")
-        .build()
-        .unwrap();
-    assert!(matches!(second.call("q2").await, Err(AgentError::Busy)));
-    // Observing and changing metadata take the lease too.
-    assert!(matches!(
-        second.observe(Msg::user("note")).await,
-        Err(AgentError::Busy)
-    ));
-    assert!(matches!(
-        second.update_metadata(|_| {}).await,
-        Err(AgentError::Busy)
-    ));
-    assert!(second.memory().is_empty(), "nothing was loaded");
-    assert!(recorder.events().is_empty(), "{:?}", recorder.types());
-    assert_eq!(model.request_count(), 0);
-    assert_eq!(store_b.load("s").await.unwrap().unwrap(), before);
-    let error = store_b
-        .lease("s", &CancellationToken::new())
-        .await
-        .unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        "session 's' is busy: another call holds its lease"
-    );
-
-    // The other handle's interrupt reaches the holder through the lease row.
-    let started = Instant::now();
-    assert!(second.interrupt_session().await.unwrap());
-    let reply = first.call.await.unwrap().unwrap();
-    println!("interrupt across store handles: {:?}", started.elapsed());
-    assert_eq!(reply.text(), INTERRUPT_REPLY);
-    let stored = store_b.load("s").await.unwrap().unwrap();
-    assert_eq!(
-        all_said(&stored.messages),
-        [
-            "q1",
-            "call wait",
-            &format!("result {INTERRUPTED_RESULT}"),
-            INTERRUPT_REPLY
-        ]
-    );
-    assert!(stored.running_tools.is_empty());
+    scenarios::a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_the_first(
+        store_a, store_b,
+    )
+    .await;
     assert_eq!(lease_row(&path, "s"), None, "given back with the call");
-
-    model.push(ScriptedResponse::text("a2"));
-    assert_eq!(second.call("q2").await.unwrap().text(), "a2");
-    let mut expected = all_said(&stored.messages);
-    expected.push("q2".into());
-    assert_eq!(all_said(&model.requests()[0].messages), expected);
-    assert_eq!(recorder.types().first(), Some(&HookEventType::PreCall));
-    // Nobody holds the session now.
-    assert!(!second.interrupt_session().await.unwrap());
-    assert!(!store_a.interrupt("s").await.unwrap());
 }
 
-/// The holder renews its lease past the time to live; fenced saves go through while it
-/// holds it; another call that took the session over (as after the holder stalled past the
-/// time to live) makes them fail with `LeaseLost`, the holder's keeper notices and stops
-/// its call, and giving the old lease back leaves the new holder's alone.
+/// The lease checks of the shared suite on one database file: each store handle has its
+/// own connections and renewal thread, as processes have; another call takes the session
+/// over, or its lease expires, by writing its row; the database stalls under another
+/// connection's exclusive lock.
+struct Harness {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+}
+
+impl Harness {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        Self { _dir: dir, path }
+    }
+
+    fn execute(&self, sql: &str, session: &str) {
+        let changed = Connection::open(&self.path)
+            .unwrap()
+            .execute(sql, [session])
+            .unwrap();
+        assert_eq!(changed, 1, "{sql}");
+    }
+}
+
+impl LeaseHarness for Harness {
+    type Store = SqliteSessionStore;
+
+    fn ttl(&self) -> Duration {
+        Duration::from_millis(600)
+    }
+
+    async fn store(&self) -> SqliteSessionStore {
+        store_with_ttl(&self.path, self.ttl())
+    }
+
+    async fn take_over(&self, session: &str) {
+        self.execute(
+            &format!(
+                "UPDATE {LEASES_TABLE} SET token = 'newer-holder', expires_at = {} \
+                 WHERE session_id = ?1",
+                now_ms() + 3_600_000
+            ),
+            session,
+        );
+    }
+
+    async fn expire(&self, session: &str) {
+        self.execute(
+            &format!("UPDATE {LEASES_TABLE} SET expires_at = 0 WHERE session_id = ?1"),
+            session,
+        );
+    }
+
+    async fn stall(&self, duration: Duration) {
+        let path = self.path.clone();
+        let (locked, begun) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let locker = Connection::open(path).unwrap();
+            locker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+            locked.send(()).unwrap();
+            std::thread::sleep(duration);
+            locker.execute_batch("ROLLBACK").unwrap();
+        });
+        tokio::task::spawn_blocking(move || begun.recv().unwrap())
+            .await
+            .unwrap();
+    }
+}
+
+/// The shared lease checks: fencing, a lease taken over then expired, and the rule every
+/// leasing store follows, that a holder that cannot renew its lease before it would expire
+/// stops its call (here another connection holds the database's write lock beyond the
+/// lease's time to live, so every renewal fails).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lease_taken_over_refuses_the_old_holders_saves_and_release() {
+async fn lease_conformance() {
+    leases::run_all(&Harness::new()).await;
+}
+
+/// What the shared checks do not see: the lease is the row of [`LEASES_TABLE`] holding the
+/// fence, whose expiry each renewal moves on; a lease given back deletes its row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_is_a_row_its_renewals_move_on() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sessions.db");
     let store = store_with_ttl(&path, Duration::from_millis(600));
-    let other = store_with_ttl(&path, Duration::from_millis(600));
     assert_eq!(store.lease_ttl(), Some(Duration::from_millis(600)));
-
     let cancel = CancellationToken::new();
+    let taken = now_ms();
     let lease = store.lease("s", &cancel).await.unwrap().unwrap();
-    let (token, first_expiry, _) = lease_row(&path, "s").unwrap();
-    assert_eq!(token, lease.fence());
+    let (token, first_expiry, interrupted) = lease_row(&path, "s").unwrap();
+    assert_eq!((token.as_str(), interrupted), (lease.fence(), false));
+    assert_eq!(token.len(), 32);
+    assert!(
+        (taken..=now_ms() + 600).contains(&first_expiry),
+        "{first_expiry} vs {taken}"
+    );
     // Held past its time to live: the holder renews it.
     tokio::time::sleep(Duration::from_millis(1_400)).await;
     let (token, renewed_expiry, _) = lease_row(&path, "s").unwrap();
@@ -214,132 +224,8 @@ async fn a_lease_taken_over_refuses_the_old_holders_saves_and_release() {
         "renewed past the first expiry"
     );
     assert!(!cancel.is_cancelled());
-    let error = other
-        .lease("s", &CancellationToken::new())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&error, SessionError::Busy { session } if session == "s"),
-        "{error:?}"
-    );
-    assert!(matches!(AgentError::from(error), AgentError::Busy));
-
-    let first = StateChange::new(0, 0, vec![Msg::user("1")], identity()).with_fence(lease.fence());
-    assert_eq!(store.save("s", &first).await.unwrap(), 1);
-    // A fence that holds nothing is refused too.
-    let stranger =
-        StateChange::new(1, 1, vec![Msg::user("x")], identity()).with_fence("not-a-lease");
-    let error = other.save("s", &stranger).await.unwrap_err();
-    assert!(matches!(&error, SessionError::LeaseLost { session } if session == "s"));
-
-    // Another call takes the session over.
-    Connection::open(&path)
-        .unwrap()
-        .execute(
-            &format!("UPDATE {LEASES_TABLE} SET token = 'newer-holder' WHERE session_id = 's'"),
-            [],
-        )
-        .unwrap();
-    let stale =
-        StateChange::new(1, 1, vec![Msg::assistant("2")], identity()).with_fence(lease.fence());
-    let error = store.save("s", &stale).await.unwrap_err();
-    assert!(
-        matches!(&error, SessionError::LeaseLost { session } if session == "s"),
-        "{error:?}"
-    );
-    assert_eq!(
-        error.to_string(),
-        "session 's': this call's lease expired and another call took the session, so the \
-         save was refused"
-    );
-    let stored = store.load("s").await.unwrap().unwrap();
-    assert_eq!((stored.revision, stored.messages.len()), (1, 1));
-    // The old holder's renewal notices and stops its call.
-    tokio::time::timeout(Duration::from_secs(5), cancel.cancelled())
-        .await
-        .expect("the lost lease cancels the call");
-    lease.release().await.unwrap();
-    assert_eq!(lease_row(&path, "s").unwrap().0, "newer-holder");
-
-    // An expired lease is taken over at once (its holder died).
-    Connection::open(&path)
-        .unwrap()
-        .execute(
-            &format!("UPDATE {LEASES_TABLE} SET expires_at = 0 WHERE session_id = 's'"),
-            [],
-        )
-        .unwrap();
-    let lease = other
-        .lease("s", &CancellationToken::new())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(lease_row(&path, "s").unwrap().0, lease.fence());
     lease.release().await.unwrap();
     assert_eq!(lease_row(&path, "s"), None);
-}
-
-/// The rule every leasing store follows: a holder that cannot renew its lease before it
-/// would expire stops its call. Here another connection holds the database's write lock
-/// beyond the lease's time to live, so every renewal fails: the call is interrupted at the
-/// lease's expiry (its tool sees the cancellation), and once the lock is released its last
-/// save goes through (no other call took the session): the call ends with the interrupt
-/// reply, and the conversation is stored as an interrupt leaves it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_holder_that_cannot_renew_its_lease_stops_its_call() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("sessions.db");
-    const TTL: Duration = Duration::from_millis(600);
-    let store = store_with_ttl(&path, TTL);
-    let first = waiting_call(&store, "s").await;
-    // Renewed a while: the lock comes well after the lease was taken.
-    tokio::time::sleep(TTL).await;
-
-    let locker = Connection::open(&path).unwrap();
-    locker.execute_batch("BEGIN EXCLUSIVE").unwrap();
-    // The expiry of the last renewal that went through: no renewal does from now on.
-    let expires_at: i64 = locker
-        .query_row(
-            &format!("SELECT expires_at FROM {LEASES_TABLE} WHERE session_id = 's'"),
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
-    tokio::time::timeout(TTL * 5, first.stopped.notified())
-        .await
-        .expect("the call is stopped when its lease would have expired");
-    let stopped_at = now_ms();
-    println!(
-        "renewals failing: call stopped {} ms after the lease's expiry",
-        stopped_at - expires_at
-    );
-    // Not before the lease could have expired (measured from the moment the renewal was
-    // sent, which is a little before the store read the clock), and promptly then.
-    assert!(
-        (expires_at - 50..expires_at + 1_000).contains(&stopped_at),
-        "stopped at {stopped_at}, expiry {expires_at}"
-    );
-    assert!(
-        !first.call.is_finished(),
-        "the last save waits for the lock"
-    );
-    locker.execute_batch("ROLLBACK").unwrap();
-    drop(locker);
-
-    let reply = first.call.await.unwrap().unwrap();
-    assert_eq!(reply.text(), INTERRUPT_REPLY);
-    let stored = store.load("s").await.unwrap().unwrap();
-    assert_eq!(
-        all_said(&stored.messages),
-        [
-            "q1",
-            "call wait",
-            &format!("result {INTERRUPTED_RESULT}"),
-            INTERRUPT_REPLY
-        ]
-    );
-    assert!(stored.running_tools.is_empty());
-    assert_eq!(lease_row(&path, "s"), None, "given back with the call");
 }
 
 /// A dropped call gives its lease back at once: a new call through the same store is not
@@ -351,8 +237,8 @@ async fn a_dropped_call_gives_its_lease_back() {
     let path = dir.path().join("sessions.db");
     let store = SqliteSessionStore::open(&path).unwrap();
     let first = waiting_call(&store, "s").await;
-    first.call.abort();
-    assert!(first.call.await.unwrap_err().is_cancelled());
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
 
     let model = ScriptedModel::new([ScriptedResponse::text("a2")]);
     let next = ReActAgent::builder()

@@ -111,6 +111,9 @@ pub mod agents;
 #[cfg(feature = "agents")]
 #[cfg_attr(docsrs, doc(cfg(feature = "agents")))]
 pub mod instances;
+#[cfg(feature = "agents")]
+#[cfg_attr(docsrs, doc(cfg(feature = "agents")))]
+pub mod leases;
 
 /// The agent a store crate's own tests save states and changes for: name `assistant`, id
 /// `agent-1`. A test that reads the stored identity back (a row's JSON column, say) spells

@@ -8,6 +8,7 @@ use agentscope_core::{AgentError, CallId, CancellationToken, HookChain};
 use serde_json::{Map, Value};
 
 use crate::call_ids::ConversationCallIds;
+use crate::sync::lock;
 
 /// The mutable half of an agent; [`AgentConfig`](crate::config::AgentConfig) is the other.
 pub(crate) struct AgentRuntime {
@@ -26,8 +27,6 @@ pub(crate) struct AgentRuntime {
     /// The tool call ids of the conversation in memory, as far as a call last read it.
     call_ids: Mutex<ConversationCallIds>,
 }
-
-pub(crate) use crate::sync::lock;
 
 impl AgentRuntime {
     pub(crate) fn new(hooks: HookChain, metadata: Map<String, Value>) -> Self {

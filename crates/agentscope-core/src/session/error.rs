@@ -172,8 +172,47 @@ impl SessionError {
         }
     }
 
+    /// [`SessionError::Busy`]: another call holds session `session`'s lease.
+    pub fn busy(session: impl Into<String>) -> Self {
+        SessionError::Busy {
+            session: session.into(),
+        }
+    }
+
+    /// [`SessionError::LeaseLost`]: a save of session `session` was fenced by a lease that no
+    /// longer holds it.
+    pub fn lease_lost(session: impl Into<String>) -> Self {
+        SessionError::LeaseLost {
+            session: session.into(),
+        }
+    }
+
+    /// A backend error about `session` (or the store, with `None`) with no error behind it
+    /// (a setting the store cannot use, an answer it does not understand, a request that
+    /// timed out); `message` says what failed.
+    ///
+    /// ```
+    /// use agentscope_core::session::SessionError;
+    ///
+    /// let error = SessionError::backend_message(None, "the server speaks protocol 2");
+    /// assert_eq!(
+    ///     error.to_string(),
+    ///     "session store: storage backend error: the server speaks protocol 2"
+    /// );
+    /// ```
+    pub fn backend_message(session: Option<&str>, message: impl fmt::Display) -> Self {
+        SessionError::Backend {
+            session: session.map(str::to_owned),
+            message: message.to_string(),
+            source: None,
+        }
+    }
+
     /// A backend error about `session` (or the store, with `None`); `message` says what
-    /// failed.
+    /// failed (and where), followed by `source`'s message. `source` is the error's
+    /// [`source`](std::error::Error::source): a store that wraps its client's error in a
+    /// type of its own (to say which server, or to keep a password out of the message)
+    /// passes that type, and callers downcast to it.
     pub fn backend(
         session: Option<&str>,
         message: impl fmt::Display,

@@ -9,11 +9,24 @@
 //!   built-in stores share.
 //! - [`SessionSummary`] is one line of [`SessionStore::list_recent`]: a session's id,
 //!   revision and `saved_at`, and the order listings follow.
+//! - What every store shares, so a store writes only what differs: [`AsyncSessionStore`]
+//!   (the store as `async fn`s, forwarded to [`SessionStore`] once), the lease defaults
+//!   ([`DEFAULT_LEASE_TTL`], [`MIN_LEASE_TTL`], [`MAX_LEASE_TTL`], [`clamp_lease_ttl`]), the
+//!   renewal rule and loop ([`RenewalDeadline`], [`keep_renewed`]), the errors
+//!   ([`SessionError::busy`], [`SessionError::lease_lost`], [`SessionError::backend`]), the
+//!   blocking hand-off ([`run_blocking`]) and a change as JSON columns ([`ChangeColumns`]).
+//!   `docs/sessions.md`, "Writing a store", walks through them; the conformance suite
+//!   (`agentscope_test::session_store`, with its lease checks) holds a store to them.
 
+mod async_store;
+mod blocking;
 mod change;
+mod columns;
 mod error;
 mod hook_state;
 mod lease;
+mod renewal;
+mod renewal_loop;
 mod state;
 mod summary;
 
@@ -23,10 +36,17 @@ use futures::future::BoxFuture;
 
 use crate::CancellationToken;
 
+pub use async_store::AsyncSessionStore;
+pub use blocking::run_blocking;
 pub use change::StateChange;
+pub use columns::ChangeColumns;
 pub use error::{MAX_SESSION_ID_LEN, SessionError, validate_session_id};
 pub use hook_state::HookState;
 pub use lease::{LeaseHandle, SessionLease};
+pub use renewal::{
+    DEFAULT_LEASE_TTL, MAX_LEASE_TTL, MIN_LEASE_TTL, RenewalDeadline, clamp_lease_ttl,
+};
+pub use renewal_loop::{Renewed, keep_renewed, renewal_runtime};
 pub use state::{AgentIdentity, AgentState, AgentStateParts, InvalidState};
 pub use summary::SessionSummary;
 
@@ -234,25 +254,7 @@ pub trait SessionStore: Send + Sync + 'static {
         after: Option<&'a SessionSummary>,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<SessionSummary>, SessionError>> {
-        Box::pin(async move {
-            if limit == 0 {
-                return Ok(Vec::new());
-            }
-            let mut found = Vec::new();
-            for id in self.list().await? {
-                if !id.starts_with(prefix) {
-                    continue;
-                }
-                // Gone since it was listed: not listed.
-                if let Some(state) = self.load(&id).await? {
-                    let summary = SessionSummary::of(id, &state);
-                    if after.is_none_or(|cursor| summary.is_after(cursor)) {
-                        found.push(summary);
-                    }
-                }
-            }
-            Ok(SessionSummary::page(found, prefix, after, limit))
-        })
+        Box::pin(recent_by_loading(self, prefix, after, limit))
     }
 
     /// Claims session `session` for one call, across every instance sharing the store, and
@@ -272,7 +274,8 @@ pub trait SessionStore: Send + Sync + 'static {
     /// another instance may hold the session: when it finds that another holder has it, and
     /// when it could not renew it before it would have expired, measured from its last
     /// successful renewal (a store that renews leases in the background follows
-    /// [`RenewalDeadline`](crate::plumbing::lease::RenewalDeadline)).
+    /// [`RenewalDeadline`]; one that renews each lease in a task of its own can run
+    /// [`keep_renewed`]).
     ///
     /// # Errors
     ///
@@ -301,55 +304,77 @@ pub trait SessionStore: Send + Sync + 'static {
     }
 }
 
-/// Forwards the store methods through a smart pointer (`Arc<S>`, `Box<S>`).
-macro_rules! forward_session_store {
-    ($($pointer:ident),*) => {$(
-        impl<S: SessionStore + ?Sized> SessionStore for $pointer<S> {
-            fn save<'a>(
-                &'a self,
-                session: &'a str,
-                change: &'a StateChange,
-            ) -> BoxFuture<'a, Result<u64, SessionError>> {
-                (**self).save(session, change)
-            }
+/// A shared store is a store (`Arc<dyn SessionStore>`, what agents hold); a boxed one is
+/// too, through [`AsyncSessionStore`].
+impl<S: SessionStore + ?Sized> SessionStore for Arc<S> {
+    fn save<'a>(
+        &'a self,
+        session: &'a str,
+        change: &'a StateChange,
+    ) -> BoxFuture<'a, Result<u64, SessionError>> {
+        (**self).save(session, change)
+    }
 
-            fn load<'a>(
-                &'a self,
-                session: &'a str,
-            ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
-                (**self).load(session)
-            }
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Option<AgentState>, SessionError>> {
+        (**self).load(session)
+    }
 
-            fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
-                (**self).delete(session)
-            }
+    fn delete<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+        (**self).delete(session)
+    }
 
-            fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
-                (**self).list()
-            }
+    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
+        (**self).list()
+    }
 
-            fn list_recent<'a>(
-                &'a self,
-                prefix: &'a str,
-                after: Option<&'a SessionSummary>,
-                limit: usize,
-            ) -> BoxFuture<'a, Result<Vec<SessionSummary>, SessionError>> {
-                (**self).list_recent(prefix, after, limit)
-            }
+    fn list_recent<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: Option<&'a SessionSummary>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<SessionSummary>, SessionError>> {
+        (**self).list_recent(prefix, after, limit)
+    }
 
-            fn lease<'a>(
-                &'a self,
-                session: &'a str,
-                interrupt: &'a CancellationToken,
-            ) -> BoxFuture<'a, Result<Option<SessionLease>, SessionError>> {
-                (**self).lease(session, interrupt)
-            }
+    fn lease<'a>(
+        &'a self,
+        session: &'a str,
+        interrupt: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Option<SessionLease>, SessionError>> {
+        (**self).lease(session, interrupt)
+    }
 
-            fn interrupt<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
-                (**self).interrupt(session)
-            }
-        }
-    )*};
+    fn interrupt<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, SessionError>> {
+        (**self).interrupt(session)
+    }
 }
 
-forward_session_store!(Arc, Box);
+/// The provided [`SessionStore::list_recent`]: lists every session, loads each one whose id
+/// starts with `prefix`, and pages them in memory.
+async fn recent_by_loading<S: SessionStore + ?Sized>(
+    store: &S,
+    prefix: &str,
+    after: Option<&SessionSummary>,
+    limit: usize,
+) -> Result<Vec<SessionSummary>, SessionError> {
+    if limit == 0 {
+        return Ok(Vec::new());
+    }
+    let mut found = Vec::new();
+    for id in store.list().await? {
+        if !id.starts_with(prefix) {
+            continue;
+        }
+        // Gone since it was listed: not listed.
+        if let Some(state) = store.load(&id).await? {
+            let summary = SessionSummary::of(id, &state);
+            if after.is_none_or(|cursor| summary.is_after(cursor)) {
+                found.push(summary);
+            }
+        }
+    }
+    Ok(SessionSummary::page(found, prefix, after, limit))
+}

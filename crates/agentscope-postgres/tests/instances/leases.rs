@@ -1,6 +1,7 @@
 //! The lease and the interrupt between two instances of one process (two stores, each with
-//! its own pool and listener, as two processes have), and a holder cut off from the server
-//! (the server stopped; a proxy resetting, then black-holing, its renewals).
+//! its own pool and listener, as two processes have): the shared suite's lease checks, and
+//! what they do not see: the lease row, and a holder cut off from the server (the server
+//! stopped; a proxy resetting, then black-holing, its renewals).
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -8,10 +9,11 @@ use agentscope::CancellationToken;
 use agentscope::prelude::*;
 use agentscope::session::{SessionError, SessionStore, StateChange};
 use agentscope_postgres::PostgresSessionStore;
+use agentscope_test::ScriptedModel;
 use agentscope_test::session_store::identity;
 use agentscope_test::session_store::instances::worker::{Outcome, Request, agent, serve};
-use agentscope_test::session_store::instances::{assert_interrupted, scenarios, wait_running};
-use agentscope_test::{ScriptedModel, ScriptedResponse};
+use agentscope_test::session_store::instances::{scenarios, wait_running};
+use agentscope_test::session_store::leases::{self, LeaseHarness};
 
 use crate::proxy::{Mode, Proxy};
 use crate::store_with_lease_ttl;
@@ -50,18 +52,117 @@ async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_the_f
     .await;
 }
 
+/// The lease checks of the shared suite on one server: each handle has its own pool and
+/// listener, as instances have, all through a proxy; another call takes the session over,
+/// or its lease expires, by writing its row; the server stalls when the proxy pauses
+/// (every renewal goes unanswered, and every statement waits).
+struct Harness {
+    server: PostgresServer,
+    proxy: Proxy,
+    client: tokio_postgres::Client,
+}
+
+impl Harness {
+    async fn new(server: PostgresServer) -> Self {
+        let proxy = Proxy::start(([127, 0, 0, 1], server.port()).into()).await;
+        let client = raw(&server).await;
+        Self {
+            server,
+            proxy,
+            client,
+        }
+    }
+
+    async fn execute(&self, sql: &str, session: &str) {
+        let changed = self.client.execute(sql, &[&session]).await.unwrap();
+        assert_eq!(changed, 1, "{sql}");
+    }
+}
+
+impl LeaseHarness for Harness {
+    type Store = PostgresSessionStore;
+
+    fn ttl(&self) -> Duration {
+        Duration::from_millis(600)
+    }
+
+    async fn store(&self) -> PostgresSessionStore {
+        let _ = &self.server;
+        PostgresSessionStore::builder(format!(
+            "postgresql://postgres@127.0.0.1:{}/postgres",
+            self.proxy.port()
+        ))
+        .lease_ttl(self.ttl())
+        .connect()
+        .await
+        .unwrap()
+    }
+
+    async fn take_over(&self, session: &str) {
+        self.execute(
+            "UPDATE agentscope_session_leases SET token = 'newer-holder', \
+             expires_at = now() + interval '1 hour' WHERE session_id = $1",
+            session,
+        )
+        .await;
+    }
+
+    async fn expire(&self, session: &str) {
+        self.execute(
+            "UPDATE agentscope_session_leases SET expires_at = now() - interval '1 second' \
+             WHERE session_id = $1",
+            session,
+        )
+        .await;
+    }
+
+    async fn stall(&self, duration: Duration) {
+        self.proxy.set(Mode::Pause);
+        let proxy = self.proxy.handle();
+        tokio::spawn(async move {
+            tokio::time::sleep(duration).await;
+            proxy.set(Mode::Forward);
+        });
+    }
+}
+
+/// The shared lease checks: fencing, a lease taken over then expired, and the rule every
+/// leasing store follows, that a holder that cannot renew its lease before it would expire
+/// stops its call (here a tenth of the time to live before, at the latest). Afterwards no
+/// lease row is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(has_postgres),
     ignore = "PostgreSQL not installed: .ci/run installs it"
 )]
-async fn a_lease_taken_over_refuses_the_old_holders_saves_and_release() {
+async fn lease_conformance() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let harness = Harness::new(server).await;
+    leases::run_all(&harness).await;
+    let rows = harness
+        .client
+        .query("SELECT session_id FROM agentscope_session_leases", &[])
+        .await
+        .unwrap();
+    assert!(rows.is_empty(), "{} lease rows left", rows.len());
+}
+
+/// What the shared checks do not see: the lease is a row holding the fence and an expiry
+/// by the server's clock that renewals move on, and a save without a fence (not made under
+/// a lease) is compare-and-swap only, even while another call holds the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_postgres),
+    ignore = "PostgreSQL not installed: .ci/run installs it"
+)]
+async fn a_lease_is_a_row_and_unfenced_saves_are_compare_and_swap_only() {
     let Some(server) = PostgresServer::start() else {
         return;
     };
     const TTL: Duration = Duration::from_millis(300);
     let store = store_with_lease_ttl(&server, TTL).await;
-    let other = crate::support::store(&server).await;
     let client = raw(&server).await;
 
     let cancel = CancellationToken::new();
@@ -75,64 +176,10 @@ async fn a_lease_taken_over_refuses_the_old_holders_saves_and_release() {
     assert_eq!(still, lease.fence());
     assert!(left > 0.0, "{left}");
     assert!(!cancel.is_cancelled());
-    // Another instance is refused.
-    let error = other
-        .lease("s", &CancellationToken::new())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&error, SessionError::Busy { session } if session == "s"),
-        "{error:?}"
-    );
-    assert_eq!(
-        error.to_string(),
-        "session 's' is busy: another call holds its lease"
-    );
-    assert!(matches!(AgentError::from(error), AgentError::Busy));
-
-    // Saves under the lease go through.
     let first = StateChange::new(0, 0, vec![Msg::user("1")], identity()).with_fence(lease.fence());
     assert_eq!(store.save("s", &first).await.unwrap(), 1);
-
-    // Another call takes the session over (as after the holder stalled past the TTL).
-    client
-        .execute(
-            "UPDATE agentscope_session_leases SET token = 'newer-holder', \
-             expires_at = now() + interval '1 hour' WHERE session_id = 's'",
-            &[],
-        )
-        .await
-        .unwrap();
-    let stale =
-        StateChange::new(1, 1, vec![Msg::assistant("2")], identity()).with_fence(lease.fence());
-    let error = store.save("s", &stale).await.unwrap_err();
-    assert!(
-        matches!(&error, SessionError::LeaseLost { session } if session == "s"),
-        "{error:?}"
-    );
-    let stored = store.load("s").await.unwrap().unwrap();
-    assert_eq!((stored.revision, stored.messages.len()), (1, 1));
-    // A save without a fence (not made under a lease) is still compare-and-swap only.
     let unfenced = StateChange::new(1, 1, vec![Msg::assistant("2")], identity());
     assert_eq!(store.save("s", &unfenced).await.unwrap(), 2);
-    // The old holder's renewal notices and stops its call.
-    tokio::time::timeout(Duration::from_secs(5), cancel.cancelled())
-        .await
-        .expect("the lost lease cancels the call");
-    // Giving the old lease back leaves the new holder's alone.
-    lease.release().await.unwrap();
-    assert_eq!(lease_row(&client, "s").await.unwrap().0, "newer-holder");
-
-    // The new holder releases: the session is free, and a lease given back leaves no row.
-    client
-        .execute("DELETE FROM agentscope_session_leases", &[])
-        .await
-        .unwrap();
-    let lease = other
-        .lease("s", &CancellationToken::new())
-        .await
-        .unwrap()
-        .unwrap();
     lease.release().await.unwrap();
     assert_eq!(lease_row(&client, "s").await, None);
 }
@@ -198,7 +245,7 @@ async fn a_dropped_call_gives_its_lease_back() {
 
 /// A store built `without_leases` takes none (agents on it rely on the saves'
 /// compare-and-swap alone), and its interrupt still reaches a call that a leasing store
-/// runs.
+/// runs (the shared scenario).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(has_postgres),
@@ -214,32 +261,12 @@ async fn without_leases_no_lease_is_taken() {
         .await
         .unwrap();
     assert_eq!(store.lease_ttl(), None);
-    assert!(
-        store
-            .lease("s", &CancellationToken::new())
-            .await
-            .unwrap()
-            .is_none()
-    );
-    let model = ScriptedModel::new([ScriptedResponse::text("hi")]);
-    agent(store.clone(), "s", "a", model)
-        .call("hello")
-        .await
-        .unwrap();
     let client = raw(&server).await;
-    assert_eq!(lease_row(&client, "s").await, None);
-    assert!(!store.interrupt("s").await.unwrap());
-
     let leasing = crate::support::store(&server).await;
-    let model = ScriptedModel::new([]);
-    let runner = agent(leasing.clone(), "t", "b", model.clone());
-    let running =
-        tokio::spawn(
-            async move { serve(&runner, &model, &Request::until_interrupted("q1")).await },
-        );
-    wait_running(&leasing, "t").await;
-    assert!(store.interrupt("t").await.unwrap());
-    assert_interrupted(running.await.unwrap(), &leasing, "t").await;
+    scenarios::without_leases_no_lease_is_taken(store, leasing, || async move {
+        lease_row(&client, "s").await.is_some()
+    })
+    .await;
 }
 
 /// The holder is cut off from the server mid-call (the server stops): its renewals fail,

@@ -3,96 +3,57 @@
 //! shared scenarios of `agentscope_test::session_store::instances::scenarios`); and the
 //! server restarted mid-call and mid-save.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use agentscope::interrupt::INTERRUPTED_WHILE_RUNNING;
 use agentscope::prelude::*;
 use agentscope::session::{AgentIdentity, AgentState, SessionStore, StateChange};
+use agentscope_postgres::PostgresSessionStore;
 use agentscope_test::messages::texts;
-use agentscope_test::session_store::instances::worker::{Outcome, Request, agent};
-use agentscope_test::session_store::instances::{all_said, scenarios, wait_running};
-use agentscope_test::{ScriptedModel, ScriptedResponse};
+use agentscope_test::session_store::instances::scenarios;
+use agentscope_test::session_store::instances::worker::Worker;
 
 use crate::store_with_lease_ttl;
 use crate::support::PostgresServer;
 use crate::worker::spawn;
 
-/// Two processes take turns on one conversation: each sees every turn of the other, in
-/// order, and the stored conversation holds every turn once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(has_postgres),
-    ignore = "PostgreSQL not installed: .ci/run installs it"
-)]
-async fn two_processes_alternate_turns_of_one_conversation() {
-    let Some(server) = PostgresServer::start() else {
-        return;
-    };
-    let reader = crate::support::store(&server).await;
-    scenarios::two_processes_alternate_turns(|name, ttl| spawn(&server, name, ttl), &reader).await;
+/// This crate's worker processes and store handles on one server.
+struct Instances {
+    server: PostgresServer,
 }
 
-/// Two processes get a call on one session at the same moment: exactly one runs, the other
-/// is busy at once; round after round, the session holds exactly the winners' turns.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(has_postgres),
-    ignore = "PostgreSQL not installed: .ci/run installs it"
-)]
-async fn racing_calls_from_two_processes_one_runs_the_other_is_busy() {
-    let Some(server) = PostgresServer::start() else {
-        return;
-    };
-    let reader = crate::support::store(&server).await;
-    scenarios::racing_calls_one_runs_the_other_is_busy(
-        |name, ttl| spawn(&server, name, ttl),
-        &reader,
-    )
-    .await;
+impl scenarios::Processes for Instances {
+    type Store = PostgresSessionStore;
+
+    fn spawn(&self, name: &str, lease_ttl_ms: u64) -> Worker {
+        spawn(&self.server, name, lease_ttl_ms)
+    }
+
+    async fn store(&self, lease_ttl: Duration) -> PostgresSessionStore {
+        store_with_lease_ttl(&self.server, lease_ttl).await
+    }
 }
 
-/// The lease holder is killed with SIGKILL mid-tool: the session stays busy while its lease
-/// lives, then another instance takes it, and the tool the dead process left running gets
-/// the "interrupted while running" result: no orphan call, and it is not run again.
+/// The scenarios between processes (`agentscope_test::session_store::instances::scenarios`):
+/// two processes take turns on one conversation; two processes get a call on one session
+/// at the same moment, and exactly one runs; the lease holder killed with SIGKILL mid-tool
+/// frees the session after its lease's time to live, and its tool gets the "interrupted
+/// while running" result; an interrupt from this process stops a call another process
+/// runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(has_postgres),
     ignore = "PostgreSQL not installed: .ci/run installs it"
 )]
-async fn a_killed_holder_frees_the_session_after_the_lease_ttl() {
+async fn between_processes() {
     let Some(server) = PostgresServer::start() else {
         return;
     };
-    let store = store_with_lease_ttl(&server, Duration::from_secs(2)).await;
-    scenarios::a_killed_holder_frees_the_session_after_the_lease_ttl(
-        |name, ttl| spawn(&server, name, ttl),
-        store,
-    )
-    .await;
-}
-
-/// An interrupt from this process stops the call another process runs, as a local
-/// interrupt would.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(has_postgres),
-    ignore = "PostgreSQL not installed: .ci/run installs it"
-)]
-async fn an_interrupt_from_one_process_stops_a_call_in_another() {
-    let Some(server) = PostgresServer::start() else {
-        return;
-    };
-    let store = crate::support::store(&server).await;
-    scenarios::an_interrupt_from_one_process_stops_a_call_in_another(
-        |name, ttl| spawn(&server, name, ttl),
-        store,
-    )
-    .await;
+    scenarios::between_processes(&Instances { server }).await;
 }
 
 /// PostgreSQL goes away mid-call and comes back: the call fails with a clear error, the
 /// stored session is exactly what was saved before (no partial step), and calls work again
-/// once the server is back and the failed call's lease has expired.
+/// once the server is back and the failed call's lease has expired (the shared scenario).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(has_postgres),
@@ -104,64 +65,7 @@ async fn postgres_restarted_mid_call_fails_the_call_cleanly_then_recovers() {
     };
     const TTL: Duration = Duration::from_secs(2);
     let store = store_with_lease_ttl(&server, TTL).await;
-    let model = ScriptedModel::new([]);
-    let a = agent(store.clone(), "shared", "a", model.clone());
-    model.push(ScriptedResponse::text("a0"));
-    a.call("q0").await.unwrap();
-    let running = {
-        let a = a.clone();
-        let model = model.clone();
-        tokio::spawn(async move {
-            let request = Request {
-                input: "q1".into(),
-                reply: "a1".into(),
-                wait_ms: Some(300),
-            };
-            agentscope_test::session_store::instances::worker::serve(&a, &model, &request).await
-        })
-    };
-    wait_running(&store, "shared").await;
-    let before = store.load("shared").await.unwrap().unwrap();
-    assert_eq!(all_said(&before.messages), ["q0", "a0", "q1", "call wait"]);
-    server.stop();
-    let outcome = running.await.unwrap();
-    let Outcome::Failed(message) = &outcome else {
-        panic!("{outcome:?}");
-    };
-    assert!(
-        message.starts_with("session error: session 'shared': storage backend error: saving"),
-        "{message}"
-    );
-    server.start_again();
-    // Nothing half-written: exactly the revision stored before the server went away.
-    assert_eq!(store.load("shared").await.unwrap().unwrap(), before);
-    let deadline = Instant::now() + TTL * 5;
-    model.push(ScriptedResponse::text("a2"));
-    let reply = loop {
-        match a.call("q2").await {
-            Ok(reply) => break reply,
-            Err(error) => {
-                assert!(Instant::now() < deadline, "no recovery: {error}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    };
-    assert_eq!(reply.text(), "a2");
-    let after = store.load("shared").await.unwrap().unwrap();
-    // What was stored before the server went away, then the tool the failed call left
-    // running settled, then the new turn.
-    assert_eq!(
-        all_said(&after.messages),
-        [
-            "q0",
-            "a0",
-            "q1",
-            "call wait",
-            &format!("result {INTERRUPTED_WHILE_RUNNING}"),
-            "q2",
-            "a2"
-        ]
-    );
+    scenarios::a_server_restarted_mid_call(store, TTL, 300, &mut server).await;
 }
 
 /// The state a save from revision `revision` writes: 200 + `revision` messages, each saying

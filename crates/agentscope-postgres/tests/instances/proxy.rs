@@ -2,7 +2,9 @@
 //! network does: it forwards until told otherwise, then resets the next connection that
 //! sends anything (an RST, as a dropped NAT entry or a restarted middlebox gives), and
 //! from then on black-holes: it accepts connections and takes what they send, and never
-//! answers (as a partition that drops packets does), so the client waits.
+//! answers (as a partition that drops packets does), so the client waits. Or it pauses:
+//! nothing passes either way until it forwards again, and then all of it does (as a
+//! stalled server or a healing partition).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -20,6 +22,8 @@ pub(crate) enum Mode {
     ResetNext,
     /// Take what clients send, never forward it, never answer.
     BlackHole,
+    /// Hold everything, both ways, until the mode changes.
+    Pause,
 }
 
 /// The proxy, listening on 127.0.0.1; stops when dropped.
@@ -69,9 +73,24 @@ impl Proxy {
         *self.mode.lock().unwrap_or_else(PoisonError::into_inner) = mode;
     }
 
+    /// A handle that changes the proxy's mode from another task.
+    pub(crate) fn handle(&self) -> ModeHandle {
+        ModeHandle(Arc::clone(&self.mode))
+    }
+
     /// How many connections it has reset.
     pub(crate) fn resets(&self) -> usize {
         *self.resets.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Changes a [`Proxy`]'s mode (see [`Proxy::handle`]).
+pub(crate) struct ModeHandle(Arc<Mutex<Mode>>);
+
+impl ModeHandle {
+    /// Changes what the proxy does from now on.
+    pub(crate) fn set(&self, mode: Mode) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = mode;
     }
 }
 
@@ -89,6 +108,12 @@ async fn serve(
     resets: Arc<Mutex<usize>>,
 ) {
     let current = || *mode.lock().unwrap_or_else(PoisonError::into_inner);
+    let unpaused = || async {
+        while current() == Mode::Pause {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    };
+    unpaused().await;
     let mut buffer = vec![0u8; 64 * 1024];
     if current() == Mode::BlackHole {
         // Accepted, never answered.
@@ -106,8 +131,9 @@ async fn serve(
                 if n == 0 {
                     return;
                 }
+                unpaused().await;
                 match current() {
-                    Mode::Forward => {
+                    Mode::Forward | Mode::Pause => {
                         if server.write_all(&buffer[..n]).await.is_err() {
                             return;
                         }
@@ -125,6 +151,7 @@ async fn serve(
             }
             read = server.read(&mut from_server) => {
                 let Ok(n) = read else { return };
+                unpaused().await;
                 if n == 0 || current() == Mode::BlackHole {
                     if n == 0 {
                         return;

@@ -7,7 +7,7 @@
 //! the ignored entry test, and calls the scenarios from its tests:
 //!
 //! ```no_run
-//! # use agentscope::session::SessionStore;
+//! # use agentscope::session::{AgentState, SessionStore};
 //! use agentscope_test::session_store::instances::worker::{self, Settings, WorkerEntry};
 //!
 //! // In `tests/instances/worker.rs`:
@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use agentscope::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT};
 use agentscope::prelude::*;
-use agentscope::session::SessionStore;
+use agentscope::session::{AgentState, SessionStore};
 
 /// What a message says: its text, or for a tool call `call <name>`, for a result
 /// `result <text>`.
@@ -64,6 +64,19 @@ pub fn said(msg: &Msg) -> String {
 /// ```
 pub fn all_said(messages: &[Msg]) -> Vec<String> {
     messages.iter().map(said).collect()
+}
+
+/// Loads `session` of `store`, which must be stored.
+///
+/// # Panics
+///
+/// When the store fails or the session is not stored.
+pub async fn stored<S: SessionStore + ?Sized>(store: &S, session: &str) -> AgentState {
+    store
+        .load(session)
+        .await
+        .expect("the store loads")
+        .expect("the session is stored")
 }
 
 /// Waits until session `session` of `store` records a running tool (the engine saves that
@@ -107,11 +120,7 @@ pub async fn assert_interrupted<S: SessionStore + ?Sized>(
             model_input: vec!["q1".into()],
         }
     );
-    let stored = store
-        .load(session)
-        .await
-        .expect("the store loads")
-        .expect("the session is stored");
+    let stored = stored(store, session).await;
     assert_eq!(
         all_said(&stored.messages),
         [

@@ -8,23 +8,15 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use agentscope::CancellationToken;
 use agentscope::interrupt::INTERRUPTED_WHILE_RUNNING;
 use agentscope::prelude::*;
-use agentscope::session::{AgentState, SessionStore};
+use agentscope::session::SessionStore;
 
 use super::worker::{Outcome, Request, Worker, agent, serve};
-use super::{all_said, assert_interrupted, wait_running};
+use super::{all_said, assert_interrupted, stored, wait_running};
 use crate::messages::speakers;
 use crate::{RecordingHook, ScriptedModel, ScriptedResponse};
-
-/// Loads `session` of `store`, which must be stored.
-async fn stored<S: SessionStore + ?Sized>(store: &S, session: &str) -> AgentState {
-    store
-        .load(session)
-        .await
-        .expect("the store loads")
-        .expect("the session is stored")
-}
 
 /// Two processes (`a` and `b`, 30 s leases) take turns on one conversation: each sees every
 /// turn of the other, in order, and `reader` holds every turn once, at revision 10.
@@ -213,7 +205,7 @@ pub async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_t
     S: SessionStore + Clone + 'static,
 {
     let model_a = ScriptedModel::new([]);
-    let a = agent(store_a, "s", "a", model_a.clone());
+    let a = agent(store_a.clone(), "s", "a", model_a.clone());
     let model_b = ScriptedModel::new([]);
     let b = agent(store_b.clone(), "s", "b", model_b.clone());
     let recorder = RecordingHook::new(0);
@@ -230,11 +222,24 @@ pub async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_t
     assert!(recorder.events().is_empty(), "{:?}", recorder.events());
     assert_eq!(model_b.request_count(), 0);
     assert_eq!(stored(&store_b, "s").await, before);
-    // Observing takes the lease too.
+    // Observing and changing metadata take the lease too.
     assert!(matches!(
         b.observe(Msg::user("note")).await,
         Err(AgentError::Busy)
     ));
+    assert!(matches!(
+        b.update_metadata(|_| {}).await,
+        Err(AgentError::Busy)
+    ));
+    assert!(b.memory().is_empty(), "nothing was loaded");
+    let error = store_b
+        .lease("s", &CancellationToken::new())
+        .await
+        .expect_err("the session is busy");
+    assert_eq!(
+        error.to_string(),
+        "session 's' is busy: another call holds its lease"
+    );
 
     // B interrupts A's call: A ends as a local interrupt ends it.
     let started = Instant::now();
@@ -251,8 +256,9 @@ pub async fn a_second_instance_is_busy_before_any_hook_and_its_interrupt_stops_t
     expected.push("q2".into());
     assert_eq!(all_said(&model_b.requests()[0].messages), expected);
     assert_eq!(recorder.types().first(), Some(&HookEventType::PreCall));
-    // Nobody holds the session now: an interrupt finds no call.
+    // Nobody holds the session now: an interrupt finds no call, through either handle.
     assert!(!b.interrupt_session().await.expect("the interrupt is sent"));
+    assert!(!store_a.interrupt("s").await.expect("the interrupt is sent"));
 }
 
 /// A dropped call (an agent on `store_a`, on session `s`) gives its lease back at once, in
@@ -294,6 +300,217 @@ pub async fn a_dropped_call_gives_its_lease_back<S, F, Fut>(
     assert_eq!(
         all_said(&stored(&store_b, "s").await.messages),
         [
+            "q1",
+            "call wait",
+            &format!("result {INTERRUPTED_WHILE_RUNNING}"),
+            "q2",
+            "a2"
+        ]
+    );
+}
+
+/// A store built without leases (`without`) takes none: `lease` is `Ok(None)`, an agent's
+/// call on session `s` runs and is stored, after which `lease_stored` (the store's own look
+/// at its lease of `s`) is false and an interrupt of `s` finds no call; yet the store's
+/// interrupt reaches a call that a leasing store on the same server (`leasing`) runs on
+/// session `t`, which ends as an interrupt ends it.
+///
+/// # Panics
+///
+/// When any of that does not hold.
+pub async fn without_leases_no_lease_is_taken<S, L, F, Fut>(without: S, leasing: L, lease_stored: F)
+where
+    S: SessionStore + Clone + 'static,
+    L: SessionStore + Clone + 'static,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    assert!(
+        without
+            .lease("s", &CancellationToken::new())
+            .await
+            .expect("no lease is no error")
+            .is_none()
+    );
+    let model = ScriptedModel::new([ScriptedResponse::text("hi")]);
+    let a = agent(without.clone(), "s", "a", model);
+    assert_eq!(a.call("hello").await.expect("the call runs").text(), "hi");
+    assert_eq!(
+        all_said(&stored(&without, "s").await.messages),
+        ["hello", "hi"]
+    );
+    assert!(!lease_stored().await, "a lease was stored");
+    assert!(!without.interrupt("s").await.expect("the interrupt is sent"));
+
+    let model = ScriptedModel::new([]);
+    let runner = agent(leasing.clone(), "t", "b", model.clone());
+    let running =
+        tokio::spawn(
+            async move { serve(&runner, &model, &Request::until_interrupted("q1")).await },
+        );
+    wait_running(&leasing, "t").await;
+    assert!(without.interrupt("t").await.expect("the interrupt is sent"));
+    assert_interrupted(
+        running.await.expect("the call does not panic"),
+        &leasing,
+        "t",
+    )
+    .await;
+}
+
+/// What the process scenarios need from a store's tests: workers in processes of their
+/// own, and store handles in this process, all on one server.
+pub trait Processes: Sync {
+    /// The store.
+    type Store: SessionStore + Clone + 'static;
+
+    /// Starts a worker process named `name` on session `shared`, with leases that live
+    /// `lease_ttl_ms` (the store crate writes it with [`Worker::spawn_shared`]).
+    fn spawn(&self, name: &str, lease_ttl_ms: u64) -> Worker;
+
+    /// A store handle in this process whose leases live `lease_ttl`.
+    fn store(&self, lease_ttl: Duration) -> impl Future<Output = Self::Store> + Send;
+}
+
+/// Runs the scenarios between processes, in order: [`two_processes_alternate_turns`],
+/// [`racing_calls_one_runs_the_other_is_busy`],
+/// [`a_killed_holder_frees_the_session_after_the_lease_ttl`] and
+/// [`an_interrupt_from_one_process_stops_a_call_in_another`], on a new, empty server (they
+/// all use session `shared`, deleted between them).
+///
+/// # Panics
+///
+/// At the first scenario that fails.
+pub async fn between_processes<P: Processes>(processes: &P) {
+    let spawn = |name: &str, ttl| processes.spawn(name, ttl);
+    let default = processes
+        .store(agentscope_core::session::DEFAULT_LEASE_TTL)
+        .await;
+    two_processes_alternate_turns(spawn, &default).await;
+    default
+        .delete("shared")
+        .await
+        .expect("the session is deleted");
+    racing_calls_one_runs_the_other_is_busy(spawn, &default).await;
+    default
+        .delete("shared")
+        .await
+        .expect("the session is deleted");
+    let short = processes.store(Duration::from_secs(2)).await;
+    a_killed_holder_frees_the_session_after_the_lease_ttl(spawn, short).await;
+    default
+        .delete("shared")
+        .await
+        .expect("the session is deleted");
+    an_interrupt_from_one_process_stops_a_call_in_another(spawn, default).await;
+}
+
+/// A store's server, stopped and started again by [`a_server_restarted_mid_call`] (the
+/// test's own server, keeping its data across the restart).
+pub trait Restart {
+    /// Stops the server (as a crash does: connections drop, nothing answers).
+    fn stop(&mut self);
+    /// Starts it again on the same port and data.
+    fn start(&mut self);
+}
+
+impl Restart for crate::components::redis::RedisServer {
+    fn stop(&mut self) {
+        self.kill();
+    }
+
+    fn start(&mut self) {
+        self.restart();
+    }
+}
+
+impl Restart for crate::components::postgres::PostgresServer {
+    fn stop(&mut self) {
+        crate::components::postgres::PostgresServer::stop(self);
+    }
+
+    fn start(&mut self) {
+        self.start_again();
+    }
+}
+
+/// The server goes away while a call on `store` (leases living `ttl`) runs its tool for
+/// `tool_ms`, and comes back: the call fails with the backend error of its next save
+/// (`session error: session 'shared': storage backend error: saving...`); once the server
+/// is back, the session holds exactly what was saved before (no partial step); and a call
+/// works again within five times `ttl` (once the failed call's lease has expired), settling
+/// the tool the failed call left running: the stored conversation is the turns before, the
+/// tool's "interrupted while running" result, and the new turn.
+///
+/// # Panics
+///
+/// When any of that does not hold.
+pub async fn a_server_restarted_mid_call<S: SessionStore + Clone + 'static>(
+    store: S,
+    ttl: Duration,
+    tool_ms: u64,
+    server: &mut impl Restart,
+) {
+    let model = ScriptedModel::new([]);
+    let a = agent(store.clone(), "shared", "a", model.clone());
+    model.push(ScriptedResponse::text("a0"));
+    a.call("q0").await.expect("the first call");
+    let running = {
+        let a = a.clone();
+        let model = model.clone();
+        tokio::spawn(async move {
+            let request = Request {
+                input: "q1".into(),
+                reply: "a1".into(),
+                wait_ms: Some(tool_ms),
+            };
+            serve(&a, &model, &request).await
+        })
+    };
+    wait_running(&store, "shared").await;
+    let before = stored(&store, "shared").await;
+    assert_eq!(all_said(&before.messages), ["q0", "a0", "q1", "call wait"]);
+    server.stop();
+    let outcome = running.await.expect("the call does not panic");
+    let Outcome::Failed(message) = &outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(
+        message.starts_with("session error: session 'shared': storage backend error: saving"),
+        "{message}"
+    );
+    server.start();
+    let deadline = Instant::now() + ttl * 5;
+    // Nothing half-written: exactly the revision stored before the server went away (read
+    // once the store has reconnected).
+    let after_restart = loop {
+        match store.load("shared").await {
+            Ok(state) => break state.expect("the session is stored"),
+            Err(error) => {
+                assert!(Instant::now() < deadline, "no reconnection: {error}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    assert_eq!(after_restart, before);
+    model.push(ScriptedResponse::text("a2"));
+    let reply = loop {
+        match a.call("q2").await {
+            Ok(reply) => break reply,
+            Err(error) => {
+                assert!(Instant::now() < deadline, "no recovery: {error}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    assert_eq!(reply.text(), "a2");
+    // What was stored before the server went away, then the tool the failed call left
+    // running settled, then the new turn.
+    assert_eq!(
+        all_said(&stored(&store, "shared").await.messages),
+        [
+            "q0",
+            "a0",
             "q1",
             "call wait",
             &format!("result {INTERRUPTED_WHILE_RUNNING}"),

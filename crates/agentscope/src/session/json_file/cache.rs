@@ -13,7 +13,7 @@ use agentscope_core::session::{AgentState, SessionError};
 
 use super::files::io_error;
 use super::replay::LogInfo;
-use crate::runtime::lock;
+use crate::sync::lock;
 
 /// The cache forgets every session when it reaches this many (the next save of each
 /// rescans its log once).

@@ -1,14 +1,14 @@
 //! The files of a session in the store's directory, and the file operations every path of
 //! the store shares: naming a session's files, reading a log from an offset, removing a file
 //! that may be gone, syncing the directory, listing the sessions, the I/O errors that name
-//! the file, and where blocking file work runs ([`run_blocking`]).
+//! the file, and where blocking file work runs ([`file_work`]).
 
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{MAIN_SEPARATOR_STR, Path, PathBuf};
 use std::sync::Arc;
 
-use agentscope_core::session::{SessionError, validate_session_id};
+use agentscope_core::session::{SessionError, run_blocking, validate_session_id};
 
 /// What follows a session id in its log's name.
 const LOG_SUFFIX: &str = ".jsonl";
@@ -167,9 +167,10 @@ pub(super) fn list_dir(dir: &Path) -> Result<Vec<String>, SessionError> {
     Ok(ids)
 }
 
-/// Runs blocking file work on tokio's blocking pool inside a tokio runtime, inline
-/// otherwise (the engine itself does not require tokio) or when asked (`inline`).
-pub(super) async fn run_blocking<T, F>(
+/// Runs blocking file work inline when asked (`inline`, the store's
+/// [`inline`](super::JsonFileSessionStore::inline)), else where every store runs its blocking
+/// work ([`run_blocking`]: tokio's blocking pool inside a tokio runtime, inline otherwise).
+pub(super) async fn file_work<T, F>(
     inline: bool,
     session: Option<&str>,
     work: F,
@@ -178,14 +179,8 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    if inline {
-        return Ok(work());
-    }
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => handle
-            .spawn_blocking(work)
-            .await
-            .map_err(|error| SessionError::io(session, "running the blocking file task", error)),
-        Err(_) => Ok(work()),
+    match inline {
+        true => Ok(work()),
+        false => run_blocking(session, work).await,
     }
 }

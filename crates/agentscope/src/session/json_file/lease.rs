@@ -29,10 +29,9 @@ use agentscope_core::CancellationToken;
 use agentscope_core::session::{LeaseHandle, SessionError};
 use futures::future::BoxFuture;
 
-use super::lock::LockCheck;
 use super::replay::LogInfo;
-use super::watch;
-use crate::runtime::lock;
+use super::watch::{self, LockCheck};
+use crate::sync::lock;
 
 /// The leases this process holds, by lock file path. Keyed by the path's bytes, which hash
 /// without `Path`'s walk over components: the store normalises its directory, so a lock file

@@ -1,17 +1,12 @@
 //! The session's lock file `.<id>.lock`: locked waiting for it (a save without a lease, a
 //! delete), or without waiting (taking a lease: a session another call holds is busy). The
 //! kernel's lock holds between processes and between handles of one process, and ends when
-//! the file is closed. [`LockCheck`] tells whether a locked lock file is still the file at
-//! its path.
-
-use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-use agentscope_core::CancellationToken;
+//! the file is closed. Whether a lease's locked lock file is still the file at its path is
+//! `watch`'s.
 
 use agentscope_core::session::SessionError;
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io;
 
 use super::files::{Files, io_error};
 use super::lease::{self, Holder};
@@ -58,9 +53,7 @@ pub(super) fn try_lock_session(session: &str, files: &Files) -> Result<File, Ses
 
 /// Locks `file`, the session's lock file, unless another holds it.
 fn try_lock(session: &str, files: &Files, file: &File) -> Result<(), SessionError> {
-    let busy = || SessionError::Busy {
-        session: session.to_owned(),
-    };
+    let busy = || SessionError::busy(session);
     let failed = |error| io_error(session, "locking", &files.lock, error);
     match file.try_lock() {
         Ok(()) => return Ok(()),
@@ -80,72 +73,4 @@ fn try_lock(session: &str, files: &Files, file: &File) -> Result<(), SessionErro
             Err(TryLockError::Error(error)) => Err(failed(error)),
         },
     }
-}
-
-/// Whether a lease's locked lock file is still the file at its path, and what to stop when
-/// it is not: removed or replaced while held (by hand, a clean-up job), it no longer
-/// guards the session, since a process that locks the file now at that path holds the
-/// session too.
-pub(super) struct LockCheck {
-    path: PathBuf,
-    /// Which file was locked (Unix: device and inode); `None`: not compared.
-    identity: Option<FileId>,
-    /// The holding call's interrupt token.
-    interrupt: CancellationToken,
-    /// Set once the file was found removed or replaced: the lease is lost.
-    lost: AtomicBool,
-}
-
-impl LockCheck {
-    /// The check of `file`, locked, at `path`, for the call `interrupt` stops.
-    pub(super) fn new(path: PathBuf, file: &File, interrupt: CancellationToken) -> Self {
-        Self {
-            path,
-            identity: file.metadata().ok().and_then(|metadata| file_id(&metadata)),
-            interrupt,
-            lost: AtomicBool::new(false),
-        }
-    }
-
-    /// Whether the lock file at the path is still the one locked. The first time it finds
-    /// it removed or replaced, it stops the call (cancels its interrupt token) and logs it;
-    /// from then on the lease is lost. A lock file that cannot be looked at (another I/O
-    /// error) counts as held: the kernel's lock on it still holds.
-    pub(super) fn still_holds(&self) -> bool {
-        if self.lost.load(Ordering::SeqCst) {
-            return false;
-        }
-        let Some(identity) = self.identity else {
-            return true;
-        };
-        let replaced = match fs::metadata(&self.path) {
-            Ok(metadata) => file_id(&metadata) != Some(identity),
-            Err(error) => error.kind() == io::ErrorKind::NotFound,
-        };
-        if replaced && !self.lost.swap(true, Ordering::SeqCst) {
-            self.interrupt.cancel();
-            tracing::warn!(
-                lock_file = %self.path.display(),
-                "the session's lock file was removed or replaced while a call held it, so \
-                 another call may take the session; stopping this call (its saves are \
-                 refused)"
-            );
-        }
-        !replaced
-    }
-}
-
-/// A file's identity on its file system.
-type FileId = (u64, u64);
-
-#[cfg(unix)]
-fn file_id(metadata: &fs::Metadata) -> Option<FileId> {
-    use std::os::unix::fs::MetadataExt;
-    Some((metadata.dev(), metadata.ino()))
-}
-
-/// Elsewhere a lock file is not compared (a file held open there cannot be removed).
-#[cfg(not(unix))]
-fn file_id(_metadata: &fs::Metadata) -> Option<FileId> {
-    None
 }

@@ -46,7 +46,7 @@ use agentscope_core::session::{
 use futures::future::BoxFuture;
 
 use cache::{Cache, LogCache};
-use files::{Files, run_blocking};
+use files::{Files, file_work};
 use lease::{Holder, JsonFileLease};
 
 /// Stores each session as an append-only JSON Lines log, `<dir>/<session id>.jsonl`: the
@@ -427,9 +427,7 @@ impl SessionStore for JsonFileSessionStore {
                 Some(fence) => match lease::find(&files.lock, fence) {
                     Some(held) => Some(held),
                     None => {
-                        return Err(SessionError::LeaseLost {
-                            session: session.to_owned(),
-                        });
+                        return Err(SessionError::lease_lost(session));
                     }
                 },
             };
@@ -438,7 +436,7 @@ impl SessionStore for JsonFileSessionStore {
             let change = change.clone();
             // A fenced save holds the lock already; an unfenced one may wait for it.
             let inline = self.inline_for(&files.lock, held.is_none());
-            run_blocking(inline, Some(session), move || match held {
+            file_work(inline, Some(session), move || match held {
                 Some(held) => write::save_leased(&files, &cache, &id, &change, &held),
                 None => write::save(&files, &cache, &id, &change),
             })
@@ -459,7 +457,7 @@ impl SessionStore for JsonFileSessionStore {
             }
             let cache = Arc::clone(&self.cache);
             let id = session.to_owned();
-            run_blocking(self.inline, Some(session), move || {
+            file_work(self.inline, Some(session), move || {
                 read::load(&files, &cache, &id)
             })
             .await?
@@ -472,7 +470,7 @@ impl SessionStore for JsonFileSessionStore {
             let cache = Arc::clone(&self.cache);
             let id = session.to_owned();
             let inline = self.inline_for(&files.lock, true);
-            run_blocking(inline, Some(session), move || {
+            file_work(inline, Some(session), move || {
                 write::delete(&files, &cache, &id)
             })
             .await?
@@ -482,7 +480,7 @@ impl SessionStore for JsonFileSessionStore {
     fn list(&self) -> BoxFuture<'_, Result<Vec<String>, SessionError>> {
         Box::pin(async move {
             let dir = Arc::clone(&self.dir);
-            run_blocking(self.inline, None, move || files::list_dir(&dir)).await?
+            file_work(self.inline, None, move || files::list_dir(&dir)).await?
         })
     }
 
@@ -504,7 +502,7 @@ impl SessionStore for JsonFileSessionStore {
             let dir = Arc::clone(&self.dir);
             let prefix = prefix.to_owned();
             let after = after.cloned();
-            run_blocking(self.inline, None, move || {
+            file_work(self.inline, None, move || {
                 recent::list_recent(&dir, &prefix, after.as_ref(), limit)
             })
             .await?
@@ -532,7 +530,7 @@ impl SessionStore for JsonFileSessionStore {
             let token = fence.clone();
             let interrupt = interrupt.clone();
             let inline = self.inline_for(&files.lock, true);
-            let held = run_blocking(inline, Some(session), move || {
+            let held = file_work(inline, Some(session), move || {
                 write::take_lease(&files, &cache, &id, token, interrupt)
             })
             .await??;

@@ -12,7 +12,7 @@ use super::cache::{Cache, remember, starts_with};
 use super::files::{Files, file_len, io_error, read_from};
 use super::lease;
 use super::replay::{LogInfo, read_legacy, state_of_log};
-use crate::runtime::lock;
+use crate::sync::lock;
 
 /// The state session `session` holds, if any.
 pub(super) fn load(

@@ -19,7 +19,7 @@ use super::format::{RecordOut, new_log_id};
 use super::lease::{Held, HeldLog};
 use super::lock::{lock_session, try_lock_session};
 use super::replay::{LastRecord, LogInfo, no_complete_record, read_legacy, replay, state_of_log};
-use crate::runtime::lock;
+use crate::sync::lock;
 
 /// A log is rewritten once it holds more dead bytes than live ones, and at least this many.
 pub(super) const MIN_DEAD_BYTES: u64 = 64 * 1024;
@@ -100,9 +100,7 @@ pub(super) fn save_leased(
 ) -> Result<u64, SessionError> {
     let mut held_log = lock(&held.log);
     if held.is_released() || !held.still_holds() {
-        return Err(SessionError::LeaseLost {
-            session: session.to_owned(),
-        });
+        return Err(SessionError::lease_lost(session));
     }
     // Taken out: a save that fails leaves no handle behind, and the next one looks at the
     // disk again.

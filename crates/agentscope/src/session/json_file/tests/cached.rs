@@ -7,10 +7,10 @@ use std::path::Path;
 
 use agentscope_core::session::{AgentState, SessionError, SessionStore, StateChange};
 
-use crate::runtime::lock;
 use crate::session::json_file::JsonFileSessionStore;
 use crate::session::json_file::lease;
 use crate::session::json_file::test_support::*;
+use crate::sync::lock;
 
 /// Changes the text `from` in the log of `path` to `to` (of the same length), at its first
 /// occurrence after the first record's id, in place (the same file, the same length): what

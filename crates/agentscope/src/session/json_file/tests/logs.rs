@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use agentscope_core::Msg;
 use agentscope_core::session::{SessionError, SessionStore, StateChange};
 
-use crate::runtime::lock;
 use crate::session::json_file::JsonFileSessionStore;
 use crate::session::json_file::format::RecordOut;
 use crate::session::json_file::test_support::*;
 use crate::session::json_file::write::MIN_DEAD_BYTES;
+use crate::sync::lock;
 
 /// A store in a fresh directory holding session "s" at revision 2 (messages "q" and "a1"),
 /// and the path of its log.

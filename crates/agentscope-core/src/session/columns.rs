@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
+use super::{SessionError, StateChange};
 use crate::rfc3339;
-use crate::session::{SessionError, StateChange};
 
 /// A [`StateChange`] serialised for a store that keeps a state's parts in columns (a row per
 /// session, a row per message): each part's JSON text, and the time as RFC 3339. The SQLite
@@ -11,7 +11,7 @@ use crate::session::{SessionError, StateChange};
 /// same everywhere.
 ///
 /// ```
-/// use agentscope_core::plumbing::columns::ChangeColumns;
+/// use agentscope_core::session::ChangeColumns;
 /// use agentscope_core::session::{AgentIdentity, StateChange};
 /// use agentscope_core::Msg;
 ///

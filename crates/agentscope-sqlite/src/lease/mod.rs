@@ -1,7 +1,17 @@
-//! The store's [`SessionStore::lease`](agentscope_core::session::SessionStore::lease) and
-//! [`interrupt`](agentscope_core::session::SessionStore::interrupt): a lease is taken on
-//! the writer connection (`lease::take`), then kept by the store's [`Keeper`]; its handle,
-//! [`SqliteLease`], gives it back.
+//! Session leases (see the crate docs, "Leases and interrupts"): the store's
+//! [`SessionStore::lease`](agentscope_core::session::SessionStore::lease) and
+//! [`interrupt`](agentscope_core::session::SessionStore::interrupt), and the lease's handle,
+//! [`SqliteLease`], that gives it back.
+//!
+//! - [`rows`]: the SQL on the lease rows (take, renew, give back, mark, the fence check);
+//! - [`renewal_thread`]: the [`Keeper`], the thread of a store that renews its leases,
+//!   delivers interrupts and gives back dropped calls' leases.
+//!
+//! A lease is taken on the writer connection ([`rows::take`]), then kept by the store's
+//! [`Keeper`].
+
+mod renewal_thread;
+pub(crate) mod rows;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -11,8 +21,7 @@ use agentscope_core::session::{LeaseHandle, SessionError, SessionLease, validate
 use futures::future::BoxFuture;
 
 use crate::SqliteSessionStore;
-use crate::keeper::Keeper;
-use crate::lease;
+pub(crate) use renewal_thread::Keeper;
 
 impl SqliteSessionStore {
     /// Takes session `session`'s lease for the call that `interrupt` stops (`None` when
@@ -33,13 +42,11 @@ impl SqliteSessionStore {
         let dropped = keeper.dropped_on(session);
         let taken = self
             .write(Some(session), move |connection, _| {
-                lease::take(connection, &id, &held, &lease::holder(), ttl, &dropped)
+                rows::take(connection, &id, &held, &rows::holder(), ttl, &dropped)
             })
             .await?;
         if !taken {
-            return Err(SessionError::Busy {
-                session: session.to_owned(),
-            });
+            return Err(SessionError::busy(session));
         }
         let handle = SqliteLease {
             store: self.clone(),
@@ -64,7 +71,7 @@ impl SqliteSessionStore {
         let id = session.to_owned();
         let marked = self
             .write(Some(session), move |connection, _| {
-                lease::interrupt(connection, &id)
+                rows::interrupt(connection, &id)
             })
             .await?;
         let local = self
@@ -95,7 +102,7 @@ impl LeaseHandle for SqliteLease {
             let id = session.clone();
             store
                 .write(Some(&session), move |connection, _| {
-                    lease::release(connection, &id, &token)
+                    rows::release(connection, &id, &token)
                 })
                 .await
         })

@@ -1,4 +1,4 @@
-//! [`Keeper`]: the leases a store holds, and the thread that keeps them (see the crate
+//! [`Keeper`]: the leases a store holds, and the thread that renews them (see the crate
 //! docs, "Leases and interrupts").
 //!
 //! While the store holds a lease, a thread of its own, on a connection of its own:
@@ -23,11 +23,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use agentscope_core::CancellationToken;
-use agentscope_core::plumbing::lease::RenewalDeadline;
-use agentscope_core::session::SessionError;
+use agentscope_core::session::{RenewalDeadline, Renewed, SessionError};
 use rusqlite::Connection;
 
-use crate::{INTERRUPT_POLL, db, lease};
+use super::rows;
+use crate::{INTERRUPT_POLL, db};
 
 /// The leases of one store, and the state its keeper thread shares with it.
 pub(crate) struct Keeper {
@@ -225,12 +225,12 @@ impl Keeper {
         connection: &mut Connection,
         round: &Round,
         ttl: Duration,
-    ) -> (Result<Vec<lease::Renewed>, rusqlite::Error>, Vec<String>) {
+    ) -> (Result<Vec<Renewed>, rusqlite::Error>, Vec<String>) {
         if let Err(error) = connection.busy_timeout(round.wait) {
             return (Err(error), Vec::new());
         }
         for (session, token) in &round.give_back {
-            if let Err(error) = lease::release(connection, session, token) {
+            if let Err(error) = rows::release(connection, session, token) {
                 tracing::debug!(
                     target: "agentscope_sqlite",
                     %error,
@@ -240,10 +240,10 @@ impl Keeper {
         }
         let renewed = match round.renew.is_empty() {
             true => Ok(Vec::new()),
-            false => lease::renew(connection, &round.renew, ttl),
+            false => rows::renew(connection, &round.renew, ttl),
         };
         let interrupted = match round.poll {
-            true => lease::interrupted(connection).unwrap_or_else(|error| {
+            true => rows::interrupted(connection).unwrap_or_else(|error| {
                 tracing::debug!(
                     target: "agentscope_sqlite",
                     %error,
@@ -325,7 +325,7 @@ impl Keeper {
         &self,
         round: &Round,
         sent: Instant,
-        answers: Result<Vec<lease::Renewed>, rusqlite::Error>,
+        answers: Result<Vec<Renewed>, rusqlite::Error>,
         interrupted: &[String],
     ) {
         let renewed = &round.renew;
@@ -340,14 +340,14 @@ impl Keeper {
                         continue;
                     };
                     match answer {
-                        lease::Renewed::Held { interrupted } => {
+                        Renewed::Held | Renewed::Interrupted => {
                             held.deadline.renewed(sent);
                             held.next_renewal = held.deadline.next_renewal(sent);
-                            if interrupted {
+                            if answer == Renewed::Interrupted {
                                 held.interrupt.cancel();
                             }
                         }
-                        lease::Renewed::Lost => {
+                        Renewed::Lost => {
                             held.lost = true;
                             held.interrupt.cancel();
                             tracing::warn!(

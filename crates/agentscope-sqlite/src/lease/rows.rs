@@ -1,11 +1,11 @@
 //! The lease rows (`agentscope_session_leases`, see the crate docs, "Leases and
 //! interrupts"): taking, renewing and giving back a session's lease, marking it
 //! interrupted, and the fence check of a save, on one connection (blocking; the store and
-//! its keeper thread run them).
+//! its renewal thread run them).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use agentscope_core::session::SessionError;
+use agentscope_core::session::{Renewed, SessionError};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 const SELECT_EXPIRY: &str =
@@ -125,15 +125,6 @@ pub(crate) fn release(
     .map_err(|error| SessionError::backend(Some(session), "giving back the session's lease", error))
 }
 
-/// What renewing one lease found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Renewed {
-    /// Still held, now for another time to live; `interrupted`: an interrupt marked it.
-    Held { interrupted: bool },
-    /// Another lease holds the session, or none does: this one is lost.
-    Lost,
-}
-
 /// Renews the leases `held` (session id, token) for `ttl` each, in one `BEGIN IMMEDIATE`
 /// transaction; one answer per lease, in order.
 pub(crate) fn renew(
@@ -152,7 +143,8 @@ pub(crate) fn renew(
                     .query_row(rusqlite::params![session, token, expires], |row| row.get(0))
                     .optional()?;
                 renewed.push(match interrupted {
-                    Some(interrupted) => Renewed::Held { interrupted },
+                    Some(true) => Renewed::Interrupted,
+                    Some(false) => Renewed::Held,
                     None => Renewed::Lost,
                 });
             }
@@ -193,9 +185,7 @@ pub(crate) fn check_fence(
         .map_err(|error| SessionError::backend(Some(session), "saving", error))?;
     match holder {
         Some(token) if token == fence => Ok(()),
-        _ => Err(SessionError::LeaseLost {
-            session: session.to_owned(),
-        }),
+        _ => Err(SessionError::lease_lost(session)),
     }
 }
 
@@ -234,10 +224,7 @@ mod tests {
         assert!(take(&mut connection, "s", "t1", "me", ttl, &[]).unwrap());
         assert_eq!(synchronous(&connection), 2);
         let held = [("s".to_owned(), "t1".to_owned())];
-        assert_eq!(
-            renew(&mut connection, &held, ttl).unwrap(),
-            [Renewed::Held { interrupted: false }]
-        );
+        assert_eq!(renew(&mut connection, &held, ttl).unwrap(), [Renewed::Held]);
         assert_eq!(synchronous(&connection), 2);
         assert!(interrupt(&mut connection, "s").unwrap());
         assert_eq!(synchronous(&connection), 2);

@@ -1,5 +1,6 @@
-//! [`RenewalDeadline`]: the rule every store that renews its leases in the background
-//! follows when it cannot renew one in time (see
+//! The lease rules every store that coordinates instances shares: how long a lease lives
+//! ([`DEFAULT_LEASE_TTL`], [`MIN_LEASE_TTL`], [`MAX_LEASE_TTL`], [`clamp_lease_ttl`]) and
+//! [`RenewalDeadline`], when a holder that cannot renew its lease stops its call (see
 //! [`SessionStore::lease`](crate::session::SessionStore::lease)).
 //!
 //! A lease renewed in the background lives `ttl` from the moment its last successful
@@ -7,23 +8,52 @@
 //! the database is locked) until that moment has passed, the lease may have expired and
 //! another instance may hold the session: the holder stops its call by cancelling the call's
 //! interrupt token, once, and logs it once. Measuring from the moment a request was *sent*
-//! is conservative: the store set the expiry no earlier.
+//! is conservative: the store set the expiry no earlier. [`keep_renewed`](super::keep_renewed)
+//! is the renewal loop built on it.
 
 use std::time::{Duration, Instant};
 
 use crate::CancellationToken;
 
-/// The longest time to live a lease is tracked with (a year): a longer one is taken as
-/// this, so that no instant computed from it overflows.
-pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+/// How long a session lease lives without being renewed, unless a store is configured
+/// otherwise: a call killed with its process keeps its session busy that long at most.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
+
+/// The shortest lease time to live: the holder renews every third of it, so a millisecond
+/// apart at least.
+pub const MIN_LEASE_TTL: Duration = Duration::from_millis(3);
+
+/// The longest lease time to live (a year): a longer one is taken as this, so that no
+/// instant computed from it overflows.
+pub const MAX_LEASE_TTL: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+/// A lease time to live as every store takes it: whole milliseconds (rounded down), at
+/// least [`MIN_LEASE_TTL`], at most [`MAX_LEASE_TTL`]. A store's builder applies it to the
+/// time to live it is given.
+///
+/// ```
+/// use std::time::Duration;
+/// use agentscope_core::session::{MAX_LEASE_TTL, MIN_LEASE_TTL, clamp_lease_ttl};
+///
+/// assert_eq!(clamp_lease_ttl(Duration::from_micros(2_500_700)), Duration::from_millis(2_500));
+/// assert_eq!(clamp_lease_ttl(Duration::ZERO), MIN_LEASE_TTL);
+/// assert_eq!(clamp_lease_ttl(Duration::MAX), MAX_LEASE_TTL);
+/// ```
+pub fn clamp_lease_ttl(ttl: Duration) -> Duration {
+    let ttl = ttl.min(MAX_LEASE_TTL);
+    let millis = Duration::from_millis(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+    millis.max(MIN_LEASE_TTL)
+}
 
 /// When a lease renewed in the background would expire, and whether its holder has
-/// stopped its call for it (see the [module docs](self)).
+/// stopped its call for it: renewed in the background, a lease lives `ttl` from the moment
+/// its last successful renewal (or the take) was sent, and a holder whose renewals keep
+/// failing until then stops its call, once.
 ///
 /// ```
 /// use std::time::{Duration, Instant};
 /// use agentscope_core::CancellationToken;
-/// use agentscope_core::plumbing::lease::RenewalDeadline;
+/// use agentscope_core::session::RenewalDeadline;
 ///
 /// let ttl = Duration::from_secs(30);
 /// let taken = Instant::now();
@@ -46,21 +76,44 @@ pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 pub struct RenewalDeadline {
     ttl: Duration,
     deadline: Instant,
+    margin: Duration,
     stopped: bool,
 }
 
 impl RenewalDeadline {
-    /// A lease living `ttl` (at most [`MAX_TTL`]), taken by a request sent at `sent`.
+    /// A lease living `ttl` (at most [`MAX_LEASE_TTL`]), taken by a request sent at `sent`.
     pub fn new(ttl: Duration, sent: Instant) -> Self {
-        let ttl = ttl.min(MAX_TTL);
+        let ttl = ttl.min(MAX_LEASE_TTL);
         Self {
             ttl,
             deadline: later(sent, ttl),
+            margin: Duration::ZERO,
             stopped: false,
         }
     }
 
-    /// How long the lease lives without renewal (at most [`MAX_TTL`]).
+    /// Stops the call `margin` before the lease would expire instead of at the expiry (at
+    /// most the time to live): for a store whose expiry is set by a server's clock, so that
+    /// a timer that fires late, or a task scheduled late on a busy host, still stops the
+    /// call before the server lets another instance take the session.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use agentscope_core::session::RenewalDeadline;
+    ///
+    /// let taken = Instant::now();
+    /// let lease = RenewalDeadline::new(Duration::from_secs(30), taken)
+    ///     .with_stop_margin(Duration::from_secs(3));
+    /// assert_eq!(lease.deadline(), taken + Duration::from_secs(30));
+    /// assert_eq!(lease.stop_at(), taken + Duration::from_secs(27));
+    /// ```
+    #[must_use]
+    pub fn with_stop_margin(mut self, margin: Duration) -> Self {
+        self.margin = margin.min(self.ttl);
+        self
+    }
+
+    /// How long the lease lives without renewal (at most [`MAX_LEASE_TTL`]).
     pub fn ttl(&self) -> Duration {
         self.ttl
     }
@@ -88,11 +141,20 @@ impl RenewalDeadline {
         self.deadline.saturating_duration_since(now)
     }
 
-    /// The lease was not renewed in time if `now` is at or past the deadline: then cancels
-    /// `interrupt` (the holder's call stops) and returns `true`, the first time only, so
-    /// the store logs it once.
+    /// When the holder's call is stopped unless the lease is renewed before: the
+    /// [`deadline`](Self::deadline), or the [stop margin](Self::with_stop_margin) before it.
+    /// A renewal should not be waited for beyond it.
+    pub fn stop_at(&self) -> Instant {
+        self.deadline
+            .checked_sub(self.margin)
+            .unwrap_or(self.deadline)
+    }
+
+    /// The lease was not renewed in time if `now` is at or past [`stop_at`](Self::stop_at):
+    /// then cancels `interrupt` (the holder's call stops) and returns `true`, the first time
+    /// only, so the store logs it once.
     pub fn stop_if_expired(&mut self, now: Instant, interrupt: &CancellationToken) -> bool {
-        if self.stopped || now < self.deadline {
+        if self.stopped || now < self.stop_at() {
             return false;
         }
         self.stopped = true;
@@ -109,7 +171,7 @@ impl RenewalDeadline {
 /// `at + by`, or as far as an instant goes.
 fn later(at: Instant, by: Duration) -> Instant {
     at.checked_add(by)
-        .or_else(|| at.checked_add(MAX_TTL))
+        .or_else(|| at.checked_add(MAX_LEASE_TTL))
         .unwrap_or(at)
 }
 
@@ -142,11 +204,27 @@ mod tests {
     }
 
     #[test]
+    fn a_margin_stops_the_call_early() {
+        let start = Instant::now();
+        let ttl = Duration::from_millis(300);
+        let mut lease =
+            RenewalDeadline::new(ttl, start).with_stop_margin(Duration::from_millis(30));
+        let call = CancellationToken::new();
+        assert_eq!(lease.stop_at(), start + Duration::from_millis(270));
+        assert!(!lease.stop_if_expired(start + Duration::from_millis(269), &call));
+        assert!(lease.stop_if_expired(start + Duration::from_millis(270), &call));
+        assert!(call.is_cancelled());
+        // A margin beyond the time to live is the time to live.
+        let whole = RenewalDeadline::new(ttl, start).with_stop_margin(Duration::from_secs(9));
+        assert_eq!(whole.stop_at(), start);
+    }
+
+    #[test]
     fn a_huge_ttl_is_a_year() {
         let start = Instant::now();
         let lease = RenewalDeadline::new(Duration::MAX, start);
-        assert_eq!(lease.ttl(), MAX_TTL);
-        assert_eq!(lease.deadline(), start + MAX_TTL);
+        assert_eq!(lease.ttl(), MAX_LEASE_TTL);
+        assert_eq!(lease.deadline(), start + MAX_LEASE_TTL);
     }
 
     #[test]
