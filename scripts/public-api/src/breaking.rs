@@ -86,23 +86,36 @@ pub fn check(root: &Path, crates: &[&str]) -> Result<Vec<Unmarked>, String> {
 
 /// The name a migration note must hold for a listing line of crate `name`.
 fn item_of(line: &str, name: &str) -> String {
-    let prefix = format!("{}::", name.replace('-', "_"));
-    // An impl line belongs to its implementing type: the path after ` for `.
-    let subject = match line.strip_prefix("impl") {
-        Some(rest) => rest.rsplit(" for ").next().unwrap_or(rest),
-        None => line,
+    let krate = name.replace('-', "_");
+    let prefix = format!("{krate}::");
+    // The item's own path: the implementing type of an impl line, else the first path
+    // after the attributes and keywords.
+    let own = match line.strip_prefix("impl") {
+        Some(rest) => rest.rsplit(" for ").next().unwrap_or(rest).trim(),
+        None => line
+            .split_whitespace()
+            .find(|word| word.contains("::") || *word == krate)
+            .unwrap_or(line),
     };
-    match subject.find(&prefix) {
-        Some(at) => {
-            let rest = &subject[at + prefix.len()..];
-            let end = rest
-                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            rest[..end].to_owned()
-        }
-        // The crate root itself (`pub mod agentscope_core`).
-        None => name.replace('-', "_"),
+    if let Some(rest) = own.strip_prefix(&prefix) {
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        return rest[..end].to_owned();
     }
+    if own == krate {
+        return krate; // the crate root itself (`pub mod agentscope_core`)
+    }
+    // A foreign type's impl or method (`alloc::boxed::Box<S>::lease`): the type's name.
+    let path = own.split('<').next().unwrap_or(own);
+    let path = path.split('(').next().unwrap_or(path);
+    let mut segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
+    if segments.len() > 1 && own.split('<').next().is_some_and(|p| p.len() < own.len()) {
+        // `Box<S>::lease`: the segment before the generics is the type.
+    } else if segments.len() > 1 {
+        segments.pop(); // `path::Type::method`: drop the method
+    }
+    segments.last().map_or(krate.clone(), |s| (*s).to_owned())
 }
 
 fn show(root: &Path, commit: &str, path: &str) -> Option<String> {
@@ -149,6 +162,14 @@ mod tests {
                 "error_chain",
             ),
             ("pub mod agentscope_core", "agentscope_core"),
+            (
+                "pub fn alloc::boxed::Box<S>::lease<'a>(&'a self, &'a str, &'a agentscope_core::CancellationToken) -> X",
+                "Box",
+            ),
+            (
+                "impl<S: agentscope_core::session::SessionStore> agentscope_core::session::SessionStore for alloc::boxed::Box<S>",
+                "Box",
+            ),
         ];
         for (line, item) in cases {
             assert_eq!(item_of(line, "agentscope-core"), item, "{line}");
