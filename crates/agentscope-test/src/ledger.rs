@@ -6,6 +6,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use agentscope_core::Tool;
+
+use crate::tools;
+
 /// A payment service's books in a folder, shared by every process that opens it: each
 /// attempt (`attempts`, a line each) and each key paid (`ledger`, once per key). Appends
 /// are single writes followed by `fsync`, so lines of several processes never interleave
@@ -55,6 +59,26 @@ impl Ledger {
     /// The keys paid, in order.
     pub fn paid(&self) -> Vec<String> {
         lines(&self.dir.join("ledger"))
+    }
+
+    /// `pay {"invoice": n}` ([`tools::pay`]) on these books, the tool of the tests where a
+    /// server process is killed mid-payment: a run pays under its call's idempotency key
+    /// and returns `paid invoice n (receipt <key>)`; with `hang`, once it has paid it prints
+    /// `TOOL_RUNNING <key>` on stdout and never returns (the test kills the process then).
+    pub fn pay_tool(&self, hang: bool) -> impl Tool + use<> {
+        let books = self.clone();
+        tools::pay(move |invoice, ctx| {
+            let books = books.clone();
+            async move {
+                let key = ctx.idempotency_key();
+                books.pay(&key);
+                if hang {
+                    println!("TOOL_RUNNING {key}");
+                    std::future::pending::<()>().await;
+                }
+                format!("paid invoice {invoice} (receipt {key})")
+            }
+        })
     }
 }
 

@@ -1,6 +1,7 @@
-//! Small real tools for tests and examples. Each records the arguments of its calls
-//! ([`CallLog`]); clones share the log.
+//! Small real tools for tests and examples. Most record the arguments of their calls
+//! ([`CallLog`]; clones share the log); [`pay`] leaves what a run does to the test.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -392,6 +393,68 @@ impl Tool for SuspendingTool {
     async fn call(&self, input: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         self.log.record(&input);
         Ok(ToolOutput::suspended())
+    }
+}
+
+/// `pay {"invoice": n}`: the payment tool of the tests where a payment must not happen
+/// twice (a server killed mid-tool, a call in doubt, a client that stops a run). What a run
+/// does is `run`'s: it gets the invoice (`0` when the arguments have none) and the call's
+/// context (its idempotency key, progress, cancellation) and returns the result's text.
+///
+/// ```
+/// use agentscope_core::{Tool, ToolContext, ToolOutput, ToolUseBlock};
+/// use agentscope_test::tools::pay;
+/// use serde_json::json;
+///
+/// let tool = pay(|invoice, _ctx| async move { format!("paid invoice {invoice}") });
+/// assert_eq!(tool.name(), "pay");
+/// let ctx = ToolContext::new(ToolUseBlock::new("c1", "pay", json!({"invoice": 7})));
+/// let out = futures::executor::block_on(tool.call(json!({"invoice": 7}), ctx)).unwrap();
+/// assert_eq!(out, ToolOutput::text("paid invoice 7"));
+/// ```
+pub fn pay<F, Fut>(run: F) -> PayTool<F>
+where
+    F: Fn(u64, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = String> + Send + 'static,
+{
+    PayTool { run }
+}
+
+/// The tool [`pay`] builds.
+pub struct PayTool<F> {
+    run: F,
+}
+
+impl<F> std::fmt::Debug for PayTool<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PayTool").finish_non_exhaustive()
+    }
+}
+
+impl<F, Fut> Tool for PayTool<F>
+where
+    F: Fn(u64, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = String> + Send + 'static,
+{
+    fn name(&self) -> &str {
+        "pay"
+    }
+
+    fn description(&self) -> &str {
+        "Pays an invoice."
+    }
+
+    fn parameters(&self) -> Value {
+        object_schema(json!({"invoice": {"type": "integer"}}), &["invoice"])
+    }
+
+    fn call(
+        &self,
+        input: Value,
+        ctx: ToolContext,
+    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send {
+        let run = (self.run)(input["invoice"].as_u64().unwrap_or_default(), ctx);
+        async move { Ok(ToolOutput::text(run.await)) }
     }
 }
 

@@ -6,7 +6,6 @@
 //!
 //! The servers are copies of this test binary running the ignored test `killed::worker`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -14,6 +13,7 @@ use a2a::{GetTaskRequest, Part};
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use agentscope_a2a::A2a;
+use agentscope_test::ledger::Ledger;
 use agentscope_test::process::{SelfProcess, json_settings};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
@@ -23,52 +23,6 @@ use crate::task_of;
 
 /// The environment variable carrying a worker's settings: `{"dir": .., "first": ..}`.
 const WORKER_ENV: &str = "AGENTSCOPE_A2A_KILLED_WORKER";
-
-/// The lines of the file at `path` (none when it does not exist).
-pub(crate) fn lines(path: &Path) -> Vec<String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => text.lines().map(str::to_owned).collect(),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(error) => panic!("reading {}: {error}", path.display()),
-    }
-}
-
-fn append(path: &Path, line: &str) {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    writeln!(file, "{line}").unwrap();
-    file.sync_all().unwrap();
-}
-
-/// `pay {"invoice": n}`, backed by a payment service in `dir` that records every attempt
-/// (`attempts`) and pays once per idempotency key (`ledger`); with `hang`, the tool never
-/// returns once the service has paid (the process is killed meanwhile).
-fn pay(dir: PathBuf, hang: bool) -> impl Tool {
-    tool_fn(
-        "pay",
-        "Pays an invoice.",
-        json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
-               "required": ["invoice"]}),
-        move |input: Value, ctx: ToolContext| {
-            let dir = dir.clone();
-            async move {
-                let key = ctx.idempotency_key();
-                append(&dir.join("attempts"), &key);
-                if !lines(&dir.join("ledger")).contains(&key) {
-                    append(&dir.join("ledger"), &key);
-                }
-                if hang {
-                    println!("TOOL_RUNNING {key}");
-                    std::future::pending::<()>().await;
-                }
-                Ok::<_, ToolError>(format!("paid invoice {}", input["invoice"]))
-            }
-        },
-    )
-}
 
 /// A server process: `assistant` with `pay` (approval needed) on the JSON sessions in
 /// `<dir>/sessions`; prints `LISTENING <base url>` and serves until killed.
@@ -89,13 +43,13 @@ async fn worker() {
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/a2a", listener.local_addr().unwrap());
-    let tools_dir = dir.clone();
+    let books = Ledger::new(&dir);
     let a2a = A2a::builder()
         .agent(move || {
             ReActAgent::builder()
                 .name("assistant")
                 .model(model.clone())
-                .toolkit(Toolkit::new().tool(pay(tools_dir.clone(), first)))
+                .toolkit(Toolkit::new().tool(books.pay_tool(first)))
         })
         .url(&url)
         .store(JsonFileSessionStore::new(dir.join("sessions")))
@@ -132,7 +86,7 @@ async fn client_of(base: &str) -> crate::support::Client {
 async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doubt_without_paying_twice()
  {
     let dir = tempfile::tempdir().unwrap();
-    let (attempts, ledger) = (dir.path().join("attempts"), dir.path().join("ledger"));
+    let books = Ledger::new(dir.path());
 
     // The first server: ask, approve, and die while `pay` runs, after the service paid.
     let (mut first, base) = start(dir.path(), true);
@@ -158,7 +112,7 @@ async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doub
     tokio::task::block_in_place(|| first.kill());
     approving.await.unwrap();
     assert_eq!(
-        lines(&ledger),
+        books.paid(),
         std::slice::from_ref(&key),
         "the service took the payment"
     );
@@ -225,7 +179,7 @@ async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doub
         .unwrap()
         .to_owned();
     assert_eq!(asked_key, key);
-    assert!(lines(&ledger).contains(&asked_key));
+    assert!(books.paid().contains(&asked_key));
     let done = task_of(
         client
             .send_message(&answer(
@@ -242,8 +196,8 @@ async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doub
         done.status.message.as_ref().map(line).as_deref(),
         Some("agent: Invoice 7 is paid.")
     );
-    assert_eq!(lines(&attempts), std::slice::from_ref(&key), "pay ran once");
-    assert_eq!(lines(&ledger), [key], "paid once");
+    assert_eq!(books.attempts(), std::slice::from_ref(&key), "pay ran once");
+    assert_eq!(books.paid(), [key], "paid once");
     let stored = JsonFileSessionStore::new(dir.path().join("sessions"))
         .load("assistant.c1")
         .await

@@ -19,6 +19,7 @@ use agentscope_redis::RedisSessionStore;
 use agentscope_sqlite::SqliteSessionStore;
 use agentscope_test::process::SelfProcess;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
+use agentscope_test::{ledger, tools};
 use serde_json::{Value, json};
 
 /// How long `pay` waits, at most, for the client to let it finish.
@@ -117,44 +118,26 @@ impl Model for Payer {
     }
 }
 
-fn append(path: &Path, line: &str) {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    // One write: lines of several processes never interleave.
-    file.write_all(format!("{line}\n").as_bytes()).unwrap();
-    file.sync_all().unwrap();
-}
-
 /// `pay {"invoice": n}`: pays once per idempotency key (`effects/<key>`, created at most
 /// once), records the run (`attempts`: `<invoice> <key>`), then waits until the client lets
 /// it finish (`release/<invoice>` exists) and answers "paid invoice n".
 pub(crate) fn pay(dir: PathBuf) -> impl Tool {
-    tool_fn(
-        "pay",
-        "Pays an invoice.",
-        json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
-               "required": ["invoice"]}),
-        move |input: Value, ctx: ToolContext| {
-            let dir = dir.clone();
-            async move {
-                let invoice = input["invoice"].as_u64().unwrap_or_default();
-                let key = ctx.idempotency_key();
-                // Paid once per key, whichever process gets there first; then the run is
-                // recorded (a client that sees the run knows the payment was made).
-                let _ = std::fs::File::create_new(dir.join("effects").join(&key));
-                append(&dir.join("attempts"), &format!("{invoice} {key}"));
-                let release = dir.join("release").join(invoice.to_string());
-                let deadline = tokio::time::Instant::now() + TOOL_HOLD;
-                while !release.exists() && tokio::time::Instant::now() < deadline {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                Ok::<_, ToolError>(format!("paid invoice {invoice}"))
+    tools::pay(move |invoice, ctx| {
+        let dir = dir.clone();
+        async move {
+            let key = ctx.idempotency_key();
+            // Paid once per key, whichever process gets there first; then the run is
+            // recorded (a client that sees the run knows the payment was made).
+            let _ = std::fs::File::create_new(dir.join("effects").join(&key));
+            ledger::append(&dir.join("attempts"), &format!("{invoice} {key}"));
+            let release = dir.join("release").join(invoice.to_string());
+            let deadline = tokio::time::Instant::now() + TOOL_HOLD;
+            while !release.exists() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
-        },
-    )
+            format!("paid invoice {invoice}")
+        }
+    })
 }
 
 /// The server processes of a run: copies of the test binary running the ignored test

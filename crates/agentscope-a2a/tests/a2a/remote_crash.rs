@@ -13,9 +13,10 @@ use std::time::Duration;
 use a2a::GetTaskRequest;
 use agentscope::prelude::*;
 use agentscope_a2a::RemoteAgent;
+use agentscope_test::ledger::Ledger;
 use serde_json::json;
 
-use crate::killed::{lines, start};
+use crate::killed::start;
 
 fn approve() -> Msg {
     RemoteAgent::data_message(json!({"decisions": [{"toolCallId": "c1", "approved": true}]}))
@@ -25,7 +26,7 @@ fn approve() -> Msg {
 async fn a_client_after_the_server_crashed_drops_the_dead_question_and_resolves_the_call_in_doubt()
 {
     let dir = tempfile::tempdir().unwrap();
-    let (attempts, ledger) = (dir.path().join("attempts"), dir.path().join("ledger"));
+    let books = Ledger::new(dir.path());
 
     // The first server asks; the client approves; the server dies while `pay` runs.
     let (mut first, base) = start(dir.path(), true);
@@ -47,11 +48,7 @@ async fn a_client_after_the_server_crashed_drops_the_dead_question_and_resolves_
         approving.await.unwrap().is_err(),
         "the call died with the server"
     );
-    assert_eq!(
-        lines(&ledger),
-        std::slice::from_ref(&key),
-        "the service paid"
-    );
+    assert_eq!(books.paid(), std::slice::from_ref(&key), "the service paid");
     // The conversation (in a session, or saved) goes on with the server that took over.
     let state = agentscope::Agent::save_state(&remote).unwrap();
 
@@ -113,7 +110,7 @@ async fn a_client_after_the_server_crashed_drops_the_dead_question_and_resolves_
     );
     // 3. The key the tool gave the service: the client checks there, and answers.
     assert_eq!(doubts[0].idempotency_key(), key);
-    assert!(lines(&ledger).contains(&key));
+    assert!(books.paid().contains(&key));
     let done = remote
         .call(RemoteAgent::data_message(json!({"decisions": [
             {"toolCallId": "c1", "action": "done", "result": "paid (ledger checked)"}
@@ -122,6 +119,6 @@ async fn a_client_after_the_server_crashed_drops_the_dead_question_and_resolves_
         .unwrap();
     assert_eq!(done.text(), "Invoice 7 is paid.");
     assert_eq!(remote.pending_question(), None);
-    assert_eq!(lines(&attempts), std::slice::from_ref(&key), "pay ran once");
-    assert_eq!(lines(&ledger), [key], "paid once");
+    assert_eq!(books.attempts(), std::slice::from_ref(&key), "pay ran once");
+    assert_eq!(books.paid(), [key], "paid once");
 }
