@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use a2a::{GetTaskRequest, Part};
+use a2a::Part;
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use agentscope_a2a::A2a;
@@ -18,7 +18,8 @@ use agentscope_test::process::{SelfProcess, json_settings};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
 
-use crate::support::{answer, line, request, state};
+use crate::http::client_at;
+use crate::support::{answer, get, line, request, state};
 use crate::task_of;
 
 /// The environment variable carrying a worker's settings: `{"dir": .., "first": ..}`.
@@ -70,18 +71,6 @@ pub(crate) fn start(dir: &Path, first: bool) -> (SelfProcess, String) {
     (server, base)
 }
 
-async fn client_of(base: &str) -> crate::support::Client {
-    let card = a2a_client::agent_card::AgentCardResolver::new(None)
-        .resolve(base)
-        .await
-        .unwrap();
-    a2a_client::A2AClientFactory::builder()
-        .build()
-        .create_from_card(&card)
-        .await
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doubt_without_paying_twice()
  {
@@ -90,7 +79,7 @@ async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doub
 
     // The first server: ask, approve, and die while `pay` runs, after the service paid.
     let (mut first, base) = start(dir.path(), true);
-    let client = client_of(&base).await;
+    let client = client_at(&base).await;
     let asked = task_of(
         client
             .send_message(&request("Pay invoice 7.", "c1"))
@@ -119,18 +108,11 @@ async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doub
 
     // The second server, on the same store.
     let (_second, base) = start(dir.path(), false);
-    let client = client_of(&base).await;
+    let client = client_at(&base).await;
     // The task that died is reported failed once its grace is over, never working for good.
     let died = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
-            let task = client
-                .get_task(&GetTaskRequest {
-                    id: asked.id.clone(),
-                    history_length: None,
-                    tenant: None,
-                })
-                .await
-                .unwrap();
+            let task = client.get_task(&get(&asked.id)).await.unwrap();
             if task.status.state != a2a::TaskState::Working {
                 break task;
             }

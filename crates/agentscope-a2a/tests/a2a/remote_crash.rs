@@ -10,13 +10,13 @@
 
 use std::time::Duration;
 
-use a2a::GetTaskRequest;
 use agentscope::prelude::*;
 use agentscope_a2a::RemoteAgent;
 use agentscope_test::ledger::Ledger;
 use serde_json::json;
 
 use crate::killed::start;
+use crate::support::get;
 
 fn approve() -> Msg {
     RemoteAgent::data_message(json!({"decisions": [{"toolCallId": "c1", "approved": true}]}))
@@ -65,14 +65,7 @@ async fn a_client_after_the_server_crashed_drops_the_dead_question_and_resolves_
     // The server that took over reports the task that died failed, once its grace is over.
     tokio::time::timeout(Duration::from_secs(30), async {
         loop {
-            let got = sdk
-                .get_task(&GetTaskRequest {
-                    id: task.clone(),
-                    history_length: None,
-                    tenant: None,
-                })
-                .await
-                .unwrap();
+            let got = sdk.get_task(&get(&task)).await.unwrap();
             if got.status.state != a2a::TaskState::Working {
                 assert_eq!(got.status.state, a2a::TaskState::Failed);
                 break;

@@ -2,13 +2,10 @@
 //! writes included, and the `invoke_agent` span their sums, all as integers.
 
 use agentscope::ChatUsage;
-use agentscope::hooks::TracingHook;
-use agentscope::prelude::*;
-use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
 
-use crate::golden::{export, tree};
+use crate::golden::{export, traced_calculator, tree};
 
 fn usage(node: &Value) -> Value {
     let attributes = node["attributes"].as_object().unwrap();
@@ -33,13 +30,7 @@ async fn cache_reads_and_writes_are_counted_per_model_call_and_summed_per_call()
             ..ChatUsage::new(1230, 3)
         }),
     ]);
-    let agent = ReActAgent::builder()
-        .name("assistant")
-        .model(model)
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .hook(TracingHook::new())
-        .build()
-        .unwrap();
+    let agent = traced_calculator(model);
     let spans = export(async {
         assert_eq!(agent.call("What is 6*7?").await.unwrap().text(), "42");
     })
