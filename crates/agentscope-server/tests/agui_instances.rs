@@ -31,10 +31,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agentscope::hooks::ApprovalPolicy;
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
-use agentscope_server::{AgUi, AgentSpec};
+use agentscope_server::AgUi;
 use agentscope_serving::{Runs, STOPPED, STOPPED_IN_DOUBT};
 use agentscope_test::components::postgres::PostgresServer;
 use agentscope_test::components::redis::RedisServer;
@@ -43,6 +42,7 @@ use payer::{
 };
 use serde_json::{Value, json};
 use support::components::{node, node_packages};
+use support::serve::serve_worker;
 
 /// The environment variable carrying a worker's settings.
 const WORKER_ENV: &str = "AGENTSCOPE_AGUI_INSTANCES_WORKER";
@@ -59,21 +59,12 @@ const CLIENT_DIR: &str = "tests/agui-client";
 #[ignore = "a server process of the `two_processes_...` tests, which start it themselves"]
 async fn worker() {
     let (store, dir) = worker_settings(WORKER_ENV).await;
-    let spec = AgentSpec::new(move || {
+    let agent = move || {
         ReActAgent::builder()
             .model(Payer)
             .toolkit(Toolkit::new().tool(pay(dir.clone())))
-    })
-    .approval(ApprovalPolicy::tools(["pay"]));
-    let agui = AgUi::builder()
-        .agent("assistant", spec)
-        .store(store)
-        .chat_page(false)
-        .build()
-        .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    println!("LISTENING http://{}", listener.local_addr().unwrap());
-    axum::serve(listener, agui.router()).await.unwrap();
+    };
+    serve_worker(agent, store).await;
 }
 
 /// What the trials of one store came to.

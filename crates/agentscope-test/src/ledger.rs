@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use agentscope_core::Tool;
 
+use crate::process::SelfProcess;
 use crate::tools;
 
 /// A payment service's books in a folder, shared by every process that opens it: each
@@ -59,6 +60,24 @@ impl Ledger {
     /// The keys paid, in order.
     pub fn paid(&self) -> Vec<String> {
         lines(&self.dir.join("ledger"))
+    }
+
+    /// Waits for `worker`, a server process whose [`pay_tool`](Self::pay_tool) hangs, to
+    /// print `TOOL_RUNNING <key>`, kills it with SIGKILL, and checks that these books paid
+    /// under that key and no other: the payment the killed process made. Returns the key.
+    ///
+    /// # Panics
+    ///
+    /// When the worker ends before it prints the line, or the books hold another payment.
+    pub fn kill_once_paid(&self, mut worker: SelfProcess) -> String {
+        let key = worker.expect("TOOL_RUNNING ");
+        worker.kill();
+        assert_eq!(
+            self.paid(),
+            std::slice::from_ref(&key),
+            "the service took the payment"
+        );
+        key
     }
 
     /// `pay {"invoice": n}` ([`tools::pay`]) on these books, the tool of the tests where a

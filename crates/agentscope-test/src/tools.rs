@@ -34,6 +34,24 @@ impl CallLog {
     }
 }
 
+/// Writes a tool's `name`, `description` and `parameters` (the schema, an expression), inside
+/// its `impl Tool`.
+macro_rules! described {
+    ($name:literal, $description:literal, $parameters:expr) => {
+        fn name(&self) -> &str {
+            $name
+        }
+
+        fn description(&self) -> &str {
+            $description
+        }
+
+        fn parameters(&self) -> Value {
+            $parameters
+        }
+    };
+}
+
 fn object_schema(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
 }
@@ -65,20 +83,14 @@ impl Calculator {
 }
 
 impl Tool for Calculator {
-    fn name(&self) -> &str {
-        "calculator"
-    }
-
-    fn description(&self) -> &str {
-        "Evaluates an arithmetic expression with + - * / % ^ and parentheses."
-    }
-
-    fn parameters(&self) -> Value {
+    described!(
+        "calculator",
+        "Evaluates an arithmetic expression with + - * / % ^ and parentheses.",
         object_schema(
             json!({"expression": {"type": "string", "description": "e.g. (2+3)*7"}}),
             &["expression"],
         )
-    }
+    );
 
     async fn call(&self, input: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         self.log.record(&input);
@@ -241,17 +253,11 @@ logged_tool!(
 );
 
 impl Tool for EchoTool {
-    fn name(&self) -> &str {
-        "echo"
-    }
-
-    fn description(&self) -> &str {
-        "Returns the given text."
-    }
-
-    fn parameters(&self) -> Value {
+    described!(
+        "echo",
+        "Returns the given text.",
         object_schema(json!({"text": {"type": "string"}}), &["text"])
-    }
+    );
 
     async fn call(&self, input: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         self.log.record(&input);
@@ -265,17 +271,11 @@ logged_tool!(
 );
 
 impl Tool for FailingTool {
-    fn name(&self) -> &str {
-        "fail"
-    }
-
-    fn description(&self) -> &str {
-        "Always fails."
-    }
-
-    fn parameters(&self) -> Value {
+    described!(
+        "fail",
+        "Always fails.",
         object_schema(json!({"message": {"type": "string"}}), &[])
-    }
+    );
 
     async fn call(&self, input: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         self.log.record(&input);
@@ -291,17 +291,7 @@ logged_tool!(
 );
 
 impl Tool for PanickingTool {
-    fn name(&self) -> &str {
-        "panic"
-    }
-
-    fn description(&self) -> &str {
-        "Panics."
-    }
-
-    fn parameters(&self) -> Value {
-        object_schema(json!({}), &[])
-    }
+    described!("panic", "Panics.", object_schema(json!({}), &[]));
 
     #[allow(clippy::panic)]
     async fn call(&self, input: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -317,17 +307,11 @@ logged_tool!(
 );
 
 impl Tool for SlowTool {
-    fn name(&self) -> &str {
-        "slow"
-    }
-
-    fn description(&self) -> &str {
-        "Sleeps for `ms` milliseconds."
-    }
-
-    fn parameters(&self) -> Value {
+    described!(
+        "slow",
+        "Sleeps for `ms` milliseconds.",
         object_schema(json!({"ms": {"type": "integer", "minimum": 0}}), &["ms"])
-    }
+    );
 
     async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         self.log.record(&input);
@@ -347,20 +331,14 @@ logged_tool!(
 );
 
 impl Tool for ProgressTool {
-    fn name(&self) -> &str {
-        "progress"
-    }
-
-    fn description(&self) -> &str {
-        "Reports progress, then finishes."
-    }
-
-    fn parameters(&self) -> Value {
+    described!(
+        "progress",
+        "Reports progress, then finishes.",
         object_schema(
             json!({"steps": {"type": "integer", "minimum": 0}}),
             &["steps"],
         )
-    }
+    );
 
     async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         self.log.record(&input);
@@ -378,17 +356,11 @@ logged_tool!(
 );
 
 impl Tool for SuspendingTool {
-    fn name(&self) -> &str {
-        "external"
-    }
-
-    fn description(&self) -> &str {
-        "Runs outside the agent; its result arrives later."
-    }
-
-    fn parameters(&self) -> Value {
+    described!(
+        "external",
+        "Runs outside the agent; its result arrives later.",
         object_schema(json!({"task": {"type": "string"}}), &[])
-    }
+    );
 
     async fn call(&self, input: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         self.log.record(&input);
@@ -436,17 +408,11 @@ where
     F: Fn(u64, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = String> + Send + 'static,
 {
-    fn name(&self) -> &str {
-        "pay"
-    }
-
-    fn description(&self) -> &str {
-        "Pays an invoice."
-    }
-
-    fn parameters(&self) -> Value {
+    described!(
+        "pay",
+        "Pays an invoice.",
         object_schema(json!({"invoice": {"type": "integer"}}), &["invoice"])
-    }
+    );
 
     fn call(
         &self,

@@ -12,14 +12,13 @@ use std::time::Duration;
 use a2a::Part;
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
-use agentscope_a2a::A2a;
 use agentscope_test::ledger::Ledger;
 use agentscope_test::process::{SelfProcess, json_settings};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
 
 use crate::http::client_at;
-use crate::support::{answer, get, line, request, state};
+use crate::support::{answer, get, line, request, serve_worker, state};
 use crate::task_of;
 
 /// The environment variable carrying a worker's settings: `{"dir": .., "first": ..}`.
@@ -42,24 +41,13 @@ async fn worker() {
     } else {
         ScriptedModel::new([ScriptedResponse::text("Invoice 7 is paid.")])
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/a2a", listener.local_addr().unwrap());
-    let books = Ledger::new(&dir);
-    let a2a = A2a::builder()
-        .agent(move || {
-            ReActAgent::builder()
-                .name("assistant")
-                .model(model.clone())
-                .toolkit(Toolkit::new().tool(books.pay_tool(first)))
-        })
-        .url(&url)
-        .store(JsonFileSessionStore::new(dir.join("sessions")))
-        .approval(ApprovalPolicy::tools(["pay"]))
-        .build()
-        .unwrap();
-    println!("LISTENING {url}");
-    let app = axum::Router::new().nest("/a2a", a2a.router());
-    axum::serve(listener, app).await.unwrap();
+    let toolkit = Toolkit::new().tool(Ledger::new(&dir).pay_tool(first));
+    serve_worker(
+        &model,
+        toolkit,
+        JsonFileSessionStore::new(dir.join("sessions")),
+    )
+    .await;
 }
 
 /// A server process on the store in `dir` (`first`: the one whose `pay` hangs after paying),
@@ -78,7 +66,7 @@ async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doub
     let books = Ledger::new(dir.path());
 
     // The first server: ask, approve, and die while `pay` runs, after the service paid.
-    let (mut first, base) = start(dir.path(), true);
+    let (first, base) = start(dir.path(), true);
     let client = client_at(&base).await;
     let asked = task_of(
         client
@@ -97,14 +85,8 @@ async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doub
         // Cut off by the kill: what it got does not matter.
         let _ = client.send_message(&approve).await;
     });
-    let key = tokio::task::block_in_place(|| first.expect("TOOL_RUNNING "));
-    tokio::task::block_in_place(|| first.kill());
+    let key = tokio::task::block_in_place(|| books.kill_once_paid(first));
     approving.await.unwrap();
-    assert_eq!(
-        books.paid(),
-        std::slice::from_ref(&key),
-        "the service took the payment"
-    );
 
     // The second server, on the same store.
     let (_second, base) = start(dir.path(), false);

@@ -48,6 +48,7 @@ use crate::payer::{
     worker_settings,
 };
 use crate::python::python;
+use crate::support::serve_worker;
 
 /// The environment variable carrying a worker's settings.
 const WORKER_ENV: &str = "AGENTSCOPE_A2A_PROCESSES_WORKER";
@@ -66,23 +67,7 @@ const LEASE_TTL: Duration = Duration::from_millis(1000);
 #[ignore = "a server process of the `several_processes_...` tests, which start it themselves"]
 async fn worker() {
     let (store, dir) = worker_settings(WORKER_ENV).await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/a2a", listener.local_addr().unwrap());
-    let a2a = A2a::builder()
-        .agent(move || {
-            ReActAgent::builder()
-                .name("assistant")
-                .model(Payer)
-                .toolkit(Toolkit::new().tool(pay(dir.clone())))
-        })
-        .url(&url)
-        .store(store)
-        .approval(ApprovalPolicy::tools(["pay"]))
-        .build()
-        .unwrap();
-    println!("LISTENING {url}");
-    let app = axum::Router::new().nest("/a2a", a2a.router());
-    axum::serve(listener, app).await.unwrap();
+    serve_worker(&Payer, Toolkit::new().tool(pay(dir)), store).await;
 }
 
 /// What the trials of one store came to.

@@ -86,21 +86,54 @@ pub(crate) async fn serve_on(
         .description("Answers questions.")
         .version("2.1.0")
         .store(store);
-    let a2a = match approval {
-        Some(policy) => a2a.approval(policy),
-        None => a2a,
-    };
-    let a2a = match token {
-        Some(token) => a2a.bearer_token(token),
-        None => a2a,
-    }
-    .build()
-    .unwrap();
+    let a2a = guarded(a2a, approval, token);
     spawn(
         listener,
         url,
         axum::Router::new().nest("/a2a", a2a.router()),
     )
+}
+
+/// The server of a worker process (a copy of the test binary that a test starts and may
+/// kill): [`serve_on`] `store` with the tools `pay` guards (`ApprovalPolicy::tools(["pay"])`);
+/// prints `LISTENING <base url>` and serves until the process is killed.
+pub(crate) async fn serve_worker(
+    model: &(impl Model + Clone),
+    toolkit: Toolkit,
+    store: impl SessionStore,
+) {
+    let policy = Some(ApprovalPolicy::tools(["pay"]));
+    let server = serve_on(model, toolkit, store, policy, None).await;
+    println!("LISTENING {}", server.url);
+    std::future::pending::<()>().await;
+}
+
+/// `a2a` built with the approval policy and the bearer token given.
+pub(crate) fn guarded(
+    a2a: agentscope_a2a::A2aBuilder,
+    approval: Option<ApprovalPolicy>,
+    token: Option<&str>,
+) -> A2a {
+    let a2a = match approval {
+        Some(policy) => a2a.approval(policy),
+        None => a2a,
+    };
+    match token {
+        Some(token) => a2a.bearer_token(token),
+        None => a2a,
+    }
+    .build()
+    .unwrap()
+}
+
+/// A role as the tests write it: `user`, `assistant`, `system`, `tool`.
+pub(crate) fn role(role: agentscope::Role) -> &'static str {
+    match role {
+        agentscope::Role::User => "user",
+        agentscope::Role::Assistant => "assistant",
+        agentscope::Role::System => "system",
+        agentscope::Role::Tool => "tool",
+    }
 }
 
 /// Serves `app` on `listener`, whose base URL (where the A2A router is) is `url`.

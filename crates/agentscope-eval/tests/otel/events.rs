@@ -2,18 +2,15 @@
 //! agentscope-otel's pipeline to the SDK's in-memory exporter: names, attribute types and
 //! values as the GenAI conventions define the event, the agent's spans under the case's.
 
-use agentscope::hooks::TracingHook;
-use agentscope::prelude::*;
 use agentscope_eval::{
     AnswerCriterion, Case, Evaluator, ExpectedCall, Judge, Progress, RunContext, TrajectoryMode,
 };
-use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use opentelemetry::Value as OtelValue;
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::{Value, json};
 
-use crate::in_memory;
+use crate::in_memory::{self, traced_calculator};
 
 /// Runs `scenario` with the pipeline exporting to memory; returns the finished spans.
 async fn export<F: Future<Output = ()>>(scenario: F) -> Vec<SpanData> {
@@ -68,12 +65,7 @@ async fn each_criterion_is_a_gen_ai_evaluation_result_event_on_the_case_span() {
         } else {
             agent.fork()
         };
-        ReActAgent::builder()
-            .name("assistant")
-            .model(model)
-            .toolkit(Toolkit::new().tool(Calculator::new()))
-            .hook(TracingHook::new())
-            .build()
+        traced_calculator(model).build()
     })
     .judge(Judge::new(judge))
     .progress(Progress::Off)

@@ -21,17 +21,6 @@ pub(crate) async fn export<F: Future<Output = ()>>(scenario: F) -> Vec<SpanData>
     in_memory::export("golden", scenario).await
 }
 
-/// `assistant` on `model`, with the calculator and the tracing hook.
-pub(crate) fn traced_calculator(model: ScriptedModel) -> ReActAgent {
-    ReActAgent::builder()
-        .name("assistant")
-        .model(model)
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .hook(TracingHook::new())
-        .build()
-        .unwrap()
-}
-
 /// An attribute value as JSON, of its type (an array as an array, not the text of one).
 pub(crate) fn value(value: &OtelValue) -> Value {
     use opentelemetry::Array;

@@ -1,11 +1,16 @@
 //! A pipeline that keeps its spans in memory, as the running thread's default subscriber:
 //! how the tests of `agentscope-otel`, and of the crates whose spans it exports (A2A, MCP,
-//! the AG-UI server, the evaluations, which include this file), read their spans back.
+//! the AG-UI server, the evaluations, which include this file), read their spans back; and
+//! the traced agent several of them run.
 #![allow(dead_code)] // each test binary that includes it uses part of it
 
 use std::future::Future;
 
+use agentscope::hooks::TracingHook;
+use agentscope::{ReActAgent, ReActAgentBuilder, Toolkit};
 use agentscope_otel::{Otel, OtelBuilder};
+use agentscope_test::ScriptedModel;
+use agentscope_test::tools::Calculator;
 use opentelemetry_sdk::metrics::InMemoryMetricExporter;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
 use tracing::dispatcher::DefaultGuard;
@@ -52,6 +57,16 @@ pub(crate) fn in_memory(builder: OtelBuilder) -> InMemory {
 pub(crate) fn set_default(otel: &Otel) -> DefaultGuard {
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(otel.layer()));
     tracing::dispatcher::set_default(&dispatch)
+}
+
+/// `assistant` on `model`, with the calculator and the tracing hook: the agent whose spans
+/// the tests read.
+pub(crate) fn traced_calculator(model: ScriptedModel) -> ReActAgentBuilder {
+    ReActAgent::builder()
+        .name("assistant")
+        .model(model)
+        .toolkit(Toolkit::new().tool(Calculator::new()))
+        .hook(TracingHook::new())
 }
 
 /// The span named `name` among `spans`.

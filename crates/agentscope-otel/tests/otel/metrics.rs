@@ -12,7 +12,7 @@ use opentelemetry_sdk::metrics::data::{AggregatedMetrics, HistogramDataPoint, Me
 use opentelemetry_sdk::trace::InMemorySpanExporter;
 use serde_json::json;
 
-use crate::golden::traced_calculator;
+use crate::in_memory::traced_calculator;
 
 /// One data point: its attributes, and what the histogram holds.
 #[derive(Debug, PartialEq)]
@@ -89,7 +89,7 @@ async fn duration_and_token_usage_histograms_per_model_call() {
         })
         .with_delay(delay),
     ]);
-    let agent = traced_calculator(model);
+    let agent = traced_calculator(model).build().unwrap();
     {
         let _default = tracing::dispatcher::set_default(&dispatch);
         assert_eq!(agent.call("What is 6*7?").await.unwrap().text(), "42");

@@ -5,7 +5,8 @@ use agentscope::ChatUsage;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
 
-use crate::golden::{export, traced_calculator, tree};
+use crate::golden::{export, tree};
+use crate::in_memory::traced_calculator;
 
 fn usage(node: &Value) -> Value {
     let attributes = node["attributes"].as_object().unwrap();
@@ -30,7 +31,7 @@ async fn cache_reads_and_writes_are_counted_per_model_call_and_summed_per_call()
             ..ChatUsage::new(1230, 3)
         }),
     ]);
-    let agent = traced_calculator(model);
+    let agent = traced_calculator(model).build().unwrap();
     let spans = export(async {
         assert_eq!(agent.call("What is 6*7?").await.unwrap().text(), "42");
     })

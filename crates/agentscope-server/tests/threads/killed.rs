@@ -7,10 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use agentscope::hooks::ApprovalPolicy;
 use agentscope::prelude::*;
 use agentscope::session::JsonFileSessionStore;
-use agentscope_server::{AgUi, AgentSpec};
 use agentscope_test::ledger::Ledger;
 use agentscope_test::process::{SelfProcess, json_settings};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
@@ -19,7 +17,7 @@ use serde_json::json;
 
 use crate::support::events::{TOOL_RESULT_STEP, run_of, text_step, types};
 use crate::support::http::{assert_refused, find, post, thread};
-use crate::support::serve::user;
+use crate::support::serve::{serve_worker, user};
 use crate::{answer, asks_to_pay, in_doubt_interrupt, input, resume};
 
 /// The environment variable carrying a worker's [`Settings`].
@@ -47,21 +45,16 @@ async fn worker() {
         ScriptedModel::new([ScriptedResponse::text("Paid invoice 7.")])
     };
     let (books, hang) = (Ledger::new(&settings.dir), settings.first);
-    let spec = AgentSpec::new(move || {
+    let agent = move || {
         ReActAgent::builder()
             .model(model.clone())
             .toolkit(Toolkit::new().tool(books.pay_tool(hang)))
-    })
-    .approval(ApprovalPolicy::tools(["pay"]));
-    let agui = AgUi::builder()
-        .agent("assistant", spec)
-        .store(JsonFileSessionStore::new(settings.dir.join("threads")))
-        .chat_page(false)
-        .build()
-        .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    println!("LISTENING http://{}", listener.local_addr().unwrap());
-    axum::serve(listener, agui.router()).await.unwrap();
+    };
+    serve_worker(
+        agent,
+        JsonFileSessionStore::new(settings.dir.join("threads")),
+    )
+    .await;
 }
 
 fn start(dir: &Path, first: bool) -> (SelfProcess, String) {
@@ -80,7 +73,7 @@ async fn a_server_killed_mid_tool_reports_the_call_in_doubt_and_a_retry_pays_onc
     let books = Ledger::new(dir.path());
 
     // The first server: ask, approve, and die while `pay` runs, after the service paid.
-    let (mut first, base) = start(dir.path(), true);
+    let (first, base) = start(dir.path(), true);
     let (status, events) = post(&base, &input("t1", json!([user("u1", "Pay invoice 7.")]))).await;
     assert_eq!(status, 200, "{events:?}");
     assert_eq!(
@@ -99,14 +92,8 @@ async fn a_server_killed_mid_tool_reports_the_call_in_doubt_and_a_retry_pays_onc
             let _ = response.text().await;
         }
     });
-    let key = tokio::task::block_in_place(|| first.expect("TOOL_RUNNING "));
-    tokio::task::block_in_place(|| first.kill());
+    let key = tokio::task::block_in_place(|| books.kill_once_paid(first));
     approving.await.unwrap();
-    assert_eq!(
-        books.paid(),
-        std::slice::from_ref(&key),
-        "the service took the payment"
-    );
 
     // The second server, on the same store: the call is in doubt, with the key `pay` got.
     let (second, base) = start(dir.path(), false);
