@@ -22,17 +22,16 @@
 //! connections per process, 16).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
 use agentscope_a2a::A2a;
 use agentscope_postgres::PostgresSessionStore;
-use agentscope_test::bench::{cpu_time, percentile};
+use agentscope_test::bench::{
+    ChildServer, child_ready, cpu_time, env_or, percentile, sse_data, times, working_model,
+};
 use agentscope_test::components::postgres::PostgresServer;
 use agentscope_test::tools::EchoTool;
-use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 
 /// The model's tokens per answer, and the time between two of them.
@@ -55,22 +54,10 @@ fn main() {
 // A server (in a child process)
 // ---------------------------------------------------------------------------------------
 
-/// The model of a task: the tool call, then 50 tokens 10 ms apart.
-fn working_model() -> ScriptedModel {
-    ScriptedModel::new([
-        ScriptedResponse::tool_call("call_1", "echo", serde_json::json!({"text": "looked up"})),
-        ScriptedResponse::chunks((0..TOKENS).map(|i| ScriptedChunk::text(format!("token{i} "))))
-            .with_chunk_interval(INTERVAL)
-            .with_usage(20, TOKENS as u64),
-    ])
-    .cycling()
-    .without_recording()
-}
-
 /// Serves `assistant` over A2A on the PostgreSQL store at `url`, printing its A2A URL, until
 /// its stdin closes.
 fn serve_child(url: &str) {
-    let pool = env("INSTANCES_POOL", 16);
+    let pool = env_or("INSTANCES_POOL", 16);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -85,7 +72,7 @@ fn serve_child(url: &str) {
         let base = format!("http://{}", listener.local_addr().unwrap());
         // Built once: a clone shares the tools' compiled argument schemas.
         let toolkit = Toolkit::new().tool(EchoTool::new());
-        let model = working_model();
+        let model = working_model(TOKENS, INTERVAL);
         let a2a = A2a::builder()
             .agent(move || {
                 ReActAgent::builder()
@@ -99,13 +86,7 @@ fn serve_child(url: &str) {
             .unwrap();
         let app = axum::Router::new().nest("/a2a", a2a.router());
         // The server stops when the driver closes its stdin.
-        std::thread::spawn(|| {
-            let mut line = String::new();
-            let _ = std::io::stdin().read_line(&mut line);
-            std::process::exit(0);
-        });
-        println!("{base}/a2a");
-        std::io::stdout().flush().unwrap();
+        child_ready(&format!("{base}/a2a"));
         axum::serve(listener, app).await.unwrap();
     });
 }
@@ -114,52 +95,6 @@ fn serve_child(url: &str) {
 // The driver (the client)
 // ---------------------------------------------------------------------------------------
 
-/// A server in a child process, stopped when dropped.
-struct Server {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    url: String,
-}
-
-impl Server {
-    fn start(store: &str) -> Server {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .env(CHILD, store)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let stdin = child.stdin.take();
-        Server {
-            child,
-            stdin,
-            url: line.trim().to_owned(),
-        }
-    }
-
-    /// The CPU time the server has used (user and system).
-    fn cpu(&self) -> Duration {
-        cpu_time(&self.child.id().to_string()).unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        if self.child.try_wait().ok().flatten().is_none() {
-            std::thread::sleep(Duration::from_millis(200));
-            if self.child.try_wait().ok().flatten().is_none() {
-                let _ = self.child.kill();
-            }
-        }
-        let _ = self.child.wait();
-    }
-}
-
 /// A `SendStreamingMessage` (JSON-RPC) saying "Hi" in a new context `context`.
 fn request(context: &str) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({
@@ -167,15 +102,6 @@ fn request(context: &str) -> Vec<u8> {
         "params": {"message": {"role": "ROLE_USER", "messageId": format!("{context}-m"),
                                "contextId": context, "parts": [{"text": "Hi"}]}}}))
     .unwrap()
-}
-
-/// The data of each SSE event in `body`.
-fn frames(body: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(body)
-        .split("\n\n")
-        .filter_map(|frame| frame.lines().find_map(|line| line.strip_prefix("data: ")))
-        .map(str::to_owned)
-        .collect()
 }
 
 /// Whether a task's stream is complete: its text deltas spell the whole answer (deltas the
@@ -192,7 +118,7 @@ fn complete(body: &[u8]) -> bool {
                 .collect(),
         )
     };
-    let frames = frames(body);
+    let frames = sse_data(body);
     let streamed: String = frames
         .iter()
         .filter(|frame| frame.contains(TEXT_DELTA))
@@ -231,7 +157,7 @@ async fn one_task(client: &reqwest::Client, url: &str, body: Vec<u8>) -> Result<
     match (first, complete(&bytes)) {
         (Some(first), true) => Ok(first),
         _ => {
-            let frames = frames(&bytes);
+            let frames = sse_data(&bytes);
             let tail = &frames[frames.len().saturating_sub(2)..];
             Err(format!(
                 "incomplete, {} frames, ending {tail:?}",
@@ -258,23 +184,28 @@ struct Load {
 
 /// `tasks` concurrent tasks, task `i` on server `i % servers.len()` (after 20 a server to
 /// warm them up).
-async fn load(client: &reqwest::Client, servers: &[Server], label: &str, tasks: usize) -> Load {
+async fn load(
+    client: &reqwest::Client,
+    servers: &[ChildServer],
+    label: &str,
+    tasks: usize,
+) -> Load {
     let warm: Vec<_> = (0..20 * servers.len())
         .map(|i| {
-            let url = &servers[i % servers.len()].url;
+            let url = servers[i % servers.len()].url();
             one_task(client, url, request(&format!("warm-{label}-{i}")))
         })
         .collect();
     for warmed in futures::future::join_all(warm).await {
         warmed.unwrap();
     }
-    let cpu_before: Duration = servers.iter().map(Server::cpu).sum();
+    let cpu_before: Duration = servers.iter().map(ChildServer::cpu).sum();
     let client_before = cpu_time("self").unwrap();
     let overflows_before = listen_overflows();
     let requests: Vec<_> = (0..tasks)
         .map(|i| {
             (
-                servers[i % servers.len()].url.clone(),
+                servers[i % servers.len()].url().to_owned(),
                 request(&format!("{label}-{i}")),
             )
         })
@@ -302,7 +233,7 @@ async fn load(client: &reqwest::Client, servers: &[Server], label: &str, tasks: 
     }
     let wall = start.elapsed();
     let overflows = listen_overflows() - overflows_before;
-    let cpu = servers.iter().map(Server::cpu).sum::<Duration>() - cpu_before;
+    let cpu = servers.iter().map(ChildServer::cpu).sum::<Duration>() - cpu_before;
     let client_cpu = cpu_time("self").unwrap() - client_before;
     firsts.sort();
     Load {
@@ -332,20 +263,13 @@ fn listen_overflows() -> u64 {
         .unwrap_or(0)
 }
 
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
 fn drive() {
-    let tasks = env("INSTANCES_TASKS", 1000);
-    let rounds = env("INSTANCES_ROUNDS", 2);
+    let tasks = env_or("INSTANCES_TASKS", 1000);
+    let rounds = env_or("INSTANCES_ROUNDS", 2);
     let Some(postgres) = PostgresServer::start() else {
         println!("instances: PostgreSQL is not installed; nothing measured");
         return;
@@ -362,7 +286,7 @@ fn drive() {
         "A2A SendStreamingMessage: {tasks} concurrent tasks ({TOKENS} tokens {} ms apart and \
          one tool call each), on one PostgreSQL ({} connections a process); {rounds} rounds",
         INTERVAL.as_millis(),
-        env("INSTANCES_POOL", 16)
+        env_or("INSTANCES_POOL", 16)
     );
     println!(
         "{:<6} {:>10} {:>9} {:>9} {:>9} {:>6} {:>9} {:>7} {:>8} {:>7} {:>7}",
@@ -388,20 +312,16 @@ fn drive() {
                  TRUNCATE agentscope_session_states, agentscope_session_messages, \
                  agentscope_session_leases; END IF; END $$",
             );
-            let servers: Vec<Server> = (0..count).map(|_| Server::start(&postgres.url())).collect();
+            let servers: Vec<ChildServer> = (0..count)
+                .map(|_| ChildServer::start([(CHILD, postgres.url())]))
+                .collect();
             let label = format!("r{round}-x{count}");
             let result = runtime.block_on(load(&client, &servers, &label, tasks));
             drop(servers);
             failed += result.failed;
-            let (wall_x, p99_x) = match &one {
-                Some(Load {
-                    wall, first_p99, ..
-                }) => (
-                    result.wall.as_secs_f64() / wall.as_secs_f64(),
-                    result.first_p99.as_secs_f64() / first_p99.as_secs_f64(),
-                ),
-                None => (1.0, 1.0),
-            };
+            let base = one.as_ref();
+            let wall_x = times(result.wall, base.map(|base: &Load| base.wall));
+            let p99_x = times(result.first_p99, base.map(|base: &Load| base.first_p99));
             println!(
                 "{:<6} {:>10} {:>9.1} {:>9.2} {:>9.2} {:>6} {:>9} {:>7.2} {:>8.2} {:>7.2} {:>7.2}",
                 round + 1,

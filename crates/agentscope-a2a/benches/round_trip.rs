@@ -17,6 +17,10 @@ use agentscope::prelude::*;
 use agentscope_a2a::A2a;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use criterion::{Criterion, criterion_group, criterion_main};
+use http::{client_at, json_of};
+
+#[path = "../tests/a2a/http.rs"]
+mod http;
 
 fn model() -> ScriptedModel {
     ScriptedModel::new([ScriptedResponse::text("Hello!")])
@@ -68,17 +72,7 @@ fn bench(c: &mut Criterion) {
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         (format!("{base}/a2a"), format!("{base}/echo"))
     });
-    let client = runtime.block_on(async {
-        let card = a2a_client::agent_card::AgentCardResolver::new(None)
-            .resolve(&a2a_url)
-            .await
-            .unwrap();
-        a2a_client::A2AClientFactory::builder()
-            .build()
-            .create_from_card(&card)
-            .await
-            .unwrap()
-    });
+    let client = runtime.block_on(client_at(&a2a_url));
     let http = reqwest::Client::new();
     let local_model = model();
     let local_store: Arc<dyn agentscope::session::SessionStore> =
@@ -114,15 +108,7 @@ fn bench(c: &mut Criterion) {
         let body = serde_json::json!({"message": "Hi"});
         b.iter(|| {
             runtime.block_on(async {
-                let echoed: serde_json::Value = http
-                    .post(&bare_url)
-                    .json(&body)
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                let echoed = json_of(http.post(&bare_url).json(&body)).await;
                 assert_eq!(echoed, body);
             });
         });

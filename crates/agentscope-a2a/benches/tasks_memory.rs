@@ -22,7 +22,12 @@ use agentscope::prelude::*;
 use agentscope_a2a::A2a;
 use agentscope_sqlite::SqliteSessionStore;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
+use http::json_of;
 use serde_json::{Value, json};
+
+#[path = "../tests/a2a/http.rs"]
+#[allow(dead_code)] // the SDK's client is the tests' and the other bench's
+mod http;
 
 /// This process's resident memory, in MiB.
 fn resident_mib() -> f64 {
@@ -69,16 +74,7 @@ async fn send(client: &reqwest::Client, url: &str, context: &str, text: &str) ->
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
         "message": {"role": "ROLE_USER", "messageId": format!("{context}-m"),
                     "contextId": context, "parts": [{"text": text}]}}});
-    let answer: Value = client
-        .post(url)
-        .header("A2A-Version", "1.0")
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let answer = json_of(client.post(url).header("A2A-Version", "1.0").json(&body)).await;
     answer["result"]["task"]["status"]["state"]
         .as_str()
         .unwrap_or_default()

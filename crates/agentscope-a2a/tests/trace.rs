@@ -5,6 +5,10 @@
 //! once in the AG-UI server's tests).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
+#[path = "a2a/http.rs"]
+mod http;
+#[path = "../../agentscope-otel/tests/otel/in_memory.rs"]
+mod in_memory;
 #[path = "a2a/support.rs"]
 mod support;
 #[path = "a2a/trace.rs"]

@@ -147,24 +147,10 @@ async fn signed_thinking_and_tool_calls_go_back_in_the_next_request() {
              event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"",
     );
     assert!(first.contains("toolu_01A"));
-    let server =
-        TestServer::start([HttpReply::sse(&first), HttpReply::sse(&fixture("text"))]).await;
-    let model = builder(&server).thinking(2048).build().unwrap();
-    let answer = run(&model, hello()).await.result.unwrap();
-    assert_eq!(answer.finish_reason(), Some("tool_use"));
-    let next = ModelRequest::new(
-        vec![
-            Msg::user("Hello"),
-            answer,
-            Msg::tool_result(ToolResultBlock::text("toolu_01A", "calculator", "42")),
-        ],
-        Default::default(),
-        Default::default(),
-    );
-    run(&model, next).await.result.unwrap();
-    let requests = server.requests();
+    let (finish_reason, messages) = after_the_tool(HttpReply::sse(&first)).await;
+    assert_eq!(finish_reason.as_deref(), Some("tool_use"));
     assert_eq!(
-        requests[1].json()["messages"],
+        messages,
         json!([
             {"role": "user", "content": [{"type": "text", "text": "Hello"}]},
             {"role": "assistant", "content": [
@@ -180,6 +166,30 @@ async fn signed_thinking_and_tool_calls_go_back_in_the_next_request() {
             ]}
         ])
     );
+}
+
+/// A thinking model's answer `first` (a call of `calculator`, id `toolu_01A`), then the
+/// next request of the tool loop with the tool's result `42`: the answer's finish reason, and
+/// the messages that request sent.
+async fn after_the_tool(first: HttpReply) -> (Option<String>, serde_json::Value) {
+    let server = TestServer::start([first, HttpReply::sse(&fixture("text"))]).await;
+    let model = builder(&server).thinking(2048).build().unwrap();
+    let answer = run(&model, hello()).await.result.unwrap();
+    let finish_reason = answer.finish_reason().map(str::to_owned);
+    let next = ModelRequest::new(
+        vec![
+            Msg::user("Hello"),
+            answer,
+            Msg::tool_result(ToolResultBlock::text("toolu_01A", "calculator", "42")),
+        ],
+        Default::default(),
+        Default::default(),
+    );
+    run(&model, next).await.result.unwrap();
+    (
+        finish_reason,
+        server.requests()[1].json()["messages"].clone(),
+    )
 }
 
 /// An SSE body of these events (each payload's `type` is its event name).
@@ -251,21 +261,9 @@ async fn redacted_thinking_goes_back_unchanged_in_the_next_request() {
         ),
         (HttpReply::json(200, &whole), whole_turn),
     ] {
-        let server = TestServer::start([reply, HttpReply::sse(&fixture("text"))]).await;
-        let model = builder(&server).thinking(2048).build().unwrap();
-        let answer = run(&model, hello()).await.result.unwrap();
-        let next = ModelRequest::new(
-            vec![
-                Msg::user("Hello"),
-                answer,
-                Msg::tool_result(ToolResultBlock::text("toolu_01A", "calculator", "42")),
-            ],
-            Default::default(),
-            Default::default(),
-        );
-        run(&model, next).await.result.unwrap();
+        let (_, messages) = after_the_tool(reply).await;
         assert_eq!(
-            server.requests()[1].json()["messages"],
+            messages,
             json!([
                 {"role": "user", "content": [{"type": "text", "text": "Hello"}]},
                 turn,

@@ -65,6 +65,17 @@ fn cases() -> Vec<Case> {
         .collect()
 }
 
+/// The evaluation of the benches: `REPETITIONS` runs of each case, each on a new agent on
+/// `model`.
+fn evaluator(model: &ScriptedModel) -> Evaluator {
+    let model = model.clone();
+    Evaluator::builder(move |_run: &RunContext<'_>| Ok::<_, BuildError>(agent(&model)))
+        .repetitions(REPETITIONS)
+        .progress(Progress::Off)
+        .build()
+        .unwrap()
+}
+
 fn bench(c: &mut Criterion) {
     let model = script();
     let mut group = c.benchmark_group("eval_cost");
@@ -103,13 +114,7 @@ fn bench(c: &mut Criterion) {
     });
 
     let cases = cases();
-    let factory_model = model.clone();
-    let evaluator =
-        Evaluator::builder(move |_run: &RunContext<'_>| Ok::<_, BuildError>(agent(&factory_model)))
-            .repetitions(REPETITIONS)
-            .progress(Progress::Off)
-            .build()
-            .unwrap();
+    let evaluator = evaluator(&model);
     group.throughput(Throughput::Elements(CASES as u64 * u64::from(REPETITIONS)));
     group.sample_size(20);
     group.bench_function("evaluation_50x5", |b| {
@@ -132,13 +137,7 @@ fn bench(c: &mut Criterion) {
 fn ratio() {
     let model = script();
     let cases = cases();
-    let factory_model = model.clone();
-    let evaluator =
-        Evaluator::builder(move |_run: &RunContext<'_>| Ok::<_, BuildError>(agent(&factory_model)))
-            .repetitions(REPETITIONS)
-            .progress(Progress::Off)
-            .build()
-            .unwrap();
+    let evaluator = evaluator(&model);
     let runs = CASES * REPETITIONS as usize;
     let (mut bare, mut evaluated) = (Vec::new(), Vec::new());
     futures::executor::block_on(async {
@@ -180,13 +179,7 @@ criterion_group!(benches, bench);
 fn count(what: &str, rounds: usize) {
     let model = script();
     let cases = cases();
-    let factory_model = model.clone();
-    let evaluator =
-        Evaluator::builder(move |_run: &RunContext<'_>| Ok::<_, BuildError>(agent(&factory_model)))
-            .repetitions(REPETITIONS)
-            .progress(Progress::Off)
-            .build()
-            .unwrap();
+    let evaluator = evaluator(&model);
     let runs = CASES * REPETITIONS as usize;
     futures::executor::block_on(async {
         for _ in 0..rounds {

@@ -5,6 +5,8 @@
 //! uninteresting (as seen once in the AG-UI server's tests).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
+#[path = "../../agentscope-otel/tests/otel/in_memory.rs"]
+mod in_memory;
 #[path = "mcp/support.rs"]
 mod support;
 #[path = "mcp/trace.rs"]

@@ -42,18 +42,19 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::convert::Infallible;
-use std::io::{BufRead, BufReader, Write};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentscope::prelude::*;
 use agentscope::session::Durability;
 use agentscope_server::{AgUi, AgentSpec};
-use agentscope_test::bench::{cpu_time, percentile};
+use agentscope_test::bench::{
+    ChildServer, child_ready, cpu_time, env_or, percentile, sse_data, times, working_model,
+};
 use agentscope_test::tools::EchoTool;
-use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
+use agentscope_test::{ScriptedModel, ScriptedResponse};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::StreamExt;
 
@@ -74,18 +75,6 @@ fn main() {
 // ---------------------------------------------------------------------------------------
 // The servers (in the child process)
 // ---------------------------------------------------------------------------------------
-
-/// The model of a run: the tool call, then 50 tokens 10 ms apart.
-fn working_model() -> ScriptedModel {
-    ScriptedModel::new([
-        ScriptedResponse::tool_call("call_1", "echo", serde_json::json!({"text": "looked up"})),
-        ScriptedResponse::chunks((0..TOKENS).map(|i| ScriptedChunk::text(format!("token{i} "))))
-            .with_chunk_interval(INTERVAL)
-            .with_usage(20, TOKENS as u64),
-    ])
-    .cycling()
-    .without_recording()
-}
 
 /// A model that has not answered yet (for an hour).
 fn idle_model() -> ScriptedModel {
@@ -154,11 +143,6 @@ fn serve_child(mode: &str) {
     let dir = std::env::var("SERVING_DIR").map(PathBuf::from).unwrap();
     let pooled = JsonFileSessionStore::new(&dir);
     let inline = pooled.clone().inline(true);
-    std::thread::spawn(|| {
-        // The driver closes stdin to stop the server (or dies).
-        let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
-        std::process::exit(0);
-    });
     runtime.block_on(async move {
         // A backlog for a burst of a thousand connections (`TcpListener::bind`'s 1024 lets
         // the kernel drop some of them, and their SYNs are sent again a second later).
@@ -168,11 +152,11 @@ fn serve_child(mode: &str) {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let app = match mode {
             // The store's file work on the calling task, as its docs advise for a tmpfs...
-            "async" => agui(working_model(), Durability::Async, inline),
-            "step" => agui(working_model(), Durability::Step, inline),
+            "async" => agui(working_model(TOKENS, INTERVAL), Durability::Async, inline),
+            "step" => agui(working_model(TOKENS, INTERVAL), Durability::Step, inline),
             "idle" => agui(idle_model(), Durability::Async, inline),
             // ... and on tokio's blocking pool (the default).
-            "async-pool" => agui(working_model(), Durability::Async, pooled),
+            "async-pool" => agui(working_model(TOKENS, INTERVAL), Durability::Async, pooled),
             "a2a-async" => a2a(&base, Durability::Async, inline),
             "a2a-step" => a2a(&base, Durability::Step, inline),
             "floor" | "floor-idle" | "a2a-floor" => {
@@ -188,8 +172,8 @@ fn serve_child(mode: &str) {
         } else {
             "/agents/assistant"
         };
-        println!("{base}{path}");
-        std::io::stdout().flush().unwrap();
+        // The driver closes stdin to stop the server (or dies).
+        child_ready(&format!("{base}{path}"));
         axum::serve(listener, app).await.unwrap();
     });
 }
@@ -197,7 +181,7 @@ fn serve_child(mode: &str) {
 /// The A2A server of the same agent, under `/a2a`.
 fn a2a(base: &str, durability: Durability, store: JsonFileSessionStore) -> axum::Router {
     let toolkit = Toolkit::new().tool(EchoTool::new());
-    let model = working_model();
+    let model = working_model(TOKENS, INTERVAL);
     let a2a = agentscope_a2a::A2a::builder()
         .agent(move || {
             ReActAgent::builder()
@@ -225,70 +209,28 @@ const A2A_TEXT: &str = r#""agentscope.kind":"text_delta""#;
 // The driver (the client)
 // ---------------------------------------------------------------------------------------
 
-/// A server in a child process, stopped when dropped.
-struct Server {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    url: String,
+/// A server `mode` in a child process, its files in `dir`; stopped when dropped.
+fn start(mode: &str, dir: &Path) -> ChildServer {
+    ChildServer::start([(CHILD, OsStr::new(mode)), ("SERVING_DIR", dir.as_os_str())])
 }
 
-impl Server {
-    fn start(mode: &str, dir: &Path) -> Server {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .env(CHILD, mode)
-            .env("SERVING_DIR", dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let stdin = child.stdin.take();
-        Server {
-            child,
-            stdin,
-            url: line.trim().to_owned(),
-        }
-    }
-
-    /// `(VmRSS, VmHWM)` in MB.
-    fn memory(&self) -> (f64, f64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix(name))
-                .and_then(|rest| {
-                    rest.trim()
-                        .trim_end_matches("kB")
-                        .trim()
-                        .parse::<f64>()
-                        .ok()
-                })
-                .map_or(f64::NAN, |kb| kb / 1024.0)
-        };
-        (field("VmRSS:"), field("VmHWM:"))
-    }
-
-    /// The CPU time the server has used (user and system), from `/proc/<pid>/stat`.
-    fn cpu(&self) -> Duration {
-        cpu_time(&self.child.id().to_string()).unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        if self.child.try_wait().ok().flatten().is_none() {
-            std::thread::sleep(Duration::from_millis(200));
-            if self.child.try_wait().ok().flatten().is_none() {
-                let _ = self.child.kill();
-            }
-        }
-        let _ = self.child.wait();
-    }
+/// The resident memory of `server`, `(VmRSS, VmHWM)` in MB.
+fn memory(server: &ChildServer) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid())).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+            })
+            .map_or(f64::NAN, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
 }
 
 /// The request of a run on `thread` for the server at `url`: an AG-UI `RunAgentInput`, or
@@ -317,15 +259,6 @@ fn raw_frames(body: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// The data of each SSE event in `body`.
-fn frames(body: &[u8]) -> Vec<String> {
-    raw_frames(body)
-        .iter()
-        .filter_map(|frame| frame.lines().find_map(|line| line.strip_prefix("data: ")))
-        .map(str::to_owned)
-        .collect()
-}
-
 /// The axum event of a captured frame (its `id` and `data` lines).
 fn event_of(frame: &str) -> Event {
     frame.lines().fold(Event::default(), |event, line| {
@@ -344,7 +277,7 @@ fn event_of(frame: &str) -> Event {
 /// a frame may carry several), then a successful end (AG-UI's `RUN_FINISHED`, A2A's
 /// completed status).
 fn complete(body: &[u8]) -> bool {
-    let frames = frames(body);
+    let frames = sse_data(body);
     let texts: String = frames
         .iter()
         .filter(|f| is_text(f))
@@ -415,13 +348,13 @@ struct Load {
 }
 
 /// `runs` concurrent runs on `server`, each on a new thread (after 20 to warm it up).
-async fn load(client: &reqwest::Client, server: &Server, round: usize, runs: usize) -> Load {
+async fn load(client: &reqwest::Client, server: &ChildServer, round: usize, runs: usize) -> Load {
     let warm: Vec<_> = (0..20)
         .map(|i| {
             one_run(
                 client,
-                &server.url,
-                input(&server.url, &format!("warm-{round}-{i}")),
+                server.url(),
+                input(server.url(), &format!("warm-{round}-{i}")),
             )
         })
         .collect();
@@ -431,17 +364,17 @@ async fn load(client: &reqwest::Client, server: &Server, round: usize, runs: usi
             .iter()
             .all(|run| run.as_ref().is_some_and(|(_, body)| complete(body)))
     );
-    let (rss_before, _) = server.memory();
+    let (rss_before, _) = memory(server);
     let cpu_before = server.cpu();
     let client_before = cpu_time("self").unwrap();
     let bodies: Vec<_> = (0..runs)
-        .map(|i| input(&server.url, &format!("run-{round}-{i}")))
+        .map(|i| input(server.url(), &format!("run-{round}-{i}")))
         .collect();
     let start = Instant::now();
     let tasks: Vec<_> = bodies
         .into_iter()
         .map(|body| {
-            let (client, url) = (client.clone(), server.url.clone());
+            let (client, url) = (client.clone(), server.url().to_owned());
             tokio::spawn(async move {
                 let run = one_run(&client, &url, body).await;
                 if let Some((_, body)) = run.as_ref().filter(|(_, body)| !complete(body)) {
@@ -464,7 +397,7 @@ async fn load(client: &reqwest::Client, server: &Server, round: usize, runs: usi
         }
     }
     let wall = start.elapsed();
-    let (_, peak) = server.memory();
+    let (_, peak) = memory(server);
     let cpu = server.cpu() - cpu_before;
     let client_cpu = cpu_time("self").unwrap() - client_before;
     firsts.sort();
@@ -484,12 +417,12 @@ async fn load(client: &reqwest::Client, server: &Server, round: usize, runs: usi
 /// returns the server's VmRSS before and with them open (MB), and how many opened.
 async fn idle(
     client: &reqwest::Client,
-    server: &Server,
+    server: &ChildServer,
     streams: usize,
     wanted: usize,
 ) -> (f64, f64, usize) {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let (before, _) = server.memory();
+    let (before, _) = memory(server);
     // At most 256 requests connecting at once (the listener's backlog is 1024).
     let gate = Arc::new(tokio::sync::Semaphore::new(256));
     let counts = Arc::new((AtomicUsize::new(0), AtomicUsize::new(0)));
@@ -497,7 +430,7 @@ async fn idle(
     let reasons = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let tasks: Vec<_> = (0..streams)
         .map(|i| {
-            let (client, url) = (client.clone(), server.url.clone());
+            let (client, url) = (client.clone(), server.url().to_owned());
             let (gate, counts) = (Arc::clone(&gate), Arc::clone(&counts));
             let reasons = Arc::clone(&reasons);
             let mut released = released.clone();
@@ -515,7 +448,7 @@ async fn idle(
                     let status = response.status();
                     let mut stream = response.bytes_stream();
                     let mut bytes = Vec::new();
-                    while frames(&bytes).len() < wanted {
+                    while sse_data(&bytes).len() < wanted {
                         match stream.next().await {
                             Some(Ok(chunk)) => bytes.extend_from_slice(&chunk),
                             Some(Err(err)) => return Err(format!("stream: {err:?}")),
@@ -557,7 +490,7 @@ async fn idle(
     }
     // Let the server settle (the last stores, the allocator) before reading its memory.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let (open, _) = server.memory();
+    let (open, _) = memory(server);
     let opened = counts.0.load(Ordering::Relaxed);
     release.send(true).unwrap();
     for task in tasks {
@@ -575,21 +508,14 @@ fn fd_limit() -> Option<u64> {
     line.split_whitespace().nth(3)?.parse().ok()
 }
 
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
 fn drive() {
-    let runs = env("SERVING_RUNS", 1000);
-    let streams = env("SERVING_IDLE", 10_000);
-    let rounds = env("SERVING_ROUNDS", 2);
+    let runs = env_or("SERVING_RUNS", 1000);
+    let streams = env_or("SERVING_IDLE", 10_000);
+    let rounds = env_or("SERVING_ROUNDS", 2);
     let only = std::env::var("SERVING_ONLY").unwrap_or_default();
     let modes = std::env::var("SERVING_SERVERS")
         .unwrap_or_else(|_| "floor,async,step,async-pool".to_owned());
@@ -617,13 +543,13 @@ fn drive() {
     // The bytes of one run, for the floor: captured from the server, then replayed.
     let capture = |mode: &str| {
         let captured = runtime.block_on(async {
-            let server = Server::start(mode, &fresh("capture"));
+            let server = start(mode, &fresh("capture"));
             for i in 0..3 {
-                let body = input(&server.url, &format!("capture-{i}"));
-                one_run(&client, &server.url, body).await.unwrap();
+                let body = input(server.url(), &format!("capture-{i}"));
+                one_run(&client, server.url(), body).await.unwrap();
             }
-            let body = input(&server.url, "captured");
-            let (_, body) = one_run(&client, &server.url, body).await.unwrap();
+            let body = input(server.url(), "captured");
+            let (_, body) = one_run(&client, server.url(), body).await.unwrap();
             assert!(complete(&body), "{}", String::from_utf8_lossy(&body));
             raw_frames(&body)
         });
@@ -659,18 +585,12 @@ fn drive() {
         for round in 0..rounds {
             let mut floor_load = None;
             for mode in servers.split(',') {
-                let server = Server::start(mode, &fresh(mode));
+                let server = start(mode, &fresh(mode));
                 let result = runtime.block_on(load(&client, &server, round, runs));
                 drop(server);
-                let (wall_x, p99_x) = match &floor_load {
-                    Some(Load {
-                        wall, first_p99, ..
-                    }) => (
-                        result.wall.as_secs_f64() / wall.as_secs_f64(),
-                        result.first_p99.as_secs_f64() / first_p99.as_secs_f64(),
-                    ),
-                    None => (1.0, 1.0),
-                };
+                let base = floor_load.as_ref();
+                let wall_x = times(result.wall, base.map(|base: &Load| base.wall));
+                let p99_x = times(result.first_p99, base.map(|base: &Load| base.first_p99));
                 println!(
                     "{:<6} {:>10} {:>8.1} {:>9.2} {:>9.2} {:>6} {:>7.1} {:>7.1} {:>7.2} {:>8.2} {:>7.2} {:>7.2}",
                     round + 1,
@@ -719,12 +639,12 @@ fn drive() {
         {
             // What an idle stream has received: the run's first frames, before the model.
             let wanted = runtime.block_on(async {
-                let server = Server::start("idle", &fresh("idle-probe"));
+                let server = start("idle", &fresh("idle-probe"));
                 let response = client
-                    .post(&server.url)
+                    .post(server.url())
                     .header("content-type", "application/json")
                     .header("A2A-Version", "1.0")
-                    .body(input(&server.url, "probe"))
+                    .body(input(server.url(), "probe"))
                     .send()
                     .await
                     .unwrap();
@@ -753,7 +673,7 @@ fn drive() {
             .unwrap();
             for round in 0..rounds {
                 for mode in ["floor-idle", "idle"] {
-                    let server = Server::start(mode, &fresh(mode));
+                    let server = start(mode, &fresh(mode));
                     let (before, open, opened) =
                         runtime.block_on(idle(&client, &server, streams, wanted.len()));
                     let per_stream = (open - before) / opened.max(1) as f64;

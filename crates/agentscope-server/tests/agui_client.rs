@@ -25,7 +25,7 @@ use agentscope::ToolError;
 use agentscope::hooks::ApprovalPolicy;
 use agentscope::prelude::*;
 use agentscope_server::{AgUi, AgentSpec};
-use agentscope_test::tools::Calculator;
+use agentscope_test::tools::{self, Calculator};
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
 use support::components::{node, node_packages, run_node};
@@ -87,26 +87,20 @@ fn payments_agent(keys: Arc<Mutex<Vec<String>>>) -> AgentSpec {
     ]);
     AgentSpec::new(move || {
         let keys = keys.clone();
-        let pay = tool_fn(
-            "pay",
-            "Pays an invoice.",
-            json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
-                   "required": ["invoice"]}),
-            move |input: Value, ctx: ToolContext| {
-                let keys = keys.clone();
-                async move {
-                    let run = {
-                        let mut keys = keys.lock().unwrap();
-                        keys.push(ctx.idempotency_key());
-                        keys.len()
-                    };
-                    if run == 1 {
-                        std::future::pending::<()>().await;
-                    }
-                    Ok::<_, ToolError>(format!("paid invoice {} (run {run})", input["invoice"]))
+        let pay = tools::pay(move |invoice, ctx| {
+            let keys = keys.clone();
+            async move {
+                let run = {
+                    let mut keys = keys.lock().unwrap();
+                    keys.push(ctx.idempotency_key());
+                    keys.len()
+                };
+                if run == 1 {
+                    std::future::pending::<()>().await;
                 }
-            },
-        );
+                format!("paid invoice {invoice} (run {run})")
+            }
+        });
         ReActAgent::builder()
             .model(model.clone())
             .toolkit(Toolkit::new().tool(pay))

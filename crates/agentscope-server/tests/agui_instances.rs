@@ -27,21 +27,22 @@ mod payer;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agentscope::hooks::ApprovalPolicy;
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
-use agentscope_server::{AgUi, AgentSpec};
-use agentscope_serving::{Runs, STOPPED, STOPPED_IN_DOUBT, idempotency_key};
+use agentscope_server::AgUi;
+use agentscope_serving::{Runs, STOPPED, STOPPED_IN_DOUBT};
 use agentscope_test::components::postgres::PostgresServer;
 use agentscope_test::components::redis::RedisServer;
-use agentscope_test::process::json_settings;
-use payer::{Instances, Kind, Payer, drive, ledger, ledger_dir, pay, transcript};
+use payer::{
+    Books, Kind, Payer, Trial, assert_trials, pay, run_trials, stored_problems, worker_settings,
+};
 use serde_json::{Value, json};
 use support::components::{node, node_packages};
+use support::serve::serve_worker;
 
 /// The environment variable carrying a worker's settings.
 const WORKER_ENV: &str = "AGENTSCOPE_AGUI_INSTANCES_WORKER";
@@ -57,27 +58,13 @@ const CLIENT_DIR: &str = "tests/agui-client";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a server process of the `two_processes_...` tests, which start it themselves"]
 async fn worker() {
-    let settings: Value = json_settings(WORKER_ENV);
-    let kind = Kind::parse(settings["store"].as_str().unwrap());
-    let target = settings["target"].as_str().unwrap();
-    let ttl = Duration::from_millis(settings["ttl_ms"].as_u64().unwrap());
-    let dir = PathBuf::from(settings["dir"].as_str().unwrap());
-    let store = kind.open(target, ttl).await;
-    let spec = AgentSpec::new(move || {
+    let (store, dir) = worker_settings(WORKER_ENV).await;
+    let agent = move || {
         ReActAgent::builder()
             .model(Payer)
             .toolkit(Toolkit::new().tool(pay(dir.clone())))
-    })
-    .approval(ApprovalPolicy::tools(["pay"]));
-    let agui = AgUi::builder()
-        .agent("assistant", spec)
-        .store(store)
-        .chat_page(false)
-        .build()
-        .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    println!("LISTENING http://{}", listener.local_addr().unwrap());
-    axum::serve(listener, agui.router()).await.unwrap();
+    };
+    serve_worker(agent, store).await;
 }
 
 /// What the trials of one store came to.
@@ -117,27 +104,17 @@ enum Ended {
     Stopped,
 }
 
-async fn check_trial(
-    trial: &Value,
-    store: &dyn SessionStore,
-    attempts: &BTreeMap<u64, Vec<String>>,
-    effects: &BTreeSet<String>,
-    tally: &mut Tally,
-) {
-    let index = trial["trial"].as_u64().unwrap();
-    let kind = trial["kind"].as_str().unwrap();
-    let invoice = trial["invoice"].as_u64().unwrap();
-    let thread = trial["thread"].as_str().unwrap();
+async fn check_trial(trial: &Value, store: &dyn SessionStore, books: &Books, tally: &mut Tally) {
+    let read = Trial::read(trial, "thread");
+    let (index, kind, invoice, thread) = (read.index, read.kind, read.invoice, read.conversation);
+    let killed = read.killed;
     let session = AgUi::session_id("assistant", thread);
-    let killed = kind.starts_with("kill");
     *tally.kinds.entry(kind.to_owned()).or_default() += 1;
     let mut problems: Vec<String> = Vec::new();
     let report = |problems: Vec<String>, tally: &mut Tally| {
-        tally.problems.extend(
-            problems
-                .into_iter()
-                .map(|what| format!("trial {index} ({kind}, {thread}): {what}")),
-        );
+        tally
+            .problems
+            .extend(problems.into_iter().map(|what| read.problem(what)));
     };
     let Some(stored) = store.load(&session).await.unwrap() else {
         report(vec!["no session stored".to_owned()], tally);
@@ -209,13 +186,13 @@ async fn check_trial(
     };
 
     // The ledger: one key per invoice, paid once (a retry runs `pay` again with that key).
-    let keys = attempts.get(&invoice).cloned().unwrap_or_default();
+    let keys = books.attempts.get(&invoice).cloned().unwrap_or_default();
     let retried = trial["answer"]["action"] == "retry";
     if keys.iter().collect::<BTreeSet<_>>().len() != 1 || keys.len() != 1 + usize::from(retried) {
         problems.push(format!("pay's runs: {keys:?} (retried: {retried})"));
     }
     let key = keys.first().cloned().unwrap_or_default();
-    if !effects.contains(&key) {
+    if !books.effects.contains(&key) {
         problems.push(format!("no effect recorded under key {key}"));
     }
 
@@ -325,26 +302,7 @@ async fn check_trial(
         "User: Was it paid?".to_owned(),
         "Assistant: Yes, it was paid.".to_owned(),
     ];
-    let got = transcript(&stored.messages);
-    if got != expected {
-        problems.push(format!("the conversation: {got:?}, expected {expected:?}"));
-    }
-    if !stored.running_tools.is_empty() {
-        problems.push(format!("tools left running: {:?}", stored.running_tools));
-    }
-    if let Some(call) = stored
-        .messages
-        .iter()
-        .flat_map(|msg| msg.tool_uses())
-        .find(|call| call.id == format!("pay-{invoice}").as_str())
-    {
-        let derived = idempotency_key(&session, call);
-        if derived != key {
-            problems.push(format!(
-                "the tool got key {key}, the call's key is {derived}"
-            ));
-        }
-    }
+    problems.extend(stored_problems(&stored, &session, invoice, &key, &expected));
     let states: Vec<(String, &str)> = runs
         .iter()
         .map(|run| (run.id.clone(), run.state.name()))
@@ -394,40 +352,22 @@ fn two_processes(kind: Kind, target: &str) {
         return;
     }
     let started = Instant::now();
-    let dir = ledger_dir();
-    let (mut instances, urls) = Instances::start(
-        "worker",
-        WORKER_ENV,
-        2,
-        (kind, target, LEASE_TTL),
-        dir.path(),
-    );
     let mut client = Command::new("node");
     client
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg(Path::new(CLIENT_DIR).join("instances.test.mjs"))
-        .arg(dir.path())
-        .arg(TRIALS.to_string())
-        .args(&urls);
-    let report = drive(client, &mut instances);
-    drop(instances);
-    let (attempts, effects) = ledger(dir.path());
-    let mut tally = Tally {
-        effects: effects.len(),
-        ..Tally::default()
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let store = kind.open(target, LEASE_TTL).await;
-        let trials = report["trials"].as_array().unwrap();
-        tally.trials = trials.len();
-        for trial in trials {
-            check_trial(trial, &*store, &attempts, &effects, &mut tally).await;
-        }
-    });
+        .arg(Path::new(CLIENT_DIR).join("instances.test.mjs"));
+    let mut tally = Tally::default();
+    let outcome = run_trials(
+        ("worker", WORKER_ENV, 2),
+        (kind, target, LEASE_TTL),
+        client,
+        TRIALS,
+        async |trial, store, books| check_trial(trial, store, books, &mut tally).await,
+    );
+    let (report, books) = (outcome.report, outcome.books);
+    tally.trials = outcome.trials;
+    tally.effects = books.effects.len();
+    tally.duplicates = books.duplicates();
     // The client's own unhandled rejections: its reader's cancel, re-thrown when a killed
     // server cut a run's stream (one per kill at most), and nothing else.
     let unhandled: Vec<&str> = report["unhandled"]
@@ -446,10 +386,6 @@ fn two_processes(kind: Kind, target: &str) {
             .problems
             .push(format!("the client's unhandled rejections: {unhandled:?}"));
     }
-    tally.duplicates = attempts
-        .values()
-        .filter(|keys| keys.iter().collect::<BTreeSet<_>>().len() > 1)
-        .count();
     let kinds = |name: &str| tally.kinds.get(name).copied().unwrap_or_default();
     println!(
         "AG-UI, 2 processes on {}: trials {} (complete {}, kill mid-tool {}, kill at the \
@@ -467,26 +403,20 @@ fn two_processes(kind: Kind, target: &str) {
         tally.resends_refused,
         tally.in_doubt_listed,
         tally.effects,
-        attempts.len(),
+        books.attempts.len(),
         tally.duplicates,
         tally.busy_refusals,
         tally.unhandled,
         tally.problems.len(),
         started.elapsed().as_secs_f64(),
     );
-    assert!(
-        tally.problems.is_empty(),
-        "{} problems:\n{}",
-        tally.problems.len(),
-        tally.problems.join("\n")
-    );
-    assert_eq!(tally.trials, TRIALS);
+    assert_trials(&tally.problems, tally.trials, TRIALS);
     assert_eq!(
         [kinds("complete"), kinds("kill"), kinds("kill-at-end")],
         [TRIALS / 3; 3]
     );
     assert_eq!(tally.resends_refused, TRIALS);
-    assert_eq!((tally.effects, attempts.len()), (TRIALS, TRIALS));
+    assert_eq!((tally.effects, books.attempts.len()), (TRIALS, TRIALS));
     assert_eq!(tally.duplicates, 0);
 }
 

@@ -31,7 +31,7 @@ use agentscope::hooks::ApprovalPolicy;
 use agentscope::prelude::*;
 use agentscope::session::JsonFileSessionStore;
 use agentscope_server::{AgUi, AgentSpec};
-use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
+use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse, tools};
 use serde_json::{Value, json};
 use support::components::{chromium, node, node_packages, run_node};
 
@@ -79,22 +79,16 @@ fn script() -> Vec<ScriptedResponse> {
 /// `pay`: counts its runs; the first reports progress and never returns (the page stops
 /// its run meanwhile).
 fn pay(runs: Arc<AtomicUsize>) -> impl Tool {
-    tool_fn(
-        "pay",
-        "Pays an invoice.",
-        json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
-               "required": ["invoice"]}),
-        move |input: Value, ctx: ToolContext| {
-            let runs = runs.clone();
-            async move {
-                if runs.fetch_add(1, Ordering::SeqCst) == 0 {
-                    ctx.emit(PAY_PROGRESS).await;
-                    std::future::pending::<()>().await;
-                }
-                Ok::<_, ToolError>(format!("paid invoice {}", input["invoice"]))
+    tools::pay(move |invoice, ctx| {
+        let runs = runs.clone();
+        async move {
+            if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+                ctx.emit(PAY_PROGRESS).await;
+                std::future::pending::<()>().await;
             }
-        },
-    )
+            format!("paid invoice {invoice}")
+        }
+    })
 }
 
 fn delete_files(runs: Arc<AtomicUsize>) -> impl Tool {

@@ -23,6 +23,7 @@ use agentscope_test::{RecordingHook, ScriptedModel, ScriptedResponse};
 use redis_support::RedisServer;
 use serde_json::{Value, json};
 use support::events::{run_of, text_step, types};
+use support::http::thread;
 use support::serve::{Served, input, serve, user};
 
 /// How long any single wait of the test may take.
@@ -248,12 +249,7 @@ async fn a_run_on_a_thread_another_instance_runs_is_refused_by_the_lease() {
     assert!(b.hooks.types().is_empty());
     // To B, the call recorded as running is running (A holds the lease), not in doubt: no
     // interrupt to answer, and an answer is refused.
-    let history: Value = reqwest::get(format!("{}/agents/assistant/threads/t1", b.served.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let history = thread(&b.served.base, "t1").await;
     assert_eq!(
         (&history["interrupts"], &history["awaits"]),
         (&json!([]), &json!("busy"))

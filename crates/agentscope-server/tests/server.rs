@@ -19,7 +19,7 @@ use agentscope_server::{AgUi, AgentSpec};
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
 use support::events::{TOOL_CALL_STEP, TOOL_RESULT_STEP, run_of, text_step, types};
-use support::http::{assert_refused, find, post, post_with, run_until, thread};
+use support::http::{assert_refused, find, json_of, post, post_with, run_until, thread};
 use support::serve::{guarded_assistant, serve, user};
 
 /// Added to the run counter when the tool starts: completed runs are `count % STARTED`.
@@ -377,15 +377,12 @@ async fn bad_requests_get_json_errors_and_start_nothing() {
         );
     }
     assert_eq!(model.request_count(), 0);
-    let listing: Value = client
-        .get(format!("{}/agents", server.base))
-        .bearer_auth("s3cret-token")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listing = json_of(
+        client
+            .get(format!("{}/agents", server.base))
+            .bearer_auth("s3cret-token"),
+    )
+    .await;
     assert_eq!(listing, json!({"agents": ["assistant"]}));
     // The page is public.
     let page = client.get(&server.base).send().await.unwrap();

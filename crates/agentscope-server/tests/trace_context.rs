@@ -5,6 +5,8 @@
 //! marked uninteresting (seen once in the `server` binary: "no span agui_run").
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "../../agentscope-otel/tests/otel/in_memory.rs"]
+mod in_memory;
 mod support;
 #[path = "server/trace_context.rs"]
 mod trace_context;

@@ -1,6 +1,8 @@
 //! Figures for benchmarks: the [`median`] and [`percentile`]s of a bench's samples, one rule
 //! each for every bench (durations and rates alike), so that their figures compare, and the
-//! [`cpu_time`] a process used.
+//! [`cpu_time`] a process used; and what the load benches share: their model
+//! ([`working_model`]), their servers in child processes ([`ChildServer`],
+//! [`child_ready`]), their knobs ([`env_or`]) and how they read an SSE body ([`sse_data`]).
 //!
 //! ```
 //! use std::time::Duration;
@@ -16,8 +18,15 @@
 //! assert_eq!(median(Vec::<f64>::new()), None);
 //! ```
 
+#![allow(clippy::expect_used)] // test support: a server that cannot start fails the bench
+
 use std::cmp::Ordering;
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
+
+use crate::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 
 /// A value a bench samples: ordered, and with a midpoint of two values (what [`median`]
 /// needs). Implemented for [`Duration`] and [`f64`].
@@ -95,4 +104,158 @@ pub fn cpu_time(pid: &str) -> Option<Duration> {
         ticks += field.parse::<u64>().ok()?;
     }
     Some(Duration::from_millis(ticks * 10))
+}
+
+/// How many times `base` `value` is: `value / base`, `1.0` without a base (the base's own
+/// row).
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use agentscope_test::bench::times;
+///
+/// let base = Duration::from_millis(200);
+/// assert_eq!(times(Duration::from_millis(500), Some(base)), 2.5);
+/// assert_eq!(times(base, None), 1.0);
+/// ```
+pub fn times(value: Duration, base: Option<Duration>) -> f64 {
+    base.map_or(1.0, |base| value.as_secs_f64() / base.as_secs_f64())
+}
+
+/// The model of the load benches' runs: an `echo` tool call (`{"text": "looked up"}`), then
+/// an answer of `tokens` tokens (`token0 token1 ...`, a chunk each) `interval` apart, usage
+/// 20 in and `tokens` out; over and over (cycling), keeping no requests.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use agentscope_test::bench::working_model;
+///
+/// let model = working_model(50, Duration::from_millis(10));
+/// # drop(model);
+/// ```
+pub fn working_model(tokens: usize, interval: Duration) -> ScriptedModel {
+    ScriptedModel::new([
+        ScriptedResponse::tool_call("call_1", "echo", serde_json::json!({"text": "looked up"})),
+        ScriptedResponse::chunks((0..tokens).map(|i| ScriptedChunk::text(format!("token{i} "))))
+            .with_chunk_interval(interval)
+            .with_usage(20, tokens as u64),
+    ])
+    .cycling()
+    .without_recording()
+}
+
+/// A server in a child process: a copy of this bench binary started with some environment
+/// variables (which tell its `main` to serve, see [`child_ready`]); its URL is the first
+/// line it prints. Dropping it closes the child's stdin, which stops it (killed if it has
+/// not stopped 200 ms later).
+#[derive(Debug)]
+pub struct ChildServer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    url: String,
+}
+
+impl ChildServer {
+    /// Starts this binary with the environment variables `envs` and waits for its URL.
+    ///
+    /// # Panics
+    ///
+    /// When the process cannot be started or prints nothing (this is bench support).
+    pub fn start<K, V>(envs: impl IntoIterator<Item = (K, V)>) -> Self
+    where
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        let exe = std::env::current_exe().expect("the bench binary's path");
+        let mut child = Command::new(exe)
+            .envs(envs)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("starting a server process");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("the server's stdout"))
+            .read_line(&mut line)
+            .expect("reading the server's URL");
+        let stdin = child.stdin.take();
+        Self {
+            child,
+            stdin,
+            url: line.trim().to_owned(),
+        }
+    }
+
+    /// The URL the server printed.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The CPU time (user and system) the server has used so far ([`cpu_time`]).
+    ///
+    /// # Panics
+    ///
+    /// When `/proc/<pid>/stat` cannot be read (not Linux, the server is gone).
+    pub fn cpu(&self) -> Duration {
+        cpu_time(&self.pid().to_string()).expect("the server's /proc/<pid>/stat")
+    }
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        if self.child.try_wait().ok().flatten().is_none() {
+            std::thread::sleep(Duration::from_millis(200));
+            if self.child.try_wait().ok().flatten().is_none() {
+                let _ = self.child.kill();
+            }
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// The child's side of a [`ChildServer`], once it listens: prints `url` (the line
+/// [`ChildServer::start`] waits for) and exits the process as soon as its stdin closes
+/// (the driver dropped it, or died).
+///
+/// # Panics
+///
+/// When stdout cannot be written (this is bench support).
+pub fn child_ready(url: &str) {
+    std::thread::spawn(|| {
+        let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+        std::process::exit(0);
+    });
+    println!("{url}");
+    std::io::stdout().flush().expect("writing the server's URL");
+}
+
+/// The environment variable `name` as a number, `default` when it is not set or not a
+/// number: a bench's knob.
+pub fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The data of each event of an SSE `body` (its `data: ` line; events without one, such as
+/// keep-alive comments, left out).
+///
+/// ```
+/// use agentscope_test::bench::sse_data;
+///
+/// assert_eq!(sse_data(b"id: 1\ndata: {}\n\n: ping\n\ndata: [DONE]\n\n"), ["{}", "[DONE]"]);
+/// ```
+pub fn sse_data(body: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(body)
+        .split("\n\n")
+        .filter_map(|frame| frame.lines().find_map(|line| line.strip_prefix("data: ")))
+        .map(str::to_owned)
+        .collect()
 }

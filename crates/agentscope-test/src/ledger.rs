@@ -6,6 +6,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use agentscope_core::Tool;
+
+use crate::process::SelfProcess;
+use crate::tools;
+
 /// A payment service's books in a folder, shared by every process that opens it: each
 /// attempt (`attempts`, a line each) and each key paid (`ledger`, once per key). Appends
 /// are single writes followed by `fsync`, so lines of several processes never interleave
@@ -55,6 +60,44 @@ impl Ledger {
     /// The keys paid, in order.
     pub fn paid(&self) -> Vec<String> {
         lines(&self.dir.join("ledger"))
+    }
+
+    /// Waits for `worker`, a server process whose [`pay_tool`](Self::pay_tool) hangs, to
+    /// print `TOOL_RUNNING <key>`, kills it with SIGKILL, and checks that these books paid
+    /// under that key and no other: the payment the killed process made. Returns the key.
+    ///
+    /// # Panics
+    ///
+    /// When the worker ends before it prints the line, or the books hold another payment.
+    pub fn kill_once_paid(&self, mut worker: SelfProcess) -> String {
+        let key = worker.expect("TOOL_RUNNING ");
+        worker.kill();
+        assert_eq!(
+            self.paid(),
+            std::slice::from_ref(&key),
+            "the service took the payment"
+        );
+        key
+    }
+
+    /// `pay {"invoice": n}` ([`tools::pay`]) on these books, the tool of the tests where a
+    /// server process is killed mid-payment: a run pays under its call's idempotency key
+    /// and returns `paid invoice n (receipt <key>)`; with `hang`, once it has paid it prints
+    /// `TOOL_RUNNING <key>` on stdout and never returns (the test kills the process then).
+    pub fn pay_tool(&self, hang: bool) -> impl Tool + use<> {
+        let books = self.clone();
+        tools::pay(move |invoice, ctx| {
+            let books = books.clone();
+            async move {
+                let key = ctx.idempotency_key();
+                books.pay(&key);
+                if hang {
+                    println!("TOOL_RUNNING {key}");
+                    std::future::pending::<()>().await;
+                }
+                format!("paid invoice {invoice} (receipt {key})")
+            }
+        })
     }
 }
 

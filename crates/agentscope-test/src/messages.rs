@@ -1,12 +1,14 @@
 //! Messages reduced to what a test compares: whole rows (role, name, content, generate
-//! reason) to check a memory or a model input exactly, their texts, and who spoke.
+//! reason) to check a memory or a model input exactly, their texts (with their roles:
+//! [`turns`]), and who spoke.
 //!
 //! ```
 //! use agentscope::{ContentBlock, Msg, Role};
-//! use agentscope_test::messages::{rows, speakers, texts};
+//! use agentscope_test::messages::{rows, speakers, texts, turns};
 //!
 //! let memory = [Msg::user("hi"), Msg::assistant("Hello!")];
 //! assert_eq!(texts(&memory), ["hi", "Hello!"]);
+//! assert_eq!(turns(&memory)[1], (Role::Assistant, "Hello!".to_owned()));
 //! assert_eq!(speakers(&memory), ["assistant"]);
 //! assert_eq!(rows(&memory)[0], (Role::User, "user".to_owned(), vec![ContentBlock::text("hi")], None));
 //! ```
@@ -34,6 +36,11 @@ pub fn rows(messages: &[Msg]) -> Vec<Row> {
 /// The text of every message.
 pub fn texts(messages: &[Msg]) -> Vec<String> {
     messages.iter().map(Msg::text).collect()
+}
+
+/// The role and text of every message: a conversation as a model was given it.
+pub fn turns(messages: &[Msg]) -> Vec<(Role, String)> {
+    messages.iter().map(|m| (m.role, m.text())).collect()
 }
 
 /// The names of the assistant messages, in order: which agent answered each turn.

@@ -1,6 +1,7 @@
-//! Small real tools for tests and examples. Each records the arguments of its calls
-//! ([`CallLog`]); clones share the log.
+//! Small real tools for tests and examples. Most record the arguments of their calls
+//! ([`CallLog`]; clones share the log); [`pay`] leaves what a run does to the test.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -31,6 +32,24 @@ impl CallLog {
     pub fn count(&self) -> usize {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
+}
+
+/// Writes a tool's `name`, `description` and `parameters` (the schema, an expression), inside
+/// its `impl Tool`.
+macro_rules! described {
+    ($name:literal, $description:literal, $parameters:expr) => {
+        fn name(&self) -> &str {
+            $name
+        }
+
+        fn description(&self) -> &str {
+            $description
+        }
+
+        fn parameters(&self) -> Value {
+            $parameters
+        }
+    };
 }
 
 fn object_schema(properties: Value, required: &[&str]) -> Value {
@@ -64,20 +83,14 @@ impl Calculator {
 }
 
 impl Tool for Calculator {
-    fn name(&self) -> &str {
-        "calculator"
-    }
-
-    fn description(&self) -> &str {
-        "Evaluates an arithmetic expression with + - * / % ^ and parentheses."
-    }
-
-    fn parameters(&self) -> Value {
+    described!(
+        "calculator",
+        "Evaluates an arithmetic expression with + - * / % ^ and parentheses.",
         object_schema(
             json!({"expression": {"type": "string", "description": "e.g. (2+3)*7"}}),
             &["expression"],
         )
-    }
+    );
 
     async fn call(&self, input: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         self.log.record(&input);
@@ -240,17 +253,11 @@ logged_tool!(
 );
 
 impl Tool for EchoTool {
-    fn name(&self) -> &str {
-        "echo"
-    }
-
-    fn description(&self) -> &str {
-        "Returns the given text."
-    }
-
-    fn parameters(&self) -> Value {
+    described!(
+        "echo",
+        "Returns the given text.",
         object_schema(json!({"text": {"type": "string"}}), &["text"])
-    }
+    );
 
     async fn call(&self, input: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         self.log.record(&input);
@@ -264,17 +271,11 @@ logged_tool!(
 );
 
 impl Tool for FailingTool {
-    fn name(&self) -> &str {
-        "fail"
-    }
-
-    fn description(&self) -> &str {
-        "Always fails."
-    }
-
-    fn parameters(&self) -> Value {
+    described!(
+        "fail",
+        "Always fails.",
         object_schema(json!({"message": {"type": "string"}}), &[])
-    }
+    );
 
     async fn call(&self, input: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         self.log.record(&input);
@@ -290,17 +291,7 @@ logged_tool!(
 );
 
 impl Tool for PanickingTool {
-    fn name(&self) -> &str {
-        "panic"
-    }
-
-    fn description(&self) -> &str {
-        "Panics."
-    }
-
-    fn parameters(&self) -> Value {
-        object_schema(json!({}), &[])
-    }
+    described!("panic", "Panics.", object_schema(json!({}), &[]));
 
     #[allow(clippy::panic)]
     async fn call(&self, input: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -316,17 +307,11 @@ logged_tool!(
 );
 
 impl Tool for SlowTool {
-    fn name(&self) -> &str {
-        "slow"
-    }
-
-    fn description(&self) -> &str {
-        "Sleeps for `ms` milliseconds."
-    }
-
-    fn parameters(&self) -> Value {
+    described!(
+        "slow",
+        "Sleeps for `ms` milliseconds.",
         object_schema(json!({"ms": {"type": "integer", "minimum": 0}}), &["ms"])
-    }
+    );
 
     async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         self.log.record(&input);
@@ -346,20 +331,14 @@ logged_tool!(
 );
 
 impl Tool for ProgressTool {
-    fn name(&self) -> &str {
-        "progress"
-    }
-
-    fn description(&self) -> &str {
-        "Reports progress, then finishes."
-    }
-
-    fn parameters(&self) -> Value {
+    described!(
+        "progress",
+        "Reports progress, then finishes.",
         object_schema(
             json!({"steps": {"type": "integer", "minimum": 0}}),
             &["steps"],
         )
-    }
+    );
 
     async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         self.log.record(&input);
@@ -377,21 +356,71 @@ logged_tool!(
 );
 
 impl Tool for SuspendingTool {
-    fn name(&self) -> &str {
-        "external"
-    }
-
-    fn description(&self) -> &str {
-        "Runs outside the agent; its result arrives later."
-    }
-
-    fn parameters(&self) -> Value {
+    described!(
+        "external",
+        "Runs outside the agent; its result arrives later.",
         object_schema(json!({"task": {"type": "string"}}), &[])
-    }
+    );
 
     async fn call(&self, input: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         self.log.record(&input);
         Ok(ToolOutput::suspended())
+    }
+}
+
+/// `pay {"invoice": n}`: the payment tool of the tests where a payment must not happen
+/// twice (a server killed mid-tool, a call in doubt, a client that stops a run). What a run
+/// does is `run`'s: it gets the invoice (`0` when the arguments have none) and the call's
+/// context (its idempotency key, progress, cancellation) and returns the result's text.
+///
+/// ```
+/// use agentscope_core::{Tool, ToolContext, ToolOutput, ToolUseBlock};
+/// use agentscope_test::tools::pay;
+/// use serde_json::json;
+///
+/// let tool = pay(|invoice, _ctx| async move { format!("paid invoice {invoice}") });
+/// assert_eq!(tool.name(), "pay");
+/// let ctx = ToolContext::new(ToolUseBlock::new("c1", "pay", json!({"invoice": 7})));
+/// let out = futures::executor::block_on(tool.call(json!({"invoice": 7}), ctx)).unwrap();
+/// assert_eq!(out, ToolOutput::text("paid invoice 7"));
+/// ```
+pub fn pay<F, Fut>(run: F) -> PayTool<F>
+where
+    F: Fn(u64, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = String> + Send + 'static,
+{
+    PayTool { run }
+}
+
+/// The tool [`pay`] builds.
+pub struct PayTool<F> {
+    run: F,
+}
+
+impl<F> std::fmt::Debug for PayTool<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PayTool").finish_non_exhaustive()
+    }
+}
+
+impl<F, Fut> Tool for PayTool<F>
+where
+    F: Fn(u64, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = String> + Send + 'static,
+{
+    described!(
+        "pay",
+        "Pays an invoice.",
+        object_schema(json!({"invoice": {"type": "integer"}}), &["invoice"])
+    );
+
+    fn call(
+        &self,
+        input: Value,
+        ctx: ToolContext,
+    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send {
+        let run = (self.run)(input["invoice"].as_u64().unwrap_or_default(), ctx);
+        async move { Ok(ToolOutput::text(run.await)) }
     }
 }
 

@@ -24,7 +24,6 @@ use super::reply::{
     A2A_KEY, ABANDONED, AUTH_REQUIRED, INPUT_REQUIRED, RemoteReply, Running, cancel,
     question_ended, standing,
 };
-use super::tool::RemoteAgentTool;
 
 type Configure = Box<dyn FnOnce(ReActAgentBuilder) -> ReActAgentBuilder + Send>;
 
@@ -616,20 +615,6 @@ impl RemoteAgent {
             .text(value.to_string())
             .metadata(DATA_PART_KEY, true)
             .build()
-    }
-
-    /// The agent as a tool (see [`RemoteAgentTool`]).
-    ///
-    /// ```no_run
-    /// use agentscope::prelude::*;
-    ///
-    /// # async fn run(remote: agentscope_a2a::RemoteAgent) {
-    /// let toolkit = Toolkit::new().tool(remote.into_tool().with_name("ask_ops"));
-    /// # let _ = toolkit;
-    /// # }
-    /// ```
-    pub fn into_tool(self) -> RemoteAgentTool {
-        RemoteAgentTool::new(self)
     }
 }
 

@@ -84,6 +84,24 @@ fn tool_name(name: &str) -> String {
     }
 }
 
+// The constructor stands here, beside the tool, so that imports run one way: this
+// module uses the agent, the agent's module does not use the tool.
+impl RemoteAgent {
+    /// The agent as a tool (see [`RemoteAgentTool`]).
+    ///
+    /// ```no_run
+    /// use agentscope::prelude::*;
+    ///
+    /// # async fn run(remote: agentscope_a2a::RemoteAgent) {
+    /// let toolkit = Toolkit::new().tool(remote.into_tool().with_name("ask_ops"));
+    /// # let _ = toolkit;
+    /// # }
+    /// ```
+    pub fn into_tool(self) -> RemoteAgentTool {
+        RemoteAgentTool::new(self)
+    }
+}
+
 impl RemoteAgentTool {
     /// The agent as a tool, named after it (other characters than letters, digits, `_`
     /// and `-` become `_`), described by its card.

@@ -6,6 +6,7 @@ use a2a_client::agent_card::AgentCardResolver;
 use agentscope::prelude::*;
 use agentscope_a2a::A2a;
 use agentscope_server::{AgUi, AgentSpec};
+use agentscope_test::messages::turns;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
@@ -64,11 +65,7 @@ async fn a_context_continued_as_an_ag_ui_thread_is_one_conversation() {
     let events = run.text().await.unwrap();
     assert!(events.contains(r#""type":"RUN_FINISHED""#), "{events}");
 
-    let seen: Vec<(Role, String)> = model.requests()[1]
-        .messages
-        .iter()
-        .map(|msg| (msg.role, msg.text()))
-        .collect();
+    let seen = turns(&model.requests()[1].messages);
     assert_eq!(
         seen,
         [

@@ -3,13 +3,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use a2a::{GetTaskRequest, Part, StreamResponse};
+use a2a::{Part, StreamResponse};
 use agentscope::prelude::*;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::support::{answer, client, describe, line, request, serve_with, state};
+use crate::support::{answer, client, describe, get, line, request, serve_with, state};
 use crate::{history, task_of};
 
 pub(crate) const SHAPE: &str = r#"a data part {"decisions": [{"toolCallId": "...", "approved": true|false, "arguments"?: {...}, "reason"?: "..."}]}, one entry per pending call"#;
@@ -93,14 +93,7 @@ async fn a_call_that_needs_approval_ends_the_task_asking_and_an_approval_resumes
         ]
     );
     assert_eq!(*runs.lock().unwrap(), [json!({"path": "/tmp/x"})]);
-    let stored = client
-        .get_task(&GetTaskRequest {
-            id: task.id.clone(),
-            history_length: None,
-            tenant: None,
-        })
-        .await
-        .unwrap();
+    let stored = client.get_task(&get(&task.id)).await.unwrap();
     assert_eq!(
         history(&stored),
         [

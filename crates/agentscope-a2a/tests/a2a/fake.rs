@@ -107,16 +107,7 @@ pub(crate) async fn recorded(
         })
         .url(&url)
         .store(agentscope::session::JsonFileSessionStore::new(dir));
-    let a2a = match approval {
-        Some(policy) => a2a.approval(policy),
-        None => a2a,
-    };
-    let a2a = match token {
-        Some(token) => a2a.bearer_token(token),
-        None => a2a,
-    }
-    .build()
-    .unwrap();
+    let a2a = crate::support::guarded(a2a, approval, token);
     let log = Log::default();
     let app = recording(axum::Router::new().nest("/a2a", a2a.router()), &log);
     (serve_on(listener, base, app, log), url)

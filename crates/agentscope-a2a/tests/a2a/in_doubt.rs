@@ -9,8 +9,8 @@ use a2a::Part;
 use agentscope::prelude::*;
 use agentscope::session::{AgentIdentity, AgentState, SessionStore, StateChange};
 use agentscope::{Role, ToolContext, ToolUseBlock};
-use agentscope_test::{ScriptedModel, ScriptedResponse};
-use serde_json::{Value, json};
+use agentscope_test::{ScriptedModel, ScriptedResponse, tools};
+use serde_json::json;
 
 use crate::support::{answer, client, line, request, serve_on, state};
 use crate::task_of;
@@ -39,18 +39,13 @@ async fn left_in_doubt(store: &JsonFileSessionStore) {
 
 /// `pay`, recording the idempotency key of each run.
 fn pay(keys: Arc<Mutex<Vec<String>>>) -> Toolkit {
-    Toolkit::new().tool(tool_fn(
-        "pay",
-        "Pays an invoice.",
-        json!({"type": "object", "properties": {"invoice": {"type": "number"}}}),
-        move |_input: Value, ctx: ToolContext| {
-            let keys = Arc::clone(&keys);
-            async move {
-                keys.lock().unwrap().push(ctx.idempotency_key());
-                Ok::<_, ToolError>("paid invoice 7".to_owned())
-            }
-        },
-    ))
+    Toolkit::new().tool(tools::pay(move |_invoice, ctx| {
+        let keys = Arc::clone(&keys);
+        async move {
+            keys.lock().unwrap().push(ctx.idempotency_key());
+            "paid invoice 7".to_owned()
+        }
+    }))
 }
 
 async fn asked(

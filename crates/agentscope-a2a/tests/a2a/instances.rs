@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a::{CancelTaskRequest, GetTaskRequest, StreamResponse, SubscribeToTaskRequest};
+use a2a::{StreamResponse, SubscribeToTaskRequest};
 use agentscope::interrupt::INTERRUPT_REPLY;
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
@@ -13,7 +13,7 @@ use agentscope_sqlite::SqliteSessionStore;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 
-use crate::support::{Server, client, describe, request, serve_on, state};
+use crate::support::{Server, cancel, client, describe, get, request, serve_on, state};
 
 /// Both instances, on one SQLite file.
 async fn two_instances(model: &ScriptedModel, path: &std::path::Path) -> (Server, Server) {
@@ -70,11 +70,7 @@ async fn cancel_task_on_another_instance_interrupts_the_call_where_it_runs() {
     let other = client(&second, "HTTP+JSON").await;
     let canceled = tokio::time::timeout(
         Duration::from_secs(10),
-        other.cancel_task(&CancelTaskRequest {
-            id: task_id.clone(),
-            metadata: None,
-            tenant: None,
-        }),
+        other.cancel_task(&cancel(&task_id)),
     )
     .await
     .unwrap()
@@ -110,11 +106,7 @@ async fn cancel_task_on_another_instance_interrupts_the_call_where_it_runs() {
     for server in [&first, &second] {
         let task = client(server, "JSONRPC")
             .await
-            .get_task(&GetTaskRequest {
-                id: task_id.clone(),
-                history_length: None,
-                tenant: None,
-            })
+            .get_task(&get(&task_id))
             .await
             .unwrap();
         assert_eq!(state(&task.status.state), "canceled");

@@ -6,69 +6,23 @@
 //!
 //! The servers are copies of this test binary running the ignored test `killed::worker`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use a2a::{GetTaskRequest, Part};
+use a2a::Part;
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
-use agentscope_a2a::A2a;
+use agentscope_test::ledger::Ledger;
 use agentscope_test::process::{SelfProcess, json_settings};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
 
-use crate::support::{answer, line, request, state};
+use crate::http::client_at;
+use crate::support::{answer, get, line, request, serve_worker, state};
 use crate::task_of;
 
 /// The environment variable carrying a worker's settings: `{"dir": .., "first": ..}`.
 const WORKER_ENV: &str = "AGENTSCOPE_A2A_KILLED_WORKER";
-
-/// The lines of the file at `path` (none when it does not exist).
-pub(crate) fn lines(path: &Path) -> Vec<String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => text.lines().map(str::to_owned).collect(),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(error) => panic!("reading {}: {error}", path.display()),
-    }
-}
-
-fn append(path: &Path, line: &str) {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    writeln!(file, "{line}").unwrap();
-    file.sync_all().unwrap();
-}
-
-/// `pay {"invoice": n}`, backed by a payment service in `dir` that records every attempt
-/// (`attempts`) and pays once per idempotency key (`ledger`); with `hang`, the tool never
-/// returns once the service has paid (the process is killed meanwhile).
-fn pay(dir: PathBuf, hang: bool) -> impl Tool {
-    tool_fn(
-        "pay",
-        "Pays an invoice.",
-        json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
-               "required": ["invoice"]}),
-        move |input: Value, ctx: ToolContext| {
-            let dir = dir.clone();
-            async move {
-                let key = ctx.idempotency_key();
-                append(&dir.join("attempts"), &key);
-                if !lines(&dir.join("ledger")).contains(&key) {
-                    append(&dir.join("ledger"), &key);
-                }
-                if hang {
-                    println!("TOOL_RUNNING {key}");
-                    std::future::pending::<()>().await;
-                }
-                Ok::<_, ToolError>(format!("paid invoice {}", input["invoice"]))
-            }
-        },
-    )
-}
 
 /// A server process: `assistant` with `pay` (approval needed) on the JSON sessions in
 /// `<dir>/sessions`; prints `LISTENING <base url>` and serves until killed.
@@ -87,24 +41,13 @@ async fn worker() {
     } else {
         ScriptedModel::new([ScriptedResponse::text("Invoice 7 is paid.")])
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/a2a", listener.local_addr().unwrap());
-    let tools_dir = dir.clone();
-    let a2a = A2a::builder()
-        .agent(move || {
-            ReActAgent::builder()
-                .name("assistant")
-                .model(model.clone())
-                .toolkit(Toolkit::new().tool(pay(tools_dir.clone(), first)))
-        })
-        .url(&url)
-        .store(JsonFileSessionStore::new(dir.join("sessions")))
-        .approval(ApprovalPolicy::tools(["pay"]))
-        .build()
-        .unwrap();
-    println!("LISTENING {url}");
-    let app = axum::Router::new().nest("/a2a", a2a.router());
-    axum::serve(listener, app).await.unwrap();
+    let toolkit = Toolkit::new().tool(Ledger::new(&dir).pay_tool(first));
+    serve_worker(
+        &model,
+        toolkit,
+        JsonFileSessionStore::new(dir.join("sessions")),
+    )
+    .await;
 }
 
 /// A server process on the store in `dir` (`first`: the one whose `pay` hangs after paying),
@@ -116,27 +59,15 @@ pub(crate) fn start(dir: &Path, first: bool) -> (SelfProcess, String) {
     (server, base)
 }
 
-async fn client_of(base: &str) -> crate::support::Client {
-    let card = a2a_client::agent_card::AgentCardResolver::new(None)
-        .resolve(base)
-        .await
-        .unwrap();
-    a2a_client::A2AClientFactory::builder()
-        .build()
-        .create_from_card(&card)
-        .await
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doubt_without_paying_twice()
  {
     let dir = tempfile::tempdir().unwrap();
-    let (attempts, ledger) = (dir.path().join("attempts"), dir.path().join("ledger"));
+    let books = Ledger::new(dir.path());
 
     // The first server: ask, approve, and die while `pay` runs, after the service paid.
-    let (mut first, base) = start(dir.path(), true);
-    let client = client_of(&base).await;
+    let (first, base) = start(dir.path(), true);
+    let client = client_at(&base).await;
     let asked = task_of(
         client
             .send_message(&request("Pay invoice 7.", "c1"))
@@ -154,29 +85,16 @@ async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doub
         // Cut off by the kill: what it got does not matter.
         let _ = client.send_message(&approve).await;
     });
-    let key = tokio::task::block_in_place(|| first.expect("TOOL_RUNNING "));
-    tokio::task::block_in_place(|| first.kill());
+    let key = tokio::task::block_in_place(|| books.kill_once_paid(first));
     approving.await.unwrap();
-    assert_eq!(
-        lines(&ledger),
-        std::slice::from_ref(&key),
-        "the service took the payment"
-    );
 
     // The second server, on the same store.
     let (_second, base) = start(dir.path(), false);
-    let client = client_of(&base).await;
+    let client = client_at(&base).await;
     // The task that died is reported failed once its grace is over, never working for good.
     let died = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
-            let task = client
-                .get_task(&GetTaskRequest {
-                    id: asked.id.clone(),
-                    history_length: None,
-                    tenant: None,
-                })
-                .await
-                .unwrap();
+            let task = client.get_task(&get(&asked.id)).await.unwrap();
             if task.status.state != a2a::TaskState::Working {
                 break task;
             }
@@ -225,7 +143,7 @@ async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doub
         .unwrap()
         .to_owned();
     assert_eq!(asked_key, key);
-    assert!(lines(&ledger).contains(&asked_key));
+    assert!(books.paid().contains(&asked_key));
     let done = task_of(
         client
             .send_message(&answer(
@@ -242,8 +160,8 @@ async fn a_server_killed_mid_tool_fails_the_task_and_asks_about_the_call_in_doub
         done.status.message.as_ref().map(line).as_deref(),
         Some("agent: Invoice 7 is paid.")
     );
-    assert_eq!(lines(&attempts), std::slice::from_ref(&key), "pay ran once");
-    assert_eq!(lines(&ledger), [key], "paid once");
+    assert_eq!(books.attempts(), std::slice::from_ref(&key), "pay ran once");
+    assert_eq!(books.paid(), [key], "paid once");
     let stored = JsonFileSessionStore::new(dir.path().join("sessions"))
         .load("assistant.c1")
         .await

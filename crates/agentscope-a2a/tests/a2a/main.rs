@@ -5,6 +5,7 @@ mod agui;
 mod approvals;
 mod expiry;
 mod fake;
+mod http;
 mod in_doubt;
 mod instances;
 mod killed;
@@ -22,17 +23,22 @@ mod support;
 use std::time::Duration;
 
 use a2a::{
-    CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageConfiguration,
-    SendMessageResponse, SubscribeToTaskRequest, Task,
+    GetTaskRequest, ListTasksRequest, SendMessageConfiguration, SendMessageResponse,
+    SubscribeToTaskRequest, Task,
 };
 use agentscope::interrupt::INTERRUPT_REPLY;
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
+use agentscope_test::messages::turns;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::json;
 
-use support::{Paced, card, client, describe, line, request, serve, serve_on, state, texts};
+use http::json_of;
+use support::{
+    Paced, Watched, cancel, card, client, describe, get, line, request, serve, serve_on, state,
+    texts,
+};
 
 fn no_tools() -> Toolkit {
     Toolkit::new()
@@ -136,14 +142,7 @@ async fn send_message_answers_with_the_finished_task_and_get_task_returns_it_wit
         );
         assert_eq!(history(&task), ["user: Hi", "agent: Hello!"], "{binding}");
 
-        let got = client
-            .get_task(&GetTaskRequest {
-                id: task.id.clone(),
-                history_length: None,
-                tenant: None,
-            })
-            .await
-            .unwrap();
+        let got = client.get_task(&get(&task.id)).await.unwrap();
         assert_eq!(got, task, "{binding}");
         let last = client
             .get_task(&GetTaskRequest {
@@ -190,14 +189,7 @@ async fn a_streamed_reply_is_the_task_then_its_deltas_then_the_reply_artifact_th
             unreachable!()
         };
         assert_eq!(history(first), ["user: Hi"], "{binding}");
-        let stored = client
-            .get_task(&GetTaskRequest {
-                id: first.id.clone(),
-                history_length: None,
-                tenant: None,
-            })
-            .await
-            .unwrap();
+        let stored = client.get_task(&get(&first.id)).await.unwrap();
         assert_eq!(state(&stored.status.state), "completed", "{binding}");
         assert_eq!(history(&stored), ["user: Hi", "agent: Hello"], "{binding}");
         assert_eq!(
@@ -259,11 +251,7 @@ async fn a_second_message_in_a_context_continues_its_session_after_a_restart() {
     );
     assert_ne!(second.id, first.id);
     assert_eq!(history(&second), ["user: And now?", "agent: Still here."]);
-    let seen: Vec<(Role, String)> = model.requests()[0]
-        .messages
-        .iter()
-        .map(|msg| (msg.role, msg.text()))
-        .collect();
+    let seen = turns(&model.requests()[0].messages);
     assert_eq!(
         seen,
         [
@@ -295,14 +283,7 @@ async fn a_second_message_in_a_context_continues_its_session_after_a_restart() {
         [second.id.as_str(), first.id.as_str()]
     );
     assert_eq!(listed.total_size, 2);
-    let again = client
-        .get_task(&GetTaskRequest {
-            id: first.id.clone(),
-            history_length: None,
-            tenant: None,
-        })
-        .await
-        .unwrap();
+    let again = client.get_task(&get(&first.id)).await.unwrap();
     assert_eq!(again, first);
 }
 
@@ -333,11 +314,7 @@ async fn cancel_task_interrupts_the_running_call() {
     .unwrap();
     let canceled = tokio::time::timeout(
         Duration::from_secs(10),
-        client.cancel_task(&CancelTaskRequest {
-            id: task.id.clone(),
-            metadata: None,
-            tenant: None,
-        }),
+        client.cancel_task(&cancel(&task.id)),
     )
     .await
     .unwrap()
@@ -505,14 +482,7 @@ async fn send_message_returning_immediately_answers_with_the_working_task() {
     assert_eq!(history(&task), ["user: Go"]);
     let done = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
-            let got = client
-                .get_task(&GetTaskRequest {
-                    id: task.id.clone(),
-                    history_length: None,
-                    tenant: None,
-                })
-                .await
-                .unwrap();
+            let got = client.get_task(&get(&task.id)).await.unwrap();
             if got.status.state != a2a::TaskState::Working {
                 break got;
             }
@@ -716,16 +686,8 @@ async fn a_send_without_a_message_is_refused_before_any_task_exists() {
             json!({"message": {"role": "ROLE_USER", "messageId": "m1", "parts": []}}),
         ] {
             let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-            let response: serde_json::Value = http
-                .post(&server.url)
-                .header("A2A-Version", "1.0")
-                .json(&body)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let request = http.post(&server.url).header("A2A-Version", "1.0");
+            let response = json_of(request.json(&body)).await;
             assert_eq!(
                 response["error"]["code"],
                 json!(-32602),
@@ -971,78 +933,24 @@ async fn a_streamed_task_sends_its_head_and_first_event_in_one_write() {
     }
 }
 
-/// A JSON store whose loads of the sessions of context `c-slow` wait for `gate`: a turn
-/// there cannot start until it opens.
-struct SlowStart {
-    files: JsonFileSessionStore,
-    gate: std::sync::Arc<tokio::sync::Semaphore>,
-}
-
-impl SessionStore for SlowStart {
-    fn save<'a>(
-        &'a self,
-        session: &'a str,
-        change: &'a agentscope::session::StateChange,
-    ) -> futures::future::BoxFuture<'a, Result<u64, agentscope::session::SessionError>> {
-        self.files.save(session, change)
-    }
-
-    fn load<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> futures::future::BoxFuture<
-        'a,
-        Result<Option<agentscope::session::AgentState>, agentscope::session::SessionError>,
-    > {
-        Box::pin(async move {
-            if session.ends_with(".c-slow") {
-                let _open = self.gate.acquire().await.unwrap();
-            }
-            self.files.load(session).await
-        })
-    }
-
-    fn delete<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<bool, agentscope::session::SessionError>> {
-        self.files.delete(session)
-    }
-
-    fn list(
-        &self,
-    ) -> futures::future::BoxFuture<'_, Result<Vec<String>, agentscope::session::SessionError>>
-    {
-        self.files.list()
-    }
-
-    fn lease<'a>(
-        &'a self,
-        session: &'a str,
-        interrupt: &'a agentscope::CancellationToken,
-    ) -> futures::future::BoxFuture<
-        'a,
-        Result<Option<agentscope::session::SessionLease>, agentscope::session::SessionError>,
-    > {
-        self.files.lease(session, interrupt)
-    }
-
-    fn interrupt<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<bool, agentscope::session::SessionError>> {
-        self.files.interrupt(session)
-    }
-}
-
 #[tokio::test]
 async fn a_turn_that_cannot_start_at_once_gets_its_head_first_then_its_events() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let dir = tempfile::tempdir().unwrap();
     let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
-    let store = SlowStart {
+    // Loads of the sessions of context `c-slow` wait for `gate`: a turn there cannot start
+    // until it opens.
+    let held = std::sync::Arc::clone(&gate);
+    let store = Watched {
         files: JsonFileSessionStore::new(dir.path()),
-        gate: std::sync::Arc::clone(&gate),
+        before_load: Box::new(move |session| {
+            let (gate, slow) = (std::sync::Arc::clone(&held), session.ends_with(".c-slow"));
+            Box::pin(async move {
+                if slow {
+                    let _open = gate.acquire().await.unwrap();
+                }
+            })
+        }),
     };
     let model = ScriptedModel::new([ScriptedResponse::text("Late")]);
     let server = serve_on(&model, no_tools(), store, None, None).await;

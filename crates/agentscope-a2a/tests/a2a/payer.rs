@@ -2,7 +2,8 @@
 //! `agentscope-server/tests/agui_instances.rs`, which includes this file): the agent their
 //! server processes serve (the [`Payer`] model and the ledgered [`pay`] tool), the stores
 //! ([`Kind`]), the worker processes ([`Instances`]) and the client that drives them
-//! ([`drive`]: kills on request), and how the ledger and a conversation read.
+//! ([`drive`]: kills on request), how the ledger and a conversation read, and the checks
+//! both make of the trials ([`check_trials`], [`stored_problems`], [`assert_trials`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
@@ -12,13 +13,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentscope::prelude::*;
-use agentscope::session::SessionStore;
+use agentscope::session::{AgentState, SessionStore};
 use agentscope::{ChatStream, ModelError, ModelRequest};
 use agentscope_postgres::PostgresSessionStore;
 use agentscope_redis::RedisSessionStore;
+use agentscope_serving::idempotency_key;
 use agentscope_sqlite::SqliteSessionStore;
-use agentscope_test::process::SelfProcess;
+use agentscope_test::process::{SelfProcess, json_settings};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
+use agentscope_test::{ledger, tools};
 use serde_json::{Value, json};
 
 /// How long `pay` waits, at most, for the client to let it finish.
@@ -55,26 +58,18 @@ impl Kind {
     /// A store on `target` (a file, or a server's URL), leasing sessions for `ttl`.
     pub(crate) async fn open(self, target: &str, ttl: Duration) -> Arc<dyn SessionStore> {
         match self {
-            Kind::Sqlite => Arc::new(
-                SqliteSessionStore::builder(target)
-                    .lease_ttl(ttl)
-                    .open()
-                    .unwrap(),
-            ),
-            Kind::Redis => Arc::new(
-                RedisSessionStore::builder(target)
-                    .lease_ttl(ttl)
-                    .connect()
-                    .await
-                    .unwrap(),
-            ),
-            Kind::Postgres => Arc::new(
-                PostgresSessionStore::builder(target)
-                    .lease_ttl(ttl)
-                    .connect()
-                    .await
-                    .unwrap(),
-            ),
+            Kind::Sqlite => {
+                let builder = SqliteSessionStore::builder(target).lease_ttl(ttl);
+                Arc::new(builder.open().unwrap())
+            }
+            Kind::Redis => {
+                let builder = RedisSessionStore::builder(target).lease_ttl(ttl);
+                Arc::new(builder.connect().await.unwrap())
+            }
+            Kind::Postgres => {
+                let builder = PostgresSessionStore::builder(target).lease_ttl(ttl);
+                Arc::new(builder.connect().await.unwrap())
+            }
         }
     }
 }
@@ -117,44 +112,26 @@ impl Model for Payer {
     }
 }
 
-fn append(path: &Path, line: &str) {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    // One write: lines of several processes never interleave.
-    file.write_all(format!("{line}\n").as_bytes()).unwrap();
-    file.sync_all().unwrap();
-}
-
 /// `pay {"invoice": n}`: pays once per idempotency key (`effects/<key>`, created at most
 /// once), records the run (`attempts`: `<invoice> <key>`), then waits until the client lets
 /// it finish (`release/<invoice>` exists) and answers "paid invoice n".
 pub(crate) fn pay(dir: PathBuf) -> impl Tool {
-    tool_fn(
-        "pay",
-        "Pays an invoice.",
-        json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
-               "required": ["invoice"]}),
-        move |input: Value, ctx: ToolContext| {
-            let dir = dir.clone();
-            async move {
-                let invoice = input["invoice"].as_u64().unwrap_or_default();
-                let key = ctx.idempotency_key();
-                // Paid once per key, whichever process gets there first; then the run is
-                // recorded (a client that sees the run knows the payment was made).
-                let _ = std::fs::File::create_new(dir.join("effects").join(&key));
-                append(&dir.join("attempts"), &format!("{invoice} {key}"));
-                let release = dir.join("release").join(invoice.to_string());
-                let deadline = tokio::time::Instant::now() + TOOL_HOLD;
-                while !release.exists() && tokio::time::Instant::now() < deadline {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                Ok::<_, ToolError>(format!("paid invoice {invoice}"))
+    tools::pay(move |invoice, ctx| {
+        let dir = dir.clone();
+        async move {
+            let key = ctx.idempotency_key();
+            // Paid once per key, whichever process gets there first; then the run is
+            // recorded (a client that sees the run knows the payment was made).
+            let _ = std::fs::File::create_new(dir.join("effects").join(&key));
+            ledger::append(&dir.join("attempts"), &format!("{invoice} {key}"));
+            let release = dir.join("release").join(invoice.to_string());
+            let deadline = tokio::time::Instant::now() + TOOL_HOLD;
+            while !release.exists() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
-        },
-    )
+            format!("paid invoice {invoice}")
+        }
+    })
 }
 
 /// The server processes of a run: copies of the test binary running the ignored test
@@ -264,7 +241,7 @@ pub(crate) fn drive(mut client: Command, instances: &mut Instances) -> Value {
 }
 
 /// A folder for the ledger: `effects/` and `release/` in it.
-pub(crate) fn ledger_dir() -> tempfile::TempDir {
+fn ledger_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for sub in ["effects", "release"] {
         std::fs::create_dir(dir.path().join(sub)).unwrap();
@@ -272,8 +249,26 @@ pub(crate) fn ledger_dir() -> tempfile::TempDir {
     dir
 }
 
-/// The ledger: the keys of `pay`'s runs by invoice, in order, and the keys paid.
-pub(crate) fn ledger(dir: &Path) -> (BTreeMap<u64, Vec<String>>, BTreeSet<String>) {
+/// The ledger, read once the trials are over.
+pub(crate) struct Books {
+    /// The keys of `pay`'s runs by invoice, in order.
+    pub(crate) attempts: BTreeMap<u64, Vec<String>>,
+    /// The keys paid.
+    pub(crate) effects: BTreeSet<String>,
+}
+
+impl Books {
+    /// How many invoices `pay` ran for under more than one key.
+    pub(crate) fn duplicates(&self) -> usize {
+        self.attempts
+            .values()
+            .filter(|keys| keys.iter().collect::<BTreeSet<_>>().len() > 1)
+            .count()
+    }
+}
+
+/// The ledger in `dir`.
+fn ledger(dir: &Path) -> Books {
     let mut attempts: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     let text = std::fs::read_to_string(dir.join("attempts")).unwrap_or_default();
     for line in text.lines() {
@@ -287,7 +282,41 @@ pub(crate) fn ledger(dir: &Path) -> (BTreeMap<u64, Vec<String>>, BTreeSet<String
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    (attempts, effects)
+    Books { attempts, effects }
+}
+
+/// A trial of the client's report, as both checks read it.
+pub(crate) struct Trial<'a> {
+    /// Its number.
+    pub(crate) index: u64,
+    /// `complete`, `kill`, ...
+    pub(crate) kind: &'a str,
+    pub(crate) invoice: u64,
+    /// Its conversation: the field `conversation` names (A2A `context`, AG-UI `thread`).
+    pub(crate) conversation: &'a str,
+    /// Whether an instance was killed.
+    pub(crate) killed: bool,
+}
+
+impl<'a> Trial<'a> {
+    pub(crate) fn read(trial: &'a Value, conversation: &str) -> Self {
+        let kind = trial["kind"].as_str().unwrap();
+        Self {
+            index: trial["trial"].as_u64().unwrap(),
+            kind,
+            invoice: trial["invoice"].as_u64().unwrap(),
+            conversation: trial[conversation].as_str().unwrap(),
+            killed: kind.starts_with("kill"),
+        }
+    }
+
+    /// `what` as a problem of this trial.
+    pub(crate) fn problem(&self, what: String) -> String {
+        format!(
+            "trial {} ({}, {}): {what}",
+            self.index, self.kind, self.conversation
+        )
+    }
 }
 
 /// A stored message as a line: `Role: text`, a tool call as `call <id> <name> <input>`, a
@@ -312,4 +341,107 @@ pub(crate) fn transcript(messages: &[Msg]) -> Vec<String> {
             format!("{:?}: {}", msg.role, parts.join(" | "))
         })
         .collect()
+}
+
+/// What a worker serves on, from the settings [`Instances::start`] gave it in `env`: the
+/// store (`store`, `target`, `ttl_ms`) and the ledger's folder (`dir`).
+pub(crate) async fn worker_settings(env: &str) -> (Arc<dyn SessionStore>, PathBuf) {
+    let settings: Value = json_settings(env);
+    let kind = Kind::parse(settings["store"].as_str().unwrap());
+    let target = settings["target"].as_str().unwrap();
+    let ttl = Duration::from_millis(settings["ttl_ms"].as_u64().unwrap());
+    let dir = PathBuf::from(settings["dir"].as_str().unwrap());
+    (kind.open(target, ttl).await, dir)
+}
+
+/// What a run of the trials came to: the client's report, the ledger, how many trials.
+pub(crate) struct Outcome {
+    #[allow(dead_code)] // read by the AG-UI test only
+    pub(crate) report: Value,
+    pub(crate) books: Books,
+    pub(crate) trials: usize,
+}
+
+/// The trials on one store: `count` processes of `worker` (settings in `env`) on `store`,
+/// driven by `client` (the program and its script: the ledger's folder, the number of
+/// trials and the instances' URLs are added); then, with the instances gone, each trial of
+/// the client's report checked by `check` on the store opened anew, in a runtime of its
+/// own.
+pub(crate) fn run_trials(
+    (worker, env, count): (&'static str, &'static str, usize),
+    store: (Kind, &str, Duration),
+    mut client: Command,
+    trials: usize,
+    mut check: impl AsyncFnMut(&Value, &dyn SessionStore, &Books),
+) -> Outcome {
+    let dir = ledger_dir();
+    let (mut instances, urls) = Instances::start(worker, env, count, store, dir.path());
+    client.arg(dir.path()).arg(trials.to_string()).args(&urls);
+    let report = drive(client, &mut instances);
+    drop(instances);
+    let books = ledger(dir.path());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (kind, target, ttl) = store;
+    let trials = runtime.block_on(async {
+        let store = kind.open(target, ttl).await;
+        let trials = report["trials"].as_array().unwrap();
+        for trial in trials {
+            check(trial, &*store, &books).await;
+        }
+        trials.len()
+    });
+    Outcome {
+        report,
+        books,
+        trials,
+    }
+}
+
+/// What differs between a trial's stored session (`session`) and what happened: the
+/// conversation against `expected` (as [`transcript`] reads it), tools left running, and
+/// the key `pay` got (`key`) against the key of its call `pay-<invoice>` in the session.
+pub(crate) fn stored_problems(
+    stored: &AgentState,
+    session: &str,
+    invoice: u64,
+    key: &str,
+    expected: &[String],
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let got = transcript(&stored.messages);
+    if got != expected {
+        problems.push(format!("the conversation: {got:?}, expected {expected:?}"));
+    }
+    if !stored.running_tools.is_empty() {
+        problems.push(format!("tools left running: {:?}", stored.running_tools));
+    }
+    if let Some(call) = stored
+        .messages
+        .iter()
+        .flat_map(|msg| msg.tool_uses())
+        .find(|call| call.id == format!("pay-{invoice}").as_str())
+    {
+        let derived = idempotency_key(session, call);
+        if derived != key {
+            problems.push(format!(
+                "the tool got key {key}, the call's key is {derived}"
+            ));
+        }
+    }
+    problems
+}
+
+/// Fails, listing them, when the trials came to any problem; then when `trials` trials were
+/// checked, not `expected`.
+pub(crate) fn assert_trials(problems: &[String], trials: usize, expected: usize) {
+    assert!(
+        problems.is_empty(),
+        "{} problems:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+    assert_eq!(trials, expected);
 }

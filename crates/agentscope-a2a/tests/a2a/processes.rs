@@ -29,7 +29,7 @@
 //! The servers are copies of this test binary running the ignored test `processes::worker`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -37,15 +37,18 @@ use agentscope::interrupt::{INTERRUPT_REPLY, INTERRUPTED_RESULT};
 use agentscope::prelude::*;
 use agentscope::session::SessionStore;
 use agentscope_a2a::A2a;
-use agentscope_serving::{Runs, STOPPED, STOPPED_IN_DOUBT, idempotency_key};
+use agentscope_serving::{Runs, STOPPED, STOPPED_IN_DOUBT};
 use agentscope_test::components::available;
 use agentscope_test::components::postgres::PostgresServer;
 use agentscope_test::components::redis::RedisServer;
-use agentscope_test::process::json_settings;
 use serde_json::{Value, json};
 
-use crate::payer::{Instances, Kind, Payer, drive, ledger, ledger_dir, pay, transcript};
+use crate::payer::{
+    Books, Kind, Outcome, Payer, Trial, assert_trials, pay, run_trials, stored_problems,
+    worker_settings,
+};
 use crate::python::python;
+use crate::support::serve_worker;
 
 /// The environment variable carrying a worker's settings.
 const WORKER_ENV: &str = "AGENTSCOPE_A2A_PROCESSES_WORKER";
@@ -63,29 +66,8 @@ const LEASE_TTL: Duration = Duration::from_millis(1000);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a server process of the `several_processes_...` tests, which start it themselves"]
 async fn worker() {
-    let settings: Value = json_settings(WORKER_ENV);
-    let kind = Kind::parse(settings["store"].as_str().unwrap());
-    let target = settings["target"].as_str().unwrap();
-    let ttl = Duration::from_millis(settings["ttl_ms"].as_u64().unwrap());
-    let dir = PathBuf::from(settings["dir"].as_str().unwrap());
-    let store = kind.open(target, ttl).await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/a2a", listener.local_addr().unwrap());
-    let a2a = A2a::builder()
-        .agent(move || {
-            ReActAgent::builder()
-                .name("assistant")
-                .model(Payer)
-                .toolkit(Toolkit::new().tool(pay(dir.clone())))
-        })
-        .url(&url)
-        .store(store)
-        .approval(ApprovalPolicy::tools(["pay"]))
-        .build()
-        .unwrap();
-    println!("LISTENING {url}");
-    let app = axum::Router::new().nest("/a2a", a2a.router());
-    axum::serve(listener, app).await.unwrap();
+    let (store, dir) = worker_settings(WORKER_ENV).await;
+    serve_worker(&Payer, Toolkit::new().tool(pay(dir)), store).await;
 }
 
 /// What the trials of one store came to.
@@ -160,20 +142,13 @@ impl Ended {
 }
 
 /// What one trial's stored session, ledger and client report must say, and the tally.
-async fn check_trial(
-    trial: &Value,
-    store: &dyn SessionStore,
-    attempts: &BTreeMap<u64, Vec<String>>,
-    effects: &BTreeSet<String>,
-    tally: &mut Tally,
-) {
-    let index = trial["trial"].as_u64().unwrap();
-    let kind = trial["kind"].as_str().unwrap();
-    let invoice = trial["invoice"].as_u64().unwrap();
-    let context = trial["context"].as_str().unwrap();
+async fn check_trial(trial: &Value, store: &dyn SessionStore, books: &Books, tally: &mut Tally) {
+    let read = Trial::read(trial, "context");
+    let (kind, invoice, context, killed) =
+        (read.kind, read.invoice, read.conversation, read.killed);
     let session = A2a::session_id("assistant", context);
-    let killed = kind.starts_with("kill");
     *tally.kinds.entry(kind.to_owned()).or_default() += 1;
+    let label = |what| read.problem(what);
     let mut problems = Vec::new();
     let mut problem = |what: String| problems.push(what);
     let expect = |problem: &mut dyn FnMut(String), what: &str, got: &Value, want: Value| {
@@ -194,17 +169,13 @@ async fn check_trial(
     };
     let Some(ended) = ended.filter(|_| allowed) else {
         problem(format!("the task ended {}", trial["get"]));
-        tally.problems.extend(
-            problems
-                .into_iter()
-                .map(|what| format!("trial {index} ({kind}, {context}): {what}")),
-        );
+        tally.problems.extend(problems.into_iter().map(label));
         return;
     };
     let final_task = ended.task(invoice);
 
     // The ledger: one key per invoice, paid once (a retry runs `pay` again with that key).
-    let keys = attempts.get(&invoice).cloned().unwrap_or_default();
+    let keys = books.attempts.get(&invoice).cloned().unwrap_or_default();
     let distinct: BTreeSet<&String> = keys.iter().collect();
     let retried = trial["answer"]["action"] == "retry";
     let runs_expected = if retried || kind == "kill-twice" {
@@ -222,7 +193,7 @@ async fn check_trial(
         ));
     }
     let key = keys.first().cloned().unwrap_or_default();
-    if !effects.contains(&key) {
+    if !books.effects.contains(&key) {
         problem(format!("no effect recorded under key {key}"));
     }
 
@@ -360,11 +331,7 @@ async fn check_trial(
     // The store: the conversation and the runs, as what happened.
     let Some(stored) = store.load(&session).await.unwrap() else {
         problem("no session stored".to_owned());
-        tally.problems.extend(
-            problems
-                .into_iter()
-                .map(|what| format!("trial {index} ({kind}, {context}): {what}")),
-        );
+        tally.problems.extend(problems.into_iter().map(label));
         return;
     };
     let paid = format!("Tool: result pay-{invoice} (ok): paid invoice {invoice}");
@@ -397,27 +364,10 @@ async fn check_trial(
             expected.extend([paid, question.clone(), yes.clone(), question, yes])
         }
     }
-    let got = transcript(&stored.messages);
-    if got != expected {
-        problem(format!("the conversation: {got:?}, expected {expected:?}"));
-    }
-    if !stored.running_tools.is_empty() {
-        problem(format!("tools left running: {:?}", stored.running_tools));
-    }
-    // The key the tool got is the call's key in its session.
-    if let Some(call) = stored
-        .messages
-        .iter()
-        .flat_map(|msg| msg.tool_uses())
-        .find(|call| call.id == format!("pay-{invoice}").as_str())
-    {
-        let derived = idempotency_key(&session, call);
-        if derived != key {
-            problem(format!(
-                "the tool got key {key}, the call's key is {derived}"
-            ));
-        }
-    }
+    // The conversation, and the key the tool got is the call's key in its session.
+    stored_problems(&stored, &session, invoice, &key, &expected)
+        .into_iter()
+        .for_each(&mut problem);
     let runs = Runs::read(&agentscope::session::HookState::new(stored.hooks.clone())).unwrap();
     let states: Vec<(String, &str)> = runs
         .iter()
@@ -464,11 +414,7 @@ async fn check_trial(
         };
         *tally.at_end.entry(name).or_default() += 1;
     }
-    tally.problems.extend(
-        problems
-            .into_iter()
-            .map(|what| format!("trial {index} ({kind}, {context}): {what}")),
-    );
+    tally.problems.extend(problems.into_iter().map(label));
 }
 
 /// The trials on one store: three instances on `target`, the client's trials, the checks;
@@ -478,44 +424,19 @@ fn several_processes(kind: Kind, target: &str) {
         return;
     };
     let started = Instant::now();
-    let dir = ledger_dir();
-    let (mut instances, urls) = Instances::start(
-        "processes::worker",
-        WORKER_ENV,
-        3,
-        (kind, target, LEASE_TTL),
-        dir.path(),
-    );
     let mut client = Command::new(python);
-    client
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/instances.py"))
-        .arg(dir.path())
-        .arg(TRIALS.to_string())
-        .args(&urls);
-    let report = drive(client, &mut instances);
-    drop(instances);
-    let (attempts, effects) = ledger(dir.path());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let mut tally = Tally {
-        effects: effects.len(),
-        ..Tally::default()
-    };
-    runtime.block_on(async {
-        let store = kind.open(target, LEASE_TTL).await;
-        let trials = report["trials"].as_array().unwrap();
-        tally.trials = trials.len();
-        for trial in trials {
-            check_trial(trial, &*store, &attempts, &effects, &mut tally).await;
-        }
-    });
-    tally.duplicates = attempts
-        .values()
-        .filter(|keys| keys.iter().collect::<BTreeSet<_>>().len() > 1)
-        .count();
-    let paid_invoices = attempts.len();
+    client.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/instances.py"));
+    let mut tally = Tally::default();
+    let Outcome { books, trials, .. } = run_trials(
+        ("processes::worker", WORKER_ENV, 3),
+        (kind, target, LEASE_TTL),
+        client,
+        TRIALS,
+        async |trial, store, books| check_trial(trial, store, books, &mut tally).await,
+    );
+    (tally.trials, tally.effects) = (trials, books.effects.len());
+    tally.duplicates = books.duplicates();
+    let paid_invoices = books.attempts.len();
     let kinds = |name: &str| tally.kinds.get(name).copied().unwrap_or_default();
     println!(
         "A2A, 3 processes on {}: trials {} (complete {}, cancel {}, kill mid-tool {}, kill at \
@@ -545,13 +466,7 @@ fn several_processes(kind: Kind, target: &str) {
         tally.problems.len(),
         started.elapsed().as_secs_f64(),
     );
-    assert!(
-        tally.problems.is_empty(),
-        "{} problems:\n{}",
-        tally.problems.len(),
-        tally.problems.join("\n")
-    );
-    assert_eq!(tally.trials, TRIALS);
+    assert_trials(&tally.problems, tally.trials, TRIALS);
     assert_eq!(
         [
             kinds("complete"),

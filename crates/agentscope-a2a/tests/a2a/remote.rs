@@ -16,7 +16,7 @@ use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::support::{Paced, client, serve, serve_with, state};
+use crate::support::{Paced, client, role, serve, serve_with, state};
 
 /// An event as a short line: its type (`chunk` when not the last), then its blocks.
 fn seen(event: &Event) -> String {
@@ -61,15 +61,7 @@ pub(crate) async fn events(stream: AgentStream) -> Vec<String> {
 fn lines(messages: &[Msg]) -> Vec<String> {
     messages
         .iter()
-        .map(|msg| {
-            let role = match msg.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-                Role::System => "system",
-                Role::Tool => "tool",
-            };
-            format!("{role} {}: {}", msg.name, blocks(&msg.content))
-        })
+        .map(|msg| format!("{} {}: {}", role(msg.role), msg.name, blocks(&msg.content)))
         .collect()
 }
 

@@ -10,12 +10,13 @@
 
 use std::time::Duration;
 
-use a2a::GetTaskRequest;
 use agentscope::prelude::*;
 use agentscope_a2a::RemoteAgent;
+use agentscope_test::ledger::Ledger;
 use serde_json::json;
 
-use crate::killed::{lines, start};
+use crate::killed::start;
+use crate::support::get;
 
 fn approve() -> Msg {
     RemoteAgent::data_message(json!({"decisions": [{"toolCallId": "c1", "approved": true}]}))
@@ -25,10 +26,10 @@ fn approve() -> Msg {
 async fn a_client_after_the_server_crashed_drops_the_dead_question_and_resolves_the_call_in_doubt()
 {
     let dir = tempfile::tempdir().unwrap();
-    let (attempts, ledger) = (dir.path().join("attempts"), dir.path().join("ledger"));
+    let books = Ledger::new(dir.path());
 
     // The first server asks; the client approves; the server dies while `pay` runs.
-    let (mut first, base) = start(dir.path(), true);
+    let (first, base) = start(dir.path(), true);
     let remote = RemoteAgent::connect(&base).await.unwrap();
     let asked = remote.call("Pay invoice 7.").await.unwrap();
     assert_eq!(
@@ -41,16 +42,11 @@ async fn a_client_after_the_server_crashed_drops_the_dead_question_and_resolves_
     );
     let task = asked.metadata["a2a"]["taskId"].as_str().unwrap().to_owned();
     let approving = tokio::spawn(remote.call(approve()));
-    let key = tokio::task::block_in_place(|| first.expect("TOOL_RUNNING "));
-    tokio::task::block_in_place(|| first.kill());
+    // The service paid under the key, once.
+    let key = tokio::task::block_in_place(|| books.kill_once_paid(first));
     assert!(
         approving.await.unwrap().is_err(),
         "the call died with the server"
-    );
-    assert_eq!(
-        lines(&ledger),
-        std::slice::from_ref(&key),
-        "the service paid"
     );
     // The conversation (in a session, or saved) goes on with the server that took over.
     let state = agentscope::Agent::save_state(&remote).unwrap();
@@ -68,14 +64,7 @@ async fn a_client_after_the_server_crashed_drops_the_dead_question_and_resolves_
     // The server that took over reports the task that died failed, once its grace is over.
     tokio::time::timeout(Duration::from_secs(30), async {
         loop {
-            let got = sdk
-                .get_task(&GetTaskRequest {
-                    id: task.clone(),
-                    history_length: None,
-                    tenant: None,
-                })
-                .await
-                .unwrap();
+            let got = sdk.get_task(&get(&task)).await.unwrap();
             if got.status.state != a2a::TaskState::Working {
                 assert_eq!(got.status.state, a2a::TaskState::Failed);
                 break;
@@ -113,7 +102,7 @@ async fn a_client_after_the_server_crashed_drops_the_dead_question_and_resolves_
     );
     // 3. The key the tool gave the service: the client checks there, and answers.
     assert_eq!(doubts[0].idempotency_key(), key);
-    assert!(lines(&ledger).contains(&key));
+    assert!(books.paid().contains(&key));
     let done = remote
         .call(RemoteAgent::data_message(json!({"decisions": [
             {"toolCallId": "c1", "action": "done", "result": "paid (ledger checked)"}
@@ -122,6 +111,6 @@ async fn a_client_after_the_server_crashed_drops_the_dead_question_and_resolves_
         .unwrap();
     assert_eq!(done.text(), "Invoice 7 is paid.");
     assert_eq!(remote.pending_question(), None);
-    assert_eq!(lines(&attempts), std::slice::from_ref(&key), "pay ran once");
-    assert_eq!(lines(&ledger), [key], "paid once");
+    assert_eq!(books.attempts(), std::slice::from_ref(&key), "pay ran once");
+    assert_eq!(books.paid(), [key], "paid once");
 }

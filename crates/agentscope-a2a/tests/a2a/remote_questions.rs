@@ -17,20 +17,13 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::fake::{self, Fake, Seen, card, fake, ok, proto, refused, sse, task};
+use crate::support::role;
 
 /// Messages as `role name: text` lines.
 fn lines(messages: &[Msg]) -> Vec<String> {
     messages
         .iter()
-        .map(|msg| {
-            let role = match msg.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-                Role::System => "system",
-                Role::Tool => "tool",
-            };
-            format!("{role} {}: {}", msg.name, msg.text())
-        })
+        .map(|msg| format!("{} {}: {}", role(msg.role), msg.name, msg.text()))
         .collect()
 }
 

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2a::{CancelTaskRequest, GetTaskRequest, Part, StreamResponse};
+use a2a::{Part, StreamResponse};
 use agentscope::prelude::*;
 use agentscope::session::{SessionStore, StateChange};
 use agentscope_sqlite::SqliteSessionStore;
@@ -14,7 +14,7 @@ use agentscope_test::{ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::support::{Server, answer, client, request, serve_on, state};
+use crate::support::{Server, Watched, answer, cancel, client, get, request, serve_on, state};
 use crate::task_of;
 
 /// A `pay` tool that records each payment with its idempotency key, and (while `hold` is
@@ -154,11 +154,7 @@ async fn a_decisions_message_resent_to_another_instance_while_the_tool_runs_ends
     // Either instance reports the task as it is stored: completed.
     let got = client(&first, "JSONRPC")
         .await
-        .get_task(&GetTaskRequest {
-            id: asked.id.clone(),
-            history_length: None,
-            tenant: None,
-        })
+        .get_task(&get(&asked.id))
         .await
         .unwrap();
     assert_eq!(got, followed);
@@ -227,11 +223,7 @@ async fn a_task_whose_call_finished_is_completed_whatever_its_record_says() {
     let other = serve_on(&model, Toolkit::new(), store, None, None).await;
     let got = crate::support::client(&other, "HTTP+JSON")
         .await
-        .get_task(&GetTaskRequest {
-            id: done.id.clone(),
-            history_length: None,
-            tenant: None,
-        })
+        .get_task(&get(&done.id))
         .await
         .unwrap();
     assert_eq!(state(&got.status.state), "completed");
@@ -293,14 +285,7 @@ async fn a_long_turn_polled_from_another_instance_is_never_failed() {
     let poller = client(&second, "HTTP+JSON").await;
     let mut seen = Vec::new();
     let end = loop {
-        let got = poller
-            .get_task(&GetTaskRequest {
-                id: task.id.clone(),
-                history_length: None,
-                tenant: None,
-            })
-            .await
-            .unwrap();
+        let got = poller.get_task(&get(&task.id)).await.unwrap();
         let now = state(&got.status.state);
         if seen.last() != Some(&now) {
             seen.push(now);
@@ -353,11 +338,7 @@ async fn a_cancel_that_reaches_no_call_is_refused_and_the_task_completes() {
     }
     let refused = client(&second, "HTTP+JSON")
         .await
-        .cancel_task(&CancelTaskRequest {
-            id: task.id.clone(),
-            metadata: None,
-            tenant: None,
-        })
+        .cancel_task(&cancel(&task.id))
         .await
         .unwrap_err();
     assert_eq!(refused.code, a2a::error_code::TASK_NOT_CANCELABLE);
@@ -509,72 +490,6 @@ async fn the_bearer_token_guards_the_streaming_json_rpc_path() {
     assert_eq!(model.request_count(), 1);
 }
 
-/// Forwards to a JSON file store (its leases and listing included) and counts the sessions
-/// loaded.
-#[derive(Clone)]
-struct CountedLoads {
-    files: agentscope::session::JsonFileSessionStore,
-    loads: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl SessionStore for CountedLoads {
-    fn save<'a>(
-        &'a self,
-        session: &'a str,
-        change: &'a StateChange,
-    ) -> futures::future::BoxFuture<'a, Result<u64, agentscope::session::SessionError>> {
-        self.files.save(session, change)
-    }
-
-    fn load<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> futures::future::BoxFuture<
-        'a,
-        Result<Option<agentscope::session::AgentState>, agentscope::session::SessionError>,
-    > {
-        self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.files.load(session)
-    }
-
-    fn delete<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<bool, agentscope::session::SessionError>> {
-        self.files.delete(session)
-    }
-
-    fn list(
-        &self,
-    ) -> futures::future::BoxFuture<'_, Result<Vec<String>, agentscope::session::SessionError>>
-    {
-        self.files.list()
-    }
-
-    fn list_recent<'a>(
-        &'a self,
-        prefix: &'a str,
-        after: Option<&'a agentscope::session::SessionSummary>,
-        limit: usize,
-    ) -> futures::future::BoxFuture<
-        'a,
-        Result<Vec<agentscope::session::SessionSummary>, agentscope::session::SessionError>,
-    > {
-        self.files.list_recent(prefix, after, limit)
-    }
-
-    fn lease<'a>(
-        &'a self,
-        session: &'a str,
-        interrupt: &'a agentscope::CancellationToken,
-    ) -> futures::future::BoxFuture<
-        'a,
-        Result<Option<agentscope::session::SessionLease>, agentscope::session::SessionError>,
-    > {
-        self.files.lease(session, interrupt)
-    }
-}
-
 /// Finding 4: `ListTasks` without a context returns every task once, most recently updated
 /// first across contexts (the specification's order), and a page reads about a page of
 /// contexts, not every task; with a context it is that context's tasks.
@@ -582,9 +497,14 @@ impl SessionStore for CountedLoads {
 async fn list_tasks_pages_in_the_store_newest_first_across_contexts() {
     let dir = tempfile::tempdir().unwrap();
     let loads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let store = CountedLoads {
+    // Counts the sessions loaded.
+    let counted = Arc::clone(&loads);
+    let store = Watched {
         files: agentscope::session::JsonFileSessionStore::new(dir.path()),
-        loads: Arc::clone(&loads),
+        before_load: Box::new(move |_session| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async {})
+        }),
     };
     let model = ScriptedModel::new([ScriptedResponse::text("ok")]).cycling();
     let server = serve_on(&model, Toolkit::new(), store, None, None).await;

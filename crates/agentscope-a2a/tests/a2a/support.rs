@@ -3,16 +3,19 @@
 use std::path::Path;
 
 use a2a::{AgentCard, Message, Part, Role, SendMessageRequest, StreamResponse, TaskState};
+use a2a_client::A2AClientFactory;
 use a2a_client::agent_card::AgentCardResolver;
-use a2a_client::{A2AClient, A2AClientFactory, Transport};
 use agentscope::prelude::*;
-use agentscope::session::SessionStore;
+use agentscope::session::{
+    AgentState, SessionError, SessionLease, SessionStore, SessionSummary, StateChange,
+};
 use agentscope::{ChatStream, ModelError, ModelRequest};
 use agentscope_a2a::A2a;
 use agentscope_test::ScriptedModel;
 use futures::StreamExt;
+use futures::future::BoxFuture;
 
-pub(crate) type Client = A2AClient<Box<dyn Transport>>;
+pub(crate) use crate::http::Client;
 
 /// A running server: its base URL (where the router is mounted) and its task.
 pub(crate) struct Server {
@@ -83,21 +86,54 @@ pub(crate) async fn serve_on(
         .description("Answers questions.")
         .version("2.1.0")
         .store(store);
-    let a2a = match approval {
-        Some(policy) => a2a.approval(policy),
-        None => a2a,
-    };
-    let a2a = match token {
-        Some(token) => a2a.bearer_token(token),
-        None => a2a,
-    }
-    .build()
-    .unwrap();
+    let a2a = guarded(a2a, approval, token);
     spawn(
         listener,
         url,
         axum::Router::new().nest("/a2a", a2a.router()),
     )
+}
+
+/// The server of a worker process (a copy of the test binary that a test starts and may
+/// kill): [`serve_on`] `store` with the tools `pay` guards (`ApprovalPolicy::tools(["pay"])`);
+/// prints `LISTENING <base url>` and serves until the process is killed.
+pub(crate) async fn serve_worker(
+    model: &(impl Model + Clone),
+    toolkit: Toolkit,
+    store: impl SessionStore,
+) {
+    let policy = Some(ApprovalPolicy::tools(["pay"]));
+    let server = serve_on(model, toolkit, store, policy, None).await;
+    println!("LISTENING {}", server.url);
+    std::future::pending::<()>().await;
+}
+
+/// `a2a` built with the approval policy and the bearer token given.
+pub(crate) fn guarded(
+    a2a: agentscope_a2a::A2aBuilder,
+    approval: Option<ApprovalPolicy>,
+    token: Option<&str>,
+) -> A2a {
+    let a2a = match approval {
+        Some(policy) => a2a.approval(policy),
+        None => a2a,
+    };
+    match token {
+        Some(token) => a2a.bearer_token(token),
+        None => a2a,
+    }
+    .build()
+    .unwrap()
+}
+
+/// A role as the tests write it: `user`, `assistant`, `system`, `tool`.
+pub(crate) fn role(role: agentscope::Role) -> &'static str {
+    match role {
+        agentscope::Role::User => "user",
+        agentscope::Role::Assistant => "assistant",
+        agentscope::Role::System => "system",
+        agentscope::Role::Tool => "tool",
+    }
 }
 
 /// Serves `app` on `listener`, whose base URL (where the A2A router is) is `url`.
@@ -270,5 +306,80 @@ impl Model for Paced {
                 chunk
             })
             .boxed())
+    }
+}
+
+/// `GetTask` of the task `id`, its history as the server keeps it.
+pub(crate) fn get(id: &str) -> a2a::GetTaskRequest {
+    a2a::GetTaskRequest {
+        id: id.to_owned(),
+        history_length: None,
+        tenant: None,
+    }
+}
+
+/// `CancelTask` of the task `id`.
+pub(crate) fn cancel(id: &str) -> a2a::CancelTaskRequest {
+    a2a::CancelTaskRequest {
+        id: id.to_owned(),
+        metadata: None,
+        tenant: None,
+    }
+}
+
+/// What [`Watched`] runs before a load: given the session, a future the load waits for.
+pub(crate) type BeforeLoad =
+    Box<dyn Fn(&str) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
+
+/// A JSON file store (its leases, listing and interrupts included) whose loads wait, first,
+/// for what `before_load` makes of the session: a test's way to count loads or hold them.
+pub(crate) struct Watched {
+    pub(crate) files: agentscope::session::JsonFileSessionStore,
+    pub(crate) before_load: BeforeLoad,
+}
+
+/// What a store's calls return.
+type Answer<'a, T> = BoxFuture<'a, Result<T, SessionError>>;
+
+impl SessionStore for Watched {
+    fn save<'a>(&'a self, session: &'a str, change: &'a StateChange) -> Answer<'a, u64> {
+        self.files.save(session, change)
+    }
+
+    fn load<'a>(&'a self, session: &'a str) -> Answer<'a, Option<AgentState>> {
+        let before = (self.before_load)(session);
+        Box::pin(async move {
+            before.await;
+            self.files.load(session).await
+        })
+    }
+
+    fn delete<'a>(&'a self, session: &'a str) -> Answer<'a, bool> {
+        self.files.delete(session)
+    }
+
+    fn list(&self) -> Answer<'_, Vec<String>> {
+        self.files.list()
+    }
+
+    fn list_recent<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: Option<&'a SessionSummary>,
+        limit: usize,
+    ) -> Answer<'a, Vec<SessionSummary>> {
+        self.files.list_recent(prefix, after, limit)
+    }
+
+    fn lease<'a>(
+        &'a self,
+        session: &'a str,
+        interrupt: &'a agentscope::CancellationToken,
+    ) -> Answer<'a, Option<SessionLease>> {
+        self.files.lease(session, interrupt)
+    }
+
+    fn interrupt<'a>(&'a self, session: &'a str) -> Answer<'a, bool> {
+        self.files.interrupt(session)
     }
 }

@@ -10,26 +10,15 @@ use agentscope_a2a::{A2a, RemoteAgent};
 use agentscope_otel::{Otel, OtelGuard};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use opentelemetry::trace::{SpanId, SpanKind};
-use opentelemetry_sdk::metrics::InMemoryMetricExporter;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
 use serde_json::json;
-use tracing_subscriber::layer::SubscriberExt;
 
+use crate::http::json_of;
+use crate::in_memory::{in_memory, span};
 use crate::support::Server;
 
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN_ID: &str = "00f067aa0ba902b7";
-
-fn span<'a>(spans: &'a [SpanData], name: &str) -> &'a SpanData {
-    spans
-        .iter()
-        .find(|span| span.name == name)
-        .unwrap_or_else(|| panic!("no span {name} in {:?}", names(spans)))
-}
-
-fn names(spans: &[SpanData]) -> Vec<String> {
-    spans.iter().map(|span| span.name.to_string()).collect()
-}
 
 /// The pipeline, with its subscriber the default of this (single-threaded) test.
 fn traced() -> (
@@ -37,15 +26,8 @@ fn traced() -> (
     Otel,
     tracing::dispatcher::DefaultGuard,
 ) {
-    let exporter = InMemorySpanExporter::default();
-    let otel = Otel::builder()
-        .span_exporter(exporter.clone())
-        .metric_exporter(InMemoryMetricExporter::default())
-        .build()
-        .unwrap();
-    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(otel.layer()));
-    let default = tracing::dispatcher::set_default(&dispatch);
-    (exporter, otel, default)
+    let traced = in_memory(Otel::builder());
+    (traced.exporter, traced.otel, traced.default)
 }
 
 fn finished(exporter: &InMemorySpanExporter, guard: OtelGuard) -> Vec<SpanData> {
@@ -87,18 +69,15 @@ async fn a_task_continues_the_trace_of_the_request() {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
         "message": {"role": "ROLE_USER", "messageId": "m1", "contextId": "c1",
                     "parts": [{"text": "Hello"}]}}});
-    let answer: serde_json::Value = reqwest::Client::new()
-        .post(&server.url)
-        .header("A2A-Version", "1.0")
-        .header("traceparent", format!("00-{TRACE_ID}-{CALLER_SPAN_ID}-01"))
-        .header("tracestate", "congo=t61rcWkgMzE")
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let answer = json_of(
+        reqwest::Client::new()
+            .post(&server.url)
+            .header("A2A-Version", "1.0")
+            .header("traceparent", format!("00-{TRACE_ID}-{CALLER_SPAN_ID}-01"))
+            .header("tracestate", "congo=t61rcWkgMzE")
+            .json(&body),
+    )
+    .await;
     assert_eq!(
         answer["result"]["task"]["status"]["state"],
         "TASK_STATE_COMPLETED"

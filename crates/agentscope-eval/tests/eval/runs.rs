@@ -13,6 +13,7 @@ use agentscope_eval::{
     AnswerCriterion, Budget, Case, CriterionResult, Evaluator, ExpectedCall, Matcher, Progress,
     RunContext, RunMetrics, ToolCall, TrajectoryMode,
 };
+use agentscope_test::messages::turns;
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedChunk, ScriptedModel, ScriptedResponse};
 use futures::StreamExt;
@@ -381,11 +382,7 @@ async fn turns_are_calls_on_one_agent_and_the_last_reply_is_the_answer() {
     assert_eq!(run.metrics.usage, Some(ChatUsage::new(30, 8)));
     // The second call saw the first turn.
     let requests = forks.lock().unwrap()[0].requests();
-    let texts: Vec<(Role, String)> = requests[1]
-        .messages
-        .iter()
-        .map(|m| (m.role, m.text()))
-        .collect();
+    let texts = turns(&requests[1].messages);
     assert_eq!(
         texts,
         [

@@ -2,37 +2,19 @@
 //! agentscope-otel's pipeline to the SDK's in-memory exporter: names, attribute types and
 //! values as the GenAI conventions define the event, the agent's spans under the case's.
 
-use agentscope::hooks::TracingHook;
-use agentscope::prelude::*;
 use agentscope_eval::{
     AnswerCriterion, Case, Evaluator, ExpectedCall, Judge, Progress, RunContext, TrajectoryMode,
 };
-use agentscope_otel::Otel;
-use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use opentelemetry::Value as OtelValue;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
+use opentelemetry_sdk::trace::SpanData;
 use serde_json::{Value, json};
+
+use crate::in_memory::{self, traced_calculator};
 
 /// Runs `scenario` with the pipeline exporting to memory; returns the finished spans.
 async fn export<F: Future<Output = ()>>(scenario: F) -> Vec<SpanData> {
-    let exporter = InMemorySpanExporter::default();
-    let otel = Otel::builder()
-        .service_name("eval")
-        .span_exporter(exporter.clone())
-        .metric_exporter(opentelemetry_sdk::metrics::InMemoryMetricExporter::default())
-        .build()
-        .unwrap();
-    let subscriber = {
-        use tracing_subscriber::layer::SubscriberExt;
-        tracing_subscriber::registry().with(otel.layer())
-    };
-    let dispatch = tracing::Dispatch::new(subscriber);
-    let _default = tracing::dispatcher::set_default(&dispatch);
-    scenario.await;
-    let guard = otel.into_guard();
-    guard.flush().unwrap();
-    exporter.get_finished_spans().unwrap()
+    in_memory::export("eval", scenario).await
 }
 
 fn value(value: &OtelValue) -> Value {
@@ -83,12 +65,7 @@ async fn each_criterion_is_a_gen_ai_evaluation_result_event_on_the_case_span() {
         } else {
             agent.fork()
         };
-        ReActAgent::builder()
-            .name("assistant")
-            .model(model)
-            .toolkit(Toolkit::new().tool(Calculator::new()))
-            .hook(TracingHook::new())
-            .build()
+        traced_calculator(model).build()
     })
     .judge(Judge::new(judge))
     .progress(Progress::Off)

@@ -5,3 +5,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod events;
+#[path = "../../../agentscope-otel/tests/otel/in_memory.rs"]
+mod in_memory;

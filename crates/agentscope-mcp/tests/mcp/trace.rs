@@ -7,19 +7,10 @@
 
 use agentscope::hooks::TracingHook;
 use agentscope_otel::Otel;
-use opentelemetry_sdk::metrics::InMemoryMetricExporter;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
 use serde_json::{Value, json};
-use tracing_subscriber::layer::SubscriberExt;
 
+use crate::in_memory::{in_memory, span};
 use crate::support::{self, agent_on, calls_then_answers, last_results, reply, tools_of};
-
-fn span<'a>(spans: &'a [SpanData], name: &str) -> &'a SpanData {
-    spans
-        .iter()
-        .find(|span| span.name == name)
-        .unwrap_or_else(|| panic!("no span {name}"))
-}
 
 // One thread: the test's subscriber (thread-local) sees the agent's and the client's tasks.
 #[tokio::test]
@@ -31,14 +22,7 @@ async fn a_tool_call_carries_its_execute_tool_spans_trace_context_to_the_server(
     let Some(server) = support::HttpFixture::start().await else {
         return;
     };
-    let exporter = InMemorySpanExporter::default();
-    let otel = Otel::builder()
-        .span_exporter(exporter.clone())
-        .metric_exporter(InMemoryMetricExporter::default())
-        .build()
-        .unwrap();
-    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(otel.layer()));
-    let _default = tracing::dispatcher::set_default(&dispatch);
+    let traced = in_memory(Otel::builder());
 
     let client = support::connect(server.config().prefix("fx_")).await;
     let model = calls_then_answers("t1", "fx_trace-context", json!({}), "traced");
@@ -49,9 +33,7 @@ async fn a_tool_call_carries_its_execute_tool_spans_trace_context_to_the_server(
         .unwrap();
     assert_eq!(reply(&agent, "Trace it.").await.text(), "traced");
     client.close().await;
-    let guard = otel.into_guard();
-    guard.flush().unwrap();
-    let spans = exporter.get_finished_spans().unwrap();
+    let spans = traced.finish();
 
     let tool = span(&spans, "execute_tool fx_trace-context");
     let call = span(&spans, "invoke_agent assistant");

@@ -8,32 +8,17 @@ use std::path::Path;
 
 use agentscope::hooks::{ApprovalPolicy, ToolApprovalHook, TracingHook};
 use agentscope::prelude::*;
-use agentscope_otel::Otel;
 use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use opentelemetry::Value as OtelValue;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
+use opentelemetry_sdk::trace::SpanData;
 use serde_json::{Value, json};
+
+use crate::in_memory;
 
 /// Runs `scenario` with a pipeline exporting to memory; returns the finished spans.
 pub(crate) async fn export<F: Future<Output = ()>>(scenario: F) -> Vec<SpanData> {
-    let exporter = InMemorySpanExporter::default();
-    let otel = Otel::builder()
-        .service_name("golden")
-        .span_exporter(exporter.clone())
-        .metric_exporter(opentelemetry_sdk::metrics::InMemoryMetricExporter::default())
-        .build()
-        .unwrap();
-    let subscriber = {
-        use tracing_subscriber::layer::SubscriberExt;
-        tracing_subscriber::registry().with(otel.layer())
-    };
-    let dispatch = tracing::Dispatch::new(subscriber);
-    let _default = tracing::dispatcher::set_default(&dispatch);
-    scenario.await;
-    let guard = otel.into_guard();
-    guard.flush().unwrap();
-    exporter.get_finished_spans().unwrap()
+    in_memory::export("golden", scenario).await
 }
 
 /// An attribute value as JSON, of its type (an array as an array, not the text of one).

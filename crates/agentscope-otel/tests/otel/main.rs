@@ -8,6 +8,7 @@
 mod content;
 mod decisions;
 mod golden;
+mod in_memory;
 mod metrics;
 mod parallel;
 mod phoenix;

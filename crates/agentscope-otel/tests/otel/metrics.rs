@@ -4,16 +4,15 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use agentscope::hooks::TracingHook;
-use agentscope::prelude::*;
 use agentscope_otel::Otel;
 use agentscope_otel::metrics::{DURATION_BUCKETS, TOKEN_BUCKETS};
-use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use opentelemetry_sdk::metrics::InMemoryMetricExporter;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, HistogramDataPoint, MetricData};
 use opentelemetry_sdk::trace::InMemorySpanExporter;
 use serde_json::json;
+
+use crate::in_memory::traced_calculator;
 
 /// One data point: its attributes, and what the histogram holds.
 #[derive(Debug, PartialEq)]
@@ -90,13 +89,7 @@ async fn duration_and_token_usage_histograms_per_model_call() {
         })
         .with_delay(delay),
     ]);
-    let agent = ReActAgent::builder()
-        .name("assistant")
-        .model(model)
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .hook(TracingHook::new())
-        .build()
-        .unwrap();
+    let agent = traced_calculator(model).build().unwrap();
     {
         let _default = tracing::dispatcher::set_default(&dispatch);
         assert_eq!(agent.call("What is 6*7?").await.unwrap().text(), "42");

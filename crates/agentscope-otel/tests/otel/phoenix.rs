@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::golden::{Flat, SCENARIOS, golden, tree_of};
+use crate::in_memory;
 
 /// The Python of `tests/python/.venv` with Phoenix installed: as found, or made with
 /// `python3 -m venv` and `pip install -r requirements.txt`.
@@ -300,13 +301,8 @@ async fn export_and_compare(
         .metric_exporter(opentelemetry_sdk::metrics::InMemoryMetricExporter::default())
         .build()
         .unwrap();
-    let subscriber = {
-        use tracing_subscriber::layer::SubscriberExt;
-        tracing_subscriber::registry().with(otel.layer())
-    };
-    let dispatch = tracing::Dispatch::new(subscriber);
     {
-        let _default = tracing::dispatcher::set_default(&dispatch);
+        let _default = in_memory::set_default(&otel);
         scenario().await;
     }
     let guard = otel.into_guard();

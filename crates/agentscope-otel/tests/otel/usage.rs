@@ -2,13 +2,11 @@
 //! writes included, and the `invoke_agent` span their sums, all as integers.
 
 use agentscope::ChatUsage;
-use agentscope::hooks::TracingHook;
-use agentscope::prelude::*;
-use agentscope_test::tools::Calculator;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::{Value, json};
 
 use crate::golden::{export, tree};
+use crate::in_memory::traced_calculator;
 
 fn usage(node: &Value) -> Value {
     let attributes = node["attributes"].as_object().unwrap();
@@ -28,13 +26,7 @@ async fn cache_reads_and_writes_are_counted_per_model_call_and_summed_per_call()
         ScriptedResponse::text("42")
             .with_usage_detail(ChatUsage::new(1230, 3).with_cache_read(1000)),
     ]);
-    let agent = ReActAgent::builder()
-        .name("assistant")
-        .model(model)
-        .toolkit(Toolkit::new().tool(Calculator::new()))
-        .hook(TracingHook::new())
-        .build()
-        .unwrap();
+    let agent = traced_calculator(model).build().unwrap();
     let spans = export(async {
         assert_eq!(agent.call("What is 6*7?").await.unwrap().text(), "42");
     })

@@ -9,33 +9,18 @@ use agentscope::prelude::*;
 use agentscope_otel::Otel;
 use agentscope_server::{AgUi, AgentSpec};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
-use opentelemetry_sdk::metrics::InMemoryMetricExporter;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
+use opentelemetry_sdk::trace::SpanData;
 use serde_json::{Value, json};
-use tracing_subscriber::layer::SubscriberExt;
 
+use crate::in_memory::{in_memory, span};
 use crate::support::serve::{input, serve, user};
 
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN_ID: &str = "00f067aa0ba902b7";
 
-fn span<'a>(spans: &'a [SpanData], name: &str) -> &'a SpanData {
-    spans
-        .iter()
-        .find(|span| span.name == name)
-        .unwrap_or_else(|| panic!("no span {name}"))
-}
-
 /// Runs `assistant` once with `headers`; returns the run's events and the exported spans.
 async fn traced_run(headers: &[(&str, &str)]) -> (Vec<Value>, Vec<SpanData>) {
-    let exporter = InMemorySpanExporter::default();
-    let otel = Otel::builder()
-        .span_exporter(exporter.clone())
-        .metric_exporter(InMemoryMetricExporter::default())
-        .build()
-        .unwrap();
-    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(otel.layer()));
-    let _default = tracing::dispatcher::set_default(&dispatch);
+    let traced = in_memory(Otel::builder());
     let dir = tempfile::tempdir().unwrap();
     let spec = AgentSpec::new(|| {
         ReActAgent::builder()
@@ -61,9 +46,7 @@ async fn traced_run(headers: &[(&str, &str)]) -> (Vec<Value>, Vec<SpanData>) {
         .map(|data| serde_json::from_str(data).unwrap())
         .collect();
     drop(served);
-    let guard = otel.into_guard();
-    guard.flush().unwrap();
-    (events, exporter.get_finished_spans().unwrap())
+    (events, traced.finish())
 }
 
 // One thread: the test's subscriber (thread-local) sees the server's tasks.

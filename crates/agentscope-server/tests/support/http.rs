@@ -64,12 +64,12 @@ pub(crate) fn find<'a>(events: &'a [Value], kind: &str) -> &'a Value {
 
 /// `GET /agents/assistant/threads/{thread}`.
 pub(crate) async fn thread(base: &str, thread: &str) -> Value {
-    reqwest::get(format!("{base}/agents/assistant/threads/{thread}"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    json_of(reqwest::Client::new().get(format!("{base}/agents/assistant/threads/{thread}"))).await
+}
+
+/// The JSON body of the answer to `request`.
+pub(crate) async fn json_of(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.unwrap().json().await.unwrap()
 }
 
 /// Starts a run of `assistant` and reads it until `until` arrives; returns the rest of the

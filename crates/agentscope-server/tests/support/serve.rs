@@ -4,7 +4,7 @@ use std::path::Path;
 
 use agentscope::ReActAgentBuilder;
 use agentscope::hooks::ApprovalPolicy;
-use agentscope::session::JsonFileSessionStore;
+use agentscope::session::{JsonFileSessionStore, SessionStore};
 use agentscope_server::{AgUi, AgUiBuilder, AgentSpec};
 use serde_json::{Value, json};
 
@@ -18,6 +18,26 @@ pub(crate) fn guarded_assistant(
     AgUi::builder()
         .agent("assistant", spec)
         .store(JsonFileSessionStore::new(dir))
+}
+
+/// The server of a worker process (a copy of the test binary that a test starts and may
+/// kill): `assistant` made by `agent`, whose `pay` calls wait for approval, on `store`,
+/// without the chat page; prints `LISTENING <base url>` and serves until the process is
+/// killed.
+pub(crate) async fn serve_worker(
+    agent: impl Fn() -> ReActAgentBuilder + Send + Sync + 'static,
+    store: impl SessionStore,
+) {
+    let spec = AgentSpec::new(agent).approval(ApprovalPolicy::tools(["pay"]));
+    let agui = AgUi::builder()
+        .agent("assistant", spec)
+        .store(store)
+        .chat_page(false)
+        .build()
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    println!("LISTENING http://{}", listener.local_addr().unwrap());
+    axum::serve(listener, agui.router()).await.unwrap();
 }
 
 /// An [`AgUi`] served on a free port of 127.0.0.1, until this is dropped.

@@ -5,21 +5,19 @@
 //!
 //! The servers are copies of this test binary running the ignored test `killed::worker`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use agentscope::hooks::ApprovalPolicy;
 use agentscope::prelude::*;
 use agentscope::session::JsonFileSessionStore;
-use agentscope_server::{AgUi, AgentSpec};
+use agentscope_test::ledger::Ledger;
 use agentscope_test::process::{SelfProcess, json_settings};
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::support::events::{TOOL_RESULT_STEP, run_of, text_step, types};
 use crate::support::http::{assert_refused, find, post, thread};
-use crate::support::serve::user;
+use crate::support::serve::{serve_worker, user};
 use crate::{answer, asks_to_pay, in_doubt_interrupt, input, resume};
 
 /// The environment variable carrying a worker's [`Settings`].
@@ -35,51 +33,6 @@ struct Settings {
     first: bool,
 }
 
-fn lines(path: &Path) -> Vec<String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => text.lines().map(str::to_owned).collect(),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(error) => panic!("reading {}: {error}", path.display()),
-    }
-}
-
-fn append(path: &Path, line: &str) {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    writeln!(file, "{line}").unwrap();
-    file.sync_all().unwrap();
-}
-
-/// `pay {"invoice": n}`, backed by a payment service in `dir` that records every attempt
-/// (`attempts`) and pays once per idempotency key (`ledger`); with `hang`, the tool never
-/// returns once the service has paid (the process is killed meanwhile).
-fn pay(dir: PathBuf, hang: bool) -> impl Tool {
-    tool_fn(
-        "pay",
-        "Pays an invoice.",
-        json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
-               "required": ["invoice"]}),
-        move |input: Value, ctx: ToolContext| {
-            let dir = dir.clone();
-            async move {
-                let key = ctx.idempotency_key();
-                append(&dir.join("attempts"), &key);
-                if !lines(&dir.join("ledger")).contains(&key) {
-                    append(&dir.join("ledger"), &key);
-                }
-                if hang {
-                    println!("TOOL_RUNNING {key}");
-                    std::future::pending::<()>().await;
-                }
-                Ok::<_, ToolError>(format!("paid invoice {} (receipt {key})", input["invoice"]))
-            }
-        },
-    )
-}
-
 /// A server process: `assistant` with `pay` (approval needed) on the JSON threads in
 /// `<dir>/threads`; prints `LISTENING <base url>` and serves until killed.
 #[tokio::test]
@@ -91,22 +44,17 @@ async fn worker() {
     } else {
         ScriptedModel::new([ScriptedResponse::text("Paid invoice 7.")])
     };
-    let (dir, hang) = (settings.dir.clone(), settings.first);
-    let spec = AgentSpec::new(move || {
+    let (books, hang) = (Ledger::new(&settings.dir), settings.first);
+    let agent = move || {
         ReActAgent::builder()
             .model(model.clone())
-            .toolkit(Toolkit::new().tool(pay(dir.clone(), hang)))
-    })
-    .approval(ApprovalPolicy::tools(["pay"]));
-    let agui = AgUi::builder()
-        .agent("assistant", spec)
-        .store(JsonFileSessionStore::new(settings.dir.join("threads")))
-        .chat_page(false)
-        .build()
-        .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    println!("LISTENING http://{}", listener.local_addr().unwrap());
-    axum::serve(listener, agui.router()).await.unwrap();
+            .toolkit(Toolkit::new().tool(books.pay_tool(hang)))
+    };
+    serve_worker(
+        agent,
+        JsonFileSessionStore::new(settings.dir.join("threads")),
+    )
+    .await;
 }
 
 fn start(dir: &Path, first: bool) -> (SelfProcess, String) {
@@ -122,10 +70,10 @@ fn start(dir: &Path, first: bool) -> (SelfProcess, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_killed_mid_tool_reports_the_call_in_doubt_and_a_retry_pays_once() {
     let dir = tempfile::tempdir().unwrap();
-    let (attempts, ledger) = (dir.path().join("attempts"), dir.path().join("ledger"));
+    let books = Ledger::new(dir.path());
 
     // The first server: ask, approve, and die while `pay` runs, after the service paid.
-    let (mut first, base) = start(dir.path(), true);
+    let (first, base) = start(dir.path(), true);
     let (status, events) = post(&base, &input("t1", json!([user("u1", "Pay invoice 7.")]))).await;
     assert_eq!(status, 200, "{events:?}");
     assert_eq!(
@@ -144,14 +92,8 @@ async fn a_server_killed_mid_tool_reports_the_call_in_doubt_and_a_retry_pays_onc
             let _ = response.text().await;
         }
     });
-    let key = tokio::task::block_in_place(|| first.expect("TOOL_RUNNING "));
-    tokio::task::block_in_place(|| first.kill());
+    let key = tokio::task::block_in_place(|| books.kill_once_paid(first));
     approving.await.unwrap();
-    assert_eq!(
-        lines(&ledger),
-        std::slice::from_ref(&key),
-        "the service took the payment"
-    );
 
     // The second server, on the same store: the call is in doubt, with the key `pay` got.
     let (second, base) = start(dir.path(), false);
@@ -175,7 +117,7 @@ async fn a_server_killed_mid_tool_reports_the_call_in_doubt_and_a_retry_pays_onc
     )
     .await;
     assert_eq!(
-        lines(&attempts),
+        books.attempts(),
         std::slice::from_ref(&key),
         "nothing ran again by itself"
     );
@@ -196,8 +138,8 @@ async fn a_server_killed_mid_tool_reports_the_call_in_doubt_and_a_retry_pays_onc
         find(&events, "RUN_FINISHED")["result"]["text"],
         "Paid invoice 7."
     );
-    assert_eq!(lines(&attempts), [key.clone(), key.clone()]);
-    assert_eq!(lines(&ledger), [key], "paid once");
+    assert_eq!(books.attempts(), [key.clone(), key.clone()]);
+    assert_eq!(books.paid(), [key], "paid once");
     let history = thread(&base, "t1").await;
     assert_eq!(
         (&history["interrupts"], &history["awaits"]),

@@ -27,7 +27,7 @@ use agentscope::prelude::*;
 use agentscope::session::{AgentState, JsonFileSessionStore, SessionStore};
 use agentscope::{BoxedHook, ToolContext};
 use agentscope_server::{AgUi, AgentSpec};
-use agentscope_test::{ScriptedModel, ScriptedResponse};
+use agentscope_test::{ScriptedModel, ScriptedResponse, tools};
 use serde_json::{Value, json};
 use support::http::{find, go_away_mid_tool, post};
 use support::serve::{Served, serve, user};
@@ -53,22 +53,16 @@ impl Payments {
 /// when told to, hangs.
 fn pay(payments: &Payments) -> impl Tool + use<> {
     let payments = payments.clone();
-    tool_fn(
-        "pay",
-        "Pays an invoice.",
-        json!({"type": "object", "properties": {"invoice": {"type": "integer"}},
-               "required": ["invoice"]}),
-        move |input: Value, ctx: ToolContext| {
-            let payments = payments.clone();
-            async move {
-                payments.keys.lock().unwrap().push(ctx.idempotency_key());
-                if payments.hang_next.swap(false, Ordering::SeqCst) {
-                    std::future::pending::<()>().await;
-                }
-                Ok::<_, ToolError>(format!("paid invoice {}", input["invoice"]))
+    tools::pay(move |invoice, ctx| {
+        let payments = payments.clone();
+        async move {
+            payments.keys.lock().unwrap().push(ctx.idempotency_key());
+            if payments.hang_next.swap(false, Ordering::SeqCst) {
+                std::future::pending::<()>().await;
             }
-        },
-    )
+            format!("paid invoice {invoice}")
+        }
+    })
 }
 
 /// `notify {"invoice": n}`: counts its runs and says it notified.

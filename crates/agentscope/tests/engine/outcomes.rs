@@ -5,6 +5,7 @@
 
 use agentscope::prelude::*;
 use agentscope::{ConversationError, ModelError};
+use agentscope_test::messages::turns;
 use agentscope_test::{ScriptedModel, ScriptedResponse};
 use serde_json::json;
 
@@ -149,11 +150,7 @@ async fn after_a_context_length_refusal_the_next_call_sends_only_its_own_input()
     );
     agent.call("short question").await.unwrap();
 
-    let sent: Vec<(Role, String)> = model.requests()[2]
-        .messages
-        .iter()
-        .map(|msg| (msg.role, msg.text()))
-        .collect();
+    let sent = turns(&model.requests()[2].messages);
     assert_eq!(
         sent,
         [
