@@ -106,14 +106,15 @@ fn item_of(line: &str, name: &str) -> String {
     if own == krate {
         return krate; // the crate root itself (`pub mod agentscope_core`)
     }
-    // A foreign type's impl or method (`alloc::boxed::Box<S>::lease`): the type's name.
-    let path = own.split('<').next().unwrap_or(own);
-    let path = path.split('(').next().unwrap_or(path);
+    // A foreign type's impl or method: the type's name, the segment before its generics
+    // (`alloc::boxed::Box<S>::lease`) or before the method (`alloc::string::String::len`).
+    let (path, generic) = match own.split_once('<') {
+        Some((path, _)) => (path, true),
+        None => (own.split('(').next().unwrap_or(own), false),
+    };
     let mut segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
-    if segments.len() > 1 && own.split('<').next().is_some_and(|p| p.len() < own.len()) {
-        // `Box<S>::lease`: the segment before the generics is the type.
-    } else if segments.len() > 1 {
-        segments.pop(); // `path::Type::method`: drop the method
+    if !generic && segments.len() > 1 {
+        segments.pop();
     }
     segments.last().map_or(krate.clone(), |s| (*s).to_owned())
 }
@@ -169,6 +170,10 @@ mod tests {
             (
                 "impl<S: agentscope_core::session::SessionStore> agentscope_core::session::SessionStore for alloc::boxed::Box<S>",
                 "Box",
+            ),
+            (
+                "pub fn alloc::string::String::len(&self) -> usize",
+                "String",
             ),
         ];
         for (line, item) in cases {
